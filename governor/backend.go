@@ -1,0 +1,191 @@
+package governor
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Key names one resource inside one project. Backends keep the state of
+// different keys apart; two projects never share state.
+type Key struct {
+	Project  string
+	Resource string
+}
+
+func (k Key) String() string { return k.Project + "/" + k.Resource }
+
+// Declaration is what a holder or waiter says about itself. It is stored
+// beside the lease and shown to anyone refused, so they can tell who holds
+// the slot and whether it is still alive.
+type Declaration struct {
+	Session string `json:"session,omitempty"`
+	Host    string `json:"host,omitempty"`
+	// HostID identifies the kernel and PID namespace the process runs in.
+	// PID liveness proofs are valid only between equal HostIDs.
+	HostID string `json:"host_id,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	// StartTime is the process start time in clock ticks after boot
+	// (/proc/PID/stat field 22); with PID it names one process, immune
+	// to PID reuse.
+	StartTime uint64 `json:"start,omitempty"`
+	// Command is the holder's command line, secrets redacted.
+	Command string `json:"cmd,omitempty"`
+}
+
+// Holder is one granted lease as the backend sees it.
+type Holder struct {
+	LeaseID string
+	Weight  int
+	Token   int64
+	// AcquiredAt, Heartbeat and Expires are backend time (the Redis
+	// server's clock, or this machine's).
+	AcquiredAt time.Time
+	Heartbeat  time.Time
+	Expires    time.Time
+	Declaration
+}
+
+// Waiter is one queued acquire, in FIFO order.
+type Waiter struct {
+	ID         string
+	Weight     int
+	EnqueuedAt time.Time
+	Declaration
+}
+
+// Status is a resource's state, read without acquiring anything.
+type Status struct {
+	Key     Key
+	Limit   int // the limit in force; 0 when the resource was never used
+	Used    int // weight held by unexpired holders
+	Holders []Holder
+	Waiters []Waiter
+	// DriftLimit is a limit some process asked for that differs from the
+	// one in force (processes disagree on their configuration); 0 if none.
+	DriftLimit int
+	Counters   Counters
+	// Now is the backend's clock when the status was read.
+	Now time.Time
+}
+
+// Counters are kept by the backend so that short-lived processes count.
+type Counters struct {
+	Acquired        int64 // grants, immediate or after waiting
+	Busy            int64 // fail-mode refusals
+	Waited          int64 // acquires that had to queue
+	Released        int64
+	Lost            int64 // leases their holders declared lost
+	ReclaimedExpiry int64 // holders removed because their lease expired
+	ReclaimedDead   int64 // holders removed because their owner was proven dead
+}
+
+// Mode says what an acquire does when the resource has no room.
+type Mode int
+
+const (
+	// Fail returns a *BusyError at once.
+	Fail Mode = iota
+	// Wait queues in FIFO order until granted or the context ends.
+	Wait
+)
+
+// Request is one acquire as a backend executes it. The Governor fills
+// every field; backends may assume it is valid.
+type Request struct {
+	Key    Key
+	ID     string // lease id; also the waiter id while queued
+	Limit  int
+	Weight int
+	TTL    time.Duration
+	Mode   Mode
+	// QueueTTL bounds how long a waiter entry lives without being
+	// refreshed by another Acquire with the same ID: a dead waiter is
+	// dropped after it and never blocks the queue.
+	QueueTTL    time.Duration
+	Declaration Declaration
+}
+
+// Outcome of a backend Acquire.
+type Outcome int
+
+const (
+	Granted Outcome = iota + 1
+	Refused         // Fail mode and no room (or waiters ahead)
+	Queued          // Wait mode: enqueued or still queued
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Granted:
+		return "granted"
+	case Refused:
+		return "refused"
+	case Queued:
+		return "queued"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Result is what a backend Acquire returns.
+type Result struct {
+	Outcome Outcome
+	Token   int64     // Granted
+	Expires time.Time // Granted: backend time
+	// Position is the 1-based place in the queue (Queued).
+	Position int
+	// Status describes the resource when the outcome is not Granted. It
+	// may list only the first holders of a crowded resource.
+	Status Status
+}
+
+// Backend is the contract every state store implements. Each method is
+// atomic: it sees and leaves a consistent state, and a crash at any point
+// loses nothing. Expired holders and waiters are pruned, and freed weight
+// handed to the head of the queue, inside every state-changing call.
+//
+// Errors other than the sentinels of this package are transport or
+// storage failures; a backend never reports them as busy.
+type Backend interface {
+	// Acquire grants req if its weight fits and no waiter is ahead of it.
+	// If req.ID was queued and has since been granted (freed weight was
+	// handed to it), Acquire returns that grant with its expiry extended
+	// to now+TTL. Otherwise a Fail request is Refused, and a Wait request
+	// is queued at the tail (or, already queued, has its queue entry
+	// refreshed). A weight above the limit in force is ErrTooHeavy.
+	Acquire(ctx context.Context, req Request) (Result, error)
+
+	// Renew extends a held lease to now+ttl and returns the new expiry.
+	// It never re-acquires: a lease that is gone is ErrLeaseLost.
+	Renew(ctx context.Context, key Key, id string, ttl time.Duration) (time.Time, error)
+
+	// Release frees a held lease and hands its weight to the queue. A
+	// lease that is not held is ErrNotHeld and changes nothing.
+	Release(ctx context.Context, key Key, id string) error
+
+	// Cancel withdraws a queued waiter. If it was granted in the meantime,
+	// the grant is released. Cancelling an unknown id is not an error.
+	Cancel(ctx context.Context, key Key, id string) error
+
+	// Reclaim removes holder id if it still holds token — used when its
+	// owner is proven dead. It reports whether it removed anything.
+	Reclaim(ctx context.Context, key Key, id string, token int64) (bool, error)
+
+	// Status reads a resource without changing it.
+	Status(ctx context.Context, key Key) (Status, error)
+
+	// Resources lists the resources of a project that have state.
+	Resources(ctx context.Context, project string) ([]string, error)
+
+	// Notify returns a channel that receives a value when waiter id of key
+	// may have been granted, and a function to stop listening. Delivery is
+	// best effort: waiters also re-check on a bounded timer.
+	Notify(key Key, id string) (<-chan struct{}, func())
+
+	// CountLost records that a holder declared its lease lost.
+	CountLost(ctx context.Context, key Key) error
+
+	// Close releases the backend's own connections and files. Leases
+	// still held are left to expire.
+	Close() error
+}

@@ -1,0 +1,425 @@
+package conformance
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+func (s *suite) grantWithinLimit(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "provider:anthropic"}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		r := req(key, 3, 1, governor.Fail)
+		r.Declaration = governor.Declaration{Session: "sess", Host: "h1", HostID: "hid", PID: 42 + i, StartTime: 7, Command: "eval --x"}
+		mustAcquire(t, b, r, governor.Granted)
+		ids = append(ids, r.ID)
+	}
+	res := mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Refused)
+	if res.Status.Used != 3 || res.Status.Limit != 3 {
+		t.Fatalf("refusal status used/limit = %d/%d, want 3/3", res.Status.Used, res.Status.Limit)
+	}
+	if len(res.Status.Holders) != 3 {
+		t.Fatalf("refusal names %d holders, want 3", len(res.Status.Holders))
+	}
+	h := res.Status.Holders[0]
+	if h.Session != "sess" || h.Host != "h1" || h.HostID != "hid" || h.StartTime != 7 || h.Command != "eval --x" || h.Weight != 1 {
+		t.Fatalf("holder declaration not kept: %+v", h)
+	}
+	if h.Token <= 0 || h.Expires.IsZero() || h.AcquiredAt.IsZero() || h.Heartbeat.IsZero() {
+		t.Fatalf("holder lacks token or times: %+v", h)
+	}
+	if err := b.Release(ctxT(t), key, ids[1]); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Refused)
+}
+
+func (s *suite) weights(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "gpu"}
+	mustAcquire(t, b, req(key, 5, 3, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(key, 5, 3, governor.Fail), governor.Refused)
+	mustAcquire(t, b, req(key, 5, 2, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(key, 5, 1, governor.Fail), governor.Refused)
+	if st := mustStatus(t, b, key); st.Used != 5 {
+		t.Fatalf("used = %d, want 5", st.Used)
+	}
+}
+
+func (s *suite) tooHeavy(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	first := req(key, 2, 1, governor.Fail)
+	mustAcquire(t, b, first, governor.Granted)
+	// Another process believes the limit is 10 and asks for 8: the limit
+	// in force is 2, so this can never be granted.
+	_, err := b.Acquire(ctxT(t), req(key, 10, 8, governor.Wait))
+	if !errors.Is(err, governor.ErrTooHeavy) {
+		t.Fatalf("weight 8 against limit in force 2: err = %v, want ErrTooHeavy", err)
+	}
+	if st := mustStatus(t, b, key); len(st.Waiters) != 0 || st.Used != 1 {
+		t.Fatalf("a refused heavy request left state behind: %+v", st)
+	}
+}
+
+func (s *suite) releaseByIDOnly(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "lifecycle"}
+	r := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, r, governor.Granted)
+	if err := b.Release(ctxT(t), key, "not-"+r.ID); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("release by a stranger: err = %v, want ErrNotHeld", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 1 {
+		t.Fatalf("a stranger's release freed the slot: used = %d", st.Used)
+	}
+	if err := b.Release(ctxT(t), key, r.ID); err != nil {
+		t.Fatalf("release by holder: %v", err)
+	}
+	if err := b.Release(ctxT(t), key, r.ID); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("second release: err = %v, want ErrNotHeld", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 0 {
+		t.Fatalf("used after release = %d, want 0", st.Used)
+	}
+}
+
+func (s *suite) renewNeverReacquires(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "issue:2316"}
+	r := req(key, 1, 1, governor.Fail)
+	r.TTL = 400 * time.Millisecond
+	res := mustAcquire(t, b, r, governor.Granted)
+	exp, err := b.Renew(ctxT(t), key, r.ID, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if !exp.After(res.Expires) {
+		t.Fatalf("renewed expiry %v not after %v", exp, res.Expires)
+	}
+	if _, err := b.Renew(ctxT(t), key, "unknown", time.Second); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("renew of unknown lease: err = %v, want ErrLeaseLost", err)
+	}
+	// Let it expire: a renewal must not bring it back.
+	if _, err := b.Renew(ctxT(t), key, r.ID, 400*time.Millisecond); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	s.h.Advance(t, time.Second)
+	if _, err := b.Renew(ctxT(t), key, r.ID, 10*time.Second); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("renew after expiry: err = %v, want ErrLeaseLost", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 {
+		t.Fatalf("renew re-acquired an expired lease: %+v", st)
+	}
+}
+
+func (s *suite) expiryFreesSlot(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "run"}
+	r := req(key, 1, 1, governor.Fail)
+	r.TTL = 400 * time.Millisecond
+	mustAcquire(t, b, r, governor.Granted)
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+	if st := mustStatus(t, b, key); len(st.Holders) != 1 {
+		t.Fatalf("holders = %d, want 1", len(st.Holders))
+	}
+	s.h.Advance(t, time.Second)
+	if st := mustStatus(t, b, key); len(st.Holders) != 0 || st.Used != 0 {
+		t.Fatalf("status lists an expired holder: %+v", st)
+	}
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	if err := b.Release(ctxT(t), key, r.ID); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("release of the expired lease: err = %v, want ErrNotHeld", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 1 {
+		t.Fatalf("the expired holder's release freed the new holder's slot: used = %d", st.Used)
+	}
+}
+
+func (s *suite) tokensIncrease(t *testing.T) {
+	b := s.h.Open(t)
+	other := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "seq"}
+	var last int64
+	check := func(tok int64) {
+		t.Helper()
+		if tok <= last {
+			t.Fatalf("token %d not above previous %d", tok, last)
+		}
+		last = tok
+	}
+	for i := 0; i < 20; i++ {
+		be := b
+		if i%2 == 1 {
+			be = other
+		}
+		r := req(key, 1, 1, governor.Fail)
+		r.TTL = 300 * time.Millisecond
+		res := mustAcquire(t, be, r, governor.Granted)
+		check(res.Token)
+		if i%5 == 4 {
+			s.h.Advance(t, 500*time.Millisecond) // expire instead of release
+			continue
+		}
+		if err := be.Release(ctxT(t), key, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hand-off grants take tokens too.
+	h := req(key, 1, 1, governor.Fail)
+	check(mustAcquire(t, b, h, governor.Granted).Token)
+	w := req(key, 1, 1, governor.Wait)
+	mustAcquire(t, b, w, governor.Queued)
+	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(mustAcquire(t, b, w, governor.Granted).Token)
+}
+
+func (s *suite) fifoHandOff(t *testing.T) {
+	b := s.h.Open(t)
+	other := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	h := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, h, governor.Granted)
+	var ws []governor.Request
+	var notes []<-chan struct{}
+	for i := 0; i < 4; i++ {
+		be := b
+		if i%2 == 1 {
+			be = other
+		}
+		w := req(key, 1, 1, governor.Wait)
+		ch, stop := be.Notify(key, w.ID)
+		t.Cleanup(stop)
+		notes = append(notes, ch)
+		res := mustAcquire(t, be, w, governor.Queued)
+		if res.Position != i+1 {
+			t.Fatalf("waiter %d position = %d, want %d", i, res.Position, i+1)
+		}
+		ws = append(ws, w)
+	}
+	// A fail-mode newcomer does not jump the queue even when a slot frees.
+	holder := h.ID
+	for i, w := range ws {
+		if err := b.Release(ctxT(t), key, holder); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+		// Only the head is told, and only the head is granted.
+		select {
+		case <-notes[i]:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiter %d not notified of its grant", i)
+		}
+		for j := i + 1; j < len(ws); j++ {
+			select {
+			case <-notes[j]:
+				t.Fatalf("waiter %d woken by the grant to waiter %d", j, i)
+			default:
+			}
+		}
+		mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+		be := b
+		if i%2 == 1 {
+			be = other
+		}
+		mustAcquire(t, be, w, governor.Granted)
+		for j := i + 1; j < len(ws); j++ {
+			res := mustAcquire(t, b, ws[j], governor.Queued)
+			if res.Position != j-i {
+				t.Fatalf("waiter %d position = %d, want %d", j, res.Position, j-i)
+			}
+		}
+		holder = w.ID
+	}
+}
+
+func (s *suite) headOfLineBlocks(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "mem"}
+	h := req(key, 2, 1, governor.Fail)
+	mustAcquire(t, b, h, governor.Granted)
+	big := req(key, 2, 2, governor.Wait)
+	mustAcquire(t, b, big, governor.Queued)
+	// One slot is free, but the heavy waiter came first: nobody overtakes.
+	small := req(key, 2, 1, governor.Wait)
+	if res := mustAcquire(t, b, small, governor.Queued); res.Position != 2 {
+		t.Fatalf("small waiter position = %d, want 2", res.Position)
+	}
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, big, governor.Granted)
+	mustAcquire(t, b, small, governor.Queued)
+	if err := b.Release(ctxT(t), key, big.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, small, governor.Granted)
+}
+
+func (s *suite) deadWaiterSkipped(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	h := req(key, 1, 1, governor.Fail)
+	h.TTL = time.Minute
+	mustAcquire(t, b, h, governor.Granted)
+	dead := req(key, 1, 1, governor.Wait)
+	dead.QueueTTL = 300 * time.Millisecond
+	mustAcquire(t, b, dead, governor.Queued)
+	live := req(key, 1, 1, governor.Wait)
+	live.QueueTTL = time.Minute
+	mustAcquire(t, b, live, governor.Queued)
+	s.h.Advance(t, time.Second) // the dead waiter never refreshes
+	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, live, governor.Granted)
+	st := mustStatus(t, b, key)
+	if len(st.Holders) != 1 || st.Holders[0].LeaseID != live.ID || len(st.Waiters) != 0 {
+		t.Fatalf("after the dead waiter expired: %+v", st)
+	}
+}
+
+func (s *suite) cancel(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "plan"}
+	h := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, h, governor.Granted)
+	w1 := req(key, 1, 1, governor.Wait)
+	w2 := req(key, 1, 1, governor.Wait)
+	mustAcquire(t, b, w1, governor.Queued)
+	mustAcquire(t, b, w2, governor.Queued)
+	if err := b.Cancel(ctxT(t), key, w1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustAcquire(t, b, w2, governor.Queued); res.Position != 1 {
+		t.Fatalf("after cancel, position = %d, want 1", res.Position)
+	}
+	// w2 is granted by the release, then cancels before claiming: the
+	// grant goes back.
+	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Cancel(ctxT(t), key, w2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Waiters) != 0 || len(st.Holders) != 0 {
+		t.Fatalf("cancel left state behind: %+v", st)
+	}
+	if err := b.Cancel(ctxT(t), key, "unknown"); err != nil {
+		t.Fatalf("cancel of unknown id: %v", err)
+	}
+}
+
+func (s *suite) reclaim(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "merge"}
+	h := req(key, 1, 1, governor.Fail)
+	res := mustAcquire(t, b, h, governor.Granted)
+	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token+1); err != nil || ok {
+		t.Fatalf("reclaim with a wrong token = %v, %v; want false", ok, err)
+	}
+	if ok, err := b.Reclaim(ctxT(t), key, "unknown", res.Token); err != nil || ok {
+		t.Fatalf("reclaim of unknown lease = %v, %v; want false", ok, err)
+	}
+	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token); err != nil || !ok {
+		t.Fatalf("reclaim = %v, %v; want true", ok, err)
+	}
+	if _, err := b.Renew(ctxT(t), key, h.ID, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("renew after reclaim: %v, want ErrLeaseLost", err)
+	}
+	st := mustStatus(t, b, key)
+	if st.Used != 0 || st.Counters.ReclaimedDead != 1 {
+		t.Fatalf("after reclaim: used %d, reclaimed dead %d; want 0, 1", st.Used, st.Counters.ReclaimedDead)
+	}
+}
+
+func (s *suite) status(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "provider:openai"}
+	if st := mustStatus(t, b, key); st.Limit != 0 || st.Used != 0 || len(st.Holders) != 0 {
+		t.Fatalf("status of an unused resource: %+v", st)
+	}
+	h := req(key, 2, 2, governor.Fail)
+	h.Declaration.Session = "holder"
+	mustAcquire(t, b, h, governor.Granted)
+	w1 := req(key, 2, 1, governor.Wait)
+	w1.Declaration.Session = "first"
+	w2 := req(key, 2, 2, governor.Wait)
+	w2.Declaration.Session = "second"
+	mustAcquire(t, b, w1, governor.Queued)
+	mustAcquire(t, b, w2, governor.Queued)
+	st := mustStatus(t, b, key)
+	if st.Limit != 2 || st.Used != 2 || len(st.Holders) != 1 || st.Holders[0].Session != "holder" || st.Holders[0].Weight != 2 {
+		t.Fatalf("status holders: %+v", st)
+	}
+	if len(st.Waiters) != 2 || st.Waiters[0].Session != "first" || st.Waiters[1].Session != "second" || st.Waiters[1].Weight != 2 {
+		t.Fatalf("status waiters not in FIFO order with declarations: %+v", st.Waiters)
+	}
+	if st.Now.IsZero() || st.Waiters[0].EnqueuedAt.IsZero() {
+		t.Fatalf("status lacks times: %+v", st)
+	}
+	// Reading changes nothing.
+	again := mustStatus(t, b, key)
+	if again.Used != st.Used || len(again.Waiters) != 2 || again.Counters != st.Counters {
+		t.Fatalf("status changed state: %+v then %+v", st, again)
+	}
+	names, err := b.Resources(ctxT(t), key.Project)
+	if err != nil || len(names) != 1 || names[0] != key.Resource {
+		t.Fatalf("Resources = %v, %v; want [%s]", names, err, key.Resource)
+	}
+}
+
+func (s *suite) limitDrift(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "run"}
+	h := req(key, 2, 1, governor.Fail)
+	mustAcquire(t, b, h, governor.Granted)
+	// Another process was configured with limit 5: the limit in force
+	// stays 2 while the resource is busy.
+	mustAcquire(t, b, req(key, 5, 1, governor.Fail), governor.Granted)
+	res := mustAcquire(t, b, req(key, 5, 1, governor.Fail), governor.Refused)
+	if res.Status.Limit != 2 || res.Status.DriftLimit != 5 {
+		t.Fatalf("limit/drift = %d/%d, want 2/5", res.Status.Limit, res.Status.DriftLimit)
+	}
+	if st := mustStatus(t, b, key); st.Limit != 2 || st.DriftLimit != 5 {
+		t.Fatalf("status limit/drift = %d/%d, want 2/5", st.Limit, st.DriftLimit)
+	}
+}
+
+func (s *suite) projectsIsolated(t *testing.T) {
+	b := s.h.Open(t)
+	k1 := governor.Key{Project: project(), Resource: "heavy"}
+	k2 := governor.Key{Project: project(), Resource: "heavy"}
+	mustAcquire(t, b, req(k1, 1, 1, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(k2, 1, 1, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(k1, 1, 1, governor.Fail), governor.Refused)
+}
+
+func (s *suite) counters(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "count"}
+	h := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, h, governor.Granted)
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+	w := req(key, 1, 1, governor.Wait)
+	mustAcquire(t, b, w, governor.Queued)
+	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, w, governor.Granted)
+	if err := b.CountLost(ctxT(t), key); err != nil {
+		t.Fatal(err)
+	}
+	c := mustStatus(t, b, key).Counters
+	want := governor.Counters{Acquired: 2, Busy: 1, Waited: 1, Released: 1, Lost: 1}
+	if c != want {
+		t.Fatalf("counters = %+v, want %+v", c, want)
+	}
+}

@@ -1,0 +1,126 @@
+// Package conformance is the one test suite every governor backend must
+// pass unchanged. A backend's tests call Run with a Harness that opens
+// backends on one shared store and moves its clock.
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Harness connects the suite to a backend under test.
+type Harness struct {
+	// Open returns a new backend on the store under test, as another
+	// process would open it. The harness closes it at test cleanup.
+	Open func(t *testing.T) governor.Backend
+	// Advance moves the store's clock forward by at least d. A store on
+	// real time sleeps.
+	Advance func(t *testing.T, d time.Duration)
+	// RealTime is true when Advance sleeps: the suite then keeps the
+	// amounts of time it skips small.
+	RealTime bool
+}
+
+// Run runs the whole suite.
+func Run(t *testing.T, h Harness) {
+	s := &suite{h: h}
+	tests := []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"GrantWithinLimit", s.grantWithinLimit},
+		{"Weights", s.weights},
+		{"TooHeavy", s.tooHeavy},
+		{"ReleaseByIDOnly", s.releaseByIDOnly},
+		{"RenewNeverReacquires", s.renewNeverReacquires},
+		{"ExpiryFreesSlot", s.expiryFreesSlot},
+		{"TokensIncrease", s.tokensIncrease},
+		{"FIFOHandOff", s.fifoHandOff},
+		{"HeadOfLineBlocks", s.headOfLineBlocks},
+		{"DeadWaiterSkipped", s.deadWaiterSkipped},
+		{"Cancel", s.cancel},
+		{"Reclaim", s.reclaim},
+		{"Status", s.status},
+		{"LimitDrift", s.limitDrift},
+		{"ProjectsIsolated", s.projectsIsolated},
+		{"Counters", s.counters},
+		{"LeaseHeartbeat", s.leaseHeartbeat},
+		{"LeaseLostClosesDone", s.leaseLostClosesDone},
+		{"WaitAcrossBackends", s.waitAcrossBackends},
+		{"GovernorFIFO", s.governorFIFO},
+		{"CancelledWaitLeavesNothing", s.cancelledWaitLeavesNothing},
+		{"DeadOwnerReclaimed", s.deadOwnerReclaimed},
+		{"BusyErrorNamesHolders", s.busyErrorNamesHolders},
+		{"AcquireAllNoDeadlock", s.acquireAllNoDeadlock},
+		{"AcquireAllReleasesOnFailure", s.acquireAllReleasesOnFailure},
+		{"HammerNeverOverLimit", s.hammer},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.fn)
+	}
+}
+
+type suite struct{ h Harness }
+
+// project returns a project name no other test uses, so tests on a
+// shared server never see each other's keys.
+func project() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "ct-" + hex.EncodeToString(b[:])
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func id() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// req builds a backend request with a fresh id.
+func req(key governor.Key, limit, weight int, mode governor.Mode) governor.Request {
+	return governor.Request{Key: key, ID: id(), Limit: limit, Weight: weight, TTL: 30 * time.Second,
+		Mode: mode, QueueTTL: 30 * time.Second,
+		Declaration: governor.Declaration{Session: "s-" + id()[:4], Host: "conformance", PID: 0}}
+}
+
+func mustAcquire(t *testing.T, b governor.Backend, r governor.Request, want governor.Outcome) governor.Result {
+	t.Helper()
+	res, err := b.Acquire(ctxT(t), r)
+	if err != nil {
+		t.Fatalf("Acquire(%s weight %d): %v", r.Key, r.Weight, err)
+	}
+	if res.Outcome != want {
+		t.Fatalf("Acquire(%s weight %d) outcome = %v, want %v (status %+v)", r.Key, r.Weight, res.Outcome, want, res.Status)
+	}
+	return res
+}
+
+func mustStatus(t *testing.T, b governor.Backend, key governor.Key) governor.Status {
+	t.Helper()
+	st, err := b.Status(ctxT(t), key)
+	if err != nil {
+		t.Fatalf("Status(%s): %v", key, err)
+	}
+	return st
+}
+
+func newGovernor(t *testing.T, b governor.Backend, opts governor.Options) *governor.Governor {
+	t.Helper()
+	g, err := governor.New(b, opts)
+	if err != nil {
+		t.Fatalf("governor.New: %v", err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}

@@ -1,0 +1,58 @@
+package governor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrBusy is matched (errors.Is) by a *BusyError: the resource had no
+	// room and the caller asked not to wait.
+	ErrBusy = errors.New("governor: resource busy")
+	// ErrLeaseLost reports a lease that is no longer held: it expired, was
+	// reclaimed or taken over. Work protected by it must stop.
+	ErrLeaseLost = errors.New("governor: lease lost")
+	// ErrNotHeld reports a release or renew of a lease the backend does not
+	// know (already released, expired, or never granted).
+	ErrNotHeld = errors.New("governor: lease not held")
+	// ErrInvalid is wrapped by every error about bad input: names, weights,
+	// limits, durations.
+	ErrInvalid = errors.New("governor: invalid argument")
+	// ErrTooHeavy reports a weight above the limit in force: it could never
+	// be granted.
+	ErrTooHeavy = errors.New("governor: weight above limit")
+	// ErrClosed reports use of a closed Governor or backend.
+	ErrClosed = errors.New("governor: closed")
+)
+
+// BusyError is returned by a fail-mode acquire that found no room. It
+// carries the resource's state at the time of the refusal so the caller
+// can say who holds it. errors.Is(err, ErrBusy) is true.
+type BusyError struct {
+	Resource string
+	Status   Status
+}
+
+func (e *BusyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "governor: %s busy: %d of %d in use", e.Resource, e.Status.Used, e.Status.Limit)
+	if n := len(e.Status.Waiters); n > 0 {
+		fmt.Fprintf(&b, ", %d waiting", n)
+	}
+	for i, h := range e.Status.Holders {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Status.Holders)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; held by %s", h.Describe(e.Status.Now))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrBusy) hold.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,202 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Lease is a granted acquire. It renews itself every heartbeat until
+// Release. When it cannot prove it is still held — a renewal was refused,
+// or none succeeded before its local deadline — it closes Done() and Err
+// returns ErrLeaseLost. The local deadline is the send time of the last
+// successful grant or renewal plus the TTL minus the safety margin, on
+// this process's monotonic clock: the backend's expiry is never earlier,
+// so the holder learns of the loss before anyone else can be granted the
+// slot.
+type Lease struct {
+	g      *Governor
+	key    Key
+	id     string
+	weight int
+	token  int64
+	ttl    time.Duration
+
+	mu       sync.Mutex
+	expires  time.Time // backend clock
+	deadline time.Time // local monotonic
+	err      error
+	released bool
+
+	done    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func (g *Governor) newLease(req Request, res Result, sent time.Time) *Lease {
+	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
+		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
+		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	g.mu.Lock()
+	g.leases[l] = struct{}{}
+	g.mu.Unlock()
+	go l.heartbeat()
+	return l
+}
+
+// ID is the lease id: the proof of ownership for renew and release.
+func (l *Lease) ID() string { return l.id }
+
+// Resource is the resource the lease holds slots of.
+func (l *Lease) Resource() string { return l.key.Resource }
+
+// Key is the lease's project and resource.
+func (l *Lease) Key() Key { return l.key }
+
+// Weight is the number of slots held.
+func (l *Lease) Weight() int { return l.weight }
+
+// Token is the fencing token: it strictly increases per resource with
+// every grant, so a protected store can refuse a writer whose token is
+// older than one it has seen.
+func (l *Lease) Token() int64 { return l.token }
+
+// Expires is the backend's expiry after the last renewal (backend clock).
+func (l *Lease) Expires() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expires
+}
+
+// Done is closed when the lease is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err is nil while the lease is held, ErrLeaseLost after a loss, and
+// ErrNotHeld after Release.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Context returns a context that is cancelled when the lease ends, for
+// work that must stop with it.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-l.done:
+			cancel(l.Err())
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+func (l *Lease) heartbeat() {
+	defer close(l.stopped)
+	renew := time.NewTimer(l.g.heartbeat)
+	defer renew.Stop()
+	backoff := newBackoff()
+	for {
+		l.mu.Lock()
+		deadline := l.deadline
+		l.mu.Unlock()
+		lost := time.NewTimer(time.Until(deadline))
+		select {
+		case <-l.stop:
+			lost.Stop()
+			return
+		case <-lost.C:
+			l.lose(ErrLeaseLost)
+			return
+		case <-renew.C:
+			lost.Stop()
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			backoff.reset()
+			l.mu.Lock()
+			l.expires = exp
+			l.deadline = sent.Add(l.ttl - l.g.margin)
+			l.mu.Unlock()
+			renew.Reset(l.g.heartbeat)
+		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotHeld):
+			l.lose(ErrLeaseLost)
+			return
+		default:
+			// Transport trouble: retry soon; the deadline decides.
+			renew.Reset(min(backoff.next(), l.g.heartbeat))
+		}
+	}
+}
+
+// lose marks the lease lost, counts it in the backend and, best effort,
+// frees it there (by id, so it can only free this lease).
+func (l *Lease) lose(err error) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.err = err
+	l.mu.Unlock()
+	close(l.done)
+	l.g.forget(l)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		_ = l.g.b.CountLost(ctx, l.key)
+		_ = l.g.b.Release(ctx, l.key, l.id)
+	}()
+}
+
+// Release stops the heartbeat, then frees the slots, on a fresh context
+// bounded by DefaultReleaseTimeout. It returns ErrLeaseLost if the lease
+// had been lost (the protected work may have overlapped another holder),
+// nil on a second call, and a backend error if the release could not be
+// sent — the lease then expires after its TTL.
+func (l *Lease) Release() error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.released = true
+	lostErr := l.err
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.stopped
+	if lostErr == nil {
+		// The heartbeat may have lost the lease just before stopping.
+		lostErr = l.Err()
+	}
+	if lostErr != nil {
+		return lostErr
+	}
+	l.mu.Lock()
+	l.err = ErrNotHeld
+	l.mu.Unlock()
+	close(l.done)
+	l.g.forget(l)
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	defer cancel()
+	err := l.g.b.Release(ctx, l.key, l.id)
+	if errors.Is(err, ErrNotHeld) {
+		// Gone on the backend although our deadline had not passed: it
+		// was taken over or reclaimed.
+		return ErrLeaseLost
+	}
+	return err
+}
+
+func (g *Governor) forget(l *Lease) {
+	g.mu.Lock()
+	delete(g.leases, l)
+	g.mu.Unlock()
+}

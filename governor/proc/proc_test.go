@@ -1,0 +1,61 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestParseStartTime(t *testing.T) {
+	line := []byte("1234 (a b) c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10 18446744073709551615")
+	got, err := parseStartTime(line)
+	if err != nil || got != 987654 {
+		t.Fatalf("parseStartTime = %d, %v; want 987654", got, err)
+	}
+	if _, err := parseStartTime([]byte("garbage")); err == nil {
+		t.Fatal("want error for garbage")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	self := Current()
+	if self.StartTime == 0 || self.HostID == "" {
+		t.Fatalf("Current() = %+v, want start time and host id", self)
+	}
+	tests := []struct {
+		name  string
+		pid   int
+		start uint64
+		want  Verdict
+	}{
+		{"self", self.PID, self.StartTime, Alive},
+		{"self without start", self.PID, 0, Alive},
+		{"pid reused", self.PID, self.StartTime + 1, Dead},
+		{"zero pid", 0, 0, Unknown},
+		{"negative pid", -5, 0, Unknown},
+	}
+	if os.Geteuid() != 0 {
+		// pid 1 belongs to root: kill(1, 0) is EPERM, which means alive.
+		tests = append(tests, struct {
+			name  string
+			pid   int
+			start uint64
+			want  Verdict
+		}{"eperm", 1, 0, Alive})
+	}
+	for _, tt := range tests {
+		if got := Check(tt.pid, tt.start); got != tt.want {
+			t.Errorf("%s: Check(%d, %d) = %v, want %v", tt.name, tt.pid, tt.start, got, tt.want)
+		}
+	}
+}
+
+func TestCheckDeadChild(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := Check(cmd.Process.Pid, 0); got != Dead {
+		t.Fatalf("Check(exited child) = %v, want dead", got)
+	}
+}

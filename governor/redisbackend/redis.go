@@ -1,0 +1,363 @@
+// Package redisbackend keeps governor's state in Redis: every change is
+// one Lua script (time from the server's TIME), and all keys of one
+// resource share a hash tag, so it works on a single node, Sentinel and
+// Cluster alike.
+package redisbackend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/governor-dev/governor/governor"
+	scripts "github.com/governor-dev/governor/scripts-lua"
+)
+
+var (
+	acquireScript = redis.NewScript(scripts.Acquire)
+	renewScript   = redis.NewScript(scripts.Renew)
+	releaseScript = redis.NewScript(scripts.Release)
+	cancelScript  = redis.NewScript(scripts.Cancel)
+	reclaimScript = redis.NewScript(scripts.Reclaim)
+	lostScript    = redis.NewScript(scripts.Lost)
+	statusScript  = redis.NewScript(scripts.Status)
+)
+
+// holdersInRefusal caps the holders a refusal reports.
+const holdersInRefusal = 16
+
+// Prefix starts every key and channel governor owns.
+const Prefix = "gov:"
+
+// Backend is the Redis backend. Create it with New.
+type Backend struct {
+	rdb     redis.UniversalClient
+	channel string // this instance's notification channel
+
+	mu      sync.Mutex
+	pubsub  *redis.PubSub
+	waiters map[string]chan struct{}
+	known   map[governor.Key]bool // resources already registered in the project index
+	closed  bool
+	done    chan struct{}
+}
+
+var _ governor.Backend = (*Backend)(nil)
+
+// New returns a backend on rdb. It subscribes to its own notification
+// channel (one connection per backend, whatever the number of waiters)
+// and fails if Redis cannot be reached or does not run scripts. Close
+// closes the subscription; rdb stays the caller's.
+func New(ctx context.Context, rdb redis.UniversalClient) (*Backend, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
+		waiters: map[string]chan struct{}{}, known: map[governor.Key]bool{}, done: make(chan struct{})}
+	ps := rdb.Subscribe(ctx, be.channel)
+	// Wait for the confirmation so that no grant published after New
+	// returns can be missed.
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, fmt.Errorf("governor: redis: subscribe: %w", err)
+	}
+	be.pubsub = ps
+	go be.dispatch(ps.Channel())
+	return be, nil
+}
+
+func (b *Backend) dispatch(ch <-chan *redis.Message) {
+	defer close(b.done)
+	for m := range ch {
+		b.mu.Lock()
+		w := b.waiters[m.Payload]
+		b.mu.Unlock()
+		if w != nil {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Notify implements governor.Backend.
+func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.waiters[id] = ch
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.waiters, id)
+		b.mu.Unlock()
+	}
+}
+
+// Keys returns the eight keys of a resource, in the order of lib.lua.
+func Keys(key governor.Key) []string {
+	base := Prefix + "{" + key.Project + "/" + key.Resource + "}:"
+	return []string{base + "h", base + "d", base + "x", base + "q", base + "qe", base + "qd", base + "m", base + "e"}
+}
+
+func indexKey(project string) string { return Prefix + "{" + project + "}:resources" }
+
+func (b *Backend) register(ctx context.Context, key governor.Key) {
+	b.mu.Lock()
+	known := b.known[key]
+	b.mu.Unlock()
+	if known {
+		return
+	}
+	if err := b.rdb.SAdd(ctx, indexKey(key.Project), key.Resource).Err(); err == nil {
+		b.mu.Lock()
+		b.known[key] = true
+		b.mu.Unlock()
+	}
+}
+
+// Acquire implements governor.Backend.
+func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	decl, err := json.Marshal(req.Declaration)
+	if err != nil {
+		return governor.Result{}, err
+	}
+	mode := "fail"
+	if req.Mode == governor.Wait {
+		mode = "wait"
+	}
+	b.register(ctx, req.Key)
+	v, err := acquireScript.Run(ctx, b.rdb, Keys(req.Key), req.ID, req.Limit, req.Weight,
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal).Slice()
+	if err != nil {
+		return governor.Result{}, wrap("acquire", err)
+	}
+	return parseReply(req.Key, v)
+}
+
+func parseReply(key governor.Key, v []any) (governor.Result, error) {
+	if len(v) < 9 {
+		return governor.Result{}, fmt.Errorf("governor: redis: short acquire reply (%d fields)", len(v))
+	}
+	var r governor.Result
+	code := toInt(v[0])
+	st := governor.Status{Key: key, Limit: int(toInt(v[4])), Used: int(toInt(v[5])), DriftLimit: int(toInt(v[7])),
+		Now: time.UnixMilli(toInt(v[8]))}
+	switch code {
+	case 1:
+		r.Outcome = governor.Granted
+		r.Token = toInt(v[1])
+		r.Expires = time.UnixMilli(toInt(v[2]))
+		return r, nil
+	case 0:
+		r.Outcome = governor.Refused
+	case 2:
+		r.Outcome = governor.Queued
+		r.Position = int(toInt(v[3]))
+	case -1:
+		return r, fmt.Errorf("%w: the limit in force for %s is %d", governor.ErrTooHeavy, key.Resource, st.Limit)
+	default:
+		return r, fmt.Errorf("governor: redis: unknown acquire code %d", code)
+	}
+	// The queue is reported by length only; Status lists it in full.
+	st.Waiters = make([]governor.Waiter, toInt(v[6]))
+	hs, err := parseHolders(v[9:])
+	if err != nil {
+		return r, err
+	}
+	st.Holders = hs
+	r.Status = st
+	return r, nil
+}
+
+func parseHolders(v []any) ([]governor.Holder, error) {
+	var hs []governor.Holder
+	for i := 0; i+3 < len(v); i += 4 {
+		h := governor.Holder{LeaseID: toString(v[i])}
+		if d := toString(v[i+1]); d != "" {
+			if err := json.Unmarshal([]byte(d), &h.Declaration); err != nil {
+				return nil, fmt.Errorf("governor: redis: corrupt declaration of lease %s: %w", h.LeaseID, err)
+			}
+		}
+		f := strings.Fields(toString(v[i+2]))
+		if len(f) == 5 {
+			h.Weight = int(atoi(f[0]))
+			h.Token = atoi(f[1])
+			h.AcquiredAt = time.UnixMilli(atoi(f[2]))
+			h.Heartbeat = time.UnixMilli(atoi(f[3]))
+		}
+		h.Expires = time.UnixMilli(toInt(v[i+3]))
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// Renew implements governor.Backend.
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+	v, err := renewScript.Run(ctx, b.rdb, Keys(key), id, ttl.Milliseconds()).Slice()
+	if err != nil {
+		return time.Time{}, wrap("renew", err)
+	}
+	if len(v) < 2 || toInt(v[0]) != 1 {
+		return time.Time{}, governor.ErrLeaseLost
+	}
+	return time.UnixMilli(toInt(v[1])), nil
+}
+
+// Release implements governor.Backend.
+func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+	n, err := releaseScript.Run(ctx, b.rdb, Keys(key), id).Int()
+	if err != nil {
+		return wrap("release", err)
+	}
+	if n == 0 {
+		return governor.ErrNotHeld
+	}
+	return nil
+}
+
+// Cancel implements governor.Backend.
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+	return wrap("cancel", cancelScript.Run(ctx, b.rdb, Keys(key), id).Err())
+}
+
+// Reclaim implements governor.Backend.
+func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+	n, err := reclaimScript.Run(ctx, b.rdb, Keys(key), id, strconv.FormatInt(token, 10)).Int()
+	if err != nil {
+		return false, wrap("reclaim", err)
+	}
+	return n == 1, nil
+}
+
+// CountLost implements governor.Backend.
+func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
+	return wrap("count lost", lostScript.Run(ctx, b.rdb, Keys(key)).Err())
+}
+
+// Status implements governor.Backend.
+func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
+	v, err := statusScript.Run(ctx, b.rdb, Keys(key)).Slice()
+	if err != nil {
+		return governor.Status{}, wrap("status", err)
+	}
+	if len(v) != 4 {
+		return governor.Status{}, fmt.Errorf("governor: redis: short status reply")
+	}
+	st := governor.Status{Key: key, Now: time.UnixMilli(toInt(v[0]))}
+	meta, _ := v[1].([]any)
+	for i := 0; i+1 < len(meta); i += 2 {
+		n := atoi(toString(meta[i+1]))
+		switch toString(meta[i]) {
+		case "limit":
+			st.Limit = int(n)
+		case "drift":
+			st.DriftLimit = int(n)
+		case "acquired":
+			st.Counters.Acquired = n
+		case "busy":
+			st.Counters.Busy = n
+		case "waited":
+			st.Counters.Waited = n
+		case "released":
+			st.Counters.Released = n
+		case "lost":
+			st.Counters.Lost = n
+		case "reclaimed_expiry":
+			st.Counters.ReclaimedExpiry = n
+		case "reclaimed_dead":
+			st.Counters.ReclaimedDead = n
+		}
+	}
+	hv, _ := v[2].([]any)
+	if st.Holders, err = parseHolders(hv); err != nil {
+		return st, err
+	}
+	for _, h := range st.Holders {
+		st.Used += h.Weight
+	}
+	wv, _ := v[3].([]any)
+	for i := 0; i+1 < len(wv); i += 2 {
+		w := governor.Waiter{ID: toString(wv[i])}
+		// "weight ttl enqueued channel declaration"
+		f := strings.SplitN(toString(wv[i+1]), " ", 5)
+		if len(f) == 5 {
+			w.Weight = int(atoi(f[0]))
+			w.EnqueuedAt = time.UnixMilli(atoi(f[2]))
+			_ = json.Unmarshal([]byte(f[4]), &w.Declaration)
+		}
+		st.Waiters = append(st.Waiters, w)
+	}
+	return st, nil
+}
+
+// Resources implements governor.Backend.
+func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	names, err := b.rdb.SMembers(ctx, indexKey(project)).Result()
+	if err != nil {
+		return nil, wrap("resources", err)
+	}
+	return names, nil
+}
+
+// Close implements governor.Backend: it ends the subscription. The Redis
+// client stays open; it belongs to the caller.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	err := b.pubsub.Close()
+	<-b.done
+	return err
+}
+
+// wrap names the operation in a transport error and turns script errors
+// about governor's keys into clear messages.
+func wrap(op string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if strings.Contains(err.Error(), "WRONGTYPE") {
+		return fmt.Errorf("governor: redis: %s: a key governor owns holds a value of the wrong type (not written by governor?): %w", op, err)
+	}
+	return fmt.Errorf("governor: redis: %s: %w", op, err)
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		return atoi(x)
+	}
+	return 0
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}

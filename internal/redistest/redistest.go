@@ -1,0 +1,130 @@
+// Package redistest starts private redis-server processes for tests.
+//
+// Each server listens on a free 127.0.0.1 port with no persistence and is
+// stopped (by its pid) when the test or TestMain ends. When redis-server
+// is missing, tests skip — unless GOVERNOR_REQUIRE_REDIS=1 (set by CI),
+// when they fail.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Server is a running redis-server.
+type Server struct {
+	Addr string
+	Port int
+	Dir  string
+	cmd  *exec.Cmd
+	args []string
+}
+
+// Available reports whether redis-server can be started; when it cannot
+// and GOVERNOR_REQUIRE_REDIS=1 it returns an error saying so.
+func Available() (bool, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("GOVERNOR_REQUIRE_REDIS") == "1" {
+			return false, fmt.Errorf("redis-server not found in PATH but GOVERNOR_REQUIRE_REDIS=1: install it (apt-get install -y redis-server)")
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// Start starts a server for t and stops it at t's cleanup. It skips t when
+// redis-server is missing (fails it under GOVERNOR_REQUIRE_REDIS=1).
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	ok, err := Available()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skip("redis-server not installed; set GOVERNOR_REQUIRE_REDIS=1 to fail instead")
+	}
+	s, err := StartServer(t.TempDir(), extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartServer starts a server with its files in dir. The caller stops it.
+func StartServer(dir string, extra ...string) (*Server, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir}
+	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--protected-mode", "no"}, extra...)
+	return s, s.start()
+}
+
+func (s *Server) start() error {
+	s.cmd = exec.Command("redis-server", s.args...)
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		signalled := false
+		for sc.Scan() {
+			if !signalled && strings.Contains(sc.Text(), "Ready to accept connections") {
+				close(ready)
+				signalled = true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-time.After(20 * time.Second):
+		s.Stop()
+		return fmt.Errorf("redis-server on port %d did not become ready", s.Port)
+	}
+}
+
+// Restart stops the server and starts it again on the same port with no
+// data, as a crash of a server without persistence would.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.start()
+}
+
+// Stop kills the server (by its own pid) and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

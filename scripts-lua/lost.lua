@@ -1,0 +1,5 @@
+-- lost.lua: count a lease its holder declared lost.
+-- KEYS: see lib.lua.
+-- ARGV: none
+-- Returns the new count.
+return redis.call('HINCRBY', M, 'lost', 1)

@@ -1,0 +1,16 @@
+-- reclaim.lua: remove a holder whose owner was proven dead, if it still
+-- holds the given token.
+-- KEYS: see lib.lua.
+-- ARGV: 1 id, 2 token
+-- Returns 1 when removed, 0 otherwise.
+local id, token = ARGV[1], ARGV[2]
+settle()
+local w, tok = info(id)
+if not w or int(tok) ~= token then
+  return 0
+end
+drop_holder(id)
+redis.call('HINCRBY', M, 'reclaimed_dead', 1)
+event('reclaimed', id, tok, 'owner dead')
+promote()
+return 1

@@ -1,0 +1,14 @@
+-- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
+-- KEYS: see lib.lua.
+-- ARGV: 1 id, 2 ttl ms
+-- Returns {1, expiry ms} when renewed, {0} when the lease is not held.
+local id, ttl = ARGV[1], tonumber(ARGV[2])
+settle()
+local w, tok, acq = info(id)
+if not w then
+  return {0}
+end
+local exp = now + ttl
+redis.call('ZADD', H, 'XX', exp, id)
+set_info(id, w, tok, acq, now, ttl)
+return {1, int(exp)}
