@@ -104,6 +104,10 @@ type Request struct {
 	// dropped after it and never blocks the queue.
 	QueueTTL    time.Duration
 	Declaration Declaration
+	// New is true when ID was never sent before, so it can be neither
+	// queued nor granted yet: the backend may skip looking it up. Leave
+	// it false when in doubt (a re-check, a retry after an error).
+	New bool
 }
 
 // Outcome of a backend Acquire.

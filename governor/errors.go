@@ -22,6 +22,11 @@ var (
 	// ErrTooHeavy reports a weight above the limit in force: it could never
 	// be granted.
 	ErrTooHeavy = errors.New("governor: weight above limit")
+	// ErrBackend reports a backend that answered with an error retrying
+	// cannot cure: a script error, a key of the wrong type, a permission
+	// denied. Transport failures (timeouts, refused connections) are not
+	// ErrBackend.
+	ErrBackend = errors.New("governor: backend error")
 	// ErrClosed reports use of a closed Governor or backend.
 	ErrClosed = errors.New("governor: closed")
 )

@@ -215,9 +215,11 @@ func (g *Governor) acquire(ctx context.Context, req Request, onQueued func(Resul
 	timer := time.NewTimer(time.Hour)
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 	defer timer.Stop()
+	req.New = true
 	for {
 		sent := time.Now()
 		res, err := g.b.Acquire(ctx, req)
+		req.New = false
 		if err == nil {
 			backoff.reset()
 			switch res.Outcome {
@@ -265,7 +267,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, onQueued func(Resul
 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
 }
 
 // cancel withdraws a waiter on a fresh bounded context: the caller's has
@@ -425,8 +427,8 @@ func newID() string {
 // backoff spaces retries after transport failures: 50ms doubling to 2s.
 type backoff struct{ d time.Duration }
 
-func newBackoff() *backoff   { return &backoff{} }
-func (b *backoff) reset()    { b.d = 0 }
+func newBackoff() *backoff { return &backoff{} }
+func (b *backoff) reset()  { b.d = 0 }
 func (b *backoff) next() time.Duration {
 	if b.d == 0 {
 		b.d = 50 * time.Millisecond

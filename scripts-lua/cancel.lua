@@ -9,10 +9,11 @@ if redis.call('ZSCORE', Q, id) then
   drop_waiter(id)
   removed = 1
 end
-if info(id) then
-  drop_holder(id)
-  redis.call('HINCRBY', M, 'released', 1)
+local w = holder(id)
+if w then
+  drop_holder(id, w)
+  add('released', 1)
   removed = 1
 end
 promote()
-return removed
+return finish(removed)

@@ -26,7 +26,7 @@ var (
 	status string
 )
 
-// The scripts, ready for redis.NewScript. All take the same eight KEYS
+// The scripts, ready for redis.NewScript. All take the same seven KEYS
 // (see lib.lua).
 var (
 	Acquire = lib + acquire

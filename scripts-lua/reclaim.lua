@@ -5,12 +5,12 @@
 -- Returns 1 when removed, 0 otherwise.
 local id, token = ARGV[1], ARGV[2]
 settle()
-local w, tok = info(id)
+local w, tok = holder(id)
 if not w or int(tok) ~= token then
-  return 0
+  return finish(0)
 end
-drop_holder(id)
-redis.call('HINCRBY', M, 'reclaimed_dead', 1)
+drop_holder(id, w)
+add('reclaimed_dead', 1)
 event('reclaimed', id, tok, 'owner dead')
 promote()
-return 1
+return finish(1)

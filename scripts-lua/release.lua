@@ -4,10 +4,13 @@
 -- Returns 1 when released, 0 when the lease was not held.
 local id = ARGV[1]
 settle()
-if not info(id) then
-  return 0
+local w = holder(id)
+if not w then
+  return finish(0)
 end
-drop_holder(id)
-redis.call('HINCRBY', M, 'released', 1)
-promote()
-return 1
+drop_holder(id, w)
+add('released', 1)
+if not queue_empty then
+  promote()
+end
+return finish(1)

@@ -4,11 +4,11 @@
 -- Returns {1, expiry ms} when renewed, {0} when the lease is not held.
 local id, ttl = ARGV[1], tonumber(ARGV[2])
 settle()
-local w, tok, acq = info(id)
+local w, tok, acq, _, _, decl = holder(id)
 if not w then
-  return {0}
+  return finish({0})
 end
 local exp = now + ttl
 redis.call('ZADD', H, 'XX', exp, id)
-set_info(id, w, tok, acq, now, ttl)
-return {1, int(exp)}
+set_holder(id, w, tok, acq, now, ttl, decl)
+return finish({1, int(exp)})

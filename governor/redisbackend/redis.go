@@ -49,6 +49,9 @@ type Backend struct {
 	known   map[governor.Key]bool // resources already registered in the project index
 	closed  bool
 	done    chan struct{}
+
+	lastDecl governor.Declaration
+	lastJSON string
 }
 
 var _ governor.Backend = (*Backend)(nil)
@@ -104,10 +107,10 @@ func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) 
 	}
 }
 
-// Keys returns the eight keys of a resource, in the order of lib.lua.
+// Keys returns the seven keys of a resource, in the order of lib.lua.
 func Keys(key governor.Key) []string {
 	base := Prefix + "{" + key.Project + "/" + key.Resource + "}:"
-	return []string{base + "h", base + "d", base + "x", base + "q", base + "qe", base + "qd", base + "m", base + "e"}
+	return []string{base + "h", base + "x", base + "q", base + "qe", base + "qd", base + "m", base + "e"}
 }
 
 func indexKey(project string) string { return Prefix + "{" + project + "}:resources" }
@@ -126,9 +129,25 @@ func (b *Backend) register(ctx context.Context, key governor.Key) {
 	}
 }
 
+// declJSON marshals a declaration, remembering the last one: a Governor
+// declares the same holder on every acquire.
+func (b *Backend) declJSON(d governor.Declaration) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lastDecl == d && b.lastJSON != "" {
+		return b.lastJSON, nil
+	}
+	j, err := json.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	b.lastDecl, b.lastJSON = d, string(j)
+	return b.lastJSON, nil
+}
+
 // Acquire implements governor.Backend.
 func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
-	decl, err := json.Marshal(req.Declaration)
+	decl, err := b.declJSON(req.Declaration)
 	if err != nil {
 		return governor.Result{}, err
 	}
@@ -137,8 +156,12 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		mode = "wait"
 	}
 	b.register(ctx, req.Key)
+	isNew := "0"
+	if req.New {
+		isNew = "1"
+	}
 	v, err := acquireScript.Run(ctx, b.rdb, Keys(req.Key), req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal).Slice()
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
@@ -146,19 +169,20 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 }
 
 func parseReply(key governor.Key, v []any) (governor.Result, error) {
-	if len(v) < 9 {
-		return governor.Result{}, fmt.Errorf("governor: redis: short acquire reply (%d fields)", len(v))
-	}
 	var r governor.Result
-	code := toInt(v[0])
-	st := governor.Status{Key: key, Limit: int(toInt(v[4])), Used: int(toInt(v[5])), DriftLimit: int(toInt(v[7])),
-		Now: time.UnixMilli(toInt(v[8]))}
-	switch code {
-	case 1:
+	if len(v) == 3 && toInt(v[0]) == 1 {
 		r.Outcome = governor.Granted
 		r.Token = toInt(v[1])
 		r.Expires = time.UnixMilli(toInt(v[2]))
 		return r, nil
+	}
+	if len(v) < 9 {
+		return r, fmt.Errorf("governor: redis: short acquire reply (%d fields)", len(v))
+	}
+	code := toInt(v[0])
+	st := governor.Status{Key: key, Limit: int(toInt(v[4])), Used: int(toInt(v[5])), DriftLimit: int(toInt(v[7])),
+		Now: time.UnixMilli(toInt(v[8]))}
+	switch code {
 	case 0:
 		r.Outcome = governor.Refused
 	case 2:
@@ -180,23 +204,23 @@ func parseReply(key governor.Key, v []any) (governor.Result, error) {
 	return r, nil
 }
 
+// parseHolders reads (id, record, expiry) triples; a record is
+// "weight token acquired_ms heartbeat_ms ttl_ms declaration".
 func parseHolders(v []any) ([]governor.Holder, error) {
 	var hs []governor.Holder
-	for i := 0; i+3 < len(v); i += 4 {
-		h := governor.Holder{LeaseID: toString(v[i])}
-		if d := toString(v[i+1]); d != "" {
-			if err := json.Unmarshal([]byte(d), &h.Declaration); err != nil {
-				return nil, fmt.Errorf("governor: redis: corrupt declaration of lease %s: %w", h.LeaseID, err)
-			}
+	for i := 0; i+2 < len(v); i += 3 {
+		h := governor.Holder{LeaseID: toString(v[i]), Expires: time.UnixMilli(toInt(v[i+2]))}
+		f := strings.SplitN(toString(v[i+1]), " ", 6)
+		if len(f) != 6 {
+			return nil, fmt.Errorf("governor: redis: corrupt record of lease %s", h.LeaseID)
 		}
-		f := strings.Fields(toString(v[i+2]))
-		if len(f) == 5 {
-			h.Weight = int(atoi(f[0]))
-			h.Token = atoi(f[1])
-			h.AcquiredAt = time.UnixMilli(atoi(f[2]))
-			h.Heartbeat = time.UnixMilli(atoi(f[3]))
+		h.Weight = int(atoi(f[0]))
+		h.Token = atoi(f[1])
+		h.AcquiredAt = time.UnixMilli(atoi(f[2]))
+		h.Heartbeat = time.UnixMilli(atoi(f[3]))
+		if err := json.Unmarshal([]byte(f[5]), &h.Declaration); err != nil {
+			return nil, fmt.Errorf("governor: redis: corrupt declaration of lease %s: %w", h.LeaseID, err)
 		}
-		h.Expires = time.UnixMilli(toInt(v[i+3]))
 		hs = append(hs, h)
 	}
 	return hs, nil
@@ -325,16 +349,33 @@ func (b *Backend) Close() error {
 	return err
 }
 
-// wrap names the operation in a transport error and turns script errors
-// about governor's keys into clear messages.
+// wrap names the operation in an error. An error reply from the server
+// (a script error, WRONGTYPE, NOPERM) is governor.ErrBackend, final;
+// transient replies (LOADING, BUSY, TRYAGAIN, MASTERDOWN, CLUSTERDOWN,
+// READONLY after a failover) and transport failures are left retryable.
 func wrap(op string, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if strings.Contains(err.Error(), "WRONGTYPE") {
-		return fmt.Errorf("governor: redis: %s: a key governor owns holds a value of the wrong type (not written by governor?): %w", op, err)
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !isTransient(rerr.Error()) {
+		msg := rerr.Error()
+		if strings.Contains(msg, "WRONGTYPE") {
+			return fmt.Errorf("%w: redis: %s: a key governor owns holds a value of the wrong type (written by something else?): %s",
+				governor.ErrBackend, op, msg)
+		}
+		return fmt.Errorf("%w: redis: %s: %s", governor.ErrBackend, op, msg)
 	}
 	return fmt.Errorf("governor: redis: %s: %w", op, err)
+}
+
+func isTransient(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func toInt(v any) int64 {

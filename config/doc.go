@@ -1,0 +1,67 @@
+// Package config turns exec-defaults.yaml, the environment (GOVERNOR_*) and
+// command-line flags into a plain [Config] struct.
+//
+// # Where values come from
+//
+// [Load] layers four sources; a later one wins key by key:
+//
+//  1. defaults (see the Default… constants);
+//  2. the file: LoadOptions.File (--config) if given, which must exist;
+//     otherwise the first of ./exec-defaults.yaml and
+//     $XDG_CONFIG_HOME/governor/exec-defaults.yaml (XDG_CONFIG_HOME defaults
+//     to ~/.config) that exists; no file at all is fine;
+//  3. the environment: GOVERNOR_ followed by the dotted key in upper case
+//     with '.' replaced by '_' (GOVERNOR_LEASE_TTL, GOVERNOR_REDIS_URL,
+//     GOVERNOR_RUN_MAX_CONCURRENT_RUNS, GOVERNOR_PROVIDERS_ANTHROPIC_BURST,
+//     GOVERNOR_RESOURCES_HEAVY_LIMIT, GOVERNOR_LOCK_ORDER=issue,plan), plus
+//     GOVERNOR_DIR for file.dir (it wins over GOVERNOR_FILE_DIR);
+//  4. flags, passed as LoadOptions.Flags keyed by dotted key.
+//
+// An empty value means "not set" in every layer. GOVERNOR_ variables that
+// name no key (GOVERNOR_SESSION, GOVERNOR_HELD, GOVERNOR_TOKEN,
+// GOVERNOR_REQUIRE_REDIS, …) are runtime state, not configuration, and are
+// ignored. In a provider or resource variable the name is matched against
+// the names in the file with letters upper-cased and every character other
+// than A-Z, 0-9 and '_' replaced by '_'; a name not in the file is taken in
+// lower case (GOVERNOR_PROVIDERS_OPENAI_MAX_CONCURRENCY adds provider
+// "openai"). Names are otherwise case-sensitive, but two names in one
+// section may not differ only in case.
+//
+// A relative file.dir is resolved against the directory of the file that
+// set it, or the working directory when it came from the environment or a
+// flag; a leading "~/" means $HOME.
+//
+// # The file
+//
+//	project: prj-0001          # namespace, [A-Za-z0-9._-]{1,64}; default "default"
+//	backend: auto              # auto | file | redis; auto = redis when a Redis URL is set
+//	redis:
+//	  url: redis://127.0.0.1:6379/0   # rediss:// for TLS, unix:///path/to/socket?db=0
+//	file:
+//	  dir: ""                  # default $XDG_STATE_HOME/governor, else ~/.local/state/governor
+//	lease:
+//	  ttl: 30s
+//	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl
+//	run:
+//	  max_concurrent_runs: 4   # resource "run", 4 slots; absent = no run limit
+//	providers:
+//	  anthropic:
+//	    max_concurrency: 2     # resource "provider:anthropic", 2 slots
+//	    requests_per_minute: 50
+//	    tokens_per_minute: 40000
+//	    burst: 10
+//	resources:
+//	  heavy: {limit: 1}
+//	lock_order: [issue, plan, file, workspace]
+//
+// A provider without max_concurrency has no concurrency resource: only its
+// rates (requests_per_minute, tokens_per_minute, burst; 0 or absent = no
+// limit) apply. Slot limits are whole numbers from 1 to [MaxLimit].
+//
+// # Errors
+//
+// Every problem is a [*FieldError] naming where the bad value came from
+// (file and line, environment variable, flag), the dotted key, the value and
+// what is allowed; [Load] and [Config.Validate] report all of them at once
+// with errors.Join. Passwords in Redis URLs are never printed ([RedactURL]).
+package config

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Entry is one effective value, for `governor config show`.
+type Entry struct {
+	Key    string // dotted key
+	Value  string // as it would be written in the file; Redis passwords redacted
+	Source Source
+}
+
+// Show returns every effective value with its source, sorted by key. Keys
+// no source sets and that have no default (run.max_concurrent_runs, a
+// provider's unset rates) are left out.
+func (l *Loaded) Show() []Entry {
+	entries := make([]Entry, 0, len(l.Sources))
+	for _, key := range sortedKeys(l.Sources) {
+		entries = append(entries, Entry{Key: key, Value: l.Config.valueOf(splitKey(key)), Source: l.Sources[key]})
+	}
+	return entries
+}
+
+// valueOf formats the value at path.
+func (c Config) valueOf(path []string) string {
+	switch dotted(path) {
+	case "project":
+		return c.Project
+	case "backend":
+		return c.Backend
+	case "redis.url":
+		return RedactURL(c.Redis.URL)
+	case "file.dir":
+		return c.File.Dir
+	case "lease.ttl":
+		return c.Lease.TTL.String()
+	case "lease.heartbeat":
+		return c.Lease.Heartbeat.String()
+	case "run.max_concurrent_runs":
+		return formatIntPtr(c.Run.MaxConcurrentRuns)
+	case "lock_order":
+		return strings.Join(c.LockOrder, ",")
+	}
+	if len(path) != 3 {
+		return ""
+	}
+	switch path[0] {
+	case "providers":
+		p := c.Providers[path[1]]
+		switch path[2] {
+		case "max_concurrency":
+			return formatIntPtr(p.MaxConcurrency)
+		case "requests_per_minute":
+			return strconv.Itoa(p.RequestsPerMinute)
+		case "tokens_per_minute":
+			return strconv.Itoa(p.TokensPerMinute)
+		case "burst":
+			return strconv.Itoa(p.Burst)
+		}
+	case "resources":
+		if path[2] == "limit" {
+			return strconv.Itoa(c.Resources[path[1]].Limit)
+		}
+	}
+	return ""
+}
+
+func formatIntPtr(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}

@@ -1,0 +1,329 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// origin records where Load found each value.
+type origin struct {
+	file     string
+	settings map[string]*setting // dotted key -> the setting that won
+	lines    map[string]int      // from the file; see fileLayer.lines
+	broken   map[string]bool     // keys whose value could not be read; already reported
+}
+
+// errAt returns a problem with key located where its value came from. For
+// a key no source set, it points at the nearest enclosing entry in the
+// file (resources.heavy for a missing resources.heavy.limit).
+func (o *origin) errAt(key, value, msg string) *FieldError {
+	e := &FieldError{Key: key, Value: RedactURL(value), Msg: msg}
+	if o == nil {
+		return e
+	}
+	base, _, _ := strings.Cut(key, "[") // lock_order[2] -> lock_order
+	if s := o.settings[base]; s != nil {
+		switch s.source {
+		case SourceFile:
+			e.File, e.Line = o.file, s.line
+			if l, ok := o.lines[key]; ok {
+				e.Line = l
+			}
+		case SourceEnv, SourceFlag:
+			e.Origin = s.origin
+		}
+		return e
+	}
+	for k := key; k != ""; {
+		if l, ok := o.lines[k]; ok {
+			e.File, e.Line = o.file, l
+			break
+		}
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	return e
+}
+
+func (o *origin) isBroken(keys ...string) bool {
+	if o == nil {
+		return false
+	}
+	for _, k := range keys {
+		if o.broken[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// missing tells whether Load found no value for key; false for a
+// hand-built Config, where a zero value may be meant.
+func (o *origin) missing(key string) bool {
+	return o != nil && o.settings[key] == nil
+}
+
+// Validate reports every problem with c, joined with errors.Join; each is a
+// *FieldError naming the key, the bad value and what is allowed, and, for a
+// Config from Load, the file line, variable or flag it came from. It
+// returns nil for a valid Config and changes nothing.
+func (c Config) Validate() error {
+	return joinProblems(c.problems())
+}
+
+const (
+	limitRule = "a limit must be a whole number from 1 to 1000000"
+	nameRule  = "names must be printable, without whitespace, '{' or '}' (Redis hash-tag braces), and at most 200 bytes with the resource prefix"
+)
+
+var projectPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func (c Config) problems() []*FieldError {
+	o := c.origin
+	var ps []*FieldError
+	add := func(key, value, format string, args ...any) {
+		ps = append(ps, o.errAt(key, value, fmt.Sprintf(format, args...)))
+	}
+
+	switch {
+	case o.isBroken("project"):
+	case c.Project == "." || c.Project == "..":
+		add("project", c.Project, "%s is not a valid project name; it must not be \".\" or \"..\"", quote(c.Project))
+	case !projectPattern.MatchString(c.Project):
+		add("project", c.Project, "%s is not a valid project name; use 1 to 64 letters, digits, '.', '_' or '-'", quote(c.Project))
+	}
+
+	switch c.Backend {
+	case BackendAuto, BackendFile:
+	case BackendRedis:
+		if c.Redis.URL == "" && !o.isBroken("redis.url") {
+			add("backend", c.Backend, "%q needs a Redis URL; set redis.url, GOVERNOR_REDIS_URL or --redis-url", c.Backend)
+		}
+	default:
+		if !o.isBroken("backend") {
+			add("backend", c.Backend, "%s is not a backend; use one of auto, file, redis", quote(c.Backend))
+		}
+	}
+
+	if c.Redis.URL != "" {
+		if msg := redisURLProblem(c.Redis.URL); msg != "" {
+			add("redis.url", RedactURL(c.Redis.URL), "%s", msg)
+		}
+	}
+
+	switch {
+	case o.isBroken("file.dir"):
+	case c.File.Dir == "":
+		if c.ResolvedBackend() == BackendFile {
+			add("file.dir", "", "no state directory: set file.dir, GOVERNOR_DIR or --dir (the default needs $XDG_STATE_HOME or $HOME)")
+		}
+	case !filepath.IsAbs(c.File.Dir):
+		add("file.dir", c.File.Dir, "%q is not an absolute path", c.File.Dir)
+	}
+
+	ttlOK := !o.isBroken("lease.ttl")
+	if ttlOK && c.Lease.TTL <= 0 {
+		ttlOK = false
+		add("lease.ttl", c.Lease.TTL.String(), "%s is not allowed; the TTL must be longer than 0, such as 30s", c.Lease.TTL)
+	}
+	switch {
+	case o.isBroken("lease.heartbeat"):
+	case c.Lease.Heartbeat <= 0:
+		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not allowed; the heartbeat must be longer than 0 and shorter than lease.ttl, such as 10s", c.Lease.Heartbeat)
+	case ttlOK && c.Lease.Heartbeat >= c.Lease.TTL:
+		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not shorter than lease.ttl %s; a holder must renew well before its lease expires, so use a heartbeat of about a third of the TTL (%s)",
+			c.Lease.Heartbeat, c.Lease.TTL, c.Lease.TTL/3)
+	}
+
+	checkLimit := func(key string, v int, missing bool) {
+		switch {
+		case o.isBroken(key):
+		case missing:
+			add(key, "", "missing; %s", limitRule)
+		case v < 1 || v > MaxLimit:
+			add(key, strconv.Itoa(v), "%d is not allowed; %s", v, limitRule)
+		}
+	}
+	if p := c.Run.MaxConcurrentRuns; p != nil {
+		checkLimit("run.max_concurrent_runs", *p, false)
+	}
+
+	defined := map[string]string{} // resource -> key that defines it
+	if c.Run.MaxConcurrentRuns != nil {
+		defined[RunResource] = "run.max_concurrent_runs"
+	}
+	for _, name := range sortedKeys(c.Providers) {
+		p := c.Providers[name]
+		if msg := nameProblem(name, resourceName("providers", name)); msg != "" {
+			add("providers", name, "%s", msg)
+			continue
+		}
+		prefix := "providers." + name + "."
+		if p.MaxConcurrency != nil {
+			checkLimit(prefix+"max_concurrency", *p.MaxConcurrency, false)
+			defined[ProviderResourcePrefix+name] = prefix + "max_concurrency"
+		}
+		for _, r := range []struct {
+			field string
+			v     int
+		}{{"requests_per_minute", p.RequestsPerMinute}, {"tokens_per_minute", p.TokensPerMinute}, {"burst", p.Burst}} {
+			if r.v < 0 && !o.isBroken(prefix+r.field) {
+				add(prefix+r.field, strconv.Itoa(r.v), "%d is not allowed; a rate must be 0 (no limit) or more", r.v)
+			}
+		}
+		if p.Burst > 0 && p.RequestsPerMinute <= 0 && p.TokensPerMinute <= 0 {
+			add(prefix+"burst", strconv.Itoa(p.Burst), "%d is set but providers.%s has no requests_per_minute or tokens_per_minute for it to apply to", p.Burst, name)
+		}
+	}
+	for _, name := range sortedKeys(c.Resources) {
+		if msg := nameProblem(name, name); msg != "" {
+			add("resources", name, "%s", msg)
+			continue
+		}
+		key := "resources." + name + ".limit"
+		checkLimit(key, c.Resources[name].Limit, o.missing(key))
+		if other, dup := defined[name]; dup {
+			add("resources."+name, name, "resource %q is already defined by %s; define it once", name, other)
+		}
+	}
+
+	if !o.isBroken("lock_order") {
+		first := map[string]int{}
+		for i, prefix := range c.LockOrder {
+			key := fmt.Sprintf("lock_order[%d]", i)
+			if j, dup := first[prefix]; dup {
+				add(key, prefix, "%q is listed twice (also lock_order[%d]); each prefix must appear once", prefix, j)
+				continue
+			}
+			first[prefix] = i
+			if prefix == "" {
+				add(key, "", "an entry is empty; entries are resource-name prefixes such as issue")
+				continue
+			}
+			if msg := nameProblem(prefix, prefix); msg != "" {
+				add(key, prefix, "%s", msg)
+			}
+		}
+	}
+	return ps
+}
+
+// nameProblem returns what is wrong with a provider or resource name
+// (resource is the full resource name it defines), or "".
+func nameProblem(name, resource string) string {
+	if name == "" {
+		return "an empty name is not allowed; " + nameRule
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Sprintf("name %q is not valid UTF-8; %s", name, nameRule)
+	}
+	for _, r := range name {
+		var what string
+		switch {
+		case unicode.IsSpace(r):
+			what = "whitespace"
+		case r == '{' || r == '}':
+			what = fmt.Sprintf("%q", r)
+		case !unicode.IsPrint(r):
+			what = fmt.Sprintf("the unprintable character %U", r)
+		default:
+			continue
+		}
+		return fmt.Sprintf("name %q contains %s; %s", name, what, nameRule)
+	}
+	if len(resource) > MaxNameBytes {
+		return fmt.Sprintf("name %q makes resource name %q of %d bytes; %s", name, resource, len(resource), nameRule)
+	}
+	return ""
+}
+
+// redisURLProblem returns what is wrong with a Redis URL, or "". Messages
+// show the URL redacted.
+func redisURLProblem(raw string) string {
+	shown := quote(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The parser's own message can quote the password (a URL whose '@'
+		// is missing puts it in the port), so it is not repeated.
+		return fmt.Sprintf("%s is not a valid URL; use redis://[user:password@]host[:port][/db], rediss://… for TLS or unix:///path/to/socket", shown)
+	}
+	const forms = "use redis://[user:password@]host[:port][/db], rediss://… for TLS or unix:///path/to/socket"
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Opaque != "" || u.Hostname() == "" {
+			return fmt.Sprintf("%s has no host; %s", shown, forms)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Sprintf("%s has port %q; a port is a number from 1 to 65535", shown, p)
+			}
+		}
+		if db := strings.Trim(u.Path, "/"); db != "" {
+			if msg := dbProblem(shown, db); msg != "" {
+				return msg
+			}
+		}
+	case "unix":
+		if u.Host != "" {
+			return fmt.Sprintf("%s has host %q; a unix URL names the socket by absolute path, with three slashes: unix:///path/to/socket", shown, u.Host)
+		}
+		if u.Path == "" || u.Path == "/" {
+			return fmt.Sprintf("%s has no socket path; use unix:///path/to/socket", shown)
+		}
+	case "":
+		return fmt.Sprintf("%s has no scheme; %s", shown, forms)
+	default:
+		return fmt.Sprintf("%s has scheme %q; %s", shown, u.Scheme, forms)
+	}
+	if db := u.Query().Get("db"); db != "" {
+		return dbProblem(shown, db)
+	}
+	return ""
+}
+
+func dbProblem(shown, db string) string {
+	if n, err := strconv.Atoi(db); err != nil || n < 0 || strings.Contains(db, "+") {
+		return fmt.Sprintf("%s has database %q; the database must be a number such as 0 (redis://host:6379/0)", shown, db)
+	}
+	return ""
+}
+
+// quote shows a value in a message: quoted, any URL password redacted.
+func quote(v string) string { return strconv.Quote(RedactURL(v)) }
+
+// RedactURL returns raw with the password of its user:password part
+// replaced by "***" ("redis://u:***@host"). It works on malformed URLs too,
+// so that error messages never print a password. A URL without a password
+// is returned unchanged.
+func RedactURL(raw string) string {
+	prefix, rest := "", raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		prefix, rest = raw[:i+3], raw[i+3:]
+	}
+	end := len(rest)
+	if _, err := url.Parse(raw); err == nil {
+		// A valid URL's user info cannot hold '/', '?' or '#'; a
+		// malformed one might, so there the last '@' anywhere counts.
+		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+			end = j
+		}
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return prefix + user + ":***" + rest[at:]
+}

@@ -1,0 +1,851 @@
+package filebackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// holdersInRefusal caps the holders a refusal reports, as in Redis.
+const holdersInRefusal = 16
+
+// closeTimeout bounds the critical sections Close and Notify run on their
+// own context.
+const closeTimeout = 5 * time.Second
+
+// Options configure a Backend. The zero value means the defaults.
+type Options struct {
+	// Clock returns the time elapsed since boot on a clock that every
+	// process of the machine shares and that never goes back; expiries
+	// are measured on it. Default: CLOCK_MONOTONIC, the clock of Go's
+	// monotonic time readings, which holders use to judge their own
+	// leases (see governor.Lease). Tests inject one to move time; every
+	// Backend on one state dir must then share it.
+	Clock func() time.Duration
+}
+
+// DefaultDir is the state dir to use when none is configured:
+// $GOVERNOR_DIR, else $XDG_STATE_HOME/governor, else
+// ~/.local/state/governor. It is "" only when none of them can be told.
+func DefaultDir() string {
+	if d := os.Getenv("GOVERNOR_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "governor")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".local", "state", "governor")
+}
+
+// Backend keeps governor's state in files under one directory. It is
+// safe for concurrent use; several Backends on one directory, in one
+// process or many, behave as separate processes would.
+type Backend struct {
+	dir   string
+	clock func() time.Duration
+	boot  string // kernel boot id
+
+	mu      sync.Mutex
+	closed  bool
+	leases  map[leaseRef]*os.File
+	waiters map[*listener]struct{}
+}
+
+type leaseRef struct {
+	key governor.Key
+	id  string
+}
+
+var _ governor.Backend = (*Backend)(nil)
+
+// New opens the state dir dir ("" means DefaultDir()), creating it with
+// mode 0700 if it does not exist. It fails, creating nothing more, when
+// dir is a symlink, is not a directory, is owned by another user or is
+// writable by group or others.
+func New(dir string, opts Options) (*Backend, error) {
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	if dir == "" {
+		return nil, errors.New("governor: file backend: no state dir: set GOVERNOR_DIR or HOME")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("governor: file backend: state dir %s: %w", dir, err)
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return nil, fmt.Errorf("governor: file backend: create state dir: %w", err)
+		}
+	}
+	if err := checkDir(abs); err != nil {
+		return nil, err
+	}
+	b := &Backend{dir: abs, clock: opts.Clock, boot: bootID(),
+		leases: map[leaseRef]*os.File{}, waiters: map[*listener]struct{}{}}
+	if b.clock == nil {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			return nil, fmt.Errorf("governor: file backend: CLOCK_MONOTONIC: %w", err)
+		}
+		b.clock = machineClock
+	}
+	return b, nil
+}
+
+func checkDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("governor: file backend: state dir: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("governor: file backend: state dir %s is a symlink (to %s); refusing it: "+
+			"point --dir or GOVERNOR_DIR at the real directory", dir, target)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("governor: file backend: state dir %s is not a directory", dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("governor: file backend: state dir %s is owned by uid %d, not by you (uid %d); refusing it: "+
+			"use a directory of your own", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("governor: file backend: state dir %s is writable by others (mode %04o); refusing it: chmod 700 %s",
+			dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+// machineClock reads CLOCK_MONOTONIC: shared by every process of the
+// machine, never set, and stopped during suspend exactly as the clock
+// holders judge their leases on. CLOCK_BOOTTIME would run on through a
+// suspend, so that after resuming the backend could expire a lease and
+// grant its slot before the holder's own clock told it the lease was
+// lost.
+func machineClock() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // checked in New
+	return time.Duration(ts.Nano())
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Dir returns the state dir, absolute.
+func (b *Backend) Dir() string { return b.dir }
+
+func (b *Backend) now() clockNow {
+	return clockNow{boot: int64(b.clock()), wall: time.Now().Round(0)}
+}
+
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// tx is one critical section on one resource: its directory, its lock,
+// its state as read, and the changes to write.
+type tx struct {
+	b      *Backend
+	key    governor.Key
+	dir    int
+	lock   int
+	st     *state
+	now    clockNow
+	dirty  bool
+	reaped bool
+	// unlink lists files to remove once the state that no longer needs
+	// them is written: removing them before would leave a written state
+	// naming a lease or waiter without the file that proves it alive.
+	unlink []string
+}
+
+// begin opens and locks key's directory and reads its state. Without
+// create, a resource that has no directory is errNoState.
+func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := b.openResource(key.Project, key.Resource, create)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(ctx, dir)
+	if err != nil {
+		unix.Close(dir)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("governor: file backend: lock %s: %w", b.statePath(key), err)
+	}
+	t := &tx{b: b, key: key, dir: dir, lock: lock}
+	t.st, err = b.load(dir, key)
+	if err != nil {
+		t.end()
+		return nil, err
+	}
+	t.now = b.now() // after the lock: instants never go back between sections
+	return t, nil
+}
+
+// end unlocks.
+func (t *tx) end() {
+	unix.Close(t.lock)
+	unix.Close(t.dir)
+}
+
+// commit writes the state if it changed, then removes what crashed or
+// finished processes left behind.
+func (t *tx) commit() error {
+	if t.dirty {
+		data, err := marshal(t.st)
+		if err == nil {
+			err = writeFileAtomic(t.dir, stateName, data)
+		}
+		if err != nil {
+			return fmt.Errorf("governor: file backend: write %s: %w", t.b.statePath(t.key), err)
+		}
+		t.dirty = false
+	}
+	for _, name := range t.unlink {
+		_ = unix.Unlinkat(t.dir, name, 0)
+	}
+	t.unlink = nil
+	t.sweep()
+	return nil
+}
+
+// sweep removes, under the lock, a temp file of a killed writer, lease
+// files of leases no longer held, and wake-up pipes nobody listens to.
+// Pipes of queued waiters are left to promote, which checks the head.
+func (t *tx) sweep() {
+	fd, err := openat(t.dir, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), ".")
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	ids := map[string]bool{}
+	for _, h := range t.st.Holders {
+		ids[escape(h.ID)] = true
+	}
+	queued := map[string]bool{}
+	for _, w := range t.st.Waiters {
+		queued[escape(w.ID)] = true
+	}
+	for _, name := range names {
+		switch {
+		case name == tempName:
+			_ = unix.Unlinkat(t.dir, name, 0)
+		case strings.HasPrefix(name, leasePrefix):
+			if !ids[name[len(leasePrefix):]] {
+				_ = unix.Unlinkat(t.dir, name, 0)
+			}
+		case strings.HasPrefix(name, waitPrefix):
+			if id := name[len(waitPrefix):]; !queued[id] && !ids[id] && pokePipe(t.dir, name, false) == pipeOrphaned {
+				_ = unix.Unlinkat(t.dir, name, 0)
+			}
+		}
+	}
+}
+
+// settle prunes what expired or died and hands freed weight to the queue,
+// as the Redis scripts' settle does.
+func (t *tx) settle() {
+	st := t.st
+	if staleBoot(st.Boot, t.b.boot) {
+		// Every process of an earlier boot is dead.
+		for len(st.Holders) > 0 {
+			t.dropHolder(0)
+			st.Counters.ReclaimedDead++
+		}
+		st.Waiters = nil
+		t.dirty = true
+	}
+	if st.Boot != t.b.boot {
+		st.Boot = t.b.boot
+		t.dirty = true
+	}
+	for i := 0; i < len(st.Holders); {
+		if st.Holders[i].Expires <= t.now.boot {
+			t.dropHolder(i)
+			st.Counters.ReclaimedExpiry++
+			continue
+		}
+		i++
+	}
+	if len(st.Waiters) > 0 {
+		t.reap()
+	}
+	kept := st.Waiters[:0]
+	for _, w := range st.Waiters {
+		if w.Expires > t.now.boot {
+			kept = append(kept, w)
+		} else {
+			t.dirty = true
+		}
+	}
+	st.Waiters = kept
+	t.promote()
+}
+
+// reap reclaims holders whose owner is proven dead: their lease file is
+// not locked, or their grant is unclaimed and their wake-up pipe
+// orphaned. Leases this Backend holds are alive by definition.
+func (t *tx) reap() {
+	if t.reaped {
+		return
+	}
+	t.reaped = true
+	st := t.st
+	for i := 0; i < len(st.Holders); {
+		h := st.Holders[i]
+		dead := false
+		if !t.b.holds(t.key, h.ID) {
+			switch {
+			case h.Proof:
+				dead = leaseDead(t.dir, leasePrefix+escape(h.ID))
+			case h.Handed:
+				if pokePipe(t.dir, waitPrefix+escape(h.ID), false) == pipeOrphaned {
+					dead = true
+					t.unlink = append(t.unlink, waitPrefix+escape(h.ID))
+				}
+			}
+		}
+		if dead {
+			t.dropHolder(i)
+			st.Counters.ReclaimedDead++
+			continue
+		}
+		i++
+	}
+}
+
+// dropHolder removes holder i, its lease file, and this Backend's hold
+// on it.
+func (t *tx) dropHolder(i int) {
+	st := t.st
+	id := st.Holders[i].ID
+	st.Holders = append(st.Holders[:i], st.Holders[i+1:]...)
+	t.unlink = append(t.unlink, leasePrefix+escape(id))
+	t.b.forget(t.key, id)
+	t.dirty = true
+}
+
+// promote hands free weight to the head of the queue, in order, while it
+// fits: the head blocks lighter waiters behind it, so a heavy waiter is
+// never starved. Each grantee alone is woken, through its own pipe; a
+// head whose pipe nobody listens to is dead and is dropped.
+func (t *tx) promote() {
+	st := t.st
+	used := st.used()
+	for len(st.Waiters) > 0 {
+		w := st.Waiters[0]
+		pipe := waitPrefix + escape(w.ID)
+		fits := used+w.Weight <= st.Limit
+		// The waiter cannot act on a wake-up before this section ends.
+		if pokePipe(t.dir, pipe, fits) == pipeOrphaned {
+			st.Waiters = st.Waiters[1:]
+			t.dirty = true
+			t.unlink = append(t.unlink, pipe)
+			continue
+		}
+		if !fits {
+			return
+		}
+		st.Waiters = st.Waiters[1:]
+		t.dirty = true
+		h := t.grant(w.ID, w.Weight, time.Duration(w.TTL), w.Decl)
+		h.Handed = true
+		used += w.Weight
+	}
+}
+
+// grant adds a holder with a new fencing token.
+func (t *tx) grant(id string, weight int, ttl time.Duration, decl governor.Declaration) *holder {
+	st := t.st
+	tok := max(st.Token+1, t.now.wall.UnixMicro())
+	st.Token = tok
+	st.Counters.Acquired++
+	st.Holders = append(st.Holders, holder{ID: id, Weight: weight, Token: tok, Acquired: t.now.boot,
+		Heartbeat: t.now.boot, Expires: t.now.boot + int64(ttl), Decl: decl})
+	t.dirty = true
+	return &st.Holders[len(st.Holders)-1]
+}
+
+// attach opens h's lease file and holds a shared lock on it for as long
+// as this Backend holds the lease: the proof that its owner lives.
+// Failing that, the lease lives by its TTL alone.
+func (t *tx) attach(h *holder) {
+	b := t.b
+	ref := leaseRef{t.key, h.ID}
+	b.mu.Lock()
+	_, held := b.leases[ref]
+	closed := b.closed
+	b.mu.Unlock()
+	if held {
+		if !h.Proof {
+			h.Proof = true
+			t.dirty = true
+		}
+		return
+	}
+	if closed {
+		return
+	}
+	name := leasePrefix + escape(h.ID)
+	fd, err := openat(t.dir, name, unix.O_RDWR|unix.O_CREAT, 0o600)
+	if err != nil {
+		return
+	}
+	if err := flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return
+	}
+	f := os.NewFile(uintptr(fd), b.projectPath(t.key.Project)+"/"+escape(t.key.Resource)+"/"+name)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		f.Close()
+		return
+	}
+	b.leases[ref] = f
+	b.mu.Unlock()
+	h.Proof = true
+	t.dirty = true
+}
+
+func (b *Backend) holds(key governor.Key, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.leases[leaseRef{key, id}]
+	return ok
+}
+
+// forget drops this Backend's hold on a lease that ended.
+func (b *Backend) forget(key governor.Key, id string) {
+	b.mu.Lock()
+	f := b.leases[leaseRef{key, id}]
+	delete(b.leases, leaseRef{key, id})
+	b.mu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+}
+
+// LeaseFile returns the open lease file of a lease that this Backend was
+// granted (nil if it holds none by that id). While any process holds the
+// file's open file description, the lease counts as alive and is never
+// reclaimed as dead (it still expires without renewals). `governor run`
+// passes it to its child (exec.Cmd.ExtraFiles) so that the slot stays
+// proven alive while any descendant that inherited it lives, even if
+// governor itself is killed. The file belongs to the Backend, which
+// closes it when the lease ends; do not close it, and pass it on before
+// releasing the lease.
+func (b *Backend) LeaseFile(key governor.Key, id string) *os.File {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.leases[leaseRef{key, id}]
+}
+
+func (t *tx) fits(weight int) bool {
+	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit
+}
+
+// Acquire implements governor.Backend.
+func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if b.isClosed() {
+		return governor.Result{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, req.Key, true)
+	if err != nil {
+		return governor.Result{}, err
+	}
+	defer t.end()
+	st := t.st
+	t.settle()
+
+	// Already granted (freed weight was handed to this waiter): claim it.
+	if h := st.holder(req.ID); h != nil {
+		h.Expires = t.now.boot + int64(req.TTL)
+		h.Heartbeat = t.now.boot
+		h.Handed = false
+		t.dirty = true
+		t.attach(h)
+		if err := t.commit(); err != nil {
+			b.forget(req.Key, req.ID)
+			return governor.Result{}, err
+		}
+		return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+	}
+
+	// A newcomer may need the room of holders that died: prove them so
+	// first (settle did only if someone was queued).
+	if len(st.Holders) > 0 {
+		t.reap()
+		t.promote()
+	}
+	// The limit in force changes only when the resource is idle; a
+	// process asking for another limit meanwhile is recorded as drift.
+	if st.Limit == 0 || (len(st.Holders) == 0 && len(st.Waiters) == 0) {
+		if st.Limit != req.Limit || st.Drift != 0 {
+			st.Limit, st.Drift = req.Limit, 0
+			t.dirty = true
+		}
+	} else if st.Limit != req.Limit && st.Drift != req.Limit {
+		st.Drift = req.Limit
+		t.dirty = true
+	}
+	if req.Weight > st.Limit {
+		if i := st.waiterIndex(req.ID); i >= 0 {
+			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
+			t.dirty = true
+		}
+		lim := st.Limit
+		if err := t.commit(); err != nil {
+			return governor.Result{}, err
+		}
+		return governor.Result{}, fmt.Errorf("%w: weight %d for %s; the limit in force is %d",
+			governor.ErrTooHeavy, req.Weight, req.Key.Resource, lim)
+	}
+
+	i := st.waiterIndex(req.ID)
+	if i < 0 {
+		if t.fits(req.Weight) {
+			h := t.grant(req.ID, req.Weight, req.TTL, req.Declaration)
+			t.attach(h)
+			if err := t.commit(); err != nil {
+				b.forget(req.Key, req.ID)
+				return governor.Result{}, err
+			}
+			return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+		}
+		if req.Mode != governor.Wait {
+			st.Counters.Busy++
+			t.dirty = true
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{Outcome: governor.Refused,
+				Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+		}
+		st.Waiters = append(st.Waiters, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL),
+			Enqueued: t.now.boot, Decl: req.Declaration})
+		st.Counters.Waited++
+		i = len(st.Waiters) - 1
+	}
+	st.Waiters[i].Expires = t.now.boot + int64(req.QueueTTL)
+	t.dirty = true
+	if err := t.commit(); err != nil {
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Queued, Position: i + 1,
+		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+}
+
+// Renew implements governor.Backend.
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+	if b.isClosed() {
+		return time.Time{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		b.forget(key, id)
+		return time.Time{}, governor.ErrLeaseLost
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer t.end()
+	t.settle()
+	h := t.st.holder(id)
+	if h == nil {
+		b.forget(key, id)
+		if err := t.commit(); err != nil {
+			return time.Time{}, err
+		}
+		return time.Time{}, governor.ErrLeaseLost
+	}
+	h.Expires = t.now.boot + int64(ttl)
+	h.Heartbeat = t.now.boot
+	exp := t.now.at(h.Expires)
+	t.dirty = true
+	if err := t.commit(); err != nil {
+		return time.Time{}, err
+	}
+	return exp, nil
+}
+
+// Release implements governor.Backend.
+func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		b.forget(key, id)
+		return governor.ErrNotHeld
+	}
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	t.settle()
+	i := holderIndex(t.st, id)
+	if i < 0 {
+		b.forget(key, id)
+		if err := t.commit(); err != nil {
+			return err
+		}
+		return governor.ErrNotHeld
+	}
+	t.dropHolder(i)
+	t.st.Counters.Released++
+	t.promote()
+	return t.commit()
+}
+
+func holderIndex(st *state, id string) int {
+	for i := range st.Holders {
+		if st.Holders[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Cancel implements governor.Backend.
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	t.settle()
+	if i := t.st.waiterIndex(id); i >= 0 {
+		t.st.Waiters = append(t.st.Waiters[:i], t.st.Waiters[i+1:]...)
+		t.dirty = true
+	}
+	if i := holderIndex(t.st, id); i >= 0 {
+		t.dropHolder(i)
+		t.st.Counters.Released++
+	}
+	t.promote()
+	return t.commit()
+}
+
+// Reclaim implements governor.Backend.
+func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+	if b.isClosed() {
+		return false, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer t.end()
+	t.settle()
+	i := holderIndex(t.st, id)
+	if i < 0 || t.st.Holders[i].Token != token {
+		return false, t.commit()
+	}
+	t.dropHolder(i)
+	t.st.Counters.ReclaimedDead++
+	t.promote()
+	if err := t.commit(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CountLost implements governor.Backend.
+func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, true)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	t.settle()
+	t.st.Counters.Lost++
+	t.dirty = true
+	return t.commit()
+}
+
+// Status implements governor.Backend. It reads without locking: the
+// state file is replaced atomically, so it is always whole.
+func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
+	if b.isClosed() {
+		return governor.Status{}, governor.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return governor.Status{}, err
+	}
+	dir, err := b.openResource(key.Project, key.Resource, false)
+	if errors.Is(err, errNoState) {
+		return governor.Status{Key: key, Now: b.now().wall}, nil
+	}
+	if err != nil {
+		return governor.Status{}, err
+	}
+	defer unix.Close(dir)
+	st, err := b.load(dir, key)
+	if err != nil {
+		return governor.Status{}, err
+	}
+	return st.status(key, b.now(), b.boot, -1), nil
+}
+
+// Resources implements governor.Backend: the resources of project that
+// have a state file, sorted.
+func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	if b.isClosed() {
+		return nil, governor.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	root, err := openat(unix.AT_FDCWD, b.dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, b.dirError(b.dir, err)
+	}
+	defer unix.Close(root)
+	proj, err := openat(root, escape(project), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err == unix.ENOENT {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, b.dirError(b.projectPath(project), err)
+	}
+	f := os.NewFile(uintptr(proj), b.projectPath(project))
+	defer f.Close()
+	entries, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("governor: file backend: list %s: %w", b.projectPath(project), err)
+	}
+	var names []string
+	for _, e := range entries {
+		dir, err := openat(proj, e, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue // not a resource directory
+		}
+		name, ok := unescape(e)
+		if !ok && strings.HasPrefix(e, hashPrefix) {
+			// A hashed name: the state file tells the real one.
+			data, err := readFile(dir, stateName)
+			var st state
+			if err == nil {
+				err = json.Unmarshal(data, &st)
+			}
+			if err == nil && (st.Project != project || escape(st.Resource) != e) {
+				err = errors.New("it names another resource")
+			}
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				unix.Close(dir)
+				return nil, fmt.Errorf("%w: %s/%s/%s: %v; move the directory aside if it is not governor's",
+					ErrCorrupt, b.projectPath(project), e, stateName, err)
+			}
+			name, ok = st.Resource, err == nil
+		} else if ok {
+			var s unix.Stat_t
+			ok = unix.Fstatat(dir, stateName, &s, unix.AT_SYMLINK_NOFOLLOW) == nil
+		}
+		unix.Close(dir)
+		if ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Close implements governor.Backend. Leases still held are left to
+// expire: their lease files are given up, and their records marked as
+// unproven under the lock first, so that they are not taken for dead.
+// Notifications stop. It returns the first error.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	leases := b.leases
+	b.leases = map[leaseRef]*os.File{}
+	var ls []*listener
+	for l := range b.waiters {
+		ls = append(ls, l)
+	}
+	b.mu.Unlock()
+	for _, l := range ls {
+		l.stop()
+	}
+	var first error
+	for ref, f := range leases {
+		if err := b.detach(ref); err != nil && first == nil {
+			first = err
+		}
+		f.Close()
+	}
+	return first
+}
+
+// detach marks a lease's record as without lease-file proof, so that it
+// lives by its TTL alone once this process lets go of the file.
+func (b *Backend) detach(ref leaseRef) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	t, err := b.begin(ctx, ref.key, false)
+	if errors.Is(err, errNoState) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	if h := t.st.holder(ref.id); h != nil && h.Proof {
+		h.Proof = false
+		t.dirty = true
+		if err := t.commit(); err != nil {
+			return err
+		}
+	}
+	_ = unix.Unlinkat(t.dir, leasePrefix+escape(ref.id), 0)
+	return nil
+}

@@ -1,0 +1,120 @@
+package filebackend
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// listener waits on one waiter's wake-up pipe.
+type listener struct {
+	b    *Backend
+	dir  int // the resource directory, held open to unlink the pipe
+	name string
+	f    *os.File
+	done chan struct{}
+	once sync.Once
+}
+
+// Notify implements governor.Backend. It creates waiter id's wake-up pipe
+// (wait.ID in the resource's directory) and listens on it through the
+// runtime's poller; only a grant to id writes to it. If the pipe cannot
+// be made, the channel never fires and the caller's bounded re-check
+// does the work. The stop function removes the pipe; call it once the
+// waiter is granted or has given up.
+func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	l, err := b.listen(key, id, ch)
+	if err != nil {
+		return ch, func() {}
+	}
+	return ch, l.stop
+}
+
+func (b *Backend) listen(key governor.Key, id string, ch chan<- struct{}) (*listener, error) {
+	if b.isClosed() {
+		return nil, governor.ErrClosed
+	}
+	dir, err := b.openResource(key.Project, key.Resource, true)
+	if err != nil {
+		return nil, err
+	}
+	// Made under the lock, so that no sweep sees the pipe before it is
+	// open and takes it for a dead waiter's.
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	lock, err := lockDir(ctx, dir)
+	if err != nil {
+		unix.Close(dir)
+		return nil, err
+	}
+	defer unix.Close(lock)
+	name := waitPrefix + escape(id)
+	if err := unix.Mkfifoat(dir, name, 0o600); err != nil && err != unix.EEXIST {
+		unix.Close(dir)
+		return nil, err
+	}
+	// Read-write, so that the pipe always has a writer and never reads
+	// end-of-file; non-blocking, so that the poller waits on it.
+	fd, err := openat(dir, name, unix.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		_ = unix.Unlinkat(dir, name, 0)
+		unix.Close(dir)
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		unix.Close(fd)
+		unix.Close(dir)
+		return nil, errors.New("wake-up pipe is not a pipe")
+	}
+	l := &listener{b: b, dir: dir, name: name, f: os.NewFile(uintptr(fd), name), done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		_ = unix.Unlinkat(dir, name, 0)
+		l.f.Close()
+		unix.Close(dir)
+		return nil, governor.ErrClosed
+	}
+	b.waiters[l] = struct{}{}
+	b.mu.Unlock()
+	go l.run(ch)
+	return l, nil
+}
+
+func (l *listener) run(ch chan<- struct{}) {
+	defer close(l.done)
+	buf := make([]byte, 16)
+	for {
+		n, err := l.f.Read(buf)
+		if n > 0 {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stop removes the pipe before closing it: a pipe that exists with no
+// reader means a dead waiter, and a live one must never look like that.
+func (l *listener) stop() {
+	l.once.Do(func() {
+		_ = unix.Unlinkat(l.dir, l.name, 0)
+		l.f.Close()
+		<-l.done
+		unix.Close(l.dir)
+		l.b.mu.Lock()
+		delete(l.b.waiters, l)
+		l.b.mu.Unlock()
+	})
+}

@@ -1,0 +1,212 @@
+package filebackend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// ErrCorrupt is matched (errors.Is) by the error about a state file that
+// does not parse or contradicts itself. The file is left as it was.
+var ErrCorrupt = errors.New("governor: file backend: corrupt state")
+
+const stateVersion = 1
+
+// state is one resource's state file. Instants are nanoseconds of the
+// boot clock (see Options.Clock) of the boot named by Boot.
+type state struct {
+	Version  int               `json:"version"`
+	Project  string            `json:"project"`
+	Resource string            `json:"resource"`
+	Boot     string            `json:"boot,omitempty"`
+	Limit    int               `json:"limit"`
+	Drift    int               `json:"drift,omitempty"`
+	Token    int64             `json:"token"`
+	Counters governor.Counters `json:"counters"`
+	Holders  []holder          `json:"holders"`
+	Waiters  []waiter          `json:"waiters"` // FIFO order
+}
+
+type holder struct {
+	ID        string `json:"id"`
+	Weight    int    `json:"weight"`
+	Token     int64  `json:"token"`
+	Acquired  int64  `json:"acquired"`
+	Heartbeat int64  `json:"heartbeat"`
+	Expires   int64  `json:"expires"`
+	// Proof: the owner holds a shared flock on lease.ID while it lives.
+	Proof bool `json:"proof,omitempty"`
+	// Handed: granted to a waiter that has not claimed it yet; its
+	// wake-up pipe tells whether it lives.
+	Handed bool                 `json:"handed,omitempty"`
+	Decl   governor.Declaration `json:"decl"`
+}
+
+type waiter struct {
+	ID       string               `json:"id"`
+	Weight   int                  `json:"weight"`
+	TTL      int64                `json:"ttl"` // of the lease it will be granted, ns
+	Enqueued int64                `json:"enqueued"`
+	Expires  int64                `json:"expires"` // of the queue entry
+	Decl     governor.Declaration `json:"decl"`
+}
+
+func newState(key governor.Key, boot string) *state {
+	return &state{Version: stateVersion, Project: key.Project, Resource: key.Resource, Boot: boot}
+}
+
+func (st *state) used() int {
+	n := 0
+	for _, h := range st.Holders {
+		n += h.Weight
+	}
+	return n
+}
+
+func (st *state) holder(id string) *holder {
+	for i := range st.Holders {
+		if st.Holders[i].ID == id {
+			return &st.Holders[i]
+		}
+	}
+	return nil
+}
+
+func (st *state) waiterIndex(id string) int {
+	for i := range st.Waiters {
+		if st.Waiters[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// check rejects a state that governor never writes.
+func (st *state) check(key governor.Key) error {
+	switch {
+	case st.Version == 0:
+		return errors.New("no version")
+	case st.Version > stateVersion:
+		return fmt.Errorf("version %d, written by a newer governor (this one reads %d)", st.Version, stateVersion)
+	case st.Project != key.Project || st.Resource != key.Resource:
+		return fmt.Errorf("it belongs to %s/%s, not %s", st.Project, st.Resource, key)
+	case st.Limit < 0 || st.Limit > governor.MaxLimit || st.Drift < 0 || st.Token < 0:
+		return fmt.Errorf("limit %d, drift %d, token %d out of range", st.Limit, st.Drift, st.Token)
+	}
+	seen := map[string]bool{}
+	for _, h := range st.Holders {
+		if h.ID == "" || seen[h.ID] || h.Weight < 1 || h.Token <= 0 {
+			return fmt.Errorf("bad holder %q (weight %d, token %d)", h.ID, h.Weight, h.Token)
+		}
+		seen[h.ID] = true
+	}
+	if u := st.used(); u > st.Limit {
+		return fmt.Errorf("holders weigh %d, above the limit %d", u, st.Limit)
+	}
+	seen = map[string]bool{}
+	for _, w := range st.Waiters {
+		if w.ID == "" || seen[w.ID] || w.Weight < 1 {
+			return fmt.Errorf("bad waiter %q (weight %d)", w.ID, w.Weight)
+		}
+		seen[w.ID] = true
+	}
+	return nil
+}
+
+func marshal(st *state) ([]byte, error) {
+	data, err := json.Marshal(st)
+	return append(data, '\n'), err
+}
+
+func (b *Backend) statePath(key governor.Key) string {
+	return b.projectPath(key.Project) + "/" + escape(key.Resource) + "/" + stateName
+}
+
+// load reads the state of key from its directory. A missing file is a new
+// state; a corrupt or unreadable one is an error naming the file and
+// saying what to do.
+func (b *Backend) load(dir int, key governor.Key) (*state, error) {
+	data, err := readFile(dir, stateName)
+	if errors.Is(err, os.ErrNotExist) {
+		return newState(key, b.boot), nil
+	}
+	path := b.statePath(key)
+	if err != nil {
+		return nil, fmt.Errorf("governor: file backend: cannot read the state of %s: %s: %w; "+
+			"fix the file's owner and permissions (it must be a regular file you own, mode 0600)", key, path, err)
+	}
+	st := &state{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, corrupt(key, path, err)
+	}
+	if err := st.check(key); err != nil {
+		return nil, corrupt(key, path, err)
+	}
+	return st, nil
+}
+
+func corrupt(key governor.Key, path string, err error) error {
+	return fmt.Errorf("%w: %s: %v; the file was left as it is. To reset %s, make sure none of its holders still "+
+		"runs, then move the file aside (resetting forgets the holders it lists, so their slots could be "+
+		"handed out twice)", ErrCorrupt, path, err, key)
+}
+
+// clockNow is one reading of both clocks.
+type clockNow struct {
+	boot int64     // boot clock, ns
+	wall time.Time // without monotonic reading
+}
+
+// at converts a boot-clock instant to wall time, for display.
+func (c clockNow) at(inst int64) time.Time {
+	return c.wall.Add(time.Duration(inst - c.boot))
+}
+
+// status describes st as of now: holders and waiters of another boot, or
+// expired, are left out. At most maxHolders holders are listed, those
+// that expire first (all when maxHolders < 0).
+func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
+	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
+	if staleBoot(st.Boot, boot) {
+		return s
+	}
+	hs := make([]holder, 0, len(st.Holders))
+	for _, h := range st.Holders {
+		if h.Expires > now.boot {
+			hs = append(hs, h)
+			s.Used += h.Weight
+		}
+	}
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].Expires != hs[j].Expires {
+			return hs[i].Expires < hs[j].Expires
+		}
+		return hs[i].ID < hs[j].ID
+	})
+	if maxHolders >= 0 && len(hs) > maxHolders {
+		hs = hs[:maxHolders]
+	}
+	for _, h := range hs {
+		s.Holders = append(s.Holders, governor.Holder{LeaseID: h.ID, Weight: h.Weight, Token: h.Token,
+			AcquiredAt: now.at(h.Acquired), Heartbeat: now.at(h.Heartbeat), Expires: now.at(h.Expires),
+			Declaration: h.Decl})
+	}
+	for _, w := range st.Waiters {
+		if w.Expires > now.boot {
+			s.Waiters = append(s.Waiters, governor.Waiter{ID: w.ID, Weight: w.Weight,
+				EnqueuedAt: now.at(w.Enqueued), Declaration: w.Decl})
+		}
+	}
+	return s
+}
+
+// staleBoot tells whether a state written during boot was is from before
+// the current boot is: then every process it names is dead.
+func staleBoot(was, is string) bool {
+	return was != "" && is != "" && was != is
+}

@@ -1,0 +1,51 @@
+// Package supervise runs one command as a supervised process tree, for
+// `governor run`.
+//
+// The command runs in its own process group, with SIGKILL as its parent-death
+// signal, under a process that has made itself a child subreaper, so that
+// descendants orphaned inside the tree are re-parented to the supervisor
+// rather than to init. A [Tree] can forward signals to the whole tree and stop
+// it as a whole (TERM, a grace period, then KILL), including descendants born
+// during the grace period and descendants that left the process group with
+// setsid(2). No process outside the tree is ever signalled because a PID was
+// reused: individual processes are signalled through pidfds, and the process
+// group only while its leader is an unreaped child, which pins the group id.
+//
+// # What belongs to a tree
+//
+// A process is attributed to a tree when it is the leader, is in the
+// leader's process group, is a child of a process already attributed, or is
+// a child of the supervisor (a re-parented orphan) whose initial environment
+// carries the tree's id in [TreeEnv]. Start appends that id to the child's
+// environment for this purpose. A descendant that both leaves the process
+// group and clears its environment, and is orphaned before the supervisor's
+// periodic scan has seen it, cannot be attributed and escapes; every other
+// descendant is found.
+//
+// # Reaping, and living with other children
+//
+// Start makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER)
+// while at least one tree is running. The package never waits for "any
+// child": it waits for one specific process at a time, through its pidfd
+// (waitid P_PIDFD), and only for processes attributed to a tree. Other
+// children of the program, for example those started with os/exec, are
+// therefore never reaped here and their exit statuses are not stolen. Two
+// constraints remain for a program that uses this package:
+//
+//   - It must not itself wait for any child (wait4(-1), waitpid(-1)) or set
+//     SIGCHLD to SIG_IGN while a tree runs: that would steal the tree's
+//     statuses, and Wait would then return an error.
+//   - While a tree runs, orphans of its other children are re-parented to it
+//     too (subreaping is process-wide). They are left alone, never signalled,
+//     and once dead they stay zombies until the program exits.
+//
+// # Platform
+//
+// Linux only (pidfds, waitid P_PIDFD and PR_SET_CHILD_SUBREAPER need Linux
+// 5.4 or later). On other systems Start returns [errors.ErrUnsupported].
+//
+// Process-group kills do not cover descendants of a supervisor that is itself
+// SIGKILLed: Pdeathsig reaches only the direct child. A caller that must
+// guarantee that no grandchild outlives it holds a lock file open in the
+// child through [Options.ExtraFiles], which every descendant inherits.
+package supervise

@@ -1,0 +1,749 @@
+//go:build linux
+
+package supervise
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Scan intervals of the supervisor goroutine. While the leader runs and no
+// stop is under way, a slow scan pins new descendants and reaps orphans that
+// died; once the leader has exited or a stop is under way, scans start fast
+// and back off.
+//
+// A scan reads /proc/PID/stat of every process on the machine, so scans are
+// spaced by at least minGap however many SIGCHLDs arrive.
+const (
+	trackInterval = time.Second
+	fastInterval  = 5 * time.Millisecond
+	slowInterval  = 200 * time.Millisecond
+	minGap        = 5 * time.Millisecond
+	// freezeBudget bounds how long a freeze waits for the tree to stop; a
+	// process in uninterruptible sleep may never stop.
+	freezeBudget = 250 * time.Millisecond
+)
+
+// A Tree is a running command and its descendants. Its methods are safe for
+// concurrent use.
+//
+// Reaping design. Exactly one goroutine, the supervisor, reaps; it never
+// waits for "any child", only for a process it has attributed to this tree,
+// through that process's pidfd (waitid P_PIDFD), so other children of the
+// program keep their statuses. A second goroutine peeks at the leader's exit
+// with WNOWAIT, which does not reap, to close Done promptly. The leader is
+// reaped last, after the rest of the tree has gone: until then it is an
+// unreaped child (alive or zombie), its pid cannot be reused, and neither
+// can the process-group id, which equals it. That is what makes kill(-pgid)
+// safe at every moment a Tree sends it. Individual processes are signalled
+// only through pidfds opened while their identity (pid and start time) was
+// verified, so a reused pid is never signalled.
+type Tree struct {
+	id    string // the tree id carried in TreeEnv
+	pid   int    // the leader's pid, also the process-group id
+	grace time.Duration
+
+	done   chan struct{} // closed when the leader has exited
+	empty  chan struct{} // closed when the tree is empty and the leader reaped
+	waited chan struct{} // closed when Wait's result is ready
+	kick   chan struct{} // wakes the supervisor for a scan
+
+	stopOnce sync.Once
+
+	// stdio plumbing for readers and writers that are not files
+	copiers sync.WaitGroup
+	stdin   io.Reader
+	stdinW  *os.File
+	outputs []output
+
+	mu           sync.Mutex
+	members      map[int]*member // attributed processes, leader included
+	leaderExited bool
+	leaderErr    error // the peek at the leader failed: someone else reaped it
+	stopping     bool
+	stopReason   error
+	finished     bool // the leader is reaped; nothing may be signalled
+	exit         Exit
+	err          error
+}
+
+// member is one attributed process, pinned by a pidfd.
+type member struct {
+	pid    int
+	start  uint64
+	pgid   int // as of the latest scan
+	fd     int
+	leader bool
+	exited bool // exited, and reaped or waiting for a parent other than us
+}
+
+// Start runs opts.Args as the leader of a new process tree: in its own
+// process group, with SIGKILL as its parent-death signal, after making the
+// calling process a child subreaper (see the package documentation for what
+// that implies for the rest of the program).
+//
+// On success the command is running and the returned Tree supervises it
+// until the tree is empty, whether or not anyone calls Wait. On failure
+// nothing is left running and the error is
+// ErrNotFound or ErrNotExecutable (wrapped with the command name) when the
+// command cannot be found or executed, or another error when the process
+// could not be created.
+func Start(opts Options) (*Tree, error) {
+	if len(opts.Args) == 0 {
+		return nil, fmt.Errorf("%w: no command", ErrNotFound)
+	}
+	if opts.Dir != "" {
+		if st, err := os.Stat(opts.Dir); err != nil {
+			return nil, fmt.Errorf("supervise: working directory: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("supervise: working directory %s: %w", opts.Dir, syscall.ENOTDIR)
+		}
+	}
+	if _, err := readStat(os.Getpid()); err != nil {
+		return nil, fmt.Errorf("supervise: /proc is needed to follow a process tree: %w", err)
+	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	pathEnv, ok := getenv(env, "PATH")
+	if !ok {
+		pathEnv = os.Getenv("PATH")
+	}
+	name := opts.Args[0]
+	path, err := lookPath(name, pathEnv, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+
+	var idb [8]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, fmt.Errorf("supervise: tree id: %w", err)
+	}
+	t := &Tree{
+		id:      fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(idb[:])),
+		grace:   opts.killGrace(),
+		done:    make(chan struct{}),
+		empty:   make(chan struct{}),
+		waited:  make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		members: make(map[int]*member),
+	}
+
+	files, childEnds, err := t.stdio(opts)
+	if err != nil {
+		return nil, err
+	}
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+
+	if err := acquireSubreaper(); err != nil {
+		closeAll(childEnds)
+		t.closeParentEnds()
+		return nil, err
+	}
+	pidfd := -1
+	attr := &syscall.ProcAttr{
+		Dir:   opts.Dir,
+		Env:   withTreeID(env, t.id),
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: syscall.SIGKILL,
+			PidFD:     &pidfd,
+		},
+	}
+	pid, err := forkExec(path, opts.Args, attr)
+	closeAll(childEnds)
+	if err == nil && pidfd < 0 {
+		// No CLONE_PIDFD. The child is ours and unreaped, so its pid is
+		// still its own and pidfd_open is safe.
+		if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+			_ = unix.Kill(-pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, 0, nil)
+			err = fmt.Errorf("supervise: pidfd_open: %w", err)
+		}
+	} else if err != nil {
+		err = execError(name, path, opts.Dir, err)
+	}
+	if err != nil {
+		releaseSubreaper()
+		t.closeParentEnds()
+		return nil, err
+	}
+	t.pid = pid
+	leader := &member{pid: pid, pgid: pid, fd: pidfd, leader: true}
+	if s, err := readStat(pid); err == nil {
+		leader.start = s.start // our unreaped child: the pid is its own
+	}
+	t.members[pid] = leader
+	t.startCopiers()
+
+	go t.peekLeader(pidfd)
+	go t.supervise()
+	return t, nil
+}
+
+// Pid returns the pid of the leader, which is also the process-group id.
+func (t *Tree) Pid() int { return t.pid }
+
+// Done returns a channel closed when the leader has exited. Descendants may
+// still be running then; Wait and Stop wait for them.
+func (t *Tree) Done() <-chan struct{} { return t.done }
+
+// Wait waits until the leader has exited and then until no process of the
+// tree is left, and returns how the leader ended. Lingering descendants keep
+// Wait waiting; call Stop to end them. It may be called any number of times,
+// from any goroutine, and always returns the same result. It returns an
+// error, with a zero Exit, only when the leader's status could not be
+// collected because something else reaped it (see the package
+// documentation); the tree has still been swept then.
+func (t *Tree) Wait() (Exit, error) {
+	<-t.waited
+	return t.exit, t.err
+}
+
+// Signal sends sig to every process of the tree: to the process group, and
+// through pidfds to attributed descendants that have left the group. It
+// returns ErrFinished once the tree has finished, and otherwise the first
+// error of a send other than "no such process". It leaves the tree running
+// (unless sig ends it).
+func (t *Tree) Signal(sig syscall.Signal) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return ErrFinished
+	}
+	if snap, err := snapshot(); err == nil {
+		t.scanLocked(snap)
+	}
+	return t.signalLocked(sig)
+}
+
+// Stop ends the tree and returns when no process of it is left: it freezes
+// the tree (SIGSTOP) so it cannot fork while being enumerated, sends SIGTERM
+// and then SIGCONT to every process, waits up to the kill grace for the tree
+// to empty, then repeatedly freezes and SIGKILLs whatever is left, including
+// processes born during the grace period and those that called setsid.
+// reason is recorded in Exit.Stopped if the leader was still running (nil
+// means ErrStopped). Calling Stop again, or after the tree has finished,
+// only waits for the tree to be empty. A process stuck in uninterruptible
+// sleep can delay the return until the kernel lets it die.
+func (t *Tree) Stop(reason error) {
+	if reason == nil {
+		reason = ErrStopped
+	}
+	t.mu.Lock()
+	if !t.leaderExited && t.stopReason == nil {
+		t.stopReason = reason
+	}
+	t.stopping = true
+	t.mu.Unlock()
+	t.poke()
+
+	t.stopOnce.Do(func() {
+		t.freeze()
+		t.mu.Lock()
+		if !t.finished {
+			_ = t.signalLocked(syscall.SIGTERM)
+			_ = t.signalLocked(syscall.SIGCONT)
+		}
+		t.mu.Unlock()
+		t.poke()
+
+		grace := time.NewTimer(t.grace)
+		defer grace.Stop()
+		select {
+		case <-t.empty:
+			return
+		case <-grace.C:
+		}
+
+		retry := 10 * time.Millisecond
+		for {
+			t.freeze()
+			t.mu.Lock()
+			if !t.finished {
+				_ = t.signalLocked(syscall.SIGKILL)
+			}
+			t.mu.Unlock()
+			t.poke()
+			again := time.NewTimer(retry)
+			select {
+			case <-t.empty:
+				again.Stop()
+				return
+			case <-again.C:
+			}
+			retry = min(2*retry, 500*time.Millisecond)
+		}
+	})
+	<-t.empty
+}
+
+// freeze sends SIGSTOP to the tree until a scan finds no new process and
+// every process found has stopped, or until freezeBudget has passed. A
+// stopped process cannot fork, so after a freeze the tree is fully known,
+// except for what escaped attribution altogether.
+func (t *Tree) freeze() {
+	deadline := time.Now().Add(freezeBudget)
+	pause := 500 * time.Microsecond
+	for {
+		t.mu.Lock()
+		if t.finished {
+			t.mu.Unlock()
+			return
+		}
+		snap, err := snapshot()
+		added, settled := 0, err == nil
+		if err == nil {
+			var byPid map[int]procStat
+			added, byPid = t.scanLocked(snap)
+			for _, m := range t.members {
+				if s, ok := byPid[m.pid]; ok && (m.leader || s.start == m.start) && !s.stopped() {
+					settled = false // not yet stopped by the previous round
+				}
+			}
+		}
+		_ = t.signalLocked(syscall.SIGSTOP)
+		t.mu.Unlock()
+
+		if added == 0 && settled || time.Now().After(deadline) {
+			return
+		}
+		wait := time.NewTimer(pause)
+		<-wait.C
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+}
+
+// signalLocked sends sig to the process group while its id is pinned, and
+// through pidfds to the members that are outside it (or to every member when
+// the group is not pinned). A member that is gone is not an error.
+func (t *Tree) signalLocked(sig syscall.Signal) error {
+	var first error
+	note := func(err error) {
+		if err != nil && !errors.Is(err, unix.ESRCH) && first == nil {
+			first = err
+		}
+	}
+	pinned := t.groupPinnedLocked()
+	if pinned {
+		note(unix.Kill(-t.pid, sig))
+	}
+	for _, m := range t.members {
+		if m.exited || pinned && m.pgid == t.pid {
+			continue
+		}
+		note(unix.PidfdSendSignal(m.fd, sig, nil, 0))
+	}
+	return first
+}
+
+// groupPinnedLocked reports whether the process-group id is certainly still
+// this tree's: the leader has not been reaped.
+func (t *Tree) groupPinnedLocked() bool {
+	return !t.finished && t.leaderErr == nil
+}
+
+// scanLocked attributes the processes of snap to the tree and pins the new
+// ones with pidfds. It returns how many were new, and snap by pid.
+func (t *Tree) scanLocked(snap []procStat) (int, map[int]procStat) {
+	self := os.Getpid()
+	byPid := make(map[int]procStat, len(snap))
+	children := make(map[int][]procStat)
+	for _, s := range snap {
+		byPid[s.pid] = s
+		children[s.ppid] = append(children[s.ppid], s)
+	}
+	// A member whose pid now belongs to another process is long gone.
+	for pid, m := range t.members {
+		if s, ok := byPid[pid]; ok && !m.leader && s.start != m.start {
+			t.dropLocked(m)
+		}
+	}
+
+	pinned := t.groupPinnedLocked()
+	var queue []procStat
+	for _, s := range snap {
+		m := t.members[s.pid]
+		switch {
+		case m != nil && (m.leader || m.start == s.start):
+		case pinned && s.pgid == t.pid:
+		case s.ppid == self && hasTreeID(s.pid, t.id):
+		default:
+			continue
+		}
+		queue = append(queue, s)
+	}
+	added := 0
+	seen := make(map[int]bool)
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if seen[s.pid] {
+			continue
+		}
+		seen[s.pid] = true
+		if m := t.members[s.pid]; m != nil {
+			m.pgid = s.pgid
+		} else if !t.pinLocked(s) {
+			continue // gone, or no longer the process the snapshot saw
+		} else {
+			added++
+		}
+		// Every child of a member is a member. The child's ppid was read
+		// within the same snapshot as the parent's entry; a parent pid
+		// reused in between would take a full wrap of the pid space.
+		queue = append(queue, children[s.pid]...)
+	}
+	return added, byPid
+}
+
+// pinLocked opens a pidfd for the process s describes and records it as a
+// member, if the pidfd provably refers to that process: its start time
+// still matches after the pidfd is open.
+func (t *Tree) pinLocked(s procStat) bool {
+	fd, err := unix.PidfdOpen(s.pid, 0)
+	if err != nil {
+		return false
+	}
+	now, err := readStat(s.pid)
+	if err != nil || now.start != s.start || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
+		unix.Close(fd)
+		return false
+	}
+	t.members[s.pid] = &member{pid: s.pid, start: s.start, pgid: now.pgid, fd: fd}
+	return true
+}
+
+func (t *Tree) dropLocked(m *member) {
+	unix.Close(m.fd)
+	delete(t.members, m.pid)
+}
+
+// reapLocked collects the members that have exited. Those that are our
+// children (re-parented orphans) are reaped through their pidfd; the others
+// are left to their parents and forgotten once reaped. Only the supervisor
+// goroutine calls it, and it never touches the leader.
+func (t *Tree) reapLocked() {
+	var pfds []unix.PollFd
+	var ms []*member
+	for _, m := range t.members {
+		if !m.leader {
+			pfds = append(pfds, unix.PollFd{Fd: int32(m.fd), Events: unix.POLLIN})
+			ms = append(ms, m)
+		}
+	}
+	if len(pfds) == 0 {
+		return
+	}
+	if _, err := unix.Poll(pfds, 0); err != nil {
+		return // EINTR or ENOMEM: the next scan retries
+	}
+	for i, m := range ms {
+		if pfds[i].Revents == 0 {
+			continue // still running
+		}
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, m.fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+		if err == nil || unix.PidfdSendSignal(m.fd, 0, nil, 0) == unix.ESRCH {
+			t.dropLocked(m) // reaped by us, or by its own parent
+			continue
+		}
+		m.exited = true // a zombie waiting for a parent in the tree
+	}
+}
+
+// busyLocked reports whether any process of the tree may still run.
+func (t *Tree) busyLocked() bool {
+	if !t.leaderExited {
+		return true
+	}
+	for _, m := range t.members {
+		if !m.leader && !m.exited {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Tree) poke() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// peekLeader waits for the leader to exit without reaping it (WNOWAIT), so
+// that Done closes promptly while the group id stays pinned.
+func (t *Tree) peekLeader(fd int) {
+	var info unix.Siginfo
+	var err error
+	for {
+		err = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	t.mu.Lock()
+	t.leaderExited = true
+	if err != nil {
+		t.leaderErr = fmt.Errorf("supervise: waiting for pid %d: %w", t.pid, err)
+	}
+	close(t.done)
+	t.mu.Unlock()
+	t.poke()
+}
+
+// supervise is the one goroutine that reaps. It scans the tree on a timer,
+// on SIGCHLD (an orphan of ours died) and when poked, and finishes the tree
+// once the leader has exited and no other member is left.
+func (t *Tree) supervise() {
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, syscall.SIGCHLD)
+	defer signal.Stop(sigchld)
+
+	interval := trackInterval
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var last time.Time
+	for {
+		woken := true
+		select {
+		case <-timer.C:
+			woken = false
+		case <-sigchld:
+		case <-t.kick:
+		}
+		if gap := minGap - time.Since(last); woken && gap > 0 {
+			timer.Reset(gap) // too soon: scan when the gap has passed
+			continue
+		}
+		last = time.Now()
+		if t.sweep() {
+			break
+		}
+		t.mu.Lock()
+		fast := t.leaderExited || t.stopping
+		t.mu.Unlock()
+		switch {
+		case !fast:
+			interval = trackInterval
+		case woken || interval >= trackInterval:
+			interval = fastInterval
+		default:
+			interval = min(2*interval, slowInterval)
+		}
+		timer.Reset(interval)
+	}
+	t.finish()
+}
+
+// sweep scans and reaps once, and reports whether the tree is finished.
+// Finishing needs a second scan taken after every member was seen gone: a
+// child forked just before its parent exited is in that scan.
+func (t *Tree) sweep() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for range 2 {
+		snap, err := snapshot()
+		if err != nil {
+			// /proc worked at Start. Without it the tree cannot be
+			// followed; do not wait forever for what cannot be seen.
+			if !t.leaderExited {
+				return false
+			}
+			break
+		}
+		added, _ := t.scanLocked(snap)
+		t.reapLocked()
+		if t.busyLocked() || added > 0 {
+			return false
+		}
+	}
+	t.reapLeaderLocked()
+	return true
+}
+
+// reapLeaderLocked reaps the leader, which by now is a zombie child, and
+// forgets every member: from here on nothing of the tree may be signalled.
+func (t *Tree) reapLeaderLocked() {
+	if t.leaderErr != nil {
+		t.err = t.leaderErr
+	} else {
+		var ws unix.WaitStatus
+		var err error
+		for {
+			// By pid is safe: the leader is our unreaped child, so the pid
+			// is still its own.
+			_, err = unix.Wait4(t.pid, &ws, 0, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		switch {
+		case err != nil:
+			t.err = fmt.Errorf("supervise: reaping pid %d: %w", t.pid, err)
+		case ws.Signaled():
+			t.exit.Signal = ws.Signal()
+		default:
+			t.exit.Code = ws.ExitStatus()
+		}
+	}
+	t.exit.Stopped = t.stopReason
+	t.finished = true
+	for _, m := range t.members {
+		t.dropLocked(m)
+	}
+}
+
+// finish releases what the tree held and publishes Wait's result.
+func (t *Tree) finish() {
+	close(t.empty)
+	releaseSubreaper()
+	if t.stdinW != nil {
+		t.stdinW.Close() // unblocks a stdin copier writing to a dead tree
+	}
+	// Output pipes reach EOF when the last holder has exited. Only a process
+	// that escaped attribution can still hold one; do not wait for it long.
+	copied := make(chan struct{})
+	go func() {
+		t.copiers.Wait()
+		close(copied)
+	}()
+	timer := time.NewTimer(t.grace)
+	select {
+	case <-copied:
+	case <-timer.C:
+		for _, o := range t.outputs {
+			o.r.Close()
+		}
+		<-copied
+	}
+	timer.Stop()
+	close(t.waited)
+}
+
+// stdio returns the descriptors for the child (0, 1, 2, then ExtraFiles),
+// and the pipe ends that the parent must close once the child has started.
+// Readers and writers that are not files get a pipe and, later, a copier.
+func (t *Tree) stdio(opts Options) (files []uintptr, childEnds []*os.File, err error) {
+	var opened []*os.File
+	fail := func(err error) ([]uintptr, []*os.File, error) {
+		for _, f := range opened {
+			f.Close()
+		}
+		t.stdinW, t.outputs = nil, nil
+		return nil, nil, fmt.Errorf("supervise: %w", err)
+	}
+
+	in := opts.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	if f, ok := in.(*os.File); ok {
+		files = append(files, f.Fd())
+	} else {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		opened = append(opened, r, w)
+		childEnds = append(childEnds, r)
+		t.stdinW, t.stdin = w, in
+		files = append(files, r.Fd())
+	}
+
+	for i, out := range []io.Writer{opts.Stdout, opts.Stderr} {
+		if out == nil {
+			out = []io.Writer{os.Stdout, os.Stderr}[i]
+		}
+		if f, ok := out.(*os.File); ok {
+			files = append(files, f.Fd())
+			continue
+		}
+		if i == 1 && len(t.outputs) == 1 && sameWriter(out, opts.Stdout) {
+			// One pipe for both, so that the writer sees a single
+			// writer and the two streams keep their relative order.
+			files = append(files, files[1])
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		opened = append(opened, r, w)
+		childEnds = append(childEnds, w)
+		t.outputs = append(t.outputs, output{out, r})
+		files = append(files, w.Fd())
+	}
+	for _, f := range opts.ExtraFiles {
+		if f == nil {
+			files = append(files, ^uintptr(0)) // closed in the child
+		} else {
+			files = append(files, f.Fd())
+		}
+	}
+	return files, childEnds, nil
+}
+
+// sameWriter reports whether a and b are the same writer. Interface values
+// of uncomparable dynamic types are never the same.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// output is a writer fed from the read end of the child's pipe.
+type output struct {
+	w io.Writer
+	r *os.File
+}
+
+// closeParentEnds closes the parent's pipe ends when Start fails.
+func (t *Tree) closeParentEnds() {
+	if t.stdinW != nil {
+		t.stdinW.Close()
+	}
+	for _, o := range t.outputs {
+		o.r.Close()
+	}
+}
+
+// startCopiers connects non-file readers and writers to their pipes.
+func (t *Tree) startCopiers() {
+	if t.stdinW != nil {
+		// Not waited for, as in os/exec: the reader may never end.
+		go func() {
+			_, _ = io.Copy(t.stdinW, t.stdin)
+			t.stdinW.Close()
+		}()
+	}
+	for _, o := range t.outputs {
+		t.copiers.Add(1)
+		go func() {
+			defer t.copiers.Done()
+			_, _ = io.Copy(o.w, o.r)
+			o.r.Close()
+		}()
+	}
+}

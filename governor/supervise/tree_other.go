@@ -1,0 +1,38 @@
+//go:build !linux
+
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Tree is a supervised process tree. Supervision needs Linux; elsewhere
+// Start always fails.
+type Tree struct{}
+
+// Start returns an error wrapping errors.ErrUnsupported: process-tree
+// supervision is implemented for Linux only.
+func Start(opts Options) (*Tree, error) {
+	return nil, fmt.Errorf("supervise: %w on this system", errors.ErrUnsupported)
+}
+
+// Pid returns 0.
+func (t *Tree) Pid() int { return 0 }
+
+// Done returns a closed channel.
+func (t *Tree) Done() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Wait returns errors.ErrUnsupported.
+func (t *Tree) Wait() (Exit, error) { return Exit{}, errors.ErrUnsupported }
+
+// Signal returns ErrFinished.
+func (t *Tree) Signal(sig syscall.Signal) error { return ErrFinished }
+
+// Stop does nothing.
+func (t *Tree) Stop(reason error) {}
