@@ -45,6 +45,10 @@ type Options struct {
 	// refresh; waiters refresh (and re-check) every QueueTTL/4 (default
 	// DefaultQueueTTL).
 	QueueTTL time.Duration
+	// PID, when set, is declared as the holder instead of this process:
+	// for a lease that outlives the CLI that took it (the shell script
+	// that ran `governor acquire`). Its start time is read from /proc.
+	PID int
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -116,8 +120,15 @@ func New(b Backend, opts Options) (*Governor, error) {
 	g.self = proc.Current()
 	g.decl = Declaration{Session: opts.Session, Host: g.self.Host, HostID: g.self.HostID,
 		PID: g.self.PID, StartTime: g.self.StartTime, Command: opts.Command}
+	if opts.PID != 0 {
+		start, err := proc.StartTime(opts.PID)
+		if err != nil {
+			return nil, invalid("holder pid %d: %v", opts.PID, err)
+		}
+		g.decl.PID, g.decl.StartTime = opts.PID, start
+	}
 	if g.decl.Session == "" {
-		g.decl.Session = g.self.String()
+		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
 	}
 	return g, nil
 }
@@ -388,6 +399,21 @@ func (g *Governor) Release(ctx context.Context, resource, id string) error {
 		return err
 	}
 	return g.b.Release(ctx, Key{g.project, resource}, id)
+}
+
+// Renew extends lease id of resource to now+ttl (0: the Governor's TTL)
+// on behalf of a process that does not hold the *Lease. A lease that is
+// gone is ErrLeaseLost; renew never re-acquires.
+func (g *Governor) Renew(ctx context.Context, resource, id string, ttl time.Duration) (time.Time, error) {
+	if err := ValidateResource(resource); err != nil {
+		return time.Time{}, err
+	}
+	if ttl == 0 {
+		ttl = g.ttl
+	} else if err := validateTTL("lease TTL", ttl); err != nil {
+		return time.Time{}, err
+	}
+	return g.b.Renew(ctx, Key{g.project, resource}, id, ttl)
 }
 
 // Close stops every lease's heartbeat and releases them, then closes the

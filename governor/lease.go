@@ -195,6 +195,29 @@ func (l *Lease) Release() error {
 	return err
 }
 
+// Detach stops the heartbeat and forgets the lease without releasing it,
+// for a lease that must outlive this process (`governor acquire` in a
+// shell script): it then expires after its TTL unless renewed by id. The
+// lease's Done closes; Release afterwards does nothing.
+func (l *Lease) Detach() {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return
+	}
+	l.released = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.stopped
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = ErrNotHeld
+		close(l.done)
+	}
+	l.mu.Unlock()
+	l.g.forget(l)
+}
+
 func (g *Governor) forget(l *Lease) {
 	g.mu.Lock()
 	delete(g.leases, l)

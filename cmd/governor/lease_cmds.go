@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// A lease handle, as printed by acquire and taken by renew and release,
+// is RESOURCE@LEASE_ID. Lease ids are hex, so the last '@' splits it.
+func leaseHandle(resource, id string) string { return resource + "@" + id }
+
+func parseHandle(h string) (resource, id string, err error) {
+	i := strings.LastIndexByte(h, '@')
+	if i <= 0 || i == len(h)-1 {
+		return "", "", exitWith(ExitFailure, fmt.Errorf("lease %q: expected RESOURCE@LEASE_ID as printed by 'governor acquire'", h))
+	}
+	return h[:i], h[i+1:], nil
+}
+
+// ifBusy is the --if-busy flag: fail, wait or skip.
+type ifBusy string
+
+func (b *ifBusy) String() string { return string(*b) }
+func (b *ifBusy) Type() string   { return "fail|wait|skip" }
+func (b *ifBusy) Set(s string) error {
+	switch s {
+	case "fail", "wait", "skip":
+		*b = ifBusy(s)
+		return nil
+	}
+	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
+}
+
+// refusal prints who holds a resource and how to take it over, and
+// returns the exit error for busy (73) or skip (75).
+func refusal(w io.Writer, busy *governor.BusyError, skip bool) error {
+	st := busy.Status
+	verb := "busy"
+	if skip {
+		verb = "busy, skipped"
+	}
+	fmt.Fprintf(w, "governor: %s %s: %d of %d in use", busy.Resource, verb, st.Used, st.Limit)
+	if n := len(st.Waiters); n > 0 {
+		fmt.Fprintf(w, ", %d waiting", n)
+	}
+	fmt.Fprintln(w)
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
+	}
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  if that holder is gone: governor takeover %s --lease %s\n", busy.Resource, h.LeaseID)
+	}
+	if skip {
+		return exitWith(ExitSkipped, nil)
+	}
+	return exitWith(ExitBusy, nil)
+}
+
+func (a *app) acquireCmd() *cobra.Command {
+	var (
+		weight      int
+		limit       int
+		exclusive   bool
+		ttl         time.Duration
+		busy        = ifBusy("fail")
+		waitTimeout time.Duration
+		session     string
+	)
+	cmd := &cobra.Command{
+		Use:   "acquire RESOURCE",
+		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID and the token)",
+		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits, declared
+as held by the calling shell (the parent process): if that process dies, the
+lease is reclaimed on this host at once; otherwise it expires after --ttl unless
+renewed with 'governor renew'. Free it with 'governor release'.
+
+Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
+{"lease", "resource", "lease_id", "token", "expires_at"}.
+
+  lease=$(governor acquire heavy --ttl 10m | cut -d' ' -f1)
+  ... ; governor renew "$lease" ; ...
+  governor release "$lease"
+
+Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
+75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resource := args[0]
+			lim, err := a.limitFor(resource, limit)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			g, err := a.open(ctx, openOptions{Session: session, PID: os.Getppid(), Command: "governor acquire " + resource})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl}
+			if busy == "wait" {
+				o.Mode = governor.Wait
+				if waitTimeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, waitTimeout)
+					defer cancel()
+				}
+			}
+			l, err := g.Acquire(ctx, resource, o)
+			if err != nil {
+				return a.acquireError(cmd.ErrOrStderr(), resource, err, busy == "skip", waitTimeout)
+			}
+			l.Detach()
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&weight, "weight", 1, "slots to take")
+	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none")
+	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
+	f.DurationVar(&ttl, "ttl", 0, "lease time to live (default: lease.ttl from the configuration, 30s)")
+	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73), wait, or skip (exit 75)")
+	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --if-busy wait: give up after this long (exit 73)")
+	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
+	return cmd
+}
+
+// acquireError maps an acquire failure to its exit code and message.
+func (a *app) acquireError(w io.Writer, resource string, err error, skip bool, waitTimeout time.Duration) error {
+	var busy *governor.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return refusal(w, busy, skip)
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitWith(ExitBusy, fmt.Errorf("%s: not acquired within --wait-timeout %v", resource, waitTimeout))
+	default:
+		return exitWith(ExitFailure, err)
+	}
+}
+
+func (a *app) renewCmd() *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "renew RESOURCE@LEASE_ID",
+		Short: "Extend a lease taken with 'governor acquire'",
+		Long: `renew extends the lease to now + --ttl. A lease that has expired, was released or
+taken over is not re-acquired: renew exits 122 and the script must stop the work
+the lease protected.
+
+Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachable.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resource, id, err := parseHandle(args[0])
+			if err != nil {
+				return err
+			}
+			g, err := a.open(cmd.Context(), openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			exp, err := g.Renew(cmd.Context(), resource, id, ttl)
+			if errors.Is(err, governor.ErrLeaseLost) {
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", args[0]))
+			}
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": args[0], "expires_at": exp.UTC()})
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time to live (default: lease.ttl from the configuration)")
+	return cmd
+}
+
+func (a *app) releaseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release RESOURCE@LEASE_ID",
+		Short: "Free a lease taken with 'governor acquire'",
+		Long: `release frees the lease's slots and hands them to the next waiter. Only the lease id
+authorises it. A lease that is no longer held (expired, released, taken over)
+exits 122: the work it protected may have overlapped another holder.
+
+Exit codes: 0 released; 122 the lease was not held; 125 bad input or backend unreachable.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resource, id, err := parseHandle(args[0])
+			if err != nil {
+				return err
+			}
+			g, err := a.open(cmd.Context(), openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			err = g.Release(cmd.Context(), resource, id)
+			if errors.Is(err, governor.ErrNotHeld) {
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", args[0]))
+			}
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// cli runs Main in-process and returns exit code, stdout and stderr.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// backends runs fn against the file backend and a real redis-server.
+func backends(t *testing.T, fn func(t *testing.T, global []string)) {
+	t.Run("file", func(t *testing.T) {
+		fn(t, []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", emptyConfig(t)})
+	})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		fn(t, []string{"--backend", "redis", "--redis-url", s.URL(), "--config", emptyConfig(t)})
+	})
+}
+
+// emptyConfig is a config file with no settings, so that no file of the
+// developer's machine leaks into the tests.
+func emptyConfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+	if err := os.WriteFile(p, []byte("project: clitest\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAcquireRenewRelease(t *testing.T) {
+	backends(t, func(t *testing.T, g []string) {
+		code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m")...)
+		if code != 0 {
+			t.Fatalf("acquire: exit %d, %s", code, errs)
+		}
+		fields := strings.Fields(out)
+		if len(fields) != 2 || !strings.HasPrefix(fields[0], "heavy@") {
+			t.Fatalf("acquire printed %q, want 'heavy@ID TOKEN'", out)
+		}
+		lease := fields[0]
+		// The lease outlives the command: a second acquire is refused,
+		// naming the holder and the takeover command.
+		code, _, errs = cli(t, append(g, "acquire", "heavy", "--limit", "1")...)
+		if code != 73 || !strings.Contains(errs, "held by session") || !strings.Contains(errs, "governor takeover heavy --lease "+strings.TrimPrefix(lease, "heavy@")) {
+			t.Fatalf("second acquire: exit %d, stderr %q; want 73 naming the holder and takeover", code, errs)
+		}
+		if code, _, _ = cli(t, append(g, "acquire", "heavy", "--limit", "1", "--if-busy", "skip")...); code != 75 {
+			t.Fatalf("--if-busy skip: exit %d, want 75", code)
+		}
+		if code, _, errs = cli(t, append(g, "acquire", "heavy", "--limit", "1", "--if-busy", "wait", "--wait-timeout", "300ms")...); code != 73 || !strings.Contains(errs, "--wait-timeout") {
+			t.Fatalf("--wait-timeout: exit %d %q, want 73", code, errs)
+		}
+		if code, _, errs = cli(t, append(g, "renew", lease)...); code != 0 {
+			t.Fatalf("renew: exit %d %s", code, errs)
+		}
+		code, out, _ = cli(t, append(g, "--json", "slots", "heavy")...)
+		var sj slotsJSON
+		if code != 0 || json.Unmarshal([]byte(out), &sj) != nil || len(sj.Resources) != 1 || len(sj.Resources[0].Holders) != 1 {
+			t.Fatalf("slots --json: exit %d, %s", code, out)
+		}
+		if h := sj.Resources[0].Holders[0]; "heavy@"+h.LeaseID != lease || h.PID != os.Getppid() || sj.Resources[0].Waiters == nil {
+			t.Fatalf("slots holder = %+v; want lease %s declared by pid %d (the caller's parent)", h, lease, os.Getppid())
+		}
+		if code, _, errs = cli(t, append(g, "release", lease)...); code != 0 {
+			t.Fatalf("release: exit %d %s", code, errs)
+		}
+		if code, _, _ = cli(t, append(g, "release", lease)...); code != 122 {
+			t.Fatalf("second release: exit %d, want 122", code)
+		}
+		if code, _, _ = cli(t, append(g, "renew", lease)...); code != 122 {
+			t.Fatalf("renew after release: exit %d, want 122 (never re-acquires)", code)
+		}
+		code, out, _ = cli(t, append(g, "slots")...)
+		if code != 0 || !strings.Contains(out, "heavy  limit 1  in use 0  free 1  waiting 0") {
+			t.Fatalf("slots after release: exit %d:\n%s", code, out)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	g := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "s"), "--config", emptyConfig(t)}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acquire", "heavy"}, `resource "heavy" has no limit`},
+		{[]string{"acquire", "heavy", "--limit", "-3"}, "--limit -3; allowed: 1 to"},
+		{[]string{"acquire", "bad name", "--limit", "1"}, "contains ' '"},
+		{[]string{"acquire", "a{b}", "--limit", "1"}, "not allowed: { }"},
+		{[]string{"acquire", "heavy", "--limit", "2", "--weight", "3"}, "weight 3 for heavy; allowed: 1 to the limit (2)"},
+		{[]string{"acquire", "heavy", "--limit", "1", "--if-busy", "later"}, `"later" is not allowed; use fail, wait or skip`},
+		{[]string{"release", "nolease"}, "expected RESOURCE@LEASE_ID"},
+		{[]string{"--backend", "mysql", "slots"}, `"mysql" is not a backend`},
+	}
+	for _, c := range cases {
+		code, _, errs := cli(t, append(append([]string{}, g...), c.args...)...)
+		if code != 125 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 125 containing %q", c.args, code, errs, c.want)
+		}
+	}
+	// Nothing was created by the refused commands.
+	code, out, _ := cli(t, append(g, "slots")...)
+	if code != 0 || !strings.Contains(out, "no resources") {
+		t.Fatalf("bad input left state behind: %s", out)
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "exec-defaults.yaml")
+	if err := os.WriteFile(bad, []byte("project: p\nlease:\n  ttl: 10s\n  heartbeat: 20s\nresources:\n  heavy: {limit: 0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, "--config", bad, "config", "check")
+	if code != 125 || !strings.Contains(errs, "exec-defaults.yaml:4") || !strings.Contains(errs, "resources.heavy.limit") {
+		t.Fatalf("config check of a bad file: exit %d, %q", code, errs)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("project: p\nresources:\n  heavy: {limit: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := cli(t, "--config", good, "config", "check"); code != 0 || !strings.Contains(out, "ok: ") {
+		t.Fatalf("config check of a good file: exit %d, %s %s", code, out, errs)
+	}
+	code, out, _ := cli(t, "--config", good, "--project", "flagged", "config", "show")
+	if code != 0 || !strings.Contains(out, "flagged") || !strings.Contains(out, "flag") || !strings.Contains(out, "resources.heavy.limit") {
+		t.Fatalf("config show: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+func (a *app) slotsCmd() *cobra.Command {
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "slots [RESOURCE...]",
+		Short: "Show each resource's limit, use, holders and waiters, without acquiring anything",
+		Long: `slots lists, for each resource (all resources with state or configuration when none
+are named): its limit, the weight in use, what is free, every holder (session,
+host and pid, weight, age, last heartbeat, time to expiry, fencing token, command
+with secrets redacted) and every waiter in queue order.
+
+--json prints one object: {"project", "resources": [{"resource", "limit", "used",
+"free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...}}]}; times
+are RFC 3339 and durations are seconds. Fields are only ever added, never renamed.
+--watch redraws every second until interrupted.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			g, err := a.open(ctx, openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			if !watch {
+				return a.printSlots(ctx, cmd.OutOrStdout(), g, args)
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+			defer stop()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				var b strings.Builder
+				if err := a.printSlots(ctx, &b, g, args); err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), "\033[H\033[2J"+b.String())
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "redraw every second until interrupted")
+	return cmd
+}
+
+// slotsJSON is the stable --json schema of `governor slots`.
+type slotsJSON struct {
+	Project   string         `json:"project"`
+	Resources []resourceJSON `json:"resources"`
+}
+
+type resourceJSON struct {
+	Resource   string         `json:"resource"`
+	Limit      int            `json:"limit"`
+	Used       int            `json:"used"`
+	Free       int            `json:"free"`
+	DriftLimit int            `json:"drift_limit,omitempty"`
+	Holders    []holderJSON   `json:"holders"`
+	Waiters    []waiterJSON   `json:"waiters"`
+	Counters   map[string]int `json:"counters"`
+}
+
+type holderJSON struct {
+	LeaseID          string    `json:"lease_id"`
+	Session          string    `json:"session"`
+	Host             string    `json:"host"`
+	PID              int       `json:"pid"`
+	Weight           int       `json:"weight"`
+	Token            int64     `json:"token"`
+	AcquiredAt       time.Time `json:"acquired_at"`
+	HeartbeatAt      time.Time `json:"heartbeat_at"`
+	ExpiresAt        time.Time `json:"expires_at"`
+	AgeSeconds       float64   `json:"age_seconds"`
+	HeartbeatSeconds float64   `json:"heartbeat_age_seconds"`
+	ExpiresInSeconds float64   `json:"expires_in_seconds"`
+	Command          string    `json:"command"`
+}
+
+type waiterJSON struct {
+	Position       int       `json:"position"`
+	ID             string    `json:"id"`
+	Session        string    `json:"session"`
+	Host           string    `json:"host"`
+	PID            int       `json:"pid"`
+	Weight         int       `json:"weight"`
+	EnqueuedAt     time.Time `json:"enqueued_at"`
+	WaitingSeconds float64   `json:"waiting_seconds"`
+}
+
+// statuses reads the named resources, or every resource with state plus
+// every configured one.
+func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string) ([]governor.Status, error) {
+	if len(names) == 0 {
+		have, err := g.Resources(ctx)
+		if err != nil {
+			return nil, exitWith(ExitFailure, err)
+		}
+		seen := map[string]bool{}
+		for _, n := range have {
+			seen[n] = true
+		}
+		if l, err := a.load(); err == nil {
+			for n := range l.Config.Limits() {
+				seen[n] = true
+			}
+		}
+		for n := range seen {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	var limits map[string]int
+	if l, err := a.load(); err == nil {
+		limits = l.Config.Limits()
+	}
+	var out []governor.Status
+	for _, n := range names {
+		st, err := g.Status(ctx, n)
+		if err != nil {
+			return nil, exitWith(ExitFailure, err)
+		}
+		if st.Limit == 0 {
+			st.Limit = limits[n] // never used yet: show the configured limit
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string) error {
+	sts, err := a.statuses(ctx, g, names)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return writeJSON(w, toSlotsJSON(g.Project(), sts))
+	}
+	writeSlots(w, g.Project(), sts)
+	return nil
+}
+
+func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
+	out := slotsJSON{Project: project, Resources: []resourceJSON{}}
+	for _, st := range sts {
+		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
+			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters)}
+		for _, h := range st.Holders {
+			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
+				Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
+				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
+				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command})
+		}
+		for i, wt := range st.Waiters {
+			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
+				PID: wt.PID, Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
+		}
+		out.Resources = append(out.Resources, r)
+	}
+	return out
+}
+
+func counterMap(c governor.Counters) map[string]int {
+	return map[string]int{"acquired": int(c.Acquired), "busy": int(c.Busy), "waited": int(c.Waited),
+		"released": int(c.Released), "lost": int(c.Lost), "reclaimed_expired": int(c.ReclaimedExpiry),
+		"reclaimed_owner_dead": int(c.ReclaimedDead)}
+}
+
+func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
+
+func writeSlots(w io.Writer, project string, sts []governor.Status) {
+	if len(sts) == 0 {
+		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
+		return
+	}
+	for i, st := range sts {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d", st.Key.Resource, st.Limit, st.Used,
+			max(st.Limit-st.Used, 0), len(st.Waiters))
+		if st.DriftLimit != 0 {
+			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
+		}
+		fmt.Fprintln(w)
+		if len(st.Holders) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST:PID\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
+			for _, h := range st.Holders {
+				fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.PID,
+					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)),
+					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
+			}
+			tw.Flush()
+		}
+		if len(st.Waiters) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST:PID\tWEIGHT\tWAITING FOR")
+			for i, wt := range st.Waiters {
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s:%d\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.PID,
+					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)))
+			}
+			tw.Flush()
+		}
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
