@@ -78,6 +78,31 @@ type Counters struct {
 	Lost            int64 // leases their holders declared lost
 	ReclaimedExpiry int64 // holders removed because their lease expired
 	ReclaimedDead   int64 // holders removed because their owner was proven dead
+	Takeovers       int64 // holders replaced by a takeover
+}
+
+// Event kinds, recorded by backends in a bounded log per resource.
+const (
+	EventExpired   = "expired"   // a holder's lease expired and was removed
+	EventReclaimed = "reclaimed" // a holder's owner was proven dead; removed
+	EventTakeover  = "takeover"  // a holder was replaced by a takeover
+	EventLost      = "lost"      // a holder declared its lease lost
+)
+
+// MaxEvents bounds the events a backend keeps per resource; older ones
+// are dropped.
+const MaxEvents = 1000
+
+// Event is something that happened to a lease that its holder did not
+// do itself.
+type Event struct {
+	At      time.Time // backend clock
+	Kind    string
+	LeaseID string
+	Token   int64
+	// Detail says more: for a takeover, who took it ("session S lease
+	// L token T"); for a reclaim, the reason.
+	Detail string
 }
 
 // Mode says what an acquire does when the resource has no room.
@@ -174,6 +199,24 @@ type Backend interface {
 	// Reclaim removes holder id if it still holds token — used when its
 	// owner is proven dead. It reports whether it removed anything.
 	Reclaim(ctx context.Context, key Key, id string, token int64) (bool, error)
+
+	// Takeover replaces holder old by a new lease req.ID with the same
+	// weight and a new, higher fencing token, in one step: no one else
+	// can be granted the slot in between. It records a takeover event.
+	// The caller decides whether the takeover is allowed (owner dead,
+	// or forced); an old lease that is not held is ErrNotHeld.
+	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
+
+	// NextSeq returns the next number (from 1) of sequence name of
+	// project, for a writer holding fencing token. A token lower than
+	// the highest one already used for the sequence is ErrStaleToken,
+	// and nothing changes; so numbers never repeat, even when a lease
+	// was taken over and its old holder keeps writing.
+	NextSeq(ctx context.Context, project, name string, token int64) (int64, error)
+
+	// Events returns the resource's recorded events at or after since,
+	// oldest first.
+	Events(ctx context.Context, key Key, since time.Time) ([]Event, error)
 
 	// Status reads a resource without changing it.
 	Status(ctx context.Context, key Key) (Status, error)

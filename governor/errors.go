@@ -22,6 +22,13 @@ var (
 	// ErrTooHeavy reports a weight above the limit in force: it could never
 	// be granted.
 	ErrTooHeavy = errors.New("governor: weight above limit")
+	// ErrStaleToken reports a fenced write (a sequence number) by a
+	// holder whose token is older than one already used: its lease was
+	// taken over or expired.
+	ErrStaleToken = errors.New("governor: stale fencing token")
+	// ErrOwnerAlive refuses a takeover of a lease whose owner is not
+	// proven dead and has not expired (use Force to override).
+	ErrOwnerAlive = errors.New("governor: lease owner is alive")
 	// ErrBackend reports a backend that answered with an error retrying
 	// cannot cure: a script error, a key of the wrong type, a permission
 	// denied. Transport failures (timeouts, refused connections) are not

@@ -23,6 +23,9 @@ const (
 	DefaultReleaseTimeout = 5 * time.Second
 )
 
+// NoPID, as Options.PID, declares no holder process.
+const NoPID = -1
+
 // Options configure a Governor. The zero value of each field means the
 // documented default.
 type Options struct {
@@ -48,6 +51,8 @@ type Options struct {
 	// PID, when set, is declared as the holder instead of this process:
 	// for a lease that outlives the CLI that took it (the shell script
 	// that ran `governor acquire`). Its start time is read from /proc.
+	// NoPID declares no process: the lease then lives by its TTL and
+	// renewals alone, and is never reclaimed as dead.
 	PID int
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
@@ -120,7 +125,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 	g.self = proc.Current()
 	g.decl = Declaration{Session: opts.Session, Host: g.self.Host, HostID: g.self.HostID,
 		PID: g.self.PID, StartTime: g.self.StartTime, Command: opts.Command}
-	if opts.PID != 0 {
+	if opts.PID == NoPID {
+		g.decl.PID, g.decl.StartTime = 0, 0
+	} else if opts.PID != 0 {
 		start, err := proc.StartTime(opts.PID)
 		if err != nil {
 			return nil, invalid("holder pid %d: %v", opts.PID, err)
@@ -128,7 +135,10 @@ func New(b Backend, opts Options) (*Governor, error) {
 		g.decl.PID, g.decl.StartTime = opts.PID, start
 	}
 	if g.decl.Session == "" {
-		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
+		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
+		if g.decl.PID != 0 {
+			g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
+		}
 	}
 	return g, nil
 }

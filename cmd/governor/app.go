@@ -108,7 +108,8 @@ redis.url in exec-defaults.yaml), else in an embedded file backend on this machi
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
-	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd())
+	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
+		a.takeoverCmd(), a.seqCmd(), a.eventsCmd())
 	for _, c := range a.extraCmds() {
 		root.AddCommand(c)
 	}

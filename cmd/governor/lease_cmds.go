@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -74,19 +73,22 @@ func (a *app) acquireCmd() *cobra.Command {
 		busy        = ifBusy("fail")
 		waitTimeout time.Duration
 		session     string
+		pid         int
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
 		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID and the token)",
-		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits, declared
-as held by the calling shell (the parent process): if that process dies, the
-lease is reclaimed on this host at once; otherwise it expires after --ttl unless
-renewed with 'governor renew'. Free it with 'governor release'.
+		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits. It then
+lives by its --ttl: renew it with 'governor renew' before it expires, free it with
+'governor release'. With --pid $$ the lease is declared as held by your shell:
+when that process dies, the lease is reclaimed on this host at once. (Without
+--pid no process is declared, since the parent of a command in $(...) or a
+pipeline is a short-lived subshell that would look dead at once.)
 
 Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
 {"lease", "resource", "lease_id", "token", "expires_at"}.
 
-  lease=$(governor acquire heavy --ttl 10m | cut -d' ' -f1)
+  read -r lease token < <(governor acquire heavy --ttl 10m --pid $$)
   ... ; governor renew "$lease" ; ...
   governor release "$lease"
 
@@ -100,7 +102,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 				return err
 			}
 			ctx := cmd.Context()
-			g, err := a.open(ctx, openOptions{Session: session, PID: os.Getppid(), Command: "governor acquire " + resource})
+			g, err := a.open(ctx, openOptions{Session: session, PID: holderPID(pid), Command: "governor acquire " + resource})
 			if err != nil {
 				return err
 			}
@@ -135,7 +137,17 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73), wait, or skip (exit 75)")
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --if-busy wait: give up after this long (exit 73)")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
+	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
 	return cmd
+}
+
+// holderPID maps a --pid flag to governor.Options.PID: 0 declares no
+// process.
+func holderPID(pid int) int {
+	if pid == 0 {
+		return governor.NoPID
+	}
+	return pid
 }
 
 // acquireError maps an acquire failure to its exit code and message.

@@ -281,6 +281,7 @@ func (t *tx) settle() {
 	if staleBoot(st.Boot, t.b.boot) {
 		// Every process of an earlier boot is dead.
 		for len(st.Holders) > 0 {
+			t.event(governor.EventReclaimed, st.Holders[0].ID, st.Holders[0].Token, "owner dead: the machine rebooted")
 			t.dropHolder(0)
 			st.Counters.ReclaimedDead++
 		}
@@ -293,6 +294,7 @@ func (t *tx) settle() {
 	}
 	for i := 0; i < len(st.Holders); {
 		if st.Holders[i].Expires <= t.now.boot {
+			t.event(governor.EventExpired, st.Holders[i].ID, st.Holders[i].Token, "")
 			t.dropHolder(i)
 			st.Counters.ReclaimedExpiry++
 			continue
@@ -338,6 +340,7 @@ func (t *tx) reap() {
 			}
 		}
 		if dead {
+			t.event(governor.EventReclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
 			t.dropHolder(i)
 			st.Counters.ReclaimedDead++
 			continue
@@ -683,6 +686,7 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 	if i < 0 || t.st.Holders[i].Token != token {
 		return false, t.commit()
 	}
+	t.event(governor.EventReclaimed, id, token, "owner dead")
 	t.dropHolder(i)
 	t.st.Counters.ReclaimedDead++
 	t.promote()
@@ -787,7 +791,7 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 			ok = unix.Fstatat(dir, stateName, &s, unix.AT_SYMLINK_NOFOLLOW) == nil
 		}
 		unix.Close(dir)
-		if ok {
+		if ok && !isSeq(name) {
 			names = append(names, name)
 		}
 	}

@@ -30,6 +30,21 @@ type state struct {
 	Counters governor.Counters `json:"counters"`
 	Holders  []holder          `json:"holders"`
 	Waiters  []waiter          `json:"waiters"` // FIFO order
+	// Events, oldest first, at most governor.MaxEvents.
+	Events []event `json:"events,omitempty"`
+	// Seq and SeqToken: the state of a sequence (a pseudo-resource named
+	// seqPrefix+name): the last number given out and the highest token
+	// it was given to.
+	Seq      int64 `json:"seq,omitempty"`
+	SeqToken int64 `json:"seq_token,omitempty"`
+}
+
+type event struct {
+	At     int64  `json:"at"` // wall clock, Unix nanoseconds
+	Kind   string `json:"kind"`
+	Lease  string `json:"lease"`
+	Token  int64  `json:"token,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 type holder struct {

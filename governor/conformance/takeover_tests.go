@@ -1,0 +1,200 @@
+package conformance
+
+import (
+	"errors"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
+)
+
+// backendTakeover: the old holder is replaced in one step by a lease
+// with its weight and a higher token; the old one can neither renew nor
+// release; an unknown lease is ErrNotHeld; an event is recorded.
+func (s *suite) backendTakeover(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "issue:2316"}
+	old := req(key, 3, 2, governor.Fail)
+	res := mustAcquire(t, b, old, governor.Granted)
+	w := req(key, 3, 2, governor.Wait)
+	mustAcquire(t, b, w, governor.Queued)
+	nu := req(key, 3, 1, governor.Fail)
+	nu.Declaration.Session = "relay-2"
+	got, err := b.Takeover(ctxT(t), key, old.ID, nu)
+	if err != nil || got.Outcome != governor.Granted {
+		t.Fatalf("Takeover = %+v, %v", got, err)
+	}
+	if got.Token <= res.Token {
+		t.Fatalf("takeover token %d not above the old %d", got.Token, res.Token)
+	}
+	st := mustStatus(t, b, key)
+	if st.Used != 2 || len(st.Holders) != 1 || st.Holders[0].LeaseID != nu.ID || st.Holders[0].Weight != 2 || st.Holders[0].Session != "relay-2" {
+		t.Fatalf("after takeover: %+v", st)
+	}
+	if len(st.Waiters) != 1 || st.Counters.Takeovers != 1 {
+		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
+	}
+	if _, err := b.Renew(ctxT(t), key, old.ID, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("old holder's renew: %v, want ErrLeaseLost", err)
+	}
+	if err := b.Release(ctxT(t), key, old.ID); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("old holder's release: %v, want ErrNotHeld", err)
+	}
+	if _, err := b.Takeover(ctxT(t), key, "unknown", req(key, 3, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("takeover of an unknown lease: %v, want ErrNotHeld", err)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		if e.Kind == governor.EventTakeover && e.LeaseID == old.ID && e.Token == res.Token {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no takeover event for %s in %+v", old.ID, evs)
+	}
+}
+
+// events: expiry and reclaim are recorded, with since filtering.
+func (s *suite) events(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "plan:7"}
+	a := req(key, 2, 1, governor.Fail)
+	a.TTL = 300 * time.Millisecond
+	ra := mustAcquire(t, b, a, governor.Granted)
+	c := req(key, 2, 1, governor.Fail)
+	rc := mustAcquire(t, b, c, governor.Granted)
+	s.h.Advance(t, time.Second)
+	if ok, err := b.Reclaim(ctxT(t), key, c.ID, rc.Token); err != nil || !ok {
+		t.Fatalf("Reclaim = %v, %v", ok, err)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, e := range evs {
+		kinds[e.LeaseID] = e.Kind
+		if e.At.IsZero() {
+			t.Fatalf("event without time: %+v", e)
+		}
+	}
+	if kinds[a.ID] != governor.EventExpired || kinds[c.ID] != governor.EventReclaimed {
+		t.Fatalf("events = %+v; want %s expired (token %d) and %s reclaimed", evs, a.ID, ra.Token, c.ID)
+	}
+	later, err := b.Events(ctxT(t), key, time.Now().Add(time.Hour))
+	if err != nil || len(later) != 0 {
+		t.Fatalf("events since the future = %+v, %v", later, err)
+	}
+}
+
+// seq: numbers never repeat; a stale token is refused and changes nothing.
+func (s *suite) seq(t *testing.T) {
+	b := s.h.Open(t)
+	other := s.h.Open(t)
+	p := project()
+	for i := int64(1); i <= 3; i++ {
+		n, err := b.NextSeq(ctxT(t), p, "release-version", 100)
+		if err != nil || n != i {
+			t.Fatalf("NextSeq #%d = %d, %v", i, n, err)
+		}
+	}
+	// A newer holder (taken over) moves on from the same sequence.
+	if n, err := other.NextSeq(ctxT(t), p, "release-version", 200); err != nil || n != 4 {
+		t.Fatalf("NextSeq with a newer token = %d, %v; want 4", n, err)
+	}
+	if _, err := b.NextSeq(ctxT(t), p, "release-version", 100); !errors.Is(err, governor.ErrStaleToken) {
+		t.Fatalf("NextSeq with a stale token: %v, want ErrStaleToken", err)
+	}
+	if n, err := other.NextSeq(ctxT(t), p, "release-version", 200); err != nil || n != 5 {
+		t.Fatalf("after a refused stale write, NextSeq = %d, %v; want 5", n, err)
+	}
+	if n, err := b.NextSeq(ctxT(t), p, "other-seq", 1); err != nil || n != 1 {
+		t.Fatalf("a second sequence = %d, %v; want 1", n, err)
+	}
+	if names, _ := b.Resources(ctxT(t), p); len(names) != 0 {
+		t.Fatalf("sequences listed as resources: %v", names)
+	}
+}
+
+// governorTakeover: refused while the owner lives, allowed when it is
+// proven dead or forced, and after expiry; the old holder learns it lost
+// the lease; tokens increase.
+func (s *suite) governorTakeover(t *testing.T) {
+	p := project()
+	raw := s.h.Open(t)
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2"})
+	old := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-1", TTL: 600 * time.Millisecond})
+	l, err := old.Acquire(ctxT(t), "lifecycle", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Alive (this very process): refused, naming it.
+	_, err = g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})
+	var alive *governor.OwnerAliveError
+	if !errors.As(err, &alive) || alive.Holder.LeaseID != l.ID() {
+		t.Fatalf("takeover of a live owner: %v, want *OwnerAliveError", err)
+	}
+	// Forced.
+	ls, err := g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1", Force: true})
+	if err != nil || len(ls) != 1 || ls[0].Token() <= l.Token() {
+		t.Fatalf("forced takeover = %v, %v", ls, err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the old holder never learned its lease was taken over")
+	}
+	if !errors.Is(l.Err(), governor.ErrLeaseLost) {
+		t.Fatalf("old holder Err = %v", l.Err())
+	}
+	if err := ls[0].Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Proven dead on this host.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	key := governor.Key{Project: p, Resource: "merge"}
+	dead := req(key, 1, 1, governor.Fail)
+	dead.Declaration = governor.Declaration{Session: "crashed", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
+	rd := mustAcquire(t, raw, dead, governor.Granted)
+	ls, err = g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: dead.ID})
+	if err != nil || len(ls) != 1 || ls[0].Token() <= rd.Token {
+		t.Fatalf("takeover of a dead owner = %v, %v", ls, err)
+	}
+	_ = ls[0].Release()
+
+	// Another host: cannot be proven dead.
+	far := req(key, 1, 1, governor.Fail)
+	far.Declaration = governor.Declaration{Session: "far", HostID: "elsewhere", Host: "other-box", PID: 1}
+	mustAcquire(t, raw, far, governor.Granted)
+	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: far.ID}); !errors.Is(err, governor.ErrOwnerAlive) {
+		t.Fatalf("takeover across hosts: %v, want ErrOwnerAlive", err)
+	}
+	if err := raw.Release(ctxT(t), key, far.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Expired: its slot is simply free.
+	exp := req(key, 1, 1, governor.Fail)
+	exp.TTL = 300 * time.Millisecond
+	re := mustAcquire(t, raw, exp, governor.Granted)
+	s.h.Advance(t, time.Second)
+	ls, err = g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: exp.ID})
+	if err != nil || len(ls) != 1 || ls[0].Token() <= re.Token {
+		t.Fatalf("takeover of an expired lease = %v, %v", ls, err)
+	}
+	_ = ls[0].Release()
+
+	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{Session: "nobody"}); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("takeover of a session holding nothing: %v, want ErrNotHeld", err)
+	}
+}

@@ -1,0 +1,123 @@
+package filebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// seqPrefix names the pseudo-resource that holds a sequence. '{' is not
+// allowed in resource names, so it never clashes with one.
+const seqPrefix = "{seq}"
+
+// event records something that happened to a lease, keeping at most
+// governor.MaxEvents.
+func (t *tx) event(kind, id string, token int64, detail string) {
+	st := t.st
+	st.Events = append(st.Events, event{At: t.now.wall.UnixNano(), Kind: kind, Lease: id, Token: token, Detail: detail})
+	if n := len(st.Events) - governor.MaxEvents; n > 0 {
+		st.Events = append(st.Events[:0], st.Events[n:]...)
+	}
+	t.dirty = true
+}
+
+// Takeover implements governor.Backend.
+func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
+	if b.isClosed() {
+		return governor.Result{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return governor.Result{}, governor.ErrNotHeld
+	}
+	if err != nil {
+		return governor.Result{}, err
+	}
+	defer t.end()
+	t.settle()
+	i := holderIndex(t.st, old)
+	if i < 0 {
+		if err := t.commit(); err != nil {
+			return governor.Result{}, err
+		}
+		return governor.Result{}, governor.ErrNotHeld
+	}
+	was := t.st.Holders[i]
+	t.dropHolder(i)
+	t.st.Counters.Takeovers++
+	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
+	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s, token %d",
+		req.Declaration.Session, req.Declaration.PID, req.Declaration.Host, req.ID, h.Token))
+	tok, exp := h.Token, h.Expires
+	t.attach(h)
+	if err := t.commit(); err != nil {
+		b.forget(key, req.ID)
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Granted, Token: tok, Expires: t.now.at(exp)}, nil
+}
+
+// NextSeq implements governor.Backend.
+func (b *Backend) NextSeq(ctx context.Context, project, name string, token int64) (int64, error) {
+	if b.isClosed() {
+		return 0, governor.ErrClosed
+	}
+	key := governor.Key{Project: project, Resource: seqPrefix + name}
+	t, err := b.begin(ctx, key, true)
+	if err != nil {
+		return 0, err
+	}
+	defer t.end()
+	st := t.st
+	if token < st.SeqToken {
+		return 0, fmt.Errorf("%w: token %d is older than %d, already used for sequence %s", governor.ErrStaleToken, token, st.SeqToken, name)
+	}
+	st.SeqToken = token
+	st.Seq++
+	t.dirty = true
+	n := st.Seq
+	if err := t.commit(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Events implements governor.Backend.
+func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time) ([]governor.Event, error) {
+	if b.isClosed() {
+		return nil, governor.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := b.openResource(key.Project, key.Resource, false)
+	if errors.Is(err, errNoState) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	st, err := b.load(dir, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []governor.Event
+	for _, e := range st.Events {
+		at := time.Unix(0, e.At)
+		if at.Before(since) {
+			continue
+		}
+		out = append(out, governor.Event{At: at, Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail})
+	}
+	return out, nil
+}
+
+// isSeq tells a sequence's pseudo-resource from a resource.
+func isSeq(name string) bool { return strings.HasPrefix(name, seqPrefix) }
