@@ -59,6 +59,10 @@ func Run(t *testing.T, h Harness) {
 		{"AcquireAllNoDeadlock", s.acquireAllNoDeadlock},
 		{"AcquireAllReleasesOnFailure", s.acquireAllReleasesOnFailure},
 		{"HammerNeverOverLimit", s.hammer},
+		{"RateBurstAndRetry", s.rateBurstAndRetry},
+		{"RateTokensReserveSettle", s.rateTokensReserveSettle},
+		{"RateWindowBound", s.rateWindowBound},
+		{"ProviderGate", s.providerGate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -119,5 +119,8 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 	return out, nil
 }
 
-// isSeq tells a sequence's pseudo-resource from a resource.
-func isSeq(name string) bool { return strings.HasPrefix(name, seqPrefix) }
+// isSeq tells a sequence's or rate limit's pseudo-resource from a
+// resource.
+func isSeq(name string) bool {
+	return strings.HasPrefix(name, seqPrefix) || strings.HasPrefix(name, ratePrefix)
+}

@@ -37,6 +37,12 @@ type state struct {
 	// it was given to.
 	Seq      int64 `json:"seq,omitempty"`
 	SeqToken int64 `json:"seq_token,omitempty"`
+	// The state of a rate limit (a pseudo-resource named ratePrefix+name):
+	// theoretical arrival times on the boot clock, and counters.
+	RateRequests int64 `json:"rate_requests,omitempty"`
+	RateTokens   int64 `json:"rate_tokens,omitempty"`
+	RateAllowed  int64 `json:"rate_allowed,omitempty"`
+	RateLimited  int64 `json:"rate_limited,omitempty"`
 }
 
 type event struct {

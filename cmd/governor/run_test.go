@@ -1,0 +1,891 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// The governor binary, built once on first use: `governor run` is tested
+// as users run it, as a process that can be signalled and killed. TestMain
+// removes it at the end.
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+)
+
+// governorBin returns the path of the governor binary, building it on the
+// first call.
+func governorBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		p := filepath.Join(binDir, "governor")
+		out, err := exec.Command("go", "build", "-o", p, ".").CombinedOutput()
+		if err != nil {
+			binError = fmt.Errorf("building governor: %v\n%s", err, out)
+			return
+		}
+		binPath = p
+	})
+	if binError != nil {
+		t.Fatal(binError)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	// An in-process Main's `run` starts its watchdog as /proc/self/exe,
+	// which is this test binary: act as governor then.
+	if len(os.Args) > 2 && os.Args[1] == "run" && os.Args[2] == "--watchdog" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	dir, err := os.MkdirTemp("", "governor-run-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const runProject = "runtest"
+
+// target is one backend the run tests use.
+type target struct {
+	bin      string // the governor binary
+	name     string
+	dir      string // file backend state dir
+	redisURL string
+	config   string
+}
+
+// runTargets runs fn against the file backend and a real redis-server.
+func runTargets(t *testing.T, config string, fn func(t *testing.T, tg *target)) {
+	t.Run("file", func(t *testing.T) {
+		fn(t, &target{bin: governorBin(t), name: "file", dir: filepath.Join(t.TempDir(), "state"), config: writeRunConfig(t, config)})
+	})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		fn(t, &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, config)})
+	})
+}
+
+func fileTarget(t *testing.T, config string) *target {
+	return &target{bin: governorBin(t), name: "file", dir: filepath.Join(t.TempDir(), "state"), config: writeRunConfig(t, config)}
+}
+
+// writeRunConfig writes a config with project runtest, heavy (limit 1)
+// and extra YAML.
+func writeRunConfig(t *testing.T, extra string) string {
+	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+	if err := os.WriteFile(p, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// global returns the global flags that select tg.
+func (tg *target) global() []string {
+	if tg.redisURL != "" {
+		return []string{"--config", tg.config, "--backend", "redis", "--redis-url", tg.redisURL}
+	}
+	return []string{"--config", tg.config, "--backend", "file", "--dir", tg.dir}
+}
+
+// command returns governor with tg's global flags and args, in an
+// environment without the developer's GOVERNOR_* variables.
+func (tg *target) command(args ...string) *exec.Cmd {
+	c := exec.Command(tg.bin, append(tg.global(), args...)...)
+	c.Env = cleanEnv()
+	return c
+}
+
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOVERNOR_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// run runs governor to its end and returns exit code, stdout and stderr.
+func (tg *target) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	c := tg.command(args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	t.Fatalf("governor %s: %v", strings.Join(args, " "), err)
+	return 0, "", ""
+}
+
+// governor opens tg's backend in the test process.
+func (tg *target) governor(t *testing.T) *governor.Governor {
+	t.Helper()
+	var b governor.Backend
+	if tg.redisURL != "" {
+		opt, err := redis.ParseURL(tg.redisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { rdb.Close() })
+		rb, err := redisbackend.New(context.Background(), rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = rb
+	} else {
+		fb, err := filebackend.New(tg.dir, filebackend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = fb
+	}
+	g, err := governor.New(b, governor.Options{Project: runProject, Session: "test-holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func (tg *target) status(t *testing.T, g *governor.Governor, resource string) governor.Status {
+	t.Helper()
+	st, err := g.Status(context.Background(), resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("after %v: %s", d, what)
+		case <-tick.C:
+		}
+	}
+}
+
+func newRunMarker(t *testing.T) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "govrun" + hex.EncodeToString(b[:])
+}
+
+// markedProcs returns the living processes whose command line contains
+// marker (zombies have none), the test process excluded.
+func markedProcs(marker string) []int {
+	var pids []int
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(n)))
+		if pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// markedSleep returns the path of a sleep(1) whose name carries marker, so
+// that every sleep of a test shows in /proc/*/cmdline.
+func markedSleep(t *testing.T, marker string) string {
+	t.Helper()
+	bin, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep(1)")
+	}
+	p := filepath.Join(t.TempDir(), "sleep-"+marker)
+	if err := os.Symlink(bin, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// killMarked cleans up after a failed test, through pidfds after checking
+// the marker again.
+func killMarked(marker string) {
+	for _, pid := range markedProcs(marker) {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && bytes.Contains(b, []byte(marker)) {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		unix.Close(fd)
+	}
+}
+
+func readRecords(t *testing.T, path string) []runner.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []runner.Record
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var r runner.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("record line %q is not JSON: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestRunHelpDocumentsExitCodesAndEnvironment(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("run --help: exit %d: %s", code, &errb)
+	}
+	for _, want := range []string{"Exit codes:", "73 ", "75 ", "122 ", "124 ", "125 ", "126 ", "127 ", "128+N",
+		"GOVERNOR_HELD", "GOVERNOR_TOKEN", "GOVERNOR_SESSION", "GOVERNOR_RUN_IDS", "watchdog", "--record", "--kill-grace"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+	if strings.Contains(out.String(), "--watchdog ") {
+		t.Error("run --help shows the internal --watchdog flag")
+	}
+}
+
+func TestRunBadFlagsExit125NamingTheValue(t *testing.T) {
+	tg := fileTarget(t, "")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--resource", "heavy", "--if-busy", "maybe", "--", "true"}, []string{`"maybe"`, "fail, wait or skip"}},
+		{[]string{"--resource", "heavy", "--timeout", "soon", "--", "true"}, []string{`"soon"`, "--timeout"}},
+		{[]string{"--resource", "heavy", "--timeout", "-1s", "--", "true"}, []string{"--timeout -1s", "positive"}},
+		{[]string{"--resource", "heavy", "--limit", "-3", "--", "true"}, []string{"--limit -3", "1 to"}},
+		{[]string{"--resource", "x y", "--limit", "1", "--", "true"}, []string{`"x y"`, "without white space"}},
+		{[]string{"--resource", "gpu", "--", "true"}, []string{`"gpu" has no limit`, "--limit N"}},
+		{[]string{"--resource", "heavy", "--if-busy", "skip", "--wait-timeout", "1s", "--", "true"}, []string{"--wait-timeout 1s", "--if-busy wait"}},
+		{[]string{"--resource", "heavy"}, []string{"no command"}},
+		{[]string{"--", "true"}, []string{"no resource", "run.max_concurrent_runs"}},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(append(append(tg.global(), "run"), tc.args...), strings.NewReader(""), &out, &errb)
+		if code != ExitFailure {
+			t.Errorf("run %q: exit %d, want 125; stderr %s", tc.args, code, &errb)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("run %q: stderr %q lacks %q", tc.args, &errb, w)
+			}
+		}
+	}
+}
+
+// In-process Main, as the other commands are tested: the watchdog is this
+// test binary (see TestMain), and the default resource comes from
+// run.max_concurrent_runs.
+func TestRunInProcess(t *testing.T) {
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // the watchdog is this binary, maybe built with -race
+	tg := fileTarget(t, "run:\n  max_concurrent_runs: 2\n")
+	var out, errb bytes.Buffer
+	code := Main(append(tg.global(), "run", "sh", "-c", `echo "$GOVERNOR_HELD"; exit 4`), strings.NewReader(""), &out, &errb)
+	if code != 4 || !strings.HasPrefix(out.String(), runProject+"/run=") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 4 and the run slot in GOVERNOR_HELD", code, &out, &errb)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		for _, tc := range []struct {
+			name string
+			args []string
+			code int
+		}{
+			{"own code", []string{"sh", "-c", "exit 3"}, 3},
+			{"zero", []string{"true"}, 0},
+			{"killed by TERM", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
+			{"killed by KILL", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
+			{"not found", []string{"no-such-command-for-governor"}, 127},
+			{"not found by path", []string{"./no/such/file"}, 127},
+			{"not executable", []string{notExec}, 126},
+			{"directory", []string{"/"}, 126},
+		} {
+			code, _, errs := tg.run(t, append([]string{"run", "--resource", "heavy", "--"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("%s: exit %d, want %d; stderr %s", tc.name, code, tc.code, errs)
+			}
+		}
+
+		code, _, errs := tg.run(t, "run", "--resource", "heavy", "--timeout", "300ms", "--", "sleep", "30")
+		if code != 124 || !strings.Contains(errs, "--timeout 300ms passed") {
+			t.Errorf("timeout: exit %d, want 124; stderr %s", code, errs)
+		}
+
+		g := tg.governor(t)
+		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			flags []string
+			code  int
+		}{
+			{nil, 73},
+			{[]string{"--if-busy", "fail"}, 73},
+			{[]string{"--if-busy", "skip"}, 75},
+			{[]string{"--if-busy", "wait", "--wait-timeout", "200ms"}, 73},
+		} {
+			args := append(append([]string{"run", "--resource", "heavy"}, tc.flags...), "--", "true")
+			code, _, errs := tg.run(t, args...)
+			if code != tc.code {
+				t.Errorf("busy %q: exit %d, want %d; stderr %s", tc.flags, code, tc.code, errs)
+			}
+			for _, want := range []string{"held by session test-holder", "since", "last heartbeat", "expires in",
+				"governor takeover heavy --lease " + l.ID() + " --project " + runProject} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("busy %q: stderr %q lacks %q", tc.flags, errs, want)
+				}
+			}
+		}
+		if st := tg.status(t, g, "heavy"); len(st.Holders) != 1 || len(st.Waiters) != 0 {
+			t.Errorf("refusals left state behind: %+v", st)
+		}
+	})
+}
+
+// Two runs of a limit-1 resource never overlap: each child writes its
+// start and end times; the intervals must be disjoint, and some run must
+// have waited.
+func TestRunLimitOneNeverOverlaps(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		dir := t.TempDir()
+		times, rec := filepath.Join(dir, "times"), filepath.Join(dir, "runs.jsonl")
+		script := `echo "$GOVERNOR_RUN_IDS S $(date +%s%N)" >> "$0"; sleep 0.2; echo "$GOVERNOR_RUN_IDS E $(date +%s%N)" >> "$0"`
+		const n = 3
+		var wg sync.WaitGroup
+		codes := make([]int, n)
+		for i := range n {
+			wg.Go(func() {
+				codes[i], _, _ = tg.run(t, "run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "sh", "-c", script, times)
+			})
+		}
+		wg.Wait()
+		for i, c := range codes {
+			if c != 0 {
+				t.Fatalf("run %d: exit %d", i, c)
+			}
+		}
+		type span struct{ s, e int64 }
+		spans := map[string]*span{}
+		b, err := os.ReadFile(times)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(line)
+			ns, _ := strconv.ParseInt(f[2], 10, 64)
+			if spans[f[0]] == nil {
+				spans[f[0]] = &span{}
+			}
+			if f[1] == "S" {
+				spans[f[0]].s = ns
+			} else {
+				spans[f[0]].e = ns
+			}
+		}
+		var all []span
+		for _, s := range spans {
+			all = append(all, *s)
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].s < all[j].s })
+		if len(all) != n {
+			t.Fatalf("%d runs wrote times, want %d:\n%s", len(all), n, b)
+		}
+		for i := 1; i < n; i++ {
+			if all[i].s < all[i-1].e {
+				t.Fatalf("runs overlap: %+v", all)
+			}
+		}
+		waited := 0
+		for _, r := range readRecords(t, rec) {
+			if r.WaitSeconds > 0.1 {
+				waited++
+			}
+		}
+		if waited < n-1 {
+			t.Fatalf("%d runs waited, want %d", waited, n-1)
+		}
+	})
+}
+
+// A tree that ignores TERM and keeps spawning, with a setsid'd member, is
+// gone when governor exits after --timeout, within timeout + grace + 1s;
+// an unrelated process carrying the same marker survives.
+func TestRunTimeoutStopsWholeTree(t *testing.T) {
+	tg := fileTarget(t, "")
+	marker := newRunMarker(t)
+	sleep := markedSleep(t, marker)
+	t.Cleanup(func() { killMarked(marker) })
+	sentinel := exec.Command(sleep, "60")
+	if err := sentinel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sentinel.Process.Kill(); _ = sentinel.Wait() }()
+
+	script := `trap '' TERM
+setsid sh -c "trap '' TERM; $0 60" &
+while :; do sh -c "trap '' TERM; $0 60; :" & sleep 0.05; done`
+	const timeout, grace = 500 * time.Millisecond, 300 * time.Millisecond
+	start := time.Now()
+	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--timeout", timeout.String(), "--kill-grace", grace.String(),
+		"--", "sh", "-c", script, sleep)
+	took := time.Since(start)
+	t.Logf("the run took %v", took)
+	if code != 124 {
+		t.Fatalf("exit %d, want 124; stderr %s", code, errs)
+	}
+	if left := markedProcs(marker); len(left) != 1 || left[0] != sentinel.Process.Pid {
+		t.Fatalf("after governor exited, processes with the marker: %v; want only the sentinel %d", left, sentinel.Process.Pid)
+	}
+	if max := timeout + grace + time.Second; took > max {
+		t.Fatalf("the run took %v, want at most %v", took, max)
+	}
+}
+
+// SIGKILL of governor: neither the child nor a setsid'd grandchild
+// outlives it, and the slot becomes free (file backend: as soon as the
+// tree is dead; Redis: by the same-host proof that the declared holder,
+// the watchdog, is dead).
+func TestRunSIGKILLOfGovernor(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		marker := newRunMarker(t)
+		sleep := markedSleep(t, marker)
+		t.Cleanup(func() { killMarked(marker) })
+		c := tg.command("run", "--resource", "heavy", "--", "sh", "-c", `setsid "$0" 60 & "$0" 60; :`, sleep)
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(markedProcs(sleep+"\x0060\x00")) == 2 })
+		if err := c.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Wait()
+		killed := time.Now()
+		eventually(t, 5*time.Second, "processes of the tree outlived governor", func() bool { return len(markedProcs(marker)) == 0 })
+		t.Logf("tree gone %v after SIGKILL of governor", time.Since(killed))
+		tries := 0
+		eventually(t, 5*time.Second, "the slot did not become free", func() bool {
+			tries++
+			code, _, errs := tg.run(t, "run", "--resource", "heavy", "--", "true")
+			if code != 0 {
+				t.Logf("try %d at %v: exit %d: %s", tries, time.Since(killed), code, errs)
+			}
+			return code == 0
+		})
+		t.Logf("slot free %v after SIGKILL of governor, at try %d", time.Since(killed), tries)
+	})
+}
+
+// INT while waiting: exit 130, no waiter and no lease left behind.
+func TestRunInterruptWhileWaiting(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := filepath.Join(t.TempDir(), "runs.jsonl")
+		c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "true")
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		if err := c.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err = c.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("exit %v, want 130; stderr %s", err, &errb)
+		}
+		st := tg.status(t, g, "heavy")
+		if len(st.Waiters) != 0 || len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() {
+			t.Fatalf("after INT: %+v", st)
+		}
+		if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeInterrupted || r[0].ExitCode != 130 {
+			t.Fatalf("records %+v", r)
+		}
+	})
+}
+
+// A lease taken away while the command runs: the tree is stopped, 122.
+func TestRunLeaseLost(t *testing.T) {
+	runTargets(t, "lease:\n  ttl: 1s\n  heartbeat: 250ms\n", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		c := tg.command("run", "--resource", "heavy", "--kill-grace", "200ms", "--", "sleep", "30")
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var h governor.Holder
+		eventually(t, 10*time.Second, "the run did not acquire", func() bool {
+			st := tg.status(t, g, "heavy")
+			if len(st.Holders) == 1 {
+				h = st.Holders[0]
+			}
+			return len(st.Holders) == 1
+		})
+		ok, err := g.Backend().Reclaim(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, h.LeaseID, h.Token)
+		if err != nil || !ok {
+			t.Fatalf("Reclaim: %v, %v", ok, err)
+		}
+		start := time.Now()
+		err = c.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 122 || !strings.Contains(errb.String(), "lease on heavy was lost") {
+			t.Fatalf("exit %v, want 122; stderr %s", err, &errb)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("took %v after the loss", d)
+		}
+	})
+}
+
+// Nested runs on a limit-1 resource: the inner one does not acquire, its
+// record says nested, and the outer lease is granted and released once.
+func TestRunNested(t *testing.T) {
+	tg := fileTarget(t, "")
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "heavy", "--record", rec, "--",
+		"sh", "-c", `echo "$GOVERNOR_HELD"`)
+	code, out, errs := tg.run(t, append([]string{"run", "--resource", "heavy", "--record", rec, "--"}, inner...)...)
+	if code != 0 || !strings.HasPrefix(out, runProject+"/heavy=") {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	recs := readRecords(t, rec)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	in, outer := recs[0], recs[1] // the inner run ends first
+	if !in.Nested || in.WaitSeconds != 0 || !in.Resources[0].Nested || outer.Nested || in.Resources[0].Lease != outer.Resources[0].Lease {
+		t.Fatalf("inner %+v\nouter %+v", in, outer)
+	}
+	if want := runProject + "/heavy=" + outer.Resources[0].Lease; strings.TrimSpace(out) != want {
+		t.Fatalf("inner child saw GOVERNOR_HELD=%q, want %q", out, want)
+	}
+	st := tg.status(t, tg.governor(t), "heavy")
+	if st.Used != 0 || st.Counters.Acquired != 1 || st.Counters.Released != 1 {
+		t.Fatalf("want one grant and one release: %+v", st)
+	}
+}
+
+// {a,b} against {b,a}, limit 1 each, in a loop: the fixed order means no
+// deadlock.
+func TestRunLockOrderNeverDeadlocks(t *testing.T) {
+	tg := fileTarget(t, "  a: {limit: 1}\n  b: {limit: 1}\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan string, 32)
+	for _, order := range [][]string{{"a", "b"}, {"b", "a"}} {
+		wg.Go(func() {
+			for range 8 {
+				c := exec.CommandContext(ctx, tg.bin, append(tg.global(), "run", "--resource", order[0], "--resource", order[1],
+					"--if-busy", "wait", "--", "sleep", "0.01")...)
+				c.Env = cleanEnv()
+				if out, err := c.CombinedOutput(); err != nil {
+					errs <- fmt.Sprintf("%v: %v: %s", order, err, out)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// 20 concurrent runs appending to one record file: 20 valid lines.
+func TestRunConcurrentRecords(t *testing.T) {
+	tg := fileTarget(t, "")
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		wg.Go(func() {
+			codes[i], _, _ = tg.run(t, "run", "--resource", "wide", "--limit", "20", "--record", rec, "--", "true")
+		})
+	}
+	wg.Wait()
+	ids := map[string]bool{}
+	for _, r := range readRecords(t, rec) {
+		if r.Outcome != runner.OutcomeRan || r.ExitCode != 0 {
+			t.Errorf("record %+v", r)
+		}
+		ids[r.ID] = true
+	}
+	if len(ids) != 20 {
+		t.Fatalf("%d distinct records, want 20 (exit codes %v)", len(ids), codes)
+	}
+}
+
+// While waiting with stderr on a terminal, one status line is rewritten in
+// place; with stderr not a terminal, nothing of it is printed.
+func TestRunStatusLine(t *testing.T) {
+	tg := fileTarget(t, "")
+	g := tg.governor(t)
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, slave := openPTY(t)
+	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
+	c.Stderr = slave
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var mu sync.Mutex
+	var seen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	eventually(t, 10*time.Second, "no status line on the terminal", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(seen.String(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, 1 of 1 in use; held by test-holder")
+	})
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("run: %v; terminal %q", err, seen.String())
+	}
+
+	// Not a terminal: silent.
+	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil || errb.Len() != 0 {
+		t.Fatalf("run: %v; stderr %q, want nothing", err, &errb)
+	}
+}
+
+// openPTY opens a pseudo-terminal pair 200 columns wide.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	fd := int(m.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("ptsname: %v", err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("open pts: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 200}); err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+// TERM is forwarded to the tree, which may handle it; INT too, and a
+// second INT kills the tree.
+func TestRunForwardsSignals(t *testing.T) {
+	tg := fileTarget(t, "")
+	for _, tc := range []struct {
+		name   string
+		script string
+		sigs   []syscall.Signal
+		code   int
+	}{
+		{"TERM handled", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`, []syscall.Signal{syscall.SIGTERM}, 7},
+		{"HUP", `echo ready; sleep 30`, []syscall.Signal{syscall.SIGHUP}, 128 + 1},
+		{"second INT kills", `trap '' INT; echo ready; while :; do sleep 0.05; done`, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 128 + 9},
+	} {
+		c := tg.command("run", "--resource", "heavy", "--", "sh", "-c", tc.script)
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatalf("%s: the command did not start: %v", tc.name, err)
+		}
+		for i, s := range tc.sigs {
+			if i > 0 {
+				pause := time.NewTimer(200 * time.Millisecond) // the first must have been ignored
+				<-pause.C
+			}
+			if err := c.Process.Signal(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = c.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
+			t.Errorf("%s: %v, want exit %d; stderr %s", tc.name, err, tc.code, &errb)
+		}
+	}
+}
+
+// When the command's leader exits, descendants it left behind are stopped
+// before the slot is released.
+func TestRunStopsLeftovers(t *testing.T) {
+	tg := fileTarget(t, "")
+	marker := newRunMarker(t)
+	sleep := markedSleep(t, marker)
+	t.Cleanup(func() { killMarked(marker) })
+	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--kill-grace", "300ms", "--",
+		"sh", "-c", `setsid "$0" 60 & "$0" 60 & exit 5`, sleep)
+	if code != 5 {
+		t.Fatalf("exit %d, want 5; stderr %s", code, errs)
+	}
+	if left := markedProcs(sleep + "\x0060\x00"); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// If the watchdog dies, its pid no longer proves the leases alive: the
+// tree is stopped and governor exits 122.
+func TestRunWatchdogDeath(t *testing.T) {
+	tg := fileTarget(t, "")
+	c := tg.command("run", "--resource", "heavy", "--kill-grace", "200ms", "--", "sleep", "30")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := tg.governor(t)
+	var holder int
+	eventually(t, 10*time.Second, "the run did not acquire", func() bool {
+		st := tg.status(t, g, "heavy")
+		if len(st.Holders) == 1 {
+			holder = st.Holders[0].PID
+		}
+		return holder != 0
+	})
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/cmdline")
+	if err != nil || !bytes.Contains(b, []byte("run\x00--watchdog\x00")) {
+		t.Fatalf("the declared holder pid %d is not the watchdog: %q, %v", holder, b, err)
+	}
+	if err := syscall.Kill(holder, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 122 || !strings.Contains(errb.String(), "watchdog") {
+		t.Fatalf("%v, want exit 122; stderr %s", err, &errb)
+	}
+}
+
+func TestRunBackendUnreachable(t *testing.T) {
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{bin: governorBin(t), redisURL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0", config: writeRunConfig(t, "")}
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--record", rec, "--", "true")
+	if code != 125 || !strings.Contains(errs, "cannot reach Redis") {
+		t.Fatalf("exit %d, want 125; stderr %s", code, errs)
+	}
+	if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeError {
+		t.Fatalf("records %+v", r)
+	}
+}

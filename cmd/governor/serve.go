@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/metrics"
+)
+
+// DefaultListen is where `governor serve` listens without --listen.
+const DefaultListen = "127.0.0.1:9464"
+
+// shutdownTimeout bounds how long serve waits for scrapes in progress
+// after INT or TERM.
+const shutdownTimeout = 10 * time.Second
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		listen  string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve Prometheus metrics (/metrics) and a health check (/healthz) for the whole project",
+		Long: `serve exposes the project's slots to Prometheus over HTTP:
+
+  /metrics   the project's state, read from the backend at scrape time, plus
+             this process's go_* and process_* metrics
+  /healthz   200 "ok" when the backend answers within --timeout, else 503
+
+Values are read from the backend at scrape time, and the counters are kept by
+the backend, not by the process that acquired: one serve covers every process
+of the project on every machine sharing the backend, including CLI runs that
+have already finished. Resources in the configuration are reported before
+first use, with their configured limit.
+
+Metrics (all with the label project): governor_up, governor_scrape_error,
+governor_scrape_duration_seconds, governor_slots_limit, governor_slots_in_use,
+governor_slots_limit_drift, governor_holders, governor_waiters,
+governor_oldest_lease_age_seconds, governor_oldest_waiter_age_seconds (gauges
+by resource); governor_acquires_total{outcome=acquired|busy|waited},
+governor_releases_total, governor_leases_lost_total,
+governor_reclaims_total{reason=expired|owner_dead}, governor_takeovers_total
+(counters by resource), governor_rate_limited_total. When the backend does not
+answer within --timeout a scrape still succeeds, with governor_up 0.
+governor_wait_seconds (how long acquires waited) is measured inside the
+processes that acquire, not here; library users register it with
+metrics.NewInstruments.
+
+A Grafana dashboard for these metrics ships as metrics/dashboard.json.
+
+serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
+125 bad flags, bad configuration, backend unreachable at start, or cannot listen.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return exitWith(ExitFailure, fmt.Errorf("--timeout %v; it must be positive", timeout))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
+			g, err := a.open(ctx, openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			c, err := metrics.NewCollector(g, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
+			}
+			srv := &http.Server{Handler: metrics.Handler(reg, c), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", g.Project(), ln.Addr())
+			select {
+			case err := <-served:
+				return exitWith(ExitFailure, fmt.Errorf("serve: %w", err))
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				return exitWith(ExitFailure, fmt.Errorf("shutdown: %w", err))
+			}
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return exitWith(ExitFailure, fmt.Errorf("serve: %w", err))
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "governor: serve stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
+	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
+	return cmd
+}

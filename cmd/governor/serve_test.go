@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// serveProc is a `governor serve` running in-process through Main.
+type serveProc struct {
+	base    string // http://HOST:PORT
+	done    chan int
+	stderr  chan string // the rest of stderr, once Main returned
+	stopped bool
+}
+
+// startServe runs Main(args) in a goroutine and returns once serve
+// listens. The test's cleanup stops it if the test did not.
+func startServe(t *testing.T, args ...string) *serveProc {
+	t.Helper()
+	pr, pw := io.Pipe()
+	p := &serveProc{done: make(chan int, 1), stderr: make(chan string, 1)}
+	go func() {
+		code := Main(args, strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+		p.done <- code
+	}()
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	go func() {
+		rest, _ := io.ReadAll(br)
+		p.stderr <- string(rest)
+	}()
+	const prefix = "governor: serving project "
+	if err != nil || !strings.HasPrefix(line, prefix) {
+		t.Fatalf("serve did not start: %q %v (exit %d)", line, err, <-p.done)
+	}
+	f := strings.Fields(line)
+	p.base = strings.TrimSuffix(f[len(f)-1], "/metrics")
+	t.Cleanup(func() {
+		if !p.stopped {
+			p.stop(t, syscall.SIGTERM)
+		}
+	})
+	return p
+}
+
+// stop sends sig to this process, which serve alone is listening for,
+// and returns serve's exit code and the rest of its stderr.
+func (p *serveProc) stop(t *testing.T, sig syscall.Signal) (int, string) {
+	t.Helper()
+	p.stopped = true
+	if err := syscall.Kill(os.Getpid(), sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-p.done:
+		return code, <-p.stderr
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve still running 20s after %v", sig)
+		return 0, ""
+	}
+}
+
+func (p *serveProc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(p.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// scrape returns /metrics as series ("name{labels}") to values.
+func (p *serveProc) scrape(t *testing.T) map[string]float64 {
+	t.Helper()
+	code, body := p.get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	series := map[string]float64{}
+	for line := range strings.Lines(body) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		series[line[:i]] = v
+	}
+	return series
+}
+
+func expectSeries(t *testing.T, when string, got map[string]float64, want map[string]float64) {
+	t.Helper()
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s: %s = %v (present %v), want %v", when, k, g, ok, v)
+		}
+	}
+}
+
+func serveConfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+	if err := os.WriteFile(p, []byte("project: servetest\nresources:\n  gpu:\n    limit: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// serveChild runs `governor ARGS` in a child process (this test binary,
+// through TestServeHelperProcess) and returns its exit code and output.
+func serveChild(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestServeHelperProcess$", "--"}, args...)...)
+	// Under -race a child waits a second at exit unless told not to.
+	cmd.Env = append(os.Environ(), "GOVERNOR_SERVE_HELPER=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// TestServeHelperProcess is the child of serveChild: the CLI in a
+// process of its own.
+func TestServeHelperProcess(t *testing.T) {
+	if os.Getenv("GOVERNOR_SERVE_HELPER") != "1" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(Main(args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+func serveCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// A lease taken by one CLI process and released by another, both
+// finished by the time of the scrape, is seen by serve, and the counters
+// of those runs stay.
+func TestServeMetricsCoverFinishedRuns(t *testing.T) {
+	check := func(t *testing.T, global []string) *serveProc {
+		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s")...)
+		const gpu = `{project="servetest",resource="gpu"}`
+		// Configured and never used: reported with its configured limit.
+		expectSeries(t, "before use", p.scrape(t), map[string]float64{
+			`governor_up{project="servetest"}`:           1,
+			`governor_scrape_error{project="servetest"}`: 0,
+			"governor_slots_limit" + gpu:                 3,
+			"governor_slots_in_use" + gpu:                0,
+		})
+
+		code, out, errs := serveChild(t, append(global, "acquire", "gpu", "--ttl", "1m")...)
+		if code != 0 {
+			t.Fatalf("acquire: exit %d: %s", code, errs)
+		}
+		lease := strings.Fields(out)[0]
+		got := p.scrape(t)
+		expectSeries(t, "held", got, map[string]float64{
+			"governor_slots_in_use" + gpu: 1,
+			"governor_holders" + gpu:      1,
+			`governor_acquires_total{outcome="acquired",project="servetest",resource="gpu"}`: 1,
+		})
+		for _, name := range []string{"go_goroutines", "process_start_time_seconds", `promhttp_metric_handler_requests_total{code="200"}`} {
+			if _, ok := got[name]; !ok {
+				t.Errorf("/metrics has no %s", name)
+			}
+		}
+		if code, body := p.get(t, "/healthz"); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("/healthz: %d %q, want 200 ok", code, body)
+		}
+
+		if code, _, errs := serveChild(t, append(global, "release", lease)...); code != 0 {
+			t.Fatalf("release: exit %d: %s", code, errs)
+		}
+		expectSeries(t, "released", p.scrape(t), map[string]float64{
+			"governor_slots_in_use" + gpu: 0,
+			`governor_acquires_total{outcome="acquired",project="servetest",resource="gpu"}`: 1,
+			"governor_releases_total" + gpu: 1,
+		})
+		return p
+	}
+	finish := func(t *testing.T, p *serveProc, sig syscall.Signal) {
+		code, rest := p.stop(t, sig)
+		if code != 0 || !strings.Contains(rest, "serve stopped") {
+			t.Fatalf("after %v: exit %d, stderr %q; want 0 and a graceful stop", sig, code, rest)
+		}
+	}
+
+	t.Run("file", func(t *testing.T) {
+		global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
+		finish(t, check(t, global), syscall.SIGTERM)
+	})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		global := []string{"--backend", "redis", "--redis-url", s.URL(), "--config", serveConfig(t)}
+		p := check(t, global)
+
+		// Redis goes away: scrapes still answer, within the timeout,
+		// with governor_up 0, and the health check fails.
+		s.Stop()
+		start := time.Now()
+		expectSeries(t, "redis down", p.scrape(t), map[string]float64{
+			`governor_up{project="servetest"}`:           0,
+			`governor_scrape_error{project="servetest"}`: 1,
+		})
+		if d := time.Since(start); d > time.Second+3*time.Second {
+			t.Errorf("scrape with Redis down took %v; --timeout is 1s", d)
+		}
+		if code, _ := p.get(t, "/healthz"); code != http.StatusServiceUnavailable {
+			t.Errorf("/healthz with Redis down: %d, want 503", code)
+		}
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		expectSeries(t, "redis back", p.scrape(t), map[string]float64{`governor_up{project="servetest"}`: 1})
+		finish(t, p, syscall.SIGINT)
+	})
+}
+
+func TestServeHelp(t *testing.T) {
+	code, out, _ := serveCLI(t, "serve", "--help")
+	for _, want := range []string{"at scrape time", "finished", "/healthz", DefaultListen, "governor_up"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+func TestServeBadInput(t *testing.T) {
+	global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--listen", "no-port"}, "--listen no-port"},
+		{[]string{"serve", "--timeout", "0s"}, "--timeout"},
+		{[]string{"serve", "extra"}, "unknown command"},
+	} {
+		code, _, errs := serveCLI(t, append(global, tc.args...)...)
+		if code != ExitFailure || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errs, ExitFailure, tc.want)
+		}
+	}
+}

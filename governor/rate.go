@@ -1,0 +1,178 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RateLimit is Rate per Period with at most Burst at once (default:
+// Rate). A zero Rate means no limit.
+type RateLimit struct {
+	Rate   int64
+	Period time.Duration
+	Burst  int64
+}
+
+// PerMinute is a RateLimit of n per minute with the default burst.
+func PerMinute(n int64) RateLimit { return RateLimit{Rate: n, Period: time.Minute} }
+
+func (r RateLimit) validate(what string) error {
+	if r.Rate < 0 || r.Burst < 0 {
+		return invalid("%s rate %d burst %d; allowed: 0 (no limit) or more", what, r.Rate, r.Burst)
+	}
+	if r.Rate > 0 && (r.Period < time.Millisecond || r.Period > 24*time.Hour) {
+		return invalid("%s period %v; allowed: 1ms to 24h", what, r.Period)
+	}
+	return nil
+}
+
+// RateRequest reserves budget under two limits at once — requests and
+// tokens (RPM/TPM for an LLM provider). Both are charged, or neither.
+type RateRequest struct {
+	Key       Key // the rate key, e.g. provider:anthropic
+	Requests  RateLimit
+	Tokens    RateLimit
+	NRequests int64 // usually 1
+	NTokens   int64 // the estimate; settle the actual with RateAdjust
+}
+
+// RateResult is a decision: a denial is data, not an error.
+type RateResult struct {
+	Allowed bool
+	// RetryAfter is how long until the same reservation could pass.
+	RetryAfter time.Duration
+	// Remaining budget after this reservation; -1 where unlimited.
+	RemainingRequests int64
+	RemainingTokens   int64
+}
+
+// RateBackend is the part of the contract for rate limits. Time is the
+// backend's (the Redis server's, or this machine's monotonic clock).
+type RateBackend interface {
+	// RateReserve charges req if both dimensions allow it; otherwise it
+	// changes nothing and says when to retry. A cost above a limit's
+	// burst can never pass and is ErrTooHeavy.
+	RateReserve(ctx context.Context, req RateRequest) (RateResult, error)
+	// RateAdjust charges delta more tokens (negative: refunds) after a
+	// call, when the actual use is known.
+	RateAdjust(ctx context.Context, key Key, tokens RateLimit, delta int64) error
+	// RateLimited returns how many reservations of key were denied, for
+	// metrics (kept by the backend, so every process counts).
+	RateLimited(ctx context.Context, key Key) (int64, error)
+}
+
+// Provider is the agent-side gate for one provider: a concurrency slot
+// and a rate budget, taken in that order.
+type Provider struct {
+	g        *Governor
+	name     string
+	limits   ProviderLimits
+	resource string
+}
+
+// ProviderLimits configure a Provider. Zero fields mean no limit of
+// that kind.
+type ProviderLimits struct {
+	MaxConcurrency int
+	Requests       RateLimit
+	Tokens         RateLimit
+}
+
+// Provider returns the gate for provider name (resource
+// "provider:NAME").
+func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
+	return &Provider{g: g, name: name, limits: l, resource: "provider:" + name}
+}
+
+// Do waits for a concurrency slot, then for rate budget for one request
+// and estimate tokens, runs fn with a context cancelled if the lease is
+// lost, settles the tokens fn reports it used, and releases the slot.
+//
+// The slot comes first: a caller holding budget but waiting for a slot
+// would waste budget that others could use, and the number waiting on
+// the rate limit is then bounded by the concurrency.
+func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.Context) (used int64, err error)) error {
+	rb, ok := p.g.b.(RateBackend)
+	if (p.limits.Requests.Rate > 0 || p.limits.Tokens.Rate > 0) && !ok {
+		return fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
+	}
+	if err := ValidateResource(p.resource); err != nil {
+		return err
+	}
+	if err := p.limits.Requests.validate("requests"); err != nil {
+		return err
+	}
+	if err := p.limits.Tokens.validate("tokens"); err != nil {
+		return err
+	}
+	if estimate < 0 {
+		return invalid("token estimate %d; allowed: 0 or more", estimate)
+	}
+	work := ctx
+	if p.limits.MaxConcurrency > 0 {
+		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait})
+		if err != nil {
+			return err
+		}
+		defer l.Release()
+		var cancel context.CancelFunc
+		work, cancel = l.Context(ctx)
+		defer cancel()
+	}
+	key := Key{p.g.project, p.resource}
+	if ok {
+		if err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+			NRequests: 1, NTokens: estimate}); err != nil {
+			return err
+		}
+	}
+	used, err := fn(work)
+	if ok && p.limits.Tokens.Rate > 0 && used != estimate {
+		actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		if aerr := rb.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	return err
+}
+
+// WaitRate reserves rate budget, waiting (on a timer, exactly until the
+// budget allows it) while it is denied, until ctx ends.
+func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {
+	rb, ok := g.b.(RateBackend)
+	if !ok {
+		return fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
+	}
+	if err := ValidateResource(req.Key.Resource); err != nil {
+		return err
+	}
+	if req.Key.Project == "" {
+		req.Key.Project = g.project
+	}
+	return g.waitRate(ctx, rb, req)
+}
+
+func (g *Governor) waitRate(ctx context.Context, rb RateBackend, req RateRequest) error {
+	for {
+		res, err := rb.RateReserve(ctx, req)
+		if err != nil {
+			return err
+		}
+		if res.Allowed {
+			return nil
+		}
+		t := time.NewTimer(max(res.RetryAfter, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
+				return cause
+			}
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

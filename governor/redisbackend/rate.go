@@ -1,0 +1,69 @@
+package redisbackend
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/governor-dev/governor/governor"
+	scripts "github.com/governor-dev/governor/scripts-lua"
+)
+
+var rateScript = redis.NewScript(scripts.Rate)
+
+var _ governor.RateBackend = (*Backend)(nil)
+
+// RateKeys are the keys of a rate limit's state and counters; they share
+// the hash tag of the resource of the same name.
+func RateKeys(key governor.Key) []string {
+	base := Prefix + "{" + key.Project + "/" + key.Resource + "}:"
+	return []string{base + "rate", base + "ratec"}
+}
+
+func rateArgs(l governor.RateLimit, cost int64) []any {
+	return []any{l.Rate, l.Period.Microseconds(), l.Burst, cost}
+}
+
+// RateReserve implements governor.RateBackend.
+func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
+	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
+	v, err := rateScript.Run(ctx, b.rdb, RateKeys(req.Key), args...).Slice()
+	if err != nil {
+		return governor.RateResult{}, wrap("rate reserve", err)
+	}
+	if len(v) != 4 {
+		return governor.RateResult{}, fmt.Errorf("governor: redis: short rate reply")
+	}
+	retry := atoi(toString(v[1]))
+	if retry < 0 {
+		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
+			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
+	}
+	return governor.RateResult{Allowed: toInt(v[0]) == 1, RetryAfter: usec(retry),
+		RemainingRequests: atoi(toString(v[2])), RemainingTokens: atoi(toString(v[3]))}, nil
+}
+
+// RateAdjust implements governor.RateBackend.
+func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
+	args := append([]any{"adjust"}, rateArgs(governor.RateLimit{}, 0)...)
+	args = append(args, rateArgs(tokens, delta)...)
+	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
+}
+
+// RateLimited returns how many reservations of key were denied.
+func (b *Backend) RateLimited(ctx context.Context, key governor.Key) (int64, error) {
+	s, err := b.rdb.HGet(ctx, RateKeys(key)[1], "limited").Result()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap("rate counters", err)
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }

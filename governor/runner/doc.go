@@ -1,0 +1,81 @@
+// Package runner is `governor run`: it takes slots, runs one command as a
+// supervised process tree while the leases heartbeat, and releases the
+// slots only after the whole tree is gone. The CLI only turns flags into
+// an [Options] and calls [Run]; every decision is made here.
+//
+// # Sequence
+//
+// Run validates the options (exit 125 on bad input, naming the bad value
+// and what is allowed), opens the --record file, checks that the command
+// exists (127 before waiting for any slot), starts the watchdog (below),
+// opens the Governor, drops the resources an ancestor run already holds
+// (nesting, below), and takes the others with AcquireAll, in the fixed
+// global lock order. It then starts the command with package supervise: in
+// its own process group, under a child subreaper, with Pdeathsig. INT,
+// TERM, HUP and QUIT are forwarded to the whole tree; a second INT sends
+// KILL. When the command's leader exits, descendants it left behind are
+// stopped (TERM, the kill grace, KILL): slots are never released while a
+// process of the tree runs. Release is in reverse acquisition order.
+//
+// Exit codes (SPEC §4):
+//
+//	the command's own   it ran; 128+N when signal N killed it
+//	73                  not acquired: busy with --if-busy fail, or --wait-timeout passed
+//	75                  skipped: busy with --if-busy skip
+//	122                 a lease was lost while it ran; the tree was stopped
+//	124                 --timeout passed; the tree was stopped
+//	125                 governor's own failure: bad flags, config, backend
+//	126, 127            the command cannot be executed / was not found
+//	128+N               governor itself got signal N while waiting for slots
+//
+// # Environment of the command
+//
+//	GOVERNOR_HELD     leases held by this run and its ancestors:
+//	                  PROJECT/RESOURCE=LEASE_ID,... (see FormatHeld)
+//	GOVERNOR_TOKEN    their fencing tokens: PROJECT/RESOURCE=TOKEN,...
+//	GOVERNOR_SESSION  the session the leases are declared under
+//	GOVERNOR_RUN_IDS  the invocation ids of this run and its ancestors,
+//	                  space-separated, innermost last
+//
+// A nested run for a resource that GOVERNOR_HELD names in the same project,
+// and that the backend still lists under that lease id, neither acquires it
+// again (no self-deadlock on a limit-1 slot) nor releases it; its weight
+// request is not checked against the ancestor's. An entry the backend no
+// longer lists is stale: the resource is acquired as usual.
+//
+// # If governor dies
+//
+// The command must not go on running on a slot nobody holds. The direct
+// child gets SIGKILL through Pdeathsig. For the rest of the tree Run uses
+// two layers:
+//
+//   - A watchdog process: Run re-executes the governor binary
+//     ([Options.Watchdog], the hidden `governor run --watchdog ID`) before
+//     acquiring, connected by a pipe. When governor exits without saying
+//     "done" on the pipe — a SIGKILL included — the pipe reaches end of
+//     file and the watchdog SIGKILLs, through pidfds, every process whose
+//     initial environment carries the run id in GOVERNOR_RUN_IDS, setsid'd
+//     ones included, until two scans in a row find none ([Watchdog]).
+//     The watchdog's pid is the one declared as the holder of the leases:
+//     it lives exactly until the tree is dead, so a same-host proof of death
+//     (file or Redis backend) frees the slot only then. If the watchdog
+//     itself dies, Run stops the tree and exits 122.
+//   - File backend: the open lease files are inherited by the command
+//     (descriptors 3, 4, ...), so the kernel lock that proves a holder alive
+//     is held while any process of the tree lives, and dropped — the slot
+//     free at once — when the last one dies.
+//
+// Limits: a descendant that clears its environment (env -i) or is not
+// dumpable, and is orphaned by governor's death, is not found by the
+// watchdog; with the file backend it still keeps the slot held until it
+// closes the inherited lease file or the lease expires (its TTL, since
+// nobody renews it). With Redis, other hosts see the slot freed when the
+// lease's TTL runs out.
+//
+// # Records
+//
+// With --record FILE.jsonl, one [Record] per invocation is appended with a
+// single write(2) on an O_APPEND descriptor, so concurrent runs never
+// interleave and earlier lines are never rewritten. The file is opened
+// before anything is acquired: a bad path fails the run (125) at once.
+package runner

@@ -1,0 +1,246 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Exit codes of Run besides the command's own (SPEC §4).
+const (
+	ExitOK         = 0
+	ExitBusy       = 73  // not acquired: busy with --if-busy fail, or --wait-timeout passed
+	ExitSkipped    = 75  // busy with --if-busy skip
+	ExitLeaseLost  = 122 // a lease was lost while running; the command was stopped
+	ExitTimeout    = 124 // --timeout passed; the command tree was stopped
+	ExitFailure    = 125 // governor's own failure: bad options, config, backend
+	ExitCannotExec = 126 // the command cannot be executed
+	ExitNotFound   = 127 // the command was not found
+)
+
+// Environment variables that Run reads and sets for the command.
+const (
+	EnvHeld    = "GOVERNOR_HELD"
+	EnvToken   = "GOVERNOR_TOKEN"
+	EnvSession = "GOVERNOR_SESSION"
+	EnvRunIDs  = "GOVERNOR_RUN_IDS"
+)
+
+// DefaultResource is the resource a run takes when it names none and the
+// configuration has a limit for it (run.max_concurrent_runs).
+const DefaultResource = "run"
+
+// If-busy policies.
+const (
+	IfBusyFail = "fail"
+	IfBusyWait = "wait"
+	IfBusySkip = "skip"
+)
+
+// Options describe one run. The zero value of every field but Args and
+// Open means the documented default.
+type Options struct {
+	// Args is the command, executed as given (no shell).
+	Args []string
+
+	// Resources are --resource specs, NAME or NAME:WEIGHT (see
+	// ParseResource); Providers are --provider names, each the resource
+	// "provider:NAME". With neither, the run takes DefaultResource when
+	// Limits has it, and is refused otherwise.
+	Resources []string
+	Providers []string
+	// Limits are the configured limits by resource name.
+	Limits map[string]int
+	// Limit is the limit of every resource Limits does not have (--limit);
+	// 0 means such a resource is an error.
+	Limit int
+	// Exclusive takes the whole limit of every resource.
+	Exclusive bool
+
+	// IfBusy is fail (the default), wait or skip. WaitTimeout bounds a
+	// wait; given without IfBusy it implies wait.
+	IfBusy      string
+	WaitTimeout time.Duration
+
+	// Timeout stops the command tree after this long (0: never);
+	// KillGrace is the time between TERM and KILL (0: supervise's
+	// default, 5s).
+	Timeout   time.Duration
+	KillGrace time.Duration
+
+	// Record is a JSONL file to append this run's Record to ("" none).
+	Record string
+
+	// Session is declared as the holder's session; "" means
+	// $GOVERNOR_SESSION from Env, else host:pid.
+	Session string
+
+	// Env is governor's environment, from which GOVERNOR_HELD and
+	// GOVERNOR_SESSION are read and the command's is made; nil means
+	// os.Environ().
+	Env []string
+
+	// Stdin, Stdout and Stderr are the command's streams (nil: the
+	// process's own). Run's own messages go to Stderr too; the waiting
+	// status line is drawn only when Stderr is a terminal.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Open opens the Governor once the watchdog runs. Run closes it.
+	Open func(ctx context.Context, o OpenOptions) (*governor.Governor, error)
+
+	// Watchdog is the command line of the watchdog program, a program
+	// that calls Watchdog with the run id Run appends as the last
+	// argument and the pipe it passes as descriptor 3. The CLI uses
+	// {"/proc/self/exe", "run", "--watchdog"}. Nil runs without one: then
+	// descendants of the command that left its process group can outlive
+	// a governor killed with SIGKILL.
+	Watchdog []string
+}
+
+// OpenOptions are what Run needs of the Governor it opens: the session and
+// command line to declare, and the pid to declare as the holder (the
+// watchdog's; 0 means governor's own).
+type OpenOptions struct {
+	Session string
+	Command string
+	PID     int
+}
+
+// Resource is one resource of a run and the slots it takes.
+type Resource struct {
+	Name   string
+	Weight int // 0: 1, or the whole limit with Exclusive
+}
+
+// ParseResource reads a --resource spec: NAME, or NAME:WEIGHT. Resource
+// names contain colons themselves (issue:2316, provider:anthropic), so a
+// trailing :N is a weight only when what precedes it is a configured
+// resource (limits has it) or itself contains a colon: heavy:2 and
+// provider:anthropic:2 carry weight 2, issue:2316 is a name, and
+// issue:2316:1 is that name with weight 1.
+func ParseResource(spec string, limits map[string]int) (Resource, error) {
+	r := Resource{Name: spec}
+	if i := strings.LastIndexByte(spec, ':'); i > 0 && i < len(spec)-1 && allDigits(spec[i+1:]) {
+		name := spec[:i]
+		if _, ok := limits[name]; ok || strings.Contains(name, ":") {
+			w, err := strconv.Atoi(spec[i+1:])
+			if err != nil || w < 1 || w > governor.MaxLimit {
+				return Resource{}, fmt.Errorf("--resource %q: weight %s; allowed: 1 to the resource's limit", spec, spec[i+1:])
+			}
+			r = Resource{Name: name, Weight: w}
+		}
+	}
+	if err := governor.ValidateResource(r.Name); err != nil {
+		return Resource{}, fmt.Errorf("--resource %q: %s", spec, strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+	}
+	return r, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// item is one resource of the plan: what to take and with which limit.
+type item struct {
+	name   string
+	weight int // resolved: 1..limit
+	limit  int
+	nested bool // an ancestor run holds it
+	held   HeldLease
+	lease  *governor.Lease
+}
+
+// plan validates o and returns the resources to take, in the order given.
+// Its errors name the bad value and what is allowed.
+func plan(o *Options) ([]*item, error) {
+	if len(o.Args) == 0 {
+		return nil, fmt.Errorf("no command: usage is governor run [flags] -- CMD [ARGS...]")
+	}
+	switch o.IfBusy {
+	case "", IfBusyFail, IfBusyWait, IfBusySkip:
+	default:
+		return nil, fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", o.IfBusy)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--wait-timeout", o.WaitTimeout}, {"--timeout", o.Timeout}, {"--kill-grace", o.KillGrace}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%s %v is not allowed; use a positive duration such as 30s", d.flag, d.v)
+		}
+	}
+	if o.WaitTimeout > 0 && o.IfBusy != "" && o.IfBusy != IfBusyWait {
+		return nil, fmt.Errorf("--wait-timeout %v with --if-busy %s: --wait-timeout bounds a wait; use --if-busy wait or drop one of them", o.WaitTimeout, o.IfBusy)
+	}
+	if o.Limit < 0 || o.Limit > governor.MaxLimit {
+		return nil, fmt.Errorf("--limit %d is not allowed; use 1 to %d", o.Limit, governor.MaxLimit)
+	}
+
+	var rs []Resource
+	for _, spec := range o.Resources {
+		r, err := ParseResource(spec, o.Limits)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	for _, p := range o.Providers {
+		if p == "" {
+			return nil, fmt.Errorf("--provider \"\": give a provider name such as anthropic")
+		}
+		r, err := ParseResource("provider:"+p, o.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("--provider %q: %w", p, err)
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) == 0 {
+		if _, ok := o.Limits[DefaultResource]; !ok {
+			return nil, fmt.Errorf("no resource to hold: give --resource NAME or --provider NAME, or configure run.max_concurrent_runs in exec-defaults.yaml for the default resource %q", DefaultResource)
+		}
+		rs = append(rs, Resource{Name: DefaultResource})
+	}
+
+	seen := map[string]bool{}
+	var items []*item
+	for _, r := range rs {
+		if seen[r.Name] {
+			return nil, fmt.Errorf("resource %s is given twice; give each resource once", r.Name)
+		}
+		seen[r.Name] = true
+		limit, ok := o.Limits[r.Name]
+		if !ok {
+			limit = o.Limit
+		}
+		if limit == 0 {
+			return nil, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", r.Name, r.Name)
+		}
+		w := r.Weight
+		switch {
+		case o.Exclusive && w != 0 && w != limit:
+			return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", w, r.Name, limit)
+		case o.Exclusive:
+			w = limit
+		case w == 0:
+			w = 1
+		}
+		if w > limit {
+			return nil, fmt.Errorf("weight %d for %s is above its limit %d; allowed: 1 to %d (write %s:%d:1 if %q is the resource's name)",
+				w, r.Name, limit, limit, r.Name, w, fmt.Sprintf("%s:%d", r.Name, w))
+		}
+		items = append(items, &item{name: r.Name, weight: w, limit: limit})
+	}
+	return items, nil
+}

@@ -1,0 +1,644 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/supervise"
+)
+
+// leaseFiler is implemented by backends that keep a lease proven alive by
+// an open file (the file backend): the command inherits those files.
+type leaseFiler interface {
+	LeaseFile(key governor.Key, id string) *os.File
+}
+
+// stopCause is the reason Run gives supervise's Stop; it comes back in
+// Exit.Stopped when the command was still running.
+type stopCause struct {
+	code    int
+	outcome Outcome
+	msg     string
+}
+
+func (c *stopCause) Error() string { return c.msg }
+
+// run is one invocation.
+type run struct {
+	o      Options
+	env    []string
+	stderr io.Writer
+	id     string
+	rec    Record
+	recf   *os.File
+	sigs   chan os.Signal
+
+	items   []*item
+	session string
+	wd      *watchdog
+	g       *governor.Governor
+	leases  []*governor.Lease // acquired by this run, in acquisition order
+	waited  time.Duration
+}
+
+// Run runs the command of o holding its slots, as `governor run` does (see
+// the package documentation), and returns the exit code: the command's
+// own, or one of the Exit constants. Every message, refusals included,
+// goes to o.Stderr. When Run returns, the command's whole process tree is
+// gone, every lease this invocation acquired is released, the Governor
+// that o.Open returned is closed and the record (if any) is written. Run
+// catches INT, TERM, HUP and QUIT for its duration (signal.Notify).
+func Run(ctx context.Context, o Options) int {
+	if _, isFile := o.Stderr.(*os.File); o.Stderr != nil && !isFile {
+		// The command's output is copied to it by another goroutine while
+		// Run writes its own messages.
+		lw := &lockedWriter{w: o.Stderr}
+		if sameWriter(o.Stdout, o.Stderr) {
+			o.Stdout = lw
+		}
+		o.Stderr = lw
+	}
+	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8)}
+	if r.env == nil {
+		r.env = os.Environ()
+	}
+	if r.stderr == nil {
+		r.stderr = os.Stderr
+	}
+	r.id = newID()
+	host, _ := os.Hostname()
+	r.rec = Record{ID: r.id, Host: host, PID: os.Getpid(), Start: time.Now(), Resources: []RecordResource{}}
+	if len(o.Args) > 0 {
+		r.rec.Command = supervise.Redact(o.Args)
+	}
+	return r.run(ctx)
+}
+
+func (r *run) run(ctx context.Context) int {
+	if r.o.Record != "" {
+		f, err := openRecord(r.o.Record)
+		if err != nil {
+			return r.fail(ExitFailure, err)
+		}
+		r.recf = f
+	}
+	items, err := plan(&r.o)
+	if err != nil {
+		return r.fail(ExitFailure, err)
+	}
+	r.items = items
+	if r.o.Open == nil {
+		return r.fail(ExitFailure, errors.New("runner: Options.Open is nil"))
+	}
+	if commandMissing(r.o.Args[0], r.env) {
+		return r.finish(ExitNotFound, OutcomeError, fmt.Errorf("%s: command not found", r.o.Args[0]))
+	}
+
+	signal.Notify(r.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(r.sigs)
+
+	// The default session names governor, not the watchdog declared as
+	// the holder's pid.
+	r.session = r.o.Session
+	if r.session == "" {
+		r.session = getenv(r.env, EnvSession)
+	}
+	if r.session == "" {
+		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
+	}
+	if len(r.o.Watchdog) > 0 {
+		wd, err := startWatchdog(r.o.Watchdog, r.id, r.env, r.stderr)
+		if err != nil {
+			return r.fail(ExitFailure, err)
+		}
+		r.wd = wd
+	}
+
+	if code, outcome, err := r.acquire(ctx); code >= 0 {
+		return r.finish(code, outcome, err)
+	}
+	code, outcome, err := r.execute()
+	return r.finish(code, outcome, err)
+}
+
+// fail ends a run that has acquired nothing and started nothing.
+func (r *run) fail(code int, err error) int {
+	return r.finish(code, OutcomeError, err)
+}
+
+// acquire opens the Governor, finds what ancestors hold and takes the
+// rest. It returns code -1 when everything is held, and otherwise the
+// exit code, outcome and message of a run that must end.
+func (r *run) acquire(ctx context.Context) (int, Outcome, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		code    int
+		outcome Outcome
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, outcome, err := r.openAndAcquire(actx)
+		done <- result{code, outcome, err}
+	}()
+	select {
+	case res := <-done:
+		return res.code, res.outcome, res.err
+	case sig := <-r.sigs:
+		cancel()
+		<-done // the acquire withdraws its waiter and releases partial grants
+		r.releaseAll()
+		n := int(sig.(syscall.Signal))
+		return 128 + n, OutcomeInterrupted, fmt.Errorf("interrupted by %s while waiting for slots; nothing is held", signalName(sig))
+	}
+}
+
+func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
+	oo := OpenOptions{Session: r.session, Command: r.rec.Command}
+	if r.wd != nil {
+		oo.PID = r.wd.pid()
+	}
+	g, err := r.o.Open(ctx, oo)
+	if err != nil {
+		return ExitFailure, OutcomeError, err
+	}
+	r.g = g
+	r.rec.Project, r.rec.Session = g.Project(), g.Session()
+
+	held, err := HeldFromEnv(r.env)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "governor: ignoring a malformed entry of the environment: %v\n", err)
+	}
+	byKey := map[governor.Key]HeldLease{}
+	for _, h := range held {
+		byKey[h.Key] = h
+	}
+	var wants []governor.Want
+	mode := governor.Fail
+	if r.o.IfBusy == IfBusyWait || r.o.IfBusy == "" && r.o.WaitTimeout > 0 {
+		mode = governor.Wait
+	}
+	var sl *statusLine    // drawn only while AcquireAll waits
+	var waitingFor string // the resource last queued for, for a --wait-timeout message
+	for _, it := range r.items {
+		k := governor.Key{Project: g.Project(), Resource: it.name}
+		if h, ok := byKey[k]; ok {
+			nested, err := r.stillHeld(ctx, h)
+			if err != nil {
+				return ExitFailure, OutcomeError, err
+			}
+			if nested {
+				it.nested, it.held = true, h
+				continue
+			}
+			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, h.LeaseID, it.name, it.name)
+		}
+		name := it.name
+		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
+			Limit: it.limit, Weight: it.weight, Mode: mode,
+			OnQueued: func(res governor.Result) {
+				waitingFor = name
+				if sl != nil {
+					sl.update(name, res)
+				}
+			},
+		}})
+	}
+	if len(wants) == 0 {
+		return -1, "", nil
+	}
+	if fd, ok := terminal(r.stderr); ok && mode == governor.Wait {
+		sl = newStatusLine(r.stderr, func() int { return columns(fd) })
+	}
+	wctx := ctx
+	if mode == governor.Wait && r.o.WaitTimeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, r.o.WaitTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	leases, err := g.AcquireAll(wctx, wants)
+	r.waited = time.Since(start)
+	if sl != nil {
+		sl.close()
+	}
+	if err == nil {
+		r.leases = leases
+		for _, l := range leases {
+			for _, it := range r.items {
+				if it.name == l.Resource() {
+					it.lease = l
+				}
+			}
+		}
+		return -1, "", nil
+	}
+	var busy *governor.BusyError
+	switch {
+	case errors.As(err, &busy):
+		r.refusal(busy.Resource, busy.Status)
+		if r.o.IfBusy == IfBusySkip {
+			return ExitSkipped, OutcomeSkipped, fmt.Errorf("%s is busy; skipped (--if-busy skip)", busy.Resource)
+		}
+		return ExitBusy, OutcomeBusy, nil
+	case ctx.Err() != nil:
+		return ExitFailure, OutcomeError, ctx.Err() // after a signal, acquire reports that instead
+	case errors.Is(err, context.DeadlineExceeded):
+		msg := fmt.Errorf("not acquired within --wait-timeout %v", r.o.WaitTimeout)
+		if waitingFor != "" {
+			msg = fmt.Errorf("%s: not acquired within --wait-timeout %v", waitingFor, r.o.WaitTimeout)
+			sctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
+			st, serr := g.Status(sctx, waitingFor)
+			cancel()
+			fmt.Fprintf(r.stderr, "governor: %v\n", msg)
+			if serr == nil {
+				r.refusal(waitingFor, st)
+			}
+			return ExitBusy, OutcomeBusy, nil
+		}
+		return ExitBusy, OutcomeBusy, msg
+	case errors.Is(err, governor.ErrTooHeavy):
+		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
+	}
+	return ExitFailure, OutcomeError, err
+}
+
+// stillHeld reports whether the backend lists h's lease: only then does
+// an ancestor hold the resource. The ancestor's token is taken from the
+// backend.
+func (r *run) stillHeld(ctx context.Context, h HeldLease) (bool, error) {
+	st, err := r.g.Status(ctx, h.Key.Resource)
+	if err != nil {
+		return false, fmt.Errorf("checking the lease of %s that an ancestor holds: %w", h.Key.Resource, err)
+	}
+	for _, x := range st.Holders {
+		if x.LeaseID == h.LeaseID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// refusal prints who holds resource and how to take it over.
+func (r *run) refusal(resource string, st governor.Status) {
+	w := r.stderr
+	fmt.Fprintf(w, "governor: %s is busy: %d of %d in use", resource, st.Used, st.Limit)
+	if n := len(st.Waiters); n > 0 {
+		fmt.Fprintf(w, ", %d waiting", n)
+	}
+	fmt.Fprintln(w)
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
+		if h.Command != "" {
+			fmt.Fprintf(w, "    running: %s\n", h.Command)
+		}
+	}
+	project := ""
+	if r.g != nil && r.g.Project() != governor.DefaultName {
+		project = " --project " + shellQuote(r.g.Project())
+	}
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, project)
+	}
+}
+
+// execute starts the command and supervises it until its tree is gone.
+func (r *run) execute() (int, Outcome, error) {
+	held, _ := HeldFromEnv(r.env)
+	var mine []HeldLease
+	for _, h := range held {
+		if !r.acquiredHere(h.Key) {
+			mine = append(mine, h)
+		}
+	}
+	var extra []*os.File
+	defer func() {
+		for _, f := range extra {
+			f.Close() // the child has its own copies
+		}
+	}()
+	lf, _ := r.g.Backend().(leaseFiler)
+	for _, l := range r.leases {
+		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Token: l.Token()})
+		if lf != nil {
+			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
+				extra = append(extra, f)
+			}
+		}
+	}
+	runIDs := strings.TrimSpace(getenv(r.env, EnvRunIDs) + " " + r.id)
+	tree, err := supervise.Start(supervise.Options{
+		Args:       r.o.Args,
+		Env:        childEnv(r.env, mine, r.session, runIDs),
+		Stdin:      r.o.Stdin,
+		Stdout:     r.o.Stdout,
+		Stderr:     r.o.Stderr,
+		KillGrace:  r.o.KillGrace,
+		ExtraFiles: extra,
+	})
+	switch {
+	case errors.Is(err, supervise.ErrNotFound):
+		return ExitNotFound, OutcomeError, fmt.Errorf("%s: command not found", r.o.Args[0])
+	case errors.Is(err, supervise.ErrNotExecutable):
+		return ExitCannotExec, OutcomeError, fmt.Errorf("%s: cannot execute: %s", r.o.Args[0], strings.TrimPrefix(err.Error(), supervise.ErrNotExecutable.Error()+": "))
+	case err != nil:
+		return ExitFailure, OutcomeError, err
+	}
+	return r.supervise(tree)
+}
+
+// dupFile duplicates f's descriptor (close-on-exec), or returns nil when f
+// is nil or closed. The backend closes a lease file the moment the lease
+// is lost, possibly while the command is being started; the duplicate
+// cannot be closed under us, and shares the original's open file
+// description, and so its lock.
+func dupFile(f *os.File) *os.File {
+	if f == nil {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	nfd := -1
+	if err := rc.Control(func(fd uintptr) {
+		nfd, _ = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil || nfd < 0 {
+		return nil
+	}
+	return os.NewFile(uintptr(nfd), f.Name())
+}
+
+func (r *run) acquiredHere(k governor.Key) bool {
+	for _, l := range r.leases {
+		if l.Key() == k {
+			return true
+		}
+	}
+	return false
+}
+
+// supervise forwards signals, enforces --timeout, watches the leases and
+// the watchdog, and returns once the tree is gone.
+func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
+	type waitResult struct {
+		exit supervise.Exit
+		err  error
+	}
+	waited := make(chan waitResult, 1)
+	go func() {
+		e, err := tree.Wait()
+		waited <- waitResult{e, err}
+	}()
+
+	lost := make(chan *governor.Lease, len(r.leases))
+	quit := make(chan struct{})
+	defer close(quit)
+	for _, l := range r.leases {
+		go func() {
+			select {
+			case <-l.Done():
+				lost <- l
+			case <-quit:
+			}
+		}()
+	}
+	var timeout <-chan time.Time
+	if r.o.Timeout > 0 {
+		t := time.NewTimer(r.o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var wdExited <-chan struct{}
+	if r.wd != nil {
+		wdExited = r.wd.exited
+	}
+
+	stopping := false
+	stop := func(c *stopCause) {
+		if stopping {
+			return
+		}
+		stopping = true
+		if c == nil {
+			go tree.Stop(nil) // leftovers of a leader that exited
+			return
+		}
+		fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
+		go tree.Stop(c)
+	}
+	leaderDone := tree.Done()
+	interrupts := 0
+	for {
+		select {
+		case w := <-waited:
+			if w.err != nil {
+				return ExitFailure, OutcomeError, w.err
+			}
+			var c *stopCause
+			if errors.As(w.exit.Stopped, &c) {
+				return c.code, c.outcome, nil
+			}
+			return supervise.ExitCode(w.exit), OutcomeRan, nil
+		case <-leaderDone:
+			leaderDone = nil
+			stop(nil)
+		case <-timeout:
+			stop(&stopCause{ExitTimeout, OutcomeTimeout,
+				fmt.Sprintf("--timeout %v passed; stopping the command tree (TERM, then KILL after %v)", r.o.Timeout, r.killGrace())})
+		case l := <-lost:
+			stop(&stopCause{ExitLeaseLost, OutcomeLeaseLost,
+				fmt.Sprintf("the lease on %s was lost (%v); stopping the command tree: another holder may be granted the slot", l.Resource(), l.Err())})
+		case <-wdExited:
+			wdExited = nil
+			stop(&stopCause{ExitLeaseLost, OutcomeLeaseLost,
+				fmt.Sprintf("the watchdog (pid %d), declared as the holder of this run's leases, died; stopping the command tree: its slots can now be reclaimed", r.wd.pid())})
+		case sig := <-r.sigs:
+			s := sig.(syscall.Signal)
+			if s == syscall.SIGINT {
+				interrupts++
+				if interrupts > 1 {
+					fmt.Fprintln(r.stderr, "governor: second interrupt: killing the command tree")
+					s = syscall.SIGKILL
+				}
+			}
+			_ = tree.Signal(s)
+		}
+	}
+}
+
+func (r *run) killGrace() time.Duration {
+	if r.o.KillGrace > 0 {
+		return r.o.KillGrace
+	}
+	return supervise.DefaultKillGrace
+}
+
+// releaseAll releases this run's leases in reverse acquisition order and
+// reports whether one had been lost.
+func (r *run) releaseAll() (lost []string) {
+	for i := len(r.leases) - 1; i >= 0; i-- {
+		l := r.leases[i]
+		switch err := l.Release(); {
+		case errors.Is(err, governor.ErrLeaseLost):
+			lost = append(lost, l.Resource())
+		case err != nil:
+			fmt.Fprintf(r.stderr, "governor: releasing %s: %v (it expires after its TTL)\n", l.Resource(), err)
+		}
+	}
+	return lost
+}
+
+// finish releases, lets the watchdog go, closes the Governor, writes the
+// record and returns code. err, if set, is printed first.
+func (r *run) finish(code int, outcome Outcome, err error) int {
+	if err != nil {
+		fmt.Fprintf(r.stderr, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
+	}
+	if lost := r.releaseAll(); len(lost) > 0 && outcome == OutcomeRan {
+		fmt.Fprintf(r.stderr, "governor: the lease on %s was lost before the command ended (exit %d); its work may have overlapped another holder's\n",
+			strings.Join(lost, ", "), code)
+		code, outcome = ExitLeaseLost, OutcomeLeaseLost
+	}
+	if r.wd != nil {
+		r.wd.finish()
+	}
+	if r.g != nil {
+		if err := r.g.Close(); err != nil {
+			fmt.Fprintf(r.stderr, "governor: closing the backend: %v\n", err)
+		}
+	}
+	if r.recf != nil {
+		r.rec.Outcome, r.rec.ExitCode = outcome, code
+		r.rec.WaitSeconds = r.waited.Seconds()
+		r.rec.Nested = len(r.items) > 0
+		for _, it := range r.items {
+			rr := RecordResource{Name: it.name, Weight: it.weight, Limit: it.limit, Nested: it.nested}
+			switch {
+			case it.nested:
+				rr.Lease, rr.Token = it.held.LeaseID, it.held.Token
+			case it.lease != nil:
+				rr.Lease, rr.Token = it.lease.ID(), it.lease.Token()
+			}
+			r.rec.Nested = r.rec.Nested && it.nested
+			r.rec.Resources = append(r.rec.Resources, rr)
+		}
+		r.rec.Start, r.rec.End = r.rec.Start.UTC(), time.Now().UTC()
+		if err := appendRecord(r.recf, r.rec); err != nil {
+			fmt.Fprintf(r.stderr, "governor: --record %s: %v\n", r.o.Record, err)
+		}
+		r.recf.Close()
+	}
+	return code
+}
+
+// commandMissing reports whether name certainly cannot be found, so that a
+// run never waits for slots only to exit 127. Anything subtler is left to
+// supervise.Start, which classifies it precisely.
+func commandMissing(name string, env []string) bool {
+	if name == "" {
+		return true
+	}
+	if strings.Contains(name, "/") {
+		_, err := os.Stat(name)
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	path, ok := lookupEnv(env, "PATH")
+	if !ok {
+		path = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return sig.String()
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quoting.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("runner: crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// lockedWriter serialises writes to a writer that is not a file.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// sameWriter reports whether a and b are the same writer; writers of
+// uncomparable dynamic types never are.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}

@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+func TestRenderStatus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	r := governor.Result{Outcome: governor.Queued, Position: 2, Status: governor.Status{
+		Limit: 1, Used: 1, Now: now,
+		Holders: []governor.Holder{
+			{LeaseID: "x", AcquiredAt: now.Add(-75 * time.Second), Declaration: governor.Declaration{Session: "agent-7", Host: "box", PID: 42}},
+			{LeaseID: "y"},
+		},
+	}}
+	got := renderStatus("heavy", r, 12*time.Second)
+	want := "governor: waiting for heavy, 2nd in queue, 1 of 1 in use; held by agent-7 (pid 42 on box, for 1m15s) and 1 more; waited 12s"
+	if got != want {
+		t.Fatalf("renderStatus =\n%q, want\n%q", got, want)
+	}
+	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 112: "112th"} {
+		if got := ordinal(n); got != want {
+			t.Errorf("ordinal(%d) = %s, want %s", n, got, want)
+		}
+	}
+	if got := truncateRunes("héllo world", 5); got != "héll…" {
+		t.Errorf("truncateRunes = %q", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the status line's two writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestStatusLineRewritesInPlaceAndErases(t *testing.T) {
+	var buf syncBuffer
+	sl := newStatusLine(&buf, func() int { return 40 })
+	sl.update("heavy", governor.Result{Position: 1})
+	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}})
+	sl.close()
+	out := buf.String()
+	if strings.Contains(out, "\n") {
+		t.Fatalf("status line wrote a newline: %q", out)
+	}
+	parts := strings.Split(out, "\r\x1b[K")
+	if len(parts) != 4 || parts[3] != "" {
+		t.Fatalf("want two draws and an erase, each after CR and erase-line: %q", out)
+	}
+	for _, p := range parts[1:3] {
+		if len([]rune(p)) > 39 || !strings.HasPrefix(p, "governor: waiting for heavy") {
+			t.Fatalf("draw %q: want at most 39 columns (terminal of 40)", p)
+		}
+	}
+}
+
+func TestNoStatusLineOffTerminal(t *testing.T) {
+	if _, ok := terminal(&bytes.Buffer{}); ok {
+		t.Fatal("a buffer is a terminal")
+	}
+	f, err := openRecord(t.TempDir() + "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, ok := terminal(f); ok {
+		t.Fatal("a regular file is a terminal")
+	}
+}

@@ -1,0 +1,440 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/metrics"
+)
+
+// fakeSource serves a fixed state. With block set, Resources waits for
+// it to close and ignores its context, like a backend that hangs.
+type fakeSource struct {
+	project   string
+	statuses  map[string]governor.Status // by resource; the listing is its keys
+	listErr   error
+	statusErr map[string]error
+	block     chan struct{}
+	honorCtx  bool // Resources waits for ctx to end and returns its error
+	lists     atomic.Int32
+	returned  chan struct{} // closed when the first blocked Resources returns
+	once      sync.Once
+}
+
+func (f *fakeSource) Project() string { return f.project }
+
+func (f *fakeSource) Resources(ctx context.Context) ([]string, error) {
+	f.lists.Add(1)
+	if f.block != nil {
+		<-f.block
+		defer f.once.Do(func() { close(f.returned) })
+	}
+	if f.honorCtx {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var names []string
+	for n := range f.statuses {
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Status, error) {
+	if err := f.statusErr[resource]; err != nil {
+		return governor.Status{}, err
+	}
+	st, ok := f.statuses[resource]
+	if !ok {
+		return governor.Status{Key: governor.Key{Project: f.project, Resource: resource}}, nil
+	}
+	return st, nil
+}
+
+var t0 = time.Date(2025, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// fixedState: gpu has two holders, one waiter and a drifting limit;
+// issue:7 is idle but has history.
+func fixedState() *fakeSource {
+	return &fakeSource{project: "prj", statuses: map[string]governor.Status{
+		"gpu": {
+			Key: governor.Key{Project: "prj", Resource: "gpu"}, Limit: 4, Used: 3, DriftLimit: 5, Now: t0,
+			Holders: []governor.Holder{
+				{LeaseID: "a", Weight: 1, AcquiredAt: t0.Add(-90 * time.Second)},
+				{LeaseID: "b", Weight: 2, AcquiredAt: t0.Add(-30 * time.Second)},
+			},
+			Waiters:  []governor.Waiter{{ID: "w", Weight: 2, EnqueuedAt: t0.Add(-12500 * time.Millisecond)}},
+			Counters: governor.Counters{Acquired: 11, Busy: 3, Waited: 5, Released: 8, Lost: 1, ReclaimedExpiry: 2, ReclaimedDead: 4, Takeovers: 6},
+		},
+		"issue:7": {
+			Key: governor.Key{Project: "prj", Resource: "issue:7"}, Limit: 1, Now: t0,
+			Counters: governor.Counters{Acquired: 2, Released: 2},
+		},
+	}}
+}
+
+const fixedExpected = `
+# HELP governor_acquires_total Acquires by outcome: acquired (granted, at once or after waiting), busy (refused in fail mode), waited (had to queue; counted again as acquired when granted).
+# TYPE governor_acquires_total counter
+governor_acquires_total{outcome="acquired",project="prj",resource="gpu"} 11
+governor_acquires_total{outcome="busy",project="prj",resource="gpu"} 3
+governor_acquires_total{outcome="waited",project="prj",resource="gpu"} 5
+governor_acquires_total{outcome="acquired",project="prj",resource="issue:7"} 2
+governor_acquires_total{outcome="busy",project="prj",resource="issue:7"} 0
+governor_acquires_total{outcome="waited",project="prj",resource="issue:7"} 0
+governor_acquires_total{outcome="acquired",project="prj",resource="run"} 0
+governor_acquires_total{outcome="busy",project="prj",resource="run"} 0
+governor_acquires_total{outcome="waited",project="prj",resource="run"} 0
+# HELP governor_holders Leases held.
+# TYPE governor_holders gauge
+governor_holders{project="prj",resource="gpu"} 2
+governor_holders{project="prj",resource="issue:7"} 0
+governor_holders{project="prj",resource="run"} 0
+# HELP governor_leases_lost_total Leases their holders declared lost (renewal failed before expiry).
+# TYPE governor_leases_lost_total counter
+governor_leases_lost_total{project="prj",resource="gpu"} 1
+governor_leases_lost_total{project="prj",resource="issue:7"} 0
+governor_leases_lost_total{project="prj",resource="run"} 0
+# HELP governor_oldest_lease_age_seconds Age of the oldest held lease; 0 if none.
+# TYPE governor_oldest_lease_age_seconds gauge
+governor_oldest_lease_age_seconds{project="prj",resource="gpu"} 90
+governor_oldest_lease_age_seconds{project="prj",resource="issue:7"} 0
+governor_oldest_lease_age_seconds{project="prj",resource="run"} 0
+# HELP governor_oldest_waiter_age_seconds How long the longest-queued acquire has waited so far; 0 if none.
+# TYPE governor_oldest_waiter_age_seconds gauge
+governor_oldest_waiter_age_seconds{project="prj",resource="gpu"} 12.5
+governor_oldest_waiter_age_seconds{project="prj",resource="issue:7"} 0
+governor_oldest_waiter_age_seconds{project="prj",resource="run"} 0
+# HELP governor_rate_limited_total Requests denied by a provider's rate limit. Always 0 until the backend counts rate-limit denials.
+# TYPE governor_rate_limited_total counter
+governor_rate_limited_total{project="prj"} 0
+# HELP governor_reclaims_total Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).
+# TYPE governor_reclaims_total counter
+governor_reclaims_total{project="prj",reason="expired",resource="gpu"} 2
+governor_reclaims_total{project="prj",reason="owner_dead",resource="gpu"} 4
+governor_reclaims_total{project="prj",reason="expired",resource="issue:7"} 0
+governor_reclaims_total{project="prj",reason="owner_dead",resource="issue:7"} 0
+governor_reclaims_total{project="prj",reason="expired",resource="run"} 0
+governor_reclaims_total{project="prj",reason="owner_dead",resource="run"} 0
+# HELP governor_releases_total Leases released.
+# TYPE governor_releases_total counter
+governor_releases_total{project="prj",resource="gpu"} 8
+governor_releases_total{project="prj",resource="issue:7"} 2
+governor_releases_total{project="prj",resource="run"} 0
+# HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
+# TYPE governor_scrape_error gauge
+governor_scrape_error{project="prj"} 0
+# HELP governor_slots_in_use Weight held by unexpired leases.
+# TYPE governor_slots_in_use gauge
+governor_slots_in_use{project="prj",resource="gpu"} 3
+governor_slots_in_use{project="prj",resource="issue:7"} 0
+governor_slots_in_use{project="prj",resource="run"} 0
+# HELP governor_slots_limit Slots of the resource: the limit in force, or the configured one before first use.
+# TYPE governor_slots_limit gauge
+governor_slots_limit{project="prj",resource="gpu"} 4
+governor_slots_limit{project="prj",resource="issue:7"} 1
+governor_slots_limit{project="prj",resource="run"} 3
+# HELP governor_slots_limit_drift A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.
+# TYPE governor_slots_limit_drift gauge
+governor_slots_limit_drift{project="prj",resource="gpu"} 5
+governor_slots_limit_drift{project="prj",resource="issue:7"} 0
+governor_slots_limit_drift{project="prj",resource="run"} 0
+# HELP governor_takeovers_total Holders replaced by a takeover.
+# TYPE governor_takeovers_total counter
+governor_takeovers_total{project="prj",resource="gpu"} 6
+governor_takeovers_total{project="prj",resource="issue:7"} 0
+governor_takeovers_total{project="prj",resource="run"} 0
+# HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
+# TYPE governor_up gauge
+governor_up{project="prj"} 1
+# HELP governor_waiters Acquires queued, waiting for slots.
+# TYPE governor_waiters gauge
+governor_waiters{project="prj",resource="gpu"} 1
+governor_waiters{project="prj",resource="issue:7"} 0
+governor_waiters{project="prj",resource="run"} 0
+`
+
+// collectorNames are the metrics whose values a scrape of fixedState
+// determines: all but governor_scrape_duration_seconds.
+var collectorNames = []string{
+	"governor_acquires_total", "governor_holders", "governor_leases_lost_total",
+	"governor_oldest_lease_age_seconds", "governor_oldest_waiter_age_seconds",
+	"governor_rate_limited_total", "governor_reclaims_total", "governor_releases_total",
+	"governor_scrape_error", "governor_slots_in_use", "governor_slots_limit",
+	"governor_slots_limit_drift", "governor_takeovers_total", "governor_up", "governor_waiters",
+}
+
+func newCollector(t *testing.T, src metrics.Source, opts metrics.CollectorOptions) *metrics.Collector {
+	t.Helper()
+	c, err := metrics.NewCollector(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestMetricsCollectorFixedState(t *testing.T) {
+	// "gpu" is configured with 2 but 4 is in force: the backend wins.
+	// "run" is configured and never used: reported with its limit.
+	c := newCollector(t, fixedState(), metrics.CollectorOptions{Limits: map[string]int{"gpu": 2, "run": 3}})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(fixedExpected), collectorNames...); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %+v", err, problems)
+	}
+	// The Descs Describe announces are the ones Collect uses: a pedantic
+	// registry refuses anything else.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "governor_scrape_duration_seconds"); n != 1 {
+		t.Fatalf("scrape duration series: %d, want 1", n)
+	}
+}
+
+func TestMetricsCollectorOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  metrics.Source
+		opts metrics.CollectorOptions
+	}{
+		{"nil source", nil, metrics.CollectorOptions{}},
+		{"negative timeout", fixedState(), metrics.CollectorOptions{Timeout: -time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := metrics.NewCollector(tc.src, tc.opts); !errors.Is(err, governor.ErrInvalid) {
+				t.Fatalf("err %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// The limits map is copied: a caller changing it later changes nothing.
+func TestMetricsCollectorCopiesLimits(t *testing.T) {
+	limits := map[string]int{"run": 3}
+	c := newCollector(t, &fakeSource{project: "prj"}, metrics.CollectorOptions{Limits: limits})
+	limits["other"] = 1
+	if n := testutil.CollectAndCount(c, "governor_slots_limit"); n != 1 {
+		t.Fatalf("%d limit series, want 1", n)
+	}
+}
+
+const downExpected = `
+# HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
+# TYPE governor_scrape_error gauge
+governor_scrape_error{project="prj"} 1
+# HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
+# TYPE governor_up gauge
+governor_up{project="prj"} 0
+`
+
+func TestMetricsBackendDown(t *testing.T) {
+	src := fixedState()
+	src.listErr = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	c := newCollector(t, src, metrics.CollectorOptions{Limits: map[string]int{"run": 3}})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(downExpected), "governor_up", "governor_scrape_error", "governor_slots_limit"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "governor_scrape_duration_seconds", "governor_rate_limited_total"); n != 2 {
+		t.Fatalf("%d series of duration and rate limited, want 2 (always reported)", n)
+	}
+	if err := c.Healthy(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Healthy: %v, want the listing error", err)
+	}
+}
+
+// A backend that hangs, even one that ignores its context, holds a
+// scrape no longer than the timeout; scrapes meanwhile share the one
+// read in flight instead of piling up goroutines.
+func TestMetricsBackendHangs(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	src := fixedState()
+	src.block, src.returned = make(chan struct{}), make(chan struct{})
+	c := newCollector(t, src, metrics.CollectorOptions{Timeout: timeout})
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			start := time.Now()
+			err := testutil.CollectAndCompare(c, strings.NewReader(downExpected), "governor_up", "governor_scrape_error", "governor_slots_in_use")
+			if err != nil {
+				t.Error(err)
+			}
+			if d := time.Since(start); d > timeout+time.Second {
+				t.Errorf("scrape took %v with a %v timeout", d, timeout)
+			}
+		})
+	}
+	wg.Wait()
+	if n := src.lists.Load(); n != 1 {
+		t.Errorf("%d backend reads started for concurrent scrapes of a hung backend, want 1", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Healthy(ctx); err == nil {
+		t.Error("Healthy on a hung backend: nil")
+	}
+
+	close(src.block)
+	<-src.returned // the hung read ends and its goroutine with it
+	if got := upValue(t, c); got != 1 {
+		t.Fatalf("governor_up %v after the backend recovered, want 1", got)
+	}
+}
+
+// A backend that honours its context gets the timeout as a deadline.
+func TestMetricsBackendSlow(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	src := fixedState()
+	src.honorCtx = true
+	c := newCollector(t, src, metrics.CollectorOptions{Timeout: timeout})
+	start := time.Now()
+	if got := upValue(t, c); got != 0 {
+		t.Fatalf("governor_up %v, want 0", got)
+	}
+	if d := time.Since(start); d > timeout+time.Second {
+		t.Fatalf("scrape took %v with a %v timeout", d, timeout)
+	}
+}
+
+// One resource that cannot be read is left out and flagged; the backend
+// still answered, so governor_up stays 1.
+func TestMetricsPartialFailure(t *testing.T) {
+	src := fixedState()
+	src.statusErr = map[string]error{"gpu": errors.New("WRONGTYPE")}
+	c := newCollector(t, src, metrics.CollectorOptions{})
+	want := `
+# HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
+# TYPE governor_scrape_error gauge
+governor_scrape_error{project="prj"} 1
+# HELP governor_slots_limit Slots of the resource: the limit in force, or the configured one before first use.
+# TYPE governor_slots_limit gauge
+governor_slots_limit{project="prj",resource="issue:7"} 1
+# HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
+# TYPE governor_up gauge
+governor_up{project="prj"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_up", "governor_scrape_error", "governor_slots_limit"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthy(context.Background()); err == nil || !strings.Contains(err.Error(), "status of gpu") {
+		t.Fatalf("Healthy: %v, want the status error of gpu", err)
+	}
+}
+
+func TestMetricsHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		src      *fakeSource
+		health   int
+		healthIs string
+		up       string
+	}{
+		{"up", fixedState(), http.StatusOK, "ok\n", `governor_up{project="prj"} 1`},
+		{"down", &fakeSource{project: "prj", listErr: errors.New("connection refused")}, http.StatusServiceUnavailable,
+			"connection refused", `governor_up{project="prj"} 0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCollector(t, tc.src, metrics.CollectorOptions{})
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(c)
+			srv := httptest.NewServer(metrics.Handler(reg, c))
+			defer srv.Close()
+
+			code, body := get(t, srv.URL+"/healthz")
+			if code != tc.health || !strings.Contains(body, tc.healthIs) {
+				t.Errorf("/healthz: %d %q, want %d %q", code, body, tc.health, tc.healthIs)
+			}
+			code, body = get(t, srv.URL+"/metrics")
+			if code != http.StatusOK || !strings.Contains(body, tc.up+"\n") {
+				t.Errorf("/metrics: %d, want 200 with %q in\n%s", code, tc.up, body)
+			}
+			if code, _ := get(t, srv.URL+"/"); code != http.StatusOK {
+				t.Errorf("/: %d", code)
+			}
+			if code, _ := get(t, srv.URL+"/nothing"); code != http.StatusNotFound {
+				t.Errorf("/nothing: %d, want 404", code)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// upValue scrapes c once and returns governor_up.
+func upValue(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return gatherValue(t, reg, "governor_up", nil)
+}
+
+// gatherValue returns the value of the one series of name whose labels
+// include want; it fails the test if there is not exactly one.
+func gatherValue(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				vals = append(vals, m.GetGauge().GetValue())
+			case m.Counter != nil:
+				vals = append(vals, m.GetCounter().GetValue())
+			case m.Histogram != nil:
+				vals = append(vals, float64(m.GetHistogram().GetSampleCount()))
+			}
+		}
+	}
+	if len(vals) != 1 {
+		t.Fatalf("%s%v: %d series, want 1", name, want, len(vals))
+	}
+	return vals[0]
+}

@@ -1,0 +1,201 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/metrics"
+)
+
+func openGovernor(t testing.TB, dir string) *governor.Governor {
+	t.Helper()
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{Project: "prj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// A Governor that never acquired anything sees, through the backend, what
+// another one (another process, in production) holds, and the counters
+// of its acquires after it released.
+func TestMetricsFileBackend(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	worker, exporter := openGovernor(t, dir), openGovernor(t, dir)
+	c := newCollector(t, exporter, metrics.CollectorOptions{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	gpu := func(name string, extra ...string) float64 {
+		want := map[string]string{"project": "prj", "resource": "gpu"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			want[extra[i]] = extra[i+1]
+		}
+		return gatherValue(t, reg, name, want)
+	}
+
+	l, err := worker.Acquire(ctx, "gpu", governor.AcquireOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = worker.Acquire(ctx, "gpu", governor.AcquireOptions{Limit: 2, Weight: 2})
+	if !errors.Is(err, governor.ErrBusy) {
+		t.Fatalf("second acquire: %v, want busy", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"governor_slots_limit", nil, 2},
+		{"governor_slots_in_use", nil, 1},
+		{"governor_holders", nil, 1},
+		{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
+		{"governor_acquires_total", []string{"outcome", "busy"}, 1},
+		{"governor_releases_total", nil, 0},
+	} {
+		if got := gpu(tc.name, tc.labels...); got != tc.want {
+			t.Errorf("held: %s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if got := gatherValue(t, reg, "governor_up", nil); got != 1 {
+		t.Errorf("governor_up %v, want 1", got)
+	}
+
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"governor_slots_in_use", nil, 0},
+		{"governor_holders", nil, 0},
+		{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
+		{"governor_acquires_total", []string{"outcome", "busy"}, 1},
+		{"governor_releases_total", nil, 1},
+	} {
+		if got := gpu(tc.name, tc.labels...); got != tc.want {
+			t.Errorf("released: %s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+
+	// The counters outlive every Governor that made them.
+	if err := worker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openGovernor(t, dir)
+	reg2 := prometheus.NewRegistry()
+	reg2.MustRegister(newCollector(t, fresh, metrics.CollectorOptions{}))
+	if got := gatherValue(t, reg2, "governor_acquires_total", map[string]string{"resource": "gpu", "outcome": "acquired"}); got != 1 {
+		t.Errorf("acquired after every user closed: %v, want 1", got)
+	}
+}
+
+func TestMetricsInstruments(t *testing.T) {
+	ctx := context.Background()
+	g := openGovernor(t, t.TempDir())
+	reg := prometheus.NewPedanticRegistry()
+	in, err := metrics.NewInstruments(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := metrics.NewInstruments(reg)
+	if err != nil {
+		t.Fatalf("second NewInstruments on one registry: %v", err)
+	}
+
+	l, err := in.Acquire(ctx, g, "gpu", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Acquire(ctx, g, "gpu", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrBusy) {
+		t.Fatalf("busy acquire: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	again.ObserveWait("gpu", 0)
+	var none *metrics.Instruments
+	none.ObserveWait("gpu", 0) // a nil Instruments does nothing
+	if _, err := none.Acquire(ctx, g, "cpu", governor.AcquireOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	// One grant through Acquire, one ObserveWait through the second
+	// Instruments, which share the histogram; the refusal is not a wait.
+	if got := gatherValue(t, reg, "governor_wait_seconds", map[string]string{"resource": "gpu"}); got != 2 {
+		t.Fatalf("governor_wait_seconds{resource=gpu} count %v, want 2", got)
+	}
+}
+
+// An exporter process reads what a worker process holds.
+func ExampleNewCollector() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "governor-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	open := func() *governor.Governor {
+		b, err := filebackend.New(dir, filebackend.Options{})
+		if err != nil {
+			panic(err)
+		}
+		g, err := governor.New(b, governor.Options{Project: "example"})
+		if err != nil {
+			panic(err)
+		}
+		return g
+	}
+	worker, exporter := open(), open()
+	defer worker.Close()
+	defer exporter.Close()
+
+	if _, err := worker.Acquire(ctx, "gpu", governor.AcquireOptions{Limit: 2}); err != nil {
+		panic(err)
+	}
+	c, err := metrics.NewCollector(exporter, metrics.CollectorOptions{Limits: map[string]int{"run": 4}})
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "governor_up", "governor_slots_in_use", "governor_slots_limit":
+			for _, m := range mf.GetMetric() {
+				var resource string
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "resource" {
+						resource = " " + lp.GetValue()
+					}
+				}
+				fmt.Printf("%s%s %v\n", mf.GetName(), resource, m.GetGauge().GetValue())
+			}
+		}
+	}
+	// Output:
+	// governor_slots_in_use gpu 1
+	// governor_slots_in_use run 0
+	// governor_slots_limit gpu 2
+	// governor_slots_limit run 4
+	// governor_up 1
+}

@@ -1,0 +1,73 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// DefaultWaitBuckets are the governor_wait_seconds buckets, in seconds:
+// from an uncontended grant (milliseconds) to a queue of long jobs (an
+// hour).
+var DefaultWaitBuckets = []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+// Instruments measure what only the acquiring process sees: how long an
+// acquire took to be granted. The backend cannot count it, so a library
+// user registers Instruments in the registry its own process exposes.
+// A nil *Instruments does nothing, so callers need no checks.
+//
+// The series carry the label resource only; to tell projects apart,
+// register through prometheus.WrapRegistererWith(prometheus.Labels{
+// "project": g.Project()}, reg).
+type Instruments struct {
+	wait *prometheus.HistogramVec
+}
+
+// NewInstruments registers governor_wait_seconds{resource} in reg and
+// returns the Instruments that observe it. If reg already holds the same
+// histogram (a second call), the registered one is reused. Any other
+// registration failure is returned and nothing is registered.
+func NewInstruments(reg prometheus.Registerer) (*Instruments, error) {
+	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "governor_wait_seconds",
+		Help:    "Time from an acquire call to its grant, in the process that waited.",
+		Buckets: DefaultWaitBuckets,
+	}, []string{"resource"})
+	if err := reg.Register(wait); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		existing, ok := are.ExistingCollector.(*prometheus.HistogramVec)
+		if !ok {
+			return nil, err
+		}
+		wait = existing
+	}
+	return &Instruments{wait: wait}, nil
+}
+
+// ObserveWait records that an acquire of resource was granted after d.
+func (in *Instruments) ObserveWait(resource string, d time.Duration) {
+	if in == nil {
+		return
+	}
+	in.wait.WithLabelValues(resource).Observe(d.Seconds())
+}
+
+// Acquire calls g.Acquire and, when it grants the lease, records how long
+// that took. Its results are g.Acquire's, unchanged: a refusal, an error
+// or a cancelled wait records nothing (the backend counts refusals and
+// queued acquires in governor_acquires_total).
+func (in *Instruments) Acquire(ctx context.Context, g *governor.Governor, resource string, o governor.AcquireOptions) (*governor.Lease, error) {
+	start := time.Now()
+	l, err := g.Acquire(ctx, resource, o)
+	if err == nil {
+		in.ObserveWait(resource, time.Since(start))
+	}
+	return l, err
+}

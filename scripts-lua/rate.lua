@@ -1,0 +1,112 @@
+-- rate.lua: GCRA over two dimensions (requests, tokens), the algorithm of
+-- internal/gcra. Time is the server's, in microseconds.
+-- KEYS: 1 the rate state hash (fields rq, tk: theoretical arrival times;
+--       it expires when it no longer matters), 2 the counters hash
+--       (allowed, limited; kept)
+-- ARGV: 1 mode ('reserve' | 'adjust'),
+--       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
+--       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
+--       (adjust: only the tokens arguments count; cost is the delta)
+-- Returns reserve: {allowed 0|1, retry after us (-1: cost above burst),
+--   remaining requests, remaining tokens} (numbers as strings);
+--   adjust: 1.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local K = KEYS[1]
+
+local function fmt(v)
+  return string.format('%.0f', v)
+end
+
+local function stored(f)
+  return tonumber(redis.call('HGET', K, f) or '0') or 0
+end
+
+local function burst(rate, b)
+  if b > 0 then
+    return b
+  end
+  return rate
+end
+
+-- reserve returns allowed, retry, remaining, new tat (nil: no limit)
+local function reserve(f, rate, period, b, cost)
+  if rate <= 0 then
+    return true, 0, -1, nil
+  end
+  b = burst(rate, b)
+  if cost > b then
+    return false, -1, 0, nil
+  end
+  local emission = period / rate
+  local tat = stored(f)
+  if tat < now then
+    tat = now
+  end
+  local nxt = tat + emission * cost
+  local allow_at = nxt - emission * b
+  if allow_at > now then
+    return false, math.ceil(allow_at - now), 0, nil
+  end
+  return true, 0, math.floor((now - allow_at) / emission), nxt
+end
+
+-- keep the state only as long as it matters
+local function expire(tats)
+  local last = now
+  for _, v in ipairs(tats) do
+    if v > last then
+      last = v
+    end
+  end
+  redis.call('PEXPIRE', K, math.ceil((last - now) / 1000) + 1000)
+end
+
+local a = {}
+for i = 2, 9 do
+  a[i] = tonumber(ARGV[i])
+end
+
+if ARGV[1] == 'adjust' then
+  local rate, period = a[6], a[7]
+  if rate > 0 then
+    local emission = period / rate
+    local tat = stored('tk')
+    if tat < now then
+      tat = now
+    end
+    local nxt = tat + emission * a[9]
+    if nxt < now then
+      nxt = now
+    end
+    redis.call('HSET', K, 'tk', fmt(nxt))
+    expire({nxt, stored('rq')})
+  end
+  return 1
+end
+
+local ok1, retry1, rem1, tat1 = reserve('rq', a[2], a[3], a[4], a[5])
+local ok2, retry2, rem2, tat2 = reserve('tk', a[6], a[7], a[8], a[9])
+if ok1 and ok2 then
+  local set = {}
+  if tat1 then
+    set[#set + 1] = 'rq'
+    set[#set + 1] = fmt(tat1)
+  end
+  if tat2 then
+    set[#set + 1] = 'tk'
+    set[#set + 1] = fmt(tat2)
+  end
+  if #set > 0 then
+    redis.call('HSET', K, unpack(set))
+    expire({tat1 or now, tat2 or now})
+  end
+  redis.call('HINCRBY', KEYS[2], 'allowed', 1)
+  return {1, '0', fmt(rem1), fmt(rem2)}
+end
+local retry = retry1
+if retry2 == -1 or (retry1 ~= -1 and retry2 > retry1) then
+  retry = retry2
+end
+redis.call('HINCRBY', KEYS[2], 'limited', 1)
+return {0, fmt(retry), fmt(rem1), fmt(rem2)}
