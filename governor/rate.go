@@ -139,6 +139,32 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	return err
 }
 
+// TryRate reserves rate budget once: a denial is data (Allowed false,
+// RetryAfter), and changes nothing.
+func (g *Governor) TryRate(ctx context.Context, req RateRequest) (RateResult, error) {
+	rb, ok := g.b.(RateBackend)
+	if !ok {
+		return RateResult{}, fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
+	}
+	if err := ValidateResource(req.Key.Resource); err != nil {
+		return RateResult{}, err
+	}
+	if req.Key.Project == "" {
+		req.Key.Project = g.project
+	}
+	return rb.RateReserve(ctx, req)
+}
+
+// RateLimited returns how many rate reservations of resource were
+// denied; 0 when the backend has no rate limits.
+func (g *Governor) RateLimited(ctx context.Context, resource string) (int64, error) {
+	rb, ok := g.b.(RateBackend)
+	if !ok {
+		return 0, nil
+	}
+	return rb.RateLimited(ctx, Key{g.project, resource})
+}
+
 // WaitRate reserves rate budget, waiting (on a timer, exactly until the
 // budget allows it) while it is denied, until ctx ends.
 func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {

@@ -71,8 +71,15 @@ type flight struct {
 // snapshot is what one backend read found.
 type snapshot struct {
 	answered bool              // the backend listed the resources
-	statuses []governor.Status // the resources read, by name
-	err      error             // the first read that failed, if any
+	statuses    []governor.Status // the resources read, by name
+	rateLimited int64             // rate-limit denials over all resources
+	err         error             // the first read that failed, if any
+}
+
+// RateSource is a Source whose backend counts rate-limit denials
+// (*governor.Governor on either backend).
+type RateSource interface {
+	RateLimited(ctx context.Context, resource string) (int64, error)
 }
 
 // NewCollector returns a Collector of src's project. It fails with a
@@ -96,7 +103,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.up = desc("governor_up", "1 when the backend answered the scrape within the timeout, 0 when it did not.")
 	c.scrapeError = desc("governor_scrape_error", "1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.")
 	c.scrapeDuration = desc("governor_scrape_duration_seconds", "Time the scrape took to read the backend.")
-	c.rateLimited = desc("governor_rate_limited_total", "Requests denied by a provider's rate limit. Always 0 until the backend counts rate-limit denials.")
+	c.rateLimited = desc("governor_rate_limited_total", "Rate-limit reservations denied (kept by the backend: every process counts), over all resources.")
 	c.limit = desc("governor_slots_limit", "Slots of the resource: the limit in force, or the configured one before first use.", "resource")
 	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
 	c.drift = desc("governor_slots_limit_drift", "A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.", "resource")
@@ -133,8 +140,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.gauge(ch, c.up, b2f(s.answered))
 	c.gauge(ch, c.scrapeError, b2f(s.err != nil))
 	c.gauge(ch, c.scrapeDuration, time.Since(start).Seconds())
-	// Rate-limit denials are not counted by any backend yet.
-	c.counter(ch, c.rateLimited, 0)
+	c.counter(ch, c.rateLimited, float64(s.rateLimited))
 	for _, st := range s.statuses {
 		c.emit(ch, st)
 	}
@@ -212,6 +218,11 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 			st.Limit = names[n] // never used yet: report the configured limit
 		}
 		s.statuses = append(s.statuses, st)
+		if rs, ok := c.src.(RateSource); ok {
+			if n, err := rs.RateLimited(ctx, n); err == nil {
+				s.rateLimited += n
+			}
+		}
 	}
 	return s
 }

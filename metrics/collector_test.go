@@ -120,7 +120,7 @@ governor_oldest_lease_age_seconds{project="prj",resource="run"} 0
 governor_oldest_waiter_age_seconds{project="prj",resource="gpu"} 12.5
 governor_oldest_waiter_age_seconds{project="prj",resource="issue:7"} 0
 governor_oldest_waiter_age_seconds{project="prj",resource="run"} 0
-# HELP governor_rate_limited_total Requests denied by a provider's rate limit. Always 0 until the backend counts rate-limit denials.
+# HELP governor_rate_limited_total Rate-limit reservations denied (kept by the backend: every process counts), over all resources.
 # TYPE governor_rate_limited_total counter
 governor_rate_limited_total{project="prj"} 0
 # HELP governor_reclaims_total Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).

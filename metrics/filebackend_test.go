@@ -199,3 +199,29 @@ func ExampleNewCollector() {
 	// governor_slots_limit run 4
 	// governor_up 1
 }
+
+// Rate-limit denials of any process are counted by the backend and
+// exported.
+func TestMetricsRateLimited(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	worker, exporter := openGovernor(t, dir), openGovernor(t, dir)
+	l, err := worker.Acquire(ctx, "provider:anthropic", governor.AcquireOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	req := governor.RateRequest{Key: governor.Key{Resource: "provider:anthropic"},
+		Requests: governor.RateLimit{Rate: 1, Period: 1e12, Burst: 1}, NRequests: 1}
+	for i, want := range []bool{true, false, false} {
+		res, err := worker.TryRate(ctx, req)
+		if err != nil || res.Allowed != want {
+			t.Fatalf("reservation %d: %+v, %v; want allowed %v", i, res, err, want)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(t, exporter, metrics.CollectorOptions{}))
+	if got := gatherValue(t, reg, "governor_rate_limited_total", nil); got != 2 {
+		t.Fatalf("governor_rate_limited_total = %v, want 2", got)
+	}
+}

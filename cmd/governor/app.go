@@ -205,9 +205,11 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 	return g, nil
 }
 
-// closingBackend closes the Redis client after the backend.
+// closingBackend closes the Redis client after the backend. It embeds
+// the concrete backend so that its optional interfaces (rate limits)
+// stay visible.
 type closingBackend struct {
-	governor.Backend
+	*redisbackend.Backend
 	close func() error
 }
 

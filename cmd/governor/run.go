@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/runner"
 )
@@ -98,6 +100,10 @@ Exit codes:
 			}
 			o.Args = args
 			o.Limits = l.Config.Limits()
+			o.Rates = providerRates(l.Config)
+			if o.Tokens < 0 {
+				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
+			}
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
 			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
@@ -112,6 +118,7 @@ Exit codes:
 	f.StringArrayVar(&o.Resources, "resource", nil, "resource NAME[:WEIGHT] to hold (repeatable)")
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for")
+	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
@@ -130,4 +137,17 @@ func exitCode(code int) error {
 		return nil
 	}
 	return exitWith(code, nil)
+}
+
+// providerRates maps providers.<name>.requests_per_minute,
+// tokens_per_minute and burst (of requests) to rate limits.
+func providerRates(c config.Config) map[string]runner.ProviderRate {
+	rates := map[string]runner.ProviderRate{}
+	for name, p := range c.Providers {
+		rates[name] = runner.ProviderRate{
+			Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
+			Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
+		}
+	}
+	return rates
 }

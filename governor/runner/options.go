@@ -56,6 +56,14 @@ type Options struct {
 	Providers []string
 	// Limits are the configured limits by resource name.
 	Limits map[string]int
+	// Rates are the configured rate limits by provider name: each
+	// --provider with one takes one request (and Tokens tokens) of its
+	// budget after its slot, before the command starts. When the budget
+	// is spent, --if-busy applies as for a slot (wait: until it allows).
+	Rates map[string]ProviderRate
+	// Tokens is the token estimate to reserve from each provider's
+	// tokens-per-minute budget (--tokens).
+	Tokens int64
 	// Limit is the limit of every resource Limits does not have (--limit);
 	// 0 means such a resource is an error.
 	Limit int
@@ -102,6 +110,12 @@ type Options struct {
 	// descendants of the command that left its process group can outlive
 	// a governor killed with SIGKILL.
 	Watchdog []string
+}
+
+// ProviderRate is a provider's requests and tokens budget.
+type ProviderRate struct {
+	Requests governor.RateLimit
+	Tokens   governor.RateLimit
 }
 
 // OpenOptions are what Run needs of the Governor it opens: the session and

@@ -247,7 +247,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 				}
 			}
 		}
-		return -1, "", nil
+		return r.takeBudget(wctx, g, mode)
 	}
 	var busy *governor.BusyError
 	switch {
@@ -277,6 +277,48 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
 	}
 	return ExitFailure, OutcomeError, err
+}
+
+// takeBudget takes one request (and the token estimate) of each
+// --provider's rate budget, after its slot. A spent budget is handled as a
+// busy slot: fail 73, skip 75, wait until it allows (or --wait-timeout).
+func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governor.Mode) (int, Outcome, error) {
+	for _, p := range r.o.Providers {
+		rl, ok := r.o.Rates[p]
+		if !ok || rl.Requests.Rate <= 0 && rl.Tokens.Rate <= 0 {
+			continue
+		}
+		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: "provider:" + p},
+			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
+		if mode == governor.Wait {
+			start := time.Now()
+			err := g.WaitRate(ctx, req)
+			r.waited += time.Since(start)
+			switch {
+			case err == nil:
+				continue
+			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.o.WaitTimeout > 0:
+				fmt.Fprintf(r.stderr, "governor: provider %s: rate budget not available within --wait-timeout %v\n", p, r.o.WaitTimeout)
+				return ExitBusy, OutcomeBusy, nil
+			case errors.Is(err, governor.ErrTooHeavy), errors.Is(err, governor.ErrInvalid):
+				return ExitFailure, OutcomeError, err
+			}
+			return ExitFailure, OutcomeError, err
+		}
+		res, err := g.TryRate(ctx, req)
+		if err != nil {
+			return ExitFailure, OutcomeError, err
+		}
+		if !res.Allowed {
+			fmt.Fprintf(r.stderr, "governor: provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v\n",
+				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))
+			if r.o.IfBusy == IfBusySkip {
+				return ExitSkipped, OutcomeSkipped, fmt.Errorf("provider %s rate limited; skipped (--if-busy skip)", p)
+			}
+			return ExitBusy, OutcomeBusy, nil
+		}
+	}
+	return -1, "", nil
 }
 
 // stillHeld reports whether the backend lists h's lease: only then does
