@@ -70,7 +70,7 @@ type flight struct {
 
 // snapshot is what one backend read found.
 type snapshot struct {
-	answered bool              // the backend listed the resources
+	answered    bool              // the backend listed the resources
 	statuses    []governor.Status // the resources read, by name
 	rateLimited int64             // rate-limit denials over all resources
 	err         error             // the first read that failed, if any
