@@ -42,7 +42,7 @@ var (
 
 // governorBin returns the path of the governor binary, building it on the
 // first call.
-func governorBin(t *testing.T) string {
+func governorBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		p := filepath.Join(binDir, "governor")
