@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/runner"
 )
 
 // A lease handle, as printed by acquire and taken by renew and release,
@@ -39,25 +40,10 @@ func (b *ifBusy) Set(s string) error {
 	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
 }
 
-// refusal prints who holds a resource and how to take it over, and
-// returns the exit error for busy (73) or skip (75).
-func refusal(w io.Writer, busy *governor.BusyError, skip bool) error {
-	st := busy.Status
-	verb := "busy"
-	if skip {
-		verb = "busy, skipped"
-	}
-	fmt.Fprintf(w, "governor: %s %s: %d of %d in use", busy.Resource, verb, st.Used, st.Limit)
-	if n := len(st.Waiters); n > 0 {
-		fmt.Fprintf(w, ", %d waiting", n)
-	}
-	fmt.Fprintln(w)
-	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
-	}
-	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  if that holder is gone: governor takeover %s --lease %s\n", busy.Resource, h.LeaseID)
-	}
+// refusal prints who holds a resource and how to take it over, as run
+// does, and returns the exit error for busy (73) or skip (75).
+func refusal(w io.Writer, project string, busy *governor.BusyError, skip bool) error {
+	runner.WriteRefusal(w, project, busy.Resource, busy.Status)
 	if skip {
 		return exitWith(ExitSkipped, nil)
 	}
@@ -118,7 +104,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				return a.acquireError(cmd.ErrOrStderr(), resource, err, busy == "skip", waitTimeout)
+				return a.acquireError(cmd.ErrOrStderr(), g.Project(), resource, err, busy == "skip", waitTimeout)
 			}
 			l.Detach()
 			if a.json {
@@ -151,11 +137,11 @@ func holderPID(pid int) int {
 }
 
 // acquireError maps an acquire failure to its exit code and message.
-func (a *app) acquireError(w io.Writer, resource string, err error, skip bool, waitTimeout time.Duration) error {
+func (a *app) acquireError(w io.Writer, project, resource string, err error, skip bool, waitTimeout time.Duration) error {
 	var busy *governor.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return refusal(w, busy, skip)
+		return refusal(w, project, busy, skip)
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitWith(ExitBusy, fmt.Errorf("%s: not acquired within --wait-timeout %v", resource, waitTimeout))
 	default:

@@ -339,7 +339,16 @@ func (r *run) stillHeld(ctx context.Context, h HeldLease) (bool, error) {
 
 // refusal prints who holds resource and how to take it over.
 func (r *run) refusal(resource string, st governor.Status) {
-	w := r.stderr
+	project := ""
+	if r.g != nil {
+		project = r.g.Project()
+	}
+	WriteRefusal(r.stderr, project, resource, st)
+}
+
+// WriteRefusal tells who holds resource and how to take it over: the
+// message of every refusal (run, acquire, takeover).
+func WriteRefusal(w io.Writer, project, resource string, st governor.Status) {
 	fmt.Fprintf(w, "governor: %s is busy: %d of %d in use", resource, st.Used, st.Limit)
 	if n := len(st.Waiters); n > 0 {
 		fmt.Fprintf(w, ", %d waiting", n)
@@ -351,12 +360,12 @@ func (r *run) refusal(resource string, st governor.Status) {
 			fmt.Fprintf(w, "    running: %s\n", h.Command)
 		}
 	}
-	project := ""
-	if r.g != nil && r.g.Project() != governor.DefaultName {
-		project = " --project " + shellQuote(r.g.Project())
+	flag := ""
+	if project != "" && project != governor.DefaultName {
+		flag = " --project " + shellQuote(project)
 	}
 	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, project)
+		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, flag)
 	}
 }
 
