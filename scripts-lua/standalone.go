@@ -2,8 +2,14 @@ package scripts
 
 import _ "embed"
 
-// Rate is the rate limiter script (GCRA over requests and tokens). It
-// stands alone: it does not take the resource KEYS of lib.lua.
-//
-//go:embed rate.lua
-var Rate string
+// Scripts that stand alone: they do not take the resource KEYS of lib.lua.
+var (
+	// Rate is the rate limiter (GCRA over requests and tokens).
+	//
+	//go:embed rate.lua
+	Rate string
+	// Seq gives out the numbers of a fenced sequence.
+	//
+	//go:embed seq.lua
+	Seq string
+)

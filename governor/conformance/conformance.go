@@ -63,6 +63,8 @@ func Run(t *testing.T, h Harness) {
 		{"RateTokensReserveSettle", s.rateTokensReserveSettle},
 		{"RateWindowBound", s.rateWindowBound},
 		{"ProviderGate", s.providerGate},
+		{"Events", s.events},
+		{"Seq", s.seq},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
