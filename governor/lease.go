@@ -73,11 +73,19 @@ func (l *Lease) Expires() time.Time {
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err is nil while the lease is held, ErrLeaseLost after a loss, and
-// ErrNotHeld after Release.
+// ErrNotHeld after Release. It checks the local deadline itself, so a
+// holder resumed after a pause (SIGSTOP, a long GC, a suspended VM) sees
+// the loss at once, before the heartbeat goroutine runs: check Err right
+// before each protected write, and pass Token to the protected store.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	err, expired := l.err, l.err == nil && !l.released && time.Now().After(l.deadline)
+	l.mu.Unlock()
+	if expired {
+		l.lose(ErrLeaseLost)
+		return l.Err()
+	}
+	return err
 }
 
 // Context returns a context that is cancelled when the lease ends, for
@@ -94,11 +102,19 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	return ctx, func() { cancel(context.Canceled) }
 }
 
+// heartbeat renews the lease until stopped. One timer per round spans
+// both the wait and the renewal in flight: a renewal that hangs (a
+// partition, a client that ignores its context) cannot keep the lease
+// from being declared lost at its deadline.
 func (l *Lease) heartbeat() {
 	defer close(l.stopped)
-	renew := time.NewTimer(l.g.heartbeat)
+	renew := time.NewTimer(l.nextRenewal())
 	defer renew.Stop()
 	backoff := newBackoff()
+	type reply struct {
+		exp time.Time
+		err error
+	}
 	for {
 		l.mu.Lock()
 		deadline := l.deadline
@@ -112,28 +128,53 @@ func (l *Lease) heartbeat() {
 			l.lose(ErrLeaseLost)
 			return
 		case <-renew.C:
-			lost.Stop()
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
-		cancel()
+		done := make(chan reply, 1)
+		go func() {
+			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
+			done <- reply{exp, err}
+		}()
+		var r reply
+		select {
+		case <-l.stop:
+			cancel()
+			lost.Stop()
+			return
+		case <-lost.C:
+			cancel()
+			l.lose(ErrLeaseLost)
+			return
+		case r = <-done:
+			cancel()
+			lost.Stop()
+		}
 		switch {
-		case err == nil:
+		case r.err == nil:
 			backoff.reset()
 			l.mu.Lock()
-			l.expires = exp
+			l.expires = r.exp
 			l.deadline = sent.Add(l.ttl - l.g.margin)
 			l.mu.Unlock()
-			renew.Reset(l.g.heartbeat)
-		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotHeld):
+			renew.Reset(l.nextRenewal())
+		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
 			l.lose(ErrLeaseLost)
 			return
 		default:
 			// Transport trouble: retry soon; the deadline decides.
-			renew.Reset(min(backoff.next(), l.g.heartbeat))
+			renew.Reset(min(backoff.next(), l.nextRenewal()))
 		}
 	}
+}
+
+// nextRenewal is the heartbeat, or half the time left before the local
+// deadline when that is shorter (a slow grant or renewal ate into it).
+func (l *Lease) nextRenewal() time.Duration {
+	l.mu.Lock()
+	left := time.Until(l.deadline)
+	l.mu.Unlock()
+	return max(min(l.g.heartbeat, left/2), time.Millisecond)
 }
 
 // lose marks the lease lost, counts it in the backend and, best effort,

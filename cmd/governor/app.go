@@ -182,6 +182,9 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		if err != nil {
 			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
 		}
+		// Deadlines must bound every call: a renewal stuck on a partition
+		// must not outlive the lease's local deadline.
+		opt.ContextTimeoutEnabled = true
 		rdb := redis.NewClient(opt)
 		rb, err := redisbackend.New(ctx, rdb)
 		if err != nil {

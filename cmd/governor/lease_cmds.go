@@ -83,6 +83,9 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
+			if weight < 1 {
+				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
+			}
 			lim, err := a.limitFor(resource, limit)
 			if err != nil {
 				return err

@@ -146,13 +146,13 @@ func ParseResource(spec string, limits map[string]int) (Resource, error) {
 		if _, ok := limits[name]; ok || strings.Contains(name, ":") {
 			w, err := strconv.Atoi(spec[i+1:])
 			if err != nil || w < 1 || w > governor.MaxLimit {
-				return Resource{}, fmt.Errorf("--resource %q: weight %s; allowed: 1 to the resource's limit", spec, spec[i+1:])
+				return Resource{}, fmt.Errorf("--resource %q: weight %s; allowed: 1 to the resource's limit", truncate(spec, 64), truncate(spec[i+1:], 32))
 			}
 			r = Resource{Name: name, Weight: w}
 		}
 	}
 	if err := governor.ValidateResource(r.Name); err != nil {
-		return Resource{}, fmt.Errorf("--resource %q: %s", spec, strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+		return Resource{}, fmt.Errorf("--resource %q: %s", truncate(spec, 64), strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
 	}
 	return r, nil
 }
@@ -216,7 +216,7 @@ func plan(o *Options) ([]*item, error) {
 		}
 		r, err := ParseResource("provider:"+p, o.Limits)
 		if err != nil {
-			return nil, fmt.Errorf("--provider %q: %w", p, err)
+			return nil, fmt.Errorf("--provider %q: %w", truncate(p, 64), err)
 		}
 		rs = append(rs, r)
 	}
@@ -257,4 +257,12 @@ func plan(o *Options) ([]*item, error) {
 		items = append(items, &item{name: r.Name, weight: w, limit: limit})
 	}
 	return items, nil
+}
+
+// truncate shortens s for messages: a bad value can be huge.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -1,0 +1,120 @@
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// Scenario 4: a slow Redis. With 200ms added each way (400ms round trip)
+// and a TTL of 3s (heartbeat 1s, margin 600ms), heartbeats keep the lease
+// alive. With 2s each way, no renewal can come back before the local
+// deadline: the holder declares the loss on its own clock while the
+// server still lists the lease (late renewals even extend it there), and
+// the waiter is granted only after that.
+func TestSlowRedis(t *testing.T) {
+	s := redistest.Start(t)
+	p := newProxy(t, s.Addr)
+	project := uniq("slow")
+	key := governor.Key{Project: project, Resource: "heavy"}
+	direct := backend(t, client(t, s.Addr))
+	gh := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 3 * time.Second, Session: "slow-holder"})
+	gw := newGovernor(t, s.Addr, governor.Options{Project: project, TTL: 3 * time.Second, QueueTTL: time.Second, Session: "waiter"})
+
+	// Acquired before the slowdown: see TestSlowAcquire.
+	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetDelay(200 * time.Millisecond)
+	exp := lh.Expires()
+	var log spanLog
+	stop := make(chan struct{})
+	log.work(lh, "slow-holder", stop)
+	select {
+	case <-lh.Done():
+		t.Fatalf("lost with 200ms latency and a 3s TTL: %v", lh.Err())
+	case <-time.After(7 * time.Second):
+	}
+	if !lh.Expires().After(exp.Add(4 * time.Second)) {
+		t.Fatalf("expiry %v: not renewed since %v", lh.Expires(), exp)
+	}
+	if st := status(t, direct, key); !holds(st, lh.ID()) {
+		t.Fatalf("the server lost the slow holder: %+v", st.Holders)
+	}
+
+	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
+	p.SetDelay(2 * time.Second)
+	slowed := time.Now()
+	select {
+	case <-lh.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the holder never declared its lease lost with a 4s round trip")
+	}
+	lostAt := monoNow()
+	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
+		t.Fatalf("Err %v", lh.Err())
+	}
+	st := status(t, direct, key)
+	var h governor.Holder
+	for _, x := range st.Holders {
+		if x.LeaseID == lh.ID() {
+			h = x
+		}
+	}
+	if h.LeaseID == "" || !st.Now.Before(h.Expires) {
+		t.Fatalf("when the holder declared the loss, the server did not list the lease as live: now %v holders %+v", st.Now, st.Holders)
+	}
+	t.Logf("lost %v after the slowdown; the server's lease had %v left", time.Since(slowed).Round(time.Millisecond), h.Expires.Sub(st.Now))
+
+	var w grant
+	select {
+	case w = <-waiter:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter was never granted")
+	}
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.at <= lostAt {
+		t.Fatal("the waiter was granted before the slow holder declared its loss")
+	}
+	log.work(w.l, "waiter", stop)
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	checkSpans(t, log.all(), 1)
+	p.Heal()
+	if err := w.l.Release(); err != nil {
+		t.Fatalf("waiter's release: %v", err)
+	}
+}
+
+// A lease acquired through a slow link: the acquire of a new resource
+// takes several round trips (index SADD, EVALSHA, NOSCRIPT then EVAL, a
+// new connection's HELLO), about 2s at 400ms each. The local deadline
+// counts from the send (right), but the first renewal is scheduled a
+// heartbeat after the reply: past the deadline, so the lease is declared
+// lost, never renewed, although a 3s TTL allows a 400ms round trip.
+func TestSlowAcquire(t *testing.T) {
+	bugGate(t, "BUG: the first renewal is scheduled a heartbeat after the acquire's reply, the deadline counts from its send (governor/lease.go heartbeat): a slow acquire is lost before any renewal")
+	s := redistest.Start(t)
+	p := newProxy(t, s.Addr)
+	p.SetDelay(200 * time.Millisecond)
+	g := newGovernor(t, p.Addr(), governor.Options{Project: uniq("slowacq"), TTL: 3 * time.Second})
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+		t.Fatalf("lost with a 400ms round trip and a 3s TTL: %v", l.Err())
+	case <-time.After(5 * time.Second):
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
