@@ -97,7 +97,6 @@ func TestPartitionedHolder(t *testing.T) {
 // lease's local deadline meanwhile. The waiter is granted while the
 // holder's Done is still open.
 func TestPartitionDefaultClient(t *testing.T) {
-	bugGate(t, "BUG: a renewal blocked past the local deadline delays Done (governor/lease.go heartbeat; go-redis ignores ctx deadlines by default): two holders after a partition")
 	partitionScenario(t, func(addr string) *redis.Options { return &redis.Options{Addr: addr} })
 }
 

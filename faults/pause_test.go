@@ -269,7 +269,6 @@ func TestPausedGovernorRun(t *testing.T) {
 // the heartbeat goroutine has noticed, so a worker that runs first after
 // SIGCONT reads the lease as held although the server expired it.
 func TestPausedHolderReadsLostAtOnce(t *testing.T) {
-	bugGate(t, "BUG: Lease.Err() reads nil after the local deadline passed until the heartbeat goroutine runs (governor/lease.go Err)")
 	s := redistest.Start(t)
 	project := uniq("pausespin")
 	f := newFence(t)
