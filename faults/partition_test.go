@@ -3,7 +3,6 @@ package faults_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -98,16 +97,6 @@ func TestPartitionedHolder(t *testing.T) {
 // holder's Done is still open.
 func TestPartitionDefaultClient(t *testing.T) {
 	partitionScenario(t, func(addr string) *redis.Options { return &redis.Options{Addr: addr} })
-}
-
-// bugGate skips a test that demonstrates a known library bug unless
-// FAULTS_BUGS=1: such a test fails until the bug is fixed, when the gate
-// is to be removed.
-func bugGate(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("FAULTS_BUGS") != "1" {
-		t.Skip(msg + " (FAULTS_BUGS=1 runs it)")
-	}
 }
 
 func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Options) {

@@ -4,63 +4,88 @@
 --       6 queue ttl ms, 7 notification channel, 8 declaration JSON,
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet)
--- Returns reply(): code 1 granted, 0 refused, 2 queued, -1 weight above
--- the limit in force.
-local id, limit, weight, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local mode, qttl, channel, decl, n = ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8], tonumber(ARGV[9])
+-- Returns {1, token, expiry ms} when granted; otherwise {code, 0, 0,
+-- position in the queue, limit, used, queue length, drift, now ms, then
+-- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
+-- queued, -1 weight above the limit in force.
+local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
 local new = ARGV[10] == '1'
+
+-- reply builds the reply above (read by Go's parseReply).
+local function reply(code, tok, exp, pos, n)
+  if code == 1 then
+    return finish({1, tok, exp})
+  end
+  flush()
+  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now}
+  if n and n > 0 then
+    slow()
+    for _, v in ipairs(holders(n)) do
+      r[#r + 1] = v
+    end
+  end
+  return r
+end
+
+load({'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}, not new and id)
+settle()
+
+-- Already granted (a release handed it to this waiter): claim it.
+if not new then
+  local r = record(id)
+  if r then
+    local w, rttl, tok, rest = string.match(r, '^(%d+) (%d+) (%d+) (.*)$')
+    local exp = now + ttl
+    redis.call('ZADD', H, string.format('%d', exp), id)
+    if rttl ~= ARGV[4] then
+      set('#' .. id, w .. ' ' .. ARGV[4] .. ' ' .. tok .. ' ' .. rest)
+    end
+    expires(exp)
+    return reply(1, tok + 0, exp)
+  end
+end
+
+local queue_empty = m.qlen == 0
 
 -- The limit in force changes only when the resource is idle; a process
 -- asking for another limit meanwhile is recorded as drift.
-local function adopt_limit()
-  if meta.limit ~= limit then
-    if meta.limit == 0 or (meta.used == 0 and queue_empty) then
-      set('limit', limit)
-    else
-      if meta.drift ~= limit then
-        set('drift', limit)
-      end
-      return
-    end
+local idle = m.used == 0 and queue_empty
+if m.limit ~= limit and m.limit ~= 0 and not idle then
+  if m.drift ~= limit then
+    set('drift', limit)
   end
-  if meta.drift ~= 0 and meta.used == 0 and queue_empty then
+else
+  if m.limit ~= limit then
+    set('limit', limit)
+  end
+  if m.drift ~= 0 and idle then
     set('drift', 0)
   end
 end
 
-settle()
-
--- Already granted (a release handed it to this waiter): claim it.
-local w, tok, acq, hb, ttl0, d
-if not new then
-  w, tok, acq, hb, ttl0, d = holder(id)
-end
-if w then
-  local exp = now + ttl
-  redis.call('ZADD', H, exp, id)
-  set_holder(id, w, tok, acq, now, ttl, d)
-  return reply(1, tok, exp)
-end
-
-adopt_limit()
-if weight > meta.limit then
-  drop_waiter(id)
+if weight > m.limit then
+  if not new then
+    slow()
+    drop_waiter(id)
+  end
   return reply(-1)
 end
 
 if new or queue_empty or not redis.call('ZSCORE', Q, id) then
-  if queue_empty and meta.used + weight <= meta.limit then
-    local t2, exp = grant(id, weight, ttl, decl)
-    return reply(1, t2, exp)
+  if queue_empty and m.used + weight <= m.limit then
+    local tok, exp = grant(id, weight, ttl, decl)
+    return reply(1, tok, exp)
   end
   if mode ~= 'wait' then
     add('busy', 1)
-    return reply(0, 0, 0, 0, n)
+    return reply(0, 0, 0, 0, ARGV[9] + 0)
   end
   add('seq', 1)
-  redis.call('ZADD', Q, meta.seq, id)
-  redis.call('HSET', QD, id, int(weight) .. ' ' .. int(ttl) .. ' ' .. int(now) .. ' ' .. channel .. ' ' .. decl)
+  redis.call('ZADD', Q, m.seq, id)
+  redis.call('HSET', QD, id, string.format('%d %d %d %s ', weight, ttl, now, channel) .. decl)
+  add('qlen', 1)
   add('waited', 1)
 end
-redis.call('ZADD', QE, now + qttl, id)
-return reply(2, 0, 0, redis.call('ZRANK', Q, id) + 1, n)
+redis.call('ZADD', QE, now + ARGV[6], id)
+return reply(2, 0, 0, redis.call('ZRANK', Q, id) + 1, ARGV[9] + 0)

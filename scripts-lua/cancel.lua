@@ -3,15 +3,16 @@
 -- ARGV: 1 id
 -- Returns 1 when a waiter or a grant was removed, 0 otherwise.
 local id = ARGV[1]
+load({'limit', 'used', 'qlen', 'minexp'}, id)
 settle()
+slow()
 local removed = 0
-if redis.call('ZSCORE', Q, id) then
-  drop_waiter(id)
+if drop_waiter(id) > 0 then
   removed = 1
 end
-local w = holder(id)
-if w then
-  drop_holder(id, w)
+local r = record(id)
+if r then
+  drop_holder(id, string.match(r, '^%d+') + 0)
   add('released', 1)
   removed = 1
 end

@@ -24,16 +24,19 @@ var (
 	lost string
 	//go:embed status.lua
 	status string
+	//go:embed takeover.lua
+	takeover string
 )
 
-// The scripts, ready for redis.NewScript. All take the same seven KEYS
+// The scripts, ready for redis.NewScript. All take the same six KEYS
 // (see lib.lua).
 var (
-	Acquire = lib + acquire
-	Renew   = lib + renew
-	Release = lib + release
-	Cancel  = lib + cancel
-	Reclaim = lib + reclaim
-	Lost    = lib + lost
-	Status  = lib + status
+	Acquire  = lib + acquire
+	Renew    = lib + renew
+	Release  = lib + release
+	Cancel   = lib + cancel
+	Reclaim  = lib + reclaim
+	Lost     = lib + lost
+	Status   = lib + status
+	Takeover = lib + takeover
 )

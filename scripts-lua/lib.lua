@@ -1,194 +1,270 @@
 -- lib.lua: shared prelude of every governor script (prepended by embed.go).
 --
--- KEYS, the same in every script, all under one {hash tag} per resource:
---   1 h   zset  lease id -> expiry (ms, server time)
---   2 x   hash  lease id -> "weight token acquired_ms heartbeat_ms ttl_ms declaration"
---   3 q   zset  waiter id -> enqueue sequence (FIFO order)
---   4 qe  zset  waiter id -> queue expiry (ms)
---   5 qd  hash  waiter id -> "weight ttl_ms enqueued_ms channel declaration"
---   6 m   hash  meta: limit, used, token, seq, drift, counters
---   7 e   stream events (capped)
--- Time is the server's (TIME), never the client's. The meta hash is read
--- once (HMGET) and written once (finish), so that an uncontended acquire
--- or release costs a dozen commands whatever the state.
+-- KEYS, the same in every script, all under one {hash tag} per resource
+-- (names as Go's Keys builds them; none is shared with the older layout
+-- of separate meta and holder hashes, whose state this one cannot read):
+--   1 H  holders    zset   lease id -> expiry (ms, server time)
+--   2 S  state      hash   the meta fields below, and each holder's record
+--                          under '#' .. lease id:
+--                          "weight ttl_ms token acquired_ms declaration"
+--                          (its last heartbeat is its expiry minus ttl_ms)
+--   3 Q  queue      zset   waiter id -> enqueue sequence (FIFO order)
+--   4 QE queue-exp  zset   waiter id -> queue expiry (ms)
+--   5 QD queue-rec  hash   waiter id -> "weight ttl_ms enqueued_ms channel declaration"
+--   6 E  events     stream events (capped)
+-- Meta fields of S: limit, used (weight held), token (last fencing
+-- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
+-- (no holder in H expires before it), and the counters acquired,
+-- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
+-- takeovers.
+--
+-- Time is the server's (TIME), never the client's.
+--
+-- Cost. Each redis.call costs several times the command it runs, so a
+-- script reads what it needs of S in one HMGET (other fields only on the
+-- paths that need them) and writes S once, at finish; qlen and minexp let
+-- an uncontended call skip the queue and the expiry scan without asking
+-- Redis. An uncontended acquire is TIME, HMGET, ZADD, HSET; a release
+-- TIME, HMGET, ZREM, HSET, HDEL; a renewal TIME, HMGET, ZADD. The Lua
+-- around the calls counts too, and is run on every call: building a
+-- closure costs more the more locals it captures, so the helpers below
+-- name keys as KEYS[n] and call redis.call directly, and those of the
+-- contended paths are built only when a script needs them (slow());
+-- arithmetic converts a numeric string at half the cost of tonumber.
 
-local H, X, Q, QE, QD, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local H, S, Q, QE, QD, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local sec, usec = t[1] + 0, t[2] + 0
+local now = sec * 1000 + (usec - usec % 1000) / 1000
 
-local function num(v)
-  return tonumber(v or '0') or 0
-end
+-- minexp when H is empty: later than any expiry.
+local NONE = 9007199254740992
 
-local function int(v)
-  return string.format('%.0f', v)
-end
+-- m caches S: meta fields (numbers) and holder records ('#' .. id ->
+-- record, or false when absent); d marks what finish writes.
+local m, d = {}, {}
 
--- meta: the fields of M this script may change, read once.
-local FIELDS = {'limit', 'used', 'token', 'drift', 'acquired', 'released', 'busy', 'waited',
-  'reclaimed_expiry', 'reclaimed_dead', 'seq'}
-local meta, changed = {}, {}
-do
-  local v = redis.call('HMGET', M, unpack(FIELDS))
-  for i, f in ipairs(FIELDS) do
-    meta[f] = num(v[i])
+-- load reads the meta fields a script needs and, if id is given, holder
+-- id's record, in one HMGET.
+local function load(fields, id)
+  local n = #fields
+  if id then
+    fields[n + 1] = '#' .. id
   end
+  local v = redis.call('HMGET', KEYS[2], unpack(fields))
+  for i = 1, n do
+    m[fields[i]] = (v[i] or 0) + 0
+  end
+  if id then
+    m[fields[n + 1]] = v[n + 1]
+  end
+end
+
+-- get returns a meta field, reading it if no load did.
+local function get(f)
+  local v = m[f]
+  if v == nil then
+    v = (redis.call('HGET', KEYS[2], f) or 0) + 0
+    m[f] = v
+  end
+  return v
 end
 
 local function set(f, v)
-  meta[f] = v
-  changed[f] = true
+  m[f] = v
+  d[f] = true
 end
 
-local function add(f, d)
-  set(f, meta[f] + d)
+local function add(f, n)
+  set(f, get(f) + n)
 end
 
--- finish writes the changed meta fields in one command and returns r.
-local function finish(r)
-  local args = {}
-  for f in pairs(changed) do
-    args[#args + 1] = f
-    args[#args + 1] = int(meta[f])
-  end
-  if #args > 0 then
-    redis.call('HSET', M, unpack(args))
+-- record returns holder id's record, or false.
+local function record(id)
+  local k = '#' .. id
+  local r = m[k]
+  if r == nil then
+    r = redis.call('HGET', KEYS[2], k)
+    m[k] = r
   end
   return r
 end
 
-local function event(kind, id, token, detail)
-  redis.call('XADD', E, 'MAXLEN', '~', 1000, '*',
-    'kind', kind, 'lease', id, 'token', int(token or 0), 'detail', detail or '', 'at', int(now))
-end
-
--- holder record: weight, token, acquired, heartbeat, ttl, declaration
-local function holder(id)
-  local s = redis.call('HGET', X, id)
-  if not s then
-    return nil
+-- flush writes what changed in S. Numbers go as strings: %d formats them
+-- for less than Redis's own conversion.
+local function flush()
+  local hset, hdel = {}, nil
+  for k in pairs(d) do
+    local v = m[k]
+    if v then
+      hset[#hset + 1] = k
+      hset[#hset + 1] = type(v) == 'number' and string.format('%d', v) or v
+    else
+      hdel = hdel or {}
+      hdel[#hdel + 1] = k
+    end
   end
-  local w, tok, acq, hb, ttl, decl = string.match(s, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.*)$')
-  return tonumber(w), tonumber(tok), tonumber(acq), tonumber(hb), tonumber(ttl), decl
-end
-
-local function set_holder(id, w, tok, acq, hb, ttl, decl)
-  redis.call('HSET', X, id, int(w) .. ' ' .. int(tok) .. ' ' .. int(acq) .. ' ' .. int(hb) .. ' ' .. int(ttl) .. ' ' .. decl)
-end
-
--- A fencing token is at least the server time in microseconds, so tokens
--- keep increasing even after a restart that lost every key.
-local function next_token()
-  set('token', math.max(meta.token + 1, nowus))
-  return meta.token
-end
-
-local function drop_holder(id, w)
-  redis.call('ZREM', H, id)
-  redis.call('HDEL', X, id)
-  add('used', -w)
-end
-
-local function waiter(id)
-  local s = redis.call('HGET', QD, id)
-  if not s then
-    return nil
+  -- Lua's unpack is bounded: write in slices.
+  for i = 1, #hset, 1000 do
+    redis.call('HSET', KEYS[2], unpack(hset, i, math.min(i + 999, #hset)))
   end
-  local w, ttl, enq, ch, decl = string.match(s, '^(%d+) (%d+) (%d+) (%S+) (.*)$')
-  return tonumber(w), tonumber(ttl), tonumber(enq), ch, decl
+  for i = 1, hdel and #hdel or 0, 1000 do
+    redis.call('HDEL', KEYS[2], unpack(hdel, i, math.min(i + 999, #hdel)))
+  end
 end
 
-local function drop_waiter(id)
-  redis.call('ZREM', Q, id)
-  redis.call('ZREM', QE, id)
-  redis.call('HDEL', QD, id)
+-- finish writes S and returns r.
+local function finish(r)
+  flush()
+  return r
 end
 
+-- A new expiry lowers minexp if it is earlier.
+local function expires(exp)
+  if exp < get('minexp') then
+    set('minexp', exp)
+  end
+end
+
+-- grant makes id a holder. A fencing token is at least the server time in
+-- microseconds, so tokens keep increasing even after a restart that lost
+-- every key.
 local function grant(id, w, ttl, decl)
-  local tok = next_token()
+  local tok = get('token') + 1
+  if tok < sec * 1000000 + usec then
+    tok = sec * 1000000 + usec
+  end
   local exp = now + ttl
-  redis.call('ZADD', H, exp, id)
-  set_holder(id, w, tok, now, now, ttl, decl)
+  set('token', tok)
+  redis.call('ZADD', KEYS[1], string.format('%d', exp), id)
+  set('#' .. id, string.format('%d %d %d %d ', w, ttl, tok, now) .. decl)
+  expires(exp)
   add('used', w)
   add('acquired', 1)
   return tok, exp
 end
 
--- queue_empty is known after promote(): nil until then.
-local queue_empty
-
--- Hand freed weight to the head of the queue, in order, while it fits.
--- The head blocks those behind it even if they are lighter, so a heavy
--- waiter is never starved. Each grantee alone is told, on its own channel.
-local function promote()
-  while true do
-    local head = redis.call('ZRANGE', Q, 0, 0)[1]
-    if not head then
-      queue_empty = true
-      return
-    end
-    queue_empty = false
-    local w, ttl, _, ch, decl = waiter(head)
-    if not w then
-      drop_waiter(head) -- queue entry without record: unusable
-    else
-      if meta.used + w > meta.limit then
-        return
-      end
-      drop_waiter(head)
-      grant(head, w, ttl, decl)
-      redis.call('PUBLISH', ch, head)
-    end
-  end
+local function drop_holder(id, w)
+  redis.call('ZREM', KEYS[1], id)
+  set('#' .. id, false)
+  add('used', -w)
 end
 
--- Drop expired holders and waiters, then hand freed weight on. An empty
--- queue (the uncontended case) costs one ZRANGE and no scan of QE.
-local function settle()
-  local gone = redis.call('ZRANGEBYSCORE', H, '-inf', now)
-  for _, id in ipairs(gone) do
-    local w, tok = holder(id)
-    drop_holder(id, w or 0)
-    add('reclaimed_expiry', 1)
-    event('expired', id, tok, '')
-  end
-  if redis.call('ZRANGE', Q, 0, 0)[1] == nil then
-    queue_empty = true
+-- Helpers of the contended paths (something expired, waiters queued, a
+-- refusal), built by slow() on first use.
+local drop_waiter, promote, prune, holders, event
+
+local function slow()
+  if promote then
     return
   end
-  local wgone = redis.call('ZRANGEBYSCORE', QE, '-inf', now)
-  for _, id in ipairs(wgone) do
-    drop_waiter(id)
-  end
-  promote()
-end
 
--- Holders for a refusal: id, record, expiry of the first n to expire.
-local function holders(n)
-  local out = {}
-  local ids = redis.call('ZRANGE', H, 0, n - 1, 'WITHSCORES')
-  for i = 1, #ids, 2 do
-    out[#out + 1] = ids[i]
-    out[#out + 1] = redis.call('HGET', X, ids[i]) or ''
-    out[#out + 1] = ids[i + 1]
+  function event(kind, id, token, detail)
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+      'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
+      'at', string.format('%d', now))
   end
-  return out
-end
 
--- Reply of acquire, read by Go's parseReply:
--- {code, token, expiry, position, limit, used, queue length, drift, now, holders...}
--- A grant carries only the first three.
-local function reply(code, tok, exp, pos, n)
-  if code == 1 then
-    return finish({code, int(tok), int(exp)})
+  function drop_waiter(id)
+    local n = redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[4], id)
+    redis.call('HDEL', KEYS[5], id)
+    if n > 0 then
+      add('qlen', -n)
+    end
+    return n
   end
-  local r = {code, '0', '0', pos or 0, meta.limit, meta.used, redis.call('ZCARD', Q), meta.drift, int(now)}
-  if n and n > 0 then
-    for _, v in ipairs(holders(n)) do
-      r[#r + 1] = v
+
+  -- Hand freed weight to the head of the queue, in order, while it fits.
+  -- The head blocks those behind it even if they are lighter, so a heavy
+  -- waiter is never starved. Each grantee alone is told, on its own
+  -- channel. A full resource stops the loop before the queue is read
+  -- (every weight is at least 1), so a release costs the same whatever
+  -- the queue length.
+  function promote()
+    local limit = get('limit')
+    while get('qlen') > 0 and get('used') < limit do
+      local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+      if not head then
+        set('qlen', 0) -- qlen was wrong: trust the queue
+        return
+      end
+      local s = redis.call('HGET', KEYS[5], head)
+      if not s then
+        drop_waiter(head) -- queue entry without record: unusable
+      else
+        local w, ttl, _, ch, decl = string.match(s, '^(%d+) (%d+) (%d+) (%S+) (.*)$')
+        w = w + 0
+        if m.used + w > limit then
+          return
+        end
+        drop_waiter(head)
+        grant(head, w, ttl + 0, decl)
+        redis.call('PUBLISH', ch, head)
+      end
     end
   end
-  return finish(r)
+
+  -- Drop expired holders (once minexp has passed) and waiters (when some
+  -- are queued), then hand freed weight on. A script that fails half way
+  -- keeps the writes it made, so the events (the one write that a foreign
+  -- value at its key can make fail here) go first, before any other.
+  function prune()
+    if now >= get('minexp') then
+      local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+      if #gone > 0 then
+        for _, id in ipairs(gone) do
+          local r = record(id)
+          local w, tok
+          if r then
+            w, tok = string.match(r, '^(%d+) %d+ (%d+)')
+          end
+          event('expired', id, tok, '')
+          set('#' .. id, false)
+          add('used', -(w or 0))
+          add('reclaimed_expiry', 1)
+        end
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+      end
+      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
+      set('minexp', (first or NONE) + 0)
+    end
+    if get('qlen') > 0 then
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
+        drop_waiter(id)
+      end
+      promote()
+    end
+  end
+
+  -- Holders for a refusal: id, record, expiry of the first n to expire.
+  -- Call after flush, so that S holds every record.
+  function holders(n)
+    local out = {}
+    local ids = redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')
+    if #ids == 0 then
+      return out
+    end
+    local ks = {}
+    for i = 1, #ids, 2 do
+      ks[#ks + 1] = '#' .. ids[i]
+    end
+    local rs = redis.call('HMGET', KEYS[2], unpack(ks))
+    for i = 1, #ids, 2 do
+      out[#out + 1] = ids[i]
+      out[#out + 1] = rs[(i + 1) / 2] or ''
+      out[#out + 1] = ids[i + 1]
+    end
+    return out
+  end
+end
+
+-- settle prunes and hands on only when something may have expired or
+-- waiters are queued: an uncontended call asks Redis nothing for it.
+local function settle()
+  if now >= get('minexp') or get('qlen') > 0 then
+    slow()
+    prune()
+  end
 end

@@ -2,4 +2,4 @@
 -- KEYS: see lib.lua.
 -- ARGV: none
 -- Returns the new count.
-return redis.call('HINCRBY', M, 'lost', 1)
+return redis.call('HINCRBY', S, 'lost', 1)

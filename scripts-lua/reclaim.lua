@@ -4,12 +4,18 @@
 -- ARGV: 1 id, 2 token
 -- Returns 1 when removed, 0 otherwise.
 local id, token = ARGV[1], ARGV[2]
+load({'limit', 'used', 'qlen', 'minexp'}, id)
 settle()
-local w, tok = holder(id)
-if not w or int(tok) ~= token then
+local r = record(id)
+local w, tok
+if r then
+  w, tok = string.match(r, '^(%d+) %d+ (%d+)')
+end
+if tok ~= token then
   return finish(0)
 end
-drop_holder(id, w)
+slow()
+drop_holder(id, w + 0)
 add('reclaimed_dead', 1)
 event('reclaimed', id, tok, 'owner dead')
 promote()

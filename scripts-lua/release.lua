@@ -3,14 +3,16 @@
 -- ARGV: 1 id
 -- Returns 1 when released, 0 when the lease was not held.
 local id = ARGV[1]
+load({'used', 'released', 'qlen', 'minexp'}, id)
 settle()
-local w = holder(id)
-if not w then
+local r = record(id)
+if not r then
   return finish(0)
 end
-drop_holder(id, w)
+drop_holder(id, string.match(r, '^%d+') + 0)
 add('released', 1)
-if not queue_empty then
+if m.qlen > 0 then
+  slow()
   promote()
 end
 return finish(1)

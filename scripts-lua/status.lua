@@ -1,20 +1,29 @@
 -- status.lua: read a resource without changing it (no settle, no finish).
 -- KEYS: see lib.lua.
 -- ARGV: none
--- Returns {now, meta (flat HGETALL), live holders (id, record, expiry
--- flat), live waiters (id, record flat)}.
+-- Returns {now, meta (flat name, value pairs), live holders (id, record,
+-- expiry flat), live waiters (id, record flat)}.
 local live = {}
-local ids = redis.call('ZRANGEBYSCORE', H, '(' .. int(now), '+inf', 'WITHSCORES')
+local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
   live[#live + 1] = ids[i]
-  live[#live + 1] = redis.call('HGET', X, ids[i]) or ''
+  live[#live + 1] = redis.call('HGET', S, '#' .. ids[i]) or ''
   live[#live + 1] = ids[i + 1]
 end
 local ws = {}
 for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
-  if num(redis.call('ZSCORE', QE, id)) > now then
+  if (redis.call('ZSCORE', QE, id) or 0) + 0 > now then
     ws[#ws + 1] = id
     ws[#ws + 1] = redis.call('HGET', QD, id) or ''
   end
 end
-return {int(now), redis.call('HGETALL', M), live, ws}
+local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
+  'reclaimed_expiry', 'reclaimed_dead', 'takeovers'}
+local meta = {}
+for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
+  if v then
+    meta[#meta + 1] = names[i]
+    meta[#meta + 1] = v
+  end
+end
+return {now, meta, live, ws}

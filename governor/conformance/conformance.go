@@ -65,6 +65,8 @@ func Run(t *testing.T, h Harness) {
 		{"ProviderGate", s.providerGate},
 		{"Events", s.events},
 		{"Seq", s.seq},
+		{"BackendTakeover", s.backendTakeover},
+		{"GovernorTakeover", s.governorTakeover},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

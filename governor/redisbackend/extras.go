@@ -2,7 +2,6 @@ package redisbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,7 +12,10 @@ import (
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var seqScript = redis.NewScript(scripts.Seq)
+var (
+	seqScript      = redis.NewScript(scripts.Seq)
+	takeoverScript = redis.NewScript(scripts.Takeover)
+)
 
 // SeqKey is the key of a sequence of project. '{' is not allowed in
 // names, so the "seq:" in the tag never clashes with a resource's.
@@ -23,7 +25,20 @@ func SeqKey(project, name string) string {
 
 // Takeover implements governor.Backend.
 func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
-	return governor.Result{}, errors.ErrUnsupported
+	decl, err := b.declJSON(req.Declaration)
+	if err != nil {
+		return governor.Result{}, err
+	}
+	d := req.Declaration
+	detail := fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
+	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl, detail).Slice()
+	if err != nil {
+		return governor.Result{}, wrap("takeover", err)
+	}
+	if len(v) != 3 || toInt(v[0]) != 1 {
+		return governor.Result{}, governor.ErrNotHeld
+	}
+	return governor.Result{Outcome: governor.Granted, Token: atoi(toString(v[1])), Expires: time.UnixMilli(atoi(toString(v[2])))}, nil
 }
 
 // NextSeq implements governor.Backend.

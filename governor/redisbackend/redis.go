@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,12 +47,26 @@ type Backend struct {
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
 	waiters map[string]chan struct{}
-	known   map[governor.Key]bool // resources already registered in the project index
 	closed  bool
 	done    chan struct{}
 
-	lastDecl governor.Declaration
-	lastJSON string
+	// keys caches each resource's keys (governor.Key -> *resourceKeys),
+	// saving seven allocations per call; it holds one small entry per
+	// resource this backend has touched.
+	keys sync.Map
+	// decl is the last declaration marshalled: a Governor declares the
+	// same holder on every acquire.
+	decl atomic.Pointer[declCache]
+}
+
+type resourceKeys struct {
+	keys       []string
+	registered atomic.Bool // listed in the project index
+}
+
+type declCache struct {
+	d    governor.Declaration
+	json string
 }
 
 var _ governor.Backend = (*Backend)(nil)
@@ -66,7 +81,7 @@ func New(ctx context.Context, rdb redis.UniversalClient) (*Backend, error) {
 		return nil, err
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
-		waiters: map[string]chan struct{}{}, known: map[governor.Key]bool{}, done: make(chan struct{})}
+		waiters: map[string]chan struct{}{}, done: make(chan struct{})}
 	ps := rdb.Subscribe(ctx, be.channel)
 	// Wait for the confirmation so that no grant published after New
 	// returns can be missed.
@@ -75,9 +90,28 @@ func New(ctx context.Context, rdb redis.UniversalClient) (*Backend, error) {
 		return nil, fmt.Errorf("governor: redis: subscribe: %w", err)
 	}
 	be.pubsub = ps
+	// Load every script now: this proves the server runs scripts (and
+	// lets the user run them) before anything is acquired, and spares the
+	// first acquire the NOSCRIPT round trip, which would eat into its
+	// lease's local deadline.
+	for _, s := range []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
+		reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript} {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			_ = ps.Close()
+			return nil, wrap("load scripts", err)
+		}
+	}
+	// SCRIPT LOAD may work where EVALSHA does not (renamed away): try one.
+	if err := probeScript.Run(ctx, rdb, nil).Err(); err != nil {
+		_ = ps.Close()
+		return nil, wrap("run a script (does this server allow EVALSHA?)", err)
+	}
 	go be.dispatch(ps.Channel())
 	return be, nil
 }
+
+// probeScript proves the server runs scripts.
+var probeScript = redis.NewScript("return 1")
 
 func (b *Backend) dispatch(ch <-chan *redis.Message) {
 	defer close(b.done)
@@ -107,42 +141,46 @@ func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) 
 	}
 }
 
-// Keys returns the seven keys of a resource, in the order of lib.lua.
+// Keys returns the six keys of a resource, in the order of lib.lua.
 func Keys(key governor.Key) []string {
 	base := Prefix + "{" + key.Project + "/" + key.Resource + "}:"
-	return []string{base + "h", base + "x", base + "q", base + "qe", base + "qd", base + "m", base + "e"}
+	return []string{base + "holders", base + "state", base + "queue", base + "queue-exp", base + "queue-rec", base + "events"}
+}
+
+// resource returns the cached keys of key. The slice is shared: callers
+// must not change it.
+func (b *Backend) resource(key governor.Key) *resourceKeys {
+	if r, ok := b.keys.Load(key); ok {
+		return r.(*resourceKeys)
+	}
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: Keys(key)})
+	return r.(*resourceKeys)
 }
 
 func indexKey(project string) string { return Prefix + "{" + project + "}:resources" }
 
-func (b *Backend) register(ctx context.Context, key governor.Key) {
-	b.mu.Lock()
-	known := b.known[key]
-	b.mu.Unlock()
-	if known {
+// register lists key in its project's index, once per backend.
+func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKeys) {
+	if r.registered.Load() {
 		return
 	}
 	if err := b.rdb.SAdd(ctx, indexKey(key.Project), key.Resource).Err(); err == nil {
-		b.mu.Lock()
-		b.known[key] = true
-		b.mu.Unlock()
+		r.registered.Store(true)
 	}
 }
 
-// declJSON marshals a declaration, remembering the last one: a Governor
-// declares the same holder on every acquire.
+// declJSON marshals a declaration, remembering the last one.
 func (b *Backend) declJSON(d governor.Declaration) (string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.lastDecl == d && b.lastJSON != "" {
-		return b.lastJSON, nil
+	if c := b.decl.Load(); c != nil && c.d == d {
+		return c.json, nil
 	}
 	j, err := json.Marshal(d)
 	if err != nil {
 		return "", err
 	}
-	b.lastDecl, b.lastJSON = d, string(j)
-	return b.lastJSON, nil
+	c := &declCache{d: d, json: string(j)}
+	b.decl.Store(c)
+	return c.json, nil
 }
 
 // Acquire implements governor.Backend.
@@ -155,16 +193,18 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if req.Mode == governor.Wait {
 		mode = "wait"
 	}
-	b.register(ctx, req.Key)
+	r := b.resource(req.Key)
 	isNew := "0"
 	if req.New {
 		isNew = "1"
 	}
-	v, err := acquireScript.Run(ctx, b.rdb, Keys(req.Key), req.ID, req.Limit, req.Weight,
+	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
+	// Listed only after the script ran: a failed acquire leaves nothing.
+	b.register(ctx, req.Key, r)
 	return parseReply(req.Key, v)
 }
 
@@ -205,20 +245,22 @@ func parseReply(key governor.Key, v []any) (governor.Result, error) {
 }
 
 // parseHolders reads (id, record, expiry) triples; a record is
-// "weight token acquired_ms heartbeat_ms ttl_ms declaration".
+// "weight ttl_ms token acquired_ms declaration", and the last heartbeat
+// is the expiry minus the ttl.
 func parseHolders(v []any) ([]governor.Holder, error) {
 	var hs []governor.Holder
 	for i := 0; i+2 < len(v); i += 3 {
-		h := governor.Holder{LeaseID: toString(v[i]), Expires: time.UnixMilli(toInt(v[i+2]))}
-		f := strings.SplitN(toString(v[i+1]), " ", 6)
-		if len(f) != 6 {
+		exp := toInt(v[i+2])
+		h := governor.Holder{LeaseID: toString(v[i]), Expires: time.UnixMilli(exp)}
+		f := strings.SplitN(toString(v[i+1]), " ", 5)
+		if len(f) != 5 {
 			return nil, fmt.Errorf("governor: redis: corrupt record of lease %s", h.LeaseID)
 		}
 		h.Weight = int(atoi(f[0]))
-		h.Token = atoi(f[1])
-		h.AcquiredAt = time.UnixMilli(atoi(f[2]))
-		h.Heartbeat = time.UnixMilli(atoi(f[3]))
-		if err := json.Unmarshal([]byte(f[5]), &h.Declaration); err != nil {
+		h.Heartbeat = time.UnixMilli(exp - atoi(f[1]))
+		h.Token = atoi(f[2])
+		h.AcquiredAt = time.UnixMilli(atoi(f[3]))
+		if err := json.Unmarshal([]byte(f[4]), &h.Declaration); err != nil {
 			return nil, fmt.Errorf("governor: redis: corrupt declaration of lease %s: %w", h.LeaseID, err)
 		}
 		hs = append(hs, h)
@@ -228,7 +270,7 @@ func parseHolders(v []any) ([]governor.Holder, error) {
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
-	v, err := renewScript.Run(ctx, b.rdb, Keys(key), id, ttl.Milliseconds()).Slice()
+	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds()).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
@@ -240,7 +282,7 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 
 // Release implements governor.Backend.
 func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
-	n, err := releaseScript.Run(ctx, b.rdb, Keys(key), id).Int()
+	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id).Int()
 	if err != nil {
 		return wrap("release", err)
 	}
@@ -252,12 +294,12 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id string) erro
 
 // Cancel implements governor.Backend.
 func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
-	return wrap("cancel", cancelScript.Run(ctx, b.rdb, Keys(key), id).Err())
+	return wrap("cancel", cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id).Err())
 }
 
 // Reclaim implements governor.Backend.
 func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
-	n, err := reclaimScript.Run(ctx, b.rdb, Keys(key), id, strconv.FormatInt(token, 10)).Int()
+	n, err := reclaimScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Int()
 	if err != nil {
 		return false, wrap("reclaim", err)
 	}
@@ -266,12 +308,12 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 
 // CountLost implements governor.Backend.
 func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
-	return wrap("count lost", lostScript.Run(ctx, b.rdb, Keys(key)).Err())
+	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys).Err())
 }
 
 // Status implements governor.Backend.
 func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
-	v, err := statusScript.Run(ctx, b.rdb, Keys(key)).Slice()
+	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).keys).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
 	}
@@ -301,6 +343,8 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 			st.Counters.ReclaimedExpiry = n
 		case "reclaimed_dead":
 			st.Counters.ReclaimedDead = n
+		case "takeovers":
+			st.Counters.Takeovers = n
 		}
 	}
 	hv, _ := v[2].([]any)
