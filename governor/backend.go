@@ -229,8 +229,9 @@ type Backend interface {
 	// best effort: waiters also re-check on a bounded timer.
 	Notify(key Key, id string) (<-chan struct{}, func())
 
-	// CountLost records that a holder declared its lease lost.
-	CountLost(ctx context.Context, key Key) error
+	// CountLost records that holder id (with token) declared its lease
+	// lost: a counter and an event.
+	CountLost(ctx context.Context, key Key, id string, token int64) error
 
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.

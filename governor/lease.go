@@ -192,7 +192,7 @@ func (l *Lease) lose(err error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.CountLost(ctx, l.key)
+		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token)
 		_ = l.g.b.Release(ctx, l.key, l.id)
 	}()
 }

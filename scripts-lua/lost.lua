@@ -1,5 +1,8 @@
--- lost.lua: count a lease its holder declared lost.
+-- lost.lua: record that a holder declared its lease lost: a counter and
+-- an event.
 -- KEYS: see lib.lua.
--- ARGV: none
+-- ARGV: 1 lease id, 2 its token
 -- Returns the new count.
-return redis.call('HINCRBY', S, 'lost', 1)
+slow()
+event('lost', ARGV[1], ARGV[2], 'the holder could not renew in time')
+return redis.call('HINCRBY', KEYS[2], 'lost', 1)

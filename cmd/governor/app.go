@@ -110,23 +110,8 @@ redis.url in exec-defaults.yaml), else in an embedded file backend on this machi
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd())
-	for _, c := range a.extraCmds() {
-		root.AddCommand(c)
-	}
 	return root
 }
-
-// extraCmds lets other files add commands without editing rootCmd.
-func (a *app) extraCmds() []*cobra.Command {
-	var cs []*cobra.Command
-	for _, mk := range commandMakers {
-		cs = append(cs, mk(a))
-	}
-	return cs
-}
-
-// commandMakers is filled by the files that define further commands.
-var commandMakers []func(*app) *cobra.Command
 
 // load reads the configuration once: flags > env > file > defaults.
 func (a *app) load() (*config.Loaded, error) {

@@ -414,7 +414,7 @@ func (s *suite) counters(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, w, governor.Granted)
-	if err := b.CountLost(ctxT(t), key); err != nil {
+	if err := b.CountLost(ctxT(t), key, "some-lease", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := mustStatus(t, b, key).Counters

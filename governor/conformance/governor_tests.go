@@ -91,6 +91,17 @@ func (s *suite) leaseLostClosesDone(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.Counters.Lost == 1 {
+			evs, err := g.Events(ctxT(t), "issue:1", time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range evs {
+				found = found || e.Kind == governor.EventLost && e.LeaseID == l.ID() && e.Token == l.Token()
+			}
+			if !found {
+				t.Fatalf("no lost event for %s: %+v", l.ID(), evs)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

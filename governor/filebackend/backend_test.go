@@ -188,7 +188,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			check("Release", b.Release(ctxT(t), key, "a"))
 			_, err = b.Renew(ctxT(t), key, "a", time.Minute)
 			check("Renew", err)
-			check("CountLost", b.CountLost(ctxT(t), key))
+			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1))
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, []byte(c.data)) {
 				t.Fatalf("the corrupt file was changed: %q, %v", got, err)

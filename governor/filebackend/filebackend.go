@@ -697,7 +697,7 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 }
 
 // CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
 	if b.isClosed() {
 		return governor.ErrClosed
 	}
@@ -707,6 +707,7 @@ func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
 	}
 	defer t.end()
 	t.settle()
+	t.event(governor.EventLost, id, token, "the holder could not renew in time")
 	t.st.Counters.Lost++
 	t.dirty = true
 	return t.commit()

@@ -307,8 +307,8 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 }
 
 // CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key) error {
-	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys).Err())
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
+	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Err())
 }
 
 // Status implements governor.Backend.
