@@ -87,6 +87,7 @@ const (
 	EventReclaimed = "reclaimed" // a holder's owner was proven dead; removed
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
+	EventDrift     = "drift"     // a process asked for another limit than the one in force
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones

@@ -53,6 +53,9 @@ local queue_empty = m.qlen == 0
 local idle = m.used == 0 and queue_empty
 if m.limit ~= limit and m.limit ~= 0 and not idle then
   if m.drift ~= limit then
+    -- Recorded once per new disagreement, before any other write.
+    slow()
+    event('drift', id, 0, string.format('a process asked for limit %d; the limit in force is %d', limit, m.limit))
     set('drift', limit)
   end
 else

@@ -155,7 +155,8 @@ func (a *app) eventsCmd() *cobra.Command {
 		Long: `events lists what happened to leases that their holders did not do themselves:
 expired (a holder stopped renewing), reclaimed (its owner was proven dead),
 takeover (who took it, with the new lease and token), lost (a holder found it had
-lost its lease). Each resource keeps its last 1000 events.`,
+lost its lease), drift (a process asked for another limit than the one in force).
+Each resource keeps its last 1000 events.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {

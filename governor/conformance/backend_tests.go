@@ -391,6 +391,19 @@ func (s *suite) limitDrift(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 2 || st.DriftLimit != 5 {
 		t.Fatalf("status limit/drift = %d/%d, want 2/5", st.Limit, st.DriftLimit)
 	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifts := 0
+	for _, e := range evs {
+		if e.Kind == governor.EventDrift {
+			drifts++
+		}
+	}
+	if drifts != 1 {
+		t.Fatalf("%d drift events for one disagreement, want 1: %+v", drifts, evs)
+	}
 }
 
 func (s *suite) projectsIsolated(t *testing.T) {

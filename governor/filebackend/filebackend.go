@@ -521,6 +521,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 			t.dirty = true
 		}
 	} else if st.Limit != req.Limit && st.Drift != req.Limit {
+		t.event(governor.EventDrift, req.ID, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d", req.Limit, st.Limit))
 		st.Drift = req.Limit
 		t.dirty = true
 	}
