@@ -18,11 +18,24 @@ import (
 
 // StartTime returns the start time of pid in clock ticks after boot.
 func StartTime(pid int) (uint64, error) {
+	start, _, err := stat(pid)
+	return start, err
+}
+
+// stat returns pid's start time and whether it is a zombie: dead, only
+// not yet reaped by its parent.
+func stat(pid int) (start uint64, zombie bool, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return parseStartTime(b)
+	start, err = parseStartTime(b)
+	if err != nil {
+		return 0, false, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return start, len(f) > 0 && f[0] == "Z", nil
 }
 
 // parseStartTime reads field 22 of a /proc/PID/stat line. The command name
@@ -49,7 +62,7 @@ const (
 	// state). The lease must wait for its TTL.
 	Unknown Verdict = iota
 	// Alive: the process exists and is the one recorded (or exists and
-	// cannot be inspected: EPERM means alive).
+	// cannot be inspected: EPERM means alive). A zombie is dead.
 	Alive
 	// Dead: proven dead — no such pid, or the pid now names a process
 	// with a different start time.
@@ -82,10 +95,13 @@ func Check(pid int, start uint64) Verdict {
 	default:
 		return Unknown
 	}
+	got, zombie, err := stat(pid)
+	if err == nil && zombie && (start == 0 || got == start) {
+		return Dead // exited; its parent has not reaped it yet
+	}
 	if start == 0 {
 		return Alive
 	}
-	got, err := StartTime(pid)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			// Exited between the two checks.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestParseStartTime(t *testing.T) {
@@ -57,5 +58,31 @@ func TestCheckDeadChild(t *testing.T) {
 	}
 	if got := Check(cmd.Process.Pid, 0); got != Dead {
 		t.Fatalf("Check(exited child) = %v, want dead", got)
+	}
+}
+
+func TestCheckZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	// Not reaped yet: a zombie until Wait.
+	pid := cmd.Process.Pid
+	for i := 0; i < 200; i++ {
+		if _, z, err := stat(pid); err == nil && z {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start, z, err := stat(pid)
+	if err != nil || !z {
+		t.Fatalf("stat(%d) = %v, %v; want a zombie", pid, z, err)
+	}
+	if got := Check(pid, start); got != Dead {
+		t.Fatalf("Check(zombie) = %v, want dead", got)
+	}
+	if got := Check(pid, 0); got != Dead {
+		t.Fatalf("Check(zombie, no start) = %v, want dead", got)
 	}
 }
