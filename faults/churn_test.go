@@ -16,9 +16,10 @@ import (
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
-// Scenario 5, scaled to fit CI: 100 waiters in 4 processes (25
-// goroutines each) take one slot of a limit-3 resource over and over for
-// about 15s, while victim processes (10 goroutines each, holding and
+// Scenario 5: 100 waiters in 4 processes (25 goroutines each) — with
+// GOVERNOR_FAULTS_FULL=1, as .ci/run sets, 500 waiters in 5 processes —
+// take one slot of a limit-3 resource over and over for about 15s (60s
+// in full), while victim processes (10 goroutines each, holding and
 // waiting on the same resource) are SIGKILLed at random and replaced.
 // Every surviving waiter is served (each finishes the acquire it is in
 // when told to stop), the spans of all processes — a killed one's open
@@ -28,7 +29,11 @@ import (
 func TestManyWaitersWithKills(t *testing.T) {
 	s := redistest.Start(t)
 	project := uniq("churn")
-	const limit, survivors, perSurvivor, perVictim = 3, 4, 25, 10
+	const limit, perVictim = 3, 10
+	survivors, perSurvivor, churn := 4, 25, 15*time.Second
+	if os.Getenv("GOVERNOR_FAULTS_FULL") == "1" {
+		survivors, perSurvivor, churn = 5, 100, 60*time.Second
+	}
 	dir := t.TempDir()
 	stop := filepath.Join(dir, "stop")
 	common := []string{"REDIS_ADDR=" + s.Addr, "PROJECT=" + project, "RES=pool", "LIMIT=3", "STOP=" + stop}
@@ -64,7 +69,7 @@ func TestManyWaitersWithKills(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kills := 0
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(churn); time.Now().Before(end); {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		i := rng.IntN(len(live))
 		p := live[i]
