@@ -15,18 +15,17 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/governor/runner"
 )
 
-// Exit codes shared by run, acquire and the other commands (SPEC §4).
+// Exit codes shared by run, acquire and the other commands: those of
+// SPEC §4, defined once in package runner.
 const (
-	ExitOK         = 0
-	ExitBusy       = 73  // not acquired: busy with --if-busy fail, or --wait-timeout passed
-	ExitSkipped    = 75  // busy with --if-busy skip
-	ExitLeaseLost  = 122 // the lease was lost while running; the command was stopped
-	ExitTimeout    = 124 // --timeout passed; the command tree was stopped
-	ExitFailure    = 125 // governor's own failure: bad flags, bad config, backend unreachable
-	ExitCannotExec = 126
-	ExitNotFound   = 127
+	ExitOK        = runner.ExitOK
+	ExitBusy      = runner.ExitBusy
+	ExitSkipped   = runner.ExitSkipped
+	ExitLeaseLost = runner.ExitLeaseLost
+	ExitFailure   = runner.ExitFailure
 )
 
 // exitError carries an exit code out of a command. msg, if set, is

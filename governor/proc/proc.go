@@ -149,3 +149,25 @@ func Current() Self {
 
 // String is "host:pid".
 func (s Self) String() string { return fmt.Sprintf("%s:%d", s.Host, s.PID) }
+
+// EnvListHas reports whether the initial environment of pid has variable
+// name listing word among its space-separated words. An unreadable
+// environment (another user, a non-dumpable process, a zombie) has
+// nothing.
+func EnvListHas(pid int, name, word string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	prefix := []byte(name + "=")
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			for _, f := range strings.Fields(string(v)) {
+				if f == word {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -3,10 +3,8 @@
 package runner
 
 import (
-	"bytes"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -55,22 +53,5 @@ func killMarked(id string) (int, error) {
 }
 
 // marked reports whether the initial environment of pid lists id in
-// GOVERNOR_RUN_IDS. An unreadable environment (another user, a
-// non-dumpable process, a zombie) is not marked.
-func marked(pid int, id string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	prefix := []byte(EnvRunIDs + "=")
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, prefix); ok {
-			for _, f := range strings.Fields(string(v)) {
-				if f == id {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
+// GOVERNOR_RUN_IDS.
+func marked(pid int, id string) bool { return proc.EnvListHas(pid, EnvRunIDs, id) }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // procStat is the part of /proc/PID/stat the supervisor needs. A process is
@@ -94,25 +96,8 @@ func snapshot() ([]procStat, error) {
 }
 
 // hasTreeID reports whether the initial environment of process pid carries
-// id in TreeEnv. The environment of a zombie, or of a process owned by
-// someone else, cannot be read: false.
-func hasTreeID(pid int, id string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	prefix := []byte(TreeEnv + "=")
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, prefix); ok {
-			for _, f := range strings.Fields(string(v)) {
-				if f == id {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
+// id in TreeEnv.
+func hasTreeID(pid int, id string) bool { return proc.EnvListHas(pid, TreeEnv, id) }
 
 // withTreeID returns a copy of env in which TreeEnv lists id after any ids it
 // already had.
