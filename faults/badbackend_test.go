@@ -153,7 +153,7 @@ func TestBadBackendCLI(t *testing.T) {
 		{"no password", "redis://" + s.Addr + "/0", []string{"cannot reach Redis", "NOAUTH"}},
 		{"wrong password", "redis://:wrong-" + password + "@" + s.Addr + "/0", []string{"cannot reach Redis", "WRONGPASS"}},
 		{"wrong user", "redis://nobody:" + password + "@" + s.Addr + "/0", []string{"cannot reach Redis", "WRONGPASS"}},
-		{"TLS to a plain server", "rediss://:" + password + "@" + s.Addr + "/0", []string{"cannot reach Redis"}},
+		{"TLS to a plain server", "rediss://:" + password + "@" + s.Addr + "/0", []string{"cannot reach Redis", "TLS port"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmds := [][]string{

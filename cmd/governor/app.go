@@ -173,7 +173,11 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		rb, err := redisbackend.New(ctx, rdb)
 		if err != nil {
 			_ = rdb.Close()
-			return nil, exitWith(ExitFailure, fmt.Errorf("cannot reach Redis at %s: %w", config.RedactURL(c.RedisURL()), err))
+			hint := ""
+			if opt.TLSConfig != nil {
+				hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
+			}
+			return nil, exitWith(ExitFailure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(c.RedisURL()), err, hint))
 		}
 		b = &closingBackend{Backend: rb, close: rdb.Close}
 	default:
