@@ -185,8 +185,9 @@ type Backend interface {
 	// refreshed). A weight above the limit in force is ErrTooHeavy.
 	Acquire(ctx context.Context, req Request) (Result, error)
 
-	// Renew extends a held lease to now+ttl and returns the new expiry.
-	// It never re-acquires: a lease that is gone is ErrLeaseLost.
+	// Renew extends a held lease to now+ttl (ttl 0: its own TTL, as last
+	// granted or renewed) and returns the new expiry. It never
+	// re-acquires: a lease that is gone is ErrLeaseLost.
 	Renew(ctx context.Context, key Key, id string, ttl time.Duration) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A

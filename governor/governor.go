@@ -411,17 +411,17 @@ func (g *Governor) Release(ctx context.Context, resource, id string) error {
 	return g.b.Release(ctx, Key{g.project, resource}, id)
 }
 
-// Renew extends lease id of resource to now+ttl (0: the Governor's TTL)
+// Renew extends lease id of resource to now+ttl (0: the lease's own TTL)
 // on behalf of a process that does not hold the *Lease. A lease that is
 // gone is ErrLeaseLost; renew never re-acquires.
 func (g *Governor) Renew(ctx context.Context, resource, id string, ttl time.Duration) (time.Time, error) {
 	if err := ValidateResource(resource); err != nil {
 		return time.Time{}, err
 	}
-	if ttl == 0 {
-		ttl = g.ttl
-	} else if err := validateTTL("lease TTL", ttl); err != nil {
-		return time.Time{}, err
+	if ttl != 0 {
+		if err := validateTTL("lease TTL", ttl); err != nil {
+			return time.Time{}, err
+		}
 	}
 	return g.b.Renew(ctx, Key{g.project, resource}, id, ttl)
 }

@@ -186,7 +186,7 @@ Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachab
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time to live (default: lease.ttl from the configuration)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time to live (default: the lease's own, as acquired)")
 	return cmd
 }
 

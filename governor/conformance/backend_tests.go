@@ -102,6 +102,15 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	if !exp.After(res.Expires) {
 		t.Fatalf("renewed expiry %v not after %v", exp, res.Expires)
 	}
+	// ttl 0 keeps the lease's own (10s since the renewal above).
+	before := mustStatus(t, b, key).Holders[0]
+	kept, err := b.Renew(ctxT(t), key, r.ID, 0)
+	if err != nil {
+		t.Fatalf("Renew with ttl 0: %v", err)
+	}
+	if got := kept.Sub(before.Expires); got < -100*time.Millisecond || got > 5*time.Second {
+		t.Fatalf("Renew with ttl 0 moved the expiry by %v, want about the lease's own 10s from now (was %v)", got, before.Expires)
+	}
 	if _, err := b.Renew(ctxT(t), key, "unknown", time.Second); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("renew of unknown lease: err = %v, want ErrLeaseLost", err)
 	}

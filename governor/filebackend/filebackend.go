@@ -595,6 +595,9 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 		}
 		return time.Time{}, governor.ErrLeaseLost
 	}
+	if ttl == 0 {
+		ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
+	}
 	h.Expires = t.now.boot + int64(ttl)
 	h.Heartbeat = t.now.boot
 	exp := t.now.at(h.Expires)
