@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -32,4 +33,21 @@ func TestRunProviderRateBudget(t *testing.T) {
 			t.Fatalf("--tokens -1: exit %d %q", code, errs)
 		}
 	})
+}
+
+// TestRunRatesOnlyProvider: a provider with rates but no max_concurrency
+// holds no slot; run --provider takes its budget only.
+func TestRunRatesOnlyProvider(t *testing.T) {
+	cfg := "providers:\n  openai:\n    requests_per_minute: 2\n    burst: 1\n"
+	tg := fileTarget(t, cfg)
+	if code, _, errs := tg.run(t, "run", "--provider", "openai", "--", "true"); code != 0 {
+		t.Fatalf("first run: exit %d %s", code, errs)
+	}
+	if code, _, errs := tg.run(t, "run", "--provider", "openai", "--", "true"); code != 73 || !strings.Contains(errs, "rate limit reached") {
+		t.Fatalf("second run within the minute: exit %d %q, want 73 rate limited", code, errs)
+	}
+	g := tg.governor(t)
+	if names, err := g.Resources(context.Background()); err != nil || len(names) != 0 {
+		t.Fatalf("a rates-only provider held slots: %v %v", names, err)
+	}
 }

@@ -118,6 +118,8 @@ type ProviderRate struct {
 	Tokens   governor.RateLimit
 }
 
+func (p ProviderRate) limited() bool { return p.Requests.Rate > 0 || p.Tokens.Rate > 0 }
+
 // OpenOptions are what Run needs of the Governor it opens: the session and
 // command line to declare, and the pid to declare as the holder (the
 // watchdog's; 0 means governor's own).
@@ -218,7 +220,13 @@ func plan(o *Options) ([]*item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--provider %q: %w", truncate(p, 64), err)
 		}
+		if _, ok := o.Limits[r.Name]; !ok && o.Limit == 0 && o.Rates[p].limited() {
+			continue // rates only: no max_concurrency, so no slot to hold
+		}
 		rs = append(rs, r)
+	}
+	if len(rs) == 0 && len(o.Providers) > 0 && o.Rates != nil {
+		return nil, nil // every provider is rates only
 	}
 	if len(rs) == 0 {
 		if _, ok := o.Limits[DefaultResource]; !ok {

@@ -220,17 +220,17 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			},
 		}})
 	}
-	if len(wants) == 0 {
-		return -1, "", nil
-	}
-	if fd, ok := terminal(r.stderr); ok && mode == governor.Wait {
-		sl = newStatusLine(r.stderr, func() int { return columns(fd) })
-	}
 	wctx := ctx
 	if mode == governor.Wait && r.o.WaitTimeout > 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, r.o.WaitTimeout)
 		defer cancel()
+	}
+	if len(wants) == 0 {
+		return r.takeBudget(wctx, g, mode)
+	}
+	if fd, ok := terminal(r.stderr); ok && mode == governor.Wait {
+		sl = newStatusLine(r.stderr, func() int { return columns(fd) })
 	}
 	start := time.Now()
 	leases, err := g.AcquireAll(wctx, wants)
@@ -285,7 +285,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governor.Mode) (int, Outcome, error) {
 	for _, p := range r.o.Providers {
 		rl, ok := r.o.Rates[p]
-		if !ok || rl.Requests.Rate <= 0 && rl.Tokens.Rate <= 0 {
+		if !ok || !rl.limited() {
 			continue
 		}
 		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: "provider:" + p},
