@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/proctest"
 )
 
 // helperEnv makes the test binary act as a helper process (see
@@ -55,13 +55,7 @@ var (
 func governorBin(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		p := filepath.Join(binDir, "governor")
-		out, err := exec.Command("go", "build", "-o", p, "github.com/governor-dev/governor/cmd/governor").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("building governor: %v\n%s", err, out)
-			return
-		}
-		binPath = p
+		binPath, binErr = proctest.BuildGovernor(binDir)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -27,6 +27,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -45,13 +46,7 @@ var (
 func governorBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
-		p := filepath.Join(binDir, "governor")
-		out, err := exec.Command("go", "build", "-o", p, ".").CombinedOutput()
-		if err != nil {
-			binError = fmt.Errorf("building governor: %v\n%s", err, out)
-			return
-		}
-		binPath = p
+		binPath, binError = proctest.BuildGovernor(binDir)
 	})
 	if binError != nil {
 		t.Fatal(binError)
@@ -220,24 +215,6 @@ func newRunMarker(t *testing.T) string {
 	return "govrun" + hex.EncodeToString(b[:])
 }
 
-// markedProcs returns the living processes whose command line contains
-// marker (zombies have none), the test process excluded.
-func markedProcs(marker string) []int {
-	var pids []int
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(n)))
-		if pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // markedSleep returns the path of a sleep(1) whose name carries marker, so
 // that every sleep of a test shows in /proc/*/cmdline.
 func markedSleep(t *testing.T, marker string) string {
@@ -251,21 +228,6 @@ func markedSleep(t *testing.T, marker string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// killMarked cleans up after a failed test, through pidfds after checking
-// the marker again.
-func killMarked(marker string) {
-	for _, pid := range markedProcs(marker) {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && bytes.Contains(b, []byte(marker)) {
-			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-		}
-		unix.Close(fd)
-	}
 }
 
 func readRecords(t *testing.T, path string) []runner.Record {
@@ -480,7 +442,7 @@ func TestRunTimeoutStopsWholeTree(t *testing.T) {
 	tg := fileTarget(t, "")
 	marker := newRunMarker(t)
 	sleep := markedSleep(t, marker)
-	t.Cleanup(func() { killMarked(marker) })
+	t.Cleanup(func() { proctest.KillMarked(marker) })
 	sentinel := exec.Command(sleep, "60")
 	if err := sentinel.Start(); err != nil {
 		t.Fatal(err)
@@ -499,7 +461,7 @@ while :; do sh -c "trap '' TERM; $0 60; :" & sleep 0.05; done`
 	if code != 124 {
 		t.Fatalf("exit %d, want 124; stderr %s", code, errs)
 	}
-	if left := markedProcs(marker); len(left) != 1 || left[0] != sentinel.Process.Pid {
+	if left := proctest.Marked(marker); len(left) != 1 || left[0] != sentinel.Process.Pid {
 		t.Fatalf("after governor exited, processes with the marker: %v; want only the sentinel %d", left, sentinel.Process.Pid)
 	}
 	if max := timeout + grace + time.Second; took > max {
@@ -515,20 +477,20 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		marker := newRunMarker(t)
 		sleep := markedSleep(t, marker)
-		t.Cleanup(func() { killMarked(marker) })
+		t.Cleanup(func() { proctest.KillMarked(marker) })
 		c := tg.command("run", "--resource", "heavy", "--", "sh", "-c", `setsid "$0" 60 & "$0" 60; :`, sleep)
 		var errb bytes.Buffer
 		c.Stderr = &errb
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(markedProcs(sleep+"\x0060\x00")) == 2 })
+		eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
 		if err := c.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		_ = c.Wait()
 		killed := time.Now()
-		eventually(t, 5*time.Second, "processes of the tree outlived governor", func() bool { return len(markedProcs(marker)) == 0 })
+		eventually(t, 5*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
 		t.Logf("tree gone %v after SIGKILL of governor", time.Since(killed))
 		tries := 0
 		eventually(t, 5*time.Second, "the slot did not become free", func() bool {
@@ -830,13 +792,13 @@ func TestRunStopsLeftovers(t *testing.T) {
 	tg := fileTarget(t, "")
 	marker := newRunMarker(t)
 	sleep := markedSleep(t, marker)
-	t.Cleanup(func() { killMarked(marker) })
+	t.Cleanup(func() { proctest.KillMarked(marker) })
 	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--kill-grace", "300ms", "--",
 		"sh", "-c", `setsid "$0" 60 & "$0" 60 & exit 5`, sleep)
 	if code != 5 {
 		t.Fatalf("exit %d, want 5; stderr %s", code, errs)
 	}
-	if left := markedProcs(sleep + "\x0060\x00"); len(left) != 0 {
+	if left := proctest.Marked(sleep + "\x0060\x00"); len(left) != 0 {
 		t.Fatalf("left behind: %v", left)
 	}
 }

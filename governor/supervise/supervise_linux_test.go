@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/proctest"
 )
 
 // Generous deadlines: the machine may be loaded; only upper bounds are
@@ -56,40 +57,6 @@ func sleepWith(t *testing.T, marker string) string {
 	return p
 }
 
-// procsWith returns the living processes whose command line contains
-// marker. Zombies have an empty command line and are not counted.
-func procsWith(marker string) []int {
-	var pids []int
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(n)))
-		if pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killLeftovers kills what a failed test left behind, through pidfds and
-// after checking the marker again, so that a reused pid is never hit.
-func killLeftovers(marker string) {
-	for _, pid := range procsWith(marker) {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-		}
-		unix.Close(fd)
-	}
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -109,7 +76,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // positional parameters, and SLEEP set to a marked sleep(1).
 func sh(t *testing.T, marker, script string, params ...string) supervise.Options {
 	t.Helper()
-	t.Cleanup(func() { killLeftovers(marker) })
+	t.Cleanup(func() { proctest.KillMarked(marker) })
 	return supervise.Options{
 		Args:      append([]string{"/bin/sh", "-c", script, marker}, params...),
 		Env:       append(os.Environ(), "SLEEP="+sleepWith(t, marker)),
@@ -277,11 +244,11 @@ func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
 			(setsid "$SLEEP" 1000 &)
 			"$SLEEP" 0.02
 		done`))
-	waitFor(t, "a growing tree", func() bool { return len(procsWith(marker)) >= 10 })
+	waitFor(t, "a growing tree", func() bool { return len(proctest.Marked(marker)) >= 10 })
 
 	stop(t, tr, nil) // returns within grace + a generous slack
 
-	if left := procsWith(marker); len(left) != 0 {
+	if left := proctest.Marked(marker); len(left) != 0 {
 		t.Fatalf("processes left after Stop: %v", left)
 	}
 	e := wait(t, tr)
@@ -311,17 +278,17 @@ func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
 		"$SLEEP" 1000`))
 	// Three sleeps, two of them in sessions of their own; two of the other.
 	waitFor(t, "the trees", func() bool {
-		sleeps, outside := procsWith("sleep-"+marker), 0
+		sleeps, outside := proctest.Marked("sleep-"+marker), 0
 		for _, pid := range sleeps {
 			if sid, _ := unix.Getsid(pid); sid == pid {
 				outside++
 			}
 		}
-		return len(sleeps) == 3 && outside == 2 && len(procsWith("sleep-"+otherMarker)) == 2
+		return len(sleeps) == 3 && outside == 2 && len(proctest.Marked("sleep-"+otherMarker)) == 2
 	})
 
 	stop(t, tr, errors.New("timeout"))
-	if left := procsWith(marker); len(left) != 0 {
+	if left := proctest.Marked(marker); len(left) != 0 {
 		t.Fatalf("processes left after Stop: %v", left)
 	}
 	e := wait(t, tr)
@@ -329,10 +296,10 @@ func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
 		t.Errorf("Exit = %+v (code %d), want stopped by timeout, killed by TERM", e, supervise.ExitCode(e))
 	}
 
-	if len(procsWith(sentinelMarker)) != 1 {
+	if len(proctest.Marked(sentinelMarker)) != 1 {
 		t.Fatal("the sentinel process did not survive Stop")
 	}
-	if len(procsWith("sleep-"+otherMarker)) != 2 {
+	if len(proctest.Marked("sleep-"+otherMarker)) != 2 {
 		t.Fatal("the other tree did not survive Stop")
 	}
 	select {
@@ -349,7 +316,7 @@ func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
 	}
 
 	stop(t, other, nil)
-	if left := procsWith(otherMarker); len(left) != 0 {
+	if left := proctest.Marked(otherMarker); len(left) != 0 {
 		t.Fatalf("processes of the other tree left: %v", left)
 	}
 }
@@ -399,7 +366,7 @@ func TestWaitWaitsForLingeringDescendants(t *testing.T) {
 	if e.Code != 5 || e.Stopped != nil {
 		t.Errorf("Exit = %+v, want code 5, not stopped", e)
 	}
-	if left := procsWith(marker); len(left) != 0 {
+	if left := proctest.Marked(marker); len(left) != 0 {
 		t.Fatalf("Wait returned with processes left: %v", left)
 	}
 }
@@ -411,13 +378,13 @@ func TestStopAfterLeaderExited(t *testing.T) {
 	marker := newMarker(t)
 	tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
 	<-tr.Done()
-	waitFor(t, "the leftovers", func() bool { return len(procsWith("sleep-"+marker)) == 2 })
+	waitFor(t, "the leftovers", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tr.Pid()) + "/stat")
 	if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
 		t.Fatalf("leader %d should be an unreaped zombie: %q, %v", tr.Pid(), b, err)
 	}
 	stop(t, tr, nil)
-	if left := procsWith(marker); len(left) != 0 {
+	if left := proctest.Marked(marker); len(left) != 0 {
 		t.Fatalf("processes left after Stop: %v", left)
 	}
 	if e := wait(t, tr); e.Code != 7 || e.Stopped != nil {
@@ -467,7 +434,7 @@ func TestHelperTree(t *testing.T) {
 // not covered by Pdeathsig; a caller uses a lock file in ExtraFiles.)
 func TestPdeathsig(t *testing.T) {
 	marker := newMarker(t)
-	t.Cleanup(func() { killLeftovers(marker) })
+	t.Cleanup(func() { proctest.KillMarked(marker) })
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperTree$", "-test.count=1")
 	helper.Env = append(os.Environ(),
 		"SUPERVISE_HELPER_MARKER="+marker,
@@ -485,14 +452,14 @@ func TestPdeathsig(t *testing.T) {
 		t.Fatalf("reading the helper's child pid: %v", err)
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(line))
-	if got := procsWith(marker); len(got) != 1 || got[0] != child {
+	if got := proctest.Marked(marker); len(got) != 1 || got[0] != child {
 		t.Fatalf("marked processes %v, want [%d]", got, child)
 	}
 	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = helper.Wait()
-	waitFor(t, "the child to die with its supervisor", func() bool { return len(procsWith(marker)) == 0 })
+	waitFor(t, "the child to die with its supervisor", func() bool { return len(proctest.Marked(marker)) == 0 })
 }
 
 // Finished trees leave no goroutine behind (the package keeps one forker
@@ -503,7 +470,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	for range 3 {
 		marker := newMarker(t)
 		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000`))
-		waitFor(t, "the tree", func() bool { return len(procsWith("sleep-"+marker)) == 2 })
+		waitFor(t, "the tree", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
 		stop(t, tr, nil)
 		wait(t, tr)
 	}
