@@ -46,9 +46,12 @@ holders (session, host, pid, since, last heartbeat, expiry) and the
 on stderr shows the place in the queue and the holder, if stderr is a
 terminal.
 
-The command runs in its own process group, so it should not read from the
-terminal. INT, TERM, HUP and QUIT sent to governor are forwarded to the whole
-tree; a second INT kills it. --timeout, a lost lease, or the command's leader
+The command runs in its own process group. Run from an interactive terminal
+(governor in its foreground), the command's group is given the terminal while
+it runs, so it can read from it and Ctrl-C reaches it directly; governor takes
+the terminal back afterwards. (Ctrl-Z then stops the command, not governor:
+resume it with 'kill -CONT' on its process group.) INT, TERM, HUP and QUIT sent to governor are
+forwarded to the whole tree; a second INT kills it. --timeout, a lost lease, or the command's leader
 exiting with descendants left behind stop the tree: TERM (and CONT), then
 KILL after --kill-grace, setsid'd descendants included. If governor itself is
 killed, even with SIGKILL, the tree does not outlive it: the direct child gets

@@ -394,6 +394,12 @@ func (r *run) execute() (int, Outcome, error) {
 		}
 	}
 	runIDs := strings.TrimSpace(getenv(r.env, EnvRunIDs) + " " + r.id)
+	// A command run from an interactive terminal gets it (it may read it,
+	// and Ctrl-C reaches it); governor takes it back when the tree is gone.
+	stdin, _ := r.o.Stdin.(*os.File)
+	if r.o.Stdin == nil {
+		stdin = os.Stdin
+	}
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,
 		Env:        childEnv(r.env, mine, r.session, runIDs),
@@ -402,6 +408,7 @@ func (r *run) execute() (int, Outcome, error) {
 		Stderr:     r.o.Stderr,
 		KillGrace:  r.o.KillGrace,
 		ExtraFiles: extra,
+		Terminal:   supervise.ForegroundTerminal(stdin),
 	})
 	switch {
 	case errors.Is(err, supervise.ErrNotFound):

@@ -49,6 +49,13 @@ type Options struct {
 	// ExtraFiles are inherited by the child as descriptors 3, 4, ... in
 	// order. A nil entry is passed as a closed descriptor.
 	ExtraFiles []*os.File
+
+	// Terminal, when set, is a terminal whose foreground process group is
+	// the caller's: the tree's group is made its foreground group while
+	// the tree runs, so that the command can read from it and gets its
+	// signals (Ctrl-C), and the caller's group gets it back once the tree
+	// is finished. Use ForegroundTerminal to find it.
+	Terminal *os.File
 }
 
 func (o *Options) killGrace() time.Duration {

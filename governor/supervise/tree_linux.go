@@ -60,6 +60,8 @@ type Tree struct {
 
 	stopOnce sync.Once
 
+	terminal *os.File // given to the tree's group while it runs (Options.Terminal)
+
 	// stdio plumbing for readers and writers that are not files
 	copiers sync.WaitGroup
 	stdin   io.Reader
@@ -165,6 +167,11 @@ func Start(opts Options) (*Tree, error) {
 			Pdeathsig: syscall.SIGKILL,
 			PidFD:     &pidfd,
 		},
+	}
+	if opts.Terminal != nil {
+		attr.Sys.Foreground = true
+		attr.Sys.Ctty = int(opts.Terminal.Fd())
+		t.terminal = opts.Terminal
 	}
 	pid, err := forkExec(path, opts.Args, attr)
 	closeAll(childEnds)
@@ -614,6 +621,9 @@ func (t *Tree) reapLeaderLocked() {
 
 // finish releases what the tree held and publishes Wait's result.
 func (t *Tree) finish() {
+	if t.terminal != nil {
+		takeTerminal(t.terminal)
+	}
 	close(t.empty)
 	releaseSubreaper()
 	if t.stdinW != nil {
