@@ -152,6 +152,20 @@ func (a *app) acquireError(w io.Writer, project, resource string, err error, ski
 	}
 }
 
+// openLease parses a lease handle and opens the Governor that serves it.
+// The caller closes the Governor.
+func (a *app) openLease(ctx context.Context, handle string) (*governor.Governor, string, string, error) {
+	resource, id, err := parseHandle(handle)
+	if err != nil {
+		return nil, "", "", err
+	}
+	g, err := a.open(ctx, openOptions{})
+	if err != nil {
+		return nil, "", "", err
+	}
+	return g, resource, id, nil
+}
+
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
@@ -164,11 +178,7 @@ the lease protected.
 Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resource, id, err := parseHandle(args[0])
-			if err != nil {
-				return err
-			}
-			g, err := a.open(cmd.Context(), openOptions{})
+			g, resource, id, err := a.openLease(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -201,11 +211,7 @@ exits 122: the work it protected may have overlapped another holder.
 Exit codes: 0 released; 122 the lease was not held; 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resource, id, err := parseHandle(args[0])
-			if err != nil {
-				return err
-			}
-			g, err := a.open(cmd.Context(), openOptions{})
+			g, resource, id, err := a.openLease(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -230,6 +230,30 @@ func markedSleep(t *testing.T, marker string) string {
 	return p
 }
 
+// readTerminal collects what appears on a pty's master side; the returned
+// function reads the transcript so far.
+func readTerminal(master *os.File) func() string {
+	var mu sync.Mutex
+	var seen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen.String()
+	}
+}
+
 func readRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -669,30 +693,15 @@ func TestRunStatusLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	var mu sync.Mutex
-	var seen bytes.Buffer
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			mu.Lock()
-			seen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	seen := readTerminal(master)
 	eventually(t, 10*time.Second, "no status line on the terminal", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Contains(seen.String(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, 1 of 1 in use; held by test-holder")
+		return strings.Contains(seen(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, 1 of 1 in use; held by test-holder")
 	})
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Wait(); err != nil {
-		t.Fatalf("run: %v; terminal %q", err, seen.String())
+		t.Fatalf("run: %v; terminal %q", err, seen())
 	}
 
 	// Not a terminal: silent.

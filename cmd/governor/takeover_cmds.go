@@ -105,11 +105,7 @@ Exit codes: 0 printed; 73 stale token (the lease was taken over); 122 the lease 
 not held; 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resource, id, err := parseHandle(lease)
-			if err != nil {
-				return err
-			}
-			g, err := a.open(cmd.Context(), openOptions{})
+			g, resource, id, err := a.openLease(cmd.Context(), lease)
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,20 +23,7 @@ func TestRunGivesTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	var mu sync.Mutex
-	var seen bytes.Buffer
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			mu.Lock()
-			seen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	seen := readTerminal(master)
 	// Type a line once the command can have started.
 	time.Sleep(300 * time.Millisecond)
 	if _, err := master.Write([]byte("hello\n")); err != nil {
@@ -49,19 +34,13 @@ func TestRunGivesTheTerminal(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("run: %v; terminal %q", err, seen.String())
+			t.Fatalf("run: %v; terminal %q", err, seen())
 		}
 	case <-time.After(30 * time.Second):
 		_ = c.Process.Kill()
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("the command could not read the terminal (stopped by SIGTTIN?); terminal %q", seen.String())
+		t.Fatalf("the command could not read the terminal (stopped by SIGTTIN?); terminal %q", seen())
 	}
 	eventually(t, 10*time.Second, "the command's output on the terminal", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Contains(seen.String(), "got:hello")
+		return strings.Contains(seen(), "got:hello")
 	})
 }
