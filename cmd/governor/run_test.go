@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -207,29 +204,6 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func newRunMarker(t *testing.T) string {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "govrun" + hex.EncodeToString(b[:])
-}
-
-// markedSleep returns the path of a sleep(1) whose name carries marker, so
-// that every sleep of a test shows in /proc/*/cmdline.
-func markedSleep(t *testing.T, marker string) string {
-	t.Helper()
-	bin, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep(1)")
-	}
-	p := filepath.Join(t.TempDir(), "sleep-"+marker)
-	if err := os.Symlink(bin, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // readTerminal collects what appears on a pty's master side; the returned
 // function reads the transcript so far.
 func readTerminal(master *os.File) func() string {
@@ -256,18 +230,14 @@ func readTerminal(master *os.File) func() string {
 
 func readRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []runner.Record
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var r runner.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("record line %q is not JSON: %v", sc.Text(), err)
-		}
-		out = append(out, r)
+	defer f.Close()
+	out, err := runner.ReadRecords(f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -464,8 +434,8 @@ func TestRunLimitOneNeverOverlaps(t *testing.T) {
 // an unrelated process carrying the same marker survives.
 func TestRunTimeoutStopsWholeTree(t *testing.T) {
 	tg := fileTarget(t, "")
-	marker := newRunMarker(t)
-	sleep := markedSleep(t, marker)
+	marker := proctest.NewMarker(t, "govrun")
+	sleep := proctest.MarkedSleep(t, marker)
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	sentinel := exec.Command(sleep, "60")
 	if err := sentinel.Start(); err != nil {
@@ -499,8 +469,8 @@ while :; do sh -c "trap '' TERM; $0 60; :" & sleep 0.05; done`
 // the watchdog, is dead).
 func TestRunSIGKILLOfGovernor(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
-		marker := newRunMarker(t)
-		sleep := markedSleep(t, marker)
+		marker := proctest.NewMarker(t, "govrun")
+		sleep := proctest.MarkedSleep(t, marker)
 		t.Cleanup(func() { proctest.KillMarked(marker) })
 		c := tg.command("run", "--resource", "heavy", "--", "sh", "-c", `setsid "$0" 60 & "$0" 60; :`, sleep)
 		var errb bytes.Buffer
@@ -799,8 +769,8 @@ func TestRunForwardsSignals(t *testing.T) {
 // before the slot is released.
 func TestRunStopsLeftovers(t *testing.T) {
 	tg := fileTarget(t, "")
-	marker := newRunMarker(t)
-	sleep := markedSleep(t, marker)
+	marker := proctest.NewMarker(t, "govrun")
+	sleep := proctest.MarkedSleep(t, marker)
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--kill-grace", "300ms", "--",
 		"sh", "-c", `setsid "$0" 60 & "$0" 60 & exit 5`, sleep)

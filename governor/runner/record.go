@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,4 +98,20 @@ func appendRecord(f *os.File, rec Record) error {
 		werr = io.ErrShortWrite
 	}
 	return werr
+}
+
+// ReadRecords parses a --record file: one Record a line. A line that is
+// not a Record is an error naming it.
+func ReadRecords(r io.Reader) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return out, fmt.Errorf("record line %q is not JSON: %w", sc.Text(), err)
+		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
 }

@@ -1,10 +1,8 @@
 package runner_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,18 +73,14 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 
 func records(t *testing.T, path string) []runner.Record {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []runner.Record
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var r runner.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("record line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
+	defer f.Close()
+	out, err := runner.ReadRecords(f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -5,8 +5,6 @@ package supervise_test
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -31,32 +29,6 @@ const (
 	testGrace = 300 * time.Millisecond
 )
 
-// newMarker returns a string unique to this test run, to find its processes
-// in /proc/*/cmdline.
-func newMarker(t *testing.T) string {
-	t.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "govsup" + hex.EncodeToString(b[:])
-}
-
-// sleepWith returns the path of a sleep(1) whose argv[0] carries marker, so
-// that every sleep of a test is visible in /proc/*/cmdline.
-func sleepWith(t *testing.T, marker string) string {
-	t.Helper()
-	bin, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep(1)")
-	}
-	p := filepath.Join(t.TempDir(), "sleep-"+marker)
-	if err := os.Symlink(bin, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -79,7 +51,7 @@ func sh(t *testing.T, marker, script string, params ...string) supervise.Options
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	return supervise.Options{
 		Args:      append([]string{"/bin/sh", "-c", script, marker}, params...),
-		Env:       append(os.Environ(), "SLEEP="+sleepWith(t, marker)),
+		Env:       append(os.Environ(), "SLEEP="+proctest.MarkedSleep(t, marker)),
 		KillGrace: testGrace,
 	}
 }
@@ -161,7 +133,7 @@ func TestExitStatusPassthrough(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
-			tr := start(t, sh(t, newMarker(t), tt.script))
+			tr := start(t, sh(t, proctest.NewMarker(t, "govsup"), tt.script))
 			e := wait(t, tr)
 			if e != tt.want || supervise.ExitCode(e) != tt.code {
 				t.Errorf("got %+v (code %d), want %+v (code %d)", e, supervise.ExitCode(e), tt.want, tt.code)
@@ -199,7 +171,7 @@ func TestStartErrors(t *testing.T) {
 		want error
 	}{
 		{"no args", supervise.Options{}, supervise.ErrNotFound},
-		{"not in PATH", supervise.Options{Args: []string{"no-such-command-" + newMarker(t)}}, supervise.ErrNotFound},
+		{"not in PATH", supervise.Options{Args: []string{"no-such-command-" + proctest.NewMarker(t, "govsup")}}, supervise.ErrNotFound},
 		{"missing path", supervise.Options{Args: []string{filepath.Join(dir, "missing")}}, supervise.ErrNotFound},
 		{"missing relative to Dir", supervise.Options{Args: []string{"./missing"}, Dir: dir}, supervise.ErrNotFound},
 		{"no exec bit", supervise.Options{Args: []string{noExec}}, supervise.ErrNotExecutable},
@@ -235,7 +207,7 @@ func TestStartErrors(t *testing.T) {
 // A tree that ignores TERM and keeps spawning children, some of them in new
 // sessions: after Stop nothing of it is left, within grace plus slack.
 func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
-	marker := newMarker(t)
+	marker := proctest.NewMarker(t, "govsup")
 	tr := start(t, sh(t, marker, `
 		trap '' TERM
 		while :; do
@@ -261,15 +233,15 @@ func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
 // leader and as a double-forked orphan re-parented to the supervisor, are
 // stopped too; a process the test started itself, and another tree, are not.
 func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
-	marker := newMarker(t)
-	sentinelMarker := newMarker(t)
-	sentinel := exec.Command(sleepWith(t, sentinelMarker), "1000")
+	marker := proctest.NewMarker(t, "govsup")
+	sentinelMarker := proctest.NewMarker(t, "govsup")
+	sentinel := exec.Command(proctest.MarkedSleep(t, sentinelMarker), "1000")
 	if err := sentinel.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer sentinel.Process.Kill()
 
-	otherMarker := newMarker(t)
+	otherMarker := proctest.NewMarker(t, "govsup")
 	other := start(t, sh(t, otherMarker, `(setsid "$SLEEP" 1000 &); exec "$SLEEP" 1000`))
 
 	tr := start(t, sh(t, marker, `
@@ -322,7 +294,7 @@ func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
 }
 
 func TestSignalReachesGroupAndSetsidDescendants(t *testing.T) {
-	marker := newMarker(t)
+	marker := proctest.NewMarker(t, "govsup")
 	dir := t.TempDir()
 	got, got2 := filepath.Join(dir, "got"), filepath.Join(dir, "got2")
 	ready, ready2 := filepath.Join(dir, "ready"), filepath.Join(dir, "ready2")
@@ -353,7 +325,7 @@ func TestSignalReachesGroupAndSetsidDescendants(t *testing.T) {
 // Wait waits for descendants the leader left behind, also orphans that were
 // re-parented to the supervisor; Done does not.
 func TestWaitWaitsForLingeringDescendants(t *testing.T) {
-	marker := newMarker(t)
+	marker := proctest.NewMarker(t, "govsup")
 	// The orphan outlives the rest, so a Wait that did not wait for it would
 	// return while it still runs.
 	tr := start(t, sh(t, marker, `(setsid "$SLEEP" 0.8 &); "$SLEEP" 0.1 & exit 5`))
@@ -375,7 +347,7 @@ func TestWaitWaitsForLingeringDescendants(t *testing.T) {
 // Until then the leader stays an unreaped zombie, which keeps the process
 // group id from being reused while the group is signalled.
 func TestStopAfterLeaderExited(t *testing.T) {
-	marker := newMarker(t)
+	marker := proctest.NewMarker(t, "govsup")
 	tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
 	<-tr.Done()
 	waitFor(t, "the leftovers", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
@@ -433,12 +405,12 @@ func TestHelperTree(t *testing.T) {
 // The direct child dies with a SIGKILLed supervisor. (Its own children are
 // not covered by Pdeathsig; a caller uses a lock file in ExtraFiles.)
 func TestPdeathsig(t *testing.T) {
-	marker := newMarker(t)
+	marker := proctest.NewMarker(t, "govsup")
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperTree$", "-test.count=1")
 	helper.Env = append(os.Environ(),
 		"SUPERVISE_HELPER_MARKER="+marker,
-		"SUPERVISE_HELPER_SLEEP="+sleepWith(t, marker))
+		"SUPERVISE_HELPER_SLEEP="+proctest.MarkedSleep(t, marker))
 	stdout, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -465,10 +437,10 @@ func TestPdeathsig(t *testing.T) {
 // Finished trees leave no goroutine behind (the package keeps one forker
 // goroutine for the life of the process).
 func TestNoGoroutineLeak(t *testing.T) {
-	wait(t, start(t, sh(t, newMarker(t), "exit 0"))) // the forker exists now
+	wait(t, start(t, sh(t, proctest.NewMarker(t, "govsup"), "exit 0"))) // the forker exists now
 	before := runtime.NumGoroutine()
 	for range 3 {
-		marker := newMarker(t)
+		marker := proctest.NewMarker(t, "govsup")
 		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000`))
 		waitFor(t, "the tree", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
 		stop(t, tr, nil)

@@ -5,11 +5,14 @@ package proctest
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,4 +62,30 @@ func BuildGovernor(dir string) (string, error) {
 		return "", fmt.Errorf("building governor: %v\n%s", err, out)
 	}
 	return p, nil
+}
+
+// NewMarker returns prefix followed by 12 random hex digits: a string
+// unique to one test, to find its processes in /proc/*/cmdline.
+func NewMarker(t testing.TB, prefix string) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// MarkedSleep returns the path of a sleep(1) whose name carries marker,
+// so that every sleep a test starts shows in /proc/*/cmdline.
+func MarkedSleep(t testing.TB, marker string) string {
+	t.Helper()
+	bin, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep(1)")
+	}
+	p := filepath.Join(t.TempDir(), "sleep-"+marker)
+	if err := os.Symlink(bin, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
