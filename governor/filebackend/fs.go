@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // Names inside a resource directory.
@@ -249,23 +251,7 @@ func readFile(dir int, name string) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, errors.New("not a regular file")
 	}
-	buf := make([]byte, 0, st.Size+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
+	return proc.ReadFD(fd, int(st.Size)+1)
 }
 
 // leaseDead reports whether the owner of lease file name is proven dead:

@@ -25,7 +25,7 @@ func StartTime(pid int) (uint64, error) {
 // stat returns pid's start time and whether it is a zombie: dead, only
 // not yet reaped by its parent.
 func stat(pid int) (start uint64, zombie bool, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false, err
 	}
@@ -155,7 +155,7 @@ func (s Self) String() string { return fmt.Sprintf("%s:%d", s.Host, s.PID) }
 // environment (another user, a non-dumpable process, a zombie) has
 // nothing.
 func EnvListHas(pid int, name, word string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false
 	}

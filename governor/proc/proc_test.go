@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"testing"
@@ -84,5 +86,29 @@ func TestCheckZombie(t *testing.T) {
 	}
 	if got := Check(pid, 0); got != Dead {
 		t.Fatalf("Check(zombie, no start) = %v, want dead", got)
+	}
+}
+
+func TestReadFileMatchesOS(t *testing.T) {
+	// environ is usually larger than the first read buffer; maps larger
+	// still.
+	for _, p := range []string{"/proc/self/stat", "/proc/self/environ", "/proc/self/maps"} {
+		got, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// stat and maps change between reads only in counters and new
+		// mappings; compare lengths loosely and prefixes exactly.
+		n := min(len(got), len(want), 40)
+		if len(got) == 0 || string(got[:n]) != string(want[:n]) {
+			t.Errorf("%s: ReadFile %q..., os.ReadFile %q...", p, got[:n], want[:n])
+		}
+	}
+	if _, err := ReadFile("/proc/0/stat"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want ErrNotExist", err)
 	}
 }

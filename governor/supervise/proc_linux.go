@@ -35,7 +35,7 @@ var errBadStat = errors.New("supervise: unparsable /proc stat")
 
 // readStat reads /proc/PID/stat. It fails when the process is gone.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := proc.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, err
 	}

@@ -57,6 +57,7 @@ type Tree struct {
 	empty  chan struct{} // closed when the tree is empty and the leader reaped
 	waited chan struct{} // closed when Wait's result is ready
 	kick   chan struct{} // wakes the supervisor for a scan
+	swept  chan struct{} // closed after the first sweep that followed the leader's exit
 
 	stopOnce sync.Once
 
@@ -139,6 +140,7 @@ func Start(opts Options) (*Tree, error) {
 		empty:   make(chan struct{}),
 		waited:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		swept:   make(chan struct{}),
 		members: make(map[int]*member),
 	}
 
@@ -263,6 +265,19 @@ func (t *Tree) Stop(reason error) {
 	t.poke()
 
 	t.stopOnce.Do(func() {
+		// Once the leader has exited, the supervisor's next sweep
+		// usually finds the tree empty (nothing was left behind): then
+		// there is nothing to freeze or signal.
+		t.mu.Lock()
+		exited := t.leaderExited
+		t.mu.Unlock()
+		if exited {
+			select {
+			case <-t.empty:
+				return
+			case <-t.swept:
+			}
+		}
 		t.freeze()
 		t.mu.Lock()
 		if !t.finished {
@@ -529,21 +544,33 @@ func (t *Tree) supervise() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var last time.Time
+	sweptOnce := false
 	for {
-		woken := true
+		woken, kicked := true, false
 		select {
 		case <-timer.C:
 			woken = false
 		case <-sigchld:
 		case <-t.kick:
+			kicked = true
 		}
-		if gap := minGap - time.Since(last); woken && gap > 0 {
+		// The gap bounds the scan rate under a storm of SIGCHLDs; a kick
+		// (the leader exited, a stop began) comes once and is served at
+		// once: a short command must not wait out a gap.
+		if gap := minGap - time.Since(last); woken && !kicked && gap > 0 {
 			timer.Reset(gap) // too soon: scan when the gap has passed
 			continue
 		}
 		last = time.Now()
+		t.mu.Lock()
+		exited := t.leaderExited
+		t.mu.Unlock()
 		if t.sweep() {
 			break
+		}
+		if exited && !sweptOnce {
+			sweptOnce = true
+			close(t.swept)
 		}
 		t.mu.Lock()
 		fast := t.leaderExited || t.stopping
