@@ -9,8 +9,38 @@
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force.
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
-local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
 local new = ARGV[10] == '1'
+
+-- Fast path: a new request, the limit in force is the one asked for (no
+-- drift), nobody queued, no holder expired, and room. The same writes as
+-- grant() below, straight.
+if new then
+  local v = redis.call('HMGET', S, 'limit', 'used', 'qlen', 'minexp', 'drift', 'token', 'acquired')
+  local used, minexp = (v[2] or 0) + 0, (v[4] or 0) + 0
+  if (v[1] or 0) + 0 == limit and (v[3] or 0) + 0 == 0 and (v[5] or 0) + 0 == 0
+      and now < minexp and used + weight <= limit then
+    local tok = (v[6] or 0) + 1
+    if tok < sec * 1000000 + usec then
+      tok = sec * 1000000 + usec
+    end
+    local exp = now + ttl
+    redis.call('ZADD', H, string.format('%d', exp), id)
+    local rec = string.format('%d %d %d %d ', weight, ttl, tok, now) .. ARGV[8]
+    local acquired = string.format('%d', (v[7] or 0) + 1)
+    if exp < minexp then
+      redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
+        'acquired', acquired, '#' .. id, rec, 'minexp', string.format('%d', exp))
+    else
+      redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
+        'acquired', acquired, '#' .. id, rec)
+    end
+    return {1, tok, exp}
+  end
+end
+
+--[[lib]]
+
+local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
 
 -- reply builds the reply above (read by Go's parseReply).
 local function reply(code, tok, exp, pos, n)

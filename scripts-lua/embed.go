@@ -1,13 +1,19 @@
 // Package scripts holds governor's Redis scripts. Each operation's script
-// is the shared prelude lib.lua followed by the operation's own file, so
-// the state layout and its invariants are written once.
+// is head.lua (keys and time), then the operation's own file with the
+// shared helpers of lib.lua in place of its --[[lib]] line, or before it
+// when it has none; so the state layout and its invariants are written
+// once, and an uncontended path written before the marker returns before
+// the helpers are built.
 package scripts
 
 import (
 	_ "embed"
+	"strings"
 )
 
 var (
+	//go:embed head.lua
+	head string
 	//go:embed lib.lua
 	lib string
 	//go:embed acquire.lua
@@ -31,12 +37,22 @@ var (
 // The scripts, ready for redis.NewScript. All take the same six KEYS
 // (see lib.lua).
 var (
-	Acquire  = lib + acquire
-	Renew    = lib + renew
-	Release  = lib + release
-	Cancel   = lib + cancel
-	Reclaim  = lib + reclaim
-	Lost     = lib + lost
-	Status   = lib + status
-	Takeover = lib + takeover
+	Acquire  = compose(acquire)
+	Renew    = compose(renew)
+	Release  = compose(release)
+	Cancel   = compose(cancel)
+	Reclaim  = compose(reclaim)
+	Lost     = compose(lost)
+	Status   = compose(status)
+	Takeover = compose(takeover)
 )
+
+// libMarker is the line of an operation's file where lib.lua goes.
+const libMarker = "--[[lib]]\n"
+
+func compose(op string) string {
+	if before, after, ok := strings.Cut(op, libMarker); ok {
+		return head + before + lib + after
+	}
+	return head + lib + op
+}

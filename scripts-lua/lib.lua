@@ -1,4 +1,6 @@
--- lib.lua: shared prelude of every governor script (prepended by embed.go).
+-- lib.lua: the shared helpers of every governor script that takes the
+-- resource KEYS (embed.go puts head.lua first, then the operation's fast
+-- path if it has one, then this, then the rest of the operation).
 --
 -- KEYS, the same in every script, all under one {hash tag} per resource
 -- (names as Go's Keys builds them; none is shared with the older layout
@@ -26,20 +28,14 @@
 -- an uncontended call skip the queue and the expiry scan without asking
 -- Redis. An uncontended acquire is TIME, HMGET, ZADD, HSET; a release
 -- TIME, HMGET, ZREM, HSET, HDEL; a renewal TIME, HMGET, ZADD. The Lua
--- around the calls counts too, and is run on every call: building a
--- closure costs more the more locals it captures, so the helpers below
--- name keys as KEYS[n] and call redis.call directly, and those of the
--- contended paths are built only when a script needs them (slow());
--- arithmetic converts a numeric string at half the cost of tonumber.
-
-local H, S, Q, QE, QD, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-
-local t = redis.call('TIME')
-local sec, usec = t[1] + 0, t[2] + 0
-local now = sec * 1000 + (usec - usec % 1000) / 1000
-
--- minexp when H is empty: later than any expiry.
-local NONE = 9007199254740992
+-- around the calls counts too, and is run on every call: every closure
+-- and table a script builds is allocated and later collected, so the
+-- uncontended paths of acquire, release and renew are written straight,
+-- before these helpers, and return before any is built (measured with
+-- callgrind: the helpers alone cost a script more than its four Redis
+-- calls). Of the helpers, those of the contended paths are built only
+-- when a script needs them (slow()); arithmetic converts a numeric string
+-- at half the cost of tonumber.
 
 -- m caches S: meta fields (numbers) and holder records ('#' .. id ->
 -- record, or false when absent); d marks what finish writes.

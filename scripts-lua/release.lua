@@ -3,6 +3,22 @@
 -- ARGV: 1 id
 -- Returns 1 when released, 0 when the lease was not held.
 local id = ARGV[1]
+
+-- Fast path: held, nobody queued, no holder expired (this one included):
+-- the same writes as below, straight.
+do
+  local v = redis.call('HMGET', S, 'used', 'qlen', 'minexp', 'released', '#' .. id)
+  if v[5] and (v[2] or 0) + 0 == 0 and now < (v[3] or 0) + 0 then
+    redis.call('ZREM', H, id)
+    redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], '^%d+')),
+      'released', string.format('%d', (v[4] or 0) + 1))
+    redis.call('HDEL', S, '#' .. id)
+    return 1
+  end
+end
+
+--[[lib]]
+
 load({'used', 'released', 'qlen', 'minexp'}, id)
 settle()
 local r = record(id)

@@ -3,6 +3,27 @@
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl)
 -- Returns {1, expiry ms} when renewed, {0} when the lease is not held.
 local id, ttl = ARGV[1], ARGV[2] + 0
+
+-- Fast path: held, nobody queued, no holder expired, and the record's ttl
+-- unchanged: the same writes as below, straight.
+do
+  local v = redis.call('HMGET', S, 'qlen', 'minexp', '#' .. id)
+  local minexp = (v[2] or 0) + 0
+  if v[3] and (v[1] or 0) + 0 == 0 and now < minexp then
+    local rttl = string.match(v[3], '^%d+ (%d+) ')
+    if ttl == 0 or rttl == ARGV[2] then
+      local exp = now + (ttl == 0 and rttl + 0 or ttl)
+      redis.call('ZADD', H, 'XX', string.format('%d', exp), id)
+      if exp < minexp then
+        redis.call('HSET', S, 'minexp', string.format('%d', exp))
+      end
+      return {1, exp}
+    end
+  end
+end
+
+--[[lib]]
+
 load({'qlen', 'minexp'}, id)
 settle()
 local r = record(id)

@@ -150,6 +150,51 @@ func (s *suite) expiryFreesSlot(t *testing.T) {
 	}
 }
 
+// earliestExpiryHonoured: a lease granted or renewed with a shorter TTL
+// than those already held expires on its own time, whatever order the
+// leases came in (backends may keep a bound on the earliest expiry to skip
+// the expiry scan; every grant and renewal must lower it).
+func (s *suite) earliestExpiryHonoured(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "gpu"}
+	// New: each id is sent for the first time, as Governor.Acquire says
+	// (a backend may take a faster path for those).
+	long := func() governor.Request {
+		r := req(key, 3, 1, governor.Fail)
+		r.TTL, r.New = 30*time.Second, true
+		return r
+	}
+	a := long()
+	mustAcquire(t, b, a, governor.Granted)
+	alone := func(what string, gone governor.Request) {
+		t.Helper()
+		s.h.Advance(t, time.Second)
+		if _, err := b.Renew(ctxT(t), key, gone.ID, 0); !errors.Is(err, governor.ErrLeaseLost) {
+			t.Fatalf("%s: renew after its expiry: err = %v, want ErrLeaseLost", what, err)
+		}
+		st := mustStatus(t, b, key)
+		if st.Used != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != a.ID {
+			t.Fatalf("%s: after it expired: used %d, holders %+v; want only %s", what, st.Used, st.Holders, a.ID)
+		}
+	}
+	short := req(key, 3, 1, governor.Fail)
+	short.TTL, short.New = 400*time.Millisecond, true
+	mustAcquire(t, b, short, governor.Granted)
+	alone("a lease granted with a shorter TTL", short)
+
+	c := long()
+	mustAcquire(t, b, c, governor.Granted)
+	if _, err := b.Renew(ctxT(t), key, c.ID, 400*time.Millisecond); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	alone("a lease renewed with a shorter TTL", c)
+
+	mustAcquire(t, b, req(key, 3, 2, governor.Fail), governor.Granted)
+	if err := b.Release(ctxT(t), key, a.ID); err != nil {
+		t.Fatalf("release of the long lease: %v", err)
+	}
+}
+
 func (s *suite) tokensIncrease(t *testing.T) {
 	b := s.h.Open(t)
 	other := s.h.Open(t)

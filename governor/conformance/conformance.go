@@ -39,6 +39,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseByIDOnly", s.releaseByIDOnly},
 		{"RenewNeverReacquires", s.renewNeverReacquires},
 		{"ExpiryFreesSlot", s.expiryFreesSlot},
+		{"EarliestExpiryHonoured", s.earliestExpiryHonoured},
 		{"TokensIncrease", s.tokensIncrease},
 		{"FIFOHandOff", s.fifoHandOff},
 		{"HeadOfLineBlocks", s.headOfLineBlocks},
