@@ -29,6 +29,10 @@ type Lease struct {
 	err      error
 	released bool
 
+	// The heartbeat goroutine starts only when the first renewal is due
+	// (start fires): a lease released before that — most are — never
+	// spawns one, and Release waits for nothing.
+	start   *time.Timer
 	done    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
@@ -38,10 +42,10 @@ func (g *Governor) newLease(req Request, res Result, sent time.Time) *Lease {
 	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
 		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
 	g.mu.Lock()
 	g.leases[l] = struct{}{}
 	g.mu.Unlock()
-	go l.heartbeat()
 	return l
 }
 
@@ -102,13 +106,14 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	return ctx, func() { cancel(context.Canceled) }
 }
 
-// heartbeat renews the lease until stopped. One timer per round spans
-// both the wait and the renewal in flight: a renewal that hangs (a
-// partition, a client that ignores its context) cannot keep the lease
-// from being declared lost at its deadline.
+// heartbeat renews the lease until stopped, starting at once (start has
+// waited for the first renewal). One timer per round spans both the wait
+// and the renewal in flight: a renewal that hangs (a partition, a client
+// that ignores its context) cannot keep the lease from being declared
+// lost at its deadline.
 func (l *Lease) heartbeat() {
 	defer close(l.stopped)
-	renew := time.NewTimer(l.nextRenewal())
+	renew := time.NewTimer(0)
 	defer renew.Stop()
 	backoff := newBackoff()
 	type reply struct {
@@ -168,6 +173,16 @@ func (l *Lease) heartbeat() {
 	}
 }
 
+// stopHeartbeat stops the heartbeat and waits until it no longer runs.
+// Release and Detach call it once.
+func (l *Lease) stopHeartbeat() {
+	if l.start.Stop() {
+		return // it never started
+	}
+	close(l.stop)
+	<-l.stopped
+}
+
 // nextRenewal is the heartbeat, or half the time left before the local
 // deadline when that is shorter (a slow grant or renewal ate into it).
 func (l *Lease) nextRenewal() time.Duration {
@@ -211,8 +226,7 @@ func (l *Lease) Release() error {
 	l.released = true
 	lostErr := l.err
 	l.mu.Unlock()
-	close(l.stop)
-	<-l.stopped
+	l.stopHeartbeat()
 	if lostErr == nil {
 		// The heartbeat may have lost the lease just before stopping.
 		lostErr = l.Err()
@@ -248,8 +262,7 @@ func (l *Lease) Detach() {
 	}
 	l.released = true
 	l.mu.Unlock()
-	close(l.stop)
-	<-l.stopped
+	l.stopHeartbeat()
 	l.mu.Lock()
 	if l.err == nil {
 		l.err = ErrNotHeld
