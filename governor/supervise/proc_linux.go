@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -34,12 +36,24 @@ func (s procStat) stopped() bool {
 var errBadStat = errors.New("supervise: unparsable /proc stat")
 
 // readStat reads /proc/PID/stat. It fails when the process is gone.
+// The kernel makes the whole file at the first read, so one read into a
+// buffer larger than any stat line is the whole file: a scan of the
+// machine makes three system calls per process.
 func readStat(pid int) (procStat, error) {
-	b, err := proc.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [1024]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return procStat{}, err
 	}
-	return parseStat(pid, b)
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil {
+		return procStat{}, err
+	}
+	if n == len(buf) {
+		return procStat{}, errBadStat
+	}
+	return parseStat(pid, buf[:n])
 }
 
 // parseStat parses the content of /proc/PID/stat. The command name, in

@@ -540,8 +540,10 @@ func (t *Tree) supervise() {
 	signal.Notify(sigchld, syscall.SIGCHLD)
 	defer signal.Stop(sigchld)
 
+	// No scan at once: the leader is already pinned, and a command that
+	// ends within trackInterval is scanned when it ends.
 	interval := trackInterval
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(trackInterval)
 	defer timer.Stop()
 	var last time.Time
 	sweptOnce := false
