@@ -14,19 +14,20 @@ local new = ARGV[10] == '1'
 -- Fast path: a new request, the limit in force is the one asked for (no
 -- drift), nobody queued, no holder expired, and room. The same writes as
 -- grant() below, straight.
+local v -- the fields load() reads below, in its order
 if new then
-  local v = redis.call('HMGET', S, 'limit', 'used', 'qlen', 'minexp', 'drift', 'token', 'acquired')
-  local used, minexp = (v[2] or 0) + 0, (v[4] or 0) + 0
-  if (v[1] or 0) + 0 == limit and (v[3] or 0) + 0 == 0 and (v[5] or 0) + 0 == 0
+  v = redis.call('HMGET', S, 'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp')
+  local used, minexp = (v[2] or 0) + 0, (v[7] or 0) + 0
+  if (v[1] or 0) + 0 == limit and (v[6] or 0) + 0 == 0 and (v[3] or 0) + 0 == 0
       and now < minexp and used + weight <= limit then
-    local tok = (v[6] or 0) + 1
+    local tok = (v[4] or 0) + 1
     if tok < sec * 1000000 + usec then
       tok = sec * 1000000 + usec
     end
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     local rec = string.format('%d %d %d %d ', weight, ttl, tok, now) .. ARGV[8]
-    local acquired = string.format('%d', (v[7] or 0) + 1)
+    local acquired = string.format('%d', (v[5] or 0) + 1)
     if exp < minexp then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec, 'minexp', string.format('%d', exp))
@@ -58,7 +59,7 @@ local function reply(code, tok, exp, pos, n)
   return r
 end
 
-load({'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}, not new and id)
+load({'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}, not new and id, v)
 settle()
 
 -- Already granted (a release handed it to this waiter): claim it.

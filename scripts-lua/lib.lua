@@ -42,13 +42,14 @@
 local m, d = {}, {}
 
 -- load reads the meta fields a script needs and, if id is given, holder
--- id's record, in one HMGET.
-local function load(fields, id)
+-- id's record, in one HMGET; or takes v, the reply of the same HMGET that
+-- a fast path already made.
+local function load(fields, id, v)
   local n = #fields
   if id then
     fields[n + 1] = '#' .. id
   end
-  local v = redis.call('HMGET', KEYS[2], unpack(fields))
+  v = v or redis.call('HMGET', KEYS[2], unpack(fields))
   for i = 1, n do
     m[fields[i]] = (v[i] or 0) + 0
   end

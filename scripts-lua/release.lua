@@ -6,20 +6,19 @@ local id = ARGV[1]
 
 -- Fast path: held, nobody queued, no holder expired (this one included):
 -- the same writes as below, straight.
-do
-  local v = redis.call('HMGET', S, 'used', 'qlen', 'minexp', 'released', '#' .. id)
-  if v[5] and (v[2] or 0) + 0 == 0 and now < (v[3] or 0) + 0 then
-    redis.call('ZREM', H, id)
-    redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], '^%d+')),
-      'released', string.format('%d', (v[4] or 0) + 1))
-    redis.call('HDEL', S, '#' .. id)
-    return 1
-  end
+-- (v: the fields load() reads below, in its order.)
+local v = redis.call('HMGET', S, 'used', 'released', 'qlen', 'minexp', '#' .. id)
+if v[5] and (v[3] or 0) + 0 == 0 and now < (v[4] or 0) + 0 then
+  redis.call('ZREM', H, id)
+  redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], '^%d+')),
+    'released', string.format('%d', (v[2] or 0) + 1))
+  redis.call('HDEL', S, '#' .. id)
+  return 1
 end
 
 --[[lib]]
 
-load({'used', 'released', 'qlen', 'minexp'}, id)
+load({'used', 'released', 'qlen', 'minexp'}, id, v)
 settle()
 local r = record(id)
 if not r then

@@ -6,8 +6,9 @@ local id, ttl = ARGV[1], ARGV[2] + 0
 
 -- Fast path: held, nobody queued, no holder expired, and the record's ttl
 -- unchanged: the same writes as below, straight.
+-- (v: the fields load() reads below, in its order.)
+local v = redis.call('HMGET', S, 'qlen', 'minexp', '#' .. id)
 do
-  local v = redis.call('HMGET', S, 'qlen', 'minexp', '#' .. id)
   local minexp = (v[2] or 0) + 0
   if v[3] and (v[1] or 0) + 0 == 0 and now < minexp then
     local rttl = string.match(v[3], '^%d+ (%d+) ')
@@ -24,7 +25,7 @@ end
 
 --[[lib]]
 
-load({'qlen', 'minexp'}, id)
+load({'qlen', 'minexp'}, id, v)
 settle()
 local r = record(id)
 if not r then
