@@ -60,6 +60,19 @@ func BenchmarkUncontended(b *testing.B) {
 				}
 			})
 		})
+		// Two raw scripts per op: the ceiling of any design that takes two
+		// round trips per acquire+release (50% of raw ops/s, less what
+		// the machine's noise takes from the ratio).
+		b.Run(fmt.Sprintf("two-raw-evalsha/p%d", par), func(b *testing.B) {
+			ctx := context.Background()
+			runParallel(b, par, func(i int) {
+				for range 2 {
+					if err := trivial.Run(ctx, rdb, []string{"k{" + strconv.Itoa(i) + "}"}).Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 		// The backend alone, without the Lease machinery (heartbeat
 		// goroutine, timers) of governor.Acquire: what the scripts and the
 		// client cost.
