@@ -54,8 +54,11 @@ type Config struct {
 // Redis configures the distributed backend.
 type Redis struct {
 	// URL is redis://[user:password@]host[:port][/db],
-	// rediss://… (TLS) or unix://[user:password@]/path/to/socket[?db=N].
-	// Empty means no Redis.
+	// rediss://… (TLS), unix://[user:password@]/path/to/socket[?db=N],
+	// redis+cluster://host:port[?addr=host:port…] (a Redis Cluster, seeds
+	// in addr) or redis+sentinel://host:port[/db]?master_name=NAME
+	// [&addr=host:port…] (the master that Sentinel names); rediss+cluster
+	// and rediss+sentinel for TLS. Empty means no Redis.
 	URL string `mapstructure:"url"`
 }
 

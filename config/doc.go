@@ -36,7 +36,9 @@
 //	project: prj-0001          # namespace, [A-Za-z0-9._-]{1,64}; default "default"
 //	backend: auto              # auto | file | redis; auto = redis when a Redis URL is set
 //	redis:
-//	  url: redis://127.0.0.1:6379/0   # rediss:// for TLS, unix:///path/to/socket?db=0
+//	  url: redis://127.0.0.1:6379/0   # rediss:// for TLS, unix:///path/to/socket?db=0,
+//	                           # redis+cluster://h1:7000?addr=h2:7000 for a Cluster,
+//	                           # redis+sentinel://h1:26379?master_name=main for Sentinel
 //	file:
 //	  dir: ""                  # default $XDG_STATE_HOME/governor, else ~/.local/state/governor
 //	lease:

@@ -13,7 +13,7 @@ import (
 const (
 	limitRule = "a limit must be a whole number from 1 to 1000000"
 	nameRule  = "names must be printable, without whitespace, '{' or '}' (Redis hash-tag braces), and at most 200 bytes with the resource prefix"
-	urlForms  = "use redis://[user:password@]host[:port][/db], rediss://… for TLS or unix:///path/to/socket"
+	urlForms  = "use redis://[user:password@]host[:port][/db], rediss://… for TLS, redis+cluster://host:port[?addr=host:port…] for a Redis Cluster, redis+sentinel://host:port[/db]?master_name=NAME[&addr=host:port…] for Sentinel, or unix:///path/to/socket"
 	topKeys   = "allowed at the top level: backend, file, lease, lock_order, project, providers, redis, resources, run"
 )
 
@@ -201,6 +201,14 @@ func TestLoadRedisURL(t *testing.T) {
 		{"redis://:pw@[::1]:6379", ""},
 		{"unix:///run/redis.sock?db=2", ""},
 		{"unix://u:pw@/run/redis.sock", ""},
+		{"redis+cluster://h1:7000?addr=h2:7001&addr=h3:7002", ""},
+		{"rediss+cluster://u:pw@h1:7000", ""},
+		{"redis+sentinel://h:26379/2?master_name=main&addr=h2:26379", ""},
+		{"redis+cluster://h1:7000/1", `"redis+cluster://h1:7000/1" has database "1"; a Redis Cluster has database 0 only: leave the path out`},
+		{"redis+cluster://h1:7000?addr=h2", `"redis+cluster://h1:7000?addr=h2" has addr "h2"; an addr is host:port`},
+		{"redis+cluster://h1:7000?addr=h2:0", `"redis+cluster://h1:7000?addr=h2:0" has addr "h2:0"; a port is a number from 1 to 65535`},
+		{"redis+sentinel://h:26379", `"redis+sentinel://h:26379" names no master; a sentinel URL needs ?master_name=NAME, the name the sentinels monitor`},
+		{"redis+sentinel://bob:hunter2@h:26379", `"redis+sentinel://bob:***@h:26379" names no master; a sentinel URL needs ?master_name=NAME, the name the sentinels monitor`},
 		{"http://h:6379", `"http://h:6379" has scheme "http"; ` + urlForms},
 		{"127.0.0.1:6379", `"127.0.0.1:6379" is not a valid URL; ` + urlForms},
 		{"localhost", `"localhost" has no scheme; ` + urlForms},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -254,11 +255,11 @@ func redisURLProblem(raw string) string {
 	if err != nil {
 		// The parser's own message can quote the password (a URL whose '@'
 		// is missing puts it in the port), so it is not repeated.
-		return fmt.Sprintf("%s is not a valid URL; use redis://[user:password@]host[:port][/db], rediss://… for TLS or unix:///path/to/socket", shown)
+		return fmt.Sprintf("%s is not a valid URL; %s", shown, redisURLForms)
 	}
-	const forms = "use redis://[user:password@]host[:port][/db], rediss://… for TLS or unix:///path/to/socket"
+	forms := redisURLForms
 	switch u.Scheme {
-	case "redis", "rediss":
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
 		if u.Opaque != "" || u.Hostname() == "" {
 			return fmt.Sprintf("%s has no host; %s", shown, forms)
 		}
@@ -267,10 +268,21 @@ func redisURLProblem(raw string) string {
 				return fmt.Sprintf("%s has port %q; a port is a number from 1 to 65535", shown, p)
 			}
 		}
+		for _, a := range u.Query()["addr"] {
+			if msg := addrProblem(shown, a); msg != "" {
+				return msg
+			}
+		}
 		if db := strings.Trim(u.Path, "/"); db != "" {
+			if strings.HasSuffix(u.Scheme, "+cluster") {
+				return fmt.Sprintf("%s has database %q; a Redis Cluster has database 0 only: leave the path out", shown, db)
+			}
 			if msg := dbProblem(shown, db); msg != "" {
 				return msg
 			}
+		}
+		if strings.HasSuffix(u.Scheme, "+sentinel") && u.Query().Get("master_name") == "" {
+			return fmt.Sprintf("%s names no master; a sentinel URL needs ?master_name=NAME, the name the sentinels monitor", shown)
 		}
 	case "unix":
 		if u.Host != "" {
@@ -286,6 +298,23 @@ func redisURLProblem(raw string) string {
 	}
 	if db := u.Query().Get("db"); db != "" {
 		return dbProblem(shown, db)
+	}
+	return ""
+}
+
+// redisURLForms lists the Redis URLs governor takes.
+const redisURLForms = "use redis://[user:password@]host[:port][/db], rediss://… for TLS, " +
+	"redis+cluster://host:port[?addr=host:port…] for a Redis Cluster, " +
+	"redis+sentinel://host:port[/db]?master_name=NAME[&addr=host:port…] for Sentinel, or unix:///path/to/socket"
+
+// addrProblem checks one more seed address (?addr=host:port).
+func addrProblem(shown, a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return fmt.Sprintf("%s has addr %q; an addr is host:port", shown, a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("%s has addr %q; a port is a number from 1 to 65535", shown, a)
 	}
 	return ""
 }

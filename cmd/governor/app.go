@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/config"
@@ -100,7 +99,7 @@ redis.url in exec-defaults.yaml), else in an embedded file backend on this machi
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml)")
 	f.StringVar(&a.backend, "backend", "", "auto|file|redis (auto: redis when a Redis URL is configured, else file)")
-	f.StringVar(&a.redisURL, "redis-url", "", "Redis URL, redis://[user:password@]host:port/db or rediss:// for TLS (env GOVERNOR_REDIS_URL)")
+	f.StringVar(&a.redisURL, "redis-url", "", "Redis URL: redis://[user:password@]host:port/db (rediss:// for TLS), redis+cluster://host:port?addr=host:port for a Cluster, redis+sentinel://host:port?master_name=NAME for Sentinel (env GOVERNOR_REDIS_URL)")
 	f.StringVar(&a.dir, "dir", "", "file backend state directory (env GOVERNOR_DIR)")
 	f.StringVar(&a.project, "project", "", "namespace of every resource (env GOVERNOR_PROJECT)")
 	f.BoolVar(&a.json, "json", false, "machine-readable output")
@@ -162,19 +161,15 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 	var b governor.Backend
 	switch c.ResolvedBackend() {
 	case config.BackendRedis:
-		opt, err := redis.ParseURL(c.RedisURL())
+		rdb, err := redisbackend.NewClient(c.RedisURL())
 		if err != nil {
 			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
 		}
-		// Deadlines must bound every call: a renewal stuck on a partition
-		// must not outlive the lease's local deadline.
-		opt.ContextTimeoutEnabled = true
-		rdb := redis.NewClient(opt)
 		rb, err := redisbackend.New(ctx, rdb)
 		if err != nil {
 			_ = rdb.Close()
 			hint := ""
-			if opt.TLSConfig != nil {
+			if strings.HasPrefix(c.RedisURL(), "rediss") {
 				hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
 			}
 			return nil, exitWith(ExitFailure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(c.RedisURL()), err, hint))

@@ -28,6 +28,16 @@ func backends(t *testing.T, fn func(t *testing.T, global []string)) {
 		s := redistest.Start(t)
 		fn(t, []string{"--backend", "redis", "--redis-url", s.URL(), "--config", emptyConfig(t)})
 	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		c := redistest.StartCluster(t, 3)
+		url := "redis+cluster://" + c.Addrs()[0] + "?addr=" + c.Addrs()[1]
+		fn(t, []string{"--backend", "redis", "--redis-url", url, "--config", emptyConfig(t)})
+	})
+	t.Run("redis-sentinel", func(t *testing.T) {
+		master := redistest.Start(t)
+		s := redistest.StartSentinel(t, master)
+		fn(t, []string{"--backend", "redis", "--redis-url", "redis+sentinel://" + s.Addr + "?master_name=main", "--config", emptyConfig(t)})
+	})
 }
 
 // emptyConfig is a config file with no settings, so that no file of the

@@ -17,7 +17,12 @@ import (
 
 func open(t *testing.T, addr string) governor.Backend {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	return openClient(t, redis.NewClient(&redis.Options{Addr: addr}))
+}
+
+// openClient returns a backend on rdb; both are closed at t's cleanup.
+func openClient(t *testing.T, rdb redis.UniversalClient) governor.Backend {
+	t.Helper()
 	b, err := redisbackend.New(context.Background(), rdb)
 	if err != nil {
 		t.Fatalf("redisbackend.New: %v", err)
@@ -61,4 +66,36 @@ func TestConformanceRealRedis(t *testing.T) {
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
 	})
+}
+
+// TestConformanceRealCluster runs the suite against a three-master Redis
+// Cluster through go-redis's ClusterClient: every key of a resource shares
+// a hash tag, so each script runs on the one node that owns the resource,
+// and grants published there reach subscribers connected to any node.
+func TestConformanceRealCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	conformance.Run(t, conformance.Harness{
+		Open: func(t *testing.T) governor.Backend {
+			return openClient(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}))
+		},
+		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		RealTime: true,
+	})
+	// The suite's resources must have landed on more than one node, or
+	// this was a single-node test in disguise.
+	used := 0
+	for _, s := range c.Nodes {
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr})
+		n, err := rc.DBSize(context.Background()).Result()
+		_ = rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("the suite's keys are on %d of %d nodes; want at least 2", used, len(c.Nodes))
+	}
 }

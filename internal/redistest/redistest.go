@@ -20,11 +20,12 @@ import (
 
 // Server is a running redis-server.
 type Server struct {
-	Addr string
-	Port int
-	Dir  string
-	cmd  *exec.Cmd
-	args []string
+	Addr  string
+	Port  int
+	Dir   string
+	cmd   *exec.Cmd
+	args  []string
+	ready string // the line that says the server is ready
 }
 
 // Available reports whether redis-server can be started; when it cannot
@@ -64,7 +65,7 @@ func StartServer(dir string, extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir}
+	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections"}
 	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--protected-mode", "no"}, extra...)
 	return s, s.start()
@@ -84,7 +85,7 @@ func (s *Server) start() error {
 		sc := bufio.NewScanner(out)
 		signalled := false
 		for sc.Scan() {
-			if !signalled && strings.Contains(sc.Text(), "Ready to accept connections") {
+			if !signalled && strings.Contains(sc.Text(), s.ready) {
 				close(ready)
 				signalled = true
 			}
@@ -97,6 +98,29 @@ func (s *Server) start() error {
 		s.Stop()
 		return fmt.Errorf("redis-server on port %d did not become ready", s.Port)
 	}
+}
+
+// StartSentinel starts, for t, a Sentinel on a free port that monitors
+// master under the name "main" (quorum 1), and stops it at t's cleanup.
+func StartSentinel(t testing.TB, master *Server) *Server {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := dir + "/sentinel.conf"
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n", port, dir, master.Port)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir,
+		args: []string{conf, "--sentinel"}, ready: "+monitor master main"}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
 }
 
 // Restart stops the server and starts it again on the same port with no

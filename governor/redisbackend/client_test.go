@@ -1,0 +1,43 @@
+package redisbackend_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/governor-dev/governor/governor/redisbackend"
+)
+
+func TestNewClientTopologies(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want string // the client's type, or the start of the error
+	}{
+		{"redis://127.0.0.1:6379/0", "*redis.Client"},
+		{"unix:///run/redis.sock?db=1", "*redis.Client"},
+		{"redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001", "*redis.ClusterClient"},
+		{"rediss+cluster://127.0.0.1:7000", "*redis.ClusterClient"},
+		{"redis+sentinel://127.0.0.1:26379/2?master_name=main", "*redis.Client"},
+		{"redis+sentinel://127.0.0.1:26379", "error: redis: a sentinel URL needs ?master_name=NAME"},
+		{"redis+cluster://127.0.0.1:7000?bogus=1", "error: redis: unexpected option: bogus"},
+		{"http+cluster://h:1", "error: redis: invalid URL scheme: http"},
+		{"redis+ring://h:1", `error: redis: scheme "redis+ring": want redis, rediss, unix, redis+cluster or redis+sentinel`},
+	} {
+		c, err := redisbackend.NewClient(tt.url)
+		got := ""
+		switch v := c.(type) {
+		case nil:
+			got = "error: " + err.Error()
+		case *redis.Client:
+			got = "*redis.Client"
+			_ = v.Close()
+		case *redis.ClusterClient:
+			got = "*redis.ClusterClient"
+			_ = v.Close()
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("NewClient(%q) = %s, want %s", tt.url, got, tt.want)
+		}
+	}
+}
