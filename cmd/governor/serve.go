@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -60,8 +64,12 @@ metrics.NewInstruments.
 
 A Grafana dashboard for these metrics ships as metrics/dashboard.json.
 
+A Redis backend that is down when serve starts is not an error: serve says so,
+reports governor_up 0, and connects at the first scrape that finds Redis up.
+
 serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
-125 bad flags, bad configuration, backend unreachable at start, or cannot listen.`,
+125 bad flags, bad configuration, a file backend that cannot open, or cannot
+listen.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -73,12 +81,24 @@ serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
 			if err != nil {
 				return err
 			}
-			g, err := a.open(ctx, openOptions{})
+			src := &reopening{project: l.Config.Project, open: func(ctx context.Context) (*governor.Governor, error) {
+				return a.open(ctx, openOptions{})
+			}}
+			defer src.Close()
+			octx, cancel := context.WithTimeout(ctx, timeout)
+			_, err = src.governor(octx)
+			cancel()
 			if err != nil {
-				return err
+				// A Redis that is down now may come up later (an
+				// exporter often starts first): serve, report
+				// governor_up 0, and connect at a later scrape. A
+				// file backend that cannot open is a setup error.
+				if l.Config.ResolvedBackend() != config.BackendRedis {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
 			}
-			defer g.Close()
-			c, err := metrics.NewCollector(g, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
+			c, err := metrics.NewCollector(src, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
@@ -91,7 +111,7 @@ serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
 			srv := &http.Server{Handler: metrics.Handler(reg, c), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
-			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", g.Project(), ln.Addr())
+			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", src.Project(), ln.Addr())
 			select {
 			case err := <-served:
 				return exitWith(ExitFailure, fmt.Errorf("serve: %w", err))
@@ -113,4 +133,65 @@ serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
 	f.StringVar(&listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
 	return cmd
+}
+
+// reopening is the metrics source of serve: a Governor opened on first use,
+// and again on a later use while opening fails, so that serve can start
+// before its Redis does.
+type reopening struct {
+	project string
+	open    func(context.Context) (*governor.Governor, error)
+
+	mu sync.Mutex
+	g  *governor.Governor
+}
+
+var _ metrics.RateSource = (*reopening)(nil)
+
+func (r *reopening) governor(ctx context.Context) (*governor.Governor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.g == nil {
+		g, err := r.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.g = g
+	}
+	return r.g, nil
+}
+
+func (r *reopening) Project() string { return r.project }
+
+func (r *reopening) Resources(ctx context.Context) ([]string, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Resources(ctx)
+}
+
+func (r *reopening) Status(ctx context.Context, resource string) (governor.Status, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return governor.Status{}, err
+	}
+	return g.Status(ctx, resource)
+}
+
+func (r *reopening) RateLimited(ctx context.Context, resource string) (int64, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return g.RateLimited(ctx, resource)
+}
+
+// Close closes the Governor if one was opened.
+func (r *reopening) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.g != nil {
+		_ = r.g.Close()
+	}
 }

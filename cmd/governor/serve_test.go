@@ -22,6 +22,7 @@ import (
 type serveProc struct {
 	base    string // http://HOST:PORT
 	done    chan int
+	before  string      // stderr before serve said it listens
 	stderr  chan string // the rest of stderr, once Main returned
 	stopped bool
 }
@@ -38,14 +39,22 @@ func startServe(t *testing.T, args ...string) *serveProc {
 		p.done <- code
 	}()
 	br := bufio.NewReader(pr)
-	line, err := br.ReadString('\n')
+	const prefix = "governor: serving project "
+	var line string
+	var err error
+	for {
+		line, err = br.ReadString('\n')
+		if err != nil || strings.HasPrefix(line, prefix) {
+			break
+		}
+		p.before += line
+	}
 	go func() {
 		rest, _ := io.ReadAll(br)
 		p.stderr <- string(rest)
 	}()
-	const prefix = "governor: serving project "
-	if err != nil || !strings.HasPrefix(line, prefix) {
-		t.Fatalf("serve did not start: %q %v (exit %d)", line, err, <-p.done)
+	if err != nil {
+		t.Fatalf("serve did not start: %q %v (exit %d)", p.before+line, err, <-p.done)
 	}
 	f := strings.Fields(line)
 	p.base = strings.TrimSuffix(f[len(f)-1], "/metrics")
@@ -250,6 +259,48 @@ func TestServeMetricsCoverFinishedRuns(t *testing.T) {
 		expectSeries(t, "redis back", p.scrape(t), map[string]float64{`governor_up{project="servetest"}`: 1})
 		finish(t, p, syscall.SIGINT)
 	})
+}
+
+// TestServeStartsBeforeRedis: serve started while its Redis is down
+// serves governor_up 0 and connects once Redis is up.
+func TestServeStartsBeforeRedis(t *testing.T) {
+	s := redistest.Start(t)
+	s.Stop() // the port is known, nothing listens on it
+	global := []string{"--backend", "redis", "--redis-url", s.URL(), "--config", serveConfig(t)}
+	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s")...)
+	if !strings.Contains(p.before, "cannot reach Redis") || !strings.Contains(p.before, "serving anyway") {
+		t.Errorf("stderr before serving: %q; want it to say Redis is unreachable and serve goes on", p.before)
+	}
+	expectSeries(t, "redis not started", p.scrape(t), map[string]float64{
+		`governor_up{project="servetest"}`:           0,
+		`governor_scrape_error{project="servetest"}`: 1,
+	})
+	if code, _ := p.get(t, "/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz before Redis started: %d, want 503", code)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	expectSeries(t, "redis up", p.scrape(t), map[string]float64{
+		`governor_up{project="servetest"}`:                         1,
+		`governor_slots_limit{project="servetest",resource="gpu"}`: 3,
+	})
+	code, rest := p.stop(t, syscall.SIGTERM)
+	if code != 0 || !strings.Contains(rest, "serve stopped") {
+		t.Fatalf("exit %d, stderr %q", code, rest)
+	}
+}
+
+// A file backend that cannot open is a setup error, not a wait.
+func TestServeFileBackendUnusable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := serveCLI(t, "--backend", "file", "--dir", filepath.Join(dir, "state"), "--config", serveConfig(t), "serve", "--listen", "127.0.0.1:0")
+	if code != ExitFailure || !strings.Contains(errs, "symlink") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the symlink", code, errs, ExitFailure)
+	}
 }
 
 func TestServeHelp(t *testing.T) {
