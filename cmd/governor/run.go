@@ -49,8 +49,10 @@ terminal.
 The command runs in its own process group. Run from an interactive terminal
 (governor in its foreground), the command's group is given the terminal while
 it runs, so it can read from it and Ctrl-C reaches it directly; governor takes
-the terminal back afterwards. (Ctrl-Z then stops the command, not governor:
-resume it with 'kill -CONT' on its process group.) INT, TERM, HUP and QUIT sent to governor are
+the terminal back afterwards. Job control works through it: Ctrl-Z stops the
+command and then governor (the shell gets its prompt back), and fg or bg
+continues both; the leases are not renewed while governor is stopped, so a
+stop longer than the TTL ends in exit 122. INT, TERM, HUP and QUIT sent to governor are
 forwarded to the whole tree; a second INT kills it. --timeout, a lost lease, or the command's leader
 exiting with descendants left behind stop the tree: TERM (and CONT), then
 KILL after --kill-grace, setsid'd descendants included. If governor itself is

@@ -3,8 +3,11 @@
 package supervise
 
 import (
+	"os/exec"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -46,5 +49,19 @@ func TestWithTreeID(t *testing.T) {
 		if got := withTreeID(tt.env, "b"); !slices.Equal(got, tt.want) {
 			t.Errorf("withTreeID(%q) = %q, want %q", tt.env, got, tt.want)
 		}
+	}
+}
+
+func TestChildInfo(t *testing.T) {
+	c := exec.Command("sh", "-c", "exit 7")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pid, status := childInfo(&info); int(pid) != c.Process.Pid || status != 7 {
+		t.Fatalf("childInfo = pid %d status %d; want %d and 7", pid, status, c.Process.Pid)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,4 +37,66 @@ func takeTerminal(f *os.File) {
 		defer signal.Reset(syscall.SIGTTOU)
 	}
 	_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+// followJobStop makes job control work through governor. The tree's group
+// has the terminal, so Ctrl-Z (SIGTSTP), or a read or write from the
+// background (SIGTTIN, SIGTTOU), stops the command, not governor, and the
+// shell, which waits for governor's job, would never get its terminal back.
+// When the leader has stopped so, followJobStop takes the terminal back and
+// stops governor's own process group with the same signal: the shell sees
+// its job stopped. Once continued (fg or bg), it gives the terminal back to
+// the tree if governor is in the foreground again, and continues the tree.
+// A stop governor sent itself (SIGSTOP, while freezing the tree) is not a
+// job stop and is left alone. The supervisor calls it on SIGCHLD.
+func (t *Tree) followJobStop() {
+	var info unix.Siginfo
+	// WSTOPPED without WEXITED: this consumes a stop report and never
+	// reaps the leader.
+	t.mu.Lock()
+	fd := -1
+	if m := t.members[t.pid]; m != nil && !t.finished {
+		fd = m.fd
+	}
+	t.mu.Unlock()
+	if fd < 0 || unix.Waitid(unix.P_PIDFD, fd, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil {
+		return
+	}
+	pid, status := childInfo(&info)
+	sig := syscall.Signal(status)
+	if pid == 0 || info.Code != cldStopped || sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
+		return
+	}
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	takeTerminal(t.terminal)
+	// Our group is the shell's job. The default action of sig stops us
+	// (the Go runtime does not catch it), until the shell continues us.
+	_ = unix.Kill(0, sig)
+	<-cont
+	if ForegroundTerminal(t.terminal) != nil {
+		_ = unix.IoctlSetPointerInt(int(t.terminal.Fd()), unix.TIOCSPGRP, t.pid)
+	}
+	t.mu.Lock()
+	if !t.finished {
+		_ = t.signalLocked(syscall.SIGCONT)
+	}
+	t.mu.Unlock()
+}
+
+// cldStopped is CLD_STOPPED, the si_code of a child stopped by a signal.
+const cldStopped = 5
+
+// childInfo reads si_pid and si_status of a SIGCHLD siginfo, which
+// x/sys's Siginfo keeps in its padding: after three ints comes a union,
+// aligned as a pointer, that starts with pid, uid, status. A pid of 0
+// means waitid found nothing to report.
+func childInfo(info *unix.Siginfo) (pid, status int32) {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	const union = (12 + ptr - 1) &^ (ptr - 1)
+	b := (*[union + 12]byte)(unsafe.Pointer(info))
+	pid = *(*int32)(unsafe.Pointer(&b[union]))
+	status = *(*int32)(unsafe.Pointer(&b[union+8]))
+	return pid, status
 }

@@ -553,6 +553,9 @@ func (t *Tree) supervise() {
 		case <-timer.C:
 			woken = false
 		case <-sigchld:
+			if t.terminal != nil {
+				t.followJobStop()
+			}
 		case <-t.kick:
 			kicked = true
 		}
