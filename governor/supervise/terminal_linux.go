@@ -47,7 +47,7 @@ func takeTerminal(f *os.File) {
 // stops governor's own process group with the same signal: the shell sees
 // its job stopped. Once continued (fg or bg), it gives the terminal back to
 // the tree if governor is in the foreground again, and continues the tree.
-// A stop governor sent itself (SIGSTOP, while freezing the tree) is not a
+// A stop while governor stops the tree (its freeze sends SIGSTOP) is not a
 // job stop and is left alone. The supervisor calls it on SIGCHLD.
 func (t *Tree) followJobStop() {
 	var info unix.Siginfo
@@ -62,11 +62,15 @@ func (t *Tree) followJobStop() {
 	if fd < 0 || unix.Waitid(unix.P_PIDFD, fd, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil {
 		return
 	}
+	// Read after the report: a freeze sets stopping before its SIGSTOP.
+	t.mu.Lock()
+	stopping := t.stopping
+	t.mu.Unlock()
 	pid, status := childInfo(&info)
-	sig := syscall.Signal(status)
-	if pid == 0 || info.Code != cldStopped || sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
-		return
+	if pid == 0 || info.Code != cldStopped || stopping {
+		return // nothing to report, or our own freeze of the tree
 	}
+	sig := syscall.Signal(status) // TSTP (Ctrl-Z), TTIN, TTOU, or a STOP the command sent itself
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
