@@ -165,7 +165,7 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		if err != nil {
 			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
 		}
-		rb, err := redisbackend.New(ctx, rdb)
+		rb, err := redisbackend.New(ctx, rdb, redisbackend.OwnClient())
 		if err != nil {
 			_ = rdb.Close()
 			hint := ""
@@ -174,7 +174,7 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 			}
 			return nil, exitWith(ExitFailure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(c.RedisURL()), err, hint))
 		}
-		b = &closingBackend{Backend: rb, close: rdb.Close}
+		b = rb
 	default:
 		fb, err := filebackend.New(c.File.Dir, filebackend.Options{})
 		if err != nil {
@@ -189,22 +189,6 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		return nil, exitWith(ExitFailure, err)
 	}
 	return g, nil
-}
-
-// closingBackend closes the Redis client after the backend. It embeds
-// the concrete backend so that its optional interfaces (rate limits)
-// stay visible.
-type closingBackend struct {
-	*redisbackend.Backend
-	close func() error
-}
-
-func (c *closingBackend) Close() error {
-	err := c.Backend.Close()
-	if cerr := c.close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // limitFor is the limit of resource: --limit when given, else the

@@ -1,9 +1,12 @@
 package redisbackend_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor/redisbackend"
@@ -39,5 +42,28 @@ func TestNewClientTopologies(t *testing.T) {
 		if !strings.HasPrefix(got, tt.want) {
 			t.Errorf("NewClient(%q) = %s, want %s", tt.url, got, tt.want)
 		}
+	}
+}
+
+func TestOwnClient(t *testing.T) {
+	m := miniredis.RunT(t)
+	for _, own := range []bool{false, true} {
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		var opts []redisbackend.Option
+		if own {
+			opts = append(opts, redisbackend.OwnClient())
+		}
+		b, err := redisbackend.New(context.Background(), rdb, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err = rdb.Ping(context.Background()).Err()
+		if own && !errors.Is(err, redis.ErrClosed) || !own && err != nil {
+			t.Errorf("OwnClient %v: ping after Close: %v", own, err)
+		}
+		_ = rdb.Close()
 	}
 }

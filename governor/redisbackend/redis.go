@@ -41,8 +41,9 @@ const Prefix = "gov:"
 
 // Backend is the Redis backend. Create it with New.
 type Backend struct {
-	rdb     redis.UniversalClient
-	channel string // this instance's notification channel
+	rdb       redis.UniversalClient
+	ownClient bool   // Close closes rdb
+	channel   string // this instance's notification channel
 
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
@@ -71,17 +72,28 @@ type declCache struct {
 
 var _ governor.Backend = (*Backend)(nil)
 
+// An Option configures New.
+type Option func(*Backend)
+
+// OwnClient makes the backend's Close close its client too, for a client
+// made only for it (as by NewClient).
+func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
+
 // New returns a backend on rdb. It subscribes to its own notification
 // channel (one connection per backend, whatever the number of waiters)
 // and fails if Redis cannot be reached or does not run scripts. Close
-// closes the subscription; rdb stays the caller's.
-func New(ctx context.Context, rdb redis.UniversalClient) (*Backend, error) {
+// closes the subscription; rdb stays the caller's unless OwnClient is
+// given (and, when New fails, in any case).
+func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backend, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
 		waiters: map[string]chan struct{}{}, done: make(chan struct{})}
+	for _, o := range opts {
+		o(be)
+	}
 	ps := rdb.Subscribe(ctx, be.channel)
 	// Wait for the confirmation so that no grant published after New
 	// returns can be missed.
@@ -390,6 +402,11 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	err := b.pubsub.Close()
 	<-b.done
+	if b.ownClient {
+		if cerr := b.rdb.Close(); err == nil {
+			err = cerr
+		}
+	}
 	return err
 }
 
