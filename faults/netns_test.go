@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -312,7 +311,7 @@ func slotsHolders(t *testing.T, out, resource string) []struct {
 // namespace) at the test's cleanup if still running.
 type hostProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *proctest.SyncBuffer
 	done   chan struct{}
 	err    error     // after done
 	exitAt time.Time // after done
@@ -320,7 +319,7 @@ type hostProc struct {
 
 func startOnHost(t *testing.T, h *testHost, env []string, script string, args ...string) *hostProc {
 	t.Helper()
-	p := &hostProc{cmd: onHost(h, env, script, args...), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &hostProc{cmd: onHost(h, env, script, args...), stderr: &proctest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout = p.stderr
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -359,21 +358,4 @@ func (p *hostProc) wait(d time.Duration) error {
 	case <-time.After(d):
 		return fmt.Errorf("still running after %v", d)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

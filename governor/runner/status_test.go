@@ -3,11 +3,11 @@ package runner
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/proctest"
 )
 
 func TestRenderStatus(t *testing.T) {
@@ -34,26 +34,8 @@ func TestRenderStatus(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the status line's two writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestStatusLineRewritesInPlaceAndErases(t *testing.T) {
-	var buf syncBuffer
+	var buf proctest.SyncBuffer
 	sl := newStatusLine(&buf, func() int { return 40 })
 	sl.update("heavy", governor.Result{Position: 1})
 	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}})
