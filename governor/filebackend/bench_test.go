@@ -2,10 +2,12 @@ package filebackend_test
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,6 +76,70 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// BenchmarkEightProcesses: eight OS processes each take and free one
+// exclusive slot (limit 1, waiting their turn) through Governor, beside
+// eight concurrent loops of `flock FILE true`, in the same run: pairs/s of
+// the whole machine, b.N pairs in all.
+//
+//	go test -run '^$' -bench EightProcesses -benchtime 2000x ./governor/filebackend/
+func BenchmarkEightProcesses(b *testing.B) {
+	const procs = 8
+	b.Run("filebackend", func(b *testing.B) {
+		dir := b.TempDir()
+		key := governor.Key{Project: "bench", Resource: "excl"}
+		rounds := max(1, b.N/procs)
+		var hs []*helper
+		for i := 0; i < procs; i++ {
+			h := startHelper(b, "pairs", dir, key, envRounds+"="+strconv.Itoa(rounds))
+			hs = append(hs, h)
+		}
+		for _, h := range hs {
+			if l := h.line(); l != "ready" {
+				b.Fatalf("helper said %q, want ready", l)
+			}
+		}
+		b.ResetTimer()
+		for _, h := range hs {
+			_, _ = io.WriteString(h.in, "go\n")
+		}
+		for _, h := range hs {
+			if l := h.line(); l != "done" {
+				b.Fatalf("helper said %q, want done", l)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(rounds*procs)/b.Elapsed().Seconds(), "pairs/s")
+	})
+	b.Run("flock(1)", func(b *testing.B) {
+		path, err := exec.LookPath("flock")
+		if err != nil {
+			b.Skip("flock(1) not installed")
+		}
+		file := filepath.Join(b.TempDir(), "lock")
+		rounds := max(1, b.N/procs)
+		errs := make(chan error, procs)
+		b.ResetTimer()
+		for i := 0; i < procs; i++ {
+			go func() {
+				for j := 0; j < rounds; j++ {
+					if err := exec.Command(path, file, "true").Run(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for i := 0; i < procs; i++ {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(rounds*procs)/b.Elapsed().Seconds(), "pairs/s")
 	})
 }
 

@@ -63,6 +63,8 @@ func runHelper(role string) error {
 		return helperHold(b, key)
 	case "wait":
 		return helperWait(b, key)
+	case "pairs":
+		return helperPairs(b, key)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -205,10 +207,40 @@ func helperWait(b *filebackend.Backend, key governor.Key) error {
 	select {}
 }
 
+// helperPairs says "ready", waits for a line on stdin, then takes and
+// frees the resource (limit 1, wait mode: mutual exclusion, as flock)
+// rounds times through Governor, and says "done".
+func helperPairs(b *filebackend.Backend, key governor.Key) error {
+	g, err := governor.New(b, governor.Options{Project: key.Project})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	rounds, _ := strconv.Atoi(os.Getenv(envRounds))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return err
+	}
+	for i := 0; i < rounds; i++ {
+		l, err := g.Acquire(ctx, key.Resource, governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+		if err != nil {
+			return err
+		}
+		if err := l.Release(); err != nil {
+			return err
+		}
+	}
+	fmt.Println("done")
+	return nil
+}
+
 // helper is a running helper process.
 type helper struct {
 	t     testing.TB
 	cmd   *exec.Cmd
+	in    io.WriteCloser // the helper's stdin
 	lines chan string
 	done  chan struct{}
 }
@@ -224,10 +256,14 @@ func startHelper(t testing.TB, role, dir string, key governor.Key, env ...string
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &helper{t: t, cmd: cmd, lines: make(chan string, 16), done: make(chan struct{})}
+	h := &helper{t: t, cmd: cmd, in: in, lines: make(chan string, 16), done: make(chan struct{})}
 	go func() {
 		defer close(h.lines)
 		sc := bufio.NewScanner(out)
