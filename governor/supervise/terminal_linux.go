@@ -76,7 +76,11 @@ func (t *Tree) followJobStop() {
 	defer signal.Stop(cont)
 	takeTerminal(t.terminal)
 	// Our group is the shell's job. The default action of sig stops us
-	// (the Go runtime does not catch it), until the shell continues us.
+	// (the Go runtime does not catch it), until the shell continues us;
+	// if governor was started with it ignored, SIGSTOP does the same.
+	if sig != syscall.SIGSTOP && signal.Ignored(sig) {
+		sig = syscall.SIGSTOP
+	}
 	_ = unix.Kill(0, sig)
 	<-cont
 	if ForegroundTerminal(t.terminal) != nil {
