@@ -8,6 +8,7 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is a running redis-server.
@@ -100,6 +103,26 @@ func (s *Server) start() error {
 	}
 }
 
+// StartReplica starts, for t, a server replicating master and waits until
+// the link is up.
+func StartReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	r := Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rc.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, _ := rc.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica on port %d: no link to its master after 30s", r.Port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // StartSentinel starts, for t, a Sentinel on a free port that monitors
 // master under the name "main" (quorum 1), and stops it at t's cleanup.
 func StartSentinel(t testing.TB, master *Server) *Server {
@@ -110,7 +133,10 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 	}
 	dir := t.TempDir()
 	conf := dir + "/sentinel.conf"
-	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n", port, dir, master.Port)
+	// Quick to act, for tests: the master is down after 500 ms without
+	// an answer, and a failover may be retried after 2 s.
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds main 500\nsentinel failover-timeout main 2000\n", port, dir, master.Port)
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
