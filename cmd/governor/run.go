@@ -59,9 +59,13 @@ KILL after --kill-grace, setsid'd descendants included. If governor itself is
 killed, even with SIGKILL, the tree does not outlive it: the direct child gets
 SIGKILL (parent-death signal), and a watchdog process (governor run
 --watchdog, started before acquiring, declared as the holder's pid) kills
-every process carrying the run id in GOVERNOR_RUN_IDS; with the file backend
+the run's cgroup and every process carrying the run id in
+GOVERNOR_RUN_IDS; with the file backend
 the tree also inherits the lease files (descriptors 3...), so the slot stays
-held until its last process is dead and is free at once after.
+held until its last process is dead and is free at once after. Where a cgroup
+v2 group can be made (as root, or in a delegated group), the command is born
+in its own, governor-run-ID: nothing of the tree can leave it, the slots are
+released only once it is empty, and KILL reaches all of it at once.
 
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,

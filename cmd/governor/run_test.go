@@ -24,6 +24,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -497,6 +498,41 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 		})
 		t.Logf("slot free %v after SIGKILL of governor, at try %d", time.Since(killed), tries)
 	})
+}
+
+// SIGKILL of governor with a descendant that no marker finds (it cleared
+// its environment and left the session): the tree's cgroup holds it, the
+// watchdog kills the cgroup and removes it. Where no cgroup can be made
+// this is a documented limit, and the test skips.
+func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
+	probe, ok := supervise.ChildCgroup("governor-run-probe")
+	if !ok || os.Mkdir(probe, 0o755) != nil {
+		t.Skip("no cgroup v2 group can be made here")
+	}
+	_ = os.Remove(probe)
+	groups := func() []string {
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(probe), "governor-run-*"))
+		return m
+	}
+	before := len(groups())
+	tg := fileTarget(t, "")
+	marker := proctest.NewMarker(t, "govrun")
+	sleep := proctest.MarkedSleep(t, marker)
+	t.Cleanup(func() { proctest.KillMarked(marker) })
+	c := tg.command("run", "--resource", "heavy", "--", "sh", "-c", `env -i setsid "$0" 60 & "$0" 60; :`, sleep)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
+	if len(groups()) != before+1 {
+		t.Fatalf("cgroups of runs: %v; want one more than the %d before", groups(), before)
+	}
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	eventually(t, 10*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+	eventually(t, 10*time.Second, "the run's cgroup was not removed", func() bool { return len(groups()) == before })
 }
 
 // INT while waiting: exit 130, no waiter and no lease left behind.

@@ -46,16 +46,21 @@
 // # If governor dies
 //
 // The command must not go on running on a slot nobody holds. The direct
-// child gets SIGKILL through Pdeathsig. For the rest of the tree Run uses
-// two layers:
+// child gets SIGKILL through Pdeathsig. Where a cgroup v2 group can be
+// made (root, or a delegated group), the tree is born in its own group,
+// governor-run-ID (supervise.Options.Cgroup): nothing of it can leave, its
+// emptiness proves the tree gone, and one write to cgroup.kill kills all
+// of it. For the rest of the tree Run uses two more layers:
 //
 //   - A watchdog process: Run re-executes the governor binary
 //     ([Options.Watchdog], the hidden `governor run --watchdog ID`) before
 //     acquiring, connected by a pipe. When governor exits without saying
 //     "done" on the pipe — a SIGKILL included — the pipe reaches end of
-//     file and the watchdog SIGKILLs, through pidfds, every process whose
-//     initial environment carries the run id in GOVERNOR_RUN_IDS, setsid'd
-//     ones included, until two scans in a row find none ([Watchdog]).
+//     file and the watchdog kills the run's cgroup, if it has one, then
+//     SIGKILLs, through pidfds, every process whose initial environment
+//     carries the run id in GOVERNOR_RUN_IDS, setsid'd ones included,
+//     until two scans in a row find none ([Watchdog]), and removes the
+//     cgroup.
 //     The watchdog's pid is the one declared as the holder of the leases:
 //     it lives exactly until the tree is dead, so a same-host proof of death
 //     (file or Redis backend) frees the slot only then. If the watchdog
@@ -65,9 +70,9 @@
 //     is held while any process of the tree lives, and dropped — the slot
 //     free at once — when the last one dies.
 //
-// Limits: a descendant that clears its environment (env -i) or is not
-// dumpable, and is orphaned by governor's death, is not found by the
-// watchdog; with the file backend it still keeps the slot held until it
+// Limits, without a cgroup only: a descendant that clears its environment
+// (env -i) or is not dumpable, and is orphaned by governor's death, is not
+// found by the watchdog; with the file backend it still keeps the slot held until it
 // closes the inherited lease file or the lease expires (its TTL, since
 // nobody renews it). With Redis, other hosts see the slot freed when the
 // lease's TTL runs out.

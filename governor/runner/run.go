@@ -409,6 +409,7 @@ func (r *run) execute() (int, Outcome, error) {
 		KillGrace:  r.o.KillGrace,
 		ExtraFiles: extra,
 		Terminal:   supervise.ForegroundTerminal(stdin),
+		Cgroup:     cgroupName(r.id), // the watchdog finds it by the run id
 	})
 	switch {
 	case errors.Is(err, supervise.ErrNotFound):

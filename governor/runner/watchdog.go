@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/governor-dev/governor/governor/supervise"
 )
 
 // watchdogDone is what Run writes on the pipe once the tree is gone and
@@ -70,6 +72,10 @@ func (w *watchdog) finish() {
 	}
 }
 
+// cgroupName is the name of the cgroup of run id's tree (see
+// supervise.Options.Cgroup).
+func cgroupName(id string) string { return "governor-run-" + id }
+
 // sweepBudget bounds how long a watchdog keeps killing: a process in
 // uninterruptible sleep may never die.
 const sweepBudget = 30 * time.Second
@@ -119,7 +125,20 @@ func Watchdog(id string, pipe *os.File, stderr io.Writer) int {
 	case <-term:
 		why = "the watchdog got SIGTERM"
 	}
+	// The tree's own cgroup, where it has one, goes first and whole: it
+	// holds the processes the marker sweep cannot find.
+	cg, hasCgroup := supervise.ChildCgroup(cgroupName(id))
+	if hasCgroup {
+		if err := supervise.KillCgroup(cg); err != nil {
+			fmt.Fprintf(stderr, "governor: watchdog of run %s: killing cgroup %s: %v\n", id, cg, err)
+		}
+	}
 	killed, err := sweep(id)
+	if hasCgroup {
+		if rerr := supervise.RemoveCgroup(cg, sweepBudget); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
 	if killed > 0 {
 		fmt.Fprintf(stderr, "governor: watchdog of run %s: %s; killed %d processes of its command\n", id, why, killed)
 	}

@@ -50,6 +50,17 @@ type Options struct {
 	// order. A nil entry is passed as a closed descriptor.
 	ExtraFiles []*os.File
 
+	// Cgroup names the cgroup v2 group Start makes for the tree inside the
+	// caller's own group (ChildCgroup tells its directory); empty means
+	// "governor-" and the tree id. The tree is born in it, its death is
+	// proven by it ("populated 0") and KILL reaches all of it at once,
+	// processes that escaped attribution included. Where the group cannot
+	// be made (no cgroup v2, no permission) the tree goes without one.
+	Cgroup string
+
+	// NoCgroup makes no group: the tree is followed by /proc scans alone.
+	NoCgroup bool
+
 	// Terminal, when set, is a terminal whose foreground process group is
 	// the caller's: the tree's group is made its foreground group while
 	// the tree runs, so that the command can read from it and gets its

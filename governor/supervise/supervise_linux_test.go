@@ -53,7 +53,23 @@ func sh(t *testing.T, marker, script string, params ...string) supervise.Options
 		Args:      append([]string{"/bin/sh", "-c", script, marker}, params...),
 		Env:       append(os.Environ(), "SLEEP="+proctest.MarkedSleep(t, marker)),
 		KillGrace: testGrace,
+		NoCgroup:  scansOnly,
 	}
+}
+
+// scansOnly makes sh's trees go without a cgroup, as where none can be
+// made; bothWays sets it.
+var scansOnly bool
+
+// bothWays runs fn with the tree in its own cgroup (where this machine
+// allows one) and with /proc scans alone.
+func bothWays(t *testing.T, fn func(t *testing.T)) {
+	t.Run("cgroup", fn)
+	t.Run("scans-only", func(t *testing.T) {
+		scansOnly = true
+		defer func() { scansOnly = false }()
+		fn(t)
+	})
 }
 
 func start(t *testing.T, opts supervise.Options) *supervise.Tree {
@@ -207,161 +223,171 @@ func TestStartErrors(t *testing.T) {
 // A tree that ignores TERM and keeps spawning children, some of them in new
 // sessions: after Stop nothing of it is left, within grace plus slack.
 func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
-	marker := proctest.NewMarker(t, "govsup")
-	tr := start(t, sh(t, marker, `
-		trap '' TERM
-		while :; do
-			"$SLEEP" 1000 &
-			setsid "$SLEEP" 1000 &
-			(setsid "$SLEEP" 1000 &)
-			"$SLEEP" 0.02
-		done`))
-	waitFor(t, "a growing tree", func() bool { return len(proctest.Marked(marker)) >= 10 })
+	bothWays(t, func(t *testing.T) {
+		marker := proctest.NewMarker(t, "govsup")
+		tr := start(t, sh(t, marker, `
+			trap '' TERM
+			while :; do
+				"$SLEEP" 1000 &
+				setsid "$SLEEP" 1000 &
+				(setsid "$SLEEP" 1000 &)
+				"$SLEEP" 0.02
+			done`))
+		waitFor(t, "a growing tree", func() bool { return len(proctest.Marked(marker)) >= 10 })
 
-	stop(t, tr, nil) // returns within grace + a generous slack
+		stop(t, tr, nil) // returns within grace + a generous slack
 
-	if left := proctest.Marked(marker); len(left) != 0 {
-		t.Fatalf("processes left after Stop: %v", left)
-	}
-	e := wait(t, tr)
-	if e.Signal != syscall.SIGKILL || !errors.Is(e.Stopped, supervise.ErrStopped) {
-		t.Errorf("Exit = %+v, want killed by SIGKILL and stopped", e)
-	}
+		if left := proctest.Marked(marker); len(left) != 0 {
+			t.Fatalf("processes left after Stop: %v", left)
+		}
+		e := wait(t, tr)
+		if e.Signal != syscall.SIGKILL || !errors.Is(e.Stopped, supervise.ErrStopped) {
+			t.Errorf("Exit = %+v, want killed by SIGKILL and stopped", e)
+		}
+	})
 }
 
 // Descendants that left the process group with setsid, as a child of the
 // leader and as a double-forked orphan re-parented to the supervisor, are
 // stopped too; a process the test started itself, and another tree, are not.
 func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
-	marker := proctest.NewMarker(t, "govsup")
-	sentinelMarker := proctest.NewMarker(t, "govsup")
-	sentinel := exec.Command(proctest.MarkedSleep(t, sentinelMarker), "1000")
-	if err := sentinel.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sentinel.Process.Kill()
-
-	otherMarker := proctest.NewMarker(t, "govsup")
-	other := start(t, sh(t, otherMarker, `(setsid "$SLEEP" 1000 &); exec "$SLEEP" 1000`))
-
-	tr := start(t, sh(t, marker, `
-		setsid "$SLEEP" 1000 &
-		(setsid "$SLEEP" 1000 &)
-		"$SLEEP" 1000`))
-	// Three sleeps, two of them in sessions of their own; two of the other.
-	waitFor(t, "the trees", func() bool {
-		sleeps, outside := proctest.Marked("sleep-"+marker), 0
-		for _, pid := range sleeps {
-			if sid, _ := unix.Getsid(pid); sid == pid {
-				outside++
-			}
+	bothWays(t, func(t *testing.T) {
+		marker := proctest.NewMarker(t, "govsup")
+		sentinelMarker := proctest.NewMarker(t, "govsup")
+		sentinel := exec.Command(proctest.MarkedSleep(t, sentinelMarker), "1000")
+		if err := sentinel.Start(); err != nil {
+			t.Fatal(err)
 		}
-		return len(sleeps) == 3 && outside == 2 && len(proctest.Marked("sleep-"+otherMarker)) == 2
+		defer sentinel.Process.Kill()
+
+		otherMarker := proctest.NewMarker(t, "govsup")
+		other := start(t, sh(t, otherMarker, `(setsid "$SLEEP" 1000 &); exec "$SLEEP" 1000`))
+
+		tr := start(t, sh(t, marker, `
+			setsid "$SLEEP" 1000 &
+			(setsid "$SLEEP" 1000 &)
+			"$SLEEP" 1000`))
+		// Three sleeps, two of them in sessions of their own; two of the other.
+		waitFor(t, "the trees", func() bool {
+			sleeps, outside := proctest.Marked("sleep-"+marker), 0
+			for _, pid := range sleeps {
+				if sid, _ := unix.Getsid(pid); sid == pid {
+					outside++
+				}
+			}
+			return len(sleeps) == 3 && outside == 2 && len(proctest.Marked("sleep-"+otherMarker)) == 2
+		})
+
+		stop(t, tr, errors.New("timeout"))
+		if left := proctest.Marked(marker); len(left) != 0 {
+			t.Fatalf("processes left after Stop: %v", left)
+		}
+		e := wait(t, tr)
+		if e.Stopped == nil || e.Stopped.Error() != "timeout" || supervise.ExitCode(e) != 143 {
+			t.Errorf("Exit = %+v (code %d), want stopped by timeout, killed by TERM", e, supervise.ExitCode(e))
+		}
+
+		if len(proctest.Marked(sentinelMarker)) != 1 {
+			t.Fatal("the sentinel process did not survive Stop")
+		}
+		if len(proctest.Marked("sleep-"+otherMarker)) != 2 {
+			t.Fatal("the other tree did not survive Stop")
+		}
+		select {
+		case <-other.Done():
+			t.Fatal("the other tree's leader exited")
+		default:
+		}
+		// The sentinel's exit status was not stolen by the supervisor.
+		sentinel.Process.Kill()
+		err := sentinel.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("sentinel Wait = %v, want killed by SIGKILL", err)
+		}
+
+		stop(t, other, nil)
+		if left := proctest.Marked(otherMarker); len(left) != 0 {
+			t.Fatalf("processes of the other tree left: %v", left)
+		}
 	})
-
-	stop(t, tr, errors.New("timeout"))
-	if left := proctest.Marked(marker); len(left) != 0 {
-		t.Fatalf("processes left after Stop: %v", left)
-	}
-	e := wait(t, tr)
-	if e.Stopped == nil || e.Stopped.Error() != "timeout" || supervise.ExitCode(e) != 143 {
-		t.Errorf("Exit = %+v (code %d), want stopped by timeout, killed by TERM", e, supervise.ExitCode(e))
-	}
-
-	if len(proctest.Marked(sentinelMarker)) != 1 {
-		t.Fatal("the sentinel process did not survive Stop")
-	}
-	if len(proctest.Marked("sleep-"+otherMarker)) != 2 {
-		t.Fatal("the other tree did not survive Stop")
-	}
-	select {
-	case <-other.Done():
-		t.Fatal("the other tree's leader exited")
-	default:
-	}
-	// The sentinel's exit status was not stolen by the supervisor.
-	sentinel.Process.Kill()
-	err := sentinel.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("sentinel Wait = %v, want killed by SIGKILL", err)
-	}
-
-	stop(t, other, nil)
-	if left := proctest.Marked(otherMarker); len(left) != 0 {
-		t.Fatalf("processes of the other tree left: %v", left)
-	}
 }
 
 func TestSignalReachesGroupAndSetsidDescendants(t *testing.T) {
-	marker := proctest.NewMarker(t, "govsup")
-	dir := t.TempDir()
-	got, got2 := filepath.Join(dir, "got"), filepath.Join(dir, "got2")
-	ready, ready2 := filepath.Join(dir, "ready"), filepath.Join(dir, "ready2")
-	tr := start(t, sh(t, marker, `
-		setsid /bin/sh -c 'trap "echo got2 > $1; exit 0" TERM; echo > $2; while :; do "$SLEEP" 0.05; done' "$0" "$3" "$4" &
-		trap 'echo got > "$1"; exit 0' TERM
-		echo > "$2"
-		while :; do "$SLEEP" 0.05; done`, got, ready, got2, ready2))
-	waitFor(t, "traps", func() bool {
-		_, err1 := os.Stat(ready)
-		_, err2 := os.Stat(ready2)
-		return err1 == nil && err2 == nil
-	})
-	if err := tr.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	e := wait(t, tr)
-	if e != (supervise.Exit{}) {
-		t.Errorf("Exit = %+v, want code 0", e)
-	}
-	for _, f := range []string{got, got2} {
-		if b, err := os.ReadFile(f); err != nil || !strings.HasPrefix(string(b), "got") {
-			t.Errorf("%s: %q, %v", f, b, err)
+	bothWays(t, func(t *testing.T) {
+		marker := proctest.NewMarker(t, "govsup")
+		dir := t.TempDir()
+		got, got2 := filepath.Join(dir, "got"), filepath.Join(dir, "got2")
+		ready, ready2 := filepath.Join(dir, "ready"), filepath.Join(dir, "ready2")
+		tr := start(t, sh(t, marker, `
+			setsid /bin/sh -c 'trap "echo got2 > $1; exit 0" TERM; echo > $2; while :; do "$SLEEP" 0.05; done' "$0" "$3" "$4" &
+			trap 'echo got > "$1"; exit 0' TERM
+			echo > "$2"
+			while :; do "$SLEEP" 0.05; done`, got, ready, got2, ready2))
+		waitFor(t, "traps", func() bool {
+			_, err1 := os.Stat(ready)
+			_, err2 := os.Stat(ready2)
+			return err1 == nil && err2 == nil
+		})
+		if err := tr.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
 		}
-	}
+		e := wait(t, tr)
+		if e != (supervise.Exit{}) {
+			t.Errorf("Exit = %+v, want code 0", e)
+		}
+		for _, f := range []string{got, got2} {
+			if b, err := os.ReadFile(f); err != nil || !strings.HasPrefix(string(b), "got") {
+				t.Errorf("%s: %q, %v", f, b, err)
+			}
+		}
+	})
 }
 
 // Wait waits for descendants the leader left behind, also orphans that were
 // re-parented to the supervisor; Done does not.
 func TestWaitWaitsForLingeringDescendants(t *testing.T) {
-	marker := proctest.NewMarker(t, "govsup")
-	// The orphan outlives the rest, so a Wait that did not wait for it would
-	// return while it still runs.
-	tr := start(t, sh(t, marker, `(setsid "$SLEEP" 0.8 &); "$SLEEP" 0.1 & exit 5`))
-	select {
-	case <-tr.Done():
-	case <-time.After(deadline):
-		t.Fatal("Done not closed")
-	}
-	e := wait(t, tr)
-	if e.Code != 5 || e.Stopped != nil {
-		t.Errorf("Exit = %+v, want code 5, not stopped", e)
-	}
-	if left := proctest.Marked(marker); len(left) != 0 {
-		t.Fatalf("Wait returned with processes left: %v", left)
-	}
+	bothWays(t, func(t *testing.T) {
+		marker := proctest.NewMarker(t, "govsup")
+		// The orphan outlives the rest, so a Wait that did not wait for it would
+		// return while it still runs.
+		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 0.8 &); "$SLEEP" 0.1 & exit 5`))
+		select {
+		case <-tr.Done():
+		case <-time.After(deadline):
+			t.Fatal("Done not closed")
+		}
+		e := wait(t, tr)
+		if e.Code != 5 || e.Stopped != nil {
+			t.Errorf("Exit = %+v, want code 5, not stopped", e)
+		}
+		if left := proctest.Marked(marker); len(left) != 0 {
+			t.Fatalf("Wait returned with processes left: %v", left)
+		}
+	})
 }
 
 // Stop after the leader exited ends the rest, and the exit is the leader's.
 // Until then the leader stays an unreaped zombie, which keeps the process
 // group id from being reused while the group is signalled.
 func TestStopAfterLeaderExited(t *testing.T) {
-	marker := proctest.NewMarker(t, "govsup")
-	tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
-	<-tr.Done()
-	waitFor(t, "the leftovers", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tr.Pid()) + "/stat")
-	if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
-		t.Fatalf("leader %d should be an unreaped zombie: %q, %v", tr.Pid(), b, err)
-	}
-	stop(t, tr, nil)
-	if left := proctest.Marked(marker); len(left) != 0 {
-		t.Fatalf("processes left after Stop: %v", left)
-	}
-	if e := wait(t, tr); e.Code != 7 || e.Stopped != nil {
-		t.Errorf("Exit = %+v, want code 7, not stopped", e)
-	}
+	bothWays(t, func(t *testing.T) {
+		marker := proctest.NewMarker(t, "govsup")
+		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
+		<-tr.Done()
+		waitFor(t, "the leftovers", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(tr.Pid()) + "/stat")
+		if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
+			t.Fatalf("leader %d should be an unreaped zombie: %q, %v", tr.Pid(), b, err)
+		}
+		stop(t, tr, nil)
+		if left := proctest.Marked(marker); len(left) != 0 {
+			t.Fatalf("processes left after Stop: %v", left)
+		}
+		if e := wait(t, tr); e.Code != 7 || e.Stopped != nil {
+			t.Errorf("Exit = %+v, want code 7, not stopped", e)
+		}
+	})
 }
 
 func TestStdioAndExtraFiles(t *testing.T) {

@@ -62,6 +62,7 @@ type Tree struct {
 	stopOnce sync.Once
 
 	terminal *os.File // given to the tree's group while it runs (Options.Terminal)
+	cg       *cgroup  // the tree's own cgroup v2 group; nil where none could be made
 
 	// stdio plumbing for readers and writers that are not files
 	copiers sync.WaitGroup
@@ -175,7 +176,25 @@ func Start(opts Options) (*Tree, error) {
 		attr.Sys.Ctty = int(opts.Terminal.Fd())
 		t.terminal = opts.Terminal
 	}
+	if !opts.NoCgroup {
+		name := opts.Cgroup
+		if name == "" {
+			name = "governor-" + t.id
+		}
+		if t.cg = newCgroup(name); t.cg != nil {
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, t.cg.fd
+		}
+	}
 	pid, err := forkExec(path, opts.Args, attr)
+	if err != nil && t.cg != nil {
+		// The kernel may refuse to clone into the group (no clone3, a
+		// seccomp filter): go without it.
+		t.cg.remove()
+		t.cg = nil
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+		pidfd = -1
+		pid, err = forkExec(path, opts.Args, attr)
+	}
 	closeAll(childEnds)
 	if err == nil && pidfd < 0 {
 		// No CLONE_PIDFD. The child is ours and unreaped, so its pid is
@@ -192,6 +211,9 @@ func Start(opts Options) (*Tree, error) {
 	if err != nil {
 		releaseSubreaper()
 		t.closeParentEnds()
+		if t.cg != nil {
+			t.cg.remove()
+		}
 		return nil, err
 	}
 	t.pid = pid
@@ -364,6 +386,9 @@ func (t *Tree) signalLocked(sig syscall.Signal) error {
 		}
 	}
 	pinned := t.groupPinnedLocked()
+	if sig == syscall.SIGKILL && t.cg != nil && !t.finished {
+		note(t.cg.kill()) // every process of the tree, attributed or not
+	}
 	if pinned {
 		note(unix.Kill(-t.pid, sig))
 	}
@@ -372,6 +397,18 @@ func (t *Tree) signalLocked(sig syscall.Signal) error {
 			continue
 		}
 		note(unix.PidfdSendSignal(m.fd, sig, nil, 0))
+	}
+	if t.cg != nil && sig != syscall.SIGKILL && !t.finished {
+		// Processes of the tree that escaped attribution (environment
+		// cleared, not dumpable): the group holds them all.
+		note(t.cg.signal(sig, func(pid int) bool {
+			if t.members[pid] != nil {
+				return true // signalled above, or exited
+			}
+			// The group signal above reached it.
+			s, err := readStat(pid)
+			return pinned && err == nil && s.pgid == t.pid
+		}))
 	}
 	return first
 }
@@ -599,6 +636,10 @@ func (t *Tree) supervise() {
 func (t *Tree) sweep() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// With the tree's own cgroup empty after the leader's exit, no process
+	// of the tree is alive (none can fork any more): one scan, to reap
+	// what has died, is enough.
+	empty := t.cg != nil && t.leaderExited && !t.cg.populated()
 	for range 2 {
 		snap, err := snapshot()
 		if err != nil {
@@ -611,9 +652,18 @@ func (t *Tree) sweep() bool {
 		}
 		added, _ := t.scanLocked(snap)
 		t.reapLocked()
-		if t.busyLocked() || added > 0 {
+		if t.busyLocked() || added > 0 && !empty {
 			return false
 		}
+		if empty {
+			break
+		}
+	}
+	if t.cg != nil && t.cg.populated() {
+		// A process of the tree that the scans could not attribute
+		// (its environment cleared, not dumpable) is still running:
+		// the tree is not finished. Stop's KILL reaches it.
+		return false
 	}
 	t.reapLeaderLocked()
 	return true
@@ -655,6 +705,9 @@ func (t *Tree) reapLeaderLocked() {
 func (t *Tree) finish() {
 	if t.terminal != nil {
 		takeTerminal(t.terminal)
+	}
+	if t.cg != nil {
+		t.cg.remove()
 	}
 	close(t.empty)
 	releaseSubreaper()
