@@ -19,8 +19,15 @@
 // carries the tree's id in [TreeEnv]. Start appends that id to the child's
 // environment for this purpose. A descendant that both leaves the process
 // group and clears its environment, and is orphaned before the supervisor's
-// periodic scan has seen it, cannot be attributed and escapes; every other
-// descendant is found.
+// periodic scan has seen it, cannot be attributed by these rules.
+//
+// Where the supervisor may make a cgroup v2 group inside its own (root, or
+// a delegated group; [Options.Cgroup]), the leader is born in the tree's
+// own group and every descendant with it, and none can leave it: such a
+// descendant is then held too. The tree is not finished while the group is
+// populated, TERM reaches every member (through pidfds, each checked to be
+// still in the group), and KILL is one write to cgroup.kill. Elsewhere the
+// rules above are all there is.
 //
 // # Reaping, and living with other children
 //
@@ -42,7 +49,8 @@
 // # Platform
 //
 // Linux only (pidfds, waitid P_PIDFD and PR_SET_CHILD_SUBREAPER need Linux
-// 5.4 or later). On other systems Start returns [errors.ErrUnsupported].
+// 5.4 or later; the cgroup layer needs cgroup.kill, Linux 5.14). On other
+// systems Start returns [errors.ErrUnsupported].
 //
 // Process-group kills do not cover descendants of a supervisor that is itself
 // SIGKILLed: Pdeathsig reaches only the direct child. A caller that must
