@@ -535,6 +535,39 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 	eventually(t, 10*time.Second, "the run's cgroup was not removed", func() bool { return len(groups()) == before })
 }
 
+// SIGKILL of the outer governor of a nested run: the outer watchdog kills
+// the outer group, which holds the inner governor, its watchdog and the
+// inner group; nothing is left, no group either.
+func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
+	probe, ok := supervise.ChildCgroup("governor-run-probe")
+	if !ok || os.Mkdir(probe, 0o755) != nil {
+		t.Skip("no cgroup v2 group can be made here")
+	}
+	_ = os.Remove(probe)
+	groups := func() []string {
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(probe), "governor-run-*"))
+		return m
+	}
+	before := len(groups())
+	tg := fileTarget(t, "  inner: {limit: 1}\n")
+	marker := proctest.NewMarker(t, "govrun")
+	sleep := proctest.MarkedSleep(t, marker)
+	t.Cleanup(func() { proctest.KillMarked(marker) })
+	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "inner", "--",
+		"sh", "-c", `env -i setsid "$0" 60 & "$0" 60; :`, sleep)
+	c := tg.command(append([]string{"run", "--resource", "heavy", "--"}, inner...)...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the inner tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	eventually(t, 10*time.Second, "processes of the nested trees outlived the outer governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+	eventually(t, 10*time.Second, "the groups of the runs were not removed", func() bool { return len(groups()) == before })
+}
+
 // INT while waiting: exit 130, no waiter and no lease left behind.
 func TestRunInterruptWhileWaiting(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {

@@ -223,11 +223,19 @@ func KillCgroup(dir string) error {
 	return err
 }
 
-// RemoveCgroup removes the group dir once its processes are gone, waiting
-// for them up to wait. A group that does not exist is not an error.
+// RemoveCgroup removes the group dir, and the groups inside it (those of
+// nested trees whose supervisors died with it), once their processes are
+// gone, waiting for them up to wait. A group that does not exist is not an
+// error.
 func RemoveCgroup(dir string, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.IsDir() {
+				_ = RemoveCgroup(filepath.Join(dir, e.Name()), time.Until(deadline))
+			}
+		}
 		err := unix.Rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
