@@ -500,20 +500,28 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 	})
 }
 
-// SIGKILL of governor with a descendant that no marker finds (it cleared
-// its environment and left the session): the tree's cgroup holds it, the
-// watchdog kills the cgroup and removes it. Where no cgroup can be made
-// this is a documented limit, and the test skips.
-func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
+// runGroupsOrSkip skips t where governor run can make no cgroup v2 group
+// (no cgroup v2, not root), and otherwise returns a lister of the runs'
+// groups beside this process.
+func runGroupsOrSkip(t *testing.T) func() []string {
+	t.Helper()
 	probe, ok := supervise.ChildCgroup("governor-run-probe")
 	if !ok || os.Mkdir(probe, 0o755) != nil {
 		t.Skip("no cgroup v2 group can be made here")
 	}
 	_ = os.Remove(probe)
-	groups := func() []string {
+	return func() []string {
 		m, _ := filepath.Glob(filepath.Join(filepath.Dir(probe), "governor-run-*"))
 		return m
 	}
+}
+
+// SIGKILL of governor with a descendant that no marker finds (it cleared
+// its environment and left the session): the tree's cgroup holds it, the
+// watchdog kills the cgroup and removes it. Where no cgroup can be made
+// this is a documented limit, and the test skips.
+func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
+	groups := runGroupsOrSkip(t)
 	before := len(groups())
 	tg := fileTarget(t, "")
 	marker := proctest.NewMarker(t, "govrun")
@@ -539,15 +547,7 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 // the outer group, which holds the inner governor, its watchdog and the
 // inner group; nothing is left, no group either.
 func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
-	probe, ok := supervise.ChildCgroup("governor-run-probe")
-	if !ok || os.Mkdir(probe, 0o755) != nil {
-		t.Skip("no cgroup v2 group can be made here")
-	}
-	_ = os.Remove(probe)
-	groups := func() []string {
-		m, _ := filepath.Glob(filepath.Join(filepath.Dir(probe), "governor-run-*"))
-		return m
-	}
+	groups := runGroupsOrSkip(t)
 	before := len(groups())
 	tg := fileTarget(t, "  inner: {limit: 1}\n")
 	marker := proctest.NewMarker(t, "govrun")
