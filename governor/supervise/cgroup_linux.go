@@ -150,22 +150,38 @@ func newCgroup(name string) *cgroup {
 }
 
 // removeStale removes the empty groups that trees of supervisors now dead
-// left in parent: Start names a group "governor-PID-..." after the
-// supervisor's pid when the caller names none, and a supervisor killed
-// with SIGKILL cannot remove its own. (governor run names its groups
-// after the run, and its watchdog removes them.) Best effort: a group in
-// use, or of a live supervisor, is left alone.
+// left in parent. Start names a group "governor-PID-..." after the
+// supervisor's pid when the caller names none: such a group goes once that
+// pid is gone. governor run names its groups "governor-run-ID" and its
+// watchdog removes them when governor dies; if both were killed, the group
+// goes once it has been empty for staleAge (a group is empty only for
+// moments while its run is alive: before the leader is cloned into it, and
+// after the tree is gone). Best effort: a group in use is never removed
+// (the kernel refuses).
 func removeStale(parent string) {
-	ms, _ := filepath.Glob(filepath.Join(parent, "governor-[0-9]*-*"))
+	ms, _ := filepath.Glob(filepath.Join(parent, "governor-*"))
 	for _, m := range ms {
-		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(m), "governor-"), "-")
+		rest := strings.TrimPrefix(filepath.Base(m), "governor-")
+		if id, ok := strings.CutPrefix(rest, "run-"); ok && id != "" {
+			var st unix.Stat_t
+			if unix.Stat(m, &st) != nil || time.Since(time.Unix(st.Mtim.Unix())) < staleAge || cgroupPopulated(m) {
+				continue
+			}
+			_ = RemoveCgroup(m, 0)
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
 		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH || cgroupPopulated(m) {
 			continue
 		}
-		_ = unix.Rmdir(m) // refused (EBUSY) if a process came in meanwhile
+		_ = RemoveCgroup(m, 0) // refused (EBUSY) if a process came in meanwhile
 	}
 }
+
+// staleAge is how long a run's group must have been left empty before
+// another supervisor removes it.
+var staleAge = time.Minute
 
 // populated reports whether a process of the group (or of a group inside
 // it) is alive. An unreadable cgroup.events counts as populated.
