@@ -3,6 +3,7 @@ package redisbackend_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/redistest"
 )
 
 func TestNewClientTopologies(t *testing.T) {
@@ -65,5 +67,50 @@ func TestOwnClient(t *testing.T) {
 			t.Errorf("OwnClient %v: ping after Close: %v", own, err)
 		}
 		_ = rdb.Close()
+	}
+}
+
+// TestNewLoadsOnlyMissingScripts: a backend opened where an earlier one
+// loaded the scripts asks once (SCRIPT EXISTS) and loads none; after a
+// SCRIPT FLUSH it loads them all again.
+func TestNewLoadsOnlyMissingScripts(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	loads := func() int64 {
+		t.Helper()
+		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := redisbackend.New(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close()
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_script|load:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	first := loads()
+	if first == 0 {
+		t.Fatal("the first backend loaded no script")
+	}
+	if again := loads(); again != 0 {
+		t.Fatalf("a second backend loaded %d scripts the server already had", again)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if after := loads(); after != first {
+		t.Fatalf("after SCRIPT FLUSH a backend loaded %d scripts, want all %d", after, first)
 	}
 }

@@ -106,12 +106,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	// lets the user run them) before anything is acquired, and spares the
 	// first acquire the NOSCRIPT round trip, which would eat into its
 	// lease's local deadline.
-	for _, s := range []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
-		reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			_ = ps.Close()
-			return nil, wrap("load scripts", err)
-		}
+	if err := loadScripts(ctx, rdb); err != nil {
+		_ = ps.Close()
+		return nil, wrap("load scripts", err)
 	}
 	// SCRIPT LOAD may work where EVALSHA does not (renamed away): try one.
 	if err := probeScript.Run(ctx, rdb, nil).Err(); err != nil {
@@ -120,6 +117,35 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	}
 	go be.dispatch(ps.Channel())
 	return be, nil
+}
+
+// allScripts are the scripts New loads.
+var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript}
+
+// loadScripts loads those of allScripts the server does not have. Usually
+// an earlier process loaded them all: one SCRIPT EXISTS round trip then
+// replaces ten SCRIPT LOADs, which a short CLI run against a distant
+// server would feel. A server (or ACL) that refuses SCRIPT EXISTS gets
+// them all loaded.
+func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
+	hashes := make([]string, len(allScripts))
+	for i, s := range allScripts {
+		hashes[i] = s.Hash()
+	}
+	have, err := rdb.ScriptExists(ctx, hashes...).Result()
+	if err != nil || len(have) != len(allScripts) {
+		have = make([]bool, len(allScripts))
+	}
+	for i, s := range allScripts {
+		if have[i] {
+			continue
+		}
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // probeScript proves the server runs scripts.
