@@ -52,20 +52,20 @@ it runs, so it can read from it and Ctrl-C reaches it directly; governor takes
 the terminal back afterwards. Job control works through it: Ctrl-Z stops the
 command and then governor (the shell gets its prompt back), and fg or bg
 continues both; the leases are not renewed while governor is stopped, so a
-stop longer than the TTL ends in exit 122. INT, TERM, HUP and QUIT sent to governor are
-forwarded to the whole tree; a second INT kills it. --timeout, a lost lease, or the command's leader
-exiting with descendants left behind stop the tree: TERM (and CONT), then
-KILL after --kill-grace, setsid'd descendants included. If governor itself is
-killed, even with SIGKILL, the tree does not outlive it: the direct child gets
-SIGKILL (parent-death signal), and a watchdog process (governor run
---watchdog, started before acquiring, declared as the holder's pid) kills
-the run's cgroup and every process carrying the run id in
-GOVERNOR_RUN_IDS; with the file backend
-the tree also inherits the lease files (descriptors 3...), so the slot stays
-held until its last process is dead and is free at once after. Where a cgroup
-v2 group can be made (as root, or in a delegated group), the command is born
-in its own, governor-run-ID: nothing of the tree can leave it, the slots are
-released only once it is empty, and KILL reaches all of it at once.
+stop longer than the TTL ends in exit 122. INT, TERM, HUP and QUIT sent to
+governor are forwarded to the whole tree; a second INT kills it. --timeout, a
+lost lease, or the command's leader exiting with descendants left behind stop
+the tree: TERM (and CONT), then KILL after --kill-grace, setsid'd descendants
+included. If governor itself is killed, even with SIGKILL, the tree does not
+outlive it: the direct child gets SIGKILL (parent-death signal), and a
+watchdog process (governor run --watchdog, started before acquiring, declared
+as the holder's pid) kills the run's cgroup and every process carrying the run
+id in GOVERNOR_RUN_IDS; with the file backend the tree also inherits the lease
+files (descriptors 3...), so the slot stays held until its last process is
+dead and is free at once after. Where a cgroup v2 group can be made (as root,
+or in a delegated group), the command is born in its own, governor-run-ID:
+nothing of the tree can leave it, the slots are released only once it is
+empty, and KILL reaches all of it at once.
 
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
