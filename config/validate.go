@@ -257,11 +257,10 @@ func redisURLProblem(raw string) string {
 		// is missing puts it in the port), so it is not repeated.
 		return fmt.Sprintf("%s is not a valid URL; %s", shown, redisURLForms)
 	}
-	forms := redisURLForms
 	switch u.Scheme {
 	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
 		if u.Opaque != "" || u.Hostname() == "" {
-			return fmt.Sprintf("%s has no host; %s", shown, forms)
+			return fmt.Sprintf("%s has no host; %s", shown, redisURLForms)
 		}
 		if p := u.Port(); p != "" {
 			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -292,9 +291,9 @@ func redisURLProblem(raw string) string {
 			return fmt.Sprintf("%s has no socket path; use unix:///path/to/socket", shown)
 		}
 	case "":
-		return fmt.Sprintf("%s has no scheme; %s", shown, forms)
+		return fmt.Sprintf("%s has no scheme; %s", shown, redisURLForms)
 	default:
-		return fmt.Sprintf("%s has scheme %q; %s", shown, u.Scheme, forms)
+		return fmt.Sprintf("%s has scheme %q; %s", shown, u.Scheme, redisURLForms)
 	}
 	if db := u.Query().Get("db"); db != "" {
 		return dbProblem(shown, db)

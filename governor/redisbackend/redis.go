@@ -416,8 +416,9 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 	return names, nil
 }
 
-// Close implements governor.Backend: it ends the subscription. The Redis
-// client stays open; it belongs to the caller.
+// Close implements governor.Backend: it ends the subscription, and closes
+// the Redis client too when New was given OwnClient (otherwise the client
+// stays open: it belongs to the caller).
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {

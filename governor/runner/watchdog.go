@@ -56,10 +56,11 @@ func startWatchdog(argv []string, id string, env []string, stderr io.Writer) (*w
 func (w *watchdog) pid() int { return w.cmd.Process.Pid }
 
 // finish ends the watchdog once nothing is left to guard (the tree is
-// gone, the leases released). It is killed rather than told: a watchdog
-// still starting up (a short command) would otherwise hold governor's exit
-// until its runtime was up only to read "done". The kill goes through the
-// watchdog's unreaped child pid, so it cannot reach another process.
+// gone, the leases released). It is told "done" and killed too: a
+// watchdog still starting up (a short command) would otherwise hold
+// governor's exit until its runtime was up only to read "done". The kill
+// goes through the watchdog's unreaped child pid, so it cannot reach
+// another process.
 func (w *watchdog) finish() {
 	_, _ = io.WriteString(w.pipe, watchdogDone)
 	w.pipe.Close()

@@ -659,7 +659,7 @@ func (t *Tree) sweep() bool {
 			break
 		}
 	}
-	if t.cg != nil && t.cg.populated() {
+	if t.cg != nil && !empty && t.cg.populated() {
 		// A process of the tree that the scans could not attribute
 		// (its environment cleared, not dumpable) is still running:
 		// the tree is not finished. Stop's KILL reaches it.
