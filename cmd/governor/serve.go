@@ -64,6 +64,16 @@ metrics.NewInstruments.
 
 A Grafana dashboard for these metrics ships as metrics/dashboard.json.
 
+What the endpoints disclose, to anyone who can connect (there is no
+authentication): the project's name and its resources' names, limits, use,
+holder and waiter counts, ages and counters; serve's own process metrics
+(memory, open files, start time, Go version); and in /healthz, why the backend
+failed (with a Redis URL's password redacted). They do not show sessions,
+hosts, pids, commands or lease ids ('governor slots' does, to users of the
+backend). serve listens on loopback by default and warns on stderr when --listen
+reaches beyond it (0.0.0.0, ::, a LAN address): then firewall the port, or put
+an authenticating proxy in front.
+
 A Redis backend that is down when serve starts is not an error: serve says so,
 reports governor_up 0, and connects at the first scrape that finds Redis up.
 
@@ -111,6 +121,9 @@ listen.`,
 			srv := &http.Server{Handler: metrics.Handler(reg, c), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
+			if !loopback(ln.Addr()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "governor: warning: --listen %s reaches beyond loopback: anyone who can connect to %s reads the project's resource names, limits, use and counters, without authentication; firewall it, or listen on 127.0.0.1\n", listen, ln.Addr())
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", src.Project(), ln.Addr())
 			select {
 			case err := <-served:
@@ -133,6 +146,14 @@ listen.`,
 	f.StringVar(&listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
 	return cmd
+}
+
+// loopback reports whether addr is a loopback address, reachable from
+// this machine only. An unspecified address (0.0.0.0, ::) listens on every
+// interface, so it is not.
+func loopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // reopening is the metrics source of serve: a Governor opened on first use,
