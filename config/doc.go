@@ -9,7 +9,10 @@
 //  2. the file: LoadOptions.File (--config) if given, which must exist;
 //     otherwise the first of ./exec-defaults.yaml and
 //     $XDG_CONFIG_HOME/governor/exec-defaults.yaml (XDG_CONFIG_HOME defaults
-//     to ~/.config) that exists; no file at all is fine;
+//     to ~/.config) that exists; no file at all is fine. A file is read
+//     only if it is owned by the user or root and not writable by group or
+//     others, as ssh does ([ReadTrusted]): in a shared directory another
+//     user's file would otherwise switch the backend, project and limits;
 //  3. the environment: GOVERNOR_ followed by the dotted key in upper case
 //     with '.' replaced by '_' (GOVERNOR_LEASE_TTL, GOVERNOR_REDIS_URL,
 //     GOVERNOR_RUN_MAX_CONCURRENT_RUNS, GOVERNOR_PROVIDERS_ANTHROPIC_BURST,

@@ -95,9 +95,9 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	}
 	fl := &fileLayer{lines: map[string]int{}, broken: map[string]bool{}}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := ReadTrusted(file, false)
 		if err != nil {
-			return nil, fmt.Errorf("config: cannot read config file %s: %w", file, unwrapPath(err))
+			return nil, err
 		}
 		fl = parseFile(file, data)
 	}

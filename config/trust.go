@@ -1,0 +1,105 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrUntrusted is wrapped by the error of a file governor will not read
+// because someone other than the user (or root) could have written it.
+var ErrUntrusted = errors.New("config: untrusted file")
+
+// maxTrustedFile bounds what ReadTrusted reads: a configuration is small.
+const maxTrustedFile = 1 << 20
+
+// ReadTrusted reads a file whose content decides what governor does (a
+// config file, a --redis-url-file). As ssh does for its configuration, it
+// reads the file only if it is a regular file owned by the effective user
+// or by root and not writable by group or others; else it returns an
+// error naming the file, its owner and mode and the fix, wrapping
+// ErrUntrusted. A missing file is errors.Is fs.ErrNotExist.
+//
+// The checks are made on the opened file, so a file swapped between the
+// check and the read is not read. The directories above the file are not
+// checked: whoever can write them can replace the file, but not by one
+// that passes the owner check.
+//
+// private also refuses a file that others (not the group) can read, for
+// files that hold a secret.
+func ReadTrusted(path string, private bool) ([]byte, error) {
+	// O_NONBLOCK: a FIFO put in the file's place must not hang the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("config: cannot read %s: %w", path, unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: cannot read %s: %w", path, unwrapPath(err))
+	}
+	if err := trusted(path, fi, os.Geteuid(), private); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTrustedFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: cannot read %s: %w", path, unwrapPath(err))
+	}
+	if len(data) > maxTrustedFile {
+		return nil, fmt.Errorf("config: %s is larger than %d bytes; it is not a configuration", path, maxTrustedFile)
+	}
+	return data, nil
+}
+
+// trusted decides whether a file with fi may be read by user euid.
+func trusted(path string, fi fs.FileInfo, euid int, private bool) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("config: %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: %s: its owner is unknown on this system", ErrUntrusted, path)
+	}
+	owner := int(st.Uid)
+	perm := fi.Mode().Perm()
+	switch {
+	case owner != euid && owner != 0:
+		return fmt.Errorf("%w: %s is owned by %s, not by you (%s) or root: another user could have written it; "+
+			"if you trust its content, copy it to a file of your own (cp %s mine.yaml && governor --config mine.yaml …), "+
+			"or have it owned by you (chown %s %s)",
+			ErrUntrusted, path, userName(owner), userName(euid), path, userName(euid), path)
+	case perm&0o022 != 0:
+		return fmt.Errorf("%w: %s has mode %04o: writable by %s, who could change what governor does; fix: chmod go-w %s",
+			ErrUntrusted, path, perm, writers(perm), path)
+	case private && perm&0o007 != 0:
+		return fmt.Errorf("%w: %s has mode %04o: readable by every user, and it holds a secret; fix: chmod o-rwx %s",
+			ErrUntrusted, path, perm, path)
+	}
+	return nil
+}
+
+func writers(perm fs.FileMode) string {
+	var who []string
+	if perm&0o020 != 0 {
+		who = append(who, "its group")
+	}
+	if perm&0o002 != 0 {
+		who = append(who, "every user")
+	}
+	return strings.Join(who, " and ")
+}
+
+// userName is "name (uid N)", or "uid N" when the user has no name.
+func userName(uid int) string {
+	id := strconv.Itoa(uid)
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		return u.Username + " (uid " + id + ")"
+	}
+	return "uid " + id
+}
