@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/governor-dev/governor/governor/redact"
 )
 
 // origin records where Load found each value.
@@ -328,30 +330,9 @@ func dbProblem(shown, db string) string {
 // quote shows a value in a message: quoted, any URL password redacted.
 func quote(v string) string { return strconv.Quote(RedactURL(v)) }
 
-// RedactURL returns raw with the password of its user:password part
-// replaced by "***" ("redis://u:***@host"). It works on malformed URLs too,
-// so that error messages never print a password. A URL without a password
-// is returned unchanged.
-func RedactURL(raw string) string {
-	prefix, rest := "", raw
-	if i := strings.Index(raw, "://"); i >= 0 {
-		prefix, rest = raw[:i+3], raw[i+3:]
-	}
-	end := len(rest)
-	if _, err := url.Parse(raw); err == nil {
-		// A valid URL's user info cannot hold '/', '?' or '#'; a
-		// malformed one might, so there the last '@' anywhere counts.
-		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-			end = j
-		}
-	}
-	at := strings.LastIndexByte(rest[:end], '@')
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return raw
-	}
-	return prefix + user + ":***" + rest[at:]
-}
+// RedactURL returns raw with its secrets replaced by "***": the password
+// of its user:password part ("redis://u:***@host") and the values of
+// secret query parameters ("?password=***", as Sentinel URLs take it). It
+// works on malformed URLs too, so that error messages never print a
+// password. redact.URL decides; this is its name in package config.
+func RedactURL(raw string) string { return redact.URL(raw) }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/redact"
 	"github.com/governor-dev/governor/governor/supervise"
 )
 
@@ -84,7 +85,7 @@ func Run(ctx context.Context, o Options) int {
 	host, _ := os.Hostname()
 	r.rec = Record{ID: r.id, Host: host, PID: os.Getpid(), Start: time.Now(), Resources: []RecordResource{}}
 	if len(o.Args) > 0 {
-		r.rec.Command = supervise.Redact(o.Args)
+		r.rec.Command = redact.Args(o.Args)
 	}
 	return r.run(ctx)
 }
