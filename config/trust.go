@@ -103,3 +103,23 @@ func userName(uid int) string {
 	}
 	return "uid " + id
 }
+
+// ReadURLFile reads a Redis URL from a file (--redis-url-file), so that
+// its password is not on a command line, where every user sees it (ps).
+// The file is read as ReadTrusted reads a private file: owned by the user
+// or root, writable by no one else, readable by no one but the owner and
+// group. It holds the URL alone; surrounding white space is dropped.
+func ReadURLFile(path string) (string, error) {
+	data, err := ReadTrusted(path, true)
+	if err != nil {
+		return "", err
+	}
+	u := strings.TrimSpace(string(data))
+	switch {
+	case u == "":
+		return "", fmt.Errorf("config: %s is empty; write the Redis URL in it (redis://[user:password@]host:port/db)", path)
+	case strings.ContainsAny(u, "\n\r"):
+		return "", fmt.Errorf("config: %s holds several lines; write the Redis URL alone in it", path)
+	}
+	return u, nil
+}

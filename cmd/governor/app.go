@@ -54,6 +54,7 @@ type app struct {
 	env            []string
 
 	configFile, backend, redisURL, dir, project string
+	redisURLFile                                string
 	json                                        bool
 
 	loaded *config.Loaded
@@ -90,16 +91,17 @@ func (a *app) rootCmd() *cobra.Command {
 "at most 2 concurrent calls to provider anthropic", "one heavy job per machine",
 "one writer of issue #2316 at a time".
 
-State lives in Redis when a Redis URL is configured (--redis-url, GOVERNOR_REDIS_URL,
-redis.url in exec-defaults.yaml), else in an embedded file backend on this machine
-(--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).`,
+State lives in Redis when a Redis URL is configured (--redis-url, --redis-url-file,
+GOVERNOR_REDIS_URL, redis.url in exec-defaults.yaml), else in an embedded file
+backend on this machine (--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml)")
+	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml); read only if owned by you or root and not writable by others")
 	f.StringVar(&a.backend, "backend", "", "auto|file|redis (auto: redis when a Redis URL is configured, else file)")
-	f.StringVar(&a.redisURL, "redis-url", "", "Redis URL: redis://[user:password@]host:port/db (rediss:// for TLS), redis+cluster://host:port?addr=host:port for a Cluster, redis+sentinel://host:port?master_name=NAME for Sentinel (env GOVERNOR_REDIS_URL)")
+	f.StringVar(&a.redisURL, "redis-url", "", "Redis URL: redis://[user:password@]host:port/db (rediss:// for TLS), redis+cluster://host:port?addr=host:port for a Cluster, redis+sentinel://host:port?master_name=NAME for Sentinel (env GOVERNOR_REDIS_URL); a password here is visible to every user of the machine (ps): give it in GOVERNOR_REDIS_URL or --redis-url-file")
+	f.StringVar(&a.redisURLFile, "redis-url-file", "", "read the Redis URL from FILE (owned by you, unreadable by other users: chmod 600), keeping its password off the command line")
 	f.StringVar(&a.dir, "dir", "", "file backend state directory (env GOVERNOR_DIR)")
 	f.StringVar(&a.project, "project", "", "namespace of every resource (env GOVERNOR_PROJECT)")
 	f.BoolVar(&a.json, "json", false, "machine-readable output")
@@ -121,6 +123,16 @@ func (a *app) load() (*config.Loaded, error) {
 		if v != "" {
 			flags[k] = v
 		}
+	}
+	if a.redisURLFile != "" {
+		if a.redisURL != "" {
+			return nil, exitWith(ExitFailure, errors.New("give one of --redis-url and --redis-url-file"))
+		}
+		u, err := config.ReadURLFile(a.redisURLFile)
+		if err != nil {
+			return nil, exitWith(ExitFailure, err)
+		}
+		flags["redis.url"] = u
 	}
 	l, err := config.Load(config.LoadOptions{File: a.configFile, Env: a.env, Flags: flags})
 	if err != nil {
