@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // Describe says who holds a lease, for refusals and listings: session,
 // process, since when, last heartbeat, expiry and token, relative to now
-// (use the backend's clock, Status.Now, to avoid skew).
+// (use the backend's clock, Status.Now, to avoid skew). What the holder
+// declared is escaped for a terminal (another process wrote it).
 func (h Holder) Describe(now time.Time) string {
 	var b strings.Builder
 	if h.Session != "" {
-		fmt.Fprintf(&b, "session %s ", h.Session)
+		fmt.Fprintf(&b, "session %s ", safetext.Escape(h.Session))
 	}
 	fmt.Fprintf(&b, "(pid %d on %s", h.PID, orUnknown(h.Host))
 	if !h.AcquiredAt.IsZero() {
@@ -24,7 +27,7 @@ func (h Holder) Describe(now time.Time) string {
 	if !h.Expires.IsZero() {
 		fmt.Fprintf(&b, ", expires in %s", Ago(h.Expires.Sub(now)))
 	}
-	fmt.Fprintf(&b, ", lease %s, token %d)", h.LeaseID, h.Token)
+	fmt.Fprintf(&b, ", lease %s, token %d)", safetext.Escape(h.LeaseID), h.Token)
 	return b.String()
 }
 
@@ -32,7 +35,7 @@ func orUnknown(s string) string {
 	if s == "" {
 		return "unknown host"
 	}
-	return s
+	return safetext.Escape(s)
 }
 
 // Ago formats a duration for people: "850ms", "12s", "3m04s", "2h05m".

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // TakeoverOptions name the lease(s) to take over: one lease by id, or
@@ -68,7 +70,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	if len(targets) == 0 {
 		if o.LeaseID == "" {
-			return nil, fmt.Errorf("%w: session %s holds no lease on %s", ErrNotHeld, o.Session, resource)
+			return nil, fmt.Errorf("%w: session %s holds no lease on %s", ErrNotHeld, safetext.Escape(o.Session), resource)
 		}
 		// Expired (or released): its slot is free unless someone else
 		// took it.

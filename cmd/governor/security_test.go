@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/usertest"
 )
 
@@ -107,4 +111,107 @@ func writeFile(t *testing.T, content string, mode os.FileMode) string {
 		t.Fatal(err)
 	}
 	return f.Name()
+}
+
+// slots prints what other processes declared escaped, in text and JSON;
+// JSON keeps the data.
+func TestSlotsEscapesHostileDeclarations(t *testing.T) {
+	sts := fixedState()
+	h := &sts[0].Holders[0]
+	h.Session, h.Host, h.Command, h.LeaseID = safetexttest.Hostile, safetexttest.Hostile, safetexttest.Hostile, "id"+safetexttest.Hostile
+	w := &sts[0].Waiters[0]
+	w.Session, w.Host, w.ID = safetexttest.Hostile, safetexttest.Hostile, safetexttest.Hostile
+	sts[0].Key.Resource = "r" + safetexttest.Hostile
+
+	var text bytes.Buffer
+	writeSlots(&text, "p", sts)
+	safetexttest.Check(t, "slots", text.String())
+	if !strings.Contains(text.String(), `evil\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eRTL\nFAKE LINE\rOVER\xff`) {
+		t.Errorf("slots does not show the escaped session:\n%s", text.String())
+	}
+
+	var js bytes.Buffer
+	if err := writeJSON(&js, toSlotsJSON("p", sts)); err != nil {
+		t.Fatal(err)
+	}
+	safetexttest.Check(t, "slots --json", js.String())
+	var back slotsJSON
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	// encoding/json turns the invalid byte into U+FFFD, and keeps the rest.
+	if want := strings.ToValidUTF8(safetexttest.Hostile, "\uFFFD"); back.Resources[0].Holders[0].Session != want {
+		t.Errorf("--json session = %q, want %q", back.Resources[0].Holders[0].Session, want)
+	}
+}
+
+// A hostile session and command, declared by one governor process, reach
+// other users through slots, busy and takeover refusals and events: each
+// escapes them.
+func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
+	tg := fileTarget(t, "")
+	holder := tg.command("run", "--session", safetexttest.Hostile, "--resource", "heavy", "--", "sh", "-c", "sleep 120 # "+safetexttest.Hostile)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	g := tg.governor(t)
+	var lease string
+	eventually(t, 30*time.Second, "the hostile holder holds heavy", func() bool {
+		st := tg.status(t, g, "heavy")
+		if len(st.Holders) == 1 {
+			lease = st.Holders[0].LeaseID
+		}
+		return lease != ""
+	})
+
+	code, out, errs := tg.run(t, "slots")
+	if code != 0 {
+		t.Fatalf("slots: exit %d, %s", code, errs)
+	}
+	safetexttest.Check(t, "slots", out)
+	if !strings.Contains(out, `evil\x1b]0;pwned\x07`) {
+		t.Errorf("slots does not show the session escaped:\n%s", out)
+	}
+	code, out, _ = tg.run(t, "--json", "slots")
+	if code != 0 {
+		t.Fatalf("slots --json: exit %d", code)
+	}
+	safetexttest.Check(t, "slots --json", out)
+
+	code, _, errs = tg.run(t, "run", "--if-busy", "fail", "--resource", "heavy", "--", "true")
+	if code != ExitBusy {
+		t.Fatalf("run --if-busy fail: exit %d, %s", code, errs)
+	}
+	safetexttest.Check(t, "busy message", errs)
+	code, _, errs = tg.run(t, "acquire", "heavy", "--limit", "1")
+	if code != ExitBusy {
+		t.Fatalf("acquire: exit %d, %s", code, errs)
+	}
+	safetexttest.Check(t, "acquire busy message", errs)
+	code, _, errs = tg.run(t, "takeover", "heavy", "--lease", lease)
+	if code != ExitBusy {
+		t.Fatalf("takeover of a live holder: exit %d, %s", code, errs)
+	}
+	safetexttest.Check(t, "takeover refusal", errs)
+
+	// A hostile taker: its session goes into the takeover event.
+	taker := tg.command("takeover", "heavy", "--lease", lease, "--force")
+	taker.Env = append(taker.Env, "GOVERNOR_SESSION="+safetexttest.Hostile)
+	if b, err := taker.CombinedOutput(); err != nil {
+		t.Fatalf("takeover --force: %v: %s", err, b)
+	}
+	code, out, errs = tg.run(t, "events", "heavy")
+	if code != 0 {
+		t.Fatalf("events: exit %d, %s", code, errs)
+	}
+	safetexttest.Check(t, "events", out)
+	if !strings.Contains(out, `evil\x1b]0;pwned\x07`) {
+		t.Errorf("events does not show the taker's session escaped:\n%s", out)
+	}
+	code, out, _ = tg.run(t, "--json", "events", "heavy")
+	if code != 0 {
+		t.Fatalf("events --json: exit %d", code)
+	}
+	safetexttest.Check(t, "events --json", out)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 func (a *app) slotsCmd() *cobra.Command {
@@ -196,7 +199,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d", st.Key.Resource, st.Limit, st.Used,
+		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d", dash(st.Key.Resource), st.Limit, st.Used,
 			max(st.Limit-st.Used, 0), len(st.Waiters))
 		if st.DriftLimit != 0 {
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
@@ -206,7 +209,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST:PID\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.PID,
+				fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%d\t%s\t%s ago\t%s\t%d\t%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.PID,
 					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)),
 					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
 			}
@@ -216,7 +219,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST:PID\tWEIGHT\tWAITING FOR")
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s:%d\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.PID,
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s:%d\t%d\t%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.PID,
 					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)))
 			}
 			tw.Flush()
@@ -231,15 +234,24 @@ func short(id string) string {
 	return id
 }
 
+// dash shows text another process wrote (sessions, hosts, commands, lease
+// ids) in a table: "-" when empty, escaped for the terminal else.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return safetext.Escape(s)
 }
 
+// writeJSON writes v indented, with the characters a terminal would act
+// on escaped (safetext.JSON): the data is unchanged, the display safe.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(safetext.JSON(b.Bytes()))
+	return err
 }

@@ -194,7 +194,7 @@ Each resource keeps its last 1000 events.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), r.Resource, r.Kind, r.LeaseID, r.Token, dash(r.Detail))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, dash(r.Detail))
 			}
 			return tw.Flush()
 		},

@@ -21,6 +21,8 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/redact"
 	"github.com/governor-dev/governor/governor/supervise"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // leaseFiler is implemented by backends that keep a lease proven alive by
@@ -208,7 +210,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 				it.nested, it.held = true, h
 				continue
 			}
-			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, h.LeaseID, it.name, it.name)
+			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, safetext.Escape(h.LeaseID), it.name, it.name)
 		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
@@ -358,7 +360,7 @@ func WriteRefusal(w io.Writer, project, resource string, st governor.Status) {
 	for _, h := range st.Holders {
 		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
 		if h.Command != "" {
-			fmt.Fprintf(w, "    running: %s\n", h.Command)
+			fmt.Fprintf(w, "    running: %s\n", safetext.Escape(h.Command))
 		}
 	}
 	flag := ""
@@ -366,7 +368,7 @@ func WriteRefusal(w io.Writer, project, resource string, st governor.Status) {
 		flag = " --project " + shellQuote(project)
 	}
 	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, flag)
+		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), safetext.Escape(shellQuote(h.LeaseID)), flag)
 	}
 }
 

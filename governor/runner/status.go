@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/governor-dev/governor/governor"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // statusLine is the one line drawn on a terminal's stderr while a run
@@ -102,7 +104,7 @@ func renderStatus(resource string, r governor.Result, waited time.Duration) stri
 	}
 	if len(st.Holders) > 0 {
 		h := st.Holders[0]
-		who := h.Session
+		who := safetext.Escape(h.Session)
 		if who == "" {
 			who = fmt.Sprintf("pid %d", h.PID)
 		}
@@ -123,7 +125,7 @@ func orUnknown(s string) string {
 	if s == "" {
 		return "unknown host"
 	}
-	return s
+	return safetext.Escape(s)
 }
 
 func ordinal(n int) string {

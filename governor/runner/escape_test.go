@@ -1,0 +1,24 @@
+package runner
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/safetext/safetexttest"
+)
+
+// The status line and the refusal quote another process's declaration:
+// both escape it.
+func TestHostileHolderEscaped(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := governor.Status{Limit: 1, Used: 1, Now: now, Holders: []governor.Holder{{
+		LeaseID: "id" + safetexttest.Hostile, AcquiredAt: now.Add(-time.Minute),
+		Declaration: governor.Declaration{Session: safetexttest.Hostile, Host: safetexttest.Hostile, PID: 42, Command: "sh -c " + safetexttest.Hostile},
+	}}}
+	safetexttest.Check(t, "status line", renderStatus("heavy", governor.Result{Outcome: governor.Queued, Position: 1, Status: st}, time.Second))
+	var b bytes.Buffer
+	WriteRefusal(&b, "p", "heavy", st)
+	safetexttest.Check(t, "refusal", b.String())
+}
