@@ -48,7 +48,7 @@ const maxDepth = 3
 //
 // A name names a secret when its last word is one of key, token, secret,
 // password, passwd, pass, pwd, passphrase, credential(s), auth,
-// authorization, cookie, apikey, bearer, or any of its words contains
+// authorization, cookie, apikey, bearer, signature, sig, or any of its words contains
 // secret, password, passwd, apikey or credential. Words are split at '-',
 // '_', '.' and camelCase, and matched case-insensitively, so --max-tokens,
 // --tokenizer and KEYBOARD are shown. A name whose last word is file, path,
@@ -202,9 +202,13 @@ func word(a, program string) (shown string, hideNext int, next func(string) stri
 		if strings.HasPrefix(a, "--") {
 			dashes = "--"
 		}
-		name, _, hasValue := strings.Cut(a[len(dashes):], "=")
+		name, value, hasValue := strings.Cut(a[len(dashes):], "=")
 		switch {
 		case !secretName(name):
+			// --env=API_KEY=x, --from-literal=password=x
+			if inner, _, ok := strings.Cut(value, "="); ok && envName.MatchString(inner) && secretName(inner) {
+				return dashes + name + "=" + inner + "=" + Mark, 0, nil
+			}
 			return "", 0, nil
 		case hasValue:
 			return dashes + name + "=" + Mark, 0, nil
@@ -324,6 +328,7 @@ var secretWords = map[string]bool{
 	"password": true, "passwd": true, "pwd": true, "pass": true,
 	"passphrase": true, "credential": true, "credentials": true,
 	"auth": true, "authorization": true, "cookie": true, "bearer": true,
+	"signature": true, "sig": true, // of a presigned URL (X-Amz-Signature, sig=)
 }
 
 // secretParts are never innocent inside a word (SECRETKEY, MYPASSWORD).

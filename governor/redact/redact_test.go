@@ -42,6 +42,10 @@ func TestArgs(t *testing.T) {
 		{"env camelCase", []string{"accessToken=v"}, "accessToken=***"},
 		{"env password", []string{"DB_PASSWORD=pw", "SECRETKEY=s", "AWS_SECRET_ACCESS_KEY=k"}, "DB_PASSWORD=*** SECRETKEY=*** AWS_SECRET_ACCESS_KEY=***"},
 
+		{"flag value NAME=value", []string{"kubectl", "create", "secret", "generic", "s", "--from-literal=password=abc", "--env=API_KEY=x", "-eTOKEN=y"}, "kubectl create secret generic s --from-literal=password=*** --env=API_KEY=*** -eTOKEN=***"},
+		{"docker -e", []string{"docker", "run", "-e", "OPENAI_API_KEY=abc", "-e", "MODE=fast", "img"}, "docker run -e OPENAI_API_KEY=*** -e MODE=fast img"},
+		{"helm --set", []string{"helm", "install", "--set", "auth.password=pw,replicas=2"}, "helm install --set auth.password=***"},
+
 		// Well-known clients.
 		{"mysql -pPASS", []string{"mysql", "-uroot", "-phunter2", "db"}, "mysql -uroot -p*** db"},
 		{"mysqldump path -pPASS", []string{"/usr/bin/mysqldump", "-ps3cret", "db"}, "/usr/bin/mysqldump -p*** db"},
@@ -73,6 +77,7 @@ func TestArgs(t *testing.T) {
 		{"url api_key", []string{"curl", "https://h/v1?api_key=abc&q=1"}, "curl 'https://h/v1?api_key=***&q=1'"},
 		{"url token and access_token", []string{"curl", "https://h/?q=x&access_token=abc#top", "https://h/?token=t"}, "curl 'https://h/?q=x&access_token=***#top' 'https://h/?token=***'"},
 		{"url sentinel password", []string{"governor", "--redis-url", "redis+sentinel://h:26379?master_name=m&password=pw"}, "governor --redis-url 'redis+sentinel://h:26379?master_name=m&password=***'"},
+		{"url presigned", []string{"curl", "https://b.s3.amazonaws.com/k?X-Amz-Credential=c&X-Amz-Signature=abc&X-Amz-Security-Token=t", "https://a.blob.core.windows.net/c?sv=1&sig=zzz"}, "curl 'https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Security-Token=***' 'https://a.blob.core.windows.net/c?sv=1&sig=***'"},
 		{"url not secret params", []string{"curl", "https://h/?max_tokens=5&key_id=k&tokenizer=t"}, "curl 'https://h/?max_tokens=5&key_id=k&tokenizer=t'"},
 
 		// JSON.
