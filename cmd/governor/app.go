@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
@@ -55,6 +57,9 @@ type app struct {
 
 	configFile, backend, redisURL, dir, project string
 	json                                        bool
+	// quiet is --quiet of run and acquire: not getting the slots is told
+	// by the exit code alone.
+	quiet bool
 
 	loaded *config.Loaded
 }
@@ -68,18 +73,70 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	if err == nil {
-		return ExitOK
-	}
+	code := ExitFailure
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "governor:", strings.TrimPrefix(ee.err.Error(), "governor: "))
-		}
-		return ee.code
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(stderr, "governor:", strings.TrimPrefix(err.Error(), "governor: "))
-	return ExitFailure
+	if !a.json {
+		a.json = jsonFlag(args) // cobra finds an unknown command before parsing flags
+	}
+	a.report(code, err)
+	return code
+}
+
+// report tells why a command ends with code: the one place every
+// failure is written on stderr. With --json it is one JSON object on one
+// line, {"exit_code", "error"} (and "resource" and "holders" when the
+// slots were not acquired); without, runner.WriteReport's text. With
+// --quiet, not getting the slots (73, 75) is told by the exit code alone.
+// A nil err writes nothing: the command has said all there is.
+func (a *app) report(code int, err error) {
+	if err == nil {
+		return
+	}
+	var na *runner.NotAcquiredError
+	notAcquired := errors.As(err, &na)
+	if notAcquired && a.quiet {
+		return
+	}
+	if !a.json {
+		runner.WriteReport(a.stderr, err)
+		return
+	}
+	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
+	if notAcquired && na.Busy != nil {
+		r := toSlotsJSON("", []governor.Status{na.Busy.Status}).Resources[0]
+		e.Resource, e.Holders = na.Busy.Resource, r.Holders
+	}
+	b, jerr := json.Marshal(e)
+	if jerr != nil { // cannot happen: the fields are plain data
+		b = []byte(fmt.Sprintf(`{"exit_code":%d,"error":%q}`, code, e.Error))
+	}
+	fmt.Fprintf(a.stderr, "%s\n", b)
+}
+
+// jsonFlag reports whether args set --json, reading nothing else: for
+// the failures cobra reports before it parses the flags.
+func jsonFlag(args []string) bool {
+	var on bool
+	fs := pflag.NewFlagSet("governor", pflag.ContinueOnError)
+	fs.ParseErrorsWhitelist.UnknownFlags = true
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&on, "json", false, "")
+	_ = fs.Parse(args)
+	return on
+}
+
+// errorJSON is the stable --json schema of a failure, on stderr.
+type errorJSON struct {
+	ExitCode int          `json:"exit_code"`
+	Error    string       `json:"error"`
+	Resource string       `json:"resource,omitempty"`
+	Holders  []holderJSON `json:"holders,omitempty"`
 }
 
 func (a *app) rootCmd() *cobra.Command {

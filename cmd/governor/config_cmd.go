@@ -63,7 +63,6 @@ func (a *app) configCmd() *cobra.Command {
 				if a.json && errors.As(err, &ee) {
 					problems := strings.Split(ee.err.Error(), "\n")
 					_ = writeJSON(cmd.OutOrStdout(), map[string]any{"ok": false, "problems": problems})
-					return exitWith(ExitFailure, nil)
 				}
 				return err
 			}

@@ -115,6 +115,7 @@ Exit codes:
 			}
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
+			o.Report = a.report
 			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
 				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID})
@@ -135,6 +136,7 @@ Exit codes:
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between TERM and KILL when stopping the tree (default 5s)")
 	f.StringVar(&o.Record, "record", "", "append one JSON line per invocation to this file")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
+	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	f.BoolVar(&watchdog, "watchdog", false, "internal: the watchdog of a run")
 	_ = f.MarkHidden("watchdog")
 	return cmd

@@ -58,7 +58,7 @@ expired lease's slot was taken by someone else); 125 bad input or backend unreac
 			var busy *governor.BusyError
 			switch {
 			case errors.As(err, &busy):
-				return refusal(cmd.ErrOrStderr(), g.Project(), busy, false)
+				return refusal(busy, false)
 			case errors.Is(err, governor.ErrOwnerAlive), errors.Is(err, governor.ErrNotHeld):
 				return exitWith(ExitBusy, err)
 			case err != nil:

@@ -100,6 +100,12 @@ type Options struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
+	// Report, when set, is given the error that ends the run (nil when
+	// there is none) and the exit code, instead of Run writing it on
+	// Stderr with WriteReport. Not getting the slots is a
+	// *NotAcquiredError.
+	Report func(code int, err error)
+
 	// Open opens the Governor once the watchdog runs. Run closes it.
 	Open func(ctx context.Context, o OpenOptions) (*governor.Governor, error)
 
