@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/nearest"
 )
 
 func (a *app) slotsCmd() *cobra.Command {
@@ -30,7 +33,17 @@ with secrets redacted) and every waiter in queue order.
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...}}]}; times
 are RFC 3339 and durations are seconds. Fields are only ever added, never renamed.
---watch redraws every second until interrupted.`,
+
+--watch reads again every second until interrupted. On a terminal it redraws the
+screen; into a pipe or a file it writes no escapes: with --json one object per
+line per second (JSON Lines), else one block per second, each opened by a line
+"-- TIME" (RFC 3339).
+
+A RESOURCE named that is neither configured nor has state is an error naming the
+closest known names.
+
+Exit codes: 0 listed (with --watch: interrupted); 125 an unknown RESOURCE, bad
+flags, bad config or backend unreachable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			g, err := a.open(ctx, openOptions{})
@@ -45,12 +58,16 @@ are RFC 3339 and durations are seconds. Fields are only ever added, never rename
 			defer stop()
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
+			w := cmd.OutOrStdout()
+			screen := runner.IsTerminal(w)
 			for {
 				var b strings.Builder
-				if err := a.printSlots(ctx, &b, g, args); err != nil {
+				if err := a.watchSlots(ctx, &b, g, args, screen); err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), "\033[H\033[2J"+b.String())
+				if _, err := io.WriteString(w, b.String()); err != nil {
+					return exitWith(ExitFailure, err) // the reader is gone
+				}
 				select {
 				case <-ctx.Done():
 					return nil
@@ -110,28 +127,34 @@ type waiterJSON struct {
 // statuses reads the named resources, or every resource with state plus
 // every configured one.
 func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string) ([]governor.Status, error) {
-	if len(names) == 0 {
-		have, err := g.Resources(ctx)
-		if err != nil {
-			return nil, exitWith(ExitFailure, err)
-		}
-		seen := map[string]bool{}
-		for _, n := range have {
-			seen[n] = true
-		}
-		if l, err := a.load(); err == nil {
-			for n := range l.Config.Limits() {
-				seen[n] = true
-			}
-		}
-		for n := range seen {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+	have, err := g.Resources(ctx)
+	if err != nil {
+		return nil, exitWith(ExitFailure, err)
 	}
-	var limits map[string]int
-	if l, err := a.load(); err == nil {
-		limits = l.Config.Limits()
+	l, err := a.load()
+	if err != nil {
+		return nil, err
+	}
+	limits := l.Config.Limits()
+	known := map[string]bool{}
+	for _, n := range have {
+		known[n] = true
+	}
+	for n := range limits {
+		known[n] = true
+	}
+	all := make([]string, 0, len(known))
+	for n := range known {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if len(names) == 0 {
+		names = all
+	}
+	for _, n := range names {
+		if !known[n] {
+			return nil, exitWith(ExitFailure, unknownResource(g.Project(), n, all))
+		}
 	}
 	var out []governor.Status
 	for _, n := range names {
@@ -147,6 +170,26 @@ func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string
 	return out, nil
 }
 
+// watchSlots writes one reading of --watch: the whole screen redrawn on
+// a terminal; else one JSON object on one line, or a text block opened by
+// a "-- TIME" line.
+func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string, screen bool) error {
+	if screen {
+		fmt.Fprint(w, "\033[H\033[2J")
+		return a.printSlots(ctx, w, g, names)
+	}
+	sts, err := a.statuses(ctx, g, names)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return json.NewEncoder(w).Encode(toSlotsJSON(g.Project(), sts))
+	}
+	fmt.Fprintf(w, "-- %s\n", time.Now().UTC().Format(time.RFC3339))
+	writeSlots(w, g.Project(), sts)
+	return nil
+}
+
 func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string) error {
 	sts, err := a.statuses(ctx, g, names)
 	if err != nil {
@@ -157,6 +200,23 @@ func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 	}
 	writeSlots(w, g.Project(), sts)
 	return nil
+}
+
+// unknownResource says that resource is neither configured nor has
+// state in project, with the closest of the known names.
+func unknownResource(project, resource string, known []string) error {
+	msg := fmt.Sprintf("resource %q is unknown in project %s: it is not configured and has no state", resource, project)
+	switch near := nearest.Names(resource, known); {
+	case len(near) > 0:
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	case len(known) == 0:
+		msg += "; no resource is configured or in use"
+	case len(known) <= 20:
+		msg += "; known: " + strings.Join(known, ", ")
+	default:
+		msg += fmt.Sprintf("; %d are known: see 'governor slots'", len(known))
+	}
+	return errors.New(msg)
 }
 
 func toSlotsJSON(project string, sts []governor.Status) slotsJSON {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +64,84 @@ func TestSlotsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "slots.json", js.Bytes())
+}
+
+// A named resource that is neither configured nor has state is an error
+// naming the closest known names, not "limit 0 ... free 0".
+func TestSlotsUnknownResource(t *testing.T) {
+	tg := fileTarget(t, "  provider:anthropic: {limit: 2}\n")
+	if code, _, errs := cli(t, append(tg.global(), "acquire", "gpu", "--limit", "1")...); code != 0 {
+		t.Fatalf("acquire: exit %d %s", code, errs)
+	}
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"nosuch"}, `resource "nosuch" is unknown in project runtest: it is not configured and has no state; known: gpu, heavy, provider:anthropic`},
+		{[]string{"haevy"}, `resource "haevy" is unknown in project runtest: it is not configured and has no state; did you mean heavy?`},
+		{[]string{"heavy", "gpv"}, `"gpv" is unknown`},
+	} {
+		code, out, errs := cli(t, append(append(tg.global(), "slots"), tc.names...)...)
+		if code != ExitFailure || out != "" || !strings.Contains(errs, tc.want) {
+			t.Errorf("slots %q: exit %d, stdout %q, stderr %q; want 125 and %q", tc.names, code, out, errs, tc.want)
+		}
+	}
+	// Known resources, configured (heavy, never used) or with state (gpu).
+	for _, name := range []string{"heavy", "gpu", "provider:anthropic"} {
+		if code, _, errs := cli(t, append(tg.global(), "slots", name)...); code != 0 {
+			t.Errorf("slots %s: exit %d %s", name, code, errs)
+		}
+	}
+}
+
+// slots --watch into a pipe writes no escapes: with --json one object per
+// line per reading, else text blocks each opened by a "-- TIME" line.
+func TestSlotsWatchIntoAPipe(t *testing.T) {
+	tg := fileTarget(t, "")
+	for _, asJSON := range []bool{true, false} {
+		args := []string{"slots", "heavy", "--watch"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		c := tg.command(args...)
+		stdout, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		var got []string // three readings
+		for len(got) < 3 {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("--json=%v: reading: %v (stderr %s)", asJSON, err, &errb)
+			}
+			if strings.ContainsRune(line, '\033') {
+				t.Fatalf("--json=%v: an escape written into a pipe: %q", asJSON, line)
+			}
+			switch {
+			case asJSON:
+				var sj slotsJSON
+				if err := json.Unmarshal([]byte(line), &sj); err != nil || len(sj.Resources) != 1 || sj.Resources[0].Resource != "heavy" {
+					t.Fatalf("--json line %q: %v; want one slots object per line", line, err)
+				}
+				got = append(got, line)
+			case strings.HasPrefix(line, "-- "):
+				if _, err := time.Parse(time.RFC3339, strings.TrimSpace(line[3:])); err != nil {
+					t.Fatalf("block header %q: %v", line, err)
+				}
+				got = append(got, line)
+			case !strings.HasPrefix(line, "heavy  limit 1"):
+				t.Fatalf("text line %q: want a block header or heavy's line", line)
+			}
+		}
+		_ = c.Process.Signal(os.Interrupt)
+		if err := c.Wait(); err != nil {
+			t.Errorf("--json=%v: after INT: %v, stderr %s; want exit 0", asJSON, err, &errb)
+		}
+	}
 }
