@@ -149,10 +149,23 @@ func (a *app) rootCmd() *cobra.Command {
 
 State lives in Redis when a Redis URL is configured (--redis-url, GOVERNOR_REDIS_URL,
 redis.url in exec-defaults.yaml), else in an embedded file backend on this machine
-(--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).`,
+(--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).
+
+With --json, output is JSON, and every failure is one JSON object on one line of
+stderr: {"exit_code", "error"}, with "resource" and "holders" when slots were not
+acquired.
+
+Exit codes, shared by every command (each command's --help lists its own):
+  0    done
+  73   not acquired: busy, or --wait-timeout passed (also a refused takeover or a stale token)
+  75   skipped: busy with --if-busy skip
+  122  the lease was lost
+  125  governor's own failure: bad flags, bad config, unknown resource, backend unreachable`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("governor {{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml)")
 	f.StringVar(&a.backend, "backend", "", "auto|file|redis (auto: redis when a Redis URL is configured, else file)")
@@ -165,7 +178,28 @@ redis.url in exec-defaults.yaml), else in an embedded file backend on this machi
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd())
+	// cobra's own help and completion commands list their exit codes too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			addExitCodes(c, "Exit codes: 0 printed; 125 bad flags or an unknown command.")
+		}
+	}
 	return root
+}
+
+// addExitCodes appends the exit codes to the --help of c and its
+// subcommands.
+func addExitCodes(c *cobra.Command, codes string) {
+	long := c.Long
+	if long == "" {
+		long = c.Short
+	}
+	c.Long = long + "\n\n" + codes
+	for _, sub := range c.Commands() {
+		addExitCodes(sub, codes)
+	}
 }
 
 // load reads the configuration once: flags > env > file > defaults.

@@ -83,7 +83,7 @@ by an ancestor), wait_seconds (monotonic; 0 when nested), outcome (ran,
 skipped, busy, timeout, lease_lost, interrupted, error), exit_code, start, end.
 
 Exit codes:
-  CMD's own  the command ran; 128+N when signal N killed it
+  CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
   73         not acquired: busy with --if-busy fail, or --wait-timeout passed
   75         skipped: busy with --if-busy skip
   122        the lease was lost while running; the command was stopped
