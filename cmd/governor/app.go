@@ -186,6 +186,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 			addExitCodes(c, "Exit codes: 0 printed; 125 bad flags or an unknown command.")
 		}
 	}
+	a.complete(root)
 	return root
 }
 
