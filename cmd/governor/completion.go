@@ -27,7 +27,9 @@ var fileFlags = map[string]bool{"config": true, "dir": true, "record": true}
 // every other flag value and argument completes nothing rather than
 // file names.
 func (a *app) complete(root *cobra.Command) {
-	words := func(ws ...string) cobra.CompletionFunc { return cobra.FixedCompletions(ws, cobra.ShellCompDirectiveNoFileComp) }
+	words := func(ws ...string) cobra.CompletionFunc {
+		return cobra.FixedCompletions(ws, cobra.ShellCompDirectiveNoFileComp)
+	}
 	resources := func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return a.completeResources(cmd, args), cobra.ShellCompDirectiveNoFileComp
 	}
