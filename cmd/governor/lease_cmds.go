@@ -71,9 +71,13 @@ pipeline is a short-lived subshell that would look dead at once.)
 Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
 {"lease", "resource", "lease_id", "token", "expires_at"}.
 
-  read -r lease token < <(governor acquire heavy --ttl 10m --pid $$)
-  ... ; governor renew "$lease" ; ...
+  out=$(governor acquire heavy --ttl 10m --pid $$) || exit   # stops with 73, 75 or 125
+  read -r lease token <<<"$out"
+  ... ; governor renew "$lease" || exit ; ...
   governor release "$lease"
+
+(Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
+script carries on with an empty lease.)
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
