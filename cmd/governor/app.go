@@ -240,6 +240,9 @@ type openOptions struct {
 	Session string
 	Command string
 	PID     int // declare this pid as the holder instead of governor's own
+	// GovernorPID is declared beside PID as the process holding the
+	// lease for it (run: governor itself, PID its watchdog).
+	GovernorPID int
 }
 
 // open opens the configured backend and a Governor on it. close releases
@@ -275,7 +278,7 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		b = fb
 	}
 	g, err := governor.New(b, governor.Options{Project: c.Project, Session: a.session(o.Session), Command: o.Command,
-		TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat, LockOrder: c.LockOrder, PID: o.PID})
+		TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
 	if err != nil {
 		_ = b.Close()
 		return nil, exitWith(ExitFailure, err)

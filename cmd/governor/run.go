@@ -59,7 +59,8 @@ the tree: TERM (and CONT), then KILL after --kill-grace, setsid'd descendants
 included. If governor itself is killed, even with SIGKILL, the tree does not
 outlive it: the direct child gets SIGKILL (parent-death signal), and a
 watchdog process (governor run --watchdog, started before acquiring, declared
-as the holder's pid) kills the run's cgroup and every process carrying the run
+as the pid whose death frees the slots; 'governor slots' shows governor's pid
+and the command's beside it) kills the run's cgroup and every process carrying the run
 id in GOVERNOR_RUN_IDS; with the file backend the tree also inherits the lease
 files (descriptors 3...), so the slot stays held until its last process is
 dead and is free at once after. Where a cgroup v2 group can be made (as root,
@@ -118,7 +119,9 @@ Exit codes:
 			o.Report = a.report
 			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
-				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID})
+				// The watchdog (oo.PID) is declared for liveness; governor
+				// is shown as the holder, with its command.
+				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid()})
 			}
 			return exitCode(runner.Run(cmd.Context(), o))
 		},

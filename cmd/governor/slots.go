@@ -101,7 +101,10 @@ type holderJSON struct {
 	LeaseID          string    `json:"lease_id"`
 	Session          string    `json:"session"`
 	Host             string    `json:"host"`
-	PID              int       `json:"pid"`
+	PID              int       `json:"pid"` // the process whose death frees the lease; 0: none declared
+	GovernorPID      int       `json:"governor_pid,omitempty"`
+	CommandPID       int       `json:"command_pid,omitempty"`
+	Processes        string    `json:"processes"`
 	Weight           int       `json:"weight"`
 	Token            int64     `json:"token"`
 	AcquiredAt       time.Time `json:"acquired_at"`
@@ -119,6 +122,8 @@ type waiterJSON struct {
 	Session        string    `json:"session"`
 	Host           string    `json:"host"`
 	PID            int       `json:"pid"`
+	GovernorPID    int       `json:"governor_pid,omitempty"`
+	Processes      string    `json:"processes"`
 	Weight         int       `json:"weight"`
 	EnqueuedAt     time.Time `json:"enqueued_at"`
 	WaitingSeconds float64   `json:"waiting_seconds"`
@@ -226,13 +231,13 @@ func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters)}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
-				Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
+				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
 				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
 				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command})
 		}
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
-				PID: wt.PID, Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
+				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
 		}
 		out.Resources = append(out.Resources, r)
 	}
@@ -264,9 +269,9 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 		fmt.Fprintln(w)
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST:PID\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.PID,
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.Processes(),
 					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)),
 					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
 			}
@@ -274,9 +279,9 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST:PID\tWEIGHT\tWAITING FOR")
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR")
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s:%d\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.PID,
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.Processes(),
 					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)))
 			}
 			tw.Flush()

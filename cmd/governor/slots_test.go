@@ -34,7 +34,17 @@ func fixedState() []governor.Status {
 			Declaration: governor.Declaration{Session: "nightly", Host: "box1", PID: 5150}}},
 		Counters: governor.Counters{Acquired: 10, Busy: 3, Waited: 4, Released: 8, ReclaimedExpiry: 1},
 	}, {
-		Key: governor.Key{Project: "prj-0001", Resource: "heavy"}, Limit: 1, Now: now,
+		Key: governor.Key{Project: "prj-0001", Resource: "heavy"}, Limit: 1, Used: 1, Now: now,
+		Holders: []governor.Holder{ // a governor run on another host: its command is not looked up
+			{LeaseID: "5e4f30211203f4e5d6c7b8a99a8b7c6d", Weight: 1, Token: 1793000000000003,
+				AcquiredAt: now.Add(-time.Minute), Heartbeat: now.Add(-time.Second), Expires: now.Add(29 * time.Second),
+				Declaration: governor.Declaration{Session: "box2:900", Host: "box2", HostID: "elsewhere", PID: 907, GovernorPID: 900, Command: "make heavy"}}},
+	}, {
+		Key: governor.Key{Project: "prj-0001", Resource: "issue:2316"}, Limit: 1, Used: 1, Now: now,
+		Holders: []governor.Holder{ // governor acquire without --pid
+			{LeaseID: "c7b8a99a8b7c6d5e4f30211203f4e5d6", Weight: 1, Token: 1793000000000004,
+				AcquiredAt: now.Add(-2 * time.Minute), Heartbeat: now.Add(-2 * time.Minute), Expires: now.Add(8 * time.Minute),
+				Declaration: governor.Declaration{Session: "fix-2316", Host: "box1", Command: "governor acquire issue:2316"}}},
 	}}
 }
 
