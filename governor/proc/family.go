@@ -1,28 +1,25 @@
 package proc
 
 import (
-	"bytes"
 	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
 
-// ParentPID returns the parent of pid (/proc/PID/stat field 4).
+// ParentPID returns the parent of pid (the PPid line of
+// /proc/PID/status).
 func ParentPID(pid int) (int, error) {
-	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("proc: malformed stat line")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, errors.New("proc: short stat line")
-	}
-	return strconv.Atoi(f[1]) // f[0] is field 3 (state)
+	return 0, errors.New("proc: no PPid in /proc/" + strconv.Itoa(pid) + "/status")
 }
 
 // Children returns the children of pid, of all its threads (a child is
