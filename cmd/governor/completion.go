@@ -50,7 +50,7 @@ func (a *app) complete(root *cobra.Command) {
 			c.ValidArgsFunction = cobra.NoFileCompletions
 		}
 		if f := c.Flags().Lookup("if-busy"); f != nil {
-			_ = c.RegisterFlagCompletionFunc("if-busy", words(runner.IfBusyFail, runner.IfBusyWait, runner.IfBusySkip))
+			_ = c.RegisterFlagCompletionFunc("if-busy", words(runner.IfBusyPolicies...))
 		}
 		if c.Flags().Lookup("resource") != nil {
 			_ = c.RegisterFlagCompletionFunc("resource", resources)

@@ -31,12 +31,11 @@ type ifBusy string
 func (b *ifBusy) String() string { return string(*b) }
 func (b *ifBusy) Type() string   { return "fail|wait|skip" }
 func (b *ifBusy) Set(s string) error {
-	switch s {
-	case "fail", "wait", "skip":
-		*b = ifBusy(s)
-		return nil
+	if err := runner.CheckIfBusy(s); err != nil {
+		return err
 	}
-	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
+	*b = ifBusy(s)
+	return nil
 }
 
 // refusal is the exit error for busy (73) or skip (75), as run's.
