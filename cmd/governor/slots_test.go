@@ -155,3 +155,25 @@ func TestSlotsWatchIntoAPipe(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal, slots --watch still redraws the screen.
+func TestSlotsWatchOnATerminal(t *testing.T) {
+	tg := fileTarget(t, "")
+	master, slave := openPTY(t)
+	seen := readTerminal(master)
+	c := tg.command("slots", "heavy", "--watch")
+	c.Stdout = slave
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "two redraws on the terminal", func() bool {
+		return strings.Count(seen(), "\033[H\033[2J") >= 2 && strings.Contains(seen(), "heavy  limit 1")
+	})
+	_ = c.Process.Signal(os.Interrupt)
+	if err := c.Wait(); err != nil {
+		t.Errorf("after INT: %v; want exit 0", err)
+	}
+	if strings.Contains(seen(), "-- ") {
+		t.Errorf("a terminal got the pipe's block headers:\n%q", seen())
+	}
+}
