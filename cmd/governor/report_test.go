@@ -92,3 +92,16 @@ func TestJSONErrors(t *testing.T) {
 		}
 	}
 }
+
+// run's own ends under --json, a stopped tree included, are one JSON
+// object on stderr too.
+func TestRunJSONStopCause(t *testing.T) {
+	tg := fileTarget(t, "")
+	code, _, errs := tg.run(t, "--json", "run", "--resource", "heavy", "--timeout", "200ms", "--", "sleep", "30")
+	if e := errorObject(t, "timeout", errs); code != 124 || e.ExitCode != 124 || !strings.Contains(e.Error, "--timeout 200ms passed") {
+		t.Errorf("--timeout under --json: exit %d, %+v", code, e)
+	}
+	if code, _, errs := tg.run(t, "run", "--resource", "heavy", "--timeout", "200ms", "--", "sleep", "30"); code != 124 || errs != "governor: --timeout 200ms passed; stopping the command tree (TERM, then KILL after 5s)\n" {
+		t.Errorf("--timeout: exit %d, stderr %q", code, errs)
+	}
+}

@@ -116,7 +116,8 @@ type Options struct {
 	// Report, when set, is given the error that ends the run (nil when
 	// there is none) and the exit code, instead of Run writing it on
 	// Stderr with WriteReport. Not getting the slots is a
-	// *NotAcquiredError.
+	// *NotAcquiredError. The cause of stopping the tree (--timeout, a
+	// lost lease) then comes at the end too, not as the stop begins.
 	Report func(code int, err error)
 
 	// Open opens the Governor once the watchdog runs. Run closes it.

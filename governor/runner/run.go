@@ -465,7 +465,9 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			go tree.Stop(nil) // leftovers of a leader that exited
 			return
 		}
-		fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
+		if r.o.Report == nil { // else the cause is reported at the end
+			fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
+		}
 		go tree.Stop(c)
 	}
 	leaderDone := tree.Done()
@@ -478,6 +480,9 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			}
 			var c *stopCause
 			if errors.As(w.exit.Stopped, &c) {
+				if r.o.Report != nil {
+					return c.code, c.outcome, c
+				}
 				return c.code, c.outcome, nil
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
