@@ -536,7 +536,8 @@ func (r *run) releaseAll() (lost []string) {
 }
 
 // finish releases, lets the watchdog go, closes the Governor, writes the
-// record and returns code. err, if set, is printed first.
+// record and returns code. err, if set, is reported first (Options.Report,
+// else WriteReport on Stderr).
 func (r *run) finish(code int, outcome Outcome, err error) int {
 	if lost := r.releaseAll(); len(lost) > 0 && outcome == OutcomeRan {
 		lostErr := fmt.Errorf("the lease on %s was lost before the command ended (exit %d); its work may have overlapped another holder's",
