@@ -54,6 +54,10 @@ type Options struct {
 	// NoPID declares no process: the lease then lives by its TTL and
 	// renewals alone, and is never reclaimed as dead.
 	PID int
+	// GovernorPID, with PID, is declared as Declaration.GovernorPID: the
+	// process that holds the lease for PID (governor run sets its own pid
+	// and its watchdog's as PID). Shown only.
+	GovernorPID int
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -133,6 +137,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 			return nil, invalid("holder pid %d: %v", opts.PID, err)
 		}
 		g.decl.PID, g.decl.StartTime = opts.PID, start
+		if opts.GovernorPID != opts.PID {
+			g.decl.GovernorPID = opts.GovernorPID
+		}
 	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)

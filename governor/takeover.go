@@ -117,9 +117,9 @@ func (g *Governor) alive(h Holder) string {
 	case proc.Dead:
 		return ""
 	case proc.Alive:
-		return fmt.Sprintf("its owner pid %d is alive on this host", h.PID)
+		return fmt.Sprintf("its owner (%s) is alive on this host", h.Processes())
 	}
-	return fmt.Sprintf("its owner pid %d cannot be checked", h.PID)
+	return fmt.Sprintf("its owner (%s) cannot be checked", h.Processes())
 }
 
 // NextSeq returns the next number of sequence name for the holder of

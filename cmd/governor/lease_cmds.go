@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -32,22 +31,19 @@ type ifBusy string
 func (b *ifBusy) String() string { return string(*b) }
 func (b *ifBusy) Type() string   { return "fail|wait|skip" }
 func (b *ifBusy) Set(s string) error {
-	switch s {
-	case "fail", "wait", "skip":
-		*b = ifBusy(s)
-		return nil
+	if err := runner.CheckIfBusy(s); err != nil {
+		return err
 	}
-	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
+	*b = ifBusy(s)
+	return nil
 }
 
-// refusal prints who holds a resource and how to take it over, as run
-// does, and returns the exit error for busy (73) or skip (75).
-func refusal(w io.Writer, project string, busy *governor.BusyError, skip bool) error {
-	runner.WriteRefusal(w, project, busy.Resource, busy.Status)
+// refusal is the exit error for busy (73) or skip (75), as run's.
+func refusal(busy *governor.BusyError, skip bool) error {
 	if skip {
-		return exitWith(ExitSkipped, nil)
+		return exitWith(ExitSkipped, runner.Refused(busy, true))
 	}
-	return exitWith(ExitBusy, nil)
+	return exitWith(ExitBusy, runner.Refused(busy, false))
 }
 
 func (a *app) acquireCmd() *cobra.Command {
@@ -74,9 +70,13 @@ pipeline is a short-lived subshell that would look dead at once.)
 Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
 {"lease", "resource", "lease_id", "token", "expires_at"}.
 
-  read -r lease token < <(governor acquire heavy --ttl 10m --pid $$)
-  ... ; governor renew "$lease" ; ...
+  out=$(governor acquire heavy --ttl 10m --pid $$) || exit   # stops with 73, 75 or 125
+  read -r lease token <<<"$out"
+  ... ; governor renew "$lease" || exit ; ...
   governor release "$lease"
+
+(Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
+script carries on with an empty lease.)
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
@@ -107,7 +107,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				return a.acquireError(cmd.ErrOrStderr(), g.Project(), resource, err, busy == "skip", waitTimeout)
+				return acquireError(resource, err, busy == "skip", waitTimeout)
 			}
 			l.Detach()
 			if a.json {
@@ -127,6 +127,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --if-busy wait: give up after this long (exit 73)")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
+	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	return cmd
 }
 
@@ -140,13 +141,13 @@ func holderPID(pid int) int {
 }
 
 // acquireError maps an acquire failure to its exit code and message.
-func (a *app) acquireError(w io.Writer, project, resource string, err error, skip bool, waitTimeout time.Duration) error {
+func acquireError(resource string, err error, skip bool, waitTimeout time.Duration) error {
 	var busy *governor.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return refusal(w, project, busy, skip)
+		return refusal(busy, skip)
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitWith(ExitBusy, fmt.Errorf("%s: not acquired within --wait-timeout %v", resource, waitTimeout))
+		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v", resource, waitTimeout)})
 	default:
 		return exitWith(ExitFailure, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,18 @@ const (
 	IfBusyWait = "wait"
 	IfBusySkip = "skip"
 )
+
+// IfBusyPolicies are the values --if-busy allows.
+var IfBusyPolicies = []string{IfBusyFail, IfBusyWait, IfBusySkip}
+
+// CheckIfBusy returns an error naming policy and the allowed ones unless
+// it is one of IfBusyPolicies or "" (fail).
+func CheckIfBusy(policy string) error {
+	if policy == "" || slices.Contains(IfBusyPolicies, policy) {
+		return nil
+	}
+	return fmt.Errorf("%q is not allowed; use fail, wait or skip", policy)
+}
 
 // Options describe one run. The zero value of every field but Args and
 // Open means the documented default.
@@ -99,6 +112,13 @@ type Options struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+
+	// Report, when set, is given the error that ends the run (nil when
+	// there is none) and the exit code, instead of Run writing it on
+	// Stderr with WriteReport. Not getting the slots is a
+	// *NotAcquiredError. The cause of stopping the tree (--timeout, a
+	// lost lease) then comes at the end too, not as the stop begins.
+	Report func(code int, err error)
 
 	// Open opens the Governor once the watchdog runs. Run closes it.
 	Open func(ctx context.Context, o OpenOptions) (*governor.Governor, error)
@@ -184,10 +204,8 @@ func plan(o *Options) ([]*item, error) {
 	if len(o.Args) == 0 {
 		return nil, fmt.Errorf("no command: usage is governor run [flags] -- CMD [ARGS...]")
 	}
-	switch o.IfBusy {
-	case "", IfBusyFail, IfBusyWait, IfBusySkip:
-	default:
-		return nil, fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", o.IfBusy)
+	if err := CheckIfBusy(o.IfBusy); err != nil {
+		return nil, fmt.Errorf("--if-busy %w", err)
 	}
 	for _, d := range []struct {
 		flag string
