@@ -2,14 +2,17 @@ package config
 
 import (
 	"time"
+
+	"github.com/governor-dev/governor/governor"
 )
 
-// Defaults for keys no source sets.
+// Defaults for keys no source sets. The lease's are governor's: the
+// rules live there (see governor.LeaseTiming).
 const (
-	DefaultProject        = "default"
+	DefaultProject        = governor.DefaultName
 	DefaultBackend        = BackendAuto
-	DefaultLeaseTTL       = 30 * time.Second
-	DefaultLeaseHeartbeat = 10 * time.Second // capped at lease.ttl/3 when the TTL is shorter than 30s
+	DefaultLeaseTTL       = governor.DefaultTTL
+	DefaultLeaseHeartbeat = governor.DefaultHeartbeat // capped at lease.ttl/3: governor.DefaultHeartbeatFor
 	DefaultFileName       = "exec-defaults.yaml"
 )
 
@@ -26,11 +29,11 @@ const (
 	ProviderResourcePrefix = "provider:" // providers.<name>.max_concurrency
 )
 
-// Bounds on values.
+// Bounds on values, decided in package governor.
 const (
-	MaxLimit       = 1_000_000 // largest slot limit
-	MaxNameBytes   = 200       // longest resource name, "provider:" prefix included
-	MaxProjectName = 64        // longest project name
+	MaxLimit       = governor.MaxLimit   // largest slot limit
+	MaxNameBytes   = governor.MaxNameLen // longest resource name, "provider:" prefix included
+	MaxProjectName = governor.MaxProject // longest project name
 )
 
 // Config is the effective configuration. Load fills it; a hand-built one is
@@ -115,6 +118,13 @@ func (c Config) Limits() map[string]int {
 		limits[name] = r.Limit
 	}
 	return limits
+}
+
+// Timing returns the lease timing the configuration sets, for
+// governor.Options: TTL and heartbeat, the safety margin left to
+// governor's rule. Validate checks it by the same rule.
+func (c Config) Timing() governor.LeaseTiming {
+	return governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
 }
 
 // RedisURL returns the configured Redis URL, password included (it is for

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+
+	"github.com/governor-dev/governor/governor"
 )
 
 // Source says where a value came from.
@@ -131,7 +133,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	}
 	heartbeat := DefaultLeaseHeartbeat
 	if ttl > 0 {
-		heartbeat = min(heartbeat, ttl/3)
+		heartbeat = governor.DefaultHeartbeatFor(ttl)
 	}
 	for key, value := range map[string]any{
 		"project":         DefaultProject,

@@ -375,7 +375,9 @@ func TestLoadHeartbeatFollowsShortTTL(t *testing.T) {
 	}{
 		{"lease: {ttl: 6s}\n", 2 * time.Second},
 		{"lease: {ttl: 2m}\n", 10 * time.Second},
-		{"lease: {ttl: 6s, heartbeat: 5s}\n", 5 * time.Second},
+		// An explicit heartbeat stands; 5s would not (governor.New refuses
+		// a heartbeat not shorter than the TTL minus its fifth, 4.8s).
+		{"lease: {ttl: 6s, heartbeat: 4s}\n", 4 * time.Second},
 	}
 	for _, tt := range tests {
 		e := newEnv(t)

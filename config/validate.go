@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/governor-dev/governor/governor"
 )
 
 // origin records where Load found each value.
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 	return joinProblems(c.problems())
 }
 
+// leaseNames spell the lease timing in governor's messages.
+var leaseNames = governor.TimingNames{TTL: "lease.ttl", Heartbeat: "lease.heartbeat", SafetyMargin: "the safety margin"}
+
 const (
 	limitRule = "a limit must be a whole number from 1 to 1000000"
 	nameRule  = "names must be printable, without whitespace, '{' or '}' (Redis hash-tag braces), and at most 200 bytes with the resource prefix"
@@ -131,18 +137,22 @@ func (c Config) problems() []*FieldError {
 		add("file.dir", c.File.Dir, "%q is not an absolute path", c.File.Dir)
 	}
 
-	ttlOK := !o.isBroken("lease.ttl")
-	if ttlOK && c.Lease.TTL <= 0 {
-		ttlOK = false
-		add("lease.ttl", c.Lease.TTL.String(), "%s is not allowed; the TTL must be longer than 0, such as 30s", c.Lease.TTL)
-	}
-	switch {
-	case o.isBroken("lease.heartbeat"):
-	case c.Lease.Heartbeat <= 0:
-		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not allowed; the heartbeat must be longer than 0 and shorter than lease.ttl, such as 10s", c.Lease.Heartbeat)
-	case ttlOK && c.Lease.Heartbeat >= c.Lease.TTL:
-		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not shorter than lease.ttl %s; a holder must renew well before its lease expires, so use a heartbeat of about a third of the TTL (%s)",
-			c.Lease.Heartbeat, c.Lease.TTL, c.Lease.TTL/3)
+	if !o.isBroken("lease.ttl") || !o.isBroken("lease.heartbeat") {
+		// governor decides; the safety margin is the one governor.New
+		// derives from the TTL, as the CLI leaves it unset.
+		t := c.Timing()
+		t.SafetyMargin = governor.DefaultSafetyMarginFor(t.TTL)
+		if o.isBroken("lease.ttl") {
+			// Already reported: check the heartbeat's own range only.
+			t.TTL, t.SafetyMargin = governor.MaxTTL, 0
+		}
+		if o.isBroken("lease.heartbeat") {
+			t.Heartbeat = governor.DefaultHeartbeatFor(t.TTL)
+		}
+		var te *governor.TimingError
+		if err := t.Check(leaseNames); errors.As(err, &te) {
+			add(te.Field, te.Value.String(), "%s", te.Msg)
+		}
 	}
 
 	checkLimit := func(key string, v int, missing bool) {

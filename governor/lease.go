@@ -14,14 +14,15 @@ import (
 // successful grant or renewal plus the TTL minus the safety margin, on
 // this process's monotonic clock: the backend's expiry is never earlier,
 // so the holder learns of the loss before anyone else can be granted the
-// slot.
+// slot. A lease acquired with NoHeartbeat does not renew itself: it lives
+// by its TTL and renewals by id.
 type Lease struct {
 	g      *Governor
 	key    Key
 	id     string
 	weight int
 	token  int64
-	ttl    time.Duration
+	timing LeaseTiming // Heartbeat 0: it does not renew itself
 
 	mu       sync.Mutex
 	expires  time.Time // backend clock
@@ -38,11 +39,13 @@ type Lease struct {
 	stopped chan struct{}
 }
 
-func (g *Governor) newLease(req Request, res Result, sent time.Time) *Lease {
-	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
-		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) *Lease {
+	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, timing: tm,
+		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
-	l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+	if tm.Heartbeat > 0 {
+		l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+	}
 	g.mu.Lock()
 	g.leases[l] = struct{}{}
 	g.mu.Unlock()
@@ -138,7 +141,7 @@ func (l *Lease) heartbeat() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		done := make(chan reply, 1)
 		go func() {
-			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
+			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.timing.TTL)
 			done <- reply{exp, err}
 		}()
 		var r reply
@@ -160,7 +163,7 @@ func (l *Lease) heartbeat() {
 			backoff.reset()
 			l.mu.Lock()
 			l.expires = r.exp
-			l.deadline = sent.Add(l.ttl - l.g.margin)
+			l.deadline = sent.Add(l.timing.TTL - l.timing.SafetyMargin)
 			l.mu.Unlock()
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
@@ -176,7 +179,7 @@ func (l *Lease) heartbeat() {
 // stopHeartbeat stops the heartbeat and waits until it no longer runs.
 // Release and Detach call it once.
 func (l *Lease) stopHeartbeat() {
-	if l.start.Stop() {
+	if l.start == nil || l.start.Stop() {
 		return // it never started
 	}
 	close(l.stop)
@@ -189,7 +192,7 @@ func (l *Lease) nextRenewal() time.Duration {
 	l.mu.Lock()
 	left := time.Until(l.deadline)
 	l.mu.Unlock()
-	return max(min(l.g.heartbeat, left/2), time.Millisecond)
+	return max(min(l.timing.Heartbeat, left/2), time.Millisecond)
 }
 
 // lose marks the lease lost, counts it in the backend and, best effort,

@@ -76,7 +76,8 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func validateLimit(name string, limit int) error {
+// ValidateLimit checks the limit of resource name: 1 to MaxLimit slots.
+func ValidateLimit(name string, limit int) error {
 	if limit < 1 || limit > MaxLimit {
 		return invalid("limit %d for %s; allowed: 1 to %d", limit, name, MaxLimit)
 	}
@@ -94,8 +95,5 @@ func validateWeight(name string, weight, limit int) error {
 }
 
 func validateTTL(what string, d time.Duration) error {
-	if d < MinTTL || d > MaxTTL {
-		return invalid("%s %v; allowed: %v to %v", what, d, MinTTL, MaxTTL)
-	}
-	return nil
+	return checkTTL(d, TimingNames{TTL: what})
 }

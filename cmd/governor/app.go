@@ -182,8 +182,9 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		}
 		b = fb
 	}
+	t := c.Timing()
 	g, err := governor.New(b, governor.Options{Project: c.Project, Session: a.session(o.Session), Command: o.Command,
-		TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat, LockOrder: c.LockOrder, PID: o.PID})
+		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID})
 	if err != nil {
 		_ = b.Close()
 		return nil, exitWith(ExitFailure, err)

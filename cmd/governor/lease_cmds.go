@@ -96,7 +96,9 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 				return err
 			}
 			defer g.Close()
-			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl}
+			// The lease is detached at once: it lives by its TTL and
+			// 'governor renew', and never heartbeats.
+			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true}
 			if busy == "wait" {
 				o.Mode = governor.Wait
 				if waitTimeout > 0 {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
+)
+
+// fileGlobal is the global flags of a CLI on a fresh file backend and a
+// config file holding cfg.
+func fileGlobal(t *testing.T, cfg string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", p}
+}
+
+// Defect 1: a CLI lease does not heartbeat, so its --ttl is checked
+// against nothing but the TTL range, whatever the configured heartbeat.
+func TestAcquireShortTTL(t *testing.T) {
+	for _, cfg := range []string{"project: p\n", "project: p\nlease: {ttl: 30s, heartbeat: 10s}\n"} {
+		g := fileGlobal(t, cfg)
+		for _, ttl := range []string{"5s", "10s", "11s", "200ms"} {
+			code, out, errs := cli(t, append(g, "acquire", "r"+ttl, "--limit", "1", "--ttl", ttl)...)
+			if code != 0 {
+				t.Fatalf("%q: acquire --ttl %s: exit %d, %s", cfg, ttl, code, errs)
+			}
+			lease := strings.Fields(out)[0]
+			if code, _, errs := cli(t, append(g, "takeover", "r"+ttl, "--lease", strings.TrimPrefix(lease, "r"+ttl+"@"), "--force", "--ttl", ttl)...); code != 0 {
+				t.Fatalf("%q: takeover --ttl %s: exit %d, %s", cfg, ttl, code, errs)
+			}
+		}
+		code, _, errs := cli(t, append(g, "acquire", "r", "--limit", "1", "--ttl", "50ms")...)
+		if code != 125 || !strings.Contains(errs, "50ms is not allowed; the TTL must be from 100ms to 24h0m0s") {
+			t.Fatalf("acquire --ttl 50ms: exit %d, %q", code, errs)
+		}
+	}
+}
+
+// `config check` and governor.New agree on every lease timing: both
+// accept or both refuse, and a command that opens the Governor (slots)
+// fails exactly when check does. Zero values are left out: in a file
+// "0s" is an explicit value, in governor.Options zero means the default.
+func TestConfigCheckAgreesWithNew(t *testing.T) {
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	ttls := []time.Duration{-time.Second, 50 * ms, 99 * ms, 100 * ms, 300 * ms, 6 * time.Second, 30 * time.Second, 24 * time.Hour, 25 * time.Hour}
+	hbs := []time.Duration{-time.Second, ms, 33 * ms, 79 * ms, 80 * ms, 4 * time.Second, 5 * time.Second, 10 * time.Second, 23 * time.Second, 24 * time.Second, 30 * time.Second}
+	for _, ttl := range ttls {
+		for _, hb := range hbs {
+			cfg := fmt.Sprintf("project: p\nlease: {ttl: %v, heartbeat: %v}\n", ttl, hb)
+			g := fileGlobal(t, cfg)
+			check, _, checkErr := cli(t, append(g, "config", "check")...)
+			slots, _, slotsErr := cli(t, append(g, "slots")...)
+			_, newErr := governor.New(b, governor.Options{TTL: ttl, Heartbeat: hb}) // not closed: b is shared
+			if (check == 0) != (newErr == nil) || (check == 0) != (slots == 0) {
+				t.Errorf("ttl %v heartbeat %v: config check exit %d %q; slots exit %d %q; governor.New %v",
+					ttl, hb, check, checkErr, slots, slotsErr, newErr)
+			}
+		}
+	}
+}
