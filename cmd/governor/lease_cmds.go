@@ -26,18 +26,18 @@ func parseHandle(h string) (resource, id string, err error) {
 	return h[:i], h[i+1:], nil
 }
 
-// ifBusy is the --if-busy flag: fail, wait or skip.
+// ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
+// (runner.ResolveIfBusy decides what that means).
 type ifBusy string
 
 func (b *ifBusy) String() string { return string(*b) }
 func (b *ifBusy) Type() string   { return "fail|wait|skip" }
 func (b *ifBusy) Set(s string) error {
-	switch s {
-	case "fail", "wait", "skip":
-		*b = ifBusy(s)
-		return nil
+	if _, err := runner.ResolveIfBusy(s, 0); err != nil || s == "" {
+		return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
 	}
-	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
+	*b = ifBusy(s)
+	return nil
 }
 
 // refusal prints who holds a resource and how to take it over, as run
@@ -56,7 +56,7 @@ func (a *app) acquireCmd() *cobra.Command {
 		limit       int
 		exclusive   bool
 		ttl         time.Duration
-		busy        = ifBusy("fail")
+		busy        ifBusy
 		waitTimeout time.Duration
 		session     string
 		pid         int
@@ -78,11 +78,18 @@ Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
   ... ; governor renew "$lease" ; ...
   governor release "$lease"
 
+When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
+--wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
+
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
+			policy, err := runner.ResolveIfBusy(string(busy), waitTimeout)
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
 			if weight < 1 {
 				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
 			}
@@ -99,7 +106,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			// The lease is detached at once: it lives by its TTL and
 			// 'governor renew', and never heartbeats.
 			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true}
-			if busy == "wait" {
+			if policy == runner.IfBusyWait {
 				o.Mode = governor.Wait
 				if waitTimeout > 0 {
 					var cancel context.CancelFunc
@@ -109,7 +116,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				return a.acquireError(cmd.ErrOrStderr(), g.Project(), resource, err, busy == "skip", waitTimeout)
+				return a.acquireError(cmd.ErrOrStderr(), g.Project(), resource, err, policy == runner.IfBusySkip, waitTimeout)
 			}
 			l.Detach()
 			if a.json {
@@ -125,8 +132,8 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
 	f.DurationVar(&ttl, "ttl", 0, "lease time to live (default: lease.ttl from the configuration, 30s)")
-	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73), wait, or skip (exit 75)")
-	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --if-busy wait: give up after this long (exit 73)")
+	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
+	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
 	return cmd

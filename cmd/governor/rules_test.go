@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,51 @@ func TestConfigCheckAgreesWithNew(t *testing.T) {
 			if (check == 0) != (newErr == nil) || (check == 0) != (slots == 0) {
 				t.Errorf("ttl %v heartbeat %v: config check exit %d %q; slots exit %d %q; governor.New %v",
 					ttl, hb, check, checkErr, slots, slotsErr, newErr)
+			}
+		}
+	}
+}
+
+// Defect 11: every counter of governor.Counters is in slots --json.
+func TestSlotsJSONHasEveryCounter(t *testing.T) {
+	var c governor.Counters
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(100 + i))
+	}
+	got := map[int]bool{}
+	for _, n := range counterMap(c) {
+		got[n] = true
+	}
+	for i := range v.NumField() {
+		if !got[100+i] {
+			t.Errorf("slots --json counters lack governor.Counters.%s", v.Type().Field(i).Name)
+		}
+	}
+}
+
+// Defect 11: --wait-timeout means the same for acquire and run: alone it
+// implies waiting; with --if-busy fail or skip it is refused.
+func TestWaitTimeoutOneMeaning(t *testing.T) {
+	g := fileGlobal(t, "project: p\n")
+	if code, _, errs := cli(t, append(g, "acquire", "r", "--limit", "1", "--ttl", "1m")...); code != 0 {
+		t.Fatalf("acquire: exit %d, %s", code, errs)
+	}
+	commands := map[string]func(flags ...string) []string{
+		"acquire": func(flags ...string) []string { return append([]string{"acquire", "r", "--limit", "1"}, flags...) },
+		"run": func(flags ...string) []string {
+			return append(append([]string{"run", "--resource", "r", "--limit", "1"}, flags...), "--", "true")
+		},
+	}
+	for name, command := range commands {
+		code, _, errs := cli(t, append(g, command("--wait-timeout", "300ms")...)...)
+		if code != 73 || !strings.Contains(errs, "not acquired within --wait-timeout 300ms") {
+			t.Errorf("%s --wait-timeout 300ms: exit %d, %q; want 73 after waiting 300ms", name, code, errs)
+		}
+		for _, policy := range []string{"fail", "skip"} {
+			code, _, errs := cli(t, append(g, command("--wait-timeout", "300ms", "--if-busy", policy)...)...)
+			if code != 125 || !strings.Contains(errs, "--wait-timeout bounds a wait") {
+				t.Errorf("%s --if-busy %s --wait-timeout: exit %d, %q; want 125", name, policy, code, errs)
 			}
 		}
 	}

@@ -71,7 +71,7 @@ type Options struct {
 	Exclusive bool
 
 	// IfBusy is fail (the default), wait or skip. WaitTimeout bounds a
-	// wait; given without IfBusy it implies wait.
+	// wait; given without IfBusy it implies wait (see ResolveIfBusy).
 	IfBusy      string
 	WaitTimeout time.Duration
 
@@ -129,6 +129,32 @@ type OpenOptions struct {
 	PID     int
 }
 
+// ResolveIfBusy decides what --if-busy and --wait-timeout mean, for run
+// and acquire alike: "" is fail, unless a wait timeout is given, which
+// means waiting (a timeout for a wait the user did not ask for would be
+// ignored silently otherwise); a wait timeout with fail or skip is
+// refused. It returns IfBusyFail, IfBusyWait or IfBusySkip, or an error
+// naming the bad value and what is allowed.
+func ResolveIfBusy(ifBusy string, waitTimeout time.Duration) (string, error) {
+	switch ifBusy {
+	case "", IfBusyFail, IfBusyWait, IfBusySkip:
+	default:
+		return "", fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", ifBusy)
+	}
+	if waitTimeout < 0 {
+		return "", fmt.Errorf("--wait-timeout %v is not allowed; use a positive duration such as 30s", waitTimeout)
+	}
+	switch {
+	case waitTimeout > 0 && ifBusy != "" && ifBusy != IfBusyWait:
+		return "", fmt.Errorf("--wait-timeout %v with --if-busy %s: --wait-timeout bounds a wait; use --if-busy wait or drop one of them", waitTimeout, ifBusy)
+	case waitTimeout > 0:
+		return IfBusyWait, nil
+	case ifBusy == "":
+		return IfBusyFail, nil
+	}
+	return ifBusy, nil
+}
+
 // Resource is one resource of a run and the slots it takes.
 type Resource struct {
 	Name   string
@@ -178,27 +204,25 @@ type item struct {
 	lease  *governor.Lease
 }
 
-// plan validates o and returns the resources to take, in the order given.
-// Its errors name the bad value and what is allowed.
+// plan validates o, resolves o.IfBusy (ResolveIfBusy), and returns the
+// resources to take, in the order given. Its errors name the bad value
+// and what is allowed.
 func plan(o *Options) ([]*item, error) {
 	if len(o.Args) == 0 {
 		return nil, fmt.Errorf("no command: usage is governor run [flags] -- CMD [ARGS...]")
 	}
-	switch o.IfBusy {
-	case "", IfBusyFail, IfBusyWait, IfBusySkip:
-	default:
-		return nil, fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", o.IfBusy)
+	ifBusy, err := ResolveIfBusy(o.IfBusy, o.WaitTimeout)
+	if err != nil {
+		return nil, err
 	}
+	o.IfBusy = ifBusy
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--wait-timeout", o.WaitTimeout}, {"--timeout", o.Timeout}, {"--kill-grace", o.KillGrace}} {
+	}{{"--timeout", o.Timeout}, {"--kill-grace", o.KillGrace}} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("%s %v is not allowed; use a positive duration such as 30s", d.flag, d.v)
 		}
-	}
-	if o.WaitTimeout > 0 && o.IfBusy != "" && o.IfBusy != IfBusyWait {
-		return nil, fmt.Errorf("--wait-timeout %v with --if-busy %s: --wait-timeout bounds a wait; use --if-busy wait or drop one of them", o.WaitTimeout, o.IfBusy)
 	}
 	if o.Limit < 0 || o.Limit > governor.MaxLimit {
 		return nil, fmt.Errorf("--limit %d is not allowed; use 1 to %d", o.Limit, governor.MaxLimit)

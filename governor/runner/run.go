@@ -191,7 +191,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var wants []governor.Want
 	mode := governor.Fail
-	if r.o.IfBusy == IfBusyWait || r.o.IfBusy == "" && r.o.WaitTimeout > 0 {
+	if r.o.IfBusy == IfBusyWait { // resolved by plan
 		mode = governor.Wait
 	}
 	var sl *statusLine    // drawn only while AcquireAll waits
