@@ -72,7 +72,9 @@ when that process dies, the lease is reclaimed on this host at once. (Without
 pipeline is a short-lived subshell that would look dead at once.)
 
 Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
-{"lease", "resource", "lease_id", "token", "expires_at"}.
+{"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
+--limit is not the limit in force: a configured limit wins over --limit, and the
+limit the backend holds wins while the resource is in use (also said on stderr).
 
   read -r lease token < <(governor acquire heavy --ttl 10m --pid $$)
   ... ; governor renew "$lease" ; ...
@@ -93,7 +95,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			if weight < 1 {
 				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
 			}
-			lim, err := a.limitFor(resource, limit)
+			lim, origin, err := a.limitFor(resource, limit)
 			if err != nil {
 				return err
 			}
@@ -103,6 +105,12 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 				return err
 			}
 			defer g.Close()
+			// Said at once, before any wait; a failed read is the
+			// acquire's to report.
+			note, _ := runner.NoteLimit(ctx, g, resource, limit, lim, origin)
+			if note != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "governor: "+note.Message)
+			}
 			// The lease is detached at once: it lives by its TTL and
 			// 'governor renew', and never heartbeats.
 			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true}
@@ -120,8 +128,12 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l.Detach()
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
-					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()})
+				out := map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()}
+				if note != nil {
+					out["limit_note"] = note
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
 			return nil
@@ -129,7 +141,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	}
 	f := cmd.Flags()
 	f.IntVar(&weight, "weight", 1, "slots to take")
-	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none")
+	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied)")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
 	f.DurationVar(&ttl, "ttl", 0, "lease time to live (default: lease.ttl from the configuration, 30s)")
 	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")

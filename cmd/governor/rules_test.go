@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,5 +116,47 @@ func TestWaitTimeoutOneMeaning(t *testing.T) {
 				t.Errorf("%s --if-busy %s --wait-timeout: exit %d, %q; want 125", name, policy, code, errs)
 			}
 		}
+	}
+}
+
+// Defect 12: a --limit that is not the limit in force is said at once on
+// stderr (and in acquire's --json), naming the limit in force and where
+// it comes from.
+func TestLimitNotApplied(t *testing.T) {
+	g := fileGlobal(t, "project: p\nresources:\n  heavy: {limit: 2}\n")
+	cfg := g[len(g)-1]
+
+	code, out, errs := cli(t, append(g, "--json", "acquire", "heavy", "--limit", "3")...)
+	want := "heavy: --limit 3 is not applied: the limit in force is 2, from resources.heavy.limit in " + cfg + ":3"
+	if code != 0 || !strings.Contains(errs, want) {
+		t.Fatalf("acquire --limit 3 of a configured limit 2: exit %d, stderr %q; want %q", code, errs, want)
+	}
+	var js struct {
+		Note *struct {
+			InForce int    `json:"limit_in_force"`
+			Asked   int    `json:"limit_asked"`
+			Source  string `json:"limit_source"`
+		} `json:"limit_note"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); err != nil || js.Note == nil || js.Note.InForce != 2 || js.Note.Asked != 3 || !strings.Contains(js.Note.Source, cfg) {
+		t.Fatalf("acquire --json: %v, %s", err, out)
+	}
+	code, _, errs = cli(t, append(g, "run", "--resource", "heavy", "--limit", "3", "--", "true")...)
+	if code != 0 || !strings.Contains(errs, want) {
+		t.Fatalf("run --limit 3 of a configured limit 2: exit %d, stderr %q; want %q", code, errs, want)
+	}
+
+	// The backend's limit wins while the resource is in use.
+	if code, _, errs := cli(t, append(g, "acquire", "r", "--limit", "3", "--ttl", "1m")...); code != 0 {
+		t.Fatalf("acquire: exit %d, %s", code, errs)
+	}
+	for _, cmd := range [][]string{{"acquire", "r", "--limit", "5"}, {"run", "--resource", "r", "--limit", "5", "--", "true"}} {
+		code, _, errs := cli(t, append(g, cmd...)...)
+		if code != 0 || !strings.Contains(errs, "r: --limit 5 is not applied: the limit in force is 3, from the backend: another process set it") {
+			t.Errorf("%s --limit 5 of a resource in use with limit 3: exit %d, stderr %q", cmd[0], code, errs)
+		}
+	}
+	if code, _, errs := cli(t, append(g, "acquire", "r", "--limit", "3")...); code != 0 || strings.Contains(errs, "not applied") {
+		t.Errorf("acquire --limit 3, the limit in force: exit %d, stderr %q", code, errs)
 	}
 }

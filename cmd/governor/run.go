@@ -108,7 +108,7 @@ Exit codes:
 				return err
 			}
 			o.Args = args
-			o.Limits = l.Config.Limits()
+			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Rates = providerRates(l.Config)
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))

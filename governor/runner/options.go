@@ -54,8 +54,11 @@ type Options struct {
 	// Limits has it, and is refused otherwise.
 	Resources []string
 	Providers []string
-	// Limits are the configured limits by resource name.
-	Limits map[string]int
+	// Limits are the configured limits by resource name, and
+	// LimitOrigins where each was configured ("resources.heavy.limit in
+	// FILE:LINE"), for the note that a --limit is not applied.
+	Limits       map[string]int
+	LimitOrigins map[string]string
 	// Rates are the configured rate limits by provider name: each
 	// --provider with one takes one request (and Tokens tokens) of its
 	// budget after its slot, before the command starts. When the budget
@@ -224,7 +227,7 @@ func plan(o *Options) ([]*item, error) {
 			return nil, fmt.Errorf("%s %v is not allowed; use a positive duration such as 30s", d.flag, d.v)
 		}
 	}
-	if o.Limit < 0 || o.Limit > governor.MaxLimit {
+	if o.Limit != 0 && governor.ValidateLimit("every resource", o.Limit) != nil {
 		return nil, fmt.Errorf("--limit %d is not allowed; use 1 to %d", o.Limit, governor.MaxLimit)
 	}
 

@@ -209,6 +209,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			}
 			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, h.LeaseID, it.name, it.name)
 		}
+		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
+			// At once, before any wait. A failed read is the acquire's
+			// to report.
+			fmt.Fprintf(r.stderr, "governor: %s\n", note.Message)
+		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
 			Limit: it.limit, Weight: it.weight, Mode: mode,
