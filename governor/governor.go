@@ -108,12 +108,8 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := validateTTL("queue TTL", g.queueTTL); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, p := range opts.LockOrder {
-		if p == "" || seen[p] {
-			return nil, invalid("lock order entry %q: entries must be non-empty and unique", p)
-		}
-		seen[p] = true
+	if err := ValidateLockOrder(opts.LockOrder); err != nil {
+		return nil, err
 	}
 	g.order = append([]string(nil), opts.LockOrder...)
 	g.self = proc.Current()
@@ -212,17 +208,8 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if err := ValidateLimit(resource, o.Limit); err != nil {
 		return Request{}, LeaseTiming{}, err
 	}
-	w := o.Weight
-	if o.Exclusive {
-		if w != 0 && w != o.Limit {
-			return Request{}, LeaseTiming{}, invalid("weight %d with exclusive for %s; exclusive takes the whole limit (%d)", w, resource, o.Limit)
-		}
-		w = o.Limit
-	}
-	if w == 0 {
-		w = 1
-	}
-	if err := validateWeight(resource, w, o.Limit); err != nil {
+	w, err := ResolveWeight(resource, o.Weight, o.Limit, o.Exclusive)
+	if err != nil {
 		return Request{}, LeaseTiming{}, err
 	}
 	tm, err := g.leaseTiming(o.TTL, o.NoHeartbeat)

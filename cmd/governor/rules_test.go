@@ -160,3 +160,40 @@ func TestLimitNotApplied(t *testing.T) {
 		t.Errorf("acquire --limit 3, the limit in force: exit %d, stderr %q", code, errs)
 	}
 }
+
+// `config check` and governor agree on names, limits and the lock order:
+// what the configuration accepts, the Governor takes.
+func TestConfigCheckAgreesOnNamesAndLimits(t *testing.T) {
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		cfg string
+		gov error
+	}
+	var cases []tc
+	for _, name := range []string{"heavy", "issue:2316", "a*b", "a?b", "a[b]", `a\\b`, "{a}", "ファイル", strings.Repeat("n", 200), strings.Repeat("n", 201)} {
+		cases = append(cases, tc{fmt.Sprintf("resources:\n  %q: {limit: 1}\n", name), governor.ValidateResource(name)})
+		cases = append(cases, tc{fmt.Sprintf("lock_order: [%q]\n", name), governor.ValidateLockOrder([]string{name})})
+	}
+	for _, p := range []string{"p", ".", "..", ".a", "a/b", strings.Repeat("p", 64), strings.Repeat("p", 65)} {
+		_, err := governor.New(b, governor.Options{Project: p}) // not closed: b is shared
+		cases = append(cases, tc{fmt.Sprintf("project: %q\n", p), err})
+	}
+	for _, n := range []int{-1, 0, 1, governor.MaxLimit, governor.MaxLimit + 1} {
+		cases = append(cases, tc{fmt.Sprintf("resources: {r: {limit: %d}}\n", n), governor.ValidateLimit("r", n)})
+	}
+	_, err = governor.New(b, governor.Options{LockOrder: []string{"a", "a"}})
+	cases = append(cases, tc{"lock_order: [a, a]\n", err})
+	for _, c := range cases {
+		cfg := c.cfg
+		if !strings.HasPrefix(cfg, "project") {
+			cfg = "project: p\n" + cfg
+		}
+		code, _, errs := cli(t, append(fileGlobal(t, cfg), "config", "check")...)
+		if (code == 0) != (c.gov == nil) {
+			t.Errorf("%q: config check exit %d %q; governor: %v", c.cfg, code, errs, c.gov)
+		}
+	}
+}

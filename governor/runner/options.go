@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -276,18 +277,15 @@ func plan(o *Options) ([]*item, error) {
 		if limit == 0 {
 			return nil, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", r.Name, r.Name)
 		}
-		w := r.Weight
+		w, err := governor.ResolveWeight(r.Name, r.Weight, limit, o.Exclusive)
 		switch {
-		case o.Exclusive && w != 0 && w != limit:
-			return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", w, r.Name, limit)
-		case o.Exclusive:
-			w = limit
-		case w == 0:
-			w = 1
-		}
-		if w > limit {
+		case errors.Is(err, governor.ErrTooHeavy):
 			return nil, fmt.Errorf("weight %d for %s is above its limit %d; allowed: 1 to %d (write %s:%d:1 if %q is the resource's name)",
-				w, r.Name, limit, limit, r.Name, w, fmt.Sprintf("%s:%d", r.Name, w))
+				r.Weight, r.Name, limit, limit, r.Name, r.Weight, fmt.Sprintf("%s:%d", r.Name, r.Weight))
+		case err != nil && o.Exclusive:
+			return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", r.Weight, r.Name, limit)
+		case err != nil:
+			return nil, err
 		}
 		items = append(items, &item{name: r.Name, weight: w, limit: limit})
 	}
