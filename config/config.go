@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/runner"
 )
 
 // Defaults for keys no source sets. The lease's are governor's: the
@@ -25,8 +26,8 @@ const (
 
 // Resource names derived from the configuration.
 const (
-	RunResource            = "run"       // run.max_concurrent_runs
-	ProviderResourcePrefix = "provider:" // providers.<name>.max_concurrency
+	RunResource            = runner.DefaultResource          // run.max_concurrent_runs
+	ProviderResourcePrefix = governor.ProviderResourcePrefix // providers.<name>.max_concurrency
 )
 
 // Bounds on values, decided in package governor.

@@ -244,7 +244,7 @@ func plan(o *Options) ([]*item, error) {
 		if p == "" {
 			return nil, fmt.Errorf("--provider \"\": give a provider name such as anthropic")
 		}
-		r, err := ParseResource("provider:"+p, o.Limits)
+		r, err := ParseResource(governor.ProviderResource(p), o.Limits)
 		if err != nil {
 			return nil, fmt.Errorf("--provider %q: %w", truncate(p, 64), err)
 		}

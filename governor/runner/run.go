@@ -293,7 +293,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 		if !ok || !rl.limited() {
 			continue
 		}
-		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: "provider:" + p},
+		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
 			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
 		if mode == governor.Wait {
 			start := time.Now()
