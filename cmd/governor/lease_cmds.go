@@ -143,7 +143,7 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	f.IntVar(&weight, "weight", 1, "slots to take")
 	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied)")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
-	f.DurationVar(&ttl, "ttl", 0, "lease time to live (default: lease.ttl from the configuration, 30s)")
+	f.DurationVar(&ttl, "ttl", 0, fmt.Sprintf("lease time to live, %v to %v; it does not heartbeat (default: lease.ttl from the configuration, %v)", governor.MinTTL, governor.MaxTTL, governor.DefaultTTL))
 	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")

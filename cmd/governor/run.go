@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/governor/supervise"
 )
 
 // watchdogFD is the descriptor on which `governor run --watchdog` gets its
@@ -132,7 +133,7 @@ Exit codes:
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
-	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between TERM and KILL when stopping the tree (default 5s)")
+	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
 	f.StringVar(&o.Record, "record", "", "append one JSON line per invocation to this file")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&watchdog, "watchdog", false, "internal: the watchdog of a run")
