@@ -14,8 +14,8 @@ import (
 // successful grant or renewal plus the TTL minus the safety margin, on
 // this process's monotonic clock: the backend's expiry is never earlier,
 // so the holder learns of the loss before anyone else can be granted the
-// slot. A lease acquired with NoHeartbeat does not renew itself: it lives
-// by its TTL and renewals by id.
+// slot. A lease acquired with NoHeartbeat does not renew itself: it is
+// lost at its deadline unless detached (Detach) and renewed by id.
 type Lease struct {
 	g      *Governor
 	key    Key
@@ -45,6 +45,13 @@ func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTim
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if tm.Heartbeat > 0 {
 		l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+	} else {
+		// It never renews: it is lost at its deadline, unless detached
+		// or released first.
+		l.start = time.AfterFunc(time.Until(l.deadline), func() {
+			defer close(l.stopped)
+			l.lose(ErrLeaseLost)
+		})
 	}
 	g.mu.Lock()
 	g.leases[l] = struct{}{}
@@ -179,7 +186,7 @@ func (l *Lease) heartbeat() {
 // stopHeartbeat stops the heartbeat and waits until it no longer runs.
 // Release and Detach call it once.
 func (l *Lease) stopHeartbeat() {
-	if l.start == nil || l.start.Stop() {
+	if l.start.Stop() {
 		return // it never started
 	}
 	close(l.stop)

@@ -122,3 +122,28 @@ func TestNewNilBackend(t *testing.T) {
 		t.Errorf("redisbackend.New(nil) = %v, want ErrInvalid", err)
 	}
 }
+
+// A lease that does not heartbeat and is kept is lost at its deadline.
+func TestNoHeartbeatLeaseIsLostAtItsDeadline(t *testing.T) {
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	l, err := g.Acquire(context.Background(), "r", governor.AcquireOptions{Limit: 1, TTL: 200 * time.Millisecond, NoHeartbeat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Done not closed long after the deadline")
+	}
+	if !errors.Is(l.Err(), governor.ErrLeaseLost) || !errors.Is(l.Release(), governor.ErrLeaseLost) {
+		t.Fatalf("Err %v after the deadline; want ErrLeaseLost", l.Err())
+	}
+}
