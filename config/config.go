@@ -122,10 +122,16 @@ func (c Config) Limits() map[string]int {
 }
 
 // Timing returns the lease timing the configuration sets, for
-// governor.Options: TTL and heartbeat, the safety margin left to
-// governor's rule. Validate checks it by the same rule.
+// governor.Options: the TTL, the heartbeat unless it is Load's default
+// (zero: governor derives the same value, and derives one for a lease
+// with its own TTL too), and the safety margin left to governor's rule.
+// Validate checks it by the same rule.
 func (c Config) Timing() governor.LeaseTiming {
-	return governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
+	t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
+	if c.origin.missing("lease.heartbeat") {
+		t.Heartbeat = 0
+	}
+	return t
 }
 
 // RedisURL returns the configured Redis URL, password included (it is for

@@ -136,9 +136,9 @@ func (c Config) problems() []*FieldError {
 
 	if !o.isBroken("lease.ttl") || !o.isBroken("lease.heartbeat") {
 		// governor decides; the safety margin is the one governor.New
-		// derives from the TTL, as the CLI leaves it unset.
-		t := c.Timing()
-		t.SafetyMargin = governor.DefaultSafetyMarginFor(t.TTL)
+		// derives from the TTL, as Timing leaves it unset.
+		t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat,
+			SafetyMargin: governor.DefaultSafetyMarginFor(c.Lease.TTL)}
 		if o.isBroken("lease.ttl") {
 			// Already reported: check the heartbeat's own range only.
 			t.TTL, t.SafetyMargin = governor.MaxTTL, 0
