@@ -130,19 +130,6 @@ func (a *app) load() (*config.Loaded, error) {
 	return l, nil
 }
 
-// session is the declared session: GOVERNOR_SESSION, else host:pid.
-func (a *app) session(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	for _, kv := range a.env {
-		if v, ok := strings.CutPrefix(kv, "GOVERNOR_SESSION="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // openOptions adjust the Governor an app opens.
 type openOptions struct {
 	Session string
@@ -183,7 +170,7 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		b = fb
 	}
 	t := c.Timing()
-	g, err := governor.New(b, governor.Options{Project: c.Project, Session: a.session(o.Session), Command: o.Command,
+	g, err := governor.New(b, governor.Options{Project: c.Project, Session: runner.Session(o.Session, a.env), Command: o.Command,
 		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID})
 	if err != nil {
 		_ = b.Close()

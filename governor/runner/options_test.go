@@ -189,3 +189,16 @@ func TestResolveIfBusy(t *testing.T) {
 		}
 	}
 }
+
+func TestSession(t *testing.T) {
+	env := []string{"GOVERNOR_SESSION=first", "GOVERNOR_SESSION=last"}
+	if got := Session("", env); got != "last" {
+		t.Errorf("Session from env = %q; want the last, as os/exec", got)
+	}
+	if got := Session("flag", env); got != "flag" {
+		t.Errorf("Session with --session = %q", got)
+	}
+	if got := Session("", nil); got != "" {
+		t.Errorf("Session with nothing = %q; want governor's default", got)
+	}
+}

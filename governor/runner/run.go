@@ -114,10 +114,7 @@ func (r *run) run(ctx context.Context) int {
 
 	// The default session names governor, not the watchdog declared as
 	// the holder's pid.
-	r.session = r.o.Session
-	if r.session == "" {
-		r.session = getenv(r.env, EnvSession)
-	}
+	r.session = Session(r.o.Session, r.env)
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
 	}
