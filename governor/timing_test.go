@@ -125,15 +125,7 @@ func TestNewNilBackend(t *testing.T) {
 
 // A lease that does not heartbeat and is kept is lost at its deadline.
 func TestNoHeartbeatLeaseIsLostAtItsDeadline(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newFileGovernor(t)
 	l, err := g.Acquire(context.Background(), "r", governor.AcquireOptions{Limit: 1, TTL: 200 * time.Millisecond, NoHeartbeat: true})
 	if err != nil {
 		t.Fatal(err)
@@ -146,4 +138,20 @@ func TestNoHeartbeatLeaseIsLostAtItsDeadline(t *testing.T) {
 	if !errors.Is(l.Err(), governor.ErrLeaseLost) || !errors.Is(l.Release(), governor.ErrLeaseLost) {
 		t.Fatalf("Err %v after the deadline; want ErrLeaseLost", l.Err())
 	}
+}
+
+// newFileGovernor is a Governor of project "p" on a fresh file backend,
+// closed when the test ends.
+func newFileGovernor(t *testing.T) *governor.Governor {
+	t.Helper()
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
 }
