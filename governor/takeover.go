@@ -19,8 +19,10 @@ type TakeoverOptions struct {
 	// holder's next renewal fails and its fenced writes are refused, but
 	// until it notices, two processes may believe they hold the slot.
 	Force bool
-	// TTL of the new lease (default: the Governor's).
-	TTL time.Duration
+	// TTL of the new lease (default: the Governor's), and NoHeartbeat as
+	// in AcquireOptions.
+	TTL         time.Duration
+	NoHeartbeat bool
 }
 
 // OwnerAliveError refuses a takeover: the holder has not expired and is
@@ -72,7 +74,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		}
 		// Expired (or released): its slot is free unless someone else
 		// took it.
-		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL})
+		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +89,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	var out []*Lease
 	for _, h := range targets {
-		req, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL})
+		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return out, err
 		}
@@ -99,7 +101,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		out = append(out, g.newLease(req, res, sent))
+		out = append(out, g.newLease(req, res, sent, tm))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)

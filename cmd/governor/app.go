@@ -222,19 +222,6 @@ func (a *app) load() (*config.Loaded, error) {
 	return l, nil
 }
 
-// session is the declared session: GOVERNOR_SESSION, else host:pid.
-func (a *app) session(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	for _, kv := range a.env {
-		if v, ok := strings.CutPrefix(kv, "GOVERNOR_SESSION="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // openOptions adjust the Governor an app opens.
 type openOptions struct {
 	Session string
@@ -277,8 +264,9 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		}
 		b = fb
 	}
-	g, err := governor.New(b, governor.Options{Project: c.Project, Session: a.session(o.Session), Command: o.Command,
-		TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
+	t := c.Timing()
+	g, err := governor.New(b, governor.Options{Project: c.Project, Session: runner.Session(o.Session, a.env), Command: o.Command,
+		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
 	if err != nil {
 		_ = b.Close()
 		return nil, exitWith(ExitFailure, err)
@@ -286,21 +274,23 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 	return g, nil
 }
 
-// limitFor is the limit of resource: --limit when given, else the
-// configuration's. A resource with neither is an error naming both ways.
-func (a *app) limitFor(resource string, flagLimit int) (int, error) {
-	if flagLimit != 0 {
-		if flagLimit < 0 || flagLimit > governor.MaxLimit {
-			return 0, exitWith(ExitFailure, fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit))
-		}
-		return flagLimit, nil
+// limitFor is the limit this process asks for resource, and where it
+// comes from: the configuration's when it has one (origin names the key
+// and where it was set), else --limit (origin ""). A resource with
+// neither is an error naming both ways.
+func (a *app) limitFor(resource string, flagLimit int) (int, string, error) {
+	if flagLimit != 0 && governor.ValidateLimit(resource, flagLimit) != nil {
+		return 0, "", exitWith(ExitFailure, fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit))
 	}
 	l, err := a.load()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if n, ok := l.Config.Limits()[resource]; ok {
-		return n, nil
+		return n, l.LimitOrigins()[resource], nil
 	}
-	return 0, exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
+	if flagLimit != 0 {
+		return flagLimit, "", nil
+	}
+	return 0, "", exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/governor/supervise"
 )
 
 // watchdogFD is the descriptor on which `governor run --watchdog` gets its
@@ -109,7 +110,7 @@ Exit codes:
 				return err
 			}
 			o.Args = args
-			o.Limits = l.Config.Limits()
+			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Rates = providerRates(l.Config)
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
@@ -130,13 +131,13 @@ Exit codes:
 	f.SetInterspersed(false) // flags after CMD are CMD's
 	f.StringArrayVar(&o.Resources, "resource", nil, "resource NAME[:WEIGHT] to hold (repeatable)")
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
-	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for")
+	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
-	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between TERM and KILL when stopping the tree (default 5s)")
+	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
 	f.StringVar(&o.Record, "record", "", "append one JSON line per invocation to this file")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")

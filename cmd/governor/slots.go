@@ -247,7 +247,7 @@ func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
 func counterMap(c governor.Counters) map[string]int {
 	return map[string]int{"acquired": int(c.Acquired), "busy": int(c.Busy), "waited": int(c.Waited),
 		"released": int(c.Released), "lost": int(c.Lost), "reclaimed_expired": int(c.ReclaimedExpiry),
-		"reclaimed_owner_dead": int(c.ReclaimedDead)}
+		"reclaimed_owner_dead": int(c.ReclaimedDead), "takeovers": int(c.Takeovers)}
 }
 
 func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

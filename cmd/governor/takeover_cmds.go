@@ -54,7 +54,7 @@ expired lease's slot was taken by someone else); 125 bad input or backend unreac
 				return err
 			}
 			defer g.Close()
-			ls, err := g.Takeover(cmd.Context(), resource, max(limit, 1), governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl})
+			ls, err := g.Takeover(cmd.Context(), resource, max(limit, 1), governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl, NoHeartbeat: true})
 			var busy *governor.BusyError
 			switch {
 			case errors.As(err, &busy):

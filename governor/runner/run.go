@@ -114,10 +114,7 @@ func (r *run) run(ctx context.Context) int {
 
 	// The default session names governor, not the watchdog declared as
 	// the holder's pid.
-	r.session = r.o.Session
-	if r.session == "" {
-		r.session = getenv(r.env, EnvSession)
-	}
+	r.session = Session(r.o.Session, r.env)
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
 	}
@@ -191,7 +188,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var wants []governor.Want
 	mode := governor.Fail
-	if r.o.IfBusy == IfBusyWait || r.o.IfBusy == "" && r.o.WaitTimeout > 0 {
+	if r.o.IfBusy == IfBusyWait { // resolved by plan
 		mode = governor.Wait
 	}
 	var sl *statusLine    // drawn only while AcquireAll waits
@@ -208,6 +205,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 				continue
 			}
 			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, h.LeaseID, it.name, it.name)
+		}
+		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
+			// At once, before any wait. A failed read is the acquire's
+			// to report.
+			fmt.Fprintf(r.stderr, "governor: %s\n", note.Message)
 		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
@@ -285,7 +287,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 		if !ok || !rl.limited() {
 			continue
 		}
-		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: "provider:" + p},
+		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
 			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
 		if mode == governor.Wait {
 			start := time.Now()
