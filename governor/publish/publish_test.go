@@ -369,3 +369,40 @@ func TestPublishSIGKILL(t *testing.T) {
 		t.Fatalf("temporary files left after the next publish: %v", left)
 	}
 }
+
+// Eight publishers of one destination at once: exactly one wins, the
+// others are refused, and the destination is the winner's whole content.
+func TestPublishConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "dst")
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			content := strings.Repeat(fmt.Sprintf("writer %d\n", i), 10000)
+			_, errs[i] = publish.Publish(context.Background(), strings.NewReader(content), dst, publish.Options{})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("writers %d and %d both published", winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, publish.ErrExists):
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("nobody published")
+	}
+	if b, _ := os.ReadFile(dst); string(b) != strings.Repeat(fmt.Sprintf("writer %d\n", winner), 10000) {
+		t.Fatalf("dst is not writer %d's content (%d bytes)", winner, len(b))
+	}
+	if left := temps(t, dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
