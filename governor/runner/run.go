@@ -61,7 +61,7 @@ type run struct {
 // own, or one of the Exit constants. Every message, refusals included,
 // goes to o.Stderr. When Run returns, the command's whole process tree is
 // gone, every lease this invocation acquired is released, the Governor
-// that o.Open returned is closed and the record (if any) is written. Run
+// that o.Open returned is closed and the end record (if any) is written. Run
 // catches INT, TERM, HUP and QUIT for its duration (signal.Notify).
 func Run(ctx context.Context, o Options) int {
 	if _, isFile := o.Stderr.(*os.File); o.Stderr != nil && !isFile {
@@ -570,7 +570,7 @@ func (r *run) releaseAll() (lost []string) {
 }
 
 // finish releases, lets the watchdog go, closes the Governor, writes the
-// record and returns code. err, if set, is printed first.
+// end record and returns code. err, if set, is printed first.
 func (r *run) finish(code int, outcome Outcome, err error) int {
 	if err != nil {
 		fmt.Fprintf(r.stderr, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
