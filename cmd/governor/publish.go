@@ -70,6 +70,9 @@ Exit codes:
 			} else {
 				res, err = publish.File(ctx, src, dst, o)
 			}
+			for _, s := range res.Stale {
+				fmt.Fprintf(cmd.ErrOrStderr(), "governor: removed %s, left by a publisher that died\n", s)
+			}
 			switch {
 			case errors.Is(err, publish.ErrExists):
 				return exitWith(ExitBusy, err)
@@ -77,9 +80,6 @@ Exit codes:
 				return exitWith(ExitLeaseLost, err)
 			case err != nil:
 				return exitWith(ExitFailure, err)
-			}
-			for _, s := range res.Stale {
-				fmt.Fprintf(cmd.ErrOrStderr(), "governor: removed %s, left by a publisher that died\n", s)
 			}
 			if a.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"published": dst, "bytes": res.Bytes, "method": res.Method, "stale_removed": res.Stale})

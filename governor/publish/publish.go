@@ -113,17 +113,18 @@ func File(ctx context.Context, src, dst string, o Options) (Result, error) {
 // governor.ErrLeaseLost when Options.Lease is no longer held, and
 // ctx.Err() when ctx ends first. On failure dst is untouched and no
 // temporary file of this call is left; on success dst is complete and
-// durable (file and directory fsynced).
+// durable (file and directory fsynced). Either way, Result.Stale lists the
+// abandoned temporary files removed from dst's directory.
 func Publish(ctx context.Context, src io.Reader, dst string, o Options) (res Result, err error) {
 	s := o.sys.withDefaults()
 	if dst == "" {
 		return res, errors.New("publish: empty destination; allowed: a path whose directory exists")
 	}
+	dir := filepath.Dir(dst)
+	res.Stale = removeStale(dir)
 	if _, err := os.Lstat(dst); err == nil {
 		return res, fmt.Errorf("%s: %w (not overwritten)", dst, ErrExists)
 	}
-	dir := filepath.Dir(dst)
-	res.Stale = removeStale(dir)
 
 	mode := o.Mode.Perm()
 	if o.Mode == 0 {

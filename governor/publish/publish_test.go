@@ -256,9 +256,11 @@ func TestPublishRemovesOnlyAbandonedTemps(t *testing.T) {
 	for n := range names {
 		writeFile(t, filepath.Join(dir, n), []byte("partial"))
 	}
+	// Even a publish refused for an existing destination cleans up.
+	writeFile(t, filepath.Join(dir, "dst"), nil)
 	res, err := publish.Publish(context.Background(), strings.NewReader("x"), filepath.Join(dir, "dst"), publish.Options{})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, publish.ErrExists) {
+		t.Fatalf("%v, want ErrExists", err)
 	}
 	for n, removed := range names {
 		_, err := os.Lstat(filepath.Join(dir, n))
