@@ -20,8 +20,8 @@ directory, fsyncs it, links it to DST with link(2), which fails if DST exists
 (nothing is ever overwritten, not even a file a racing writer has just
 created), fsyncs the directory and removes the temporary name. Whenever it
 stops, killed with SIGKILL included, DST is absent or complete: never
-partial. DST gets SRC's permission bits (0666 from standard input), less the
-umask.
+partial. SRC may also be a pipe, as <(cmd) gives. DST gets SRC's permission
+bits (0666 from standard input or a pipe), less the umask.
 
 Temporary files are named .governor-publish.HOST.PID.START.RAND.tmp. One left
 by a publisher that was killed is removed by the next publish into the same

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,22 @@ func TestPublishCommand(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(fromStdin); string(b) != "piped\n" {
 		t.Fatalf("from stdin %q", b)
+	}
+
+	// A pipe, as <(cmd) gives.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.WriteString("from a pipe\n"); w.Close() }()
+	fromPipe := filepath.Join(dir, "from-pipe")
+	code, _, errs := cli(t, append(g, "publish", "/dev/fd/"+strconv.Itoa(int(r.Fd())), fromPipe)...)
+	r.Close()
+	if b, _ := os.ReadFile(fromPipe); code != 0 || string(b) != "from a pipe\n" {
+		t.Fatalf("publish from a pipe: exit %d, %s, content %q", code, errs, b)
+	}
+	if code, _, errs := cli(t, append(g, "publish", dir, filepath.Join(dir, "z"))...); code != 125 || !strings.Contains(errs, "is a directory") {
+		t.Fatalf("directory src: exit %d, %s", code, errs)
 	}
 
 	// --lease: published while held, 122 and nothing published after.

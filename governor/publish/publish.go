@@ -85,7 +85,9 @@ func (s sys) withDefaults() sys {
 }
 
 // File publishes the content of the file src at dst (see the package
-// documentation). Without Options.Mode, dst gets src's permission bits.
+// documentation). Without Options.Mode, dst gets the permission bits of
+// src when it is a regular file (a pipe, such as <(cmd), gets
+// DefaultMode).
 // On success dst is the complete, durable copy of src; on failure dst is
 // untouched (absent, or what was there: ErrExists) and no temporary file
 // of this call is left.
@@ -99,11 +101,11 @@ func File(ctx context.Context, src, dst string, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		return Result{}, fmt.Errorf("source %s is not a regular file; allowed: a regular file, or - for standard input", src)
+	if fi.IsDir() {
+		return Result{}, fmt.Errorf("source %s is a directory; allowed: a file, a pipe, or - for standard input", src)
 	}
-	if o.Mode == 0 {
-		o.Mode = fi.Mode().Perm()
+	if o.Mode == 0 && fi.Mode().IsRegular() {
+		o.Mode = fi.Mode().Perm() // 0 (no permission bits at all) still means DefaultMode
 	}
 	return Publish(ctx, f, dst, o)
 }
@@ -135,10 +137,10 @@ func Publish(ctx context.Context, src io.Reader, dst string, o Options) (res Res
 		return res, fmt.Errorf("publish %s: %w", dst, err)
 	}
 	tmpName := tmp.Name()
-	placed := false
+	remove := true // until the name is gone: renamed, or removed below
 	defer func() {
 		tmp.Close()
-		if !placed || res.Method == MethodLink {
+		if remove {
 			_ = os.Remove(tmpName)
 		}
 	}()
@@ -161,12 +163,12 @@ func Publish(ctx context.Context, src io.Reader, dst string, o Options) (res Res
 	if err != nil {
 		return res, err
 	}
-	placed = true
 	if res.Method == MethodLink {
 		// Removed before the directory's fsync, which then makes both the
 		// new name and the removal durable.
 		_ = os.Remove(tmpName)
 	}
+	remove = false
 	if err := syncDir(dir); err != nil {
 		return res, fmt.Errorf("published %s, but fsync of its directory failed: %w", dst, err)
 	}
