@@ -177,7 +177,8 @@ Exit codes, shared by every command (each command's --help lists its own):
 		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
-		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd())
+		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
+		a.publishCmd())
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

@@ -78,11 +78,21 @@ The command sees:
 A nested 'governor run' for a resource an ancestor holds (same project, lease
 still listed) does not acquire it again and never releases it.
 
---record FILE.jsonl appends one JSON object per invocation in one write:
-id, project, session, host, pid, command (secrets redacted), resources
-(name, weight, limit, nested, lease, token), nested (every resource was held
-by an ancestor), wait_seconds (monotonic; 0 when nested), outcome (ran,
-skipped, busy, timeout, lease_lost, interrupted, error), exit_code, start, end.
+--record FILE.jsonl appends two JSON lines per invocation, each in one write(2)
+on an O_APPEND descriptor; earlier lines are never rewritten. {"kind":"grant"}
+once every slot is in hand, before CMD starts, so the wait stays on file even
+if governor is then killed with SIGKILL; {"kind":"end"} after everything is
+released, repeating the grant's fields and adding outcome (ran, skipped, busy,
+timeout, lease_lost, interrupted, error), exit_code and end. A run refused or
+failed before its grant writes only the end line; a grant without an end is a
+run that is still running or was killed. Fields: kind, id, project, session,
+host, pid, command (secrets redacted), resources (name, weight, limit, nested,
+lease, token), nested (every resource was held by an ancestor), outer_run (id
+of the governor run this one runs inside, the last of its GOVERNOR_RUN_IDS;
+absent at top level), wait_seconds (this invocation's own wait, monotonic; 0
+when nested), start, granted, end. Lines without "kind" (older governor) are
+end lines. FILE must be a regular file or absent: a symlink, FIFO, device or
+directory is refused (125); a new FILE is created 0600.
 
 Exit codes:
   CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
@@ -138,7 +148,7 @@ Exit codes:
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
-	f.StringVar(&o.Record, "record", "", "append one JSON line per invocation to this file")
+	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	f.BoolVar(&watchdog, "watchdog", false, "internal: the watchdog of a run")

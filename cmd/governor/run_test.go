@@ -229,7 +229,20 @@ func readTerminal(master *os.File) func() string {
 	}
 }
 
+// readRecords returns the end records of path, one per finished run.
 func readRecords(t *testing.T, path string) []runner.Record {
+	t.Helper()
+	var out []runner.Record
+	for _, r := range readAllRecords(t, path) {
+		if r.Kind == runner.KindEnd {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// readAllRecords returns every record of path, grant and end.
+func readAllRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -594,7 +607,7 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
 		if err := c.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -663,8 +676,15 @@ func TestRunNested(t *testing.T) {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
 	in, outer := recs[0], recs[1] // the inner run ends first
-	if !in.Nested || in.WaitSeconds != 0 || !in.Resources[0].Nested || outer.Nested || in.Resources[0].Lease != outer.Resources[0].Lease {
+	if !in.Nested || in.WaitSeconds != 0 || !in.Resources[0].Nested || outer.Nested || in.Resources[0].Lease != outer.Resources[0].Lease ||
+		in.OuterRun != outer.ID || outer.OuterRun != "" {
 		t.Fatalf("inner %+v\nouter %+v", in, outer)
+	}
+	// Grant records: the outer run's first, then the inner one's, naming
+	// the outer run.
+	if all := readAllRecords(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
+		all[1].Kind != runner.KindGrant || all[1].ID != in.ID || all[1].OuterRun != outer.ID || !all[1].Nested {
+		t.Fatalf("records %+v", all)
 	}
 	if want := runProject + "/heavy=" + outer.Resources[0].Lease; strings.TrimSpace(out) != want {
 		t.Fatalf("inner child saw GOVERNOR_HELD=%q, want %q", out, want)
@@ -672,6 +692,48 @@ func TestRunNested(t *testing.T) {
 	st := tg.status(t, tg.governor(t), "heavy")
 	if st.Used != 0 || st.Counters.Acquired != 1 || st.Counters.Released != 1 {
 		t.Fatalf("want one grant and one release: %+v", st)
+	}
+}
+
+// SIGKILL of governor while its command runs: the record file keeps the
+// grant record with the wait, and has no end record.
+func TestRunRecordSurvivesSIGKILL(t *testing.T) {
+	tg := fileTarget(t, "")
+	g := tg.governor(t)
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := proctest.NewMarker(t, "govrec")
+	sleep := proctest.MarkedSleep(t, marker)
+	t.Cleanup(func() { proctest.KillMarked(marker) })
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", sleep, "60")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the command did not start", func() bool { return len(proctest.Marked(marker)) == 1 })
+	st := tg.status(t, g, "heavy")
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	all := readAllRecords(t, rec)
+	if len(all) != 1 || all[0].Kind != runner.KindGrant {
+		t.Fatalf("records %+v, want only the grant record; stderr %s", all, &errb)
+	}
+	gr := all[0]
+	if gr.WaitSeconds <= 0 || gr.Nested || len(st.Holders) != 1 || gr.Resources[0].Lease != st.Holders[0].LeaseID || gr.Granted.IsZero() {
+		t.Fatalf("grant record %+v; holders then %+v", gr, st.Holders)
+	}
+	if inv := runner.Invocations(all); len(inv) != 1 || inv[0].Kind != runner.KindGrant || inv[0].Outcome != "" {
+		t.Fatalf("invocations %+v: the killed run must show as never ended", inv)
 	}
 }
 
@@ -765,7 +827,7 @@ func TestRunStatusLine(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}

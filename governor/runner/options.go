@@ -89,7 +89,8 @@ type Options struct {
 	Timeout   time.Duration
 	KillGrace time.Duration
 
-	// Record is a JSONL file to append this run's Record to ("" none).
+	// Record is a JSONL file to append this run's grant and end Records
+	// to ("" none): a regular file or a path where one can be created.
 	Record string
 
 	// Session is declared as the holder's session; "" means

@@ -61,7 +61,7 @@ type run struct {
 // own, or one of the Exit constants. Every message, refusals included,
 // goes to o.Stderr. When Run returns, the command's whole process tree is
 // gone, every lease this invocation acquired is released, the Governor
-// that o.Open returned is closed and the record (if any) is written. Run
+// that o.Open returned is closed and the end record (if any) is written. Run
 // catches INT, TERM, HUP and QUIT for its duration (signal.Notify).
 func Run(ctx context.Context, o Options) int {
 	if _, isFile := o.Stderr.(*os.File); o.Stderr != nil && !isFile {
@@ -82,7 +82,10 @@ func Run(ctx context.Context, o Options) int {
 	}
 	r.id = newID()
 	host, _ := os.Hostname()
-	r.rec = Record{ID: r.id, Host: host, PID: os.Getpid(), Start: time.Now(), Resources: []RecordResource{}}
+	r.rec = Record{ID: r.id, Host: host, PID: os.Getpid(), Start: time.Now()}
+	if ids := strings.Fields(getenv(r.env, EnvRunIDs)); len(ids) > 0 {
+		r.rec.OuterRun = ids[len(ids)-1]
+	}
 	if len(o.Args) > 0 {
 		r.rec.Command = supervise.Redact(o.Args)
 	}
@@ -129,6 +132,8 @@ func (r *run) run(ctx context.Context) int {
 	if code, outcome, err := r.acquire(ctx); code >= 0 {
 		return r.finish(code, outcome, err)
 	}
+	r.rec.Granted = time.Now()
+	r.writeRecord(KindGrant)
 	code, outcome, err := r.execute()
 	return r.finish(code, outcome, err)
 }
@@ -538,7 +543,7 @@ func (r *run) releaseAll() (lost []string) {
 }
 
 // finish releases, lets the watchdog go, closes the Governor, writes the
-// record and returns code. err, if set, is reported first (Options.Report,
+// end record and returns code. err, if set, is reported first (Options.Report,
 // else WriteReport on Stderr).
 func (r *run) finish(code int, outcome Outcome, err error) int {
 	if lost := r.releaseAll(); len(lost) > 0 && outcome == OutcomeRan {
@@ -561,27 +566,39 @@ func (r *run) finish(code int, outcome Outcome, err error) int {
 		}
 	}
 	if r.recf != nil {
-		r.rec.Outcome, r.rec.ExitCode = outcome, code
-		r.rec.WaitSeconds = r.waited.Seconds()
-		r.rec.Nested = len(r.items) > 0
-		for _, it := range r.items {
-			rr := RecordResource{Name: it.name, Weight: it.weight, Limit: it.limit, Nested: it.nested}
-			switch {
-			case it.nested:
-				rr.Lease, rr.Token = it.held.LeaseID, it.held.Token
-			case it.lease != nil:
-				rr.Lease, rr.Token = it.lease.ID(), it.lease.Token()
-			}
-			r.rec.Nested = r.rec.Nested && it.nested
-			r.rec.Resources = append(r.rec.Resources, rr)
-		}
-		r.rec.Start, r.rec.End = r.rec.Start.UTC(), time.Now().UTC()
-		if err := appendRecord(r.recf, r.rec); err != nil {
-			fmt.Fprintf(r.stderr, "governor: --record %s: %v\n", r.o.Record, err)
-		}
+		r.rec.Outcome, r.rec.ExitCode, r.rec.End = outcome, code, time.Now()
+		r.writeRecord(KindEnd)
 		r.recf.Close()
 	}
 	return code
+}
+
+// writeRecord appends a record of kind to the --record file, if any: what
+// the run holds and has waited so far.
+func (r *run) writeRecord(kind RecordKind) {
+	if r.recf == nil {
+		return
+	}
+	rec := r.rec
+	rec.Kind = kind
+	rec.WaitSeconds = r.waited.Seconds()
+	rec.Nested = len(r.items) > 0
+	rec.Resources = make([]RecordResource, 0, len(r.items))
+	for _, it := range r.items {
+		rr := RecordResource{Name: it.name, Weight: it.weight, Limit: it.limit, Nested: it.nested}
+		switch {
+		case it.nested:
+			rr.Lease, rr.Token = it.held.LeaseID, it.held.Token
+		case it.lease != nil:
+			rr.Lease, rr.Token = it.lease.ID(), it.lease.Token()
+		}
+		rec.Nested = rec.Nested && it.nested
+		rec.Resources = append(rec.Resources, rr)
+	}
+	rec.Start, rec.Granted, rec.End = rec.Start.UTC(), rec.Granted.UTC(), rec.End.UTC()
+	if err := appendRecord(r.recf, rec); err != nil {
+		fmt.Fprintf(r.stderr, "governor: --record %s: %v\n", r.o.Record, err)
+	}
 }
 
 // commandMissing reports whether name certainly cannot be found, so that a

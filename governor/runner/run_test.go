@@ -71,7 +71,20 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 	}, &stdout, &stderr
 }
 
+// records returns the end records of path.
 func records(t *testing.T, path string) []runner.Record {
+	t.Helper()
+	var out []runner.Record
+	for _, r := range allRecords(t, path) {
+		if r.Kind == runner.KindEnd {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// allRecords returns every record of path, grant and end.
+func allRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -193,9 +206,14 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if got := strings.TrimSpace(stdout.String()); got != held {
 		t.Fatalf("child saw GOVERNOR_HELD=%q, want the ancestor's %q", got, held)
 	}
-	rec := records(t, o.Record)[0]
-	if !rec.Nested || rec.WaitSeconds != 0 || !rec.Resources[0].Nested || rec.Resources[0].Lease != l.ID() {
-		t.Fatalf("record %+v", rec)
+	all := allRecords(t, o.Record)
+	if len(all) != 2 || all[0].Kind != runner.KindGrant || all[1].Kind != runner.KindEnd {
+		t.Fatalf("records %+v, want a grant and an end", all)
+	}
+	for _, rec := range all {
+		if !rec.Nested || rec.WaitSeconds != 0 || !rec.Resources[0].Nested || rec.Resources[0].Lease != l.ID() || rec.OuterRun != "outer" {
+			t.Fatalf("record %+v", rec)
+		}
 	}
 	st := status(t, f, "heavy")
 	if len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() || st.Counters.Acquired != 1 || st.Counters.Released != 0 {
