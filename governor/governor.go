@@ -459,17 +459,3 @@ func newID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
-
-// backoff spaces retries after transport failures: 50ms doubling to 2s.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{} }
-func (b *backoff) reset()  { b.d = 0 }
-func (b *backoff) next() time.Duration {
-	if b.d == 0 {
-		b.d = 50 * time.Millisecond
-	} else if b.d < 2*time.Second {
-		b.d *= 2
-	}
-	return b.d
-}
