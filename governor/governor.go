@@ -258,7 +258,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, onQueued func(Resul
 				}
 				timer.Reset(recheck)
 			default:
-				return nil, fmt.Errorf("governor: backend returned outcome %d", res.Outcome)
+				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {

@@ -176,8 +176,8 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			}
 			check := func(op string, err error) {
 				t.Helper()
-				if !errors.Is(err, filebackend.ErrCorrupt) || !strings.Contains(err.Error(), path) ||
-					!strings.Contains(err.Error(), "move the file aside") {
+				if !errors.Is(err, filebackend.ErrCorrupt) || !errors.Is(err, governor.ErrBackend) ||
+					!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file aside") {
 					t.Fatalf("%s on a corrupt state: %v", op, err)
 				}
 			}
@@ -189,6 +189,16 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			_, err = b.Renew(ctxT(t), key, "a", time.Minute)
 			check("Renew", err)
 			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1))
+			// A waiting acquire gives up at once: retrying cannot cure a
+			// corrupt file (it used to retry until its context ended).
+			g, err := governor.New(b, governor.Options{Project: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+			check("a waiting Governor.Acquire", err)
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, []byte(c.data)) {
 				t.Fatalf("the corrupt file was changed: %q, %v", got, err)
