@@ -38,15 +38,28 @@ type Lease struct {
 	stopped chan struct{}
 }
 
-func (g *Governor) newLease(req Request, res Result, sent time.Time) *Lease {
+// newLease makes a grant a Lease, heartbeating. A grant that comes back
+// after Close began (it raced with it) is released at once: the result
+// is ErrClosed, and nothing is left held.
+func (g *Governor) newLease(req Request, res Result, sent time.Time) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
 		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
-	l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
 	g.mu.Lock()
-	g.leases[l] = struct{}{}
+	closed := g.closed
+	if !closed {
+		l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+		g.leases[l] = struct{}{}
+	}
 	g.mu.Unlock()
-	return l
+	if closed {
+		// Close waits for this call, so the backend is still open.
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		_ = g.b.Release(ctx, req.Key, req.ID)
+		return nil, ErrClosed
+	}
+	return l, nil
 }
 
 // ID is the lease id: the proof of ownership for renew and release.

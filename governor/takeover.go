@@ -55,6 +55,10 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	if err := ValidateResource(resource); err != nil {
 		return nil, err
 	}
+	if err := g.enter(); err != nil {
+		return nil, err
+	}
+	defer g.active.Done()
 	key := Key{g.project, resource}
 	st, err := g.b.Status(ctx, key)
 	if err != nil {
@@ -99,7 +103,11 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		out = append(out, g.newLease(req, res, sent))
+		l, err := g.newLease(req, res, sent)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)

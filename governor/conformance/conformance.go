@@ -68,6 +68,8 @@ func Run(t *testing.T, h Harness) {
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
 		{"GovernorTakeover", s.governorTakeover},
+		{"CloseEndsWaits", s.closeEndsWaits},
+		{"UseAfterClose", s.useAfterClose},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

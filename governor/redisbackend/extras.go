@@ -25,6 +25,9 @@ func SeqKey(project, name string) string {
 
 // Takeover implements governor.Backend.
 func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
+	if b.closed.Load() {
+		return governor.Result{}, governor.ErrClosed
+	}
 	decl, err := b.declJSON(req.Declaration)
 	if err != nil {
 		return governor.Result{}, err
@@ -51,6 +54,9 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 
 // NextSeq implements governor.Backend.
 func (b *Backend) NextSeq(ctx context.Context, project, name string, token int64) (int64, error) {
+	if b.closed.Load() {
+		return 0, governor.ErrClosed
+	}
 	v, err := seqScript.Run(ctx, b.rdb, []string{SeqKey(project, name)}, strconv.FormatInt(token, 10)).Slice()
 	if err != nil {
 		return 0, wrap("seq", err)
@@ -71,6 +77,9 @@ func (b *Backend) NextSeq(ctx context.Context, project, name string, token int64
 
 // Events implements governor.Backend: the resource's capped stream.
 func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time) ([]governor.Event, error) {
+	if b.closed.Load() {
+		return nil, governor.ErrClosed
+	}
 	start := "-"
 	if !since.IsZero() {
 		start = strconv.FormatInt(since.UnixMilli(), 10)

@@ -29,6 +29,9 @@ func rateArgs(l governor.RateLimit, cost int64) []any {
 
 // RateReserve implements governor.RateBackend.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	if b.closed.Load() {
+		return governor.RateResult{}, governor.ErrClosed
+	}
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
 	v, err := rateScript.Run(ctx, b.rdb, RateKeys(req.Key), args...).Slice()
@@ -55,6 +58,9 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 
 // RateAdjust implements governor.RateBackend.
 func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	args := append([]any{"adjust"}, rateArgs(governor.RateLimit{}, 0)...)
 	args = append(args, rateArgs(tokens, delta)...)
 	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())

@@ -48,8 +48,10 @@ type Backend struct {
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
 	waiters map[string]chan struct{}
-	closed  bool
 	done    chan struct{}
+	// closed: every call after Close is governor.ErrClosed, even on a
+	// client that stays open (it belongs to the caller).
+	closed atomic.Bool
 
 	// keys caches each resource's keys (governor.Key -> *resourceKeys),
 	// saving seven allocations per call; it holds one small entry per
@@ -223,6 +225,9 @@ func (b *Backend) declJSON(d governor.Declaration) (string, error) {
 
 // Acquire implements governor.Backend.
 func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if b.closed.Load() {
+		return governor.Result{}, governor.ErrClosed
+	}
 	decl, err := b.declJSON(req.Declaration)
 	if err != nil {
 		return governor.Result{}, err
@@ -248,6 +253,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+	if b.closed.Load() {
+		return time.Time{}, governor.ErrClosed
+	}
 	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds()).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
@@ -268,6 +276,9 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 
 // Release implements governor.Backend.
 func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id).Int()
 	if err != nil {
 		return wrap("release", err)
@@ -280,11 +291,17 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id string) erro
 
 // Cancel implements governor.Backend.
 func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	return wrap("cancel", cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id).Err())
 }
 
 // Reclaim implements governor.Backend.
 func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+	if b.closed.Load() {
+		return false, governor.ErrClosed
+	}
 	n, err := reclaimScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Int()
 	if err != nil {
 		return false, wrap("reclaim", err)
@@ -294,11 +311,17 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 
 // CountLost implements governor.Backend.
 func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Err())
 }
 
 // Status implements governor.Backend.
 func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
+	if b.closed.Load() {
+		return governor.Status{}, governor.ErrClosed
+	}
 	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).keys).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
@@ -308,6 +331,9 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 
 // Resources implements governor.Backend.
 func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	if b.closed.Load() {
+		return nil, governor.ErrClosed
+	}
 	names, err := b.rdb.SMembers(ctx, indexKey(project)).Result()
 	if err != nil {
 		return nil, wrap("resources", err)
@@ -317,15 +343,12 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 
 // Close implements governor.Backend: it ends the subscription, and closes
 // the Redis client too when New was given OwnClient (otherwise the client
-// stays open: it belongs to the caller).
+// stays open: it belongs to the caller). Every call after it is
+// governor.ErrClosed.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if b.closed.Swap(true) {
 		return nil
 	}
-	b.closed = true
-	b.mu.Unlock()
 	err := b.pubsub.Close()
 	<-b.done
 	if b.ownClient {
