@@ -89,8 +89,9 @@ func (l *Lease) Expires() time.Time {
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
-// Err is nil while the lease is held, ErrLeaseLost after a loss, and
-// ErrNotHeld after Release. It checks the local deadline itself, so a
+// Err is nil while the lease is held, ErrLeaseLost after a loss (a
+// *LeaseLostError when the backend said what ended it), and ErrNotHeld
+// after Release. It checks the local deadline itself, so a
 // holder resumed after a pause (SIGSTOP, a long GC, a suspended VM) sees
 // the loss at once, before the heartbeat goroutine runs: check Err right
 // before each protected write, and pass Token to the protected store.
@@ -99,7 +100,7 @@ func (l *Lease) Err() error {
 	err, expired := l.err, l.err == nil && !l.released && time.Now().After(l.deadline)
 	l.mu.Unlock()
 	if expired {
-		l.lose(ErrLeaseLost)
+		l.lose(ErrLeaseLost, lostNoRenewal)
 		return l.Err()
 	}
 	return err
@@ -143,7 +144,7 @@ func (l *Lease) heartbeat() {
 			lost.Stop()
 			return
 		case <-lost.C:
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case <-renew.C:
 		}
@@ -162,7 +163,7 @@ func (l *Lease) heartbeat() {
 			return
 		case <-lost.C:
 			cancel()
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case r = <-done:
 			cancel()
@@ -177,7 +178,13 @@ func (l *Lease) heartbeat() {
 			l.mu.Unlock()
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
-			l.lose(ErrLeaseLost)
+			// The backend may say what ended it (a takeover names who).
+			var ended *LeaseLostError
+			if errors.As(r.err, &ended) {
+				l.lose(ended, ended.Reason())
+			} else {
+				l.lose(ErrLeaseLost, lostRefused)
+			}
 			return
 		default:
 			// Transport trouble: retry soon; the deadline decides.
@@ -205,9 +212,10 @@ func (l *Lease) nextRenewal() time.Duration {
 	return max(min(l.g.heartbeat, left/2), time.Millisecond)
 }
 
-// lose marks the lease lost, counts it in the backend and, best effort,
-// frees it there (by id, so it can only free this lease).
-func (l *Lease) lose(err error) {
+// lose marks the lease lost with err (ErrLeaseLost, or a
+// *LeaseLostError), counts it in the backend with reason and, best
+// effort, frees it there (by id, so it can only free this lease).
+func (l *Lease) lose(err error, reason string) {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
@@ -220,7 +228,7 @@ func (l *Lease) lose(err error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token)
+		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
 		_ = l.g.b.Release(ctx, l.key, l.id)
 	}()
 }

@@ -150,7 +150,7 @@ end
 
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
-local drop_waiter, promote, prune, holders, event
+local drop_waiter, promote, prune, holders, event, ended
 
 local function slow()
   if promote then
@@ -161,6 +161,21 @@ local function slow()
     redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
       'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
       'at', string.format('%d', now))
+  end
+
+  -- ended returns the kind, token, detail and time of the last event that
+  -- ended lease id (a takeover, a reclaim, its expiry), or nothing: for
+  -- the renewal of a lease that is gone, so its holder learns why.
+  function ended(id)
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+      local f, kv = {}, e[2]
+      for i = 1, #kv, 2 do
+        f[kv[i]] = kv[i + 1]
+      end
+      if f.lease == id and (f.kind == 'takeover' or f.kind == 'reclaimed' or f.kind == 'expired') then
+        return f.kind, f.token, f.detail, f.at
+      end
+    end
   end
 
   function drop_waiter(id)

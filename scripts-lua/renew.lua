@@ -1,7 +1,9 @@
 -- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
 -- KEYS: see lib.lua.
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl)
--- Returns {1, expiry ms} when renewed, {0} when the lease is not held.
+-- Returns {1, expiry ms} when renewed; when the lease is not held, {0,
+-- kind, token, detail, time ms} of the event that ended it (see ended()
+-- in lib.lua), or {0} when none is recorded.
 local id, ttl = ARGV[1], ARGV[2] + 0
 
 -- Fast path: held, nobody queued, no holder expired, and the record's ttl
@@ -29,6 +31,11 @@ load({'qlen', 'minexp'}, id, v)
 settle()
 local r = record(id)
 if not r then
+  slow()
+  local kind, tok, detail, at = ended(id)
+  if kind then
+    return finish({0, kind, tok, detail, at})
+  end
   return finish({0})
 end
 -- The heartbeat is the expiry minus the record's ttl: rewrite the record

@@ -135,7 +135,7 @@ func (s *suite) useAfterClose(t *testing.T) {
 	check("Resources", err)
 	_, err = b.NextSeq(ctxT(t), key.Project, "s", 1)
 	check("NextSeq", err)
-	check("CountLost", b.CountLost(ctxT(t), key, r.ID, 1))
+	check("CountLost", b.CountLost(ctxT(t), key, r.ID, 1, "a test"))
 	// The lease was left to expire, not released.
 	if st := mustStatus(t, s.h.Open(t), key); st.Used != 1 {
 		t.Fatalf("Close released a lease: %+v", st)

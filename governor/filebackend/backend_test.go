@@ -188,7 +188,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			check("Release", b.Release(ctxT(t), key, "a"))
 			_, err = b.Renew(ctxT(t), key, "a", time.Minute)
 			check("Renew", err)
-			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1))
+			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1, "a test"))
 			// A waiting acquire gives up at once: retrying cannot cure a
 			// corrupt file (it used to retry until its context ended).
 			g, err := governor.New(b, governor.Options{Project: "p"})

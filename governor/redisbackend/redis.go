@@ -5,6 +5,7 @@
 package redisbackend
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -262,10 +263,16 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 	}
 	r := &reader{op: "renew", key: key}
 	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
-		if r.err != nil {
+		if r.err != nil || len(v) == 1 {
+			return time.Time{}, cmp.Or(r.err, governor.ErrLeaseLost)
+		}
+		// The event that ended the lease.
+		if !r.length(v, 5, false) {
 			return time.Time{}, r.err
 		}
-		return time.Time{}, governor.ErrLeaseLost
+		e := governor.Event{Kind: r.str(v[1], "the kind of its end"), LeaseID: id, Token: r.int(v[2], "the token of its end"),
+			Detail: r.str(v[3], "the detail of its end"), At: time.UnixMilli(r.int(v[4], "the time of its end"))}
+		return time.Time{}, cmp.Or(r.err, error(&governor.LeaseLostError{Resource: key.Resource, LeaseID: id, End: e}))
 	}
 	if !r.length(v, 2, false) {
 		return time.Time{}, r.err
@@ -310,11 +317,11 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 }
 
 // CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Err())
+	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10), reason).Err())
 }
 
 // Status implements governor.Backend.
