@@ -98,6 +98,35 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 	}
 }
 
+// malformedStateEndsWait: a backend that finds its state damaged says
+// so with governor.ErrBackend, which retrying cannot cure: a waiting
+// acquire beside the damage fails at once instead of retrying until its
+// context ends, and leaves no waiter.
+func (s *suite) malformedStateEndsWait(t *testing.T) {
+	if s.h.Corrupt == nil {
+		t.Skip("this harness cannot damage its store")
+	}
+	raw := s.h.Open(t)
+	p := project()
+	key := governor.Key{Project: p, Resource: "heavy"}
+	h := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, raw, h, governor.Granted)
+	s.h.Corrupt(t, key, h.ID)
+	if _, err := raw.Status(ctxT(t), key); !errors.Is(err, governor.ErrBackend) {
+		t.Fatalf("Status of a damaged state = %v, want ErrBackend", err)
+	}
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+	if ctx.Err() != nil {
+		t.Fatalf("a waiting acquire beside a damaged state retried until its context ended: %v", err)
+	}
+	if !errors.Is(err, governor.ErrBackend) {
+		t.Fatalf("a waiting acquire beside a damaged state = %v, want ErrBackend", err)
+	}
+}
+
 // useAfterClose: every backend call after Close is ErrClosed, even when
 // the backend's connection belongs to someone else and stays open.
 func (s *suite) useAfterClose(t *testing.T) {

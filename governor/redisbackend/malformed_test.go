@@ -13,11 +13,11 @@ import (
 	"github.com/governor-dev/governor/governor/redisbackend"
 )
 
-// TestMalformedRecordEndsWait: a holder record that does not parse is a
-// governor.ErrBackend naming the lease and what is wrong with it, so a
-// waiting acquire beside it fails at once instead of retrying until its
-// context ends; Status says the same.
-func TestMalformedRecordEndsWait(t *testing.T) {
+// TestMalformedRecordNamed: a holder record that does not parse is a
+// governor.ErrBackend naming the lease and what is wrong with it, in
+// Status and in a refusal. (That it ends a wait is the conformance
+// suite's MalformedStateEndsWait.)
+func TestMalformedRecordNamed(t *testing.T) {
 	for _, c := range []struct{ name, record, want string }{
 		{"garbage", "garbage", `record of lease`},
 		{"number", "1 30000 x 5 {}", `the token`},
@@ -42,21 +42,9 @@ func TestMalformedRecordEndsWait(t *testing.T) {
 			}
 			_, err := b.Status(context.Background(), key)
 			check("Status", err)
-			g, err := governor.New(b, governor.Options{Project: "p"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_, err = g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
-			check("a waiting Governor.Acquire", err)
-			if ctx.Err() != nil {
-				t.Fatal("the waiting acquire ran until its context ended")
-			}
-			// It left no waiter behind.
-			if q, _ := m.ZMembers(redisbackend.Keys(key)[2]); len(q) != 0 {
-				t.Fatalf("queue after the failed wait: %v", q)
-			}
+			_, err = b.Acquire(context.Background(), governor.Request{Key: key, ID: "other", Limit: 1, Weight: 1,
+				TTL: time.Minute, QueueTTL: time.Minute, Mode: governor.Wait})
+			check("a queued Acquire", err)
 		})
 	}
 }

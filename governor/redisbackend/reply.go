@@ -81,6 +81,22 @@ func (r *reader) length(v []any, n int, atLeast bool) bool {
 	return false
 }
 
+// record splits the record of a lease or waiter into its five fields,
+// of the form given (see head.lua), and reads the last, the declaration,
+// into decl. It returns nil when the record does not have that form.
+func (r *reader) record(kind, id string, v any, form string, decl *governor.Declaration) []string {
+	rec := r.str(v, "the record of "+kind+" "+id)
+	f := strings.SplitN(rec, " ", 5)
+	if r.err != nil || len(f) != 5 {
+		r.fail("the record of %s %s is %s; want %q", kind, id, show(rec), form)
+		return nil
+	}
+	if err := json.Unmarshal([]byte(f[4]), decl); err != nil {
+		r.fail("the declaration of %s %s is %s: %v", kind, id, show(f[4]), err)
+	}
+	return f
+}
+
 // holders reads (id, record, expiry) triples; a record is "weight ttl_ms
 // token acquired_ms declaration" (see lib.lua), and the last heartbeat
 // is the expiry minus the ttl.
@@ -92,22 +108,16 @@ func (r *reader) holders(v []any) []governor.Holder {
 	var hs []governor.Holder
 	for i := 0; i+2 < len(v) && r.err == nil; i += 3 {
 		id := r.str(v[i], "a holder's lease id")
-		exp := r.int(v[i+2], "the expiry of lease "+id)
-		rec := r.str(v[i+1], "the record of lease "+id)
-		f := strings.SplitN(rec, " ", 5)
-		if len(f) != 5 {
-			r.fail("the record of lease %s is %s; want \"weight ttl_ms token acquired_ms declaration\"", id, show(rec))
+		h := governor.Holder{LeaseID: id, Expires: time.UnixMilli(r.int(v[i+2], "the expiry of lease "+id))}
+		f := r.record("lease", id, v[i+1], "weight ttl_ms token acquired_ms declaration", &h.Declaration)
+		if f == nil {
 			break
 		}
-		h := governor.Holder{LeaseID: id, Expires: time.UnixMilli(exp)}
 		what := "in the record of lease " + id + ", the "
 		h.Weight = int(r.int(f[0], what+"weight"))
-		h.Heartbeat = time.UnixMilli(exp - r.int(f[1], what+"ttl"))
+		h.Heartbeat = h.Expires.Add(-time.Duration(r.int(f[1], what+"ttl")) * time.Millisecond)
 		h.Token = r.int(f[2], what+"token")
 		h.AcquiredAt = time.UnixMilli(r.int(f[3], what+"acquisition time"))
-		if err := json.Unmarshal([]byte(f[4]), &h.Declaration); err != nil {
-			r.fail("the declaration of lease %s is %s: %v", id, show(f[4]), err)
-		}
 		hs = append(hs, h)
 	}
 	return hs
@@ -122,19 +132,14 @@ func (r *reader) waiters(v []any) []governor.Waiter {
 	}
 	var ws []governor.Waiter
 	for i := 0; i+1 < len(v) && r.err == nil; i += 2 {
-		id := r.str(v[i], "a waiter's id")
-		rec := r.str(v[i+1], "the record of waiter "+id)
-		f := strings.SplitN(rec, " ", 5)
-		if len(f) != 5 {
-			r.fail("the record of waiter %s is %s; want \"weight ttl_ms enqueued_ms channel declaration\"", id, show(rec))
+		w := governor.Waiter{ID: r.str(v[i], "a waiter's id")}
+		f := r.record("waiter", w.ID, v[i+1], "weight ttl_ms enqueued_ms channel declaration", &w.Declaration)
+		if f == nil {
 			break
 		}
-		what := "in the record of waiter " + id + ", the "
-		w := governor.Waiter{ID: id, Weight: int(r.int(f[0], what+"weight")),
-			EnqueuedAt: time.UnixMilli(r.int(f[2], what+"enqueue time"))}
-		if err := json.Unmarshal([]byte(f[4]), &w.Declaration); err != nil {
-			r.fail("the declaration of waiter %s is %s: %v", id, show(f[4]), err)
-		}
+		what := "in the record of waiter " + w.ID + ", the "
+		w.Weight = int(r.int(f[0], what+"weight"))
+		w.EnqueuedAt = time.UnixMilli(r.int(f[2], what+"enqueue time"))
 		ws = append(ws, w)
 	}
 	return ws
