@@ -115,6 +115,15 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	return out, nil
 }
 
+// TakeoverDetail is the detail of the takeover event a backend records
+// when req replaces a lease: who took it. The backend adds the new
+// token (", token T"). LeaseLostError.Reason shows it to the holder that
+// lost the lease.
+func TakeoverDetail(req Request) string {
+	d := req.Declaration
+	return fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
+}
+
 // alive says why h must be presumed alive, or "" when its owner is
 // proven dead.
 func (g *Governor) alive(h Holder) string {

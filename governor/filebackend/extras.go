@@ -73,8 +73,7 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	t.dropHolder(i)
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
-	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s, token %d",
-		req.Declaration.Session, req.Declaration.PID, req.Declaration.Host, req.ID, h.Token))
+	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)
 	if err := t.commit(); err != nil {

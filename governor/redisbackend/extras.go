@@ -32,9 +32,8 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	if err != nil {
 		return governor.Result{}, err
 	}
-	d := req.Declaration
-	detail := fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
-	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl, detail).Slice()
+	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl,
+		governor.TakeoverDetail(req)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)
 	}
