@@ -11,8 +11,9 @@ import (
 
 // closeEndsWaits: Governor.Close ends every acquire waiting in it with
 // ErrClosed, leaving no waiter, no lease and no heartbeat behind, even
-// when the slot is freed (and handed to a waiter) as Close runs; then
-// every call is ErrClosed.
+// when the slot is freed (and handed to a waiter) as Close runs: that
+// waiter either ends with ErrClosed or was granted just before Close,
+// which then released its lease. Then every call is ErrClosed.
 func (s *suite) closeEndsWaits(t *testing.T) {
 	p := project()
 	raw := s.h.Open(t)
@@ -25,15 +26,16 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 		const waiters = 3
-		done := make(chan error, waiters)
+		type result struct {
+			l   *governor.Lease
+			err error
+		}
+		done := make(chan result, waiters)
 		for i := 0; i < waiters; i++ {
 			go func() {
 				// The caller's context never ends: only Close can end the wait.
 				l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
-				if err == nil {
-					err = errors.New("granted lease " + l.ID())
-				}
-				done <- err
+				done <- result{l, err}
 			}()
 		}
 		deadline := time.Now().Add(30 * time.Second)
@@ -51,11 +53,15 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- g.Close() }()
+		var granted []*governor.Lease
 		for i := 0; i < waiters; i++ {
 			select {
-			case err := <-done:
-				if !errors.Is(err, governor.ErrClosed) {
-					t.Fatalf("round %d: a wait ended by Close returned %v, want ErrClosed", round, err)
+			case r := <-done:
+				switch {
+				case r.err == nil && free:
+					granted = append(granted, r.l) // before Close began
+				case !errors.Is(r.err, governor.ErrClosed):
+					t.Fatalf("round %d: a wait ended by Close returned %v, %v; want ErrClosed", round, r.l, r.err)
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatalf("round %d: Close did not end a wait", round)
@@ -68,6 +74,16 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatalf("round %d: Close did not return", round)
+		}
+		if len(granted) > 1 {
+			t.Fatalf("round %d: %d waiters granted one slot", round, len(granted))
+		}
+		for _, l := range granted {
+			select {
+			case <-l.Done():
+			default:
+				t.Fatalf("round %d: Close left lease %s held", round, l.ID())
+			}
 		}
 		st := mustStatus(t, raw, key)
 		want := 1
