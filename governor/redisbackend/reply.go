@@ -98,7 +98,7 @@ func (r *reader) record(kind, id string, v any, form string, decl *governor.Decl
 }
 
 // holders reads (id, record, expiry) triples; a record is "weight ttl_ms
-// token acquired_ms declaration" (see lib.lua), and the last heartbeat
+// token acquired_ms declaration" (REC in head.lua), and the last heartbeat
 // is the expiry minus the ttl.
 func (r *reader) holders(v []any) []governor.Holder {
 	if len(v)%3 != 0 {
@@ -124,7 +124,7 @@ func (r *reader) holders(v []any) []governor.Holder {
 }
 
 // waiters reads (id, record) pairs; a record is "weight ttl_ms
-// enqueued_ms channel declaration" (see lib.lua).
+// enqueued_ms channel declaration" (WREC in head.lua).
 func (r *reader) waiters(v []any) []governor.Waiter {
 	if len(v)%2 != 0 {
 		r.fail("waiters: %d fields, not (id, record) pairs", len(v))
