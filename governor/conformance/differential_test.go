@@ -43,7 +43,7 @@ func TestDifferential(t *testing.T) {
 		seed, rounds = s, 1
 	}
 	m := miniredis.RunT(t)
-	real := redistest.Start(t)
+	server := redistest.Start(t)
 	dir := t.TempDir()
 	stores := []struct {
 		name string
@@ -57,7 +57,7 @@ func TestDifferential(t *testing.T) {
 			return b
 		}},
 		{"miniredis", func(t *testing.T) governor.Backend { return openRedis(t, m.Addr()) }},
-		{"redis", func(t *testing.T) governor.Backend { return openRedis(t, real.Addr) }},
+		{"redis", func(t *testing.T) governor.Backend { return openRedis(t, server.Addr) }},
 	}
 	for r := range rounds {
 		s := seed + uint64(r)
