@@ -410,13 +410,12 @@ func TestGarbageInKeys(t *testing.T) {
 		if err := rdb.HSet(ctx, ks[1], "#"+l.ID(), "not a record").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := g.Status(ctx, "rec"); err == nil || !strings.Contains(err.Error(), "corrupt") {
-			t.Fatalf("status with a corrupt record: %v", err)
+		if _, err := g.Status(ctx, "rec"); !errors.Is(err, governor.ErrBackend) || !strings.Contains(err.Error(), "malformed") ||
+			!strings.Contains(err.Error(), l.ID()) {
+			t.Fatalf("status with a corrupt record: %v; want ErrBackend naming the malformed record", err)
 		}
-		if _, err := g.Acquire(ctx, "rec", governor.AcquireOptions{Limit: 1}); err == nil {
-			t.Fatal("acquire next to a corrupt record was granted")
-		} else {
-			t.Logf("acquire next to a corrupt record: %v", err)
+		if _, err := g.Acquire(ctx, "rec", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrBackend) {
+			t.Fatalf("acquire next to a corrupt record: %v; want ErrBackend", err)
 		}
 		if v, _ := rdb.HGet(ctx, ks[1], "#"+l.ID()).Result(); v != "not a record" {
 			t.Fatalf("corrupt record overwritten: %q", v)

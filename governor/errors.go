@@ -65,6 +65,44 @@ func (e *BusyError) Error() string {
 // Is makes errors.Is(err, ErrBusy) hold.
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
+// LeaseLostError is ErrLeaseLost with what ended the lease, as the
+// backend recorded it: a renewal refused after a takeover names the
+// session that took the lease. errors.Is(err, ErrLeaseLost) is true.
+type LeaseLostError struct {
+	Resource string
+	LeaseID  string
+	// End is the event that ended the lease: EventTakeover,
+	// EventReclaimed or EventExpired.
+	End Event
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("governor: lease %s of %s lost: %s", e.LeaseID, e.Resource, e.Reason())
+}
+
+// Reason says what ended the lease, for people and for the lost event.
+func (e *LeaseLostError) Reason() string {
+	switch e.End.Kind {
+	case EventTakeover:
+		return e.End.Detail // "taken over by session S (pid P on H): lease L, token T"
+	case EventReclaimed:
+		return "reclaimed: " + e.End.Detail
+	case EventExpired:
+		return "it expired before it was renewed"
+	}
+	return e.End.Kind + ": " + e.End.Detail
+}
+
+// Is makes errors.Is(err, ErrLeaseLost) hold.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Why a holder declared its lease lost, when no event of the backend
+// says more (see LeaseLostError).
+const (
+	lostNoRenewal = "the holder could not renew in time"
+	lostRefused   = "its renewal was refused: the backend no longer holds it"
+)
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }

@@ -83,6 +83,13 @@ type Governor struct {
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	closed bool
+	// closing ends when Close starts, and with it every call in flight;
+	// active counts those calls, which Close waits for before it closes
+	// the backend they still need (to withdraw a waiter, to release a
+	// grant that raced with Close).
+	closing context.Context
+	close   context.CancelFunc
+	active  sync.WaitGroup
 }
 
 // New returns a Governor on b. It fails with ErrInvalid on a bad option
@@ -95,6 +102,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	}
 	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
 		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
+	g.closing, g.close = context.WithCancel(context.Background())
 	if g.project == "" {
 		g.project = DefaultName
 	}
@@ -193,16 +201,18 @@ type AcquireOptions struct {
 // that heartbeats itself until Release. In Fail mode a resource without
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
-// leaving no waiter and no lease behind. Bad input is ErrInvalid or
-// ErrTooHeavy with nothing changed.
+// leaving no waiter and no lease behind; if Close ends the wait, it
+// returns ErrClosed, leaving nothing behind either. Bad input is
+// ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	req, tm, err := g.request(resource, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.checkOpen(); err != nil {
+	if err := g.enter(); err != nil {
 		return nil, err
 	}
+	defer g.active.Done()
 	return g.acquire(ctx, req, tm, o.OnQueued)
 }
 
@@ -248,7 +258,10 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
 }
 
-func (g *Governor) acquire(ctx context.Context, req Request, tm LeaseTiming, onQueued func(Result)) (*Lease, error) {
+func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result)) (*Lease, error) {
+	ctx, cancel := context.WithCancel(caller)
+	defer context.AfterFunc(g.closing, cancel)()
+	defer cancel()
 	var notify <-chan struct{}
 	if req.Mode == Wait {
 		ch, stop := g.b.Notify(req.Key, req.ID)
@@ -269,7 +282,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, tm LeaseTiming, onQ
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
-				return g.newLease(req, res, sent, tm), nil
+				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
 					continue
@@ -282,7 +295,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, tm LeaseTiming, onQ
 				}
 				timer.Reset(recheck)
 			default:
-				return nil, fmt.Errorf("governor: backend returned outcome %d", res.Outcome)
+				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
@@ -290,7 +303,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, tm LeaseTiming, onQ
 					g.cancel(req.Key, req.ID)
 				}
 				if ctx.Err() != nil {
-					return nil, ctx.Err()
+					return nil, g.ended(caller)
 				}
 				return nil, err
 			}
@@ -302,7 +315,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, tm LeaseTiming, onQ
 		case <-ctx.Done():
 			timer.Stop()
 			g.cancel(req.Key, req.ID)
-			return nil, ctx.Err()
+			return nil, g.ended(caller)
 		case <-notify:
 			timer.Stop()
 		case <-timer.C:
@@ -341,13 +354,26 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 	return removed
 }
 
-func (g *Governor) checkOpen() error {
+// enter counts a call that must end before Close closes the backend;
+// the caller calls g.active.Done() when it returns. A closed Governor is
+// ErrClosed.
+func (g *Governor) enter() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return ErrClosed
 	}
+	g.active.Add(1)
 	return nil
+}
+
+// ended tells why a call's context (caller's, bounded by Close) ended:
+// the caller's error, or ErrClosed.
+func (g *Governor) ended(caller context.Context) error {
+	if err := caller.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
 }
 
 // Want is one resource of an AcquireAll.
@@ -361,6 +387,10 @@ type Want struct {
 // it releases what it took, in reverse, and returns the error. The leases
 // come back in acquisition order.
 func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, error) {
+	if err := g.enter(); err != nil {
+		return nil, err
+	}
+	defer g.active.Done()
 	reqs := make([]Request, len(wants))
 	tms := make([]LeaseTiming, len(wants))
 	seen := map[string]bool{}
@@ -451,8 +481,10 @@ func (g *Governor) Renew(ctx context.Context, resource, id string, ttl time.Dura
 	return g.b.Renew(ctx, Key{g.project, resource}, id, ttl)
 }
 
-// Close stops every lease's heartbeat and releases them, then closes the
-// backend. It returns the first release error.
+// Close ends every acquire in flight with ErrClosed (withdrawing its
+// waiter, releasing a grant that raced with Close), stops every lease's
+// heartbeat and releases them, then closes the backend. It returns the
+// first release error. Calls after Close are ErrClosed.
 func (g *Governor) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -460,6 +492,11 @@ func (g *Governor) Close() error {
 		return nil
 	}
 	g.closed = true
+	g.mu.Unlock()
+	g.close()
+	g.active.Wait()
+	// No lease can be added now: newLease refuses once closed is set.
+	g.mu.Lock()
 	ls := make([]*Lease, 0, len(g.leases))
 	for l := range g.leases {
 		ls = append(ls, l)
@@ -483,18 +520,4 @@ func newID() string {
 		panic("governor: crypto/rand failed: " + err.Error()) // never happens on Linux
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// backoff spaces retries after transport failures: 50ms doubling to 2s.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{} }
-func (b *backoff) reset()  { b.d = 0 }
-func (b *backoff) next() time.Duration {
-	if b.d == 0 {
-		b.d = 50 * time.Millisecond
-	} else if b.d < 2*time.Second {
-		b.d *= 2
-	}
-	return b.d
 }

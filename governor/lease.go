@@ -39,24 +39,36 @@ type Lease struct {
 	stopped chan struct{}
 }
 
-func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) *Lease {
+// newLease makes a grant a Lease, heartbeating (a lease without a
+// heartbeat is lost at its deadline unless detached or released first). A
+// grant that comes back after Close began (it raced with it) is released
+// at once: the result is ErrClosed, and nothing is left held.
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, timing: tm,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
-	if tm.Heartbeat > 0 {
-		l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
-	} else {
-		// It never renews: it is lost at its deadline, unless detached
-		// or released first.
-		l.start = time.AfterFunc(time.Until(l.deadline), func() {
-			defer close(l.stopped)
-			l.lose(ErrLeaseLost)
-		})
-	}
 	g.mu.Lock()
-	g.leases[l] = struct{}{}
+	closed := g.closed
+	if !closed {
+		if tm.Heartbeat > 0 {
+			l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+		} else {
+			l.start = time.AfterFunc(time.Until(l.deadline), func() {
+				defer close(l.stopped)
+				l.lose(ErrLeaseLost, lostNoRenewal)
+			})
+		}
+		g.leases[l] = struct{}{}
+	}
 	g.mu.Unlock()
-	return l
+	if closed {
+		// Close waits for this call, so the backend is still open.
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		_ = g.b.Release(ctx, req.Key, req.ID)
+		return nil, ErrClosed
+	}
+	return l, nil
 }
 
 // ID is the lease id: the proof of ownership for renew and release.
@@ -86,8 +98,9 @@ func (l *Lease) Expires() time.Time {
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
-// Err is nil while the lease is held, ErrLeaseLost after a loss, and
-// ErrNotHeld after Release. It checks the local deadline itself, so a
+// Err is nil while the lease is held, ErrLeaseLost after a loss (a
+// *LeaseLostError when the backend said what ended it), and ErrNotHeld
+// after Release. It checks the local deadline itself, so a
 // holder resumed after a pause (SIGSTOP, a long GC, a suspended VM) sees
 // the loss at once, before the heartbeat goroutine runs: check Err right
 // before each protected write, and pass Token to the protected store.
@@ -96,7 +109,7 @@ func (l *Lease) Err() error {
 	err, expired := l.err, l.err == nil && !l.released && time.Now().After(l.deadline)
 	l.mu.Unlock()
 	if expired {
-		l.lose(ErrLeaseLost)
+		l.lose(ErrLeaseLost, lostNoRenewal)
 		return l.Err()
 	}
 	return err
@@ -140,7 +153,7 @@ func (l *Lease) heartbeat() {
 			lost.Stop()
 			return
 		case <-lost.C:
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case <-renew.C:
 		}
@@ -159,7 +172,7 @@ func (l *Lease) heartbeat() {
 			return
 		case <-lost.C:
 			cancel()
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case r = <-done:
 			cancel()
@@ -174,7 +187,13 @@ func (l *Lease) heartbeat() {
 			l.mu.Unlock()
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
-			l.lose(ErrLeaseLost)
+			// The backend may say what ended it (a takeover names who).
+			var ended *LeaseLostError
+			if errors.As(r.err, &ended) {
+				l.lose(ended, ended.Reason())
+			} else {
+				l.lose(ErrLeaseLost, lostRefused)
+			}
 			return
 		default:
 			// Transport trouble: retry soon; the deadline decides.
@@ -202,9 +221,10 @@ func (l *Lease) nextRenewal() time.Duration {
 	return max(min(l.timing.Heartbeat, left/2), time.Millisecond)
 }
 
-// lose marks the lease lost, counts it in the backend and, best effort,
-// frees it there (by id, so it can only free this lease).
-func (l *Lease) lose(err error) {
+// lose marks the lease lost with err (ErrLeaseLost, or a
+// *LeaseLostError), counts it in the backend with reason and, best
+// effort, frees it there (by id, so it can only free this lease).
+func (l *Lease) lose(err error, reason string) {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
@@ -217,7 +237,7 @@ func (l *Lease) lose(err error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token)
+		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
 		_ = l.g.b.Release(ctx, l.key, l.id)
 	}()
 }

@@ -57,6 +57,10 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	if err := ValidateResource(resource); err != nil {
 		return nil, err
 	}
+	if err := g.enter(); err != nil {
+		return nil, err
+	}
+	defer g.active.Done()
 	key := Key{g.project, resource}
 	st, err := g.b.Status(ctx, key)
 	if err != nil {
@@ -101,12 +105,25 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		out = append(out, g.newLease(req, res, sent, tm))
+		l, err := g.newLease(req, res, sent, tm)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)
 	}
 	return out, nil
+}
+
+// TakeoverDetail is the detail of the takeover event a backend records
+// when req replaces a lease: who took it. The backend adds the new
+// token (", token T"). LeaseLostError.Reason shows it to the holder that
+// lost the lease.
+func TakeoverDetail(req Request) string {
+	d := req.Declaration
+	return fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
 }
 
 // alive says why h must be presumed alive, or "" when its owner is

@@ -718,7 +718,16 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the command did not start", func() bool { return len(proctest.Marked(marker)) == 1 })
+	// governor's own command line names the command too: wait for the
+	// process whose argv[0] is the command.
+	eventually(t, 30*time.Second, "the command did not start", func() bool {
+		for _, pid := range proctest.Marked(marker) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.HasPrefix(b, []byte(sleep+"\x00")) {
+				return true
+			}
+		}
+		return false
+	})
 	st := tg.status(t, g, "heavy")
 	if err := c.Process.Kill(); err != nil {
 		t.Fatal(err)
