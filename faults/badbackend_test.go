@@ -3,8 +3,10 @@ package faults_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,8 +171,19 @@ func TestBadBackendCLI(t *testing.T) {
 				if r.code != 125 {
 					t.Fatalf("%s: exit %d, want 125; stderr %s", args[0], r.code, r.stderr)
 				}
+				msg := r.stderr
+				if slices.Contains(args, "--json") { // the failure is one JSON object
+					var e struct {
+						ExitCode int    `json:"exit_code"`
+						Error    string `json:"error"`
+					}
+					if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.ExitCode != 125 {
+						t.Errorf("%s --json: stderr %q is not the JSON error object (%v)", args[0], r.stderr, err)
+					}
+					msg = e.Error
+				}
 				for _, w := range tc.want {
-					if !strings.Contains(r.stderr, w) {
+					if !strings.Contains(msg, w) {
 						t.Errorf("%s: stderr %q lacks %q", args[0], r.stderr, w)
 					}
 				}
@@ -397,13 +410,12 @@ func TestGarbageInKeys(t *testing.T) {
 		if err := rdb.HSet(ctx, ks[1], "#"+l.ID(), "not a record").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := g.Status(ctx, "rec"); err == nil || !strings.Contains(err.Error(), "corrupt") {
-			t.Fatalf("status with a corrupt record: %v", err)
+		if _, err := g.Status(ctx, "rec"); !errors.Is(err, governor.ErrBackend) || !strings.Contains(err.Error(), "malformed") ||
+			!strings.Contains(err.Error(), l.ID()) {
+			t.Fatalf("status with a corrupt record: %v; want ErrBackend naming the malformed record", err)
 		}
-		if _, err := g.Acquire(ctx, "rec", governor.AcquireOptions{Limit: 1}); err == nil {
-			t.Fatal("acquire next to a corrupt record was granted")
-		} else {
-			t.Logf("acquire next to a corrupt record: %v", err)
+		if _, err := g.Acquire(ctx, "rec", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrBackend) {
+			t.Fatalf("acquire next to a corrupt record: %v; want ErrBackend", err)
 		}
 		if v, _ := rdb.HGet(ctx, ks[1], "#"+l.ID()).Result(); v != "not a record" {
 			t.Fatalf("corrupt record overwritten: %q", v)

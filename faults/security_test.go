@@ -126,7 +126,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := b.Cancel(ctx, key, "e"); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if err := b.CountLost(ctx, key, "d", 1); err != nil {
+	if err := b.CountLost(ctx, key, "d", 1, "a test"); err != nil {
 		return fmt.Errorf("count lost: %w", err)
 	}
 	st, err := b.Status(ctx, key)

@@ -31,6 +31,12 @@ type Declaration struct {
 	StartTime uint64 `json:"start,omitempty"`
 	// Command is the holder's command line, secrets redacted.
 	Command string `json:"cmd,omitempty"`
+	// GovernorPID is the governor process that holds the lease for PID,
+	// when PID is another process: `governor run` declares as PID its
+	// watchdog, which outlives governor as long as the command's tree
+	// does. Shown to people (see Processes); liveness proofs use PID.
+	// 0 in records written before it existed.
+	GovernorPID int `json:"gpid,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -187,7 +193,9 @@ type Backend interface {
 
 	// Renew extends a held lease to now+ttl (ttl 0: its own TTL, as last
 	// granted or renewed) and returns the new expiry. It never
-	// re-acquires: a lease that is gone is ErrLeaseLost.
+	// re-acquires: a lease that is gone is ErrLeaseLost, a
+	// *LeaseLostError when an event recorded what ended it (a takeover,
+	// a reclaim, its expiry).
 	Renew(ctx context.Context, key Key, id string, ttl time.Duration) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
@@ -232,8 +240,8 @@ type Backend interface {
 	Notify(key Key, id string) (<-chan struct{}, func())
 
 	// CountLost records that holder id (with token) declared its lease
-	// lost: a counter and an event.
-	CountLost(ctx context.Context, key Key, id string, token int64) error
+	// lost: a counter and an event whose detail is reason.
+	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
 
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 var (
@@ -64,6 +66,47 @@ func (e *BusyError) Error() string {
 
 // Is makes errors.Is(err, ErrBusy) hold.
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// LeaseLostError is ErrLeaseLost with what ended the lease, as the
+// backend recorded it: a renewal refused after a takeover names the
+// session that took the lease. errors.Is(err, ErrLeaseLost) is true.
+type LeaseLostError struct {
+	Resource string
+	LeaseID  string
+	// End is the event that ended the lease: EventTakeover,
+	// EventReclaimed or EventExpired.
+	End Event
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("governor: lease %s of %s lost: %s", e.LeaseID, e.Resource, e.Reason())
+}
+
+// Reason says what ended the lease, for people and for the lost event.
+// The detail came from the backend (the taker wrote it): it is escaped for
+// a terminal.
+func (e *LeaseLostError) Reason() string {
+	detail := safetext.Escape(e.End.Detail)
+	switch e.End.Kind {
+	case EventTakeover:
+		return detail // "taken over by session S (pid P on H): lease L, token T"
+	case EventReclaimed:
+		return "reclaimed: " + detail
+	case EventExpired:
+		return "it expired before it was renewed"
+	}
+	return safetext.Escape(e.End.Kind) + ": " + detail
+}
+
+// Is makes errors.Is(err, ErrLeaseLost) hold.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Why a holder declared its lease lost, when no event of the backend
+// says more (see LeaseLostError).
+const (
+	lostNoRenewal = "the holder could not renew in time"
+	lostRefused   = "its renewal was refused: the backend no longer holds it"
+)
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

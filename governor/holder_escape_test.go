@@ -20,6 +20,10 @@ func TestHostileDeclarationEscaped(t *testing.T) {
 	safetexttest.Check(t, "Describe", h.Describe(now))
 	busy := &governor.BusyError{Resource: "heavy", Status: governor.Status{Limit: 1, Used: 1, Now: now, Holders: []governor.Holder{h}}}
 	safetexttest.Check(t, "BusyError", busy.Error())
+	for _, kind := range []string{governor.EventTakeover, governor.EventReclaimed, "other" + safetexttest.Hostile} {
+		lost := &governor.LeaseLostError{Resource: "heavy", LeaseID: "x", End: governor.Event{Kind: kind, Detail: "taken over by session " + safetexttest.Hostile}}
+		safetexttest.Check(t, "LeaseLostError "+kind, lost.Error())
+	}
 
 	// Stored by one Governor, refused to another.
 	ctx := context.Background()

@@ -14,14 +14,15 @@ import (
 // successful grant or renewal plus the TTL minus the safety margin, on
 // this process's monotonic clock: the backend's expiry is never earlier,
 // so the holder learns of the loss before anyone else can be granted the
-// slot.
+// slot. A lease acquired with NoHeartbeat does not renew itself: it is
+// lost at its deadline unless detached (Detach) and renewed by id.
 type Lease struct {
 	g      *Governor
 	key    Key
 	id     string
 	weight int
 	token  int64
-	ttl    time.Duration
+	timing LeaseTiming // Heartbeat 0: it does not renew itself
 
 	mu       sync.Mutex
 	expires  time.Time // backend clock
@@ -38,15 +39,36 @@ type Lease struct {
 	stopped chan struct{}
 }
 
-func (g *Governor) newLease(req Request, res Result, sent time.Time) *Lease {
-	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
-		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
+// newLease makes a grant a Lease, heartbeating (a lease without a
+// heartbeat is lost at its deadline unless detached or released first). A
+// grant that comes back after Close began (it raced with it) is released
+// at once: the result is ErrClosed, and nothing is left held.
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
+	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, timing: tm,
+		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
-	l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
 	g.mu.Lock()
-	g.leases[l] = struct{}{}
+	closed := g.closed
+	if !closed {
+		if tm.Heartbeat > 0 {
+			l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+		} else {
+			l.start = time.AfterFunc(time.Until(l.deadline), func() {
+				defer close(l.stopped)
+				l.lose(ErrLeaseLost, lostNoRenewal)
+			})
+		}
+		g.leases[l] = struct{}{}
+	}
 	g.mu.Unlock()
-	return l
+	if closed {
+		// Close waits for this call, so the backend is still open.
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		_ = g.b.Release(ctx, req.Key, req.ID)
+		return nil, ErrClosed
+	}
+	return l, nil
 }
 
 // ID is the lease id: the proof of ownership for renew and release.
@@ -76,8 +98,9 @@ func (l *Lease) Expires() time.Time {
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
-// Err is nil while the lease is held, ErrLeaseLost after a loss, and
-// ErrNotHeld after Release. It checks the local deadline itself, so a
+// Err is nil while the lease is held, ErrLeaseLost after a loss (a
+// *LeaseLostError when the backend said what ended it), and ErrNotHeld
+// after Release. It checks the local deadline itself, so a
 // holder resumed after a pause (SIGSTOP, a long GC, a suspended VM) sees
 // the loss at once, before the heartbeat goroutine runs: check Err right
 // before each protected write, and pass Token to the protected store.
@@ -86,7 +109,7 @@ func (l *Lease) Err() error {
 	err, expired := l.err, l.err == nil && !l.released && time.Now().After(l.deadline)
 	l.mu.Unlock()
 	if expired {
-		l.lose(ErrLeaseLost)
+		l.lose(ErrLeaseLost, lostNoRenewal)
 		return l.Err()
 	}
 	return err
@@ -130,7 +153,7 @@ func (l *Lease) heartbeat() {
 			lost.Stop()
 			return
 		case <-lost.C:
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case <-renew.C:
 		}
@@ -138,7 +161,7 @@ func (l *Lease) heartbeat() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		done := make(chan reply, 1)
 		go func() {
-			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
+			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.timing.TTL)
 			done <- reply{exp, err}
 		}()
 		var r reply
@@ -149,7 +172,7 @@ func (l *Lease) heartbeat() {
 			return
 		case <-lost.C:
 			cancel()
-			l.lose(ErrLeaseLost)
+			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
 		case r = <-done:
 			cancel()
@@ -160,11 +183,17 @@ func (l *Lease) heartbeat() {
 			backoff.reset()
 			l.mu.Lock()
 			l.expires = r.exp
-			l.deadline = sent.Add(l.ttl - l.g.margin)
+			l.deadline = sent.Add(l.timing.TTL - l.timing.SafetyMargin)
 			l.mu.Unlock()
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
-			l.lose(ErrLeaseLost)
+			// The backend may say what ended it (a takeover names who).
+			var ended *LeaseLostError
+			if errors.As(r.err, &ended) {
+				l.lose(ended, ended.Reason())
+			} else {
+				l.lose(ErrLeaseLost, lostRefused)
+			}
 			return
 		default:
 			// Transport trouble: retry soon; the deadline decides.
@@ -189,12 +218,13 @@ func (l *Lease) nextRenewal() time.Duration {
 	l.mu.Lock()
 	left := time.Until(l.deadline)
 	l.mu.Unlock()
-	return max(min(l.g.heartbeat, left/2), time.Millisecond)
+	return max(min(l.timing.Heartbeat, left/2), time.Millisecond)
 }
 
-// lose marks the lease lost, counts it in the backend and, best effort,
-// frees it there (by id, so it can only free this lease).
-func (l *Lease) lose(err error) {
+// lose marks the lease lost with err (ErrLeaseLost, or a
+// *LeaseLostError), counts it in the backend with reason and, best
+// effort, frees it there (by id, so it can only free this lease).
+func (l *Lease) lose(err error, reason string) {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
@@ -207,7 +237,7 @@ func (l *Lease) lose(err error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token)
+		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
 		_ = l.g.b.Release(ctx, l.key, l.id)
 	}()
 }

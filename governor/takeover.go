@@ -21,8 +21,10 @@ type TakeoverOptions struct {
 	// holder's next renewal fails and its fenced writes are refused, but
 	// until it notices, two processes may believe they hold the slot.
 	Force bool
-	// TTL of the new lease (default: the Governor's).
-	TTL time.Duration
+	// TTL of the new lease (default: the Governor's), and NoHeartbeat as
+	// in AcquireOptions.
+	TTL         time.Duration
+	NoHeartbeat bool
 }
 
 // OwnerAliveError refuses a takeover: the holder has not expired and is
@@ -57,6 +59,10 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	if err := ValidateResource(resource); err != nil {
 		return nil, err
 	}
+	if err := g.enter(); err != nil {
+		return nil, err
+	}
+	defer g.active.Done()
 	key := Key{g.project, resource}
 	st, err := g.b.Status(ctx, key)
 	if err != nil {
@@ -74,7 +80,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		}
 		// Expired (or released): its slot is free unless someone else
 		// took it.
-		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL})
+		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +95,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	var out []*Lease
 	for _, h := range targets {
-		req, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL})
+		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return out, err
 		}
@@ -101,12 +107,25 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		out = append(out, g.newLease(req, res, sent))
+		l, err := g.newLease(req, res, sent, tm)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)
 	}
 	return out, nil
+}
+
+// TakeoverDetail is the detail of the takeover event a backend records
+// when req replaces a lease: who took it. The backend adds the new
+// token (", token T"). LeaseLostError.Reason shows it to the holder that
+// lost the lease.
+func TakeoverDetail(req Request) string {
+	d := req.Declaration
+	return fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
 }
 
 // alive says why h must be presumed alive, or "" when its owner is
@@ -119,9 +138,9 @@ func (g *Governor) alive(h Holder) string {
 	case proc.Dead:
 		return ""
 	case proc.Alive:
-		return fmt.Sprintf("its owner pid %d is alive on this host", h.PID)
+		return fmt.Sprintf("its owner (%s) is alive on this host", h.Processes())
 	}
-	return fmt.Sprintf("its owner pid %d cannot be checked", h.PID)
+	return fmt.Sprintf("its owner (%s) cannot be checked", h.Processes())
 }
 
 // NextSeq returns the next number of sequence name for the holder of

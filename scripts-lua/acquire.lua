@@ -10,23 +10,24 @@
 -- queued, -1 weight above the limit in force.
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 local new = ARGV[10] == '1'
+-- The meta fields acquire reads, in one HMGET (load() below, or the fast
+-- path, which reads them by position), and what the fast path read.
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}
+local v
 
+--[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
 -- drift), nobody queued, no holder expired, and room. The same writes as
 -- grant() below, straight.
-local v -- the fields load() reads below, in its order
 if new then
-  v = redis.call('HMGET', S, 'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp')
+  v = redis.call('HMGET', S, unpack(F))
   local used, minexp = (v[2] or 0) + 0, (v[7] or 0) + 0
   if (v[1] or 0) + 0 == limit and (v[6] or 0) + 0 == 0 and (v[3] or 0) + 0 == 0
       and now < minexp and used + weight <= limit then
-    local tok = (v[4] or 0) + 1
-    if tok < sec * 1000000 + usec then
-      tok = sec * 1000000 + usec
-    end
+    local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
-    local rec = string.format('%d %d %d %d ', weight, ttl, tok, now) .. ARGV[8]
+    local rec = string.format(REC, weight, ttl, tok, now) .. ARGV[8]
     local acquired = string.format('%d', (v[5] or 0) + 1)
     if exp < minexp then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
@@ -59,18 +60,18 @@ local function reply(code, tok, exp, pos, n)
   return r
 end
 
-load({'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}, not new and id, v)
+load(F, not new and id, v)
 settle()
 
 -- Already granted (a release handed it to this waiter): claim it.
 if not new then
   local r = record(id)
   if r then
-    local w, rttl, tok, rest = string.match(r, '^(%d+) (%d+) (%d+) (.*)$')
+    local _, rttl, tok = string.match(r, REC_NUMS)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     if rttl ~= ARGV[4] then
-      set('#' .. id, w .. ' ' .. ARGV[4] .. ' ' .. tok .. ' ' .. rest)
+      set('#' .. id, (string.gsub(r, REC_TTL, '%1' .. ARGV[4], 1)))
     end
     expires(exp)
     return reply(1, tok + 0, exp)
@@ -117,7 +118,7 @@ if new or queue_empty or not redis.call('ZSCORE', Q, id) then
   end
   add('seq', 1)
   redis.call('ZADD', Q, m.seq, id)
-  redis.call('HSET', QD, id, string.format('%d %d %d %s ', weight, ttl, now, channel) .. decl)
+  redis.call('HSET', QD, id, string.format(WREC, weight, ttl, now, channel) .. decl)
   add('qlen', 1)
   add('waited', 1)
 end

@@ -1,9 +1,12 @@
 // Package scripts holds governor's Redis scripts. Each operation's script
-// is head.lua (keys and time), then the operation's own file with the
-// shared helpers of lib.lua in place of its --[[lib]] line, or before it
-// when it has none; so the state layout and its invariants are written
-// once, and an uncontended path written before the marker returns before
-// the helpers are built.
+// is head.lua (keys, time, and the values every script shares: record
+// formats, the fencing-token floor), then the operation's own file with
+// the shared helpers of lib.lua in place of its --[[lib]] line, or before
+// it when it has none; so the state layout and its invariants are written
+// once, and an uncontended path written before the marker (from its
+// --[[fast]] line) returns before the helpers are built. That fast path
+// repeats what the helpers write, for speed; AcquireSlow and the others
+// drop it, so that tests can prove both ways leave the same state.
 package scripts
 
 import (

@@ -1,7 +1,10 @@
 -- head.lua: first lines of every governor script that takes the resource
--- KEYS (see lib.lua): the keys and the server's time. An operation's fast
--- path, if it has one, comes right after it, before the helpers of lib.lua
--- are built (building them costs more than the whole fast path's Lua).
+-- KEYS (see lib.lua): the keys, the server's time, and the values every
+-- script shares. An operation's fast path, if it has one, comes right
+-- after it, before the helpers of lib.lua are built (building them costs
+-- more than the whole fast path's Lua). Its first line is the fast
+-- marker, and it ends at the lib marker (see embed.go), so that tests can
+-- drop it and prove that both ways leave the same state.
 
 local H, S, Q, QE, QD, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
@@ -9,6 +12,28 @@ local t = redis.call('TIME')
 local sec, usec = t[1] + 0, t[2] + 0
 local now = sec * 1000 + (usec - usec % 1000) / 1000
 
+-- A fencing token is at least the server time in microseconds, so that
+-- tokens keep increasing even after a restart that lost every key: a new
+-- token is math.max(last + 1, FLOOR).
+local FLOOR = sec * 1000000 + usec
+
 -- minexp when H is empty: later than any expiry.
 local NONE = 9007199254740992
+
+-- A holder's record, in S under '#' .. lease id: "weight ttl_ms token
+-- acquired_ms declaration" (Go's reader.holders reads it; the last
+-- heartbeat is the expiry minus ttl_ms). string.format(REC, weight, ttl,
+-- token, acquired) .. declaration writes one; string.match(r, REC_NUMS)
+-- gives its weight, ttl and token; string.gsub(r, REC_TTL, '%1' .. ttl,
+-- 1) sets its ttl.
+local REC = '%d %d %d %d '
+local REC_NUMS = '^(%d+) (%d+) (%d+) '
+local REC_TTL = '^(%d+ )%d+'
+
+-- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
+-- channel declaration" (Go's reader.waiters reads it).
+-- string.format(WREC, weight, ttl, enqueued, channel) .. declaration
+-- writes one; string.match(r, WREC_ALL) gives every field.
+local WREC = '%d %d %d %s '
+local WREC_ALL = '^(%d+) (%d+) (%d+) (%S+) (.*)$'
 

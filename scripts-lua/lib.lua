@@ -1,18 +1,17 @@
 -- lib.lua: the shared helpers of every governor script that takes the
 -- resource KEYS (embed.go puts head.lua first, then the operation's fast
--- path if it has one, then this, then the rest of the operation).
+-- path if it has one, then this, then the rest of the operation). The
+-- record formats and the fencing-token floor are in head.lua.
 --
 -- KEYS, the same in every script, all under one {hash tag} per resource
 -- (names as Go's Keys builds them; none is shared with the older layout
 -- of separate meta and holder hashes, whose state this one cannot read):
 --   1 H  holders    zset   lease id -> expiry (ms, server time)
 --   2 S  state      hash   the meta fields below, and each holder's record
---                          under '#' .. lease id:
---                          "weight ttl_ms token acquired_ms declaration"
---                          (its last heartbeat is its expiry minus ttl_ms)
+--                          under '#' .. lease id (REC in head.lua)
 --   3 Q  queue      zset   waiter id -> enqueue sequence (FIFO order)
 --   4 QE queue-exp  zset   waiter id -> queue expiry (ms)
---   5 QD queue-rec  hash   waiter id -> "weight ttl_ms enqueued_ms channel declaration"
+--   5 QD queue-rec  hash   waiter id -> its record (WREC in head.lua)
 --   6 E  events     stream events (capped)
 -- Meta fields of S: limit, used (weight held), token (last fencing
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
@@ -124,18 +123,13 @@ local function expires(exp)
   end
 end
 
--- grant makes id a holder. A fencing token is at least the server time in
--- microseconds, so tokens keep increasing even after a restart that lost
--- every key.
+-- grant makes id a holder, with a new fencing token.
 local function grant(id, w, ttl, decl)
-  local tok = get('token') + 1
-  if tok < sec * 1000000 + usec then
-    tok = sec * 1000000 + usec
-  end
+  local tok = math.max(get('token') + 1, FLOOR)
   local exp = now + ttl
   set('token', tok)
   redis.call('ZADD', KEYS[1], string.format('%d', exp), id)
-  set('#' .. id, string.format('%d %d %d %d ', w, ttl, tok, now) .. decl)
+  set('#' .. id, string.format(REC, w, ttl, tok, now) .. decl)
   expires(exp)
   add('used', w)
   add('acquired', 1)
@@ -150,7 +144,7 @@ end
 
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
-local drop_waiter, promote, prune, holders, event
+local drop_waiter, promote, prune, holders, event, ended
 
 local function slow()
   if promote then
@@ -161,6 +155,21 @@ local function slow()
     redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
       'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
       'at', string.format('%d', now))
+  end
+
+  -- ended returns the kind, token, detail and time of the last event that
+  -- ended lease id (a takeover, a reclaim, its expiry), or nothing: for
+  -- the renewal of a lease that is gone, so its holder learns why.
+  function ended(id)
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+      local f, kv = {}, e[2]
+      for i = 1, #kv, 2 do
+        f[kv[i]] = kv[i + 1]
+      end
+      if f.lease == id and (f.kind == 'takeover' or f.kind == 'reclaimed' or f.kind == 'expired') then
+        return f.kind, f.token, f.detail, f.at
+      end
+    end
   end
 
   function drop_waiter(id)
@@ -191,7 +200,7 @@ local function slow()
       if not s then
         drop_waiter(head) -- queue entry without record: unusable
       else
-        local w, ttl, _, ch, decl = string.match(s, '^(%d+) (%d+) (%d+) (%S+) (.*)$')
+        local w, ttl, _, ch, decl = string.match(s, WREC_ALL)
         w = w + 0
         if m.used + w > limit then
           return
@@ -213,9 +222,9 @@ local function slow()
       if #gone > 0 then
         for _, id in ipairs(gone) do
           local r = record(id)
-          local w, tok
+          local w, _, tok
           if r then
-            w, tok = string.match(r, '^(%d+) %d+ (%d+)')
+            w, _, tok = string.match(r, REC_NUMS)
           end
           event('expired', id, tok, '')
           set('#' .. id, false)

@@ -7,9 +7,9 @@ local id, token = ARGV[1], ARGV[2]
 load({'limit', 'used', 'qlen', 'minexp'}, id)
 settle()
 local r = record(id)
-local w, tok
+local w, _, tok
 if r then
-  w, tok = string.match(r, '^(%d+) %d+ (%d+)')
+  w, _, tok = string.match(r, REC_NUMS)
 end
 if tok ~= token then
   return finish(0)

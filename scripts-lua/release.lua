@@ -3,14 +3,19 @@
 -- ARGV: 1 id
 -- Returns 1 when released, 0 when the lease was not held.
 local id = ARGV[1]
+-- The meta fields release reads, with the record, in one HMGET (load()
+-- below, or the fast path, which reads them by position), and what the
+-- fast path read.
+local F = {'used', 'released', 'qlen', 'minexp'}
+local v
 
+--[[fast]]
 -- Fast path: held, nobody queued, no holder expired (this one included):
 -- the same writes as below, straight.
--- (v: the fields load() reads below, in its order.)
-local v = redis.call('HMGET', S, 'used', 'released', 'qlen', 'minexp', '#' .. id)
+v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id)
 if v[5] and (v[3] or 0) + 0 == 0 and now < (v[4] or 0) + 0 then
   redis.call('ZREM', H, id)
-  redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], '^%d+')),
+  redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], REC_NUMS)),
     'released', string.format('%d', (v[2] or 0) + 1))
   redis.call('HDEL', S, '#' .. id)
   return 1
@@ -18,13 +23,13 @@ end
 
 --[[lib]]
 
-load({'used', 'released', 'qlen', 'minexp'}, id, v)
+load(F, id, v)
 settle()
 local r = record(id)
 if not r then
   return finish(0)
 end
-drop_holder(id, string.match(r, '^%d+') + 0)
+drop_holder(id, string.match(r, REC_NUMS) + 0)
 add('released', 1)
 if m.qlen > 0 then
   slow()

@@ -1,17 +1,24 @@
 -- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
 -- KEYS: see lib.lua.
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl)
--- Returns {1, expiry ms} when renewed, {0} when the lease is not held.
+-- Returns {1, expiry ms} when renewed; when the lease is not held, {0,
+-- kind, token, detail, time ms} of the event that ended it (see ended()
+-- in lib.lua), or {0} when none is recorded.
 local id, ttl = ARGV[1], ARGV[2] + 0
+-- The meta fields renew reads, with the record, in one HMGET (load()
+-- below, or the fast path, which reads them by position), and what the
+-- fast path read.
+local F = {'qlen', 'minexp'}
+local v
 
+--[[fast]]
 -- Fast path: held, nobody queued, no holder expired, and the record's ttl
 -- unchanged: the same writes as below, straight.
--- (v: the fields load() reads below, in its order.)
-local v = redis.call('HMGET', S, 'qlen', 'minexp', '#' .. id)
+v = redis.call('HMGET', S, F[1], F[2], '#' .. id)
 do
   local minexp = (v[2] or 0) + 0
   if v[3] and (v[1] or 0) + 0 == 0 and now < minexp then
-    local rttl = string.match(v[3], '^%d+ (%d+) ')
+    local _, rttl = string.match(v[3], REC_NUMS)
     if ttl == 0 or rttl == ARGV[2] then
       local exp = now + (ttl == 0 and rttl + 0 or ttl)
       redis.call('ZADD', H, 'XX', string.format('%d', exp), id)
@@ -25,19 +32,24 @@ end
 
 --[[lib]]
 
-load({'qlen', 'minexp'}, id, v)
+load(F, id, v)
 settle()
 local r = record(id)
 if not r then
+  slow()
+  local kind, tok, detail, at = ended(id)
+  if kind then
+    return finish({0, kind, tok, detail, at})
+  end
   return finish({0})
 end
 -- The heartbeat is the expiry minus the record's ttl: rewrite the record
 -- only when the ttl changes.
-local w, rttl, rest = string.match(r, '^(%d+) (%d+) (.*)$')
+local _, rttl = string.match(r, REC_NUMS)
 if ttl == 0 then
   ttl = rttl + 0
 elseif rttl ~= ARGV[2] then
-  set('#' .. id, w .. ' ' .. ARGV[2] .. ' ' .. rest)
+  set('#' .. id, (string.gsub(r, REC_TTL, '%1' .. ARGV[2], 1)))
 end
 local exp = now + ttl
 redis.call('ZADD', H, 'XX', string.format('%d', exp), id)

@@ -12,14 +12,11 @@ local r = record(old)
 if not r then
   return finish({0})
 end
-local w, tok = string.match(r, '^(%d+) %d+ (%d+)')
+local w, _, tok = string.match(r, REC_NUMS)
 slow()
 -- The token grant() will give, for the event, which is written first: a
 -- failed write must leave nothing half done.
-local nxt = get('token') + 1
-if nxt < sec * 1000000 + usec then
-  nxt = sec * 1000000 + usec
-end
+local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
 drop_holder(old, w + 0)
 add('takeovers', 1)

@@ -229,7 +229,20 @@ func readTerminal(master *os.File) func() string {
 	}
 }
 
+// readRecords returns the end records of path, one per finished run.
 func readRecords(t *testing.T, path string) []runner.Record {
+	t.Helper()
+	var out []runner.Record
+	for _, r := range readAllRecords(t, path) {
+		if r.Kind == runner.KindEnd {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// readAllRecords returns every record of path, grant and end.
+func readAllRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -344,7 +357,6 @@ func TestRunExitCodes(t *testing.T) {
 		}{
 			{nil, 73},
 			{[]string{"--if-busy", "fail"}, 73},
-			{[]string{"--if-busy", "skip"}, 75},
 			{[]string{"--if-busy", "wait", "--wait-timeout", "200ms"}, 73},
 		} {
 			args := append(append([]string{"run", "--resource", "heavy"}, tc.flags...), "--", "true")
@@ -357,6 +369,18 @@ func TestRunExitCodes(t *testing.T) {
 				if !strings.Contains(errs, want) {
 					t.Errorf("busy %q: stderr %q lacks %q", tc.flags, errs, want)
 				}
+			}
+		}
+		// A skip is the expected outcome of a cron job: one short line
+		// (no cron mail of five), and nothing with --quiet.
+		code, _, errs = tg.run(t, "run", "--resource", "heavy", "--if-busy", "skip", "--", "true")
+		if want := "governor: heavy is busy: 1 of 1 in use, held by session test-holder; skipped (--if-busy skip)\n"; code != 75 || errs != want {
+			t.Errorf("--if-busy skip: exit %d, stderr %q; want 75 and %q", code, errs, want)
+		}
+		for _, flags := range [][]string{{"--if-busy", "skip"}, {"--if-busy", "fail"}, {"--wait-timeout", "100ms"}} {
+			args := append(append([]string{"run", "--quiet", "--resource", "heavy"}, flags...), "--", "true")
+			if code, out, errs := tg.run(t, args...); (code != 75 && code != 73) || out != "" || errs != "" {
+				t.Errorf("run --quiet %q: exit %d, stdout %q, stderr %q; want 73 or 75 and nothing printed", flags, code, out, errs)
 			}
 		}
 		if st := tg.status(t, g, "heavy"); len(st.Holders) != 1 || len(st.Waiters) != 0 {
@@ -583,7 +607,7 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
 		if err := c.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -652,8 +676,15 @@ func TestRunNested(t *testing.T) {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
 	in, outer := recs[0], recs[1] // the inner run ends first
-	if !in.Nested || in.WaitSeconds != 0 || !in.Resources[0].Nested || outer.Nested || in.Resources[0].Lease != outer.Resources[0].Lease {
+	if !in.Nested || in.WaitSeconds != 0 || !in.Resources[0].Nested || outer.Nested || in.Resources[0].Lease != outer.Resources[0].Lease ||
+		in.OuterRun != outer.ID || outer.OuterRun != "" {
 		t.Fatalf("inner %+v\nouter %+v", in, outer)
+	}
+	// Grant records: the outer run's first, then the inner one's, naming
+	// the outer run.
+	if all := readAllRecords(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
+		all[1].Kind != runner.KindGrant || all[1].ID != in.ID || all[1].OuterRun != outer.ID || !all[1].Nested {
+		t.Fatalf("records %+v", all)
 	}
 	if want := runProject + "/heavy=" + outer.Resources[0].Lease; strings.TrimSpace(out) != want {
 		t.Fatalf("inner child saw GOVERNOR_HELD=%q, want %q", out, want)
@@ -661,6 +692,57 @@ func TestRunNested(t *testing.T) {
 	st := tg.status(t, tg.governor(t), "heavy")
 	if st.Used != 0 || st.Counters.Acquired != 1 || st.Counters.Released != 1 {
 		t.Fatalf("want one grant and one release: %+v", st)
+	}
+}
+
+// SIGKILL of governor while its command runs: the record file keeps the
+// grant record with the wait, and has no end record.
+func TestRunRecordSurvivesSIGKILL(t *testing.T) {
+	tg := fileTarget(t, "")
+	g := tg.governor(t)
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := proctest.NewMarker(t, "govrec")
+	sleep := proctest.MarkedSleep(t, marker)
+	t.Cleanup(func() { proctest.KillMarked(marker) })
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", sleep, "60")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// governor's own command line names the command too: wait for the
+	// process whose argv[0] is the command.
+	eventually(t, 30*time.Second, "the command did not start", func() bool {
+		for _, pid := range proctest.Marked(marker) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.HasPrefix(b, []byte(sleep+"\x00")) {
+				return true
+			}
+		}
+		return false
+	})
+	st := tg.status(t, g, "heavy")
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	all := readAllRecords(t, rec)
+	if len(all) != 1 || all[0].Kind != runner.KindGrant {
+		t.Fatalf("records %+v, want only the grant record; stderr %s", all, &errb)
+	}
+	gr := all[0]
+	if gr.WaitSeconds <= 0 || gr.Nested || len(st.Holders) != 1 || gr.Resources[0].Lease != st.Holders[0].LeaseID || gr.Granted.IsZero() {
+		t.Fatalf("grant record %+v; holders then %+v", gr, st.Holders)
+	}
+	if inv := runner.Invocations(all); len(inv) != 1 || inv[0].Kind != runner.KindGrant || inv[0].Outcome != "" {
+		t.Fatalf("invocations %+v: the killed run must show as never ended", inv)
 	}
 }
 
@@ -754,7 +836,7 @@ func TestRunStatusLine(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,9 +120,8 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 		t.Fatalf("Renew: %v", err)
 	}
 	s.h.Advance(t, time.Second)
-	if _, err := b.Renew(ctxT(t), key, r.ID, 10*time.Second); !errors.Is(err, governor.ErrLeaseLost) {
-		t.Fatalf("renew after expiry: err = %v, want ErrLeaseLost", err)
-	}
+	_, err = b.Renew(ctxT(t), key, r.ID, 10*time.Second)
+	wantEnd(t, "renew after expiry", err, governor.EventExpired, "expired")
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 {
 		t.Fatalf("renew re-acquired an expired lease: %+v", st)
 	}
@@ -371,6 +371,18 @@ func (s *suite) cancel(t *testing.T) {
 	}
 }
 
+// wantEnd checks that err is a *governor.LeaseLostError (so ErrLeaseLost)
+// whose end is an event of kind and whose reason contains reason.
+func wantEnd(t *testing.T, what string, err error, kind, reason string) *governor.LeaseLostError {
+	t.Helper()
+	var lost *governor.LeaseLostError
+	if !errors.Is(err, governor.ErrLeaseLost) || !errors.As(err, &lost) || lost.End.Kind != kind ||
+		!strings.Contains(lost.Reason(), reason) || !strings.Contains(err.Error(), reason) {
+		t.Fatalf("%s: %v; want a *LeaseLostError for a %s event saying %q", what, err, kind, reason)
+	}
+	return lost
+}
+
 func (s *suite) reclaim(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "merge"}
@@ -385,9 +397,8 @@ func (s *suite) reclaim(t *testing.T) {
 	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token); err != nil || !ok {
 		t.Fatalf("reclaim = %v, %v; want true", ok, err)
 	}
-	if _, err := b.Renew(ctxT(t), key, h.ID, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
-		t.Fatalf("renew after reclaim: %v, want ErrLeaseLost", err)
-	}
+	_, err := b.Renew(ctxT(t), key, h.ID, time.Minute)
+	wantEnd(t, "renew after reclaim", err, governor.EventReclaimed, "reclaimed: owner dead")
 	st := mustStatus(t, b, key)
 	if st.Used != 0 || st.Counters.ReclaimedDead != 1 {
 		t.Fatalf("after reclaim: used %d, reclaimed dead %d; want 0, 1", st.Used, st.Counters.ReclaimedDead)
@@ -481,7 +492,7 @@ func (s *suite) counters(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, w, governor.Granted)
-	if err := b.CountLost(ctxT(t), key, "some-lease", 1); err != nil {
+	if err := b.CountLost(ctxT(t), key, "some-lease", 1, "a test"); err != nil {
 		t.Fatal(err)
 	}
 	c := mustStatus(t, b, key).Counters

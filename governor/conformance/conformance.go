@@ -24,6 +24,11 @@ type Harness struct {
 	// RealTime is true when Advance sleeps: the suite then keeps the
 	// amounts of time it skips small.
 	RealTime bool
+	// Corrupt, if set, damages the stored state of key as a foreign
+	// write could: the holder record of lease id (or the whole state)
+	// no longer parses. The suite then checks that the damage is a
+	// governor.ErrBackend that ends a wait.
+	Corrupt func(t *testing.T, key governor.Key, leaseID string)
 }
 
 // Run runs the whole suite.
@@ -68,6 +73,9 @@ func Run(t *testing.T, h Harness) {
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
 		{"GovernorTakeover", s.governorTakeover},
+		{"CloseEndsWaits", s.closeEndsWaits},
+		{"UseAfterClose", s.useAfterClose},
+		{"MalformedStateEndsWait", s.malformedStateEndsWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

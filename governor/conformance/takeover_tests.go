@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,8 +37,11 @@ func (s *suite) backendTakeover(t *testing.T) {
 	if len(st.Waiters) != 1 || st.Counters.Takeovers != 1 {
 		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
 	}
-	if _, err := b.Renew(ctxT(t), key, old.ID, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
-		t.Fatalf("old holder's renew: %v, want ErrLeaseLost", err)
+	// The old holder's renewal fails, saying who took the lease.
+	_, err = b.Renew(ctxT(t), key, old.ID, time.Minute)
+	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
+		!strings.Contains(lost.Reason(), nu.ID) {
+		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
 	}
 	if err := b.Release(ctxT(t), key, old.ID); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("old holder's release: %v, want ErrNotHeld", err)
@@ -152,8 +156,29 @@ func (s *suite) governorTakeover(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the old holder never learned its lease was taken over")
 	}
-	if !errors.Is(l.Err(), governor.ErrLeaseLost) {
-		t.Fatalf("old holder Err = %v", l.Err())
+	// It learned why: the takeover, and who took it; and its lost
+	// event says so too.
+	wantEnd(t, "old holder's Err", l.Err(), governor.EventTakeover, "taken over by session relay-2")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		evs, err := g.Events(ctxT(t), "lifecycle", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lost *governor.Event
+		for i := range evs {
+			if evs[i].Kind == governor.EventLost && evs[i].LeaseID == l.ID() {
+				lost = &evs[i]
+			}
+		}
+		if lost != nil {
+			if !strings.Contains(lost.Detail, "taken over by session relay-2") || !strings.Contains(lost.Detail, ls[0].ID()) {
+				t.Fatalf("the old holder's lost event says %q; want the takeover by session relay-2, lease %s", lost.Detail, ls[0].ID())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lost event for %s: %+v", l.ID(), evs)
+		}
 	}
 	if err := ls[0].Release(); err != nil {
 		t.Fatal(err)

@@ -176,8 +176,8 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			}
 			check := func(op string, err error) {
 				t.Helper()
-				if !errors.Is(err, filebackend.ErrCorrupt) || !strings.Contains(err.Error(), path) ||
-					!strings.Contains(err.Error(), "move the file aside") {
+				if !errors.Is(err, filebackend.ErrCorrupt) || !errors.Is(err, governor.ErrBackend) ||
+					!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file aside") {
 					t.Fatalf("%s on a corrupt state: %v", op, err)
 				}
 			}
@@ -188,7 +188,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			check("Release", b.Release(ctxT(t), key, "a"))
 			_, err = b.Renew(ctxT(t), key, "a", time.Minute)
 			check("Renew", err)
-			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1))
+			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1, "a test"))
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, []byte(c.data)) {
 				t.Fatalf("the corrupt file was changed: %q, %v", got, err)

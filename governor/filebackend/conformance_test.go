@@ -1,6 +1,8 @@
 package filebackend_test
 
 import (
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,5 +43,10 @@ func TestConformance(t *testing.T) {
 			return open(t, dir, filebackend.Options{Clock: clock.now})
 		},
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
+		Corrupt: func(t *testing.T, key governor.Key, _ string) {
+			if err := os.WriteFile(filepath.Join(dir, key.Project, key.Resource, "state"), []byte("{"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }

@@ -27,6 +27,27 @@ func (t *tx) event(kind, id string, token int64, detail string) {
 	t.dirty = true
 }
 
+// lost is the error of a renewal of lease id, which st no longer holds:
+// a *governor.LeaseLostError naming the last event that ended it, or
+// governor.ErrLeaseLost when none is recorded.
+func (st *state) lost(key governor.Key, id string) error {
+	for i := len(st.Events) - 1; i >= 0; i-- {
+		e := st.Events[i]
+		if e.Lease != id {
+			continue
+		}
+		switch e.Kind {
+		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired:
+			return &governor.LeaseLostError{Resource: key.Resource, LeaseID: id, End: e.public()}
+		}
+	}
+	return governor.ErrLeaseLost
+}
+
+func (e event) public() governor.Event {
+	return governor.Event{At: time.Unix(0, e.At), Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail}
+}
+
 // Takeover implements governor.Backend.
 func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
 	if b.isClosed() {
@@ -52,8 +73,7 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	t.dropHolder(i)
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
-	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s, token %d",
-		req.Declaration.Session, req.Declaration.PID, req.Declaration.Host, req.ID, h.Token))
+	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)
 	if err := t.commit(); err != nil {
@@ -110,11 +130,10 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 	}
 	var out []governor.Event
 	for _, e := range st.Events {
-		at := time.Unix(0, e.At)
-		if at.Before(since) {
+		if time.Unix(0, e.At).Before(since) {
 			continue
 		}
-		out = append(out, governor.Event{At: at, Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail})
+		out = append(out, e.public())
 	}
 	return out, nil
 }

@@ -593,7 +593,7 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 		if err := t.commit(); err != nil {
 			return time.Time{}, err
 		}
-		return time.Time{}, governor.ErrLeaseLost
+		return time.Time{}, t.st.lost(key, id)
 	}
 	if ttl == 0 {
 		ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
@@ -701,7 +701,7 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 }
 
 // CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	if b.isClosed() {
 		return governor.ErrClosed
 	}
@@ -711,7 +711,7 @@ func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, to
 	}
 	defer t.end()
 	t.settle()
-	t.event(governor.EventLost, id, token, "the holder could not renew in time")
+	t.event(governor.EventLost, id, token, reason)
 	t.st.Counters.Lost++
 	t.dirty = true
 	return t.commit()

@@ -12,8 +12,9 @@ import (
 )
 
 // ErrCorrupt is matched (errors.Is) by the error about a state file that
-// does not parse or contradicts itself. The file is left as it was.
-var ErrCorrupt = errors.New("governor: file backend: corrupt state")
+// does not parse or contradicts itself. The file is left as it was. It
+// is a governor.ErrBackend: retrying cannot cure it.
+var ErrCorrupt = fmt.Errorf("%w: file backend: corrupt state", governor.ErrBackend)
 
 const stateVersion = 1
 

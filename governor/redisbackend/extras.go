@@ -25,39 +25,60 @@ func SeqKey(project, name string) string {
 
 // Takeover implements governor.Backend.
 func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
+	if b.closed.Load() {
+		return governor.Result{}, governor.ErrClosed
+	}
 	decl, err := b.declJSON(req.Declaration)
 	if err != nil {
 		return governor.Result{}, err
 	}
-	d := req.Declaration
-	detail := fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
-	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl, detail).Slice()
+	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl,
+		governor.TakeoverDetail(req)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)
 	}
-	if len(v) != 3 || toInt(v[0]) != 1 {
+	r := &reader{op: "takeover", key: key}
+	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
+		if r.err != nil {
+			return governor.Result{}, r.err
+		}
 		return governor.Result{}, governor.ErrNotHeld
 	}
-	return governor.Result{Outcome: governor.Granted, Token: atoi(toString(v[1])), Expires: time.UnixMilli(atoi(toString(v[2])))}, nil
+	if !r.length(v, 3, false) {
+		return governor.Result{}, r.err
+	}
+	res := governor.Result{Outcome: governor.Granted, Token: r.int(v[1], "the token"), Expires: time.UnixMilli(r.int(v[2], "the expiry"))}
+	return res, r.err
 }
 
 // NextSeq implements governor.Backend.
 func (b *Backend) NextSeq(ctx context.Context, project, name string, token int64) (int64, error) {
+	if b.closed.Load() {
+		return 0, governor.ErrClosed
+	}
 	v, err := seqScript.Run(ctx, b.rdb, []string{SeqKey(project, name)}, strconv.FormatInt(token, 10)).Slice()
 	if err != nil {
 		return 0, wrap("seq", err)
 	}
-	if len(v) != 2 {
-		return 0, fmt.Errorf("governor: redis: short seq reply")
+	r := &reader{op: "seq", key: governor.Key{Project: project, Resource: "seq:" + name}}
+	if !r.length(v, 2, false) {
+		return 0, r.err
 	}
-	if toInt(v[0]) != 1 {
-		return 0, fmt.Errorf("%w: token %d is older than %s, already used for sequence %s", governor.ErrStaleToken, token, toString(v[1]), name)
+	ok, n := r.int(v[0], "the code"), r.int(v[1], "the number")
+	if r.err != nil {
+		return 0, r.err
 	}
-	return toInt(v[1]), nil
+	if ok != 1 {
+		return 0, fmt.Errorf("%w: token %d is older than %d, already used for sequence %s", governor.ErrStaleToken, token, n, name)
+	}
+	return n, nil
 }
 
 // Events implements governor.Backend: the resource's capped stream.
 func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time) ([]governor.Event, error) {
+	if b.closed.Load() {
+		return nil, governor.ErrClosed
+	}
 	start := "-"
 	if !since.IsZero() {
 		start = strconv.FormatInt(since.UnixMilli(), 10)
@@ -66,19 +87,20 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 	if err != nil {
 		return nil, wrap("events", err)
 	}
+	r := &reader{op: "events", key: key}
 	out := make([]governor.Event, 0, len(msgs))
 	for _, m := range msgs {
-		e := governor.Event{Kind: str(m.Values["kind"]), LeaseID: str(m.Values["lease"]), Detail: str(m.Values["detail"])}
-		e.Token = atoi(str(m.Values["token"]))
-		e.At = time.UnixMilli(atoi(str(m.Values["at"])))
+		e := governor.Event{Kind: r.str(m.Values["kind"], "the kind of event "+m.ID),
+			LeaseID: r.str(m.Values["lease"], "the lease of event "+m.ID),
+			Detail:  r.str(m.Values["detail"], "the detail of event "+m.ID)}
+		e.Token = r.int(m.Values["token"], "the token of event "+m.ID)
+		e.At = time.UnixMilli(r.int(m.Values["at"], "the time of event "+m.ID))
 		out = append(out, e)
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
 	return out, nil
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
 }
 
 // eventsKey is the resource's event stream (the last of Keys).

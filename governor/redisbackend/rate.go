@@ -29,26 +29,38 @@ func rateArgs(l governor.RateLimit, cost int64) []any {
 
 // RateReserve implements governor.RateBackend.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	if b.closed.Load() {
+		return governor.RateResult{}, governor.ErrClosed
+	}
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
 	v, err := rateScript.Run(ctx, b.rdb, RateKeys(req.Key), args...).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
-	if len(v) != 4 {
-		return governor.RateResult{}, fmt.Errorf("governor: redis: short rate reply")
+	r := &reader{op: "rate reserve", key: req.Key}
+	if !r.length(v, 4, false) {
+		return governor.RateResult{}, r.err
 	}
-	retry := atoi(toString(v[1]))
+	res := governor.RateResult{Allowed: r.int(v[0], "the verdict") == 1, RemainingRequests: r.int(v[2], "the requests left"),
+		RemainingTokens: r.int(v[3], "the tokens left")}
+	retry := r.int(v[1], "the retry time")
+	if r.err != nil {
+		return governor.RateResult{}, r.err
+	}
 	if retry < 0 {
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
-	return governor.RateResult{Allowed: toInt(v[0]) == 1, RetryAfter: usec(retry),
-		RemainingRequests: atoi(toString(v[2])), RemainingTokens: atoi(toString(v[3]))}, nil
+	res.RetryAfter = usec(retry)
+	return res, nil
 }
 
 // RateAdjust implements governor.RateBackend.
 func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	args := append([]any{"adjust"}, rateArgs(governor.RateLimit{}, 0)...)
 	args = append(args, rateArgs(tokens, delta)...)
 	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())

@@ -5,12 +5,14 @@
 package redisbackend
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,8 +50,10 @@ type Backend struct {
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
 	waiters map[string]chan struct{}
-	closed  bool
 	done    chan struct{}
+	// closed: every call after Close is governor.ErrClosed, even on a
+	// client that stays open (it belongs to the caller).
+	closed atomic.Bool
 
 	// keys caches each resource's keys (governor.Key -> *resourceKeys),
 	// saving seven allocations per call; it holds one small entry per
@@ -85,6 +89,9 @@ func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
 // closes the subscription; rdb stays the caller's unless OwnClient is
 // given (and, when New fails, in any case).
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backend, error) {
+	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
+		return nil, fmt.Errorf("%w: nil Redis client %T; pass the client of redis.NewClient or NewClient", governor.ErrInvalid, rdb)
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
@@ -223,6 +230,9 @@ func (b *Backend) declJSON(d governor.Declaration) (string, error) {
 
 // Acquire implements governor.Backend.
 func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if b.closed.Load() {
+		return governor.Result{}, governor.ErrClosed
+	}
 	decl, err := b.declJSON(req.Declaration)
 	if err != nil {
 		return governor.Result{}, err
@@ -243,83 +253,43 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r)
-	return parseReply(req.Key, v)
-}
-
-func parseReply(key governor.Key, v []any) (governor.Result, error) {
-	var r governor.Result
-	if len(v) == 3 && toInt(v[0]) == 1 {
-		r.Outcome = governor.Granted
-		r.Token = toInt(v[1])
-		r.Expires = time.UnixMilli(toInt(v[2]))
-		return r, nil
-	}
-	if len(v) < 9 {
-		return r, fmt.Errorf("governor: redis: short acquire reply (%d fields)", len(v))
-	}
-	code := toInt(v[0])
-	st := governor.Status{Key: key, Limit: int(toInt(v[4])), Used: int(toInt(v[5])), DriftLimit: int(toInt(v[7])),
-		Now: time.UnixMilli(toInt(v[8]))}
-	switch code {
-	case 0:
-		r.Outcome = governor.Refused
-	case 2:
-		r.Outcome = governor.Queued
-		r.Position = int(toInt(v[3]))
-	case -1:
-		return r, fmt.Errorf("%w: the limit in force for %s is %d", governor.ErrTooHeavy, key.Resource, st.Limit)
-	default:
-		return r, fmt.Errorf("governor: redis: unknown acquire code %d", code)
-	}
-	// The queue is reported by length only; Status lists it in full.
-	st.Waiters = make([]governor.Waiter, toInt(v[6]))
-	hs, err := parseHolders(v[9:])
-	if err != nil {
-		return r, err
-	}
-	st.Holders = hs
-	r.Status = st
-	return r, nil
-}
-
-// parseHolders reads (id, record, expiry) triples; a record is
-// "weight ttl_ms token acquired_ms declaration", and the last heartbeat
-// is the expiry minus the ttl.
-func parseHolders(v []any) ([]governor.Holder, error) {
-	var hs []governor.Holder
-	for i := 0; i+2 < len(v); i += 3 {
-		exp := toInt(v[i+2])
-		h := governor.Holder{LeaseID: toString(v[i]), Expires: time.UnixMilli(exp)}
-		f := strings.SplitN(toString(v[i+1]), " ", 5)
-		if len(f) != 5 {
-			return nil, fmt.Errorf("governor: redis: corrupt record of lease %s", h.LeaseID)
-		}
-		h.Weight = int(atoi(f[0]))
-		h.Heartbeat = time.UnixMilli(exp - atoi(f[1]))
-		h.Token = atoi(f[2])
-		h.AcquiredAt = time.UnixMilli(atoi(f[3]))
-		if err := json.Unmarshal([]byte(f[4]), &h.Declaration); err != nil {
-			return nil, fmt.Errorf("governor: redis: corrupt declaration of lease %s: %w", h.LeaseID, err)
-		}
-		hs = append(hs, h)
-	}
-	return hs, nil
+	return acquireReply(req.Key, v)
 }
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+	if b.closed.Load() {
+		return time.Time{}, governor.ErrClosed
+	}
 	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds()).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
-	if len(v) < 2 || toInt(v[0]) != 1 {
-		return time.Time{}, governor.ErrLeaseLost
+	r := &reader{op: "renew", key: key}
+	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
+		if r.err != nil || len(v) == 1 {
+			return time.Time{}, cmp.Or(r.err, governor.ErrLeaseLost)
+		}
+		// The event that ended the lease.
+		if !r.length(v, 5, false) {
+			return time.Time{}, r.err
+		}
+		e := governor.Event{Kind: r.str(v[1], "the kind of its end"), LeaseID: id, Token: r.int(v[2], "the token of its end"),
+			Detail: r.str(v[3], "the detail of its end"), At: time.UnixMilli(r.int(v[4], "the time of its end"))}
+		return time.Time{}, cmp.Or(r.err, error(&governor.LeaseLostError{Resource: key.Resource, LeaseID: id, End: e}))
 	}
-	return time.UnixMilli(toInt(v[1])), nil
+	if !r.length(v, 2, false) {
+		return time.Time{}, r.err
+	}
+	exp := r.int(v[1], "the expiry")
+	return time.UnixMilli(exp), r.err
 }
 
 // Release implements governor.Backend.
 func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id).Int()
 	if err != nil {
 		return wrap("release", err)
@@ -332,11 +302,17 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id string) erro
 
 // Cancel implements governor.Backend.
 func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
 	return wrap("cancel", cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id).Err())
 }
 
 // Reclaim implements governor.Backend.
 func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+	if b.closed.Load() {
+		return false, governor.ErrClosed
+	}
 	n, err := reclaimScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Int()
 	if err != nil {
 		return false, wrap("reclaim", err)
@@ -345,70 +321,30 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 }
 
 // CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64) error {
-	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Err())
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
+	return wrap("count lost", lostScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10), reason).Err())
 }
 
 // Status implements governor.Backend.
 func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
+	if b.closed.Load() {
+		return governor.Status{}, governor.ErrClosed
+	}
 	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).keys).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
 	}
-	if len(v) != 4 {
-		return governor.Status{}, fmt.Errorf("governor: redis: short status reply")
-	}
-	st := governor.Status{Key: key, Now: time.UnixMilli(toInt(v[0]))}
-	meta, _ := v[1].([]any)
-	for i := 0; i+1 < len(meta); i += 2 {
-		n := atoi(toString(meta[i+1]))
-		switch toString(meta[i]) {
-		case "limit":
-			st.Limit = int(n)
-		case "drift":
-			st.DriftLimit = int(n)
-		case "acquired":
-			st.Counters.Acquired = n
-		case "busy":
-			st.Counters.Busy = n
-		case "waited":
-			st.Counters.Waited = n
-		case "released":
-			st.Counters.Released = n
-		case "lost":
-			st.Counters.Lost = n
-		case "reclaimed_expiry":
-			st.Counters.ReclaimedExpiry = n
-		case "reclaimed_dead":
-			st.Counters.ReclaimedDead = n
-		case "takeovers":
-			st.Counters.Takeovers = n
-		}
-	}
-	hv, _ := v[2].([]any)
-	if st.Holders, err = parseHolders(hv); err != nil {
-		return st, err
-	}
-	for _, h := range st.Holders {
-		st.Used += h.Weight
-	}
-	wv, _ := v[3].([]any)
-	for i := 0; i+1 < len(wv); i += 2 {
-		w := governor.Waiter{ID: toString(wv[i])}
-		// "weight ttl enqueued channel declaration"
-		f := strings.SplitN(toString(wv[i+1]), " ", 5)
-		if len(f) == 5 {
-			w.Weight = int(atoi(f[0]))
-			w.EnqueuedAt = time.UnixMilli(atoi(f[2]))
-			_ = json.Unmarshal([]byte(f[4]), &w.Declaration)
-		}
-		st.Waiters = append(st.Waiters, w)
-	}
-	return st, nil
+	return statusReply(key, v)
 }
 
 // Resources implements governor.Backend.
 func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	if b.closed.Load() {
+		return nil, governor.ErrClosed
+	}
 	names, err := b.rdb.SMembers(ctx, indexKey(project)).Result()
 	if err != nil {
 		return nil, wrap("resources", err)
@@ -418,15 +354,12 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 
 // Close implements governor.Backend: it ends the subscription, and closes
 // the Redis client too when New was given OwnClient (otherwise the client
-// stays open: it belongs to the caller).
+// stays open: it belongs to the caller). Every call after it is
+// governor.ErrClosed.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if b.closed.Swap(true) {
 		return nil
 	}
-	b.closed = true
-	b.mu.Unlock()
 	err := b.pubsub.Close()
 	<-b.done
 	if b.ownClient {
@@ -464,29 +397,4 @@ func isTransient(msg string) bool {
 		}
 	}
 	return false
-}
-
-func toInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		return atoi(x)
-	}
-	return 0
-}
-
-func toString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
-}
-
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
 }

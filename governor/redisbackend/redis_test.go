@@ -49,6 +49,18 @@ func (c *miniClock) advance(d time.Duration) {
 	c.m.FastForward(d)
 }
 
+// corrupter returns a Harness.Corrupt that overwrites a holder record
+// through a client made by dial.
+func corrupter(dial func() redis.UniversalClient) func(t *testing.T, key governor.Key, id string) {
+	return func(t *testing.T, key governor.Key, id string) {
+		rdb := dial()
+		defer rdb.Close()
+		if err := rdb.HSet(context.Background(), redisbackend.Keys(key)[1], "#"+id, "garbage").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestConformanceMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
@@ -56,6 +68,7 @@ func TestConformanceMiniredis(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		Open:    func(t *testing.T) governor.Backend { return open(t, m.Addr()) },
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
+		Corrupt: func(t *testing.T, key governor.Key, id string) { m.HSet(redisbackend.Keys(key)[1], "#"+id, "garbage") },
 	})
 }
 
@@ -65,6 +78,7 @@ func TestConformanceRealRedis(t *testing.T) {
 		Open:     func(t *testing.T) governor.Backend { return open(t, s.Addr) },
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
+		Corrupt:  corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 	})
 }
 
@@ -80,6 +94,9 @@ func TestConformanceRealCluster(t *testing.T) {
 		},
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
+		Corrupt: corrupter(func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		}),
 	})
 	// The suite's resources must have landed on more than one node, or
 	// this was a single-node test in disguise.

@@ -79,8 +79,16 @@
 //
 // # Records
 //
-// With --record FILE.jsonl, one [Record] per invocation is appended with a
+// With --record FILE.jsonl, each invocation appends a grant [Record] once
+// every slot is in hand (before the command starts: the wait, measured on
+// the monotonic clock, is then on file even if governor is killed with
+// SIGKILL), and an end Record once everything is released. Each is a
 // single write(2) on an O_APPEND descriptor, so concurrent runs never
-// interleave and earlier lines are never rewritten. The file is opened
-// before anything is acquired: a bad path fails the run (125) at once.
+// interleave and earlier lines are never rewritten. A run inside another
+// governor run names it (Record.OuterRun), so a nested run's own zero wait
+// is told apart from the outer run's. The file is opened before anything
+// is acquired, without following a symbolic link, without blocking, and
+// only if it is a regular file (created 0600): a bad path fails the run
+// (125) at once. [ReadRecords] reads both kinds; [Invocations] folds them
+// into one per run.
 package runner

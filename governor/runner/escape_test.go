@@ -19,6 +19,7 @@ func TestHostileHolderEscaped(t *testing.T) {
 	}}}
 	safetexttest.Check(t, "status line", renderStatus("heavy", governor.Result{Outcome: governor.Queued, Position: 1, Status: st}, time.Second))
 	var b bytes.Buffer
-	WriteRefusal(&b, "p", "heavy", st)
+	WriteRefusal(&b, "heavy", st)
 	safetexttest.Check(t, "refusal", b.String())
+	safetexttest.Check(t, "skip", Refused(&governor.BusyError{Resource: "heavy", Status: st}, true).Error())
 }

@@ -71,7 +71,20 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 	}, &stdout, &stderr
 }
 
+// records returns the end records of path.
 func records(t *testing.T, path string) []runner.Record {
+	t.Helper()
+	var out []runner.Record
+	for _, r := range allRecords(t, path) {
+		if r.Kind == runner.KindEnd {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// allRecords returns every record of path, grant and end.
+func allRecords(t *testing.T, path string) []runner.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -151,8 +164,15 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 		if code := runner.Run(context.Background(), o); code != tc.code {
 			t.Fatalf("--if-busy %q --wait-timeout %v: exit %d, want %d; stderr %s", tc.ifBusy, tc.wait, code, tc.code, stderr)
 		}
-		for _, want := range []string{"held by session holder-session", "since", "last heartbeat", "expires in",
-			"governor takeover heavy --lease " + l.ID() + " --project " + project} {
+		wants := []string{"held by session holder-session", "since", "last heartbeat", "expires in",
+			"governor takeover heavy --lease " + l.ID() + " --project " + project}
+		if tc.ifBusy == "skip" { // the expected outcome: one line
+			wants = []string{"governor: heavy is busy: 1 of 1 in use, held by session holder-session; skipped (--if-busy skip)\n"}
+			if n := strings.Count(stderr.String(), "\n"); n != 1 {
+				t.Errorf("--if-busy skip: %d lines on stderr, want 1:\n%s", n, stderr)
+			}
+		}
+		for _, want := range wants {
 			if !strings.Contains(stderr.String(), want) {
 				t.Errorf("--if-busy %q: stderr %q lacks %q", tc.ifBusy, stderr, want)
 			}
@@ -186,9 +206,14 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if got := strings.TrimSpace(stdout.String()); got != held {
 		t.Fatalf("child saw GOVERNOR_HELD=%q, want the ancestor's %q", got, held)
 	}
-	rec := records(t, o.Record)[0]
-	if !rec.Nested || rec.WaitSeconds != 0 || !rec.Resources[0].Nested || rec.Resources[0].Lease != l.ID() {
-		t.Fatalf("record %+v", rec)
+	all := allRecords(t, o.Record)
+	if len(all) != 2 || all[0].Kind != runner.KindGrant || all[1].Kind != runner.KindEnd {
+		t.Fatalf("records %+v, want a grant and an end", all)
+	}
+	for _, rec := range all {
+		if !rec.Nested || rec.WaitSeconds != 0 || !rec.Resources[0].Nested || rec.Resources[0].Lease != l.ID() || rec.OuterRun != "outer" {
+			t.Fatalf("record %+v", rec)
+		}
 	}
 	st := status(t, f, "heavy")
 	if len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() || st.Counters.Acquired != 1 || st.Counters.Released != 0 {

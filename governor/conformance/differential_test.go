@@ -1,0 +1,343 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// TestDifferential drives the file backend, miniredis and a real Redis
+// with the same random operation sequences and compares everything they
+// answer: outcomes, errors by class, queue positions, used and limit,
+// holders and their weights, waiters in order, counters and events.
+// Tokens and times differ between stores, so they are compared by
+// relation: each store's tokens increase with every grant, and a
+// takeover's token is above the lease it replaced. Leases and queue
+// entries live long enough that nothing expires: real Redis's clock
+// cannot be moved.
+//
+// GOVERNOR_DIFF_SEED=N replays the sequence of one seed (printed on
+// failure); GOVERNOR_DIFF_ROUNDS sets how many sequences run.
+func TestDifferential(t *testing.T) {
+	rounds, steps := 6, 60
+	if n, err := strconv.Atoi(os.Getenv("GOVERNOR_DIFF_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("GOVERNOR_DIFF_SEED"), 10, 64); err == nil {
+		seed, rounds = s, 1
+	}
+	m := miniredis.RunT(t)
+	server := redistest.Start(t)
+	dir := t.TempDir()
+	stores := []struct {
+		name string
+		open func(t *testing.T) governor.Backend
+	}{
+		{"file", func(t *testing.T) governor.Backend {
+			b, err := filebackend.New(dir, filebackend.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+		{"miniredis", func(t *testing.T) governor.Backend { return openRedis(t, m.Addr()) }},
+		{"redis", func(t *testing.T) governor.Backend { return openRedis(t, server.Addr) }},
+	}
+	for r := range rounds {
+		s := seed + uint64(r)
+		ops := diffOps(rand.New(rand.NewPCG(s, 0)), steps)
+		project := fmt.Sprintf("diff-%d", s)
+		var runs []*diffRun
+		for _, st := range stores {
+			b := st.open(t)
+			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}}
+			for _, op := range ops {
+				run.do(op)
+			}
+			_ = b.Close()
+			runs = append(runs, run)
+		}
+		for _, run := range runs {
+			if run.broken != "" {
+				t.Fatalf("seed %d (GOVERNOR_DIFF_SEED=%d to replay): %s: %s", s, s, run.store, run.broken)
+			}
+		}
+		for i, want := range runs[0].log {
+			for _, run := range runs[1:] {
+				if got := run.log[i]; got != want {
+					t.Fatalf("seed %d (GOVERNOR_DIFF_SEED=%d to replay), step %d, %s:\n%s: %s\n%s: %s",
+						s, s, i, ops[i], runs[0].store, want, run.store, got)
+				}
+			}
+		}
+	}
+}
+
+func openRedis(t *testing.T, addr string) governor.Backend {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	b, err := redisbackend.New(context.Background(), rdb, redisbackend.OwnClient())
+	if err != nil {
+		_ = rdb.Close()
+		t.Fatal(err)
+	}
+	return b
+}
+
+// diffOp is one step: an operation on one resource, naming leases by
+// logical ids (the same on every store).
+type diffOp struct {
+	kind     string // acquire, poll, renew, release, cancel, reclaim, takeover
+	resource string
+	id       string // the lease or waiter
+	newID    string // takeover: the new lease
+	limit    int
+	weight   int
+	wait     bool
+	ttl      time.Duration // renew
+	badToken bool          // reclaim with a token the lease does not hold
+}
+
+func (o diffOp) String() string {
+	switch o.kind {
+	case "acquire":
+		return fmt.Sprintf("acquire %s/%s limit %d weight %d wait %v", o.resource, o.id, o.limit, o.weight, o.wait)
+	case "takeover":
+		return fmt.Sprintf("takeover %s/%s by %s", o.resource, o.id, o.newID)
+	case "renew":
+		return fmt.Sprintf("renew %s/%s ttl %v", o.resource, o.id, o.ttl)
+	case "reclaim":
+		return fmt.Sprintf("reclaim %s/%s bad token %v", o.resource, o.id, o.badToken)
+	}
+	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
+}
+
+// diffOps draws n steps. Ids already sent are reused by the steps that
+// name a lease (and "ghost", never sent, sometimes).
+func diffOps(rng *rand.Rand, n int) []diffOp {
+	resources := []string{"r1", "r2"}
+	sent := map[string][]string{}
+	var ops []diffOp
+	for i := range n {
+		res := resources[rng.IntN(len(resources))]
+		pick := func() string {
+			ids := sent[res]
+			if len(ids) == 0 || rng.IntN(10) == 0 {
+				return "ghost"
+			}
+			return ids[rng.IntN(len(ids))]
+		}
+		fresh := func() string {
+			id := fmt.Sprintf("l%02d", i)
+			sent[res] = append(sent[res], id)
+			return id
+		}
+		op := diffOp{resource: res}
+		switch k := rng.IntN(20); {
+		case k < 7:
+			op.kind, op.id, op.wait = "acquire", fresh(), rng.IntN(2) == 0
+			op.limit, op.weight = 3, 1+rng.IntN(3)
+			if rng.IntN(12) == 0 {
+				op.limit = 4 // another limit: drift, or a change when idle
+			}
+			if rng.IntN(15) == 0 {
+				op.weight = 5 // above any limit
+			}
+		case k < 9:
+			op.kind, op.id = "poll", pick()
+		case k < 11:
+			op.kind, op.id = "renew", pick()
+			op.ttl = []time.Duration{0, time.Minute, 2 * time.Minute}[rng.IntN(3)]
+		case k < 15:
+			op.kind, op.id = "release", pick()
+		case k < 17:
+			op.kind, op.id = "cancel", pick()
+		case k < 18:
+			op.kind, op.id, op.badToken = "reclaim", pick(), rng.IntN(3) == 0
+		default:
+			op.kind, op.id = "takeover", pick()
+			op.newID = fresh()
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// diffRun is one store's run of a sequence: the log of what it answered,
+// in a form that is the same on every store that behaves alike.
+type diffRun struct {
+	store   string
+	b       governor.Backend
+	project string
+	// tokens: each granted lease's token on this store; last: the
+	// highest token given per resource.
+	tokens map[string]int64
+	last   map[string]int64
+	log    []string
+	// broken: a relation this store broke on its own (tokens).
+	broken string
+}
+
+func (r *diffRun) key(res string) governor.Key {
+	return governor.Key{Project: r.project, Resource: res}
+}
+
+func (r *diffRun) request(o diffOp, id string, isNew bool) governor.Request {
+	mode := governor.Fail
+	if o.wait {
+		mode = governor.Wait
+	}
+	return governor.Request{Key: r.key(o.resource), ID: id, Limit: o.limit, Weight: o.weight, TTL: 10 * time.Minute,
+		Mode: mode, QueueTTL: 10 * time.Minute, New: isNew,
+		Declaration: governor.Declaration{Session: "diff", Host: "h"}}
+}
+
+// granted records a grant's token. A grant made by this very call (not
+// one handed to a waiter earlier and claimed now) must be above every
+// token seen before on the resource. (A poll may also be a new grant: an
+// id that is neither queued nor held is queued or granted again.)
+func (r *diffRun) granted(res, id string, tok int64, now bool) {
+	if now && tok <= r.last[res] && r.broken == "" {
+		r.broken = fmt.Sprintf("lease %s of %s got token %d, not above %d given before", id, res, tok, r.last[res])
+	}
+	r.last[res] = max(r.last[res], tok)
+	r.tokens[res+"/"+id] = tok
+}
+
+func (r *diffRun) do(o diffOp) {
+	ctx := context.Background()
+	key := r.key(o.resource)
+	var out string
+	switch o.kind {
+	case "acquire", "poll":
+		req := r.request(o, o.id, o.kind == "acquire")
+		if o.kind == "poll" {
+			// Re-sent as the waiter it may be; weight and limit do not
+			// matter to a waiter already queued or granted.
+			req.Limit, req.Weight, req.Mode = 3, 1, governor.Wait
+		}
+		res, err := r.b.Acquire(ctx, req)
+		if err == nil && res.Outcome == governor.Granted {
+			r.granted(o.resource, o.id, res.Token, o.kind == "acquire")
+		}
+		out = fmt.Sprintf("%s %v position %d", errClass(err), res.Outcome, res.Position)
+		if err == nil && res.Outcome != governor.Granted {
+			out += " " + summary(res.Status, true)
+		}
+	case "renew":
+		_, err := r.b.Renew(ctx, key, o.id, o.ttl)
+		out = errClass(err)
+	case "release":
+		out = errClass(r.b.Release(ctx, key, o.id))
+	case "cancel":
+		out = errClass(r.b.Cancel(ctx, key, o.id))
+	case "reclaim":
+		tok := r.tokens[o.resource+"/"+o.id]
+		if o.badToken {
+			tok++
+		}
+		ok, err := r.b.Reclaim(ctx, key, o.id, tok)
+		out = fmt.Sprintf("%s %v", errClass(err), ok)
+	case "takeover":
+		req := r.request(diffOp{resource: o.resource, limit: 3, weight: 1}, o.newID, true)
+		res, err := r.b.Takeover(ctx, key, o.id, req)
+		if err == nil {
+			if old := r.tokens[o.resource+"/"+o.id]; res.Token <= old && r.broken == "" {
+				r.broken = fmt.Sprintf("takeover token %d not above the old lease's %d", res.Token, old)
+			}
+			r.granted(o.resource, o.newID, res.Token, true)
+		}
+		out = fmt.Sprintf("%s %v", errClass(err), res.Outcome)
+	}
+	st, err := r.b.Status(ctx, key)
+	if err != nil {
+		out += " status " + errClass(err)
+	} else {
+		out += " | " + summary(st, false)
+	}
+	evs, err := r.b.Events(ctx, key, time.Time{})
+	if err != nil {
+		out += " events " + errClass(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.LeaseID)
+	}
+	r.log = append(r.log, out+" | events "+strings.Join(kinds, " ")+" | by token "+r.byToken())
+}
+
+// byToken lists the leases seen granted in the order of their tokens:
+// tokens differ between stores, their order must not.
+func (r *diffRun) byToken() string {
+	ids := make([]string, 0, len(r.tokens))
+	for id := range r.tokens {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return r.tokens[ids[i]] < r.tokens[ids[j]] })
+	return strings.Join(ids, " ")
+}
+
+// summary is what two stores must agree on in a status: holders by id
+// (expiry order depends on clock resolution), waiters in queue order.
+// A refusal's status lists the queue by length only.
+func summary(st governor.Status, refusal bool) string {
+	var hs []string
+	for _, h := range st.Holders {
+		hs = append(hs, fmt.Sprintf("%s:%d", h.LeaseID, h.Weight))
+	}
+	sort.Strings(hs)
+	var ws []string
+	for _, w := range st.Waiters {
+		if refusal {
+			ws = append(ws, "?")
+		} else {
+			ws = append(ws, fmt.Sprintf("%s:%d", w.ID, w.Weight))
+		}
+	}
+	s := fmt.Sprintf("limit %d used %d drift %d holders [%s] waiters [%s]", st.Limit, st.Used, st.DriftLimit,
+		strings.Join(hs, " "), strings.Join(ws, " "))
+	if !refusal {
+		s += fmt.Sprintf(" counters %+v", st.Counters)
+	}
+	return s
+}
+
+// errClass names an error by the sentinel it matches.
+func errClass(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var lost *governor.LeaseLostError
+	if errors.As(err, &lost) {
+		return "lost(" + lost.End.Kind + ")"
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"busy", governor.ErrBusy}, {"lost", governor.ErrLeaseLost}, {"not-held", governor.ErrNotHeld},
+		{"invalid", governor.ErrInvalid}, {"too-heavy", governor.ErrTooHeavy}, {"closed", governor.ErrClosed},
+		{"backend", governor.ErrBackend},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "other: " + err.Error()
+}
