@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/usertest"
@@ -149,12 +150,16 @@ func TestSlotsEscapesHostileDeclarations(t *testing.T) {
 // other users through slots, busy and takeover refusals and events: each
 // escapes them.
 func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
-	tg := fileTarget(t, "")
+	tg := fileTarget(t, "lease:\n  ttl: 2s\n  heartbeat: 500ms\n")
 	holder := tg.command("run", "--session", safetexttest.Hostile, "--resource", "heavy", "--", "sh", "-c", "sleep 120 # "+safetexttest.Hostile)
+	var holderErr proctest.SyncBuffer
+	holder.Stderr = &holderErr
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	holderDone := make(chan error, 1)
+	go func() { holderDone <- holder.Wait() }()
+	t.Cleanup(func() { _ = holder.Process.Kill(); <-holderDone })
 	g := tg.governor(t)
 	var lease string
 	eventually(t, 30*time.Second, "the hostile holder holds heavy", func() bool {
@@ -204,6 +209,17 @@ func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
 	code, out, errs = tg.run(t, "events", "heavy")
 	if code != 0 {
 		t.Fatalf("events: exit %d, %s", code, errs)
+	}
+	// The holder learns at its next renewal who took its lease.
+	select {
+	case <-holderDone:
+		holderDone <- nil // for the cleanup
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the holder still runs 60s after its lease was taken over; stderr %q", holderErr.String())
+	}
+	safetexttest.Check(t, "the holder's lost-lease message", holderErr.String())
+	if !strings.Contains(holderErr.String(), `taken over by session evil\x1b]0;pwned\x07`) {
+		t.Errorf("the holder does not say who took its lease: %q", holderErr.String())
 	}
 	safetexttest.Check(t, "events", out)
 	if !strings.Contains(out, `evil\x1b]0;pwned\x07`) {
