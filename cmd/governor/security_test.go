@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,4 +232,33 @@ func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
 		t.Fatalf("events --json: exit %d", code)
 	}
 	safetexttest.Check(t, "events --json", out)
+}
+
+// The attack of issue 18: another user drops exec-defaults.yaml into a
+// shared working directory. governor, started there, refuses it instead
+// of switching to the other user's Redis, project and limits.
+func TestAnotherUsersConfigInSharedDir(t *testing.T) {
+	other := usertest.New(t)
+	shared := usertest.SharedDir(t)
+	path := filepath.Join(shared, "exec-defaults.yaml")
+	w := other.Command("sh", "-c", `printf 'project: hijacked\nbackend: redis\nredis:\n  url: redis://127.0.0.1:1/0\n' > "$0"`, path)
+	if out, err := w.CombinedOutput(); err != nil {
+		t.Fatalf("writing as %s: %v: %s", other.Name, err, out)
+	}
+	c := exec.Command(governorBin(t), "config", "show")
+	c.Dir = shared
+	c.Env = append(cleanEnv(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure {
+		t.Fatalf("config show in %s: %v, output %s; want exit %d", shared, err, out, ExitFailure)
+	}
+	for _, want := range []string{path, other.Name, "not by you"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("output lacks %q: %s", want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("hijacked")) {
+		t.Errorf("the other user's settings were read: %s", out)
+	}
 }
