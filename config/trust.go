@@ -27,13 +27,21 @@ const maxTrustedFile = 1 << 20
 // ErrUntrusted. A missing file is errors.Is fs.ErrNotExist.
 //
 // The checks are made on the opened file, so a file swapped between the
-// check and the read is not read. The directories above the file are not
-// checked: whoever can write them can replace the file, but not by one
-// that passes the owner check.
+// check and the read is not read. A symbolic link is followed only if it
+// too is owned by the user or root: another user's link would choose the
+// file. The directories above the file are not checked: whoever can write
+// them can replace the file, but not by one that passes the owner check.
 //
 // private also refuses a file that others (not the group) can read, for
 // files that hold a secret.
 func ReadTrusted(path string, private bool) ([]byte, error) {
+	euid := os.Geteuid()
+	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if st, ok := li.Sys().(*syscall.Stat_t); ok && int(st.Uid) != euid && st.Uid != 0 {
+			return nil, fmt.Errorf("%w: %s is a symbolic link owned by %s, not by you (%s) or root: another user chose the file it names; "+
+				"remove it (rm %s) or replace it by a file of your own", ErrUntrusted, path, userName(int(st.Uid)), userName(euid), path)
+		}
+	}
 	// O_NONBLOCK: a FIFO put in the file's place must not hang the open.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -44,7 +52,7 @@ func ReadTrusted(path string, private bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: cannot read %s: %w", path, unwrapPath(err))
 	}
-	if err := trusted(path, fi, os.Geteuid(), private); err != nil {
+	if err := trusted(path, fi, euid, private); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTrustedFile+1))

@@ -40,6 +40,37 @@ func TestLoadRefusesAnotherUsersFile(t *testing.T) {
 	}
 }
 
+// Another user's symbolic link is not followed, even to a file of the
+// user's own or root's: the link chose it. One's own link is followed.
+func TestLoadRefusesAnotherUsersSymlink(t *testing.T) {
+	other := usertest.New(t)
+	shared := usertest.SharedDir(t)
+	target := filepath.Join(t.TempDir(), "root-owned.yaml")
+	if err := os.WriteFile(target, []byte("project: chosen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(shared, config.DefaultFileName)
+	if out, err := other.Command("ln", "-s", target, path).CombinedOutput(); err != nil {
+		t.Fatalf("ln -s as %s: %v: %s", other.Name, err, out)
+	}
+	env := []string{"HOME=" + t.TempDir()}
+	getwd := func() (string, error) { return shared, nil }
+	_, err := config.Load(config.LoadOptions{Env: env, Getwd: getwd})
+	if !errors.Is(err, config.ErrUntrusted) || !strings.Contains(err.Error(), "symbolic link owned by "+other.Name) {
+		t.Fatalf("got %v; want ErrUntrusted naming the link's owner %s", err, other.Name)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := config.Load(config.LoadOptions{Env: env, Getwd: getwd})
+	if err != nil || l.Config.Project != "chosen" {
+		t.Fatalf("own link: %v, %+v", err, l)
+	}
+}
+
 // A file of one's own is refused while group or others can write it, and
 // read once they cannot. The owner check needs no second user; it runs as
 // whoever runs the tests.
