@@ -44,7 +44,9 @@ const maxDepth = 3
 //     github_pat_..., xoxb-..., AKIA..., AIza..., hf_..., glpat-...), and the
 //     token after "Bearer " or "Basic ";
 //   - all of the above inside an argument of several words, such as the
-//     script of sh -c 'KEY=x make', word by word.
+//     script of sh -c 'KEY=x make' or ssh's remote command, word by word.
+//     (A NAME=value argument with spaces that does not follow -c is taken
+//     as one value and hidden whole: env 'PASSPHRASE=a b c'.)
 //
 // A name names a secret when its last word is one of key, token, secret,
 // password, passwd, pass, pwd, passphrase, credential(s), auth,
@@ -153,7 +155,7 @@ func words(args []string, depth int) []string {
 			program = p
 		}
 		var shown string
-		if i == 0 || !shellFlag.MatchString(args[i-1]) {
+		if i == 0 || !shellFlag.MatchString(args[i-1]) || !strings.ContainsAny(a, " \t\n") {
 			// Not a script: a NAME=value word's value may hold spaces.
 			shown, hide, show = word(a, program)
 			header = hide > 0 && strings.HasSuffix(a, ":")

@@ -95,6 +95,7 @@ func TestArgs(t *testing.T) {
 		{"sh -c url", []string{"sh", "-c", "curl 'https://h/?api_key=abc' | jq ."}, `sh -c 'curl '\''https://h/?api_key=***'\'' | jq .'`},
 		{"sh -c nested", []string{"sh", "-c", `bash -c "TOKEN=x make"`}, `sh -c 'bash -c '\''TOKEN=*** make'\'''`},
 		{"NAME=value with spaces", []string{"ssh", "h", "API_KEY=abc ./run"}, "ssh h API_KEY=***"}, // the value may hold spaces
+		{"-c not a script", []string{"tool", "-c", "API_KEY=x", "gcc", "-c", "a.c"}, "tool -c API_KEY=*** gcc -c a.c"},
 		{"ssh remote command", []string{"ssh", "h", "./run --token t"}, "ssh h './run --token ***'"},
 		{"sh -c plain", []string{"sh", "-c", "make -j4 && ./bench --max-tokens 5"}, "sh -c 'make -j4 && ./bench --max-tokens 5'"},
 
