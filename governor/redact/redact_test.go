@@ -179,3 +179,20 @@ func FuzzArgs(f *testing.F) {
 		}
 	})
 }
+
+// Args runs once per `governor run`; this is what it costs.
+func BenchmarkArgs(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		args []string
+	}{
+		{"plain", []string{"python", "eval.py", "--n", "3", "--model", "m"}},
+		{"script", []string{"sh", "-c", `OPENAI_API_KEY=abc curl -H "X-Api-Key: k" 'https://h/?api_key=x' && make -j8 test | tee log`}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = redact.Args(bc.args)
+			}
+		})
+	}
+}

@@ -83,3 +83,16 @@ func ExampleEscape() {
 	fmt.Println(safetext.Escape("evil\x1b]0;owned\x07\u202e"))
 	// Output: evil\x1b]0;owned\x07\u202e
 }
+
+func BenchmarkEscape(b *testing.B) {
+	for _, bc := range []struct{ name, s string }{
+		{"ascii", "conductor-A box1:4242 eval run --api-key ***"},
+		{"hostile", "evil\x1b]0;pwned\x07\u202eRTL\nFAKE"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = safetext.Escape(bc.s)
+			}
+		})
+	}
+}
