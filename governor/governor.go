@@ -72,6 +72,7 @@ type Governor struct {
 	order     []string
 	decl      Declaration
 	self      proc.Self
+	rec       *recorder
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
@@ -85,7 +86,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 		return nil, invalid("nil backend")
 	}
 	g := &Governor{b: b, project: opts.Project, ttl: opts.TTL, heartbeat: opts.Heartbeat,
-		margin: opts.SafetyMargin, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{}}
+		margin: opts.SafetyMargin, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{}, rec: newRecorder(b)}
 	if g.project == "" {
 		g.project = DefaultName
 	}
@@ -237,6 +238,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, onQueued func(Resul
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 	defer timer.Stop()
 	req.New = true
+	start := time.Now()
 	for {
 		sent := time.Now()
 		res, err := g.b.Acquire(ctx, req)
@@ -245,6 +247,7 @@ func (g *Governor) acquire(ctx context.Context, req Request, onQueued func(Resul
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
+				g.rec.observe(req.Key, HistogramWait, time.Since(start))
 				return g.newLease(req, res, sent), nil
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
@@ -446,6 +449,7 @@ func (g *Governor) Close() error {
 			first = err
 		}
 	}
+	g.rec.close()
 	if err := g.b.Close(); err != nil && first == nil {
 		first = err
 	}

@@ -68,6 +68,9 @@ func Run(t *testing.T, h Harness) {
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
 		{"GovernorTakeover", s.governorTakeover},
+		{"Forget", s.forget},
+		{"Histograms", s.histograms},
+		{"RateStatus", s.rateStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

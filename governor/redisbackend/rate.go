@@ -3,7 +3,8 @@ package redisbackend
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,7 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
+	b.registerRate(ctx, req.Key)
 	if len(v) != 4 {
 		return governor.RateResult{}, fmt.Errorf("governor: redis: short rate reply")
 	}
@@ -54,16 +56,47 @@ func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens gover
 	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
 }
 
-// RateLimited returns how many reservations of key were denied.
-func (b *Backend) RateLimited(ctx context.Context, key governor.Key) (int64, error) {
-	s, err := b.rdb.HGet(ctx, RateKeys(key)[1], "limited").Result()
-	if err == redis.Nil {
-		return 0, nil
-	}
+// RateStatus implements governor.RateBackend.
+func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
+	args := append([]any{"status"}, rateArgs(governor.RateLimit{}, 0)...)
+	args = append(args, rateArgs(governor.RateLimit{}, 0)...)
+	v, err := rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Slice()
 	if err != nil {
-		return 0, wrap("rate counters", err)
+		return governor.RateStatus{}, wrap("rate status", err)
 	}
-	return strconv.ParseInt(s, 10, 64)
+	if len(v) != 6 {
+		return governor.RateStatus{}, fmt.Errorf("%w: redis: rate status reply of %d fields, want 6", governor.ErrBackend, len(v))
+	}
+	rs := governor.RateStatus{Key: key, Allowed: toInt(v[0]), Limited: toInt(v[1]),
+		RemainingRequests: toInt(v[3]), RemainingTokens: toInt(v[4]), Now: time.UnixMicro(toInt(v[5]))}
+	if f := strings.Fields(toString(v[2])); len(f) == 6 {
+		rs.Requests = governor.RateLimit{Rate: atoi(f[0]), Period: usec(atoi(f[1])), Burst: atoi(f[2])}
+		rs.Tokens = governor.RateLimit{Rate: atoi(f[3]), Period: usec(atoi(f[4])), Burst: atoi(f[5])}
+	}
+	return rs, nil
+}
+
+func ratesKey(project string) string { return Prefix + "{" + project + "}:rates" }
+
+// registerRate lists key in its project's index of rate keys, once per
+// backend.
+func (b *Backend) registerRate(ctx context.Context, key governor.Key) {
+	if _, ok := b.rates.Load(key); ok {
+		return
+	}
+	if err := b.rdb.SAdd(ctx, ratesKey(key.Project), key.Resource).Err(); err == nil {
+		b.rates.Store(key, true)
+	}
+}
+
+// Rates implements governor.RateBackend.
+func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
+	names, err := b.rdb.SMembers(ctx, ratesKey(project)).Result()
+	if err != nil {
+		return nil, wrap("rates", err)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }

@@ -55,6 +55,8 @@ type Backend struct {
 	// saving seven allocations per call; it holds one small entry per
 	// resource this backend has touched.
 	keys sync.Map
+	// rates holds the rate keys listed in their project's index.
+	rates sync.Map
 	// decl is the last declaration marshalled: a Governor declares the
 	// same holder on every acquire.
 	decl atomic.Pointer[declCache]
@@ -62,6 +64,7 @@ type Backend struct {
 
 type resourceKeys struct {
 	keys       []string
+	withStats  []string    // keys, then the stats hash (StatsKey)
 	registered atomic.Bool // listed in the project index
 }
 
@@ -121,7 +124,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
-	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript}
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
@@ -191,15 +194,18 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 	if r, ok := b.keys.Load(key); ok {
 		return r.(*resourceKeys)
 	}
-	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: Keys(key)})
+	ks := Keys(key)
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, withStats: append(ks[:len(ks):len(ks)], StatsKey(key))})
 	return r.(*resourceKeys)
 }
 
 func indexKey(project string) string { return Prefix + "{" + project + "}:resources" }
 
-// register lists key in its project's index, once per backend.
-func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKeys) {
-	if r.registered.Load() {
+// register lists key in its project's index, once per backend, and
+// again when the acquire found the resource without state (fresh): it
+// was new, or forgotten (Forget) and dropped from the index since.
+func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKeys, fresh bool) {
+	if r.registered.Load() && !fresh {
 		return
 	}
 	if err := b.rdb.SAdd(ctx, indexKey(key.Project), key.Resource).Err(); err == nil {
@@ -242,13 +248,13 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		return governor.Result{}, wrap("acquire", err)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
-	b.register(ctx, req.Key, r)
+	b.register(ctx, req.Key, r, len(v) == 4 && toInt(v[0]) == 1 && toInt(v[3]) == 1)
 	return parseReply(req.Key, v)
 }
 
 func parseReply(key governor.Key, v []any) (governor.Result, error) {
 	var r governor.Result
-	if len(v) == 3 && toInt(v[0]) == 1 {
+	if (len(v) == 3 || len(v) == 4) && toInt(v[0]) == 1 {
 		r.Outcome = governor.Granted
 		r.Token = toInt(v[1])
 		r.Expires = time.UnixMilli(toInt(v[2]))
@@ -351,11 +357,11 @@ func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, to
 
 // Status implements governor.Backend.
 func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status, error) {
-	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).keys).Slice()
+	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).withStats).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
 	}
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return governor.Status{}, fmt.Errorf("governor: redis: short status reply")
 	}
 	st := governor.Status{Key: key, Now: time.UnixMilli(toInt(v[0]))}
@@ -404,6 +410,8 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 		}
 		st.Waiters = append(st.Waiters, w)
 	}
+	sv, _ := v[4].([]any)
+	st.Histograms = parseStats(sv)
 	return st, nil
 }
 

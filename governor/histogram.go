@@ -1,0 +1,235 @@
+package governor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Histograms the backend keeps per resource, so that every process
+// counts, CLI runs included. Adding one is a name, its bounds in
+// histogramBounds, and an observe call where it is measured.
+const (
+	// HistogramWait is the time from an acquire call to its grant, on
+	// the acquiring process's monotonic clock: immediate grants too.
+	HistogramWait = "wait"
+)
+
+// histogramBounds are the fixed upper bounds of each histogram. The
+// backend stores counts by bucket index, so a bound must never change
+// once released: add a histogram instead.
+var histogramBounds = map[string][]time.Duration{
+	HistogramWait: {5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
+		time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
+		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
+}
+
+// HistogramBounds returns the upper bounds of the buckets of histogram
+// name, ascending (a last bucket, +Inf, follows them); nil for a name
+// that is not one of the Histogram constants.
+func HistogramBounds(name string) []time.Duration {
+	return slices.Clone(histogramBounds[name])
+}
+
+// Histogram is a distribution kept by the backend.
+type Histogram struct {
+	// Counts are the observations per bucket of HistogramBounds, then
+	// +Inf: len(bounds)+1 entries, not cumulative.
+	Counts []int64
+	// Sum is the sum of the observations.
+	Sum time.Duration
+}
+
+// Count is the number of observations.
+func (h Histogram) Count() int64 {
+	var n int64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// DefaultObserveFlush is how long a Governor gathers observations before
+// it sends them to the backend in one call per resource; Close sends what
+// is left.
+const DefaultObserveFlush = time.Second
+
+// recorder gathers observations and sends them to the backend in the
+// background, at most once per DefaultObserveFlush, so that measuring a
+// grant adds no round trip to it. Close flushes synchronously; a process
+// that dies loses at most one interval's observations.
+type recorder struct {
+	b Backend
+
+	mu      sync.Mutex
+	pending map[recKey]*Histogram
+	timer   *time.Timer
+	closed  bool
+
+	flushMu sync.Mutex // one flush at a time
+}
+
+type recKey struct {
+	key  Key
+	name string
+}
+
+func newRecorder(b Backend) *recorder {
+	return &recorder{b: b, pending: map[recKey]*Histogram{}}
+}
+
+// observe adds d to histogram name of key.
+func (r *recorder) observe(key Key, name string, d time.Duration) {
+	bounds := histogramBounds[name]
+	i, _ := slices.BinarySearch(bounds, d) // first bound >= d; le semantics
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	k := recKey{key, name}
+	h := r.pending[k]
+	if h == nil {
+		h = &Histogram{Counts: make([]int64, len(bounds)+1)}
+		r.pending[k] = h
+	}
+	h.Counts[i]++
+	h.Sum += d
+	if r.timer == nil {
+		r.timer = time.AfterFunc(DefaultObserveFlush, func() {
+			r.mu.Lock()
+			r.timer = nil
+			r.mu.Unlock()
+			r.flush()
+		})
+	}
+}
+
+// flush sends what is pending. What the backend refuses with a transient
+// failure is kept for the next flush (and dropped at close).
+func (r *recorder) flush() {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = map[recKey]*Histogram{}
+	r.mu.Unlock()
+	for k, h := range batch {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		err := r.b.Observe(ctx, k.key, k.name, h.Counts, h.Sum)
+		cancel()
+		if err != nil {
+			r.keep(k, h)
+		}
+	}
+}
+
+// keep puts back a batch the backend did not take, unless closed.
+func (r *recorder) keep(k recKey, h *Histogram) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if p := r.pending[k]; p != nil {
+		for i := range p.Counts {
+			p.Counts[i] += h.Counts[i]
+		}
+		p.Sum += h.Sum
+		return
+	}
+	r.pending[k] = h
+}
+
+// close flushes what is pending, once, and stops recording.
+func (r *recorder) close() {
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.mu.Unlock()
+	r.flush()
+	r.mu.Lock()
+	r.closed = true
+	r.pending = nil
+	r.mu.Unlock()
+}
+
+// DefaultRetention is how long a resource with no holder and no waiter
+// is remembered (see Backend.Forget): a day keeps a dashboard's day of
+// history and `governor events` of the last day whole, and a resource
+// used once a day is never forgotten; while a project that names
+// resources per issue or per file makes a scrape read only the last
+// day's, not every one it ever used.
+const DefaultRetention = 24 * time.Hour
+
+// MinRetention bounds the retention from below: a forgotten resource's
+// next fencing token comes from the clock, so the last token must lie
+// behind it, and a resource must outlive the holders that may still
+// report on it.
+const MinRetention = time.Second
+
+// ValidateRetention checks a resource retention.
+func ValidateRetention(d time.Duration) error {
+	if d < MinRetention {
+		return invalid("resource retention %v; allowed: %v or more (default %v)", d, MinRetention, DefaultRetention)
+	}
+	return nil
+}
+
+// Forget removes what the backend keeps of resource if it has been idle
+// (no holder, no waiter, no grant or enqueue) for at least retention
+// (see Backend.Forget), and reports whether it did. The first call that
+// finds it idle only marks it. Bad input is ErrInvalid with nothing
+// changed.
+func (g *Governor) Forget(ctx context.Context, resource string, retention time.Duration) (bool, error) {
+	if err := ValidateResource(resource); err != nil {
+		return false, err
+	}
+	if err := ValidateRetention(retention); err != nil {
+		return false, err
+	}
+	return g.b.Forget(ctx, Key{g.project, resource}, retention)
+}
+
+// ForgetIdle calls Forget for every resource of the project (see
+// Backend.Forget) and returns those it forgot. A resource that fails is
+// skipped; the first failure is returned with what was forgotten.
+func (g *Governor) ForgetIdle(ctx context.Context, retention time.Duration) ([]string, error) {
+	if err := ValidateRetention(retention); err != nil {
+		return nil, err
+	}
+	names, err := g.Resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	var first error
+	for _, n := range names {
+		ok, err := g.b.Forget(ctx, Key{g.project, n}, retention)
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("governor: forget %s: %w", n, err)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if ok {
+			gone = append(gone, n)
+		}
+	}
+	return gone, first
+}
+
+// SweepInterval is how often a long-running process (governor serve)
+// calls ForgetIdle for retention: a quarter of it, between a tenth of a
+// second and an hour. A resource is then forgotten between retention and
+// retention plus this after it was last found busy.
+func SweepInterval(retention time.Duration) time.Duration {
+	return min(max(retention/4, 100*time.Millisecond), time.Hour)
+}
