@@ -107,15 +107,19 @@ func (r *recorder) observe(key Key, name string, d time.Duration) {
 	}
 }
 
-// flush sends what is pending. What the backend refuses with a transient
-// failure is kept for the next flush (and dropped at close).
+// flush sends what is pending. What the backend does not take is kept
+// for the next flush (and dropped once closed).
 func (r *recorder) flush() {
-	r.flushMu.Lock()
-	defer r.flushMu.Unlock()
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = map[recKey]*Histogram{}
 	r.mu.Unlock()
+	r.send(batch)
+}
+
+func (r *recorder) send(batch map[recKey]*Histogram) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	for k, h := range batch {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		err := r.b.Observe(ctx, k.key, k.name, h.Counts, h.Sum)
@@ -143,19 +147,19 @@ func (r *recorder) keep(k recKey, h *Histogram) {
 	r.pending[k] = h
 }
 
-// close flushes what is pending, once, and stops recording.
+// close stops recording and sends what is pending, after any flush in
+// progress: nothing is sent after close returns.
 func (r *recorder) close() {
 	r.mu.Lock()
+	r.closed = true
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	r.mu.Unlock()
-	r.flush()
-	r.mu.Lock()
-	r.closed = true
+	batch := r.pending
 	r.pending = nil
 	r.mu.Unlock()
+	r.send(batch)
 }
 
 // DefaultRetention is how long a resource with no holder and no waiter

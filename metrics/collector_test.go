@@ -415,11 +415,7 @@ func TestMetricsHandler(t *testing.T) {
 			c := newCollector(t, tc.src, metrics.CollectorOptions{})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(c)
-			h, err := metrics.Handler(reg, c, metrics.HandlerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(h)
+			srv := httptest.NewServer(metrics.Handler(reg, c))
 			defer srv.Close()
 
 			code, body := get(t, srv.URL+"/healthz")

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -39,20 +37,16 @@ func (p *probe) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, 1)
 }
 
-// Many scrapes at once are served a few at a time: the collections in
-// flight (each builds the whole page in memory) never exceed the bound,
-// and every scrape is answered in the end.
+// Many scrapes at once share one collection: the collections in flight
+// (each builds the whole page in memory) never exceed one, and every
+// scrape is answered.
 func TestMetricsHandlerBoundsScrapes(t *testing.T) {
-	const bound, scrapes = 2, 32
+	const bound, scrapes = 1, 32
 	p := &probe{desc: prometheus.NewDesc("governor_probe", "test", nil, nil), release: make(chan struct{})}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(p)
 	c := newCollector(t, fixedState(), metrics.CollectorOptions{})
-	h, err := metrics.Handler(reg, c, metrics.HandlerOptions{MaxScrapes: bound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(metrics.Handler(reg, c))
 	defer srv.Close()
 
 	var wg sync.WaitGroup
@@ -72,7 +66,7 @@ func TestMetricsHandlerBoundsScrapes(t *testing.T) {
 	for p.inFlight.Load() < bound && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	// The others have had time to arrive; none may enter.
+	// The others have had time to arrive; none may start another.
 	time.Sleep(200 * time.Millisecond)
 	close(p.release)
 	wg.Wait()
@@ -89,12 +83,5 @@ func TestMetricsHandlerBoundsScrapes(t *testing.T) {
 	}
 	if m := p.most.Load(); m > bound || m < 1 {
 		t.Fatalf("%d collections in flight at most, want 1 to %d", m, bound)
-	}
-}
-
-func TestMetricsHandlerOptions(t *testing.T) {
-	c := newCollector(t, fixedState(), metrics.CollectorOptions{})
-	if _, err := metrics.Handler(prometheus.NewRegistry(), c, metrics.HandlerOptions{MaxScrapes: -1}); !errors.Is(err, governor.ErrInvalid) {
-		t.Fatalf("MaxScrapes -1: %v, want ErrInvalid", err)
 	}
 }

@@ -36,11 +36,7 @@ func TestMetricsExpositionLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.ObserveWait("gpu", 0)
-	h, err := metrics.Handler(reg, c, metrics.HandlerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(metrics.Handler(reg, c))
 	defer srv.Close()
 	code, page := get(t, srv.URL+"/metrics")
 	if code != 200 || !strings.Contains(page, "governor_acquire_wait_seconds_bucket") {

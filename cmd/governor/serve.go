@@ -65,8 +65,8 @@ governor_rate_limited_total (counters by provider),
 governor_rate_remaining{provider,limit=requests|tokens} (gauge). When the
 backend does not answer within --timeout a scrape still succeeds, with
 governor_up 0; a series that could not be read is left out of that scrape,
-never sent lower than before. At most 2 scrapes are served at once; more
-wait their turn.
+never sent lower than before. Scrapes that arrive while the page is being
+collected share that collection, so at most one is in flight.
 
 Resources are forgotten once idle: a resource with no holder and no waiter,
 on which nothing was granted or queued for --resources-retention, loses its
@@ -119,10 +119,7 @@ listen.`,
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
-			handler, err := metrics.Handler(reg(c), c, metrics.HandlerOptions{})
-			if err != nil {
-				return exitWith(ExitFailure, err)
-			}
+			handler := metrics.Handler(reg(c), c)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))

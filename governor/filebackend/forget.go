@@ -50,6 +50,9 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	if b.isClosed() {
 		return false, governor.ErrClosed
 	}
+	if isSeq(key.Resource) {
+		return false, nil // a sequence's or rate limit's state: kept
+	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
 		return false, nil
