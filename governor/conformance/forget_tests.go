@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -37,6 +38,13 @@ func (s *suite) forget(t *testing.T) {
 		return slices.Contains(names, key.Resource)
 	}
 	forget(false, "never used")
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	if _, err := g.Forget(ctxT(t), key.Resource, governor.MinRetention/2); !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("Forget with a retention below %v: %v, want ErrInvalid", governor.MinRetention, err)
+	}
+	if _, err := g.Forget(ctxT(t), "bad{name}", time.Hour); !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("Forget of a bad name: %v, want ErrInvalid", err)
+	}
 
 	r := mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
 	first := r.Token
