@@ -242,7 +242,9 @@ type Backend interface {
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,
 	// index len(bounds), is +Inf), and sum more to their sum. The
 	// Governor calls it with valid arguments; the backend keeps the
-	// counts with the resource's state (see Status.Histograms).
+	// counts with the resource's state (see Status.Histograms). A
+	// resource without state (forgotten since) takes none: no state is
+	// created for them.
 	Observe(ctx context.Context, key Key, name string, counts []int64, sum time.Duration) error
 
 	// Forget removes everything the backend keeps of key's slots —

@@ -122,6 +122,22 @@ func (s *suite) histograms(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "gpu"}
 	n := len(governor.HistogramBounds(governor.HistogramWait)) + 1
+	// A resource without state (never used, or forgotten since) takes
+	// no observations and gets no state from them.
+	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{1}, time.Second); err != nil {
+		t.Fatalf("Observe without state: %v", err)
+	}
+	if names, err := b.Resources(ctxT(t), key.Project); err != nil || len(names) != 0 {
+		t.Fatalf("Resources after an Observe without state: %v, %v", names, err)
+	}
+	if st := mustStatus(t, b, key); len(st.Histograms) != 0 {
+		t.Fatalf("histograms of a resource without state: %+v", st.Histograms)
+	}
+	r := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, r, governor.Granted)
+	if err := b.Release(ctxT(t), key, r.ID); err != nil {
+		t.Fatal(err)
+	}
 	if n < 2 {
 		t.Fatalf("wait histogram has %d buckets", n)
 	}

@@ -12,16 +12,23 @@ import (
 )
 
 // Observe implements governor.Backend: the counts go into the
-// resource's state file.
+// resource's state file. A resource without one (forgotten since the
+// observations were made) takes none.
 func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, counts []int64, sum time.Duration) error {
 	if b.isClosed() {
 		return governor.ErrClosed
 	}
-	t, err := b.begin(ctx, key, true)
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer t.end()
+	if !t.hasState() {
+		return nil
+	}
 	st := t.st
 	if st.Histograms == nil {
 		st.Histograms = map[string]*histogram{}
@@ -61,8 +68,7 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 		return false, err
 	}
 	defer t.end()
-	var fi unix.Stat_t
-	if err := unix.Fstatat(t.dir, stateName, &fi, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
+	if !t.hasState() {
 		return false, nil // forgotten already, or never written
 	}
 	t.settle()
@@ -95,4 +101,11 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	t.unlink = nil
 	t.sweep()
 	return true, nil
+}
+
+// hasState tells whether the resource has a state file (load makes a new
+// state when it has none). The caller holds the lock.
+func (t *tx) hasState() bool {
+	var fi unix.Stat_t
+	return unix.Fstatat(t.dir, stateName, &fi, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT
 }

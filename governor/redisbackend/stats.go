@@ -30,7 +30,8 @@ func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, co
 	for _, n := range counts {
 		args = append(args, strconv.FormatInt(n, 10))
 	}
-	return wrap("observe", observeScript.Run(ctx, b.rdb, []string{StatsKey(key)}, args...).Err())
+	r := b.resource(key)
+	return wrap("observe", observeScript.Run(ctx, b.rdb, []string{r.withStats[len(r.withStats)-1], r.keys[1]}, args...).Err())
 }
 
 // parseStats reads the stats hash (field, value pairs) into histograms.
