@@ -81,6 +81,15 @@ type snapshot struct {
 	err      error                 // the first read that failed, if any
 }
 
+// failed records err if it is the first failed read, and reports whether
+// reading must stop: ctx ended.
+func (s *snapshot) failed(ctx context.Context, err error) bool {
+	if s.err == nil {
+		s.err = err
+	}
+	return ctx.Err() != nil
+}
+
 // RateSource is a Source whose backend keeps rate limits
 // (*governor.Governor on either backend).
 type RateSource interface {
@@ -228,10 +237,7 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 	for _, n := range slices.Sorted(maps.Keys(names)) {
 		st, err := c.src.Status(ctx, n)
 		if err != nil {
-			if s.err == nil {
-				s.err = fmt.Errorf("metrics: status of %s: %w", n, err)
-			}
-			if ctx.Err() != nil {
+			if s.failed(ctx, fmt.Errorf("metrics: status of %s: %w", n, err)) {
 				break
 			}
 			continue
@@ -253,18 +259,13 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 func (c *Collector) readRates(ctx context.Context, src RateSource, s *snapshot) {
 	names, err := src.Rates(ctx)
 	if err != nil {
-		if s.err == nil {
-			s.err = fmt.Errorf("metrics: list rate limits: %w", err)
-		}
+		s.failed(ctx, fmt.Errorf("metrics: list rate limits: %w", err))
 		return
 	}
 	for _, n := range slices.Sorted(slices.Values(names)) {
 		rs, err := src.RateStatus(ctx, n)
 		if err != nil {
-			if s.err == nil {
-				s.err = fmt.Errorf("metrics: rate limit of %s: %w", n, err)
-			}
-			if ctx.Err() != nil {
+			if s.failed(ctx, fmt.Errorf("metrics: rate limit of %s: %w", n, err)) {
 				return
 			}
 			continue
