@@ -213,11 +213,13 @@ func (c clockNow) at(inst int64) time.Time {
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
 	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
-	for name, h := range st.Histograms {
-		if s.Histograms == nil {
-			s.Histograms = map[string]governor.Histogram{}
+	if maxHolders < 0 { // not a refusal's status, which no one reads them in
+		for name, h := range st.Histograms {
+			if s.Histograms == nil {
+				s.Histograms = map[string]governor.Histogram{}
+			}
+			s.Histograms[name] = governor.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
 		}
-		s.Histograms[name] = governor.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
 	}
 	if staleBoot(st.Boot, boot) {
 		return s
