@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -89,6 +90,9 @@ listen.`,
 			if timeout <= 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--timeout %v; it must be positive", timeout))
 			}
+			if err := governor.ValidateRetention(retention); err != nil {
+				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			l, err := a.load()
@@ -112,9 +116,6 @@ listen.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
 			}
-			if err := governor.ValidateRetention(retention); err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
-			}
 			c, err := metrics.NewCollector(src, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
 			if err != nil {
 				return exitWith(ExitFailure, err)
@@ -131,7 +132,7 @@ listen.`,
 			swept := make(chan struct{})
 			go func() {
 				defer close(swept)
-				src.sweep(sweepCtx, retention, timeout)
+				src.sweep(sweepCtx, retention, timeout, cmd.ErrOrStderr())
 			}()
 			defer func() {
 				stopSweep()
@@ -224,8 +225,9 @@ func (r *reopening) RateStatus(ctx context.Context, name string) (governor.RateS
 }
 
 // sweep forgets idle resources every governor.SweepInterval until ctx
-// ends; a backend that does not answer is tried again at the next turn.
-func (r *reopening) sweep(ctx context.Context, retention, timeout time.Duration) {
+// ends, saying on stderr when a sweep fails; a backend that does not
+// answer is tried again at the next turn.
+func (r *reopening) sweep(ctx context.Context, retention, timeout time.Duration, stderr io.Writer) {
 	t := time.NewTicker(governor.SweepInterval(retention))
 	defer t.Stop()
 	for {
@@ -236,7 +238,9 @@ func (r *reopening) sweep(ctx context.Context, retention, timeout time.Duration)
 		}
 		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
 		if g, err := r.governor(sctx); err == nil {
-			_, _ = g.ForgetIdle(sctx, retention)
+			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", strings.TrimPrefix(err.Error(), "governor: "))
+			}
 		}
 		cancel()
 	}
