@@ -4,8 +4,9 @@
 --       6 queue ttl ms, 7 notification channel, 8 declaration JSON,
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet)
--- Returns {1, token, expiry ms} when granted (then a fourth field, 1,
--- when the resource had no state: new, or forgotten); otherwise {code, 0, 0,
+-- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
+-- field: 1 when the resource had no state, new or forgotten, else 0);
+-- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, then
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force.
