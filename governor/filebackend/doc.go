@@ -13,6 +13,9 @@
 //	DIR/PROJECT/RESOURCE/lease.ID    flock held by a holder while it lives
 //	DIR/PROJECT/RESOURCE/wait.ID     a named pipe: wakes waiter ID
 //
+// Forget removes a resource's state file; its directory and lock file
+// stay, and a directory without a state file is not listed.
+//
 // PROJECT, RESOURCE and ID are escaped into file names: bytes other than
 // A-Z a-z 0-9 '-' '_' and a '.' that is not first become %XX; a name
 // that would grow past 240 bytes becomes '#' and its SHA-256. The state

@@ -744,6 +744,22 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 // Resources implements governor.Backend: the resources of project that
 // have a state file, sorted.
 func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	all, err := b.list(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	names := all[:0]
+	for _, n := range all {
+		if !isSeq(n) {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// list returns every name of project that has a state file, sorted:
+// resources, and the pseudo-resources of sequences and rate limits.
+func (b *Backend) list(ctx context.Context, project string) ([]string, error) {
 	if b.isClosed() {
 		return nil, governor.ErrClosed
 	}
@@ -796,7 +812,7 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 			ok = unix.Fstatat(dir, stateName, &s, unix.AT_SYMLINK_NOFOLLOW) == nil
 		}
 		unix.Close(dir)
-		if ok && !isSeq(name) {
+		if ok {
 			names = append(names, name)
 		}
 	}
