@@ -2,14 +2,18 @@ package config
 
 import (
 	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/runner"
 )
 
-// Defaults for keys no source sets.
+// Defaults for keys no source sets. The lease's are governor's: the
+// rules live there (see governor.LeaseTiming).
 const (
-	DefaultProject        = "default"
+	DefaultProject        = governor.DefaultName
 	DefaultBackend        = BackendAuto
-	DefaultLeaseTTL       = 30 * time.Second
-	DefaultLeaseHeartbeat = 10 * time.Second // capped at lease.ttl/3 when the TTL is shorter than 30s
+	DefaultLeaseTTL       = governor.DefaultTTL
+	DefaultLeaseHeartbeat = governor.DefaultHeartbeat // capped at lease.ttl/3: governor.DefaultHeartbeatFor
 	DefaultFileName       = "exec-defaults.yaml"
 )
 
@@ -22,15 +26,15 @@ const (
 
 // Resource names derived from the configuration.
 const (
-	RunResource            = "run"       // run.max_concurrent_runs
-	ProviderResourcePrefix = "provider:" // providers.<name>.max_concurrency
+	RunResource            = runner.DefaultResource          // run.max_concurrent_runs
+	ProviderResourcePrefix = governor.ProviderResourcePrefix // providers.<name>.max_concurrency
 )
 
-// Bounds on values.
+// Bounds on values, decided in package governor.
 const (
-	MaxLimit       = 1_000_000 // largest slot limit
-	MaxNameBytes   = 200       // longest resource name, "provider:" prefix included
-	MaxProjectName = 64        // longest project name
+	MaxLimit       = governor.MaxLimit   // largest slot limit
+	MaxNameBytes   = governor.MaxNameLen // longest resource name, "provider:" prefix included
+	MaxProjectName = governor.MaxProject // longest project name
 )
 
 // Config is the effective configuration. Load fills it; a hand-built one is
@@ -115,6 +119,19 @@ func (c Config) Limits() map[string]int {
 		limits[name] = r.Limit
 	}
 	return limits
+}
+
+// Timing returns the lease timing the configuration sets, for
+// governor.Options: the TTL, the heartbeat unless it is Load's default
+// (zero: governor derives the same value, and derives one for a lease
+// with its own TTL too), and the safety margin left to governor's rule.
+// Validate checks it by the same rule.
+func (c Config) Timing() governor.LeaseTiming {
+	t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
+	if c.origin.missing("lease.heartbeat") {
+		t.Heartbeat = 0
+	}
+	return t
 }
 
 // RedisURL returns the configured Redis URL, password included (it is for

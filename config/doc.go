@@ -42,8 +42,9 @@
 //	file:
 //	  dir: ""                  # default $XDG_STATE_HOME/governor, else ~/.local/state/governor
 //	lease:
-//	  ttl: 30s
-//	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl
+//	  ttl: 30s                 # 100ms to 24h
+//	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl minus ttl/5
+//	                           # (governor.LeaseTiming decides, as for governor.New)
 //	run:
 //	  max_concurrent_runs: 4   # resource "run", 4 slots; absent = no run limit
 //	providers:
@@ -58,7 +59,9 @@
 //
 // A provider without max_concurrency has no concurrency resource: only its
 // rates (requests_per_minute, tokens_per_minute, burst; 0 or absent = no
-// limit) apply. Slot limits are whole numbers from 1 to [MaxLimit].
+// limit) apply. Slot limits are whole numbers from 1 to [MaxLimit]. Names,
+// limits, the lock order and the lease timing are checked by package
+// governor's rules, so that what `config check` accepts governor.New takes.
 //
 // # Errors
 //

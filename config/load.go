@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/viper"
+
+	"github.com/governor-dev/governor/governor"
 )
 
 // Source says where a value came from.
@@ -109,52 +112,28 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	flagSettings, ps := flagLayer(opts.Flags, names)
 	problems = append(problems, ps...)
 
-	winners := map[string]*setting{}
-	for _, layer := range [][]*setting{fl.settings, envSettings, flagSettings} {
+	// file.dir is made absolute in each layer before precedence, since
+	// how depends on the layer: from the file's directory for the file's
+	// value, else from the working directory.
+	layers := [][]*setting{fl.settings, envSettings, flagSettings}
+	for i, layer := range layers {
+		kept := layer[:0:0]
 		for _, s := range layer {
 			if dotted(s.path) == "file.dir" {
 				if msg := resolveDir(s, file, env, getwd); msg != "" {
 					problems = append(problems, (&origin{file: file, settings: map[string]*setting{"file.dir": s}}).errAt("file.dir", s.raw, msg))
 					fl.broken["file.dir"] = true
-					delete(winners, "file.dir") // a lower layer's dir must not stand in for this one
 					continue
 				}
 			}
-			winners[dotted(s.path)] = s
+			kept = append(kept, s)
 		}
+		layers[i] = kept
 	}
 
-	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim))
-	ttl := DefaultLeaseTTL
-	if s := winners["lease.ttl"]; s != nil {
-		ttl = s.value.(time.Duration)
-	}
-	heartbeat := DefaultLeaseHeartbeat
-	if ttl > 0 {
-		heartbeat = min(heartbeat, ttl/3)
-	}
-	for key, value := range map[string]any{
-		"project":         DefaultProject,
-		"backend":         DefaultBackend,
-		"redis.url":       "",
-		"file.dir":        defaultDir(env),
-		"lease.ttl":       DefaultLeaseTTL,
-		"lease.heartbeat": heartbeat,
-	} {
-		v.SetDefault(strings.ReplaceAll(key, ".", keyDelim), value)
-	}
-	// viper reads the environment only from the process, and Load takes
-	// it as a parameter, so the environment is merged as a second config
-	// layer over the file; flags go in as overrides. viper then resolves
-	// precedence as it always does: flags > env > file > defaults.
-	if err := v.MergeConfigMap(nest(fl.settings)); err != nil {
-		return nil, fmt.Errorf("config: merging %s: %w", file, err)
-	}
-	if err := v.MergeConfigMap(nest(envSettings)); err != nil {
-		return nil, fmt.Errorf("config: merging the environment: %w", err)
-	}
-	for _, s := range flagSettings {
-		v.Set(strings.Join(s.path, keyDelim), s.value)
+	v, err := resolve(layers[0], layers[1], layers[2], env)
+	if err != nil {
+		return nil, err
 	}
 	var cfg Config
 	if err := v.UnmarshalExact(&cfg); err != nil {
@@ -165,20 +144,71 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	cfg.Providers = restore(names, "providers", cfg.Providers)
 	cfg.Resources = restore(names, "resources", cfg.Resources)
 
+	// Every key's winner, as viper resolved it, says where its value
+	// came from.
+	sources := map[string]Source{}
+	winners := map[string]*setting{}
+	for _, k := range v.AllKeys() {
+		if s, ok := v.Get(k).(*setting); ok {
+			sources[dotted(s.path)] = s.source
+			if s.source != SourceDefault {
+				winners[dotted(s.path)] = s
+			}
+		}
+	}
 	cfg.origin = &origin{file: file, settings: winners, lines: fl.lines, broken: fl.broken}
 	problems = append(problems, cfg.problems()...)
 	if err := joinProblems(problems); err != nil {
 		return nil, err
 	}
-
-	sources := map[string]Source{}
-	for _, k := range []string{"project", "backend", "redis.url", "file.dir", "lease.ttl", "lease.heartbeat", "lock_order"} {
-		sources[k] = SourceDefault
-	}
-	for k, s := range winners {
-		sources[k] = s.source
-	}
 	return &Loaded{Config: cfg, File: file, Sources: sources}, nil
+}
+
+// resolve layers defaults, the file, the environment and the flags in one
+// viper, which alone decides precedence. Each value in it is the *setting
+// it came from, so that the value viper resolves for a key also says
+// where it came from; the decode hook unwraps them for UnmarshalExact.
+//
+// Defaults go in with SetDefault, flags with Set (viper's override
+// layer), the file's settings with MergeConfigMap (its config layer: the
+// YAML was parsed and checked by the walk, which keeps lines). viper reads
+// the environment only from the process, and Load takes it as a
+// parameter, so the environment is merged over the file in the same layer.
+func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Viper, error) {
+	unwrap := func(_, _ reflect.Type, data any) (any, error) {
+		if s, ok := data.(*setting); ok {
+			return s.value, nil
+		}
+		return data, nil
+	}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim), viper.WithDecodeHook(unwrap))
+	def := func(key string, value any) {
+		v.SetDefault(strings.ReplaceAll(key, ".", keyDelim), &setting{path: splitKey(key), value: value, raw: fmt.Sprint(value), source: SourceDefault})
+	}
+	def("project", DefaultProject)
+	def("backend", DefaultBackend)
+	def("redis.url", "")
+	def("file.dir", defaultDir(envMap))
+	def("lease.ttl", DefaultLeaseTTL)
+	def("lock_order", []string(nil))
+	if err := v.MergeConfigMap(nest(file)); err != nil {
+		return nil, fmt.Errorf("config: merging the file: %w", err)
+	}
+	if err := v.MergeConfigMap(nest(env)); err != nil {
+		return nil, fmt.Errorf("config: merging the environment: %w", err)
+	}
+	for _, s := range flags {
+		v.Set(strings.Join(s.path, keyDelim), s)
+	}
+	// The heartbeat's default follows the TTL that won (governor's rule).
+	heartbeat := DefaultLeaseHeartbeat
+	if s, ok := v.Get("lease" + keyDelim + "ttl").(*setting); ok {
+		if ttl, ok := s.value.(time.Duration); ok && ttl > 0 {
+			heartbeat = governor.DefaultHeartbeatFor(ttl)
+		}
+	}
+	def("lease.heartbeat", heartbeat)
+	return v, nil
 }
 
 // findFile returns the config file to read, absolute, or "" for none.
@@ -406,7 +436,8 @@ func convert(k kind, raw string) (any, string) {
 	return raw, ""
 }
 
-// nest turns settings into the nested map viper merges.
+// nest turns settings into the nested map viper merges, the settings
+// themselves as leaves (see resolve).
 func nest(settings []*setting) map[string]any {
 	m := map[string]any{}
 	for _, s := range settings {
@@ -419,7 +450,7 @@ func nest(settings []*setting) map[string]any {
 			}
 			cur = next
 		}
-		cur[s.path[len(s.path)-1]] = s.value
+		cur[s.path[len(s.path)-1]] = s
 	}
 	return m
 }

@@ -375,7 +375,9 @@ func TestLoadHeartbeatFollowsShortTTL(t *testing.T) {
 	}{
 		{"lease: {ttl: 6s}\n", 2 * time.Second},
 		{"lease: {ttl: 2m}\n", 10 * time.Second},
-		{"lease: {ttl: 6s, heartbeat: 5s}\n", 5 * time.Second},
+		// An explicit heartbeat stands; 5s would not (governor.New refuses
+		// a heartbeat not shorter than the TTL minus its fifth, 4.8s).
+		{"lease: {ttl: 6s, heartbeat: 4s}\n", 4 * time.Second},
 	}
 	for _, tt := range tests {
 		e := newEnv(t)
@@ -445,3 +447,23 @@ resources:                 # any other named slot set
   lifecycle: {limit: 1}
 lock_order: [issue, plan, file, workspace]  # prefix order for multi-acquire
 `
+
+// Timing leaves a defaulted heartbeat to governor, so that a lease with
+// its own TTL derives its own; a heartbeat that was set is passed on.
+func TestTimingLeavesTheDefaultHeartbeatToGovernor(t *testing.T) {
+	for _, tt := range []struct {
+		file      string
+		heartbeat time.Duration
+	}{
+		{"lease: {ttl: 6s}\n", 0},
+		{"lease: {ttl: 6s, heartbeat: 1s}\n", time.Second},
+	} {
+		l, _, err := newEnv(t).loadFile(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Config.Timing(); got.TTL != 6*time.Second || got.Heartbeat != tt.heartbeat || got.SafetyMargin != 0 {
+			t.Errorf("%q: Timing() = %+v, want heartbeat %v", tt.file, got, tt.heartbeat)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"github.com/governor-dev/governor/internal/nearest"
 )
 
 // kind is the shape a key's value must have.
@@ -123,15 +125,8 @@ func sortedKeys[V any](m map[string]V) []string {
 func suggest(path []string, siblings []string) string {
 	bad := path[len(path)-1]
 	lower := strings.ToLower(bad)
-	best, bestDist := "", 0
-	for _, s := range siblings {
-		d := editDistance(lower, s)
-		if d <= max(1, len(s)/4) && (best == "" || d < bestDist) {
-			best, bestDist = s, d
-		}
-	}
-	if best != "" {
-		return dotted(append(slices.Clone(path[:len(path)-1]), best))
+	if best := nearest.Names(lower, siblings); len(best) > 0 {
+		return dotted(append(slices.Clone(path[:len(path)-1]), best[0]))
 	}
 	for _, k := range leafKeys(root, nil) {
 		if k[len(k)-1] == lower && !slices.Contains(k, "<name>") {
@@ -139,31 +134,4 @@ func suggest(path []string, siblings []string) string {
 		}
 	}
 	return ""
-}
-
-// editDistance is the optimal-string-alignment distance between a and b:
-// insertions, deletions, substitutions and transpositions of adjacent
-// bytes (keys are ASCII) each count 1, so "porject" is 1 from "project".
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

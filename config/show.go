@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -72,4 +73,32 @@ func formatIntPtr(p *int) string {
 		return ""
 	}
 	return strconv.Itoa(*p)
+}
+
+// LimitOrigins returns, for each resource of Config.Limits, the key that
+// sets its limit and where its value came from, for messages:
+// "resources.heavy.limit in /etc/exec-defaults.yaml:7",
+// "run.max_concurrent_runs from env GOVERNOR_RUN_MAX_CONCURRENT_RUNS".
+func (l *Loaded) LimitOrigins() map[string]string {
+	out := map[string]string{}
+	for resource := range l.Config.Limits() {
+		key := "resources." + resource + ".limit"
+		if resource == RunResource && l.Config.Run.MaxConcurrentRuns != nil {
+			key = "run.max_concurrent_runs"
+		} else if name, ok := strings.CutPrefix(resource, ProviderResourcePrefix); ok && l.Config.Providers[name].MaxConcurrency != nil {
+			key = "providers." + name + ".max_concurrency"
+		}
+		out[resource] = key
+		if o := l.Config.origin; o != nil {
+			if s := o.settings[key]; s != nil {
+				switch s.source {
+				case SourceFile:
+					out[resource] = fmt.Sprintf("%s in %s:%d", key, o.file, s.line)
+				default:
+					out[resource] = key + " from " + s.origin
+				}
+			}
+		}
+	}
+	return out
 }

@@ -1,15 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/governor-dev/governor/governor"
 )
 
 // origin records where Load found each value.
@@ -81,12 +81,14 @@ func (c Config) Validate() error {
 	return joinProblems(c.problems())
 }
 
-const (
-	limitRule = "a limit must be a whole number from 1 to 1000000"
-	nameRule  = "names must be printable, without whitespace, '{' or '}' (Redis hash-tag braces), and at most 200 bytes with the resource prefix"
-)
+// leaseNames spell the lease timing in governor's messages.
+var leaseNames = governor.TimingNames{TTL: "lease.ttl", Heartbeat: "lease.heartbeat", SafetyMargin: "the safety margin"}
 
-var projectPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// The rules config states in its messages; governor decides them.
+var (
+	limitRule = fmt.Sprintf("a limit must be a whole number from 1 to %d", governor.MaxLimit)
+	nameRule  = fmt.Sprintf("names must be printable, without whitespace or any of { } * ? [ ] \\ (Redis key and pattern characters), and at most %d bytes with the resource prefix", governor.MaxNameLen)
+)
 
 func (c Config) problems() []*FieldError {
 	o := c.origin
@@ -95,12 +97,13 @@ func (c Config) problems() []*FieldError {
 		ps = append(ps, o.errAt(key, value, fmt.Sprintf(format, args...)))
 	}
 
-	switch {
-	case o.isBroken("project"):
-	case c.Project == "." || c.Project == "..":
-		add("project", c.Project, "%s is not a valid project name; it must not be \".\" or \"..\"", quote(c.Project))
-	case !projectPattern.MatchString(c.Project):
-		add("project", c.Project, "%s is not a valid project name; use 1 to 64 letters, digits, '.', '_' or '-'", quote(c.Project))
+	var ne *governor.NameError
+	if !o.isBroken("project") && errors.As(governor.ValidateProject(c.Project), &ne) {
+		if ne.Reason == governor.NameDots {
+			add("project", c.Project, "%s is not a valid project name; it must not be \".\" or \"..\"", quote(c.Project))
+		} else {
+			add("project", c.Project, "%s is not a valid project name; use 1 to %d letters, digits, '.', '_' or '-'", quote(c.Project), governor.MaxProject)
+		}
 	}
 
 	switch c.Backend {
@@ -131,18 +134,22 @@ func (c Config) problems() []*FieldError {
 		add("file.dir", c.File.Dir, "%q is not an absolute path", c.File.Dir)
 	}
 
-	ttlOK := !o.isBroken("lease.ttl")
-	if ttlOK && c.Lease.TTL <= 0 {
-		ttlOK = false
-		add("lease.ttl", c.Lease.TTL.String(), "%s is not allowed; the TTL must be longer than 0, such as 30s", c.Lease.TTL)
-	}
-	switch {
-	case o.isBroken("lease.heartbeat"):
-	case c.Lease.Heartbeat <= 0:
-		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not allowed; the heartbeat must be longer than 0 and shorter than lease.ttl, such as 10s", c.Lease.Heartbeat)
-	case ttlOK && c.Lease.Heartbeat >= c.Lease.TTL:
-		add("lease.heartbeat", c.Lease.Heartbeat.String(), "%s is not shorter than lease.ttl %s; a holder must renew well before its lease expires, so use a heartbeat of about a third of the TTL (%s)",
-			c.Lease.Heartbeat, c.Lease.TTL, c.Lease.TTL/3)
+	if !o.isBroken("lease.ttl") || !o.isBroken("lease.heartbeat") {
+		// governor decides; the safety margin is the one governor.New
+		// derives from the TTL, as Timing leaves it unset.
+		t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat,
+			SafetyMargin: governor.DefaultSafetyMarginFor(c.Lease.TTL)}
+		if o.isBroken("lease.ttl") {
+			// Already reported: check the heartbeat's own range only.
+			t.TTL, t.SafetyMargin = governor.MaxTTL, 0
+		}
+		if o.isBroken("lease.heartbeat") {
+			t.Heartbeat = governor.DefaultHeartbeatFor(t.TTL)
+		}
+		var te *governor.TimingError
+		if err := t.Check(leaseNames); errors.As(err, &te) {
+			add(te.Field, te.Value.String(), "%s", te.Msg)
+		}
 	}
 
 	checkLimit := func(key string, v int, missing bool) {
@@ -150,7 +157,7 @@ func (c Config) problems() []*FieldError {
 		case o.isBroken(key):
 		case missing:
 			add(key, "", "missing; %s", limitRule)
-		case v < 1 || v > MaxLimit:
+		case governor.ValidateLimit(key, v) != nil:
 			add(key, strconv.Itoa(v), "%d is not allowed; %s", v, limitRule)
 		}
 	}
@@ -198,20 +205,21 @@ func (c Config) problems() []*FieldError {
 	}
 
 	if !o.isBroken("lock_order") {
-		first := map[string]int{}
-		for i, prefix := range c.LockOrder {
-			key := fmt.Sprintf("lock_order[%d]", i)
-			if j, dup := first[prefix]; dup {
-				add(key, prefix, "%q is listed twice (also lock_order[%d]); each prefix must appear once", prefix, j)
-				continue
-			}
-			first[prefix] = i
-			if prefix == "" {
-				add(key, "", "an entry is empty; entries are resource-name prefixes such as issue")
-				continue
-			}
-			if msg := nameProblem(prefix, prefix); msg != "" {
-				add(key, prefix, "%s", msg)
+		if err, ok := governor.ValidateLockOrder(c.LockOrder).(interface{ Unwrap() []error }); ok {
+			for _, e := range err.Unwrap() {
+				var le *governor.LockOrderError
+				if !errors.As(e, &le) {
+					continue
+				}
+				key := fmt.Sprintf("lock_order[%d]", le.Index)
+				switch {
+				case le.First >= 0:
+					add(key, le.Entry, "%q is listed twice (also lock_order[%d]); each prefix must appear once", le.Entry, le.First)
+				case le.Entry == "":
+					add(key, "", "an entry is empty; entries are resource-name prefixes such as issue")
+				default:
+					add(key, le.Entry, "%s", nameProblem(le.Entry, le.Entry))
+				}
 			}
 		}
 	}
@@ -219,32 +227,30 @@ func (c Config) problems() []*FieldError {
 }
 
 // nameProblem returns what is wrong with a provider or resource name
-// (resource is the full resource name it defines), or "".
+// (resource is the full resource name it defines), or "". governor
+// decides; this says it in the configuration's words.
 func nameProblem(name, resource string) string {
 	if name == "" {
 		return "an empty name is not allowed; " + nameRule
 	}
-	if !utf8.ValidString(name) {
-		return fmt.Sprintf("name %q is not valid UTF-8; %s", name, nameRule)
+	var ne *governor.NameError
+	if !errors.As(governor.ValidateResource(resource), &ne) {
+		return ""
 	}
-	for _, r := range name {
-		var what string
-		switch {
-		case unicode.IsSpace(r):
-			what = "whitespace"
-		case r == '{' || r == '}':
-			what = fmt.Sprintf("%q", r)
-		case !unicode.IsPrint(r):
-			what = fmt.Sprintf("the unprintable character %U", r)
-		default:
-			continue
-		}
-		return fmt.Sprintf("name %q contains %s; %s", name, what, nameRule)
-	}
-	if len(resource) > MaxNameBytes {
+	var what string
+	switch ne.Reason {
+	case governor.NameTooLong:
 		return fmt.Sprintf("name %q makes resource name %q of %d bytes; %s", name, resource, len(resource), nameRule)
+	case governor.NameNotUTF8:
+		return fmt.Sprintf("name %q is not valid UTF-8; %s", name, nameRule)
+	case governor.NameSpace:
+		what = "whitespace"
+	case governor.NameUnprintable:
+		what = fmt.Sprintf("the unprintable character %U", ne.Char)
+	default:
+		what = fmt.Sprintf("%q", ne.Char)
 	}
-	return ""
+	return fmt.Sprintf("name %q contains %s; %s", name, what, nameRule)
 }
 
 // redisURLProblem returns what is wrong with a Redis URL, or "". Messages

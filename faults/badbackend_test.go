@@ -3,8 +3,10 @@ package faults_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,8 +171,19 @@ func TestBadBackendCLI(t *testing.T) {
 				if r.code != 125 {
 					t.Fatalf("%s: exit %d, want 125; stderr %s", args[0], r.code, r.stderr)
 				}
+				msg := r.stderr
+				if slices.Contains(args, "--json") { // the failure is one JSON object
+					var e struct {
+						ExitCode int    `json:"exit_code"`
+						Error    string `json:"error"`
+					}
+					if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.ExitCode != 125 {
+						t.Errorf("%s --json: stderr %q is not the JSON error object (%v)", args[0], r.stderr, err)
+					}
+					msg = e.Error
+				}
 				for _, w := range tc.want {
-					if !strings.Contains(r.stderr, w) {
+					if !strings.Contains(msg, w) {
 						t.Errorf("%s: stderr %q lacks %q", args[0], r.stderr, w)
 					}
 				}

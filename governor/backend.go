@@ -31,6 +31,12 @@ type Declaration struct {
 	StartTime uint64 `json:"start,omitempty"`
 	// Command is the holder's command line, secrets redacted.
 	Command string `json:"cmd,omitempty"`
+	// GovernorPID is the governor process that holds the lease for PID,
+	// when PID is another process: `governor run` declares as PID its
+	// watchdog, which outlives governor as long as the command's tree
+	// does. Shown to people (see Processes); liveness proofs use PID.
+	// 0 in records written before it existed.
+	GovernorPID int `json:"gpid,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -38,11 +39,14 @@ type Options struct {
 	Command string
 	// TTL is the lease time to live (default DefaultTTL).
 	TTL time.Duration
-	// Heartbeat is the renewal interval (default TTL/3). It must be
-	// shorter than TTL minus the safety margin.
+	// Heartbeat is the renewal interval (default DefaultHeartbeatFor the
+	// lease's TTL). It must be shorter than TTL minus the safety margin
+	// (see LeaseTiming). When it is zero, a lease acquired with its own
+	// TTL derives its own heartbeat from that TTL.
 	Heartbeat time.Duration
 	// SafetyMargin is how long before the backend's expiry a holder that
-	// could not renew declares its lease lost (default TTL/5).
+	// could not renew declares its lease lost (default
+	// DefaultSafetyMarginFor the lease's TTL, a fifth).
 	SafetyMargin time.Duration
 	// QueueTTL bounds how long a waiter's queue entry survives without a
 	// refresh; waiters refresh (and re-check) every QueueTTL/4 (default
@@ -54,6 +58,10 @@ type Options struct {
 	// NoPID declares no process: the lease then lives by its TTL and
 	// renewals alone, and is never reclaimed as dead.
 	PID int
+	// GovernorPID, with PID, is declared as Declaration.GovernorPID: the
+	// process that holds the lease for PID (governor run sets its own pid
+	// and its watchdog's as PID). Shown only.
+	GovernorPID int
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -63,15 +71,14 @@ type Options struct {
 // Governor hands out leases from one backend. It is safe for concurrent
 // use; one Governor per process is the intended use.
 type Governor struct {
-	b         Backend
-	project   string
-	ttl       time.Duration
-	heartbeat time.Duration
-	margin    time.Duration
-	queueTTL  time.Duration
-	order     []string
-	decl      Declaration
-	self      proc.Self
+	b        Backend
+	project  string
+	timing   LeaseTiming // resolved, for leases with the Governor's TTL
+	set      LeaseTiming // as Options set it, zeros unset: for leases with their own TTL
+	queueTTL time.Duration
+	order    []string
+	decl     Declaration
+	self     proc.Self
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
@@ -86,13 +93,15 @@ type Governor struct {
 }
 
 // New returns a Governor on b. It fails with ErrInvalid on a bad option
-// and leaves b untouched.
+// or a nil b (also a nil pointer in the interface, such as the
+// *redisbackend.Backend of a failed redisbackend.New), and leaves b
+// untouched.
 func New(b Backend, opts Options) (*Governor, error) {
-	if b == nil {
-		return nil, invalid("nil backend")
+	if isNil(b) {
+		return nil, invalid("nil backend %T; pass the backend that filebackend.New or redisbackend.New returned without an error", b)
 	}
-	g := &Governor{b: b, project: opts.Project, ttl: opts.TTL, heartbeat: opts.Heartbeat,
-		margin: opts.SafetyMargin, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{}}
+	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
+		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())
 	if g.project == "" {
 		g.project = DefaultName
@@ -100,34 +109,19 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := ValidateProject(g.project); err != nil {
 		return nil, err
 	}
-	if g.ttl == 0 {
-		g.ttl = DefaultTTL
-	}
-	if err := validateTTL("lease TTL", g.ttl); err != nil {
+	timing, err := g.set.Resolve(libraryNames)
+	if err != nil {
 		return nil, err
 	}
-	if g.margin == 0 {
-		g.margin = g.ttl / 5
-	}
-	if g.heartbeat == 0 {
-		g.heartbeat = g.ttl / 3
-	}
-	if g.margin < 0 || g.heartbeat <= 0 || g.heartbeat >= g.ttl-g.margin {
-		return nil, invalid("heartbeat %v with safety margin %v and TTL %v; the heartbeat must be positive and shorter than TTL minus margin",
-			g.heartbeat, g.margin, g.ttl)
-	}
+	g.timing = timing
 	if g.queueTTL == 0 {
 		g.queueTTL = DefaultQueueTTL
 	}
 	if err := validateTTL("queue TTL", g.queueTTL); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, p := range opts.LockOrder {
-		if p == "" || seen[p] {
-			return nil, invalid("lock order entry %q: entries must be non-empty and unique", p)
-		}
-		seen[p] = true
+	if err := ValidateLockOrder(opts.LockOrder); err != nil {
+		return nil, err
 	}
 	g.order = append([]string(nil), opts.LockOrder...)
 	g.self = proc.Current()
@@ -141,6 +135,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 			return nil, invalid("holder pid %d: %v", opts.PID, err)
 		}
 		g.decl.PID, g.decl.StartTime = opts.PID, start
+		if opts.GovernorPID != opts.PID {
+			g.decl.GovernorPID = opts.GovernorPID
+		}
 	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
@@ -149,6 +146,19 @@ func New(b Backend, opts Options) (*Governor, error) {
 		}
 	}
 	return g, nil
+}
+
+// isNil tells a nil interface and an interface holding a nil pointer,
+// map, slice, channel or func: calling a method on either panics.
+func isNil(b Backend) bool {
+	if b == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(b); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Project returns the project the Governor works in.
@@ -173,8 +183,15 @@ type AcquireOptions struct {
 	Exclusive bool
 	// Mode: Fail (default) or Wait.
 	Mode Mode
-	// TTL overrides the Governor's lease TTL.
+	// TTL overrides the Governor's lease TTL. The lease's heartbeat and
+	// safety margin are then those Options set, or derived from this TTL
+	// by the rules of LeaseTiming where Options left them zero.
 	TTL time.Duration
+	// NoHeartbeat takes a lease that does not renew itself: the caller
+	// detaches it (Lease.Detach) and renews it by id (Governor.Renew), as
+	// `governor acquire` does for a shell script. No heartbeat is then
+	// checked against its TTL.
+	NoHeartbeat bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -188,7 +205,7 @@ type AcquireOptions struct {
 // returns ErrClosed, leaving nothing behind either. Bad input is
 // ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	req, err := g.request(resource, o)
+	req, tm, err := g.request(resource, o)
 	if err != nil {
 		return nil, err
 	}
@@ -196,45 +213,52 @@ func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOption
 		return nil, err
 	}
 	defer g.active.Done()
-	return g.acquire(ctx, req, o.OnQueued)
+	return g.acquire(ctx, req, tm, o.OnQueued)
 }
 
-func (g *Governor) request(resource string, o AcquireOptions) (Request, error) {
+// request checks o and returns the backend request and the lease's
+// timing.
+func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTiming, error) {
 	if err := ValidateResource(resource); err != nil {
-		return Request{}, err
+		return Request{}, LeaseTiming{}, err
 	}
-	if err := validateLimit(resource, o.Limit); err != nil {
-		return Request{}, err
+	if err := ValidateLimit(resource, o.Limit); err != nil {
+		return Request{}, LeaseTiming{}, err
 	}
-	w := o.Weight
-	if o.Exclusive {
-		if w != 0 && w != o.Limit {
-			return Request{}, invalid("weight %d with exclusive for %s; exclusive takes the whole limit (%d)", w, resource, o.Limit)
-		}
-		w = o.Limit
+	w, err := ResolveWeight(resource, o.Weight, o.Limit, o.Exclusive)
+	if err != nil {
+		return Request{}, LeaseTiming{}, err
 	}
-	if w == 0 {
-		w = 1
-	}
-	if err := validateWeight(resource, w, o.Limit); err != nil {
-		return Request{}, err
-	}
-	ttl := o.TTL
-	if ttl == 0 {
-		ttl = g.ttl
-	} else if err := validateTTL("lease TTL", ttl); err != nil {
-		return Request{}, err
-	} else if g.heartbeat >= ttl-ttl/5 {
-		return Request{}, invalid("lease TTL %v for %s is too short for the heartbeat %v", ttl, resource, g.heartbeat)
+	tm, err := g.leaseTiming(o.TTL, o.NoHeartbeat)
+	if err != nil {
+		return Request{}, LeaseTiming{}, fmt.Errorf("%w (lease of %s)", err, resource)
 	}
 	if o.Mode != Fail && o.Mode != Wait {
-		return Request{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
+		return Request{}, LeaseTiming{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
 	}
 	return Request{Key: Key{g.project, resource}, ID: newID(), Limit: o.Limit, Weight: w,
-		TTL: ttl, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: g.decl}, nil
+		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: g.decl}, tm, nil
 }
 
-func (g *Governor) acquire(caller context.Context, req Request, onQueued func(Result)) (*Lease, error) {
+// leaseTiming is the timing of a lease with ttl (0: the Governor's). A
+// lease with its own TTL takes the heartbeat and margin Options set, and
+// derives those Options left zero from its TTL; a lease that does not
+// heartbeat has only its TTL checked.
+func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming, error) {
+	if ttl == 0 {
+		ttl = g.timing.TTL
+	}
+	if noHeartbeat {
+		tm := LeaseTiming{TTL: ttl, SafetyMargin: DefaultSafetyMarginFor(ttl)}
+		return tm, tm.CheckDetached(libraryNames)
+	}
+	if ttl == g.timing.TTL {
+		return g.timing, nil
+	}
+	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
+}
+
+func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result)) (*Lease, error) {
 	ctx, cancel := context.WithCancel(caller)
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
@@ -258,7 +282,7 @@ func (g *Governor) acquire(caller context.Context, req Request, onQueued func(Re
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
-				return g.newLease(req, res, sent)
+				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
 					continue
@@ -368,17 +392,18 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	}
 	defer g.active.Done()
 	reqs := make([]Request, len(wants))
+	tms := make([]LeaseTiming, len(wants))
 	seen := map[string]bool{}
 	for i, w := range wants {
 		if seen[w.Resource] {
 			return nil, invalid("resource %s asked for twice", w.Resource)
 		}
 		seen[w.Resource] = true
-		r, err := g.request(w.Resource, w.AcquireOptions)
+		r, tm, err := g.request(w.Resource, w.AcquireOptions)
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = r
+		reqs[i], tms[i] = r, tm
 	}
 	idx := make([]int, len(wants))
 	for i := range idx {
@@ -387,7 +412,7 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	sort.SliceStable(idx, func(a, b int) bool { return g.Less(wants[idx[a]].Resource, wants[idx[b]].Resource) })
 	var got []*Lease
 	for _, i := range idx {
-		l, err := g.acquire(ctx, reqs[i], wants[i].OnQueued)
+		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued)
 		if err != nil {
 			for j := len(got) - 1; j >= 0; j-- {
 				_ = got[j].Release()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // Describe says who holds a lease, for refusals and listings: session,
@@ -14,7 +16,7 @@ func (h Holder) Describe(now time.Time) string {
 	if h.Session != "" {
 		fmt.Fprintf(&b, "session %s ", h.Session)
 	}
-	fmt.Fprintf(&b, "(pid %d on %s", h.PID, orUnknown(h.Host))
+	fmt.Fprintf(&b, "(%s on %s", h.Processes(), orUnknown(h.Host))
 	if !h.AcquiredAt.IsZero() {
 		fmt.Fprintf(&b, ", since %s ago", Ago(now.Sub(h.AcquiredAt)))
 	}
@@ -26,6 +28,48 @@ func (h Holder) Describe(now time.Time) string {
 	}
 	fmt.Fprintf(&b, ", lease %s, token %d)", h.LeaseID, h.Token)
 	return b.String()
+}
+
+// Processes names the processes of a declaration for people: "pid N";
+// "no process declared" (the lease lives by its TTL alone); or, for a
+// `governor run`, "governor pid G, command pid C, watchdog pid W", the
+// command found on this host (omitted elsewhere, or when gone).
+func (d Declaration) Processes() string {
+	switch {
+	case d.PID == 0:
+		return "no process declared"
+	case d.GovernorPID == 0:
+		return fmt.Sprintf("pid %d", d.PID)
+	}
+	s := fmt.Sprintf("governor pid %d", d.GovernorPID)
+	if c := d.CommandPID(); c != 0 {
+		s += fmt.Sprintf(", command pid %d", c)
+	}
+	return s + fmt.Sprintf(", watchdog pid %d", d.PID)
+}
+
+// CommandPID finds, on this host, the command a `governor run` holder
+// runs: the child of GovernorPID that is not its watchdog (PID). It is 0
+// when the declaration is not a run's, from another host or PID
+// namespace, or when governor or its watchdog is gone. The watchdog,
+// proven alive by its start time and still governor's child, proves that
+// GovernorPID was not reused.
+func (d Declaration) CommandPID() int {
+	if d.GovernorPID == 0 || d.PID == 0 || d.HostID == "" || d.HostID != proc.HostID() {
+		return 0
+	}
+	if proc.Check(d.PID, d.StartTime) != proc.Alive {
+		return 0
+	}
+	if ppid, err := proc.ParentPID(d.PID); err != nil || ppid != d.GovernorPID {
+		return 0
+	}
+	for _, c := range proc.Children(d.GovernorPID) {
+		if c != d.PID {
+			return c
+		}
+	}
+	return 0
 }
 
 func orUnknown(s string) string {

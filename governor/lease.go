@@ -14,14 +14,15 @@ import (
 // successful grant or renewal plus the TTL minus the safety margin, on
 // this process's monotonic clock: the backend's expiry is never earlier,
 // so the holder learns of the loss before anyone else can be granted the
-// slot.
+// slot. A lease acquired with NoHeartbeat does not renew itself: it is
+// lost at its deadline unless detached (Detach) and renewed by id.
 type Lease struct {
 	g      *Governor
 	key    Key
 	id     string
 	weight int
 	token  int64
-	ttl    time.Duration
+	timing LeaseTiming // Heartbeat 0: it does not renew itself
 
 	mu       sync.Mutex
 	expires  time.Time // backend clock
@@ -38,17 +39,26 @@ type Lease struct {
 	stopped chan struct{}
 }
 
-// newLease makes a grant a Lease, heartbeating. A grant that comes back
-// after Close began (it raced with it) is released at once: the result
-// is ErrClosed, and nothing is left held.
-func (g *Governor) newLease(req Request, res Result, sent time.Time) (*Lease, error) {
-	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, ttl: req.TTL,
-		expires: res.Expires, deadline: sent.Add(req.TTL - g.margin),
+// newLease makes a grant a Lease, heartbeating (or, with timing that
+// has no heartbeat, lost at its deadline unless detached or released
+// first). A grant that comes back after Close began (it raced with it)
+// is released at once: the result is ErrClosed, and nothing is left
+// held.
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
+	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, timing: tm,
+		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	g.mu.Lock()
 	closed := g.closed
 	if !closed {
-		l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+		if tm.Heartbeat > 0 {
+			l.start = time.AfterFunc(l.nextRenewal(), l.heartbeat)
+		} else {
+			l.start = time.AfterFunc(time.Until(l.deadline), func() {
+				defer close(l.stopped)
+				l.lose(ErrLeaseLost, lostNoRenewal)
+			})
+		}
 		g.leases[l] = struct{}{}
 	}
 	g.mu.Unlock()
@@ -152,7 +162,7 @@ func (l *Lease) heartbeat() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		done := make(chan reply, 1)
 		go func() {
-			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.ttl)
+			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.timing.TTL)
 			done <- reply{exp, err}
 		}()
 		var r reply
@@ -174,7 +184,7 @@ func (l *Lease) heartbeat() {
 			backoff.reset()
 			l.mu.Lock()
 			l.expires = r.exp
-			l.deadline = sent.Add(l.ttl - l.g.margin)
+			l.deadline = sent.Add(l.timing.TTL - l.timing.SafetyMargin)
 			l.mu.Unlock()
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
@@ -209,7 +219,7 @@ func (l *Lease) nextRenewal() time.Duration {
 	l.mu.Lock()
 	left := time.Until(l.deadline)
 	l.mu.Unlock()
-	return max(min(l.g.heartbeat, left/2), time.Millisecond)
+	return max(min(l.timing.Heartbeat, left/2), time.Millisecond)
 }
 
 // lose marks the lease lost with err (ErrLeaseLost, or a

@@ -1,6 +1,7 @@
 package governor
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,9 +19,40 @@ const (
 	DefaultName = "default" // the project when none is given
 )
 
+// Why a name is refused, in a *NameError.
+const (
+	NameEmpty       = "empty"
+	NameTooLong     = "too long"
+	NameNotUTF8     = "not UTF-8"
+	NameSpace       = "white space"
+	NameUnprintable = "unprintable"
+	NameReserved    = "reserved character" // { } * ? [ ] \ in a resource, anything but A-Z a-z 0-9 . _ - in a project
+	NameDots        = "dots"               // a project "." or ".."
+)
+
+// NameError is a name the rules refuse. errors.Is(err, ErrInvalid) is
+// true. Its fields let a caller (config) say the same in its own words.
+type NameError struct {
+	What   string // "resource", "project", "sequence"
+	Name   string
+	Reason string // NameEmpty, NameTooLong, …
+	Char   rune   // the refused character (NameSpace, NameUnprintable, NameReserved)
+	Max    int    // the longest allowed, in bytes
+	msg    string
+}
+
+func (e *NameError) Error() string { return ErrInvalid.Error() + ": " + e.msg }
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *NameError) Unwrap() error { return ErrInvalid }
+
+// ResourceNameRule says what ValidateResource allows.
+const ResourceNameRule = "printable characters without white space or any of { } * ? [ ] \\, at most 200 bytes"
+
 // ValidateResource checks a resource name: 1 to MaxNameLen bytes of
 // printable UTF-8 with no white space, and none of the characters
-// { } * ? [ ] \ that Redis gives meaning to in keys and patterns.
+// { } * ? [ ] \ that Redis gives meaning to in keys and patterns. It
+// returns nil or a *NameError.
 func ValidateResource(name string) error {
 	if err := validateName("resource", name, MaxNameLen); err != nil {
 		return err
@@ -29,44 +61,111 @@ func ValidateResource(name string) error {
 }
 
 // ValidateProject checks a project name: 1 to MaxProject bytes of
-// letters, digits, '.', '_' and '-'.
+// letters, digits, '.', '_' and '-', and not "." or ".." (a project names
+// a directory of the file backend). It returns nil or a *NameError.
 func ValidateProject(name string) error {
-	if name == "" {
-		return invalid("empty project name; allowed: 1 to %d of A-Z a-z 0-9 . _ -", MaxProject)
-	}
-	if len(name) > MaxProject {
-		return invalid("project name of %d bytes; allowed: at most %d", len(name), MaxProject)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return invalid("project name %s has %q; allowed: A-Z a-z 0-9 . _ -", strconv.Quote(name), r)
+	e := &NameError{What: "project", Name: name, Max: MaxProject}
+	switch {
+	case name == "":
+		e.Reason, e.msg = NameEmpty, fmt.Sprintf("empty project name; allowed: 1 to %d of A-Z a-z 0-9 . _ -", MaxProject)
+	case len(name) > MaxProject:
+		e.Reason, e.msg = NameTooLong, fmt.Sprintf("project name of %d bytes; allowed: at most %d", len(name), MaxProject)
+	case name == "." || name == "..":
+		e.Reason, e.msg = NameDots, fmt.Sprintf("project name %q; allowed: A-Z a-z 0-9 . _ -, but not \".\" or \"..\"", name)
+	default:
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+				e.Reason, e.Char = NameReserved, r
+				e.msg = fmt.Sprintf("project name %s has %q; allowed: A-Z a-z 0-9 . _ -", strconv.Quote(name), r)
+				break
+			}
 		}
 	}
-	return nil
+	if e.Reason == "" {
+		return nil
+	}
+	return e
 }
 
 func validateName(what, name string, max int) error {
-	if name == "" {
-		return invalid("empty %s name", what)
-	}
-	if len(name) > max {
-		return invalid("%s name of %d bytes (starting %s); allowed: at most %d bytes",
+	e := &NameError{What: what, Name: name, Max: max}
+	switch {
+	case name == "":
+		e.Reason, e.msg = NameEmpty, fmt.Sprintf("empty %s name", what)
+	case len(name) > max:
+		e.Reason, e.msg = NameTooLong, fmt.Sprintf("%s name of %d bytes (starting %s); allowed: at most %d bytes",
 			what, len(name), strconv.Quote(truncate(name, 32)), max)
-	}
-	if !utf8.ValidString(name) {
-		return invalid("%s name %s is not valid UTF-8", what, strconv.Quote(truncate(name, 64)))
-	}
-	for _, r := range name {
-		switch {
-		case unicode.IsSpace(r) || !unicode.IsPrint(r):
-			return invalid("%s name %s contains %q; allowed: printable characters without white space",
-				what, strconv.Quote(truncate(name, 64)), r)
-		case r == '{' || r == '}' || r == '*' || r == '?' || r == '[' || r == ']' || r == '\\':
-			return invalid("%s name %s contains %q; not allowed: { } * ? [ ] \\",
-				what, strconv.Quote(truncate(name, 64)), r)
+	case !utf8.ValidString(name):
+		e.Reason, e.msg = NameNotUTF8, fmt.Sprintf("%s name %s is not valid UTF-8", what, strconv.Quote(truncate(name, 64)))
+	default:
+		for _, r := range name {
+			switch {
+			case unicode.IsSpace(r) || !unicode.IsPrint(r):
+				e.Reason, e.Char = NameUnprintable, r
+				if unicode.IsSpace(r) {
+					e.Reason = NameSpace
+				}
+				e.msg = fmt.Sprintf("%s name %s contains %q; allowed: printable characters without white space",
+					what, strconv.Quote(truncate(name, 64)), r)
+			case r == '{' || r == '}' || r == '*' || r == '?' || r == '[' || r == ']' || r == '\\':
+				e.Reason, e.Char = NameReserved, r
+				e.msg = fmt.Sprintf("%s name %s contains %q; not allowed: { } * ? [ ] \\",
+					what, strconv.Quote(truncate(name, 64)), r)
+			default:
+				continue
+			}
+			break
 		}
 	}
-	return nil
+	if e.Reason == "" {
+		return nil
+	}
+	return e
+}
+
+// LockOrderError is one bad entry of Options.LockOrder. errors.Is(err,
+// ErrInvalid) is true.
+type LockOrderError struct {
+	Index int
+	Entry string
+	First int   // for an entry listed twice, the index of its first listing; else -1
+	Err   error // for an entry that is not a valid resource name, its *NameError; else nil
+}
+
+func (e *LockOrderError) Error() string {
+	switch {
+	case e.Entry == "":
+		return fmt.Sprintf("%v: lock order entry %d is empty; entries are resource-name prefixes such as issue", ErrInvalid, e.Index)
+	case e.First >= 0:
+		return fmt.Sprintf("%v: lock order entry %d %q is listed twice (also entry %d); each prefix must appear once", ErrInvalid, e.Index, e.Entry, e.First)
+	}
+	return fmt.Sprintf("lock order entry %d: %v", e.Index, e.Err)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *LockOrderError) Unwrap() error { return ErrInvalid }
+
+// ValidateLockOrder checks Options.LockOrder: every entry a valid
+// resource name (a prefix of resource names), each listed once. It
+// returns nil or every bad entry's *LockOrderError, joined.
+func ValidateLockOrder(order []string) error {
+	var errs []error
+	first := map[string]int{}
+	for i, p := range order {
+		e := &LockOrderError{Index: i, Entry: p, First: -1}
+		if j, dup := first[p]; dup {
+			e.First = j
+		} else {
+			first[p] = i
+			if p != "" {
+				e.Err = ValidateResource(p)
+			}
+		}
+		if p == "" || e.First >= 0 || e.Err != nil {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func truncate(s string, n int) string {
@@ -76,11 +175,32 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func validateLimit(name string, limit int) error {
+// ValidateLimit checks the limit of resource name: 1 to MaxLimit slots.
+func ValidateLimit(name string, limit int) error {
 	if limit < 1 || limit > MaxLimit {
 		return invalid("limit %d for %s; allowed: 1 to %d", limit, name, MaxLimit)
 	}
 	return nil
+}
+
+// ResolveWeight returns the slots an acquire of resource takes: weight
+// (0: 1), or the whole limit when exclusive. A weight above the limit is
+// ErrTooHeavy; a weight below 1, or one other than the limit with
+// exclusive, is ErrInvalid.
+func ResolveWeight(resource string, weight, limit int, exclusive bool) (int, error) {
+	if exclusive {
+		if weight != 0 && weight != limit {
+			return 0, invalid("weight %d with exclusive for %s; exclusive takes the whole limit (%d)", weight, resource, limit)
+		}
+		weight = limit
+	}
+	if weight == 0 {
+		weight = 1
+	}
+	if err := validateWeight(resource, weight, limit); err != nil {
+		return 0, err
+	}
+	return weight, nil
 }
 
 func validateWeight(name string, weight, limit int) error {
@@ -94,8 +214,5 @@ func validateWeight(name string, weight, limit int) error {
 }
 
 func validateTTL(what string, d time.Duration) error {
-	if d < MinTTL || d > MaxTTL {
-		return invalid("%s %v; allowed: %v to %v", what, d, MinTTL, MaxTTL)
-	}
-	return nil
+	return checkTTL(d, TimingNames{TTL: what})
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
 )
 
 func TestValidateResource(t *testing.T) {
@@ -45,15 +44,8 @@ func TestValidateResource(t *testing.T) {
 
 // Bad acquire options are refused before anything reaches the backend.
 func TestAcquireBadInputLeavesNothing(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newFileGovernor(t)
+	b := g.Backend()
 	ctx := context.Background()
 	cases := []struct {
 		res  string

@@ -80,10 +80,17 @@ type ProviderLimits struct {
 	Tokens         RateLimit
 }
 
+// ProviderResourcePrefix starts the resource of every provider.
+const ProviderResourcePrefix = "provider:"
+
+// ProviderResource is the resource of provider name: "provider:NAME",
+// for its concurrency slots and its rate keys.
+func ProviderResource(name string) string { return ProviderResourcePrefix + name }
+
 // Provider returns the gate for provider name (resource
-// "provider:NAME").
+// ProviderResource(name)).
 func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
-	return &Provider{g: g, name: name, limits: l, resource: "provider:" + name}
+	return &Provider{g: g, name: name, limits: l, resource: ProviderResource(name)}
 }
 
 // Do waits for a concurrency slot, then for rate budget for one request

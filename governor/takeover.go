@@ -19,8 +19,10 @@ type TakeoverOptions struct {
 	// holder's next renewal fails and its fenced writes are refused, but
 	// until it notices, two processes may believe they hold the slot.
 	Force bool
-	// TTL of the new lease (default: the Governor's).
-	TTL time.Duration
+	// TTL of the new lease (default: the Governor's), and NoHeartbeat as
+	// in AcquireOptions.
+	TTL         time.Duration
+	NoHeartbeat bool
 }
 
 // OwnerAliveError refuses a takeover: the holder has not expired and is
@@ -76,7 +78,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		}
 		// Expired (or released): its slot is free unless someone else
 		// took it.
-		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL})
+		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +93,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	var out []*Lease
 	for _, h := range targets {
-		req, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL})
+		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return out, err
 		}
@@ -103,7 +105,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		l, err := g.newLease(req, res, sent)
+		l, err := g.newLease(req, res, sent, tm)
 		if err != nil {
 			return out, err
 		}
@@ -134,9 +136,9 @@ func (g *Governor) alive(h Holder) string {
 	case proc.Dead:
 		return ""
 	case proc.Alive:
-		return fmt.Sprintf("its owner pid %d is alive on this host", h.PID)
+		return fmt.Sprintf("its owner (%s) is alive on this host", h.Processes())
 	}
-	return fmt.Sprintf("its owner pid %d cannot be checked", h.PID)
+	return fmt.Sprintf("its owner (%s) cannot be checked", h.Processes())
 }
 
 // NextSeq returns the next number of sequence name for the holder of

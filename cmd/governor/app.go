@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
@@ -55,6 +57,9 @@ type app struct {
 
 	configFile, backend, redisURL, dir, project string
 	json                                        bool
+	// quiet is --quiet of run and acquire: not getting the slots is told
+	// by the exit code alone.
+	quiet bool
 
 	loaded *config.Loaded
 }
@@ -68,18 +73,70 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	if err == nil {
-		return ExitOK
-	}
+	code := ExitFailure
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "governor:", strings.TrimPrefix(ee.err.Error(), "governor: "))
-		}
-		return ee.code
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(stderr, "governor:", strings.TrimPrefix(err.Error(), "governor: "))
-	return ExitFailure
+	if !a.json {
+		a.json = jsonFlag(args) // cobra finds an unknown command before parsing flags
+	}
+	a.report(code, err)
+	return code
+}
+
+// report tells why a command ends with code: the one place every
+// failure is written on stderr. With --json it is one JSON object on one
+// line, {"exit_code", "error"} (and "resource" and "holders" when the
+// slots were not acquired); without, runner.WriteReport's text. With
+// --quiet, not getting the slots (73, 75) is told by the exit code alone.
+// A nil err writes nothing: the command has said all there is.
+func (a *app) report(code int, err error) {
+	if err == nil {
+		return
+	}
+	var na *runner.NotAcquiredError
+	notAcquired := errors.As(err, &na)
+	if notAcquired && a.quiet {
+		return
+	}
+	if !a.json {
+		runner.WriteReport(a.stderr, err)
+		return
+	}
+	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
+	if notAcquired && na.Busy != nil {
+		r := toSlotsJSON("", []governor.Status{na.Busy.Status}).Resources[0]
+		e.Resource, e.Holders = na.Busy.Resource, r.Holders
+	}
+	b, jerr := json.Marshal(e)
+	if jerr != nil { // cannot happen: the fields are plain data
+		b = []byte(fmt.Sprintf(`{"exit_code":%d,"error":%q}`, code, e.Error))
+	}
+	fmt.Fprintf(a.stderr, "%s\n", b)
+}
+
+// jsonFlag reports whether args set --json, reading nothing else: for
+// the failures cobra reports before it parses the flags.
+func jsonFlag(args []string) bool {
+	var on bool
+	fs := pflag.NewFlagSet("governor", pflag.ContinueOnError)
+	fs.ParseErrorsWhitelist.UnknownFlags = true
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&on, "json", false, "")
+	_ = fs.Parse(args)
+	return on
+}
+
+// errorJSON is the stable --json schema of a failure, on stderr.
+type errorJSON struct {
+	ExitCode int          `json:"exit_code"`
+	Error    string       `json:"error"`
+	Resource string       `json:"resource,omitempty"`
+	Holders  []holderJSON `json:"holders,omitempty"`
 }
 
 func (a *app) rootCmd() *cobra.Command {
@@ -92,10 +149,23 @@ func (a *app) rootCmd() *cobra.Command {
 
 State lives in Redis when a Redis URL is configured (--redis-url, GOVERNOR_REDIS_URL,
 redis.url in exec-defaults.yaml), else in an embedded file backend on this machine
-(--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).`,
+(--dir, GOVERNOR_DIR, default $XDG_STATE_HOME/governor).
+
+With --json, output is JSON, and every failure is one JSON object on one line of
+stderr: {"exit_code", "error"}, with "resource" and "holders" when slots were not
+acquired.
+
+Exit codes, shared by every command (each command's --help lists its own):
+  0    done
+  73   not acquired: busy, or --wait-timeout passed (also a refused takeover or a stale token)
+  75   skipped: busy with --if-busy skip
+  122  the lease was lost
+  125  governor's own failure: bad flags, bad config, unknown resource, backend unreachable`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("governor {{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml)")
 	f.StringVar(&a.backend, "backend", "", "auto|file|redis (auto: redis when a Redis URL is configured, else file)")
@@ -108,7 +178,29 @@ redis.url in exec-defaults.yaml), else in an embedded file backend on this machi
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd())
+	// cobra's own help and completion commands list their exit codes too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			addExitCodes(c, "Exit codes: 0 printed; 125 bad flags or an unknown command.")
+		}
+	}
+	a.complete(root)
 	return root
+}
+
+// addExitCodes appends the exit codes to the --help of c and its
+// subcommands.
+func addExitCodes(c *cobra.Command, codes string) {
+	long := c.Long
+	if long == "" {
+		long = c.Short
+	}
+	c.Long = long + "\n\n" + codes
+	for _, sub := range c.Commands() {
+		addExitCodes(sub, codes)
+	}
 }
 
 // load reads the configuration once: flags > env > file > defaults.
@@ -130,24 +222,14 @@ func (a *app) load() (*config.Loaded, error) {
 	return l, nil
 }
 
-// session is the declared session: GOVERNOR_SESSION, else host:pid.
-func (a *app) session(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	for _, kv := range a.env {
-		if v, ok := strings.CutPrefix(kv, "GOVERNOR_SESSION="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // openOptions adjust the Governor an app opens.
 type openOptions struct {
 	Session string
 	Command string
 	PID     int // declare this pid as the holder instead of governor's own
+	// GovernorPID is declared beside PID as the process holding the
+	// lease for it (run: governor itself, PID its watchdog).
+	GovernorPID int
 }
 
 // open opens the configured backend and a Governor on it. close releases
@@ -182,8 +264,9 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		}
 		b = fb
 	}
-	g, err := governor.New(b, governor.Options{Project: c.Project, Session: a.session(o.Session), Command: o.Command,
-		TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat, LockOrder: c.LockOrder, PID: o.PID})
+	t := c.Timing()
+	g, err := governor.New(b, governor.Options{Project: c.Project, Session: runner.Session(o.Session, a.env), Command: o.Command,
+		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
 	if err != nil {
 		_ = b.Close()
 		return nil, exitWith(ExitFailure, err)
@@ -191,21 +274,23 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 	return g, nil
 }
 
-// limitFor is the limit of resource: --limit when given, else the
-// configuration's. A resource with neither is an error naming both ways.
-func (a *app) limitFor(resource string, flagLimit int) (int, error) {
-	if flagLimit != 0 {
-		if flagLimit < 0 || flagLimit > governor.MaxLimit {
-			return 0, exitWith(ExitFailure, fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit))
-		}
-		return flagLimit, nil
+// limitFor is the limit this process asks for resource, and where it
+// comes from: the configuration's when it has one (origin names the key
+// and where it was set), else --limit (origin ""). A resource with
+// neither is an error naming both ways.
+func (a *app) limitFor(resource string, flagLimit int) (int, string, error) {
+	if flagLimit != 0 && governor.ValidateLimit(resource, flagLimit) != nil {
+		return 0, "", exitWith(ExitFailure, fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit))
 	}
 	l, err := a.load()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if n, ok := l.Config.Limits()[resource]; ok {
-		return n, nil
+		return n, l.LimitOrigins()[resource], nil
 	}
-	return 0, exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
+	if flagLimit != 0 {
+		return flagLimit, "", nil
+	}
+	return 0, "", exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
 }

@@ -13,11 +13,20 @@ func (a *app) configCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Show or check the effective configuration",
+		Long: `config shows the effective configuration and where each value came from, or
+checks it: see 'governor config show --help' and 'governor config check --help'.
+
+Exit codes: 0 this help; those of each subcommand.`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show",
 		Short: "Print every effective value and where it came from (default, file, env, flag)",
-		Args:  cobra.NoArgs,
+		Long: `show prints the configuration file in use, the backend in use, and every effective
+value with its source: flag > env (GOVERNOR_*) > file > default. --json prints
+{"file", "backend", "limits", "values": [{"key", "value", "source"}]}.
+
+Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor config check').`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.load()
 			if err != nil {
@@ -55,7 +64,12 @@ func (a *app) configCmd() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "Validate the configuration; exit 125 naming every bad key, value and line",
-		Args:  cobra.NoArgs,
+		Long: `check validates the configuration file, the environment and the flags, naming the
+file, line, key and allowed values of every problem. --json prints {"ok": true,
+"file", "limits"} or {"ok": false, "problems": [...]}.
+
+Exit codes: 0 the configuration is valid; 125 a problem was found (each is named), or bad flags.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.load()
 			if err != nil {
@@ -63,7 +77,6 @@ func (a *app) configCmd() *cobra.Command {
 				if a.json && errors.As(err, &ee) {
 					problems := strings.Split(ee.err.Error(), "\n")
 					_ = writeJSON(cmd.OutOrStdout(), map[string]any{"ok": false, "problems": problems})
-					return exitWith(ExitFailure, nil)
 				}
 				return err
 			}

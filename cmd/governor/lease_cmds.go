@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -26,28 +25,26 @@ func parseHandle(h string) (resource, id string, err error) {
 	return h[:i], h[i+1:], nil
 }
 
-// ifBusy is the --if-busy flag: fail, wait or skip.
+// ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
+// (runner.ResolveIfBusy decides what that means).
 type ifBusy string
 
 func (b *ifBusy) String() string { return string(*b) }
 func (b *ifBusy) Type() string   { return "fail|wait|skip" }
 func (b *ifBusy) Set(s string) error {
-	switch s {
-	case "fail", "wait", "skip":
-		*b = ifBusy(s)
-		return nil
+	if _, err := runner.ResolveIfBusy(s, 0); err != nil || s == "" {
+		return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
 	}
-	return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
+	*b = ifBusy(s)
+	return nil
 }
 
-// refusal prints who holds a resource and how to take it over, as run
-// does, and returns the exit error for busy (73) or skip (75).
-func refusal(w io.Writer, project string, busy *governor.BusyError, skip bool) error {
-	runner.WriteRefusal(w, project, busy.Resource, busy.Status)
+// refusal is the exit error for busy (73) or skip (75), as run's.
+func refusal(busy *governor.BusyError, skip bool) error {
 	if skip {
-		return exitWith(ExitSkipped, nil)
+		return exitWith(ExitSkipped, runner.Refused(busy, true))
 	}
-	return exitWith(ExitBusy, nil)
+	return exitWith(ExitBusy, runner.Refused(busy, false))
 }
 
 func (a *app) acquireCmd() *cobra.Command {
@@ -56,7 +53,7 @@ func (a *app) acquireCmd() *cobra.Command {
 		limit       int
 		exclusive   bool
 		ttl         time.Duration
-		busy        = ifBusy("fail")
+		busy        ifBusy
 		waitTimeout time.Duration
 		session     string
 		pid         int
@@ -72,21 +69,34 @@ when that process dies, the lease is reclaimed on this host at once. (Without
 pipeline is a short-lived subshell that would look dead at once.)
 
 Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
-{"lease", "resource", "lease_id", "token", "expires_at"}.
+{"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
+--limit is not the limit in force: a configured limit wins over --limit, and the
+limit the backend holds wins while the resource is in use (also said on stderr).
 
-  read -r lease token < <(governor acquire heavy --ttl 10m --pid $$)
-  ... ; governor renew "$lease" ; ...
+  out=$(governor acquire heavy --ttl 10m --pid $$) || exit   # stops with 73, 75 or 125
+  read -r lease token <<<"$out"
+  ... ; governor renew "$lease" || exit ; ...
   governor release "$lease"
+
+(Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
+script carries on with an empty lease.)
+
+When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
+--wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
+			policy, err := runner.ResolveIfBusy(string(busy), waitTimeout)
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
 			if weight < 1 {
 				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
 			}
-			lim, err := a.limitFor(resource, limit)
+			lim, origin, err := a.limitFor(resource, limit)
 			if err != nil {
 				return err
 			}
@@ -96,8 +106,16 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 				return err
 			}
 			defer g.Close()
-			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl}
-			if busy == "wait" {
+			// Said at once, before any wait; a failed read is the
+			// acquire's to report.
+			note, _ := runner.NoteLimit(ctx, g, resource, limit, lim, origin)
+			if note != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "governor: "+note.Message)
+			}
+			// The lease is detached at once: it lives by its TTL and
+			// 'governor renew', and never heartbeats.
+			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true}
+			if policy == runner.IfBusyWait {
 				o.Mode = governor.Wait
 				if waitTimeout > 0 {
 					var cancel context.CancelFunc
@@ -107,12 +125,16 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				return a.acquireError(cmd.ErrOrStderr(), g.Project(), resource, err, busy == "skip", waitTimeout)
+				return acquireError(resource, err, policy == runner.IfBusySkip, waitTimeout)
 			}
 			l.Detach()
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
-					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()})
+				out := map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()}
+				if note != nil {
+					out["limit_note"] = note
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
 			return nil
@@ -120,13 +142,14 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 	}
 	f := cmd.Flags()
 	f.IntVar(&weight, "weight", 1, "slots to take")
-	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none")
+	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied)")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
-	f.DurationVar(&ttl, "ttl", 0, "lease time to live (default: lease.ttl from the configuration, 30s)")
-	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73), wait, or skip (exit 75)")
-	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --if-busy wait: give up after this long (exit 73)")
+	f.DurationVar(&ttl, "ttl", 0, fmt.Sprintf("lease time to live, %v to %v; it does not heartbeat (default: lease.ttl from the configuration, %v)", governor.MinTTL, governor.MaxTTL, governor.DefaultTTL))
+	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
+	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
+	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	return cmd
 }
 
@@ -140,13 +163,13 @@ func holderPID(pid int) int {
 }
 
 // acquireError maps an acquire failure to its exit code and message.
-func (a *app) acquireError(w io.Writer, project, resource string, err error, skip bool, waitTimeout time.Duration) error {
+func acquireError(resource string, err error, skip bool, waitTimeout time.Duration) error {
 	var busy *governor.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return refusal(w, project, busy, skip)
+		return refusal(busy, skip)
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitWith(ExitBusy, fmt.Errorf("%s: not acquired within --wait-timeout %v", resource, waitTimeout))
+		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v", resource, waitTimeout)})
 	default:
 		return exitWith(ExitFailure, err)
 	}

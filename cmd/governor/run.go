@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/governor/supervise"
 )
 
 // watchdogFD is the descriptor on which `governor run --watchdog` gets its
@@ -59,7 +60,8 @@ the tree: TERM (and CONT), then KILL after --kill-grace, setsid'd descendants
 included. If governor itself is killed, even with SIGKILL, the tree does not
 outlive it: the direct child gets SIGKILL (parent-death signal), and a
 watchdog process (governor run --watchdog, started before acquiring, declared
-as the holder's pid) kills the run's cgroup and every process carrying the run
+as the pid whose death frees the slots; 'governor slots' shows governor's pid
+and the command's beside it) kills the run's cgroup and every process carrying the run
 id in GOVERNOR_RUN_IDS; with the file backend the tree also inherits the lease
 files (descriptors 3...), so the slot stays held until its last process is
 dead and is free at once after. Where a cgroup v2 group can be made (as root,
@@ -83,7 +85,7 @@ by an ancestor), wait_seconds (monotonic; 0 when nested), outcome (ran,
 skipped, busy, timeout, lease_lost, interrupted, error), exit_code, start, end.
 
 Exit codes:
-  CMD's own  the command ran; 128+N when signal N killed it
+  CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
   73         not acquired: busy with --if-busy fail, or --wait-timeout passed
   75         skipped: busy with --if-busy skip
   122        the lease was lost while running; the command was stopped
@@ -108,16 +110,19 @@ Exit codes:
 				return err
 			}
 			o.Args = args
-			o.Limits = l.Config.Limits()
+			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Rates = providerRates(l.Config)
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
 			}
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
+			o.Report = a.report
 			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
-				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID})
+				// The watchdog (oo.PID) is declared for liveness; governor
+				// is shown as the holder, with its command.
+				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid()})
 			}
 			return exitCode(runner.Run(cmd.Context(), o))
 		},
@@ -126,15 +131,16 @@ Exit codes:
 	f.SetInterspersed(false) // flags after CMD are CMD's
 	f.StringArrayVar(&o.Resources, "resource", nil, "resource NAME[:WEIGHT] to hold (repeatable)")
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
-	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for")
+	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
-	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between TERM and KILL when stopping the tree (default 5s)")
+	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
 	f.StringVar(&o.Record, "record", "", "append one JSON line per invocation to this file")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
+	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	f.BoolVar(&watchdog, "watchdog", false, "internal: the watchdog of a run")
 	_ = f.MarkHidden("watchdog")
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/nearest"
 )
 
 func (a *app) slotsCmd() *cobra.Command {
@@ -30,7 +33,17 @@ with secrets redacted) and every waiter in queue order.
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...}}]}; times
 are RFC 3339 and durations are seconds. Fields are only ever added, never renamed.
---watch redraws every second until interrupted.`,
+
+--watch reads again every second until interrupted. On a terminal it redraws the
+screen; into a pipe or a file it writes no escapes: with --json one object per
+line per second (JSON Lines), else one block per second, each opened by a line
+"-- TIME" (RFC 3339).
+
+A RESOURCE named that is neither configured nor has state is an error naming the
+closest known names.
+
+Exit codes: 0 listed (with --watch: interrupted); 125 an unknown RESOURCE, bad
+flags, bad config or backend unreachable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			g, err := a.open(ctx, openOptions{})
@@ -45,12 +58,16 @@ are RFC 3339 and durations are seconds. Fields are only ever added, never rename
 			defer stop()
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
+			w := cmd.OutOrStdout()
+			screen := runner.IsTerminal(w)
 			for {
 				var b strings.Builder
-				if err := a.printSlots(ctx, &b, g, args); err != nil {
+				if err := a.watchSlots(ctx, &b, g, args, screen); err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), "\033[H\033[2J"+b.String())
+				if _, err := io.WriteString(w, b.String()); err != nil {
+					return exitWith(ExitFailure, err) // the reader is gone
+				}
 				select {
 				case <-ctx.Done():
 					return nil
@@ -84,7 +101,10 @@ type holderJSON struct {
 	LeaseID          string    `json:"lease_id"`
 	Session          string    `json:"session"`
 	Host             string    `json:"host"`
-	PID              int       `json:"pid"`
+	PID              int       `json:"pid"` // the process whose death frees the lease; 0: none declared
+	GovernorPID      int       `json:"governor_pid,omitempty"`
+	CommandPID       int       `json:"command_pid,omitempty"`
+	Processes        string    `json:"processes"`
 	Weight           int       `json:"weight"`
 	Token            int64     `json:"token"`
 	AcquiredAt       time.Time `json:"acquired_at"`
@@ -102,6 +122,8 @@ type waiterJSON struct {
 	Session        string    `json:"session"`
 	Host           string    `json:"host"`
 	PID            int       `json:"pid"`
+	GovernorPID    int       `json:"governor_pid,omitempty"`
+	Processes      string    `json:"processes"`
 	Weight         int       `json:"weight"`
 	EnqueuedAt     time.Time `json:"enqueued_at"`
 	WaitingSeconds float64   `json:"waiting_seconds"`
@@ -110,28 +132,34 @@ type waiterJSON struct {
 // statuses reads the named resources, or every resource with state plus
 // every configured one.
 func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string) ([]governor.Status, error) {
-	if len(names) == 0 {
-		have, err := g.Resources(ctx)
-		if err != nil {
-			return nil, exitWith(ExitFailure, err)
-		}
-		seen := map[string]bool{}
-		for _, n := range have {
-			seen[n] = true
-		}
-		if l, err := a.load(); err == nil {
-			for n := range l.Config.Limits() {
-				seen[n] = true
-			}
-		}
-		for n := range seen {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+	have, err := g.Resources(ctx)
+	if err != nil {
+		return nil, exitWith(ExitFailure, err)
 	}
-	var limits map[string]int
-	if l, err := a.load(); err == nil {
-		limits = l.Config.Limits()
+	l, err := a.load()
+	if err != nil {
+		return nil, err
+	}
+	limits := l.Config.Limits()
+	known := map[string]bool{}
+	for _, n := range have {
+		known[n] = true
+	}
+	for n := range limits {
+		known[n] = true
+	}
+	all := make([]string, 0, len(known))
+	for n := range known {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if len(names) == 0 {
+		names = all
+	}
+	for _, n := range names {
+		if !known[n] {
+			return nil, exitWith(ExitFailure, unknownResource(g.Project(), n, all))
+		}
 	}
 	var out []governor.Status
 	for _, n := range names {
@@ -147,6 +175,26 @@ func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string
 	return out, nil
 }
 
+// watchSlots writes one reading of --watch: the whole screen redrawn on
+// a terminal; else one JSON object on one line, or a text block opened by
+// a "-- TIME" line.
+func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string, screen bool) error {
+	if screen {
+		fmt.Fprint(w, "\033[H\033[2J")
+		return a.printSlots(ctx, w, g, names)
+	}
+	sts, err := a.statuses(ctx, g, names)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return json.NewEncoder(w).Encode(toSlotsJSON(g.Project(), sts))
+	}
+	fmt.Fprintf(w, "-- %s\n", time.Now().UTC().Format(time.RFC3339))
+	writeSlots(w, g.Project(), sts)
+	return nil
+}
+
 func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string) error {
 	sts, err := a.statuses(ctx, g, names)
 	if err != nil {
@@ -159,6 +207,23 @@ func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 	return nil
 }
 
+// unknownResource says that resource is neither configured nor has
+// state in project, with the closest of the known names.
+func unknownResource(project, resource string, known []string) error {
+	msg := fmt.Sprintf("resource %q is unknown in project %s: it is not configured and has no state", resource, project)
+	switch near := nearest.Names(resource, known); {
+	case len(near) > 0:
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	case len(known) == 0:
+		msg += "; no resource is configured or in use"
+	case len(known) <= 20:
+		msg += "; known: " + strings.Join(known, ", ")
+	default:
+		msg += fmt.Sprintf("; %d are known: see 'governor slots'", len(known))
+	}
+	return errors.New(msg)
+}
+
 func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
 	out := slotsJSON{Project: project, Resources: []resourceJSON{}}
 	for _, st := range sts {
@@ -166,13 +231,13 @@ func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters)}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
-				Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
+				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
 				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
 				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command})
 		}
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
-				PID: wt.PID, Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
+				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
 		}
 		out.Resources = append(out.Resources, r)
 	}
@@ -182,7 +247,7 @@ func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
 func counterMap(c governor.Counters) map[string]int {
 	return map[string]int{"acquired": int(c.Acquired), "busy": int(c.Busy), "waited": int(c.Waited),
 		"released": int(c.Released), "lost": int(c.Lost), "reclaimed_expired": int(c.ReclaimedExpiry),
-		"reclaimed_owner_dead": int(c.ReclaimedDead)}
+		"reclaimed_owner_dead": int(c.ReclaimedDead), "takeovers": int(c.Takeovers)}
 }
 
 func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
@@ -204,9 +269,9 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 		fmt.Fprintln(w)
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST:PID\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.PID,
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%s\n", h.LeaseID, dash(h.Session), dash(h.Host), h.Processes(),
 					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)),
 					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
 			}
@@ -214,9 +279,9 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST:PID\tWEIGHT\tWAITING FOR")
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR")
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s:%d\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.PID,
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\n", i+1, short(wt.ID), dash(wt.Session), dash(wt.Host), wt.Processes(),
 					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)))
 			}
 			tw.Flush()

@@ -54,11 +54,11 @@ expired lease's slot was taken by someone else); 125 bad input or backend unreac
 				return err
 			}
 			defer g.Close()
-			ls, err := g.Takeover(cmd.Context(), resource, max(limit, 1), governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl})
+			ls, err := g.Takeover(cmd.Context(), resource, max(limit, 1), governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl, NoHeartbeat: true})
 			var busy *governor.BusyError
 			switch {
 			case errors.As(err, &busy):
-				return refusal(cmd.ErrOrStderr(), g.Project(), busy, false)
+				return refusal(busy, false)
 			case errors.Is(err, governor.ErrOwnerAlive), errors.Is(err, governor.ErrNotHeld):
 				return exitWith(ExitBusy, err)
 			case err != nil:
@@ -91,7 +91,10 @@ expired lease's slot was taken by someone else); 125 bad input or backend unreac
 }
 
 func (a *app) seqCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "seq", Short: "Fenced sequences: numbers that never repeat (version numbers, ids)"}
+	cmd := &cobra.Command{Use: "seq", Short: "Fenced sequences: numbers that never repeat (version numbers, ids)",
+		Long: `seq hands out fenced sequence numbers: see 'governor seq next --help'.
+
+Exit codes: 0 this help; those of each subcommand.`}
 	var lease string
 	next := &cobra.Command{
 		Use:   "next NAME --lease RESOURCE@LEASE_ID",
@@ -152,7 +155,12 @@ func (a *app) eventsCmd() *cobra.Command {
 expired (a holder stopped renewing), reclaimed (its owner was proven dead),
 takeover (who took it, with the new lease and token), lost (a holder found it had
 lost its lease), drift (a process asked for another limit than the one in force).
-Each resource keeps its last 1000 events.`,
+Each resource keeps its last 1000 events.
+
+--json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail"}],
+oldest first.
+
+Exit codes: 0 listed; 125 bad flags, bad config or backend unreachable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {

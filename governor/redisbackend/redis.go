@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,9 @@ func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
 // closes the subscription; rdb stays the caller's unless OwnClient is
 // given (and, when New fails, in any case).
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backend, error) {
+	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
+		return nil, fmt.Errorf("%w: nil Redis client %T; pass the client of redis.NewClient or NewClient", governor.ErrInvalid, rdb)
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err

@@ -101,7 +101,18 @@ func HeldFromEnv(env []string) ([]HeldLease, error) {
 	return ParseHeld(getenv(env, EnvHeld), getenv(env, EnvToken))
 }
 
-// getenv returns the last value of key in env, "" if none.
+// Session is the session to declare: flag (--session) when set, else
+// $GOVERNOR_SESSION from env, else "" (governor's default, host:pid). Run
+// and every other command ask it.
+func Session(flag string, env []string) string {
+	if flag != "" {
+		return flag
+	}
+	return getenv(env, EnvSession)
+}
+
+// getenv returns the last value of key in env, "" if none: a later
+// duplicate wins, as in os/exec.
 func getenv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], key+"="); ok {

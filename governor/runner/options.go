@@ -2,8 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,9 @@ const (
 	IfBusySkip = "skip"
 )
 
+// IfBusyPolicies are the values --if-busy allows.
+var IfBusyPolicies = []string{IfBusyFail, IfBusyWait, IfBusySkip}
+
 // Options describe one run. The zero value of every field but Args and
 // Open means the documented default.
 type Options struct {
@@ -54,8 +59,11 @@ type Options struct {
 	// Limits has it, and is refused otherwise.
 	Resources []string
 	Providers []string
-	// Limits are the configured limits by resource name.
-	Limits map[string]int
+	// Limits are the configured limits by resource name, and
+	// LimitOrigins where each was configured ("resources.heavy.limit in
+	// FILE:LINE"), for the note that a --limit is not applied.
+	Limits       map[string]int
+	LimitOrigins map[string]string
 	// Rates are the configured rate limits by provider name: each
 	// --provider with one takes one request (and Tokens tokens) of its
 	// budget after its slot, before the command starts. When the budget
@@ -71,7 +79,7 @@ type Options struct {
 	Exclusive bool
 
 	// IfBusy is fail (the default), wait or skip. WaitTimeout bounds a
-	// wait; given without IfBusy it implies wait.
+	// wait; given without IfBusy it implies wait (see ResolveIfBusy).
 	IfBusy      string
 	WaitTimeout time.Duration
 
@@ -100,6 +108,13 @@ type Options struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
+	// Report, when set, is given the error that ends the run (nil when
+	// there is none) and the exit code, instead of Run writing it on
+	// Stderr with WriteReport. Not getting the slots is a
+	// *NotAcquiredError. The cause of stopping the tree (--timeout, a
+	// lost lease) then comes at the end too, not as the stop begins.
+	Report func(code int, err error)
+
 	// Open opens the Governor once the watchdog runs. Run closes it.
 	Open func(ctx context.Context, o OpenOptions) (*governor.Governor, error)
 
@@ -127,6 +142,30 @@ type OpenOptions struct {
 	Session string
 	Command string
 	PID     int
+}
+
+// ResolveIfBusy decides what --if-busy and --wait-timeout mean, for run
+// and acquire alike: "" is fail, unless a wait timeout is given, which
+// means waiting (a timeout for a wait the user did not ask for would be
+// ignored silently otherwise); a wait timeout with fail or skip is
+// refused. It returns IfBusyFail, IfBusyWait or IfBusySkip, or an error
+// naming the bad value and what is allowed.
+func ResolveIfBusy(ifBusy string, waitTimeout time.Duration) (string, error) {
+	if ifBusy != "" && !slices.Contains(IfBusyPolicies, ifBusy) {
+		return "", fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", ifBusy)
+	}
+	if waitTimeout < 0 {
+		return "", fmt.Errorf("--wait-timeout %v is not allowed; use a positive duration such as 30s", waitTimeout)
+	}
+	switch {
+	case waitTimeout > 0 && ifBusy != "" && ifBusy != IfBusyWait:
+		return "", fmt.Errorf("--wait-timeout %v with --if-busy %s: --wait-timeout bounds a wait; use --if-busy wait or drop one of them", waitTimeout, ifBusy)
+	case waitTimeout > 0:
+		return IfBusyWait, nil
+	case ifBusy == "":
+		return IfBusyFail, nil
+	}
+	return ifBusy, nil
 }
 
 // Resource is one resource of a run and the slots it takes.
@@ -178,29 +217,27 @@ type item struct {
 	lease  *governor.Lease
 }
 
-// plan validates o and returns the resources to take, in the order given.
-// Its errors name the bad value and what is allowed.
+// plan validates o, resolves o.IfBusy (ResolveIfBusy), and returns the
+// resources to take, in the order given. Its errors name the bad value
+// and what is allowed.
 func plan(o *Options) ([]*item, error) {
 	if len(o.Args) == 0 {
 		return nil, fmt.Errorf("no command: usage is governor run [flags] -- CMD [ARGS...]")
 	}
-	switch o.IfBusy {
-	case "", IfBusyFail, IfBusyWait, IfBusySkip:
-	default:
-		return nil, fmt.Errorf("--if-busy %q is not allowed; use fail, wait or skip", o.IfBusy)
+	ifBusy, err := ResolveIfBusy(o.IfBusy, o.WaitTimeout)
+	if err != nil {
+		return nil, err
 	}
+	o.IfBusy = ifBusy
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--wait-timeout", o.WaitTimeout}, {"--timeout", o.Timeout}, {"--kill-grace", o.KillGrace}} {
+	}{{"--timeout", o.Timeout}, {"--kill-grace", o.KillGrace}} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("%s %v is not allowed; use a positive duration such as 30s", d.flag, d.v)
 		}
 	}
-	if o.WaitTimeout > 0 && o.IfBusy != "" && o.IfBusy != IfBusyWait {
-		return nil, fmt.Errorf("--wait-timeout %v with --if-busy %s: --wait-timeout bounds a wait; use --if-busy wait or drop one of them", o.WaitTimeout, o.IfBusy)
-	}
-	if o.Limit < 0 || o.Limit > governor.MaxLimit {
+	if o.Limit != 0 && governor.ValidateLimit("every resource", o.Limit) != nil {
 		return nil, fmt.Errorf("--limit %d is not allowed; use 1 to %d", o.Limit, governor.MaxLimit)
 	}
 
@@ -216,7 +253,7 @@ func plan(o *Options) ([]*item, error) {
 		if p == "" {
 			return nil, fmt.Errorf("--provider \"\": give a provider name such as anthropic")
 		}
-		r, err := ParseResource("provider:"+p, o.Limits)
+		r, err := ParseResource(governor.ProviderResource(p), o.Limits)
 		if err != nil {
 			return nil, fmt.Errorf("--provider %q: %w", truncate(p, 64), err)
 		}
@@ -249,18 +286,15 @@ func plan(o *Options) ([]*item, error) {
 		if limit == 0 {
 			return nil, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", r.Name, r.Name)
 		}
-		w := r.Weight
+		w, err := governor.ResolveWeight(r.Name, r.Weight, limit, o.Exclusive)
 		switch {
-		case o.Exclusive && w != 0 && w != limit:
-			return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", w, r.Name, limit)
-		case o.Exclusive:
-			w = limit
-		case w == 0:
-			w = 1
-		}
-		if w > limit {
+		case errors.Is(err, governor.ErrTooHeavy):
 			return nil, fmt.Errorf("weight %d for %s is above its limit %d; allowed: 1 to %d (write %s:%d:1 if %q is the resource's name)",
-				w, r.Name, limit, limit, r.Name, w, fmt.Sprintf("%s:%d", r.Name, w))
+				r.Weight, r.Name, limit, limit, r.Name, r.Weight, fmt.Sprintf("%s:%d", r.Name, r.Weight))
+		case err != nil && o.Exclusive:
+			return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", r.Weight, r.Name, limit)
+		case err != nil:
+			return nil, err
 		}
 		items = append(items, &item{name: r.Name, weight: w, limit: limit})
 	}

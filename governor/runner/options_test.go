@@ -166,3 +166,39 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveIfBusy(t *testing.T) {
+	for _, tc := range []struct {
+		ifBusy  string
+		timeout time.Duration
+		want    string // "" for an error
+	}{
+		{"", 0, IfBusyFail},
+		{"", time.Second, IfBusyWait}, // a wait timeout implies waiting
+		{IfBusyWait, 0, IfBusyWait},
+		{IfBusyWait, time.Second, IfBusyWait},
+		{IfBusySkip, 0, IfBusySkip},
+		{IfBusyFail, time.Second, ""},
+		{IfBusySkip, time.Second, ""},
+		{"", -time.Second, ""},
+		{"later", 0, ""},
+	} {
+		got, err := ResolveIfBusy(tc.ifBusy, tc.timeout)
+		if got != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("ResolveIfBusy(%q, %v) = %q, %v; want %q", tc.ifBusy, tc.timeout, got, err, tc.want)
+		}
+	}
+}
+
+func TestSession(t *testing.T) {
+	env := []string{"GOVERNOR_SESSION=first", "GOVERNOR_SESSION=last"}
+	if got := Session("", env); got != "last" {
+		t.Errorf("Session from env = %q; want the last, as os/exec", got)
+	}
+	if got := Session("flag", env); got != "flag" {
+		t.Errorf("Session with --session = %q", got)
+	}
+	if got := Session("", nil); got != "" {
+		t.Errorf("Session with nothing = %q; want governor's default", got)
+	}
+}

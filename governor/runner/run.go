@@ -114,10 +114,7 @@ func (r *run) run(ctx context.Context) int {
 
 	// The default session names governor, not the watchdog declared as
 	// the holder's pid.
-	r.session = r.o.Session
-	if r.session == "" {
-		r.session = getenv(r.env, EnvSession)
-	}
+	r.session = Session(r.o.Session, r.env)
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
 	}
@@ -191,7 +188,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var wants []governor.Want
 	mode := governor.Fail
-	if r.o.IfBusy == IfBusyWait || r.o.IfBusy == "" && r.o.WaitTimeout > 0 {
+	if r.o.IfBusy == IfBusyWait { // resolved by plan
 		mode = governor.Wait
 	}
 	var sl *statusLine    // drawn only while AcquireAll waits
@@ -208,6 +205,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 				continue
 			}
 			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, h.LeaseID, it.name, it.name)
+		}
+		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
+			// At once, before any wait. A failed read is the acquire's
+			// to report.
+			fmt.Fprintf(r.stderr, "governor: %s\n", note.Message)
 		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
@@ -252,27 +254,24 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	var busy *governor.BusyError
 	switch {
 	case errors.As(err, &busy):
-		r.refusal(busy.Resource, busy.Status)
 		if r.o.IfBusy == IfBusySkip {
-			return ExitSkipped, OutcomeSkipped, fmt.Errorf("%s is busy; skipped (--if-busy skip)", busy.Resource)
+			return ExitSkipped, OutcomeSkipped, Refused(busy, true)
 		}
-		return ExitBusy, OutcomeBusy, nil
+		return ExitBusy, OutcomeBusy, Refused(busy, false)
 	case ctx.Err() != nil:
 		return ExitFailure, OutcomeError, ctx.Err() // after a signal, acquire reports that instead
 	case errors.Is(err, context.DeadlineExceeded):
-		msg := fmt.Errorf("not acquired within --wait-timeout %v", r.o.WaitTimeout)
+		na := &NotAcquiredError{Msg: fmt.Sprintf("not acquired within --wait-timeout %v", r.o.WaitTimeout)}
 		if waitingFor != "" {
-			msg = fmt.Errorf("%s: not acquired within --wait-timeout %v", waitingFor, r.o.WaitTimeout)
+			na.Msg = waitingFor + ": " + na.Msg
 			sctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
 			st, serr := g.Status(sctx, waitingFor)
 			cancel()
-			fmt.Fprintf(r.stderr, "governor: %v\n", msg)
 			if serr == nil {
-				r.refusal(waitingFor, st)
+				na.Busy = &governor.BusyError{Resource: waitingFor, Status: st}
 			}
-			return ExitBusy, OutcomeBusy, nil
 		}
-		return ExitBusy, OutcomeBusy, msg
+		return ExitBusy, OutcomeBusy, na
 	case errors.Is(err, governor.ErrTooHeavy):
 		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
 	}
@@ -288,7 +287,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 		if !ok || !rl.limited() {
 			continue
 		}
-		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: "provider:" + p},
+		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
 			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
 		if mode == governor.Wait {
 			start := time.Now()
@@ -298,8 +297,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 			case err == nil:
 				continue
 			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.o.WaitTimeout > 0:
-				fmt.Fprintf(r.stderr, "governor: provider %s: rate budget not available within --wait-timeout %v\n", p, r.o.WaitTimeout)
-				return ExitBusy, OutcomeBusy, nil
+				return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", p, r.o.WaitTimeout)}
 			case errors.Is(err, governor.ErrTooHeavy), errors.Is(err, governor.ErrInvalid):
 				return ExitFailure, OutcomeError, err
 			}
@@ -310,12 +308,14 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 			return ExitFailure, OutcomeError, err
 		}
 		if !res.Allowed {
-			fmt.Fprintf(r.stderr, "governor: provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v\n",
-				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))
+			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
+				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
 			if r.o.IfBusy == IfBusySkip {
-				return ExitSkipped, OutcomeSkipped, fmt.Errorf("provider %s rate limited; skipped (--if-busy skip)", p)
+				na.Msg += "; skipped (--if-busy skip)"
+				na.Skipped = true
+				return ExitSkipped, OutcomeSkipped, na
 			}
-			return ExitBusy, OutcomeBusy, nil
+			return ExitBusy, OutcomeBusy, na
 		}
 	}
 	return -1, "", nil
@@ -335,38 +335,6 @@ func (r *run) stillHeld(ctx context.Context, h HeldLease) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// refusal prints who holds resource and how to take it over.
-func (r *run) refusal(resource string, st governor.Status) {
-	project := ""
-	if r.g != nil {
-		project = r.g.Project()
-	}
-	WriteRefusal(r.stderr, project, resource, st)
-}
-
-// WriteRefusal tells who holds resource and how to take it over: the
-// message of every refusal (run, acquire, takeover).
-func WriteRefusal(w io.Writer, project, resource string, st governor.Status) {
-	fmt.Fprintf(w, "governor: %s is busy: %d of %d in use", resource, st.Used, st.Limit)
-	if n := len(st.Waiters); n > 0 {
-		fmt.Fprintf(w, ", %d waiting", n)
-	}
-	fmt.Fprintln(w)
-	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
-		if h.Command != "" {
-			fmt.Fprintf(w, "    running: %s\n", h.Command)
-		}
-	}
-	flag := ""
-	if project != "" && project != governor.DefaultName {
-		flag = " --project " + shellQuote(project)
-	}
-	for _, h := range st.Holders {
-		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, flag)
-	}
 }
 
 // execute starts the command and supervises it until its tree is gone.
@@ -499,7 +467,9 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			go tree.Stop(nil) // leftovers of a leader that exited
 			return
 		}
-		fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
+		if r.o.Report == nil { // else the cause is reported at the end
+			fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
+		}
 		go tree.Stop(c)
 	}
 	leaderDone := tree.Done()
@@ -512,6 +482,9 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			}
 			var c *stopCause
 			if errors.As(w.exit.Stopped, &c) {
+				if r.o.Report != nil {
+					return c.code, c.outcome, c
+				}
 				return c.code, c.outcome, nil
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
@@ -565,15 +538,19 @@ func (r *run) releaseAll() (lost []string) {
 }
 
 // finish releases, lets the watchdog go, closes the Governor, writes the
-// record and returns code. err, if set, is printed first.
+// record and returns code. err, if set, is reported first (Options.Report,
+// else WriteReport on Stderr).
 func (r *run) finish(code int, outcome Outcome, err error) int {
-	if err != nil {
-		fmt.Fprintf(r.stderr, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
-	}
 	if lost := r.releaseAll(); len(lost) > 0 && outcome == OutcomeRan {
-		fmt.Fprintf(r.stderr, "governor: the lease on %s was lost before the command ended (exit %d); its work may have overlapped another holder's\n",
+		lostErr := fmt.Errorf("the lease on %s was lost before the command ended (exit %d); its work may have overlapped another holder's",
 			strings.Join(lost, ", "), code)
+		err = errors.Join(err, lostErr)
 		code, outcome = ExitLeaseLost, OutcomeLeaseLost
+	}
+	if r.o.Report != nil {
+		r.o.Report(code, err)
+	} else {
+		WriteReport(r.stderr, err)
 	}
 	if r.wd != nil {
 		r.wd.finish()

@@ -151,8 +151,15 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 		if code := runner.Run(context.Background(), o); code != tc.code {
 			t.Fatalf("--if-busy %q --wait-timeout %v: exit %d, want %d; stderr %s", tc.ifBusy, tc.wait, code, tc.code, stderr)
 		}
-		for _, want := range []string{"held by session holder-session", "since", "last heartbeat", "expires in",
-			"governor takeover heavy --lease " + l.ID() + " --project " + project} {
+		wants := []string{"held by session holder-session", "since", "last heartbeat", "expires in",
+			"governor takeover heavy --lease " + l.ID() + " --project " + project}
+		if tc.ifBusy == "skip" { // the expected outcome: one line
+			wants = []string{"governor: heavy is busy: 1 of 1 in use, held by session holder-session; skipped (--if-busy skip)\n"}
+			if n := strings.Count(stderr.String(), "\n"); n != 1 {
+				t.Errorf("--if-busy skip: %d lines on stderr, want 1:\n%s", n, stderr)
+			}
+		}
+		for _, want := range wants {
 			if !strings.Contains(stderr.String(), want) {
 				t.Errorf("--if-busy %q: stderr %q lacks %q", tc.ifBusy, stderr, want)
 			}

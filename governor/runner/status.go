@@ -104,9 +104,9 @@ func renderStatus(resource string, r governor.Result, waited time.Duration) stri
 		h := st.Holders[0]
 		who := h.Session
 		if who == "" {
-			who = fmt.Sprintf("pid %d", h.PID)
+			who = "session unknown"
 		}
-		fmt.Fprintf(&b, "; held by %s (pid %d on %s", who, h.PID, orUnknown(h.Host))
+		fmt.Fprintf(&b, "; held by %s (%s on %s", who, h.Processes(), orUnknown(h.Host))
 		if !h.AcquiredAt.IsZero() && !st.Now.IsZero() {
 			fmt.Fprintf(&b, ", for %s", governor.Ago(st.Now.Sub(h.AcquiredAt)))
 		}

@@ -57,7 +57,10 @@ type Tree struct {
 	empty  chan struct{} // closed when the tree is empty and the leader reaped
 	waited chan struct{} // closed when Wait's result is ready
 	kick   chan struct{} // wakes the supervisor for a scan
-	swept  chan struct{} // closed after the first sweep that followed the leader's exit
+	// sigchld is notified before the leader is forked: a SIGCHLD that
+	// came before the supervisor ran (the leader stopped at once) is kept.
+	sigchld chan os.Signal
+	swept   chan struct{} // closed after the first sweep that followed the leader's exit
 
 	stopOnce sync.Once
 
@@ -142,6 +145,7 @@ func Start(opts Options) (*Tree, error) {
 		waited:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		swept:   make(chan struct{}),
+		sigchld: make(chan os.Signal, 1),
 		members: make(map[int]*member),
 	}
 
@@ -185,6 +189,7 @@ func Start(opts Options) (*Tree, error) {
 			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, t.cg.fd
 		}
 	}
+	signal.Notify(t.sigchld, syscall.SIGCHLD)
 	pid, err := forkExec(path, opts.Args, attr)
 	if err != nil && t.cg != nil {
 		// The kernel may refuse to clone into the group (no clone3, a
@@ -209,6 +214,7 @@ func Start(opts Options) (*Tree, error) {
 		err = execError(name, path, opts.Dir, err)
 	}
 	if err != nil {
+		signal.Stop(t.sigchld)
 		releaseSubreaper()
 		t.closeParentEnds()
 		if t.cg != nil {
@@ -573,9 +579,7 @@ func (t *Tree) peekLeader(fd int) {
 // on SIGCHLD (an orphan of ours died) and when poked, and finishes the tree
 // once the leader has exited and no other member is left.
 func (t *Tree) supervise() {
-	sigchld := make(chan os.Signal, 1)
-	signal.Notify(sigchld, syscall.SIGCHLD)
-	defer signal.Stop(sigchld)
+	defer signal.Stop(t.sigchld)
 
 	// No scan at once: the leader is already pinned, and a command that
 	// ends within trackInterval is scanned when it ends.
@@ -589,12 +593,15 @@ func (t *Tree) supervise() {
 		select {
 		case <-timer.C:
 			woken = false
-		case <-sigchld:
-			if t.terminal != nil {
-				t.followJobStop()
-			}
+		case <-t.sigchld:
 		case <-t.kick:
 			kicked = true
+		}
+		// Every wake looks for a job stop, not only a SIGCHLD: one
+		// waitid, and a stop is never missed for a signal that was
+		// merged with another or came while this goroutine was busy.
+		if t.terminal != nil {
+			t.followJobStop()
 		}
 		// The gap bounds the scan rate under a storm of SIGCHLDs; a kick
 		// (the leader exited, a stop began) comes once and is served at

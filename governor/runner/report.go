@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// NotAcquiredError is the error of a run (or a `governor acquire`) that
+// did not get its slots: busy with --if-busy fail (exit 73), busy with
+// --if-busy skip (75), or not granted within --wait-timeout (73).
+// errors.As finds Busy through it when the resource's state is known.
+type NotAcquiredError struct {
+	// Msg is one line, without the holders.
+	Msg string
+	// Busy is the refusal, or the resource's state when the wait timed
+	// out; nil when unknown (a spent rate budget).
+	Busy *governor.BusyError
+	// Skipped is true for --if-busy skip: the expected outcome of a cron
+	// job, told in one line.
+	Skipped bool
+}
+
+func (e *NotAcquiredError) Error() string { return e.Msg }
+
+func (e *NotAcquiredError) Unwrap() error {
+	if e.Busy == nil {
+		return nil
+	}
+	return e.Busy
+}
+
+// Refused is the NotAcquiredError of a fail-mode refusal (skip false) or
+// of a skip: one line naming the resource, its use and, for a skip, its
+// first holder's session.
+func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
+	st := busy.Status
+	msg := fmt.Sprintf("%s is busy: %d of %d in use", busy.Resource, st.Used, st.Limit)
+	if n := len(st.Waiters); n > 0 {
+		msg += fmt.Sprintf(", %d waiting", n)
+	}
+	if skip {
+		if len(st.Holders) > 0 && st.Holders[0].Session != "" {
+			msg += ", held by session " + st.Holders[0].Session
+			if n := len(st.Holders) - 1; n > 0 {
+				msg += fmt.Sprintf(" and %d more", n)
+			}
+		}
+		msg += "; skipped (--if-busy skip)"
+	}
+	return &NotAcquiredError{Msg: msg, Busy: busy, Skipped: skip}
+}
+
+// WriteReport writes the message of a command that ends with code and
+// err, as governor prints it on stderr: "governor: " and one line, and
+// for a refusal or a wait that timed out (not a skip) the holders and the
+// 'governor takeover' command of each. A nil err writes nothing.
+func WriteReport(w io.Writer, err error) {
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(w, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
+	var na *NotAcquiredError
+	if errors.As(err, &na) && !na.Skipped && na.Busy != nil {
+		writeHolders(w, na.Busy.Resource, na.Busy.Status)
+	}
+}
+
+// WriteRefusal tells who holds resource and how to take it over: the
+// message of every refusal (run, acquire, takeover).
+func WriteRefusal(w io.Writer, resource string, st governor.Status) {
+	WriteReport(w, Refused(&governor.BusyError{Resource: resource, Status: st}, false))
+}
+
+// writeHolders lists each holder of resource and the command that takes
+// its lease over.
+func writeHolders(w io.Writer, resource string, st governor.Status) {
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
+		if h.Command != "" {
+			fmt.Fprintf(w, "    running: %s\n", h.Command)
+		}
+	}
+	flag := ""
+	if p := st.Key.Project; p != "" && p != governor.DefaultName {
+		flag = " --project " + shellQuote(p)
+	}
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), h.LeaseID, flag)
+	}
+}
