@@ -115,7 +115,7 @@ Exit codes:
 			}
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
-			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
+			o.Watchdog = []string{runner.SelfExecutable(), "run", "--watchdog"}
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
 				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID})
 			}

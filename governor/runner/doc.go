@@ -57,7 +57,7 @@
 //     acquiring, connected by a pipe. When governor exits without saying
 //     "done" on the pipe — a SIGKILL included — the pipe reaches end of
 //     file and the watchdog kills the run's cgroup, if it has one, then
-//     SIGKILLs, through pidfds, every process whose initial environment
+//     SIGKILLs, each under its identity, every process whose initial environment
 //     carries the run id in GOVERNOR_RUN_IDS, setsid'd ones included,
 //     until two scans in a row find none ([Watchdog]), and removes the
 //     cgroup.

@@ -67,6 +67,10 @@ var scansOnly bool
 // macOS takes (proc.PortableEnv: no cgroup, pidfd, subreaper or
 // parent-death signal).
 func eachWay(t *testing.T, fn func(t *testing.T)) {
+	if proc.Portable() {
+		fn(t) // the whole run is on the portable path
+		return
+	}
 	t.Run("cgroup", fn)
 	t.Run("scans-only", func(t *testing.T) {
 		scansOnly = true
@@ -446,6 +450,9 @@ func TestHelperTree(t *testing.T) {
 // The direct child dies with a SIGKILLed supervisor. (Its own children are
 // not covered by Pdeathsig; a caller uses a lock file in ExtraFiles.)
 func TestPdeathsig(t *testing.T) {
+	if proc.Portable() {
+		t.Skip("no parent-death signal on the portable path (" + proc.PortableEnv + "=1)")
+	}
 	marker := proctest.NewMarker(t, "govsup")
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperTree$", "-test.count=1")
