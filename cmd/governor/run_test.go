@@ -550,22 +550,7 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
 	groups := runGroupsOrSkip(t)
 	before := len(groups())
-	tg := fileTarget(t, "  inner: {limit: 1}\n")
-	marker := proctest.NewMarker(t, "govrun")
-	sleep := proctest.MarkedSleep(t, marker)
-	t.Cleanup(func() { proctest.KillMarked(marker) })
-	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "inner", "--",
-		"sh", "-c", `env -i setsid "$0" 60 & "$0" 60; :`, sleep)
-	c := tg.command(append([]string{"run", "--resource", "heavy", "--"}, inner...)...)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the inner tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	eventually(t, 10*time.Second, "processes of the nested trees outlived the outer governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+	killNestedOuter(t, `env -i setsid "$0" 60 & "$0" 60; :`)
 	eventually(t, 10*time.Second, "the groups of the runs were not removed", func() bool { return len(groups()) == before })
 }
 
