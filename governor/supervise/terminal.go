@@ -109,19 +109,31 @@ func (t *Tree) leaderJobStop(pidfd int) (syscall.Signal, bool) {
 	if s, err := proc.Stat(t.pid); err != nil || !s.Stopped() || s.Zombie() {
 		return 0, false
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waitJobStopLocked()
+}
+
+// waitJobStopLocked is the portable leaderJobStop once the leader was seen
+// stopped: wait4(WUNTRACED), which reaps the leader if it has exited
+// meanwhile and then keeps its status for Wait. It runs under the lock,
+// which peekLeader takes before it reports an error, so that a wait that
+// failed because this reaped the leader is known to be ours.
+func (t *Tree) waitJobStopLocked() (syscall.Signal, bool) {
+	if t.finished || t.leaderReaped {
+		return 0, false // the pid may be another process's by now
+	}
 	var ws unix.WaitStatus
-	pid, err := unix.Wait4(t.pid, &ws, unix.WUNTRACED|unix.WNOHANG, nil)
+	pid, err := unix.Wait4(t.pid, &ws, unix.WUNTRACED|unix.WNOHANG, nil) // WNOHANG: never blocks
 	if err != nil || pid != t.pid {
 		return 0, false
 	}
 	if ws.Stopped() {
 		return ws.StopSignal(), true
 	}
-	t.mu.Lock()
 	t.leaderReaped, t.leaderStatus = true, ws
 	if m := t.members[t.pid]; m != nil {
 		m.exited = true
 	}
-	t.mu.Unlock()
 	return 0, false
 }
