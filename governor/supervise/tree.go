@@ -228,7 +228,8 @@ func (t *Tree) Wait() (Exit, error) {
 }
 
 // Signal sends sig to every process of the tree: to the process group, and
-// through pidfds to attributed descendants that have left the group. It
+// to attributed descendants that have left the group, each under its
+// identity (member.signal). It
 // returns ErrFinished once the tree has finished, and otherwise the first
 // error of a send other than "no such process". It leaves the tree running
 // (unless sig ends it).
