@@ -58,11 +58,12 @@ type Tree struct {
 	grace    time.Duration
 	portable bool // without the Linux extras (proc.Portable)
 
-	done   chan struct{} // closed when the leader has exited
-	empty  chan struct{} // closed when the tree is empty and the leader reaped
-	waited chan struct{} // closed when Wait's result is ready
-	kick   chan struct{} // wakes the supervisor for a scan
-	swept  chan struct{} // closed after the first sweep that followed the leader's exit
+	done    chan struct{}  // closed when the leader has exited
+	empty   chan struct{}  // closed when the tree is empty and the leader reaped
+	waited  chan struct{}  // closed when Wait's result is ready
+	kick    chan struct{}  // wakes the supervisor for a scan
+	sigchld chan os.Signal // SIGCHLD, notified from before the leader is started
+	swept   chan struct{}  // closed after the first sweep that followed the leader's exit
 
 	stopOnce sync.Once
 
@@ -188,9 +189,14 @@ func Start(opts Options) (*Tree, error) {
 		attr.Sys.Ctty = int(opts.Terminal.Fd())
 		t.terminal = opts.Terminal
 	}
+	// Notified before the leader exists: a job stop that comes before the
+	// supervisor goroutine runs must not be lost.
+	t.sigchld = make(chan os.Signal, 1)
+	signal.Notify(t.sigchld, syscall.SIGCHLD)
 	pid, pidfd, err := t.launch(name, path, opts.Args, attr, opts)
 	closeAll(childEnds)
 	if err != nil {
+		signal.Stop(t.sigchld)
 		t.closeParentEnds()
 		return nil, err
 	}
@@ -574,11 +580,11 @@ func (t *Tree) peekLeader(pidfd int) {
 
 // supervise is the one goroutine that reaps. It scans the tree on a timer,
 // on SIGCHLD (an orphan of ours died) and when poked, and finishes the tree
-// once the leader has exited and no other member is left.
+// once the leader has exited and no other member is left. With a terminal
+// it also follows job stops of the leader on SIGCHLD, and on the timer in
+// case a SIGCHLD was merged with another.
 func (t *Tree) supervise() {
-	sigchld := make(chan os.Signal, 1)
-	signal.Notify(sigchld, syscall.SIGCHLD)
-	defer signal.Stop(sigchld)
+	defer signal.Stop(t.sigchld)
 
 	// No scan at once: the leader is already pinned, and a command that
 	// ends within trackInterval is scanned when it ends.
@@ -592,7 +598,10 @@ func (t *Tree) supervise() {
 		select {
 		case <-timer.C:
 			woken = false
-		case <-sigchld:
+			if t.terminal != nil {
+				t.followJobStop()
+			}
+		case <-t.sigchld:
 			if t.terminal != nil {
 				t.followJobStop()
 			}
