@@ -75,8 +75,8 @@
 // Limits, without a cgroup only (macOS always): a descendant that clears its
 // environment (env -i) or is not dumpable (on macOS: whose environment the
 // kernel will not show), and is orphaned by governor's death, is not found
-// by the watchdog; if governor and the watchdog are both killed (a kill -9
-// of their process group), nothing kills the tree on macOS; with the file backend it still keeps the slot held until it
+// by the watchdog; if governor and the watchdog (in a process group of its
+// own) are both killed, nothing kills the tree on macOS; with the file backend it still keeps the slot held until it
 // closes the inherited lease file or the lease expires (its TTL, since
 // nobody renews it). With Redis, other hosts see the slot freed when the
 // lease's TTL runs out.
