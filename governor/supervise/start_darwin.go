@@ -40,7 +40,9 @@ func (t *Tree) releaseExtras() {}
 // kqueue EVFILT_PROC filter with NOTE_EXIT fires when the process exits
 // (it is then a zombie). The filter is registered first and the state
 // read second, so an exit before the registration is seen by the read
-// (a zombie, or no process at all: ESRCH) and one after it by the filter.
+// (a zombie, or no process at all: ESRCH) and one after it by the filter:
+// XNU's filt_procattach fails with ESRCH where proc_find finds nothing,
+// and otherwise reports only events that come after it.
 func (t *Tree) waitLeader(int) error {
 	kq, err := unix.Kqueue()
 	if err != nil {
