@@ -2,6 +2,7 @@ package proc
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"runtime"
@@ -54,6 +55,18 @@ const PortableEnv = "GOVERNOR_PORTABLE"
 // system but Linux, and on Linux when PortableEnv is "1".
 func Portable() bool {
 	return runtime.GOOS != "linux" || os.Getenv(PortableEnv) == "1"
+}
+
+// CheckPortableEnv returns an error naming the value of PortableEnv when it
+// is set to anything but "1", "0" or "": such a value would otherwise be
+// taken silently for "0".
+func CheckPortableEnv() error {
+	switch v := os.Getenv(PortableEnv); v {
+	case "", "0", "1":
+		return nil
+	default:
+		return fmt.Errorf("%s=%q; allowed: 1 (follow processes as on macOS), 0 or unset", PortableEnv, v)
+	}
 }
 
 // gone reports whether err says the process does not exist.

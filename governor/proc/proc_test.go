@@ -3,9 +3,11 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +215,19 @@ func TestProcargsEnv(t *testing.T) {
 		got, err := procargsEnv(tt.in)
 		if (err != nil) != tt.err || string(got) != tt.want {
 			t.Errorf("procargsEnv(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestCheckPortableEnv(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "0": true, "1": true, "true": false, "yes": false, " 1": false} {
+		t.Setenv(PortableEnv, v)
+		err := CheckPortableEnv()
+		if (err == nil) != ok {
+			t.Errorf("%s=%q: CheckPortableEnv() = %v, want ok %v", PortableEnv, v, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", v)) {
+			t.Errorf("the error %q does not name the value %q", err, v)
 		}
 	}
 }

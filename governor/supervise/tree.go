@@ -134,6 +134,9 @@ func Start(opts Options) (*Tree, error) {
 			return nil, fmt.Errorf("supervise: working directory %s: %w", opts.Dir, syscall.ENOTDIR)
 		}
 	}
+	if err := proc.CheckPortableEnv(); err != nil {
+		return nil, fmt.Errorf("supervise: %w", err)
+	}
 	if _, err := proc.Stat(os.Getpid()); err != nil {
 		return nil, fmt.Errorf("supervise: cannot read the process table to follow a process tree: %w", err)
 	}
