@@ -25,9 +25,9 @@ type Declaration struct {
 	// PID liveness proofs are valid only between equal HostIDs.
 	HostID string `json:"host_id,omitempty"`
 	PID    int    `json:"pid,omitempty"`
-	// StartTime is the process start time in clock ticks after boot
-	// (/proc/PID/stat field 22); with PID it names one process, immune
-	// to PID reuse.
+	// StartTime is the process start time (proc.Info.Start: clock ticks
+	// after boot on Linux, microseconds after the epoch on macOS); with
+	// PID it names one process, immune to PID reuse.
 	StartTime uint64 `json:"start,omitempty"`
 	// Command is the holder's command line, secrets redacted.
 	Command string `json:"cmd,omitempty"`

@@ -28,7 +28,8 @@
 // Each state-changing call takes an exclusive flock on the resource's lock
 // file, reads the state, prunes expired holders and waiters, hands freed
 // weight to the head of the queue, applies its change, writes state.tmp,
-// fsyncs it and renames it over state, then unlocks. The kernel drops the
+// syncs it (fdatasync; on macOS F_BARRIERFSYNC, see syncData) and renames
+// it over state, then unlocks. The kernel drops the
 // lock of a process that dies, so no crash leaves a lock behind; a killed
 // writer leaves at most state.tmp, which is only ever written under the
 // lock and is removed by the next call. Status reads state without the
@@ -49,8 +50,9 @@
 // wall clock is set. It is also the clock of Go's monotonic readings, on
 // which a holder judges when its own lease runs out; both stop during a
 // suspend, so the backend never expires a lease before its holder knows
-// (CLOCK_BOOTTIME, which runs on through a suspend, would). The state
-// records the kernel's boot id: holders and waiters of an earlier boot
+// (CLOCK_BOOTTIME, which runs on through a suspend, would). On macOS the
+// clock with these properties is CLOCK_UPTIME_RAW (machineClockID). The
+// state records the kernel's boot id (kern.bootsessionuuid on macOS): holders and waiters of an earlier boot
 // are dead and are dropped. Wall time is used
 // only to show instants (Status, Holder, Result.Expires) and as a floor
 // for fencing tokens, which are max(last+1, wall time in microseconds),
