@@ -32,9 +32,12 @@ var aclCommands = []string{
 	"subscribe", "unsubscribe",
 	// scripts, and the index and rate counters read by the client
 	"evalsha", "eval", "script|load", "sadd", "smembers", "hget", "xrange",
+	// forgetting an idle resource: its index entry, and a check that no
+	// acquire listed it again meanwhile
+	"srem", "exists",
 	// inside the scripts
 	"time", "hmget", "hset", "hdel", "hincrby", "zadd", "zrem", "zrange", "zrangebyscore",
-	"zremrangebyscore", "zscore", "zrank", "xadd", "publish", "pexpire",
+	"zremrangebyscore", "zscore", "zrank", "xadd", "publish", "pexpire", "hgetall", "del",
 }
 
 // aclLine is the ACL rule of a least-privilege governor user (README).
@@ -153,8 +156,31 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := b.RateAdjust(ctx, rk, governor.PerMinute(100), -5); err != nil {
 		return fmt.Errorf("rate adjust: %w", err)
 	}
-	if n, err := b.RateLimited(ctx, rk); err != nil || n != 1 {
-		return fmt.Errorf("rate limited: %d %w", n, err)
+	if rs, err := b.RateStatus(ctx, rk); err != nil || rs.Limited != 1 {
+		return fmt.Errorf("rate status: %+v %w", rs, err)
+	}
+	if names, err := b.Rates(ctx, project); err != nil || len(names) != 1 {
+		return fmt.Errorf("rates: %v %w", names, err)
+	}
+	if err := b.Observe(ctx, key, governor.HistogramWait, []int64{1}, time.Millisecond); err != nil {
+		return fmt.Errorf("observe: %w", err)
+	}
+	// An idle resource, forgotten: marked, then removed once the
+	// (backend-level, tiny) retention has passed.
+	idle := governor.Key{Project: project, Resource: "idle"}
+	ir, err := b.Acquire(ctx, governor.Request{Key: idle, ID: "i", Limit: 1, Weight: 1, TTL: time.Minute, QueueTTL: time.Minute, New: true})
+	if err := want("grant", ir, err, governor.Granted); err != nil {
+		return err
+	}
+	if err := b.Release(ctx, idle, "i"); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if _, err := b.Forget(ctx, idle, time.Millisecond); err != nil {
+		return fmt.Errorf("forget (mark): %w", err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if ok, err := b.Forget(ctx, idle, time.Millisecond); err != nil || !ok {
+		return fmt.Errorf("forget: %v %w", ok, err)
 	}
 	tr, err := b.Takeover(ctx, key, "d", req("t", governor.Fail, time.Minute))
 	if err := want("takeover", tr, err, governor.Granted); err != nil {

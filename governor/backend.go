@@ -25,9 +25,9 @@ type Declaration struct {
 	// PID liveness proofs are valid only between equal HostIDs.
 	HostID string `json:"host_id,omitempty"`
 	PID    int    `json:"pid,omitempty"`
-	// StartTime is the process start time in clock ticks after boot
-	// (/proc/PID/stat field 22); with PID it names one process, immune
-	// to PID reuse.
+	// StartTime is the process start time (proc.Info.Start: clock ticks
+	// after boot on Linux, microseconds after the epoch on macOS); with
+	// PID it names one process, immune to PID reuse.
 	StartTime uint64 `json:"start,omitempty"`
 	// Command is the holder's command line, secrets redacted.
 	Command string `json:"cmd,omitempty"`
@@ -71,13 +71,16 @@ type Status struct {
 	// one in force (processes disagree on their configuration); 0 if none.
 	DriftLimit int
 	Counters   Counters
+	// Histograms are the backend-kept distributions of the resource, by
+	// name (HistogramWait); absent until the first observation.
+	Histograms map[string]Histogram
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {
-	Acquired        int64 // grants, immediate or after waiting
+	Acquired        int64 // grants: immediate, after waiting, or by takeover
 	Busy            int64 // fail-mode refusals
 	Waited          int64 // acquires that had to queue
 	Released        int64
@@ -242,6 +245,29 @@ type Backend interface {
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.
 	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
+
+	// Observe adds observations to histogram name (HistogramWait) of key:
+	// counts[i] more in bucket i of HistogramBounds(name) (the last one,
+	// index len(bounds), is +Inf), and sum more to their sum. The
+	// Governor calls it with valid arguments; the backend keeps the
+	// counts with the resource's state (see Status.Histograms). A
+	// resource without state (forgotten since) takes none: no state is
+	// created for them.
+	Observe(ctx context.Context, key Key, name string, counts []int64, sum time.Duration) error
+
+	// Forget removes everything the backend keeps of key's slots —
+	// limit, fencing token, counters, events, histograms — once it has
+	// been idle for at least retention, and reports whether it did. Idle
+	// means no holder and no waiter, and no grant or enqueue since:
+	// the first call that finds key idle marks it (a state change that
+	// nothing else observes), and a later call that finds the same mark
+	// at least retention old removes it, drops it from Resources, and
+	// lets the next acquire start afresh. A resource whose last fencing
+	// token does not lie behind the backend's clock in microseconds is
+	// kept, so that tokens (floored by that clock) still only increase
+	// after it is forgotten. Sequences (NextSeq) and rate limits are
+	// never forgotten. A key without state is not an error.
+	Forget(ctx context.Context, key Key, retention time.Duration) (bool, error)
 
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.

@@ -79,6 +79,7 @@ type Governor struct {
 	order    []string
 	decl     Declaration
 	self     proc.Self
+	rec      *recorder
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
@@ -103,6 +104,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
 		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())
+	g.rec = newRecorder(b)
 	if g.project == "" {
 		g.project = DefaultName
 	}
@@ -274,6 +276,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 	defer timer.Stop()
 	req.New = true
+	start := time.Now()
 	for {
 		sent := time.Now()
 		res, err := g.b.Acquire(ctx, req)
@@ -282,6 +285,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
+				g.rec.observe(req.Key, HistogramWait, time.Since(start))
 				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
@@ -508,6 +512,7 @@ func (g *Governor) Close() error {
 			first = err
 		}
 	}
+	g.rec.close()
 	if err := g.b.Close(); err != nil && first == nil {
 		first = err
 	}

@@ -58,9 +58,30 @@ type RateBackend interface {
 	// RateAdjust charges delta more tokens (negative: refunds) after a
 	// call, when the actual use is known.
 	RateAdjust(ctx context.Context, key Key, tokens RateLimit, delta int64) error
-	// RateLimited returns how many reservations of key were denied, for
-	// metrics (kept by the backend, so every process counts).
-	RateLimited(ctx context.Context, key Key) (int64, error)
+	// RateStatus reads key's rate limit without changing it. A key
+	// never reserved has a zero RateStatus (with Key and Now set).
+	RateStatus(ctx context.Context, key Key) (RateStatus, error)
+	// Rates lists the rate keys of a project that have state, rate-only
+	// providers (no concurrency slots) included.
+	Rates(ctx context.Context, project string) ([]string, error)
+}
+
+// RateStatus is a rate limit as the backend keeps it, for metrics: the
+// counters cover every process.
+type RateStatus struct {
+	Key Key
+	// Requests and Tokens are the limits of the last reservation (zero
+	// Rate: none of that kind).
+	Requests RateLimit
+	Tokens   RateLimit
+	// Remaining budget now under those limits; -1 where unlimited.
+	RemainingRequests int64
+	RemainingTokens   int64
+	// Allowed and Limited count the reservations granted and denied.
+	Allowed int64
+	Limited int64
+	// Now is the backend's clock when the status was read.
+	Now time.Time
 }
 
 // Provider is the agent-side gate for one provider: a concurrency slot
@@ -162,14 +183,28 @@ func (g *Governor) TryRate(ctx context.Context, req RateRequest) (RateResult, er
 	return rb.RateReserve(ctx, req)
 }
 
-// RateLimited returns how many rate reservations of resource were
-// denied; 0 when the backend has no rate limits.
-func (g *Governor) RateLimited(ctx context.Context, resource string) (int64, error) {
+// RateStatus reads the rate limit of key name (a provider's is
+// "provider:NAME") without changing it; a zero RateStatus when the
+// backend has no rate limits.
+func (g *Governor) RateStatus(ctx context.Context, name string) (RateStatus, error) {
+	if err := ValidateResource(name); err != nil {
+		return RateStatus{}, err
+	}
 	rb, ok := g.b.(RateBackend)
 	if !ok {
-		return 0, nil
+		return RateStatus{Key: Key{g.project, name}}, nil
 	}
-	return rb.RateLimited(ctx, Key{g.project, resource})
+	return rb.RateStatus(ctx, Key{g.project, name})
+}
+
+// Rates lists the project's rate keys that have state; none when the
+// backend has no rate limits.
+func (g *Governor) Rates(ctx context.Context) ([]string, error) {
+	rb, ok := g.b.(RateBackend)
+	if !ok {
+		return nil, nil
+	}
+	return rb.Rates(ctx, g.project)
 }
 
 // WaitRate reserves rate budget, waiting (on a timer, exactly until the

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/buildinfo"
 )
 
 // DefaultTimeout bounds the backend reads of one scrape when
@@ -53,10 +55,13 @@ type Collector struct {
 	timeout time.Duration
 	limits  map[string]int
 
-	up, scrapeError, scrapeDuration, rateLimited  *prometheus.Desc
-	limit, inUse, drift, holders, waiters         *prometheus.Desc
-	oldestLease, oldestWaiter                     *prometheus.Desc
-	acquires, releases, lost, reclaims, takeovers *prometheus.Desc
+	up, scrapeError, scrapeDuration, buildInfo *prometheus.Desc
+	limit, inUse, drift, holders, waiters      *prometheus.Desc
+	oldestLease, oldestWaiter                  *prometheus.Desc
+	acquires, queued, wait                     *prometheus.Desc
+	releases, lost, reclaims, takeovers        *prometheus.Desc
+	rateAllowed, rateLimited, rateRemaining    *prometheus.Desc
+	build                                      buildinfo.Info
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -70,17 +75,31 @@ type flight struct {
 
 // snapshot is what one backend read found.
 type snapshot struct {
-	answered    bool              // the backend listed the resources
-	statuses    []governor.Status // the resources read, by name
-	rateLimited int64             // rate-limit denials over all resources
-	err         error             // the first read that failed, if any
+	answered bool                  // the backend listed the resources
+	statuses []governor.Status     // the resources read, by name
+	rates    []governor.RateStatus // the rate keys read, by name
+	err      error                 // the first read that failed, if any
 }
 
-// RateSource is a Source whose backend counts rate-limit denials
+// failed records err if it is the first failed read, and reports whether
+// reading must stop: ctx ended.
+func (s *snapshot) failed(ctx context.Context, err error) bool {
+	if s.err == nil {
+		s.err = err
+	}
+	return ctx.Err() != nil
+}
+
+// RateSource is a Source whose backend keeps rate limits
 // (*governor.Governor on either backend).
 type RateSource interface {
-	RateLimited(ctx context.Context, resource string) (int64, error)
+	// Rates lists the rate keys that have state.
+	Rates(ctx context.Context) ([]string, error)
+	// RateStatus reads one rate key.
+	RateStatus(ctx context.Context, name string) (governor.RateStatus, error)
 }
+
+var _ RateSource = (*governor.Governor)(nil)
 
 // NewCollector returns a Collector of src's project. It fails with a
 // wrapped governor.ErrInvalid on a negative timeout and reads nothing
@@ -100,10 +119,15 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, cl)
 	}
+	c.build = buildinfo.Read()
 	c.up = desc("governor_up", "1 when the backend answered the scrape within the timeout, 0 when it did not.")
 	c.scrapeError = desc("governor_scrape_error", "1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.")
 	c.scrapeDuration = desc("governor_scrape_duration_seconds", "Time the scrape took to read the backend.")
-	c.rateLimited = desc("governor_rate_limited_total", "Rate-limit reservations denied (kept by the backend: every process counts), over all resources.")
+	c.buildInfo = desc("governor_build_info", "1, labelled with the version, VCS revision and Go version of the governor that serves the metrics.",
+		"version", "revision", "goversion")
+	c.rateAllowed = desc("governor_rate_allowed_total", "Rate-limit reservations granted (kept by the backend: every process counts).", "provider")
+	c.rateLimited = desc("governor_rate_limited_total", "Rate-limit reservations denied (kept by the backend: every process counts).", "provider")
+	c.rateRemaining = desc("governor_rate_remaining", "Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.", "provider", "limit")
 	c.limit = desc("governor_slots_limit", "Slots of the resource: the limit in force, or the configured one before first use.", "resource")
 	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
 	c.drift = desc("governor_slots_limit_drift", "A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.", "resource")
@@ -111,7 +135,9 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.waiters = desc("governor_waiters", "Acquires queued, waiting for slots.", "resource")
 	c.oldestLease = desc("governor_oldest_lease_age_seconds", "Age of the oldest held lease; 0 if none.", "resource")
 	c.oldestWaiter = desc("governor_oldest_waiter_age_seconds", "How long the longest-queued acquire has waited so far; 0 if none.", "resource")
-	c.acquires = desc("governor_acquires_total", "Acquires by outcome: acquired (granted, at once or after waiting), busy (refused in fail mode), waited (had to queue; counted again as acquired when granted).", "resource", "outcome")
+	c.acquires = desc("governor_acquires_total", "Acquires by outcome, disjoint: acquired (granted, at once, after waiting, or by a takeover), busy (refused in fail mode). Those that had to queue are governor_acquires_queued_total.", "resource", "outcome")
+	c.queued = desc("governor_acquires_queued_total", "Acquires that had to queue (each also counted once in governor_acquires_total when granted, and not at all when it gave up).", "resource")
+	c.wait = desc("governor_acquire_wait_seconds", "Time from an acquire call to its grant, in every process (kept by the backend; sent by each process at most a second late).", "resource")
 	c.releases = desc("governor_releases_total", "Leases released.", "resource")
 	c.lost = desc("governor_leases_lost_total", "Leases their holders declared lost (renewal failed before expiry).", "resource")
 	c.reclaims = desc("governor_reclaims_total", "Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).", "resource", "reason")
@@ -121,17 +147,20 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 
 // Describe sends every Desc the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.rateLimited,
+	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
-		c.acquires, c.releases, c.lost, c.reclaims, c.takeovers} {
+		c.acquires, c.queued, c.wait, c.releases, c.lost, c.reclaims, c.takeovers,
+		c.rateAllowed, c.rateLimited, c.rateRemaining} {
 		ch <- d
 	}
 }
 
 // Collect reads the backend, waiting at most the timeout, and sends what
-// it read. governor_up, governor_scrape_error and
-// governor_scrape_duration_seconds are sent whatever happened; a resource
-// that could not be read is left out.
+// it read. governor_up, governor_scrape_error,
+// governor_scrape_duration_seconds and governor_build_info are sent
+// whatever happened; a resource or rate key that could not be read is
+// left out (its counters are never sent lower than they are: Prometheus
+// would take that for a reset).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -140,9 +169,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.gauge(ch, c.up, b2f(s.answered))
 	c.gauge(ch, c.scrapeError, b2f(s.err != nil))
 	c.gauge(ch, c.scrapeDuration, time.Since(start).Seconds())
-	c.counter(ch, c.rateLimited, float64(s.rateLimited))
+	c.gauge(ch, c.buildInfo, 1, c.build.Version, c.build.Revision, c.build.GoVersion)
 	for _, st := range s.statuses {
 		c.emit(ch, st)
+	}
+	for _, rs := range s.rates {
+		c.emitRate(ch, rs)
 	}
 }
 
@@ -205,10 +237,7 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 	for _, n := range slices.Sorted(maps.Keys(names)) {
 		st, err := c.src.Status(ctx, n)
 		if err != nil {
-			if s.err == nil {
-				s.err = fmt.Errorf("metrics: status of %s: %w", n, err)
-			}
-			if ctx.Err() != nil {
+			if s.failed(ctx, fmt.Errorf("metrics: status of %s: %w", n, err)) {
 				break
 			}
 			continue
@@ -218,13 +247,47 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 			st.Limit = names[n] // never used yet: report the configured limit
 		}
 		s.statuses = append(s.statuses, st)
-		if rs, ok := c.src.(RateSource); ok {
-			if n, err := rs.RateLimited(ctx, n); err == nil {
-				s.rateLimited += n
-			}
-		}
+	}
+	if rs, ok := c.src.(RateSource); ok && ctx.Err() == nil {
+		c.readRates(ctx, rs, &s)
 	}
 	return s
+}
+
+// readRates reads every rate key into s. A key that fails is left out
+// and recorded.
+func (c *Collector) readRates(ctx context.Context, src RateSource, s *snapshot) {
+	names, err := src.Rates(ctx)
+	if err != nil {
+		s.failed(ctx, fmt.Errorf("metrics: list rate limits: %w", err))
+		return
+	}
+	for _, n := range slices.Sorted(slices.Values(names)) {
+		rs, err := src.RateStatus(ctx, n)
+		if err != nil {
+			if s.failed(ctx, fmt.Errorf("metrics: rate limit of %s: %w", n, err)) {
+				return
+			}
+			continue
+		}
+		rs.Key.Resource = n
+		s.rates = append(s.rates, rs)
+	}
+}
+
+// emitRate sends the series of one rate key, labelled by provider: the
+// name after "provider:" (the key a Provider gate uses), or the whole
+// key for one a caller named otherwise.
+func (c *Collector) emitRate(ch chan<- prometheus.Metric, rs governor.RateStatus) {
+	p := strings.TrimPrefix(rs.Key.Resource, "provider:")
+	c.counter(ch, c.rateAllowed, float64(rs.Allowed), p)
+	c.counter(ch, c.rateLimited, float64(rs.Limited), p)
+	if rs.Requests.Rate > 0 && rs.RemainingRequests >= 0 {
+		c.gauge(ch, c.rateRemaining, float64(rs.RemainingRequests), p, "requests")
+	}
+	if rs.Tokens.Rate > 0 && rs.RemainingTokens >= 0 {
+		c.gauge(ch, c.rateRemaining, float64(rs.RemainingTokens), p, "tokens")
+	}
 }
 
 func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
@@ -246,7 +309,10 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	k := st.Counters
 	c.counter(ch, c.acquires, float64(k.Acquired), r, "acquired")
 	c.counter(ch, c.acquires, float64(k.Busy), r, "busy")
-	c.counter(ch, c.acquires, float64(k.Waited), r, "waited")
+	c.counter(ch, c.queued, float64(k.Waited), r)
+	if h, ok := st.Histograms[governor.HistogramWait]; ok {
+		c.histogram(ch, c.wait, h, governor.HistogramBounds(governor.HistogramWait), r)
+	}
 	c.counter(ch, c.releases, float64(k.Released), r)
 	c.counter(ch, c.lost, float64(k.Lost), r)
 	c.counter(ch, c.reclaims, float64(k.ReclaimedExpiry), r, "expired")
@@ -260,6 +326,29 @@ func (c *Collector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v flo
 
 func (c *Collector) counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
 	send(ch, d, prometheus.CounterValue, v, labels)
+}
+
+// histogram sends a backend-kept histogram as a const histogram with
+// cumulative buckets (a resource without observations sends none, which
+// keeps a page of many idle resources small).
+func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h governor.Histogram, bounds []time.Duration, labels ...string) {
+	buckets := make(map[float64]uint64, len(bounds))
+	var cum uint64
+	for i, b := range bounds {
+		if i < len(h.Counts) {
+			cum += uint64(max(h.Counts[i], 0))
+		}
+		buckets[b.Seconds()] = cum
+	}
+	count := cum
+	if len(h.Counts) > len(bounds) {
+		count += uint64(max(h.Counts[len(bounds)], 0))
+	}
+	m, err := prometheus.NewConstHistogram(d, count, h.Sum.Seconds(), buckets, labels...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	ch <- m
 }
 
 // send reports a label value that Prometheus refuses (not UTF-8) as an

@@ -26,6 +26,8 @@ type fakeSource struct {
 	statuses  map[string]governor.Status // by resource; the listing is its keys
 	listErr   error
 	statusErr map[string]error
+	rates     map[string]governor.RateStatus // by rate key; the listing is its keys
+	rateErr   map[string]error
 	block     chan struct{}
 	honorCtx  bool // Resources waits for ctx to end and returns its error
 	lists     atomic.Int32
@@ -66,6 +68,21 @@ func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Stat
 	return st, nil
 }
 
+func (f *fakeSource) Rates(ctx context.Context) ([]string, error) {
+	var names []string
+	for n := range f.rates {
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+func (f *fakeSource) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
+	if err := f.rateErr[name]; err != nil {
+		return governor.RateStatus{}, err
+	}
+	return f.rates[name], nil
+}
+
 var t0 = time.Date(2025, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // fixedState: gpu has two holders, one waiter and a drifting limit;
@@ -80,26 +97,54 @@ func fixedState() *fakeSource {
 			},
 			Waiters:  []governor.Waiter{{ID: "w", Weight: 2, EnqueuedAt: t0.Add(-12500 * time.Millisecond)}},
 			Counters: governor.Counters{Acquired: 11, Busy: 3, Waited: 5, Released: 8, Lost: 1, ReclaimedExpiry: 2, ReclaimedDead: 4, Takeovers: 6},
+			Histograms: map[string]governor.Histogram{governor.HistogramWait: {
+				Counts: []int64{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0}[:16], Sum: 7500 * time.Second}},
 		},
 		"issue:7": {
 			Key: governor.Key{Project: "prj", Resource: "issue:7"}, Limit: 1, Now: t0,
 			Counters: governor.Counters{Acquired: 2, Released: 2},
 		},
+	}, rates: map[string]governor.RateStatus{
+		"provider:anthropic": {Requests: governor.PerMinute(50), Tokens: governor.PerMinute(40000),
+			RemainingRequests: 3, RemainingTokens: 1200, Allowed: 20, Limited: 4},
+		"embeddings": {Requests: governor.PerMinute(10), RemainingRequests: 9, RemainingTokens: -1, Allowed: 1},
 	}}
 }
 
 const fixedExpected = `
-# HELP governor_acquires_total Acquires by outcome: acquired (granted, at once or after waiting), busy (refused in fail mode), waited (had to queue; counted again as acquired when granted).
+# HELP governor_acquire_wait_seconds Time from an acquire call to its grant, in every process (kept by the backend; sent by each process at most a second late).
+# TYPE governor_acquire_wait_seconds histogram
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.005"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.025"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.1"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.5"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="1"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="2.5"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="5"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="10"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="30"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="60"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="120"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="300"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="600"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="1800"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="3600"} 6
+governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="+Inf"} 8
+governor_acquire_wait_seconds_sum{project="prj",resource="gpu"} 7500
+governor_acquire_wait_seconds_count{project="prj",resource="gpu"} 8
+# HELP governor_acquires_queued_total Acquires that had to queue (each also counted once in governor_acquires_total when granted, and not at all when it gave up).
+# TYPE governor_acquires_queued_total counter
+governor_acquires_queued_total{project="prj",resource="gpu"} 5
+governor_acquires_queued_total{project="prj",resource="issue:7"} 0
+governor_acquires_queued_total{project="prj",resource="run"} 0
+# HELP governor_acquires_total Acquires by outcome, disjoint: acquired (granted, at once, after waiting, or by a takeover), busy (refused in fail mode). Those that had to queue are governor_acquires_queued_total.
 # TYPE governor_acquires_total counter
 governor_acquires_total{outcome="acquired",project="prj",resource="gpu"} 11
 governor_acquires_total{outcome="busy",project="prj",resource="gpu"} 3
-governor_acquires_total{outcome="waited",project="prj",resource="gpu"} 5
 governor_acquires_total{outcome="acquired",project="prj",resource="issue:7"} 2
 governor_acquires_total{outcome="busy",project="prj",resource="issue:7"} 0
-governor_acquires_total{outcome="waited",project="prj",resource="issue:7"} 0
 governor_acquires_total{outcome="acquired",project="prj",resource="run"} 0
 governor_acquires_total{outcome="busy",project="prj",resource="run"} 0
-governor_acquires_total{outcome="waited",project="prj",resource="run"} 0
 # HELP governor_holders Leases held.
 # TYPE governor_holders gauge
 governor_holders{project="prj",resource="gpu"} 2
@@ -120,9 +165,19 @@ governor_oldest_lease_age_seconds{project="prj",resource="run"} 0
 governor_oldest_waiter_age_seconds{project="prj",resource="gpu"} 12.5
 governor_oldest_waiter_age_seconds{project="prj",resource="issue:7"} 0
 governor_oldest_waiter_age_seconds{project="prj",resource="run"} 0
-# HELP governor_rate_limited_total Rate-limit reservations denied (kept by the backend: every process counts), over all resources.
+# HELP governor_rate_allowed_total Rate-limit reservations granted (kept by the backend: every process counts).
+# TYPE governor_rate_allowed_total counter
+governor_rate_allowed_total{project="prj",provider="anthropic"} 20
+governor_rate_allowed_total{project="prj",provider="embeddings"} 1
+# HELP governor_rate_limited_total Rate-limit reservations denied (kept by the backend: every process counts).
 # TYPE governor_rate_limited_total counter
-governor_rate_limited_total{project="prj"} 0
+governor_rate_limited_total{project="prj",provider="anthropic"} 4
+governor_rate_limited_total{project="prj",provider="embeddings"} 0
+# HELP governor_rate_remaining Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.
+# TYPE governor_rate_remaining gauge
+governor_rate_remaining{limit="requests",project="prj",provider="anthropic"} 3
+governor_rate_remaining{limit="tokens",project="prj",provider="anthropic"} 1200
+governor_rate_remaining{limit="requests",project="prj",provider="embeddings"} 9
 # HELP governor_reclaims_total Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).
 # TYPE governor_reclaims_total counter
 governor_reclaims_total{project="prj",reason="expired",resource="gpu"} 2
@@ -172,6 +227,7 @@ governor_waiters{project="prj",resource="run"} 0
 // collectorNames are the metrics whose values a scrape of fixedState
 // determines: all but governor_scrape_duration_seconds.
 var collectorNames = []string{
+	"governor_acquire_wait_seconds", "governor_acquires_queued_total", "governor_rate_allowed_total", "governor_rate_remaining",
 	"governor_acquires_total", "governor_holders", "governor_leases_lost_total",
 	"governor_oldest_lease_age_seconds", "governor_oldest_waiter_age_seconds",
 	"governor_rate_limited_total", "governor_reclaims_total", "governor_releases_total",
@@ -253,8 +309,11 @@ func TestMetricsBackendDown(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(downExpected), "governor_up", "governor_scrape_error", "governor_slots_limit"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c, "governor_scrape_duration_seconds", "governor_rate_limited_total"); n != 2 {
-		t.Fatalf("%d series of duration and rate limited, want 2 (always reported)", n)
+	if n := testutil.CollectAndCount(c, "governor_scrape_duration_seconds", "governor_build_info"); n != 2 {
+		t.Fatalf("%d series of duration and build info, want 2 (always reported)", n)
+	}
+	if n := testutil.CollectAndCount(c, "governor_rate_limited_total", "governor_acquires_total"); n != 0 {
+		t.Fatalf("%d counter series while the backend is down, want 0 (never a lower value)", n)
 	}
 	if err := c.Healthy(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Healthy: %v, want the listing error", err)

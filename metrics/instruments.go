@@ -11,13 +11,23 @@ import (
 )
 
 // DefaultWaitBuckets are the governor_wait_seconds buckets, in seconds:
+// those of the backend-kept wait histogram (governor.HistogramBounds),
 // from an uncontended grant (milliseconds) to a queue of long jobs (an
 // hour).
-var DefaultWaitBuckets = []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+var DefaultWaitBuckets = seconds(governor.HistogramBounds(governor.HistogramWait))
 
-// Instruments measure what only the acquiring process sees: how long an
-// acquire took to be granted. The backend cannot count it, so a library
-// user registers Instruments in the registry its own process exposes.
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+// Instruments measure, inside one library process, how long its acquires
+// took to be granted, for the registry that process exposes. Every
+// Governor also sends the same measure to the backend, which the
+// Collector exports for all processes as governor_acquire_wait_seconds.
 // A nil *Instruments does nothing, so callers need no checks.
 //
 // The series carry the label resource only; to tell projects apart,

@@ -4,7 +4,9 @@
 --       6 queue ttl ms, 7 notification channel, 8 declaration JSON,
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet)
--- Returns {1, token, expiry ms} when granted; otherwise {code, 0, 0,
+-- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
+-- field: 1 when the resource had no state, new or forgotten, else 0);
+-- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, then
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force.
@@ -43,11 +45,12 @@ end
 --[[lib]]
 
 local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
+local fresh -- 1 when the resource had no state (Go then lists it again)
 
 -- reply builds the reply above (read by Go's parseReply).
 local function reply(code, tok, exp, pos, n)
   if code == 1 then
-    return finish({1, tok, exp})
+    return finish({1, tok, exp, fresh})
   end
   flush()
   local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now}
@@ -61,6 +64,7 @@ local function reply(code, tok, exp, pos, n)
 end
 
 load(F, not new and id, v)
+fresh = m.limit == 0 and 1 or 0
 settle()
 
 -- Already granted (a release handed it to this waiter): claim it.

@@ -35,6 +35,8 @@ var (
 	status string
 	//go:embed takeover.lua
 	takeover string
+	//go:embed forget.lua
+	forget string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -48,6 +50,8 @@ var (
 	Lost     = compose(lost)
 	Status   = compose(status)
 	Takeover = compose(takeover)
+	// Forget takes a seventh key, the resource's stats hash.
+	Forget = compose(forget)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

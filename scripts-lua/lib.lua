@@ -17,7 +17,8 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers.
+-- takeovers; idle is forget.lua's mark. A seventh key, the stats hash
+-- (observe.lua), goes to status.lua and forget.lua only.
 --
 -- Time is the server's (TIME), never the client's.
 --

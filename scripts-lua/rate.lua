@@ -2,14 +2,17 @@
 -- internal/gcra. Time is the server's, in microseconds.
 -- KEYS: 1 the rate state hash (fields rq, tk: theoretical arrival times;
 --       it expires when it no longer matters), 2 the counters hash
---       (allowed, limited; kept)
--- ARGV: 1 mode ('reserve' | 'adjust'),
+--       (allowed, limited, and lim: the limits of the last reservation,
+--       "rate period_us burst" of requests then of tokens; kept)
+-- ARGV: 1 mode ('reserve' | 'adjust' | 'status'),
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
---       (adjust: only the tokens arguments count; cost is the delta)
+--       (adjust: only the tokens arguments count; cost is the delta;
+--       status: none counts)
 -- Returns reserve: {allowed 0|1, retry after us (-1: cost above burst),
 --   remaining requests, remaining tokens} (numbers as strings);
---   adjust: 1.
+--   adjust: 1; status: {allowed, limited, lim or '', remaining requests,
+--   remaining tokens (-1: no limit), now us}, read without changes.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local K = KEYS[1]
@@ -62,6 +65,25 @@ local function expire(tats)
   redis.call('PEXPIRE', K, math.ceil((last - now) / 1000) + 1000)
 end
 
+if ARGV[1] == 'status' then
+  local c = redis.call('HMGET', KEYS[2], 'allowed', 'limited', 'lim')
+  local l = {}
+  for v in string.gmatch(c[3] or '', '%d+') do
+    l[#l + 1] = tonumber(v)
+  end
+  local rem = {-1, -1}
+  if #l == 6 then
+    for i, f in ipairs({'rq', 'tk'}) do
+      local ok, _, r = reserve(f, l[3 * i - 2], l[3 * i - 1], l[3 * i], 0)
+      if not ok then
+        r = 0
+      end
+      rem[i] = r
+    end
+  end
+  return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now)}
+end
+
 local a = {}
 for i = 2, 9 do
   a[i] = tonumber(ARGV[i])
@@ -87,6 +109,10 @@ end
 
 local ok1, retry1, rem1, tat1 = reserve('rq', a[2], a[3], a[4], a[5])
 local ok2, retry2, rem2, tat2 = reserve('tk', a[6], a[7], a[8], a[9])
+if retry1 == -1 or retry2 == -1 then
+  return {0, '-1', fmt(rem1), fmt(rem2)} -- a cost above a burst: no change
+end
+redis.call('HSET', KEYS[2], 'lim', table.concat({ARGV[2], ARGV[3], ARGV[4], ARGV[6], ARGV[7], ARGV[8]}, ' '))
 if ok1 and ok2 then
   local set = {}
   if tat1 then

@@ -12,4 +12,8 @@ var (
 	//
 	//go:embed seq.lua
 	Seq string
+	// Observe adds to a backend-kept histogram.
+	//
+	//go:embed observe.lua
+	Observe string
 )

@@ -1,8 +1,9 @@
 -- status.lua: read a resource without changing it (no settle, no finish).
--- KEYS: see lib.lua.
+-- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua).
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
--- expiry flat), live waiters (id, record flat)}.
+-- expiry flat), live waiters (id, record flat), stats (flat field, value
+-- pairs)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -26,4 +27,4 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-return {now, meta, live, ws}
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7])}

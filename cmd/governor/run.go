@@ -128,7 +128,7 @@ Exit codes:
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
 			o.Report = a.report
-			o.Watchdog = []string{"/proc/self/exe", "run", "--watchdog"}
+			o.Watchdog = []string{runner.SelfExecutable(), "run", "--watchdog"}
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
 				// The watchdog (oo.PID) is declared for liveness; governor
 				// is shown as the holder, with its command.

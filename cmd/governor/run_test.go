@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/governor/runner"
 	"github.com/governor-dev/governor/governor/supervise"
@@ -124,7 +124,8 @@ func (tg *target) command(args ...string) *exec.Cmd {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOVERNOR_") {
+		// GOVERNOR_PORTABLE selects the path under test: it is kept.
+		if !strings.HasPrefix(kv, "GOVERNOR_") || strings.HasPrefix(kv, proc.PortableEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -573,22 +574,7 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
 	groups := runGroupsOrSkip(t)
 	before := len(groups())
-	tg := fileTarget(t, "  inner: {limit: 1}\n")
-	marker := proctest.NewMarker(t, "govrun")
-	sleep := proctest.MarkedSleep(t, marker)
-	t.Cleanup(func() { proctest.KillMarked(marker) })
-	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "inner", "--",
-		"sh", "-c", `env -i setsid "$0" 60 & "$0" 60; :`, sleep)
-	c := tg.command(append([]string{"run", "--resource", "heavy", "--"}, inner...)...)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the inner tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	eventually(t, 10*time.Second, "processes of the nested trees outlived the outer governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+	killNestedOuter(t, `env -i setsid "$0" 60 & "$0" 60; :`)
 	eventually(t, 10*time.Second, "the groups of the runs were not removed", func() bool { return len(groups()) == before })
 }
 
@@ -843,33 +829,6 @@ func TestRunStatusLine(t *testing.T) {
 	if err := c.Wait(); err != nil || errb.Len() != 0 {
 		t.Fatalf("run: %v; stderr %q, want nothing", err, &errb)
 	}
-}
-
-// openPTY opens a pseudo-terminal pair 200 columns wide.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	fd := int(m.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open pts: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 200}); err != nil {
-		t.Fatal(err)
-	}
-	return m, s
 }
 
 // TERM is forwarded to the tree, which may handle it; INT too, and a

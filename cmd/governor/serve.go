@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -31,8 +32,9 @@ const shutdownTimeout = 10 * time.Second
 
 func (a *app) serveCmd() *cobra.Command {
 	var (
-		listen  string
-		timeout time.Duration
+		listen    string
+		timeout   time.Duration
+		retention time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -50,25 +52,39 @@ have already finished. Resources in the configuration are reported before
 first use, with their configured limit.
 
 Metrics (all with the label project): governor_up, governor_scrape_error,
-governor_scrape_duration_seconds, governor_slots_limit, governor_slots_in_use,
-governor_slots_limit_drift, governor_holders, governor_waiters,
-governor_oldest_lease_age_seconds, governor_oldest_waiter_age_seconds (gauges
-by resource); governor_acquires_total{outcome=acquired|busy|waited},
-governor_releases_total, governor_leases_lost_total,
-governor_reclaims_total{reason=expired|owner_dead}, governor_takeovers_total
-(counters by resource), governor_rate_limited_total. When the backend does not
-answer within --timeout a scrape still succeeds, with governor_up 0.
-governor_wait_seconds (how long acquires waited) is measured inside the
-processes that acquire, not here; library users register it with
-metrics.NewInstruments.
+governor_scrape_duration_seconds, governor_build_info{version,revision,goversion};
+governor_slots_limit, governor_slots_in_use, governor_slots_limit_drift,
+governor_holders, governor_waiters, governor_oldest_lease_age_seconds,
+governor_oldest_waiter_age_seconds (gauges by resource);
+governor_acquires_total{outcome=acquired|busy} (disjoint: their sum is the
+acquires that ended), governor_acquires_queued_total, governor_releases_total,
+governor_leases_lost_total, governor_reclaims_total{reason=expired|owner_dead},
+governor_takeovers_total (counters by resource);
+governor_acquire_wait_seconds (histogram by resource: how long acquires waited,
+in every process, CLI runs included); governor_rate_allowed_total,
+governor_rate_limited_total (counters by provider),
+governor_rate_remaining{provider,limit=requests|tokens} (gauge). When the
+backend does not answer within --timeout a scrape still succeeds, with
+governor_up 0; a series that could not be read is left out of that scrape,
+never sent lower than before. Scrapes that arrive while the page is being
+collected share that collection, so at most one is in flight.
+
+Resources are forgotten once idle: a resource with no holder and no waiter,
+on which nothing was granted or queued for --resources-retention, loses its
+state (limit, counters, events, histograms) and leaves the listing, so that a
+project with a resource per issue or per file does not make every scrape read
+every resource it ever used. Used again, it starts afresh; its fencing tokens
+still only increase, and sequences (seq next) are never forgotten. serve does
+the forgetting, so without a running serve nothing is forgotten.
 
 A Grafana dashboard for these metrics ships as metrics/dashboard.json.
 
 What the endpoints disclose, to anyone who can connect (there is no
-authentication): the project's name and its resources' names, limits, use,
-holder and waiter counts, ages and counters; serve's own process metrics
-(memory, open files, start time, Go version); and in /healthz, why the backend
-failed (with a Redis URL's password redacted). They do not show sessions,
+authentication): the project's name; its resources' and providers' names,
+limits, use, holder and waiter counts, ages, wait times, counters and
+remaining rate budgets; governor's version and revision and serve's own process
+metrics (memory, open files, start time, Go version); and in /healthz, why the
+backend failed (with a Redis URL's password redacted). They do not show sessions,
 hosts, pids, commands or lease ids ('governor slots' does, to users of the
 backend). serve listens on loopback by default and warns on stderr when --listen
 reaches beyond it (0.0.0.0, ::, a LAN address): then firewall the port, or put
@@ -84,6 +100,9 @@ listen.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--timeout %v; it must be positive", timeout))
+			}
+			if err := governor.ValidateRetention(retention); err != nil {
+				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -112,18 +131,27 @@ listen.`,
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			handler := metrics.Handler(reg(c), c)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
 			}
-			srv := &http.Server{Handler: metrics.Handler(reg, c), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			if !loopback(ln.Addr()) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "governor: warning: --listen %s reaches beyond loopback: anyone who can connect to %s reads the project's resource names, limits, use and counters, without authentication; firewall it, or listen on 127.0.0.1\n", listen, ln.Addr())
 			}
+			sweepCtx, stopSweep := context.WithCancel(ctx)
+			swept := make(chan struct{})
+			go func() {
+				defer close(swept)
+				src.sweep(sweepCtx, retention, timeout, cmd.ErrOrStderr())
+			}()
+			defer func() {
+				stopSweep()
+				<-swept
+			}()
 			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", src.Project(), ln.Addr())
 			select {
 			case err := <-served:
@@ -145,6 +173,8 @@ listen.`,
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
+	f.DurationVar(&retention, "resources-retention", governor.DefaultRetention,
+		fmt.Sprintf("forget a resource idle (no holder, waiter, grant or enqueue) this long (at least %v)", governor.MinRetention))
 	return cmd
 }
 
@@ -200,12 +230,50 @@ func (r *reopening) Status(ctx context.Context, resource string) (governor.Statu
 	return g.Status(ctx, resource)
 }
 
-func (r *reopening) RateLimited(ctx context.Context, resource string) (int64, error) {
+func (r *reopening) Rates(ctx context.Context) ([]string, error) {
 	g, err := r.governor(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return g.RateLimited(ctx, resource)
+	return g.Rates(ctx)
+}
+
+func (r *reopening) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return governor.RateStatus{}, err
+	}
+	return g.RateStatus(ctx, name)
+}
+
+// sweep forgets idle resources every governor.SweepInterval until ctx
+// ends, saying on stderr when a sweep fails; a backend that does not
+// answer is tried again at the next turn.
+func (r *reopening) sweep(ctx context.Context, retention, timeout time.Duration, stderr io.Writer) {
+	t := time.NewTicker(governor.SweepInterval(retention))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
+		if g, err := r.governor(sctx); err == nil {
+			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", strings.TrimPrefix(err.Error(), "governor: "))
+			}
+		}
+		cancel()
+	}
+}
+
+// reg returns the registry serve exposes: c, and this process's go_* and
+// process_* metrics.
+func reg(c *metrics.Collector) *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
 }
 
 // Close closes the Governor if one was opened.

@@ -325,6 +325,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--listen", "no-port"}, "--listen no-port"},
 		{[]string{"serve", "--timeout", "0s"}, "--timeout"},
 		{[]string{"serve", "extra"}, "unknown command"},
+		{[]string{"serve", "--resources-retention", "10ms"}, "--resources-retention"},
 	} {
 		code, _, errs := serveCLI(t, append(global, tc.args...)...)
 		if code != ExitFailure || !strings.Contains(errs, tc.want) {
@@ -366,4 +367,45 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 	if code != 0 {
 		t.Errorf("serve --help: exit %d", code)
 	}
+}
+
+// serve forgets a resource that stayed idle for --resources-retention:
+// it leaves /metrics, and comes back, afresh, when used again.
+func TestServeForgetsIdleResources(t *testing.T) {
+	global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
+	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s", "--resources-retention", "1s")...)
+	const issue = `governor_slots_limit{project="servetest",resource="issue:9"}`
+	use := func() {
+		t.Helper()
+		code, out, errs := serveCLI(t, append(global, "acquire", "issue:9", "--limit", "1", "--ttl", "1m")...)
+		if code != 0 {
+			t.Fatalf("acquire: exit %d: %s", code, errs)
+		}
+		if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(out)[0])...); code != 0 {
+			t.Fatalf("release: exit %d: %s", code, errs)
+		}
+	}
+	use()
+	if _, ok := p.scrape(t)[issue]; !ok {
+		t.Fatalf("/metrics lacks %s after use", issue)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := p.scrape(t)
+		if _, ok := got[issue]; !ok {
+			if _, ok := got[`governor_slots_limit{project="servetest",resource="gpu"}`]; !ok {
+				t.Fatal("the configured resource left /metrics too")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still in /metrics 30s after its last use with a retention of 1s", issue)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	use()
+	expectSeries(t, "used again", p.scrape(t), map[string]float64{
+		issue: 1,
+		`governor_acquires_total{outcome="acquired",project="servetest",resource="issue:9"}`: 1,
+	})
 }

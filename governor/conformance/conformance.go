@@ -76,6 +76,9 @@ func Run(t *testing.T, h Harness) {
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},
 		{"MalformedStateEndsWait", s.malformedStateEndsWait},
+		{"Forget", s.forget},
+		{"Histograms", s.histograms},
+		{"RateStatus", s.rateStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

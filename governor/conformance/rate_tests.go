@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,8 +41,8 @@ func (s *suite) rateBurstAndRetry(t *testing.T) {
 	if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
 		t.Fatalf("after retry-after: %+v, %v", res, err)
 	}
-	if n, err := rb.RateLimited(ctxT(t), key); err != nil || n != 1 {
-		t.Fatalf("RateLimited = %d, %v; want 1", n, err)
+	if rs, err := rb.RateStatus(ctxT(t), key); err != nil || rs.Limited != 1 || rs.Allowed != 6 {
+		t.Fatalf("RateStatus = %+v, %v; want 1 limited, 6 allowed", rs, err)
 	}
 	big := r
 	big.NRequests = 6
@@ -216,5 +217,46 @@ func (s *suite) providerGate(t *testing.T) {
 		if n := int64(i - j + 1); n > rpm.Rate+rpm.Burst+2 {
 			t.Fatalf("%d calls started within one period, limit %d + burst %d", n, rpm.Rate, rpm.Burst)
 		}
+	}
+}
+
+// rateStatus: a rate key's limits, remaining budget and counters are
+// read back without charging anything, and the key is listed by Rates
+// even when no slots of that name were ever taken (a rate-only
+// provider).
+func (s *suite) rateStatus(t *testing.T) {
+	rb := rateBackend(t, s.h.Open(t))
+	b := s.h.Open(t)
+	p := project()
+	key := governor.Key{Project: p, Resource: "provider:only-rates"}
+	rs, err := rb.RateStatus(ctxT(t), key)
+	if err != nil || rs.Allowed != 0 || rs.Limited != 0 || rs.Requests.Rate != 0 {
+		t.Fatalf("never used: %+v, %v", rs, err)
+	}
+	rpm := governor.RateLimit{Rate: 10, Period: time.Hour, Burst: 3}
+	tpm := governor.RateLimit{Rate: 1000, Period: time.Hour}
+	r := governor.RateRequest{Key: key, Requests: rpm, Tokens: tpm, NRequests: 1, NTokens: 100}
+	for i, want := range []bool{true, true, true, false} {
+		res, err := rb.RateReserve(ctxT(t), r)
+		if err != nil || res.Allowed != want {
+			t.Fatalf("reservation %d: %+v, %v; want allowed %v", i, res, err, want)
+		}
+	}
+	for range 2 { // reading changes nothing
+		rs, err = rb.RateStatus(ctxT(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.Allowed != 3 || rs.Limited != 1 || rs.Requests != rpm || rs.Tokens != tpm ||
+			rs.RemainingRequests != 0 || rs.RemainingTokens < 699 || rs.RemainingTokens > 700 || rs.Now.IsZero() {
+			t.Fatalf("RateStatus = %+v; want 3 allowed, 1 limited, the limits, 0 requests and 700 tokens left", rs)
+		}
+	}
+	names, err := rb.Rates(ctxT(t), p)
+	if err != nil || !slices.Equal(names, []string{key.Resource}) {
+		t.Fatalf("Rates = %v, %v; want [%s]", names, err, key.Resource)
+	}
+	if res, err := b.Resources(ctxT(t), p); err != nil || len(res) != 0 {
+		t.Fatalf("Resources = %v, %v; a rate key is not a resource", res, err)
 	}
 }

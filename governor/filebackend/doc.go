@@ -13,6 +13,9 @@
 //	DIR/PROJECT/RESOURCE/lease.ID    flock held by a holder while it lives
 //	DIR/PROJECT/RESOURCE/wait.ID     a named pipe: wakes waiter ID
 //
+// Forget removes a resource's state file; its directory and lock file
+// stay, and a directory without a state file is not listed.
+//
 // PROJECT, RESOURCE and ID are escaped into file names: bytes other than
 // A-Z a-z 0-9 '-' '_' and a '.' that is not first become %XX; a name
 // that would grow past 240 bytes becomes '#' and its SHA-256. The state
@@ -25,7 +28,8 @@
 // Each state-changing call takes an exclusive flock on the resource's lock
 // file, reads the state, prunes expired holders and waiters, hands freed
 // weight to the head of the queue, applies its change, writes state.tmp,
-// fsyncs it and renames it over state, then unlocks. The kernel drops the
+// syncs it (fdatasync; on macOS F_BARRIERFSYNC, see syncData) and renames
+// it over state, then unlocks. The kernel drops the
 // lock of a process that dies, so no crash leaves a lock behind; a killed
 // writer leaves at most state.tmp, which is only ever written under the
 // lock and is removed by the next call. Status reads state without the
@@ -46,8 +50,9 @@
 // wall clock is set. It is also the clock of Go's monotonic readings, on
 // which a holder judges when its own lease runs out; both stop during a
 // suspend, so the backend never expires a lease before its holder knows
-// (CLOCK_BOOTTIME, which runs on through a suspend, would). The state
-// records the kernel's boot id: holders and waiters of an earlier boot
+// (CLOCK_BOOTTIME, which runs on through a suspend, would). On macOS the
+// clock with these properties is CLOCK_UPTIME_RAW (machineClockID). The
+// state records the kernel's boot id (kern.bootsessionuuid on macOS): holders and waiters of an earlier boot
 // are dead and are dropped. Wall time is used
 // only to show instants (Status, Holder, Result.Expires) and as a floor
 // for fencing tokens, which are max(last+1, wall time in microseconds),

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // holdersInRefusal caps the holders a refusal reports, as in Redis.
@@ -97,12 +98,12 @@ func New(dir string, opts Options) (*Backend, error) {
 	if err := checkDir(abs); err != nil {
 		return nil, err
 	}
-	b := &Backend{dir: abs, clock: opts.Clock, boot: bootID(),
+	b := &Backend{dir: abs, clock: opts.Clock, boot: proc.BootID(),
 		leases: map[leaseRef]*os.File{}, waiters: map[*listener]struct{}{}}
 	if b.clock == nil {
 		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			return nil, fmt.Errorf("governor: file backend: CLOCK_MONOTONIC: %w", err)
+		if err := unix.ClockGettime(machineClockID, &ts); err != nil {
+			return nil, fmt.Errorf("governor: file backend: %s: %w", machineClockName, err)
 		}
 		b.clock = machineClock
 	}
@@ -134,24 +135,17 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// machineClock reads CLOCK_MONOTONIC: shared by every process of the
-// machine, never set, and stopped during suspend exactly as the clock
-// holders judge their leases on. CLOCK_BOOTTIME would run on through a
+// machineClock reads CLOCK_MONOTONIC (CLOCK_UPTIME_RAW on macOS; see
+// machineClockID): shared by every process of the machine, never set,
+// and stopped during suspend exactly as the clock holders judge their
+// leases on. CLOCK_BOOTTIME would run on through a
 // suspend, so that after resuming the backend could expire a lease and
 // grant its slot before the holder's own clock told it the lease was
 // lost.
 func machineClock() time.Duration {
 	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // checked in New
+	_ = unix.ClockGettime(machineClockID, &ts) // checked in New
 	return time.Duration(ts.Nano())
-}
-
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // Dir returns the state dir, absolute.
@@ -744,6 +738,22 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 // Resources implements governor.Backend: the resources of project that
 // have a state file, sorted.
 func (b *Backend) Resources(ctx context.Context, project string) ([]string, error) {
+	all, err := b.list(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	names := all[:0]
+	for _, n := range all {
+		if !isSeq(n) {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// list returns every name of project that has a state file, sorted:
+// resources, and the pseudo-resources of sequences and rate limits.
+func (b *Backend) list(ctx context.Context, project string) ([]string, error) {
 	if b.isClosed() {
 		return nil, governor.ErrClosed
 	}
@@ -796,7 +806,7 @@ func (b *Backend) Resources(ctx context.Context, project string) ([]string, erro
 			ok = unix.Fstatat(dir, stateName, &s, unix.AT_SYMLINK_NOFOLLOW) == nil
 		}
 		unix.Close(dir)
-		if ok && !isSeq(name) {
+		if ok {
 			names = append(names, name)
 		}
 	}

@@ -219,7 +219,7 @@ func writeFileAtomic(dir int, name string, data []byte) error {
 		}
 	}
 	if err == nil {
-		err = unix.Fdatasync(fd)
+		err = syncData(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr

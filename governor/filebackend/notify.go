@@ -55,7 +55,8 @@ func (b *Backend) listen(key governor.Key, id string, ch chan<- struct{}) (*list
 	}
 	defer unix.Close(lock)
 	name := waitPrefix + escape(id)
-	if err := unix.Mkfifoat(dir, name, 0o600); err != nil && err != unix.EEXIST {
+	path := b.projectPath(key.Project) + "/" + escape(key.Resource)
+	if err := mkfifoat(dir, path, name); err != nil && err != unix.EEXIST {
 		unix.Close(dir)
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +41,7 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
 	res := governor.RateResult{Allowed: rq.Allowed && tk.Allowed, RemainingRequests: rq.Remaining, RemainingTokens: tk.Remaining}
+	st.RateRequestsLimit, st.RateTokensLimit = req.Requests, req.Tokens
 	if res.Allowed {
 		st.RateRequests, st.RateTokens = rq.TAT, tk.TAT
 		st.RateAllowed++
@@ -67,23 +69,58 @@ func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens gover
 	return t.commit()
 }
 
-// RateLimited returns how many reservations of key were denied.
-func (b *Backend) RateLimited(ctx context.Context, key governor.Key) (int64, error) {
+// RateStatus implements governor.RateBackend. It reads without locking:
+// the state file is replaced atomically.
+func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
 	if b.isClosed() {
-		return 0, governor.ErrClosed
+		return governor.RateStatus{}, governor.ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return governor.RateStatus{}, err
+	}
+	now := b.now()
+	rs := governor.RateStatus{Key: key, Now: now.wall, RemainingRequests: -1, RemainingTokens: -1}
 	k := governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}
 	dir, err := b.openResource(k.Project, k.Resource, false)
 	if errors.Is(err, errNoState) {
-		return 0, nil
+		return rs, nil
 	}
 	if err != nil {
-		return 0, err
+		return governor.RateStatus{}, err
 	}
 	defer unix.Close(dir)
 	st, err := b.load(dir, k)
 	if err != nil {
-		return 0, err
+		return governor.RateStatus{}, err
 	}
-	return st.RateLimited, nil
+	rs.Requests, rs.Tokens = st.RateRequestsLimit, st.RateTokensLimit
+	rs.Allowed, rs.Limited = st.RateAllowed, st.RateLimited
+	rs.RemainingRequests = remaining(rs.Requests, st.RateRequests, now.boot)
+	rs.RemainingTokens = remaining(rs.Tokens, st.RateTokens, now.boot)
+	return rs, nil
+}
+
+// remaining is the budget left at now: what a reservation of nothing
+// would leave.
+func remaining(l governor.RateLimit, tat, now int64) int64 {
+	d := gcra.Reserve(limit(l), tat, now, 0)
+	if !d.Allowed {
+		return 0
+	}
+	return d.Remaining
+}
+
+// Rates implements governor.RateBackend.
+func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
+	all, err := b.list(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range all {
+		if r, ok := strings.CutPrefix(n, ratePrefix); ok {
+			names = append(names, r)
+		}
+	}
+	return names, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -44,6 +45,25 @@ type state struct {
 	RateTokens   int64 `json:"rate_tokens,omitempty"`
 	RateAllowed  int64 `json:"rate_allowed,omitempty"`
 	RateLimited  int64 `json:"rate_limited,omitempty"`
+	// The limits of the last reservation, for RateStatus.
+	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
+	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`
+	// Histograms kept for every process (governor.Backend.Observe).
+	Histograms map[string]*histogram `json:"histograms,omitempty"`
+	// Idle is Forget's mark: the resource was found idle then, with
+	// this token and waited count.
+	Idle *idleMark `json:"idle,omitempty"`
+}
+
+type histogram struct {
+	Counts []int64 `json:"counts"`
+	Sum    int64   `json:"sum"` // ns
+}
+
+type idleMark struct {
+	Token  int64 `json:"token"`
+	Waited int64 `json:"waited"`
+	Since  int64 `json:"since"` // boot clock, ns
 }
 
 type event struct {
@@ -194,6 +214,14 @@ func (c clockNow) at(inst int64) time.Time {
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
 	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
+	if maxHolders < 0 { // not a refusal's status, which no one reads them in
+		for name, h := range st.Histograms {
+			if s.Histograms == nil {
+				s.Histograms = map[string]governor.Histogram{}
+			}
+			s.Histograms[name] = governor.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
+		}
+	}
 	if staleBoot(st.Boot, boot) {
 		return s
 	}

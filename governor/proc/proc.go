@@ -1,9 +1,14 @@
 // Package proc identifies processes and proves them dead.
 //
-// A process is named by its PID together with its start time (clock ticks
-// after boot, /proc/PID/stat field 22), so a recycled PID never passes for
-// the process that held a lease. Proofs hold only on the same host: the
-// host id pairs the kernel's boot id with the PID namespace.
+// A process is named by its PID together with its start time (Info.Start:
+// /proc/PID/stat on Linux, sysctl kern.proc.pid on macOS), so a recycled
+// PID never passes for the process that held a lease. Proofs hold only on
+// the same host: the host id pairs the kernel's boot id with the PID
+// namespace.
+//
+// The package is also the one layer through which governor lists,
+// identifies and signals processes (List, Stat, Kill), with one file per
+// system: what runs above it is the same code on Linux and macOS.
 package proc
 
 import (
@@ -11,47 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 )
 
-// StartTime returns the start time of pid in clock ticks after boot.
+// StartTime returns the start time of pid (see Info.Start).
 func StartTime(pid int) (uint64, error) {
-	start, _, err := stat(pid)
-	return start, err
-}
-
-// stat returns pid's start time and whether it is a zombie: dead, only
-// not yet reaped by its parent.
-func stat(pid int) (start uint64, zombie bool, err error) {
-	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, err
-	}
-	start, err = parseStartTime(b)
-	if err != nil {
-		return 0, false, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	return start, len(f) > 0 && f[0] == "Z", nil
-}
-
-// parseStartTime reads field 22 of a /proc/PID/stat line. The command name
-// (field 2) may hold spaces and parentheses, so fields are counted from the
-// last ')'.
-func parseStartTime(stat []byte) (uint64, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("proc: malformed stat line")
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	// fields[0] is field 3 (state); field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, errors.New("proc: short stat line")
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
+	s, err := Stat(pid)
+	return s.Start, err
 }
 
 // Verdict is the result of a liveness check.
@@ -95,15 +67,16 @@ func Check(pid int, start uint64) Verdict {
 	default:
 		return Unknown
 	}
-	got, zombie, err := stat(pid)
-	if err == nil && zombie && (start == 0 || got == start) {
+	s, err := Stat(pid)
+	got := s.Start
+	if err == nil && s.Zombie() && (start == 0 || got == start) {
 		return Dead // exited; its parent has not reaped it yet
 	}
 	if start == 0 {
 		return Alive
 	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if gone(err) {
 			// Exited between the two checks.
 			if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 				return Dead
@@ -115,20 +88,6 @@ func Check(pid int, start uint64) Verdict {
 		return Dead
 	}
 	return Alive
-}
-
-// HostID names this kernel boot and PID namespace. Two processes with the
-// same HostID see the same PIDs; a PID proof is valid only between them.
-func HostID() string {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	ns, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(boot)) + "/" + ns
 }
 
 // Self describes the calling process.
@@ -155,7 +114,7 @@ func (s Self) String() string { return fmt.Sprintf("%s:%d", s.Host, s.PID) }
 // environment (another user, a non-dumpable process, a zombie) has
 // nothing.
 func EnvListHas(pid int, name, word string) bool {
-	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := environ(pid)
 	if err != nil {
 		return false
 	}

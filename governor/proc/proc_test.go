@@ -1,24 +1,17 @@
 package proc
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
-
-func TestParseStartTime(t *testing.T) {
-	line := []byte("1234 (a b) c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10 18446744073709551615")
-	got, err := parseStartTime(line)
-	if err != nil || got != 987654 {
-		t.Fatalf("parseStartTime = %d, %v; want 987654", got, err)
-	}
-	if _, err := parseStartTime([]byte("garbage")); err == nil {
-		t.Fatal("want error for garbage")
-	}
-}
 
 func TestCheck(t *testing.T) {
 	self := Current()
@@ -72,14 +65,15 @@ func TestCheckZombie(t *testing.T) {
 	// Not reaped yet: a zombie until Wait.
 	pid := cmd.Process.Pid
 	for i := 0; i < 200; i++ {
-		if _, z, err := stat(pid); err == nil && z {
+		if s, err := Stat(pid); err == nil && s.Zombie() {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	start, z, err := stat(pid)
-	if err != nil || !z {
-		t.Fatalf("stat(%d) = %v, %v; want a zombie", pid, z, err)
+	s, err := Stat(pid)
+	start := s.Start
+	if err != nil || !s.Zombie() {
+		t.Fatalf("Stat(%d) = %+v, %v; want a zombie", pid, s, err)
 	}
 	if got := Check(pid, start); got != Dead {
 		t.Fatalf("Check(zombie) = %v, want dead", got)
@@ -89,26 +83,151 @@ func TestCheckZombie(t *testing.T) {
 	}
 }
 
-func TestReadFileMatchesOS(t *testing.T) {
-	// environ is usually larger than the first read buffer; maps larger
-	// still.
-	for _, p := range []string{"/proc/self/stat", "/proc/self/environ", "/proc/self/maps"} {
-		got, err := ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// stat and maps change between reads only in counters and new
-		// mappings; compare lengths loosely and prefixes exactly.
-		n := min(len(got), len(want), 40)
-		if len(got) == 0 || string(got[:n]) != string(want[:n]) {
-			t.Errorf("%s: ReadFile %q..., os.ReadFile %q...", p, got[:n], want[:n])
+// Stat and List tell a child's parent, group, start time and state, and
+// a PID that names nothing is ErrNoProcess.
+func TestStatAndList(t *testing.T) {
+	cmd := exec.Command("sleep", "100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	s, err := Stat(pid)
+	if err != nil || s.PID != pid || s.PPID != os.Getpid() || s.PGID != pid || s.Start == 0 || s.Stopped() {
+		t.Fatalf("Stat(child %d) = %+v, %v; want its parent, its own group, a start time", pid, s, err)
+	}
+	self, err := Stat(os.Getpid())
+	if err != nil || self.Start > s.Start {
+		t.Fatalf("Stat(self) = %+v, %v; want a start no later than the child's %d", self, err, s.Start)
+	}
+	all, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, i := range all {
+		if i.PID == pid {
+			found = i.PPID == s.PPID && i.PGID == s.PGID && i.Start == s.Start
 		}
 	}
-	if _, err := ReadFile("/proc/0/stat"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("missing file: err = %v, want ErrNotExist", err)
+	if !found {
+		t.Errorf("List has no %+v", s)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		if s, err = Stat(pid); err != nil || s.Stopped() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil || !s.Stopped() || s.Zombie() {
+		t.Errorf("Stat(stopped child) = %+v, %v; want stopped, not a zombie", s, err)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	if _, err := Stat(1 << 30); !errors.Is(err, ErrNoProcess) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat(no such pid) = %v, want ErrNoProcess, an fs.ErrNotExist", err)
+	}
+}
+
+// Kill signals a process only while its start time is the one given, the
+// Linux way (pidfd) and the portable way (a check, then kill(2)).
+func TestKill(t *testing.T) {
+	for _, portable := range []string{"0", "1"} {
+		t.Run("portable="+portable, func(t *testing.T) {
+			t.Setenv(PortableEnv, portable)
+			cmd := exec.Command("sleep", "100")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Kill()
+			pid := cmd.Process.Pid
+			start, err := StartTime(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Kill(pid, start+1, syscall.SIGKILL); !errors.Is(err, ErrNoProcess) {
+				t.Fatalf("Kill(pid, another start) = %v, want ErrNoProcess", err)
+			}
+			if err := Kill(pid, start, 0); err != nil {
+				t.Fatalf("Kill(pid, its start, 0) = %v", err)
+			}
+			if err := Kill(pid, start, syscall.SIGKILL); err != nil {
+				t.Fatalf("Kill(pid, its start, KILL) = %v", err)
+			}
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("child ended with %v, want SIGKILL", err)
+			}
+			if err := Kill(pid, start, syscall.SIGKILL); !errors.Is(err, ErrNoProcess) {
+				t.Fatalf("Kill(reaped pid) = %v, want ErrNoProcess", err)
+			}
+		})
+	}
+}
+
+// EnvListHas reads another process's initial environment.
+func TestEnvListHas(t *testing.T) {
+	cmd := exec.Command("sleep", "100")
+	cmd.Env = append(os.Environ(), "GOVERNOR_PROC_TEST=a bee c")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	for _, w := range []string{"a", "bee", "c"} {
+		if !EnvListHas(pid, "GOVERNOR_PROC_TEST", w) {
+			t.Errorf("EnvListHas(%q) = false, want true", w)
+		}
+	}
+	for _, w := range []string{"b", "", "a bee"} {
+		if EnvListHas(pid, "GOVERNOR_PROC_TEST", w) {
+			t.Errorf("EnvListHas(%q) = true, want false", w)
+		}
+	}
+	if EnvListHas(pid, "GOVERNOR_PROC", "a") {
+		t.Error("a prefix of the name matched")
+	}
+}
+
+func TestProcargsEnv(t *testing.T) {
+	rec := func(argc uint32, rest string) []byte {
+		return append(binary.NativeEndian.AppendUint32(nil, argc), rest...)
+	}
+	tests := []struct {
+		in   []byte
+		want string
+		err  bool
+	}{
+		{rec(2, "/bin/sleep\x00\x00\x00\x00sleep\x00100\x00A=1\x00B=2\x00\x00executable_path=/bin/sleep\x00"),
+			"A=1\x00B=2\x00\x00executable_path=/bin/sleep\x00", false},
+		{rec(0, "/x\x00E=1\x00"), "E=1\x00", false},
+		{rec(3, "/x\x00\x00a\x00b\x00"), "", true}, // fewer arguments than argc
+		{[]byte{1, 0}, "", true},
+	}
+	for _, tt := range tests {
+		got, err := procargsEnv(tt.in)
+		if (err != nil) != tt.err || string(got) != tt.want {
+			t.Errorf("procargsEnv(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestCheckPortableEnv(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "0": true, "1": true, "true": false, "yes": false, " 1": false} {
+		t.Setenv(PortableEnv, v)
+		err := CheckPortableEnv()
+		if (err == nil) != ok {
+			t.Errorf("%s=%q: CheckPortableEnv() = %v, want ok %v", PortableEnv, v, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", v)) {
+			t.Errorf("the error %q does not name the value %q", err, v)
+		}
 	}
 }

@@ -3,7 +3,8 @@ package redisbackend
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,7 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
+	b.registerRate(ctx, req.Key)
 	r := &reader{op: "rate reserve", key: req.Key}
 	if !r.length(v, 4, false) {
 		return governor.RateResult{}, r.err
@@ -66,16 +68,60 @@ func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens gover
 	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
 }
 
-// RateLimited returns how many reservations of key were denied.
-func (b *Backend) RateLimited(ctx context.Context, key governor.Key) (int64, error) {
-	s, err := b.rdb.HGet(ctx, RateKeys(key)[1], "limited").Result()
-	if err == redis.Nil {
-		return 0, nil
-	}
+// RateStatus implements governor.RateBackend.
+func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
+	args := append([]any{"status"}, rateArgs(governor.RateLimit{}, 0)...)
+	args = append(args, rateArgs(governor.RateLimit{}, 0)...)
+	v, err := rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Slice()
 	if err != nil {
-		return 0, wrap("rate counters", err)
+		return governor.RateStatus{}, wrap("rate status", err)
 	}
-	return strconv.ParseInt(s, 10, 64)
+	r := &reader{op: "rate status", key: key}
+	if !r.length(v, 6, false) {
+		return governor.RateStatus{}, r.err
+	}
+	rs := governor.RateStatus{Key: key, Allowed: r.int(v[0], "the allowed count"), Limited: r.int(v[1], "the limited count"),
+		RemainingRequests: r.int(v[3], "the requests left"), RemainingTokens: r.int(v[4], "the tokens left"),
+		Now: time.UnixMicro(r.int(v[5], "the time"))}
+	limits := r.str(v[2], "the limits")
+	if r.err != nil {
+		return governor.RateStatus{}, r.err
+	}
+	if f := strings.Fields(limits); len(f) == 6 {
+		n := make([]int64, 6)
+		for i, s := range f {
+			n[i] = r.int(s, "a rate limit field")
+		}
+		if r.err != nil {
+			return governor.RateStatus{}, r.err
+		}
+		rs.Requests = governor.RateLimit{Rate: n[0], Period: usec(n[1]), Burst: n[2]}
+		rs.Tokens = governor.RateLimit{Rate: n[3], Period: usec(n[4]), Burst: n[5]}
+	}
+	return rs, nil
+}
+
+func ratesKey(project string) string { return Prefix + "{" + project + "}:rates" }
+
+// registerRate lists key in its project's index of rate keys, once per
+// backend.
+func (b *Backend) registerRate(ctx context.Context, key governor.Key) {
+	if _, ok := b.rates.Load(key); ok {
+		return
+	}
+	if err := b.rdb.SAdd(ctx, ratesKey(key.Project), key.Resource).Err(); err == nil {
+		b.rates.Store(key, true)
+	}
+}
+
+// Rates implements governor.RateBackend.
+func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
+	names, err := b.rdb.SMembers(ctx, ratesKey(project)).Result()
+	if err != nil {
+		return nil, wrap("rates", err)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }

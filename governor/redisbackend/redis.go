@@ -59,6 +59,8 @@ type Backend struct {
 	// saving seven allocations per call; it holds one small entry per
 	// resource this backend has touched.
 	keys sync.Map
+	// rates holds the rate keys listed in their project's index.
+	rates sync.Map
 	// decl is the last declaration marshalled: a Governor declares the
 	// same holder on every acquire.
 	decl atomic.Pointer[declCache]
@@ -66,6 +68,7 @@ type Backend struct {
 
 type resourceKeys struct {
 	keys       []string
+	withStats  []string    // keys, then the stats hash (StatsKey)
 	registered atomic.Bool // listed in the project index
 }
 
@@ -128,7 +131,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
-	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript}
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
@@ -198,15 +201,18 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 	if r, ok := b.keys.Load(key); ok {
 		return r.(*resourceKeys)
 	}
-	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: Keys(key)})
+	ks := Keys(key)
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, withStats: append(ks[:len(ks):len(ks)], StatsKey(key))})
 	return r.(*resourceKeys)
 }
 
 func indexKey(project string) string { return Prefix + "{" + project + "}:resources" }
 
-// register lists key in its project's index, once per backend.
-func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKeys) {
-	if r.registered.Load() {
+// register lists key in its project's index, once per backend, and
+// again when the acquire found the resource without state (fresh): it
+// was new, or forgotten (Forget) and dropped from the index since.
+func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKeys, fresh bool) {
+	if r.registered.Load() && !fresh {
 		return
 	}
 	if err := b.rdb.SAdd(ctx, indexKey(key.Project), key.Resource).Err(); err == nil {
@@ -252,7 +258,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		return governor.Result{}, wrap("acquire", err)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
-	b.register(ctx, req.Key, r)
+	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
 	return acquireReply(req.Key, v)
 }
 
@@ -333,7 +339,7 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 	if b.closed.Load() {
 		return governor.Status{}, governor.ErrClosed
 	}
-	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).keys).Slice()
+	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).withStats).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
 	}

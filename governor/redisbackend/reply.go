@@ -153,7 +153,7 @@ const maxQueue = 1 << 24
 func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	r := &reader{op: "acquire", key: key}
 	var res governor.Result
-	if len(v) == 3 && r.int(v[0], "the code") == 1 {
+	if (len(v) == 3 || len(v) == 4) && r.int(v[0], "the code") == 1 {
 		res.Outcome = governor.Granted
 		res.Token = r.int(v[1], "the token")
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
@@ -195,7 +195,7 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 4, false) {
+	if !r.length(v, 5, false) {
 		return governor.Status{}, r.err
 	}
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
@@ -237,5 +237,6 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}
+	st.Histograms = r.stats(r.list(v[4], "the stats"))
 	return st, nil
 }

@@ -11,7 +11,8 @@
 // opens the Governor, drops the resources an ancestor run already holds
 // (nesting, below), and takes the others with AcquireAll, in the fixed
 // global lock order. It then starts the command with package supervise: in
-// its own process group, under a child subreaper, with Pdeathsig. INT,
+// its own process group, and on Linux under a child subreaper, with
+// Pdeathsig. INT,
 // TERM, HUP and QUIT are forwarded to the whole tree; a second INT sends
 // KILL. When the command's leader exits, descendants it left behind are
 // stopped (TERM, the kill grace, KILL): slots are never released while a
@@ -45,8 +46,9 @@
 //
 // # If governor dies
 //
-// The command must not go on running on a slot nobody holds. The direct
-// child gets SIGKILL through Pdeathsig. Where a cgroup v2 group can be
+// The command must not go on running on a slot nobody holds. On Linux the
+// direct child gets SIGKILL through Pdeathsig (macOS has none: there the
+// watchdog below is what kills it). Where a cgroup v2 group can be
 // made (root, or a delegated group), the tree is born in its own group,
 // governor-run-ID (supervise.Options.Cgroup): nothing of it can leave, its
 // emptiness proves the tree gone, and one write to cgroup.kill kills all
@@ -57,7 +59,7 @@
 //     acquiring, connected by a pipe. When governor exits without saying
 //     "done" on the pipe — a SIGKILL included — the pipe reaches end of
 //     file and the watchdog kills the run's cgroup, if it has one, then
-//     SIGKILLs, through pidfds, every process whose initial environment
+//     SIGKILLs, each under its identity, every process whose initial environment
 //     carries the run id in GOVERNOR_RUN_IDS, setsid'd ones included,
 //     until two scans in a row find none ([Watchdog]), and removes the
 //     cgroup.
@@ -70,9 +72,11 @@
 //     is held while any process of the tree lives, and dropped — the slot
 //     free at once — when the last one dies.
 //
-// Limits, without a cgroup only: a descendant that clears its environment
-// (env -i) or is not dumpable, and is orphaned by governor's death, is not
-// found by the watchdog; with the file backend it still keeps the slot held until it
+// Limits, without a cgroup only (macOS always): a descendant that clears its
+// environment (env -i) or is not dumpable (on macOS: whose environment the
+// kernel will not show), and is orphaned by governor's death, is not found
+// by the watchdog; if governor and the watchdog (in a process group of its
+// own) are both killed, nothing kills the tree on macOS; with the file backend it still keeps the slot held until it
 // closes the inherited lease file or the lease expires (its TTL, since
 // nobody renews it). With Redis, other hosts see the slot freed when the
 // lease's TTL runs out.

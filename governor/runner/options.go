@@ -122,7 +122,7 @@ type Options struct {
 	// Watchdog is the command line of the watchdog program, a program
 	// that calls Watchdog with the run id Run appends as the last
 	// argument and the pipe it passes as descriptor 3. The CLI uses
-	// {"/proc/self/exe", "run", "--watchdog"}. Nil runs without one: then
+	// {SelfExecutable(), "run", "--watchdog"}. Nil runs without one: then
 	// descendants of the command that left its process group can outlive
 	// a governor killed with SIGKILL.
 	Watchdog []string

@@ -1,32 +1,6 @@
-//go:build linux
-
 package runner
 
-import (
-	"io"
-	"os"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// terminal returns w's descriptor when w is a terminal.
-func terminal(w io.Writer) (int, bool) {
-	f, ok := w.(*os.File)
-	if !ok || f == nil {
-		return -1, false
-	}
-	fd := int(f.Fd())
-	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
-		return -1, false
-	}
-	return fd, true
-}
-
-// columns returns the width of terminal fd, 0 when unknown.
-func columns(fd int) int {
-	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-	if err != nil {
-		return 0
-	}
-	return int(ws.Col)
-}
+// getTermios is the ioctl that reads a terminal's settings.
+const getTermios = unix.TCGETS

@@ -84,10 +84,14 @@ const sweepBudget = 30 * time.Second
 // Watchdog is the body of the watchdog process that Run starts (`governor
 // run --watchdog ID`): it reads pipe (descriptor 3 of that process) until
 // Run writes "done", and exits 0. If the pipe reaches end of file first,
-// governor has died — SIGKILL included — and Watchdog SIGKILLs, through
-// pidfds after checking each process's identity, every process whose
+// governor has died — SIGKILL included — and Watchdog SIGKILLs, under
+// its identity (pid and start time, proc.Kill), every process whose
 // initial environment lists id in GOVERNOR_RUN_IDS, until two scans in a
-// row find none; it reports what it did on stderr. SIGTERM makes it sweep
+// row find none; it reports what it did on stderr. The pipe, whose write
+// end only governor holds (close-on-exec), is how the watchdog learns of
+// governor's death on every system: its end of file is the same event as
+// a kqueue NOTE_EXIT on governor's pid would be on macOS, with no pid to
+// be reused meanwhile. SIGTERM makes it sweep
 // at once; INT, HUP and QUIT are ignored. It returns the exit code for
 // the process: 0, or 125 on bad arguments or an incomplete sweep.
 func Watchdog(id string, pipe *os.File, stderr io.Writer) int {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // A cgroup is a tree's own cgroup v2 group. The leader is born in it
@@ -33,8 +35,12 @@ type cgroup struct {
 // ChildCgroup returns the directory of the cgroup v2 group called name
 // inside the caller's own group: the one Start makes for a tree whose
 // Options.Cgroup is name. ok is false where there is no cgroup v2
-// hierarchy. It makes nothing.
+// hierarchy, and where proc.Portable switches the Linux extras off. It
+// makes nothing.
 func ChildCgroup(name string) (dir string, ok bool) {
+	if proc.Portable() {
+		return "", false
+	}
 	dir, _, ok = childCgroup(name)
 	return dir, ok
 }

@@ -55,10 +55,12 @@ type Options struct {
 	// "governor-" and the tree id. The tree is born in it, its death is
 	// proven by it ("populated 0") and KILL reaches all of it at once,
 	// processes that escaped attribution included. Where the group cannot
-	// be made (no cgroup v2, no permission) the tree goes without one.
+	// be made (no cgroup v2, no permission; always on macOS, and on Linux
+	// where proc.Portable) the tree goes without one.
 	Cgroup string
 
-	// NoCgroup makes no group: the tree is followed by /proc scans alone.
+	// NoCgroup makes no group: the tree is followed by scans of the
+	// process table alone.
 	NoCgroup bool
 
 	// Terminal, when set, is a terminal whose foreground process group is

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 )
@@ -58,16 +59,26 @@ func sh(t *testing.T, marker, script string, params ...string) supervise.Options
 }
 
 // scansOnly makes sh's trees go without a cgroup, as where none can be
-// made; bothWays sets it.
+// made; eachWay sets it.
 var scansOnly bool
 
-// bothWays runs fn with the tree in its own cgroup (where this machine
-// allows one) and with /proc scans alone.
-func bothWays(t *testing.T, fn func(t *testing.T)) {
+// eachWay runs fn with the tree in its own cgroup (where this machine
+// allows one), with /proc scans alone, and on the portable path that
+// macOS takes (proc.PortableEnv: no cgroup, pidfd, subreaper or
+// parent-death signal).
+func eachWay(t *testing.T, fn func(t *testing.T)) {
+	if proc.Portable() {
+		fn(t) // the whole run is on the portable path
+		return
+	}
 	t.Run("cgroup", fn)
 	t.Run("scans-only", func(t *testing.T) {
 		scansOnly = true
 		defer func() { scansOnly = false }()
+		fn(t)
+	})
+	t.Run("portable", func(t *testing.T) {
+		t.Setenv(proc.PortableEnv, "1")
 		fn(t)
 	})
 }
@@ -137,6 +148,10 @@ func wait(t *testing.T, tr *supervise.Tree) supervise.Exit {
 }
 
 func TestExitStatusPassthrough(t *testing.T) {
+	eachWay(t, testExitStatusPassthrough)
+}
+
+func testExitStatusPassthrough(t *testing.T) {
 	tests := []struct {
 		script string
 		want   supervise.Exit
@@ -223,7 +238,7 @@ func TestStartErrors(t *testing.T) {
 // A tree that ignores TERM and keeps spawning children, some of them in new
 // sessions: after Stop nothing of it is left, within grace plus slack.
 func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
+	eachWay(t, func(t *testing.T) {
 		marker := proctest.NewMarker(t, "govsup")
 		tr := start(t, sh(t, marker, `
 			trap '' TERM
@@ -251,7 +266,7 @@ func TestStopKillsSpawningTreeThatIgnoresTerm(t *testing.T) {
 // leader and as a double-forked orphan re-parented to the supervisor, are
 // stopped too; a process the test started itself, and another tree, are not.
 func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
+	eachWay(t, func(t *testing.T) {
 		marker := proctest.NewMarker(t, "govsup")
 		sentinelMarker := proctest.NewMarker(t, "govsup")
 		sentinel := exec.Command(proctest.MarkedSleep(t, sentinelMarker), "1000")
@@ -314,7 +329,7 @@ func TestStopKillsSetsidDescendantsOnly(t *testing.T) {
 }
 
 func TestSignalReachesGroupAndSetsidDescendants(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
+	eachWay(t, func(t *testing.T) {
 		marker := proctest.NewMarker(t, "govsup")
 		dir := t.TempDir()
 		got, got2 := filepath.Join(dir, "got"), filepath.Join(dir, "got2")
@@ -347,7 +362,7 @@ func TestSignalReachesGroupAndSetsidDescendants(t *testing.T) {
 // Wait waits for descendants the leader left behind, also orphans that were
 // re-parented to the supervisor; Done does not.
 func TestWaitWaitsForLingeringDescendants(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
+	eachWay(t, func(t *testing.T) {
 		marker := proctest.NewMarker(t, "govsup")
 		// The orphan outlives the rest, so a Wait that did not wait for it would
 		// return while it still runs.
@@ -371,7 +386,7 @@ func TestWaitWaitsForLingeringDescendants(t *testing.T) {
 // Until then the leader stays an unreaped zombie, which keeps the process
 // group id from being reused while the group is signalled.
 func TestStopAfterLeaderExited(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
+	eachWay(t, func(t *testing.T) {
 		marker := proctest.NewMarker(t, "govsup")
 		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
 		<-tr.Done()
@@ -391,6 +406,10 @@ func TestStopAfterLeaderExited(t *testing.T) {
 }
 
 func TestStdioAndExtraFiles(t *testing.T) {
+	eachWay(t, testStdioAndExtraFiles)
+}
+
+func testStdioAndExtraFiles(t *testing.T) {
 	lock, err := os.CreateTemp(t.TempDir(), "lease")
 	if err != nil {
 		t.Fatal(err)
@@ -431,6 +450,9 @@ func TestHelperTree(t *testing.T) {
 // The direct child dies with a SIGKILLed supervisor. (Its own children are
 // not covered by Pdeathsig; a caller uses a lock file in ExtraFiles.)
 func TestPdeathsig(t *testing.T) {
+	if proc.Portable() {
+		t.Skip("no parent-death signal on the portable path (" + proc.PortableEnv + "=1)")
+	}
 	marker := proctest.NewMarker(t, "govsup")
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperTree$", "-test.count=1")

@@ -1,19 +1,20 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package supervise
 
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 )
 
-// Tree is a supervised process tree. Supervision needs Linux; elsewhere
+// Tree is a supervised process tree. Supervision needs Linux or macOS; elsewhere
 // Start always fails.
 type Tree struct{}
 
 // Start returns an error wrapping errors.ErrUnsupported: process-tree
-// supervision is implemented for Linux only.
+// supervision is implemented for Linux and macOS only.
 func Start(opts Options) (*Tree, error) {
 	return nil, fmt.Errorf("supervise: %w on this system", errors.ErrUnsupported)
 }
@@ -36,3 +37,6 @@ func (t *Tree) Signal(sig syscall.Signal) error { return ErrFinished }
 
 // Stop does nothing.
 func (t *Tree) Stop(reason error) {}
+
+// ForegroundTerminal returns nil: there is no tree to give a terminal to.
+func ForegroundTerminal(f *os.File) *os.File { return nil }

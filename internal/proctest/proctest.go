@@ -11,10 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // Marked returns the living processes whose command line contains
@@ -22,34 +23,24 @@ import (
 // line and are not counted.
 func Marked(marker string) []int {
 	var pids []int
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(n)))
-		if pid != os.Getpid() {
-			pids = append(pids, pid)
+	all, _ := proc.List()
+	for _, p := range all {
+		if p.PID != os.Getpid() && !p.Zombie() && bytes.Contains(cmdline(p.PID), []byte(marker)) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
 }
 
-// KillMarked sends SIGKILL to what a failed test left behind, through
-// pidfds and after checking the marker again, so that a reused pid is
-// never hit.
+// KillMarked sends SIGKILL to what a failed test left behind, under each
+// process's identity (proc.Kill) and after checking the marker again, so
+// that a reused pid is never hit.
 func KillMarked(marker string) {
 	for _, pid := range Marked(marker) {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue
+		start, err := proc.StartTime(pid)
+		if err == nil && bytes.Contains(cmdline(pid), []byte(marker)) {
+			_ = proc.Kill(pid, start, unix.SIGKILL)
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-		}
-		unix.Close(fd)
 	}
 }
 
@@ -65,7 +56,7 @@ func BuildGovernor(dir string) (string, error) {
 }
 
 // NewMarker returns prefix followed by 12 random hex digits: a string
-// unique to one test, to find its processes in /proc/*/cmdline.
+// unique to one test, to find its processes by their command lines.
 func NewMarker(t testing.TB, prefix string) string {
 	t.Helper()
 	var b [6]byte
@@ -76,7 +67,7 @@ func NewMarker(t testing.TB, prefix string) string {
 }
 
 // MarkedSleep returns the path of a sleep(1) whose name carries marker,
-// so that every sleep a test starts shows in /proc/*/cmdline.
+// so that every sleep a test starts shows in its command line.
 func MarkedSleep(t testing.TB, marker string) string {
 	t.Helper()
 	bin, err := exec.LookPath("sleep")

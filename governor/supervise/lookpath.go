@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package supervise
 
@@ -8,93 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// forker runs every fork of the package on one goroutine locked to its OS
-// thread for the life of the process. The kernel sends the parent-death
-// signal when the thread that created the child exits, not the process, and
-// the Go runtime does retire threads (a goroutine that exits while locked to
-// its thread takes the thread with it). A thread that never exits makes
-// Pdeathsig mean "when this process dies". This is process-wide state by
-// nature, hence a package-level value rather than a field.
-var forker struct {
-	once sync.Once
-	reqs chan forkRequest
-}
-
-type forkRequest struct {
-	path  string
-	argv  []string
-	attr  *syscall.ProcAttr
-	reply chan forkResult
-}
-
-type forkResult struct {
-	pid int
-	err error
-}
-
-func forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
-	forker.once.Do(func() {
-		forker.reqs = make(chan forkRequest)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must outlive every child
-			for r := range forker.reqs {
-				pid, err := syscall.ForkExec(r.path, r.argv, r.attr)
-				r.reply <- forkResult{pid, err}
-			}
-		}()
-	})
-	reply := make(chan forkResult, 1)
-	forker.reqs <- forkRequest{path, argv, attr, reply}
-	r := <-reply
-	return r.pid, r.err
-}
-
-// subreaper counts the running trees; the process is a child subreaper while
-// there is at least one, so that orphans of a tree come back to it. If the
-// process was a subreaper before the first tree, it stays one.
-var subreaper struct {
-	mu    sync.Mutex
-	trees int
-	ours  bool
-}
-
-func acquireSubreaper() error {
-	subreaper.mu.Lock()
-	defer subreaper.mu.Unlock()
-	if subreaper.trees == 0 {
-		var on int32
-		if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0); err != nil {
-			return fmt.Errorf("supervise: PR_GET_CHILD_SUBREAPER: %w", err)
-		}
-		if on == 0 {
-			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-				return fmt.Errorf("supervise: PR_SET_CHILD_SUBREAPER: %w", err)
-			}
-			subreaper.ours = true
-		}
-	}
-	subreaper.trees++
-	return nil
-}
-
-func releaseSubreaper() {
-	subreaper.mu.Lock()
-	defer subreaper.mu.Unlock()
-	subreaper.trees--
-	if subreaper.trees == 0 && subreaper.ours {
-		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		subreaper.ours = false
-	}
-}
 
 // lookPath finds the executable for name the way a shell does: a name with a
 // slash is used as is (relative to dir, where the child will run), any other
@@ -180,8 +99,10 @@ func execError(name, path, dir string, err error) error {
 		// The file is there, so the interpreter of a script is not.
 		return fmt.Errorf("%w: %s: bad interpreter: %w", ErrNotExecutable, name, err)
 	case syscall.EACCES, syscall.EPERM, syscall.ENOEXEC, syscall.EISDIR,
-		syscall.ETXTBSY, syscall.E2BIG, syscall.ELIBBAD, syscall.ELOOP,
-		syscall.ENAMETOOLONG:
+		syscall.ETXTBSY, syscall.E2BIG, syscall.ELOOP, syscall.ENAMETOOLONG:
+		return fmt.Errorf("%w: %s: %w", ErrNotExecutable, name, err)
+	}
+	if slices.Contains(badExecutable, errno) {
 		return fmt.Errorf("%w: %s: %w", ErrNotExecutable, name, err)
 	}
 	return fmt.Errorf("supervise: starting %s: %w", name, err)

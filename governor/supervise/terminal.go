@@ -1,12 +1,15 @@
+//go:build linux || darwin
+
 package supervise
 
 import (
 	"os"
 	"os/signal"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // ForegroundTerminal returns f when it is a terminal whose foreground
@@ -18,7 +21,7 @@ func ForegroundTerminal(f *os.File) *os.File {
 		return nil
 	}
 	fd := int(f.Fd())
-	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+	if _, err := unix.IoctlGetTermios(fd, getTermios); err != nil {
 		return nil
 	}
 	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
@@ -50,27 +53,24 @@ func takeTerminal(f *os.File) {
 // A stop while governor stops the tree (its freeze sends SIGSTOP) is not a
 // job stop and is left alone. The supervisor calls it on SIGCHLD.
 func (t *Tree) followJobStop() {
-	var info unix.Siginfo
-	// WSTOPPED without WEXITED: this consumes a stop report and never
-	// reaps the leader.
 	t.mu.Lock()
-	fd := -1
-	if m := t.members[t.pid]; m != nil && !t.finished {
+	fd, finished := -1, t.finished
+	if m := t.members[t.pid]; m != nil {
 		fd = m.fd
 	}
 	t.mu.Unlock()
-	if fd < 0 || unix.Waitid(unix.P_PIDFD, fd, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil {
+	if finished {
 		return
 	}
+	sig, ok := t.leaderJobStop(fd)
 	// Read after the report: a freeze sets stopping before its SIGSTOP.
 	t.mu.Lock()
 	stopping := t.stopping
 	t.mu.Unlock()
-	pid, status := childInfo(&info)
-	if pid == 0 || info.Code != cldStopped || stopping {
+	if !ok || stopping {
 		return // nothing to report, or our own freeze of the tree
 	}
-	sig := syscall.Signal(status) // TSTP (Ctrl-Z), TTIN, TTOU, or a STOP the command sent itself
+	// sig is TSTP (Ctrl-Z), TTIN, TTOU, or a STOP the command sent itself.
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
@@ -93,18 +93,47 @@ func (t *Tree) followJobStop() {
 	t.mu.Unlock()
 }
 
-// cldStopped is CLD_STOPPED, the si_code of a child stopped by a signal.
-const cldStopped = 5
+// leaderJobStop consumes a report that the leader was stopped by a signal,
+// and returns that signal. With the Linux extras the report is read from
+// the leader's pidfd (waitid WSTOPPED, which never reaps). The portable
+// path has only wait4(WUNTRACED), which also reports an exit and then
+// reaps; so it waits only for a leader it has just seen stopped. Should
+// the leader exit in that moment (a SIGKILL), its status is kept for
+// Wait, and from then on the group is no longer pinned and is signalled
+// member by member. Only the supervisor goroutine calls it, as it does
+// reapLeaderLocked.
+func (t *Tree) leaderJobStop(pidfd int) (syscall.Signal, bool) {
+	if pidfd >= 0 {
+		return pidfdJobStop(pidfd)
+	}
+	if s, err := proc.Stat(t.pid); err != nil || !s.Stopped() || s.Zombie() {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waitJobStopLocked()
+}
 
-// childInfo reads si_pid and si_status of a SIGCHLD siginfo, which
-// x/sys's Siginfo keeps in its padding: after three ints comes a union,
-// aligned as a pointer, that starts with pid, uid, status. A pid of 0
-// means waitid found nothing to report.
-func childInfo(info *unix.Siginfo) (pid, status int32) {
-	const ptr = unsafe.Sizeof(uintptr(0))
-	const union = (12 + ptr - 1) &^ (ptr - 1)
-	b := (*[union + 12]byte)(unsafe.Pointer(info))
-	pid = *(*int32)(unsafe.Pointer(&b[union]))
-	status = *(*int32)(unsafe.Pointer(&b[union+8]))
-	return pid, status
+// waitJobStopLocked is the portable leaderJobStop once the leader was seen
+// stopped: wait4(WUNTRACED), which reaps the leader if it has exited
+// meanwhile and then keeps its status for Wait. It runs under the lock,
+// which peekLeader takes before it reports an error, so that a wait that
+// failed because this reaped the leader is known to be ours.
+func (t *Tree) waitJobStopLocked() (syscall.Signal, bool) {
+	if t.finished || t.leaderReaped {
+		return 0, false // the pid may be another process's by now
+	}
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(t.pid, &ws, unix.WUNTRACED|unix.WNOHANG, nil) // WNOHANG: never blocks
+	if err != nil || pid != t.pid {
+		return 0, false
+	}
+	if ws.Stopped() {
+		return ws.StopSignal(), true
+	}
+	t.leaderReaped, t.leaderStatus = true, ws
+	if m := t.members[t.pid]; m != nil {
+		m.exited = true
+	}
+	return 0, false
 }

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package supervise
 
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // Scan intervals of the supervisor goroutine. While the leader runs and no
@@ -22,7 +24,7 @@ import (
 // died; once the leader has exited or a stop is under way, scans start fast
 // and back off.
 //
-// A scan reads /proc/PID/stat of every process on the machine, so scans are
+// A scan lists every process on the machine (proc.List), so scans are
 // spaced by at least minGap however many SIGCHLDs arrive.
 const (
 	trackInterval = time.Second
@@ -38,29 +40,30 @@ const (
 // concurrent use.
 //
 // Reaping design. Exactly one goroutine, the supervisor, reaps; it never
-// waits for "any child", only for a process it has attributed to this tree,
-// through that process's pidfd (waitid P_PIDFD), so other children of the
-// program keep their statuses. A second goroutine peeks at the leader's exit
-// with WNOWAIT, which does not reap, to close Done promptly. The leader is
-// reaped last, after the rest of the tree has gone: until then it is an
-// unreaped child (alive or zombie), its pid cannot be reused, and neither
-// can the process-group id, which equals it. That is what makes kill(-pgid)
-// safe at every moment a Tree sends it. Individual processes are signalled
-// only through pidfds opened while their identity (pid and start time) was
-// verified, so a reused pid is never signalled.
+// waits for "any child", only for a process it has attributed to this tree
+// and seen as a zombie child of its own (wait4 by pid), so other children
+// of the program keep their statuses. A second goroutine waits for the
+// leader's exit without reaping it (waitLeader), to close Done promptly.
+// The leader is reaped last, after the rest of the tree has gone: until
+// then it is an unreaped child (alive or zombie), its pid cannot be
+// reused, and neither can the process-group id, which equals it. That is
+// what makes kill(-pgid) safe at every moment a Tree sends it. Individual
+// processes are signalled only under their identity (pid and start time):
+// through pidfds opened while it was verified (Linux), or after checking
+// it again just before kill(2) (proc.Kill; macOS, and Linux where
+// proc.Portable), so a reused pid is never signalled.
 type Tree struct {
-	id    string // the tree id carried in TreeEnv
-	pid   int    // the leader's pid, also the process-group id
-	grace time.Duration
+	id       string // the tree id carried in TreeEnv
+	pid      int    // the leader's pid, also the process-group id
+	grace    time.Duration
+	portable bool // without the Linux extras (proc.Portable)
 
-	done   chan struct{} // closed when the leader has exited
-	empty  chan struct{} // closed when the tree is empty and the leader reaped
-	waited chan struct{} // closed when Wait's result is ready
-	kick   chan struct{} // wakes the supervisor for a scan
-	// sigchld is notified before the leader is forked: a SIGCHLD that
-	// came before the supervisor ran (the leader stopped at once) is kept.
-	sigchld chan os.Signal
-	swept   chan struct{} // closed after the first sweep that followed the leader's exit
+	done    chan struct{}  // closed when the leader has exited
+	empty   chan struct{}  // closed when the tree is empty and the leader reaped
+	waited  chan struct{}  // closed when Wait's result is ready
+	kick    chan struct{}  // wakes the supervisor for a scan
+	sigchld chan os.Signal // SIGCHLD, notified from before the leader is started
+	swept   chan struct{}  // closed after the first sweep that followed the leader's exit
 
 	stopOnce sync.Once
 
@@ -75,8 +78,12 @@ type Tree struct {
 
 	mu           sync.Mutex
 	members      map[int]*member // attributed processes, leader included
+	unmarked     map[int]uint64  // pid -> start of processes newer than the leader, read without TreeEnv's id
+	leaderStart  uint64
 	leaderExited bool
 	leaderErr    error // the peek at the leader failed: someone else reaped it
+	leaderReaped bool  // a job-control wait reaped the leader (portable path): leaderStatus is its status
+	leaderStatus unix.WaitStatus
 	stopping     bool
 	stopReason   error
 	finished     bool // the leader is reaped; nothing may be signalled
@@ -84,20 +91,31 @@ type Tree struct {
 	err          error
 }
 
-// member is one attributed process, pinned by a pidfd.
+// member is one attributed process, pinned by a pidfd with the Linux
+// extras and known by its start time everywhere.
 type member struct {
 	pid    int
 	start  uint64
 	pgid   int // as of the latest scan
-	fd     int
+	fd     int // pidfd; -1 on the portable path
 	leader bool
 	exited bool // exited, and reaped or waiting for a parent other than us
 }
 
+// signal sends sig to m through its pidfd, or, on the portable path, if
+// its pid still names the process that started at m.start.
+func (m *member) signal(sig syscall.Signal) error {
+	if m.fd >= 0 {
+		return pidfdSignal(m.fd, sig)
+	}
+	return proc.Kill(m.pid, m.start, sig)
+}
+
 // Start runs opts.Args as the leader of a new process tree: in its own
-// process group, with SIGKILL as its parent-death signal, after making the
-// calling process a child subreaper (see the package documentation for what
-// that implies for the rest of the program).
+// process group, and on Linux (unless proc.Portable) with SIGKILL as its
+// parent-death signal, after making the calling process a child subreaper
+// (see the package documentation for what that implies for the rest of
+// the program).
 //
 // On success the command is running and the returned Tree supervises it
 // until the tree is empty, whether or not anyone calls Wait. On failure
@@ -116,8 +134,11 @@ func Start(opts Options) (*Tree, error) {
 			return nil, fmt.Errorf("supervise: working directory %s: %w", opts.Dir, syscall.ENOTDIR)
 		}
 	}
-	if _, err := readStat(os.Getpid()); err != nil {
-		return nil, fmt.Errorf("supervise: /proc is needed to follow a process tree: %w", err)
+	if err := proc.CheckPortableEnv(); err != nil {
+		return nil, fmt.Errorf("supervise: %w", err)
+	}
+	if _, err := proc.Stat(os.Getpid()); err != nil {
+		return nil, fmt.Errorf("supervise: cannot read the process table to follow a process tree: %w", err)
 	}
 	env := opts.Env
 	if env == nil {
@@ -138,15 +159,16 @@ func Start(opts Options) (*Tree, error) {
 		return nil, fmt.Errorf("supervise: tree id: %w", err)
 	}
 	t := &Tree{
-		id:      fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(idb[:])),
-		grace:   opts.killGrace(),
-		done:    make(chan struct{}),
-		empty:   make(chan struct{}),
-		waited:  make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		swept:   make(chan struct{}),
-		sigchld: make(chan os.Signal, 1),
-		members: make(map[int]*member),
+		id:       fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(idb[:])),
+		grace:    opts.killGrace(),
+		portable: proc.Portable(),
+		done:     make(chan struct{}),
+		empty:    make(chan struct{}),
+		waited:   make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		swept:    make(chan struct{}),
+		members:  make(map[int]*member),
+		unmarked: make(map[int]uint64),
 	}
 
 	files, childEnds, err := t.stdio(opts)
@@ -159,74 +181,34 @@ func Start(opts Options) (*Tree, error) {
 		}
 	}
 
-	if err := acquireSubreaper(); err != nil {
-		closeAll(childEnds)
-		t.closeParentEnds()
-		return nil, err
-	}
-	pidfd := -1
 	attr := &syscall.ProcAttr{
 		Dir:   opts.Dir,
 		Env:   withTreeID(env, t.id),
 		Files: files,
-		Sys: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
-			PidFD:     &pidfd,
-		},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	if opts.Terminal != nil {
 		attr.Sys.Foreground = true
 		attr.Sys.Ctty = int(opts.Terminal.Fd())
 		t.terminal = opts.Terminal
 	}
-	if !opts.NoCgroup {
-		name := opts.Cgroup
-		if name == "" {
-			name = "governor-" + t.id
-		}
-		if t.cg = newCgroup(name); t.cg != nil {
-			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, t.cg.fd
-		}
-	}
+	// Notified before the leader exists: a job stop that comes before the
+	// supervisor goroutine runs must not be lost.
+	t.sigchld = make(chan os.Signal, 1)
 	signal.Notify(t.sigchld, syscall.SIGCHLD)
-	pid, err := forkExec(path, opts.Args, attr)
-	if err != nil && t.cg != nil {
-		// The kernel may refuse to clone into the group (no clone3, a
-		// seccomp filter): go without it.
-		t.cg.remove()
-		t.cg = nil
-		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-		pidfd = -1
-		pid, err = forkExec(path, opts.Args, attr)
-	}
+	pid, pidfd, err := t.launch(name, path, opts.Args, attr, opts)
 	closeAll(childEnds)
-	if err == nil && pidfd < 0 {
-		// No CLONE_PIDFD. The child is ours and unreaped, so its pid is
-		// still its own and pidfd_open is safe.
-		if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
-			_ = unix.Kill(-pid, unix.SIGKILL)
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, 0, nil)
-			err = fmt.Errorf("supervise: pidfd_open: %w", err)
-		}
-	} else if err != nil {
-		err = execError(name, path, opts.Dir, err)
-	}
 	if err != nil {
 		signal.Stop(t.sigchld)
-		releaseSubreaper()
 		t.closeParentEnds()
-		if t.cg != nil {
-			t.cg.remove()
-		}
 		return nil, err
 	}
 	t.pid = pid
 	leader := &member{pid: pid, pgid: pid, fd: pidfd, leader: true}
-	if s, err := readStat(pid); err == nil {
-		leader.start = s.start // our unreaped child: the pid is its own
+	if s, err := proc.Stat(pid); err == nil {
+		leader.start = s.Start // our unreaped child: the pid is its own
 	}
+	t.leaderStart = leader.start
 	t.members[pid] = leader
 	t.startCopiers()
 
@@ -255,7 +237,8 @@ func (t *Tree) Wait() (Exit, error) {
 }
 
 // Signal sends sig to every process of the tree: to the process group, and
-// through pidfds to attributed descendants that have left the group. It
+// to attributed descendants that have left the group, each under its
+// identity (member.signal). It
 // returns ErrFinished once the tree has finished, and otherwise the first
 // error of a send other than "no such process". It leaves the tree running
 // (unless sig ends it).
@@ -265,7 +248,7 @@ func (t *Tree) Signal(sig syscall.Signal) error {
 	if t.finished {
 		return ErrFinished
 	}
-	if snap, err := snapshot(); err == nil {
+	if snap, err := proc.List(); err == nil {
 		t.scanLocked(snap)
 	}
 	return t.signalLocked(sig)
@@ -358,13 +341,13 @@ func (t *Tree) freeze() {
 			t.mu.Unlock()
 			return
 		}
-		snap, err := snapshot()
+		snap, err := proc.List()
 		added, settled := 0, err == nil
 		if err == nil {
-			var byPid map[int]procStat
+			var byPid map[int]proc.Info
 			added, byPid = t.scanLocked(snap)
 			for _, m := range t.members {
-				if s, ok := byPid[m.pid]; ok && (m.leader || s.start == m.start) && !s.stopped() {
+				if s, ok := byPid[m.pid]; ok && (m.leader || s.Start == m.start) && !s.Stopped() {
 					settled = false // not yet stopped by the previous round
 				}
 			}
@@ -382,12 +365,13 @@ func (t *Tree) freeze() {
 }
 
 // signalLocked sends sig to the process group while its id is pinned, and
-// through pidfds to the members that are outside it (or to every member when
-// the group is not pinned). A member that is gone is not an error.
+// to each member that is outside it (or to every member when the group is
+// not pinned) under its identity (member.signal). A member that is gone
+// is not an error.
 func (t *Tree) signalLocked(sig syscall.Signal) error {
 	var first error
 	note := func(err error) {
-		if err != nil && !errors.Is(err, unix.ESRCH) && first == nil {
+		if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, proc.ErrNoProcess) && first == nil {
 			first = err
 		}
 	}
@@ -402,7 +386,7 @@ func (t *Tree) signalLocked(sig syscall.Signal) error {
 		if m.exited || pinned && m.pgid == t.pid {
 			continue
 		}
-		note(unix.PidfdSendSignal(m.fd, sig, nil, 0))
+		note(m.signal(sig))
 	}
 	if t.cg != nil && sig != syscall.SIGKILL && !t.finished {
 		// Processes of the tree that escaped attribution (environment
@@ -412,8 +396,8 @@ func (t *Tree) signalLocked(sig syscall.Signal) error {
 				return true // signalled above, or exited
 			}
 			// The group signal above reached it.
-			s, err := readStat(pid)
-			return pinned && err == nil && s.pgid == t.pid
+			s, err := proc.Stat(pid)
+			return pinned && err == nil && s.PGID == t.pid
 		}))
 	}
 	return first
@@ -422,34 +406,39 @@ func (t *Tree) signalLocked(sig syscall.Signal) error {
 // groupPinnedLocked reports whether the process-group id is certainly still
 // this tree's: the leader has not been reaped.
 func (t *Tree) groupPinnedLocked() bool {
-	return !t.finished && t.leaderErr == nil
+	return !t.finished && t.leaderErr == nil && !t.leaderReaped
 }
 
 // scanLocked attributes the processes of snap to the tree and pins the new
-// ones with pidfds. It returns how many were new, and snap by pid.
-func (t *Tree) scanLocked(snap []procStat) (int, map[int]procStat) {
+// ones. It returns how many were new, and snap by pid.
+func (t *Tree) scanLocked(snap []proc.Info) (int, map[int]proc.Info) {
 	self := os.Getpid()
-	byPid := make(map[int]procStat, len(snap))
-	children := make(map[int][]procStat)
+	byPid := make(map[int]proc.Info, len(snap))
+	children := make(map[int][]proc.Info)
 	for _, s := range snap {
-		byPid[s.pid] = s
-		children[s.ppid] = append(children[s.ppid], s)
+		byPid[s.PID] = s
+		children[s.PPID] = append(children[s.PPID], s)
 	}
 	// A member whose pid now belongs to another process is long gone.
 	for pid, m := range t.members {
-		if s, ok := byPid[pid]; ok && !m.leader && s.start != m.start {
+		if s, ok := byPid[pid]; ok && !m.leader && s.Start != m.start {
 			t.dropLocked(m)
+		}
+	}
+	for pid, start := range t.unmarked {
+		if s, ok := byPid[pid]; !ok || s.Start != start {
+			delete(t.unmarked, pid)
 		}
 	}
 
 	pinned := t.groupPinnedLocked()
-	var queue []procStat
+	var queue []proc.Info
 	for _, s := range snap {
-		m := t.members[s.pid]
+		m := t.members[s.PID]
 		switch {
-		case m != nil && (m.leader || m.start == s.start):
-		case pinned && s.pgid == t.pid:
-		case s.ppid == self && hasTreeID(s.pid, t.id):
+		case m != nil && (m.leader || m.start == s.Start):
+		case pinned && s.PGID == t.pid:
+		case m == nil && t.markedLocked(s, self):
 		default:
 			continue
 		}
@@ -460,12 +449,12 @@ func (t *Tree) scanLocked(snap []procStat) (int, map[int]procStat) {
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		if seen[s.pid] {
+		if seen[s.PID] {
 			continue
 		}
-		seen[s.pid] = true
-		if m := t.members[s.pid]; m != nil {
-			m.pgid = s.pgid
+		seen[s.PID] = true
+		if m := t.members[s.PID]; m != nil {
+			m.pgid = s.PGID
 		} else if !t.pinLocked(s) {
 			continue // gone, or no longer the process the snapshot saw
 		} else {
@@ -474,63 +463,87 @@ func (t *Tree) scanLocked(snap []procStat) (int, map[int]procStat) {
 		// Every child of a member is a member. The child's ppid was read
 		// within the same snapshot as the parent's entry; a parent pid
 		// reused in between would take a full wrap of the pid space.
-		queue = append(queue, children[s.pid]...)
+		queue = append(queue, children[s.PID]...)
 	}
 	return added, byPid
 }
 
-// pinLocked opens a pidfd for the process s describes and records it as a
-// member, if the pidfd provably refers to that process: its start time
-// still matches after the pidfd is open.
-func (t *Tree) pinLocked(s procStat) bool {
-	fd, err := unix.PidfdOpen(s.pid, 0)
-	if err != nil {
+// markedLocked reports whether s carries the tree's id in its initial
+// environment (TreeEnv): a descendant that left the process group and
+// whose parent exited before a scan saw it. Re-parented orphans of the
+// supervisor (a child subreaper, with the Linux extras) are read at every
+// scan; any other process newer than the leader is read once, since it
+// goes to whatever reaps orphans there (launchd on macOS). The leader
+// itself, and processes as old as the supervisor, never qualify.
+func (t *Tree) markedLocked(s proc.Info, self int) bool {
+	if s.PID == self || s.PID == t.pid || s.Start < t.leaderStart {
 		return false
 	}
-	now, err := readStat(s.pid)
-	if err != nil || now.start != s.start || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-		unix.Close(fd)
+	if s.PPID == self {
+		return hasTreeID(s.PID, t.id)
+	}
+	if start, ok := t.unmarked[s.PID]; ok && start == s.Start {
 		return false
 	}
-	t.members[s.pid] = &member{pid: s.pid, start: s.start, pgid: now.pgid, fd: fd}
+	if hasTreeID(s.PID, t.id) {
+		return true
+	}
+	t.unmarked[s.PID] = s.Start
+	return false
+}
+
+// pinLocked records the process s describes as a member. With the Linux
+// extras it is pinned by a pidfd, if the pidfd provably refers to that
+// process (its start time still matches once the pidfd is open); on the
+// portable path its start time is its identity, checked again before
+// every signal.
+func (t *Tree) pinLocked(s proc.Info) bool {
+	fd := -1
+	if !t.portable {
+		var ok bool
+		if fd, ok = openPidfd(s); !ok {
+			return false
+		}
+	}
+	t.members[s.PID] = &member{pid: s.PID, start: s.Start, pgid: s.PGID, fd: fd}
 	return true
 }
 
 func (t *Tree) dropLocked(m *member) {
-	unix.Close(m.fd)
+	if m.fd >= 0 {
+		closePidfd(m.fd)
+	}
 	delete(t.members, m.pid)
 }
 
-// reapLocked collects the members that have exited. Those that are our
-// children (re-parented orphans) are reaped through their pidfd; the others
-// are left to their parents and forgotten once reaped. Only the supervisor
+// reapLocked collects the members that have exited, as byPid (a
+// snapshot taken after they were attributed) shows them. A zombie that is
+// our child (a re-parented orphan) is reaped by pid, which its being our
+// unreaped child pins; other zombies are left to their parents, and
+// members gone from the snapshot are forgotten. Only the supervisor
 // goroutine calls it, and it never touches the leader.
-func (t *Tree) reapLocked() {
-	var pfds []unix.PollFd
-	var ms []*member
+func (t *Tree) reapLocked(byPid map[int]proc.Info) {
+	self := os.Getpid()
 	for _, m := range t.members {
-		if !m.leader {
-			pfds = append(pfds, unix.PollFd{Fd: int32(m.fd), Events: unix.POLLIN})
-			ms = append(ms, m)
-		}
-	}
-	if len(pfds) == 0 {
-		return
-	}
-	if _, err := unix.Poll(pfds, 0); err != nil {
-		return // EINTR or ENOMEM: the next scan retries
-	}
-	for i, m := range ms {
-		if pfds[i].Revents == 0 {
-			continue // still running
-		}
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PIDFD, m.fd, &info, unix.WEXITED|unix.WNOHANG, nil)
-		if err == nil || unix.PidfdSendSignal(m.fd, 0, nil, 0) == unix.ESRCH {
-			t.dropLocked(m) // reaped by us, or by its own parent
+		if m.leader {
 			continue
 		}
-		m.exited = true // a zombie waiting for a parent in the tree
+		s, ok := byPid[m.pid]
+		switch {
+		case !ok || s.Start != m.start:
+			t.dropLocked(m) // reaped, by us or by its own parent
+		case !s.Zombie():
+			m.exited = false
+		case s.PPID == self:
+			var ws unix.WaitStatus
+			if pid, err := unix.Wait4(m.pid, &ws, unix.WNOHANG, nil); pid == m.pid || err == unix.ECHILD {
+				t.dropLocked(m)
+			} else {
+				m.exited = true
+			}
+		default:
+			m.exited = true // a zombie waiting for a parent in the tree
+		}
 	}
 }
 
@@ -554,20 +567,13 @@ func (t *Tree) poke() {
 	}
 }
 
-// peekLeader waits for the leader to exit without reaping it (WNOWAIT), so
-// that Done closes promptly while the group id stays pinned.
-func (t *Tree) peekLeader(fd int) {
-	var info unix.Siginfo
-	var err error
-	for {
-		err = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
+// peekLeader waits for the leader to exit without reaping it, so that Done
+// closes promptly while the group id stays pinned.
+func (t *Tree) peekLeader(pidfd int) {
+	err := t.waitLeader(pidfd)
 	t.mu.Lock()
 	t.leaderExited = true
-	if err != nil {
+	if err != nil && !t.leaderReaped {
 		t.leaderErr = fmt.Errorf("supervise: waiting for pid %d: %w", t.pid, err)
 	}
 	close(t.done)
@@ -577,7 +583,9 @@ func (t *Tree) peekLeader(fd int) {
 
 // supervise is the one goroutine that reaps. It scans the tree on a timer,
 // on SIGCHLD (an orphan of ours died) and when poked, and finishes the tree
-// once the leader has exited and no other member is left.
+// once the leader has exited and no other member is left. With a terminal
+// it also follows job stops of the leader on SIGCHLD, and on the timer in
+// case a SIGCHLD was merged with another.
 func (t *Tree) supervise() {
 	defer signal.Stop(t.sigchld)
 
@@ -648,17 +656,18 @@ func (t *Tree) sweep() bool {
 	// what has died, is enough.
 	empty := t.cg != nil && t.leaderExited && !t.cg.populated()
 	for range 2 {
-		snap, err := snapshot()
+		snap, err := proc.List()
 		if err != nil {
-			// /proc worked at Start. Without it the tree cannot be
-			// followed; do not wait forever for what cannot be seen.
+			// The process table could be read at Start. Without it the
+			// tree cannot be followed; do not wait forever for what
+			// cannot be seen.
 			if !t.leaderExited {
 				return false
 			}
 			break
 		}
-		added, _ := t.scanLocked(snap)
-		t.reapLocked()
+		added, byPid := t.scanLocked(snap)
+		t.reapLocked(byPid)
 		if t.busyLocked() || added > 0 && !empty {
 			return false
 		}
@@ -682,9 +691,9 @@ func (t *Tree) reapLeaderLocked() {
 	if t.leaderErr != nil {
 		t.err = t.leaderErr
 	} else {
-		var ws unix.WaitStatus
+		ws := t.leaderStatus
 		var err error
-		for {
+		for !t.leaderReaped {
 			// By pid is safe: the leader is our unreaped child, so the pid
 			// is still its own.
 			_, err = unix.Wait4(t.pid, &ws, 0, nil)
@@ -713,11 +722,8 @@ func (t *Tree) finish() {
 	if t.terminal != nil {
 		takeTerminal(t.terminal)
 	}
-	if t.cg != nil {
-		t.cg.remove()
-	}
+	t.releaseExtras()
 	close(t.empty)
-	releaseSubreaper()
 	if t.stdinW != nil {
 		t.stdinW.Close() // unblocks a stdin copier writing to a dead tree
 	}
@@ -739,113 +745,4 @@ func (t *Tree) finish() {
 	}
 	timer.Stop()
 	close(t.waited)
-}
-
-// stdio returns the descriptors for the child (0, 1, 2, then ExtraFiles),
-// and the pipe ends that the parent must close once the child has started.
-// Readers and writers that are not files get a pipe and, later, a copier.
-func (t *Tree) stdio(opts Options) (files []uintptr, childEnds []*os.File, err error) {
-	var opened []*os.File
-	fail := func(err error) ([]uintptr, []*os.File, error) {
-		for _, f := range opened {
-			f.Close()
-		}
-		t.stdinW, t.outputs = nil, nil
-		return nil, nil, fmt.Errorf("supervise: %w", err)
-	}
-
-	in := opts.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	if f, ok := in.(*os.File); ok {
-		files = append(files, f.Fd())
-	} else {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fail(err)
-		}
-		opened = append(opened, r, w)
-		childEnds = append(childEnds, r)
-		t.stdinW, t.stdin = w, in
-		files = append(files, r.Fd())
-	}
-
-	for i, out := range []io.Writer{opts.Stdout, opts.Stderr} {
-		if out == nil {
-			out = []io.Writer{os.Stdout, os.Stderr}[i]
-		}
-		if f, ok := out.(*os.File); ok {
-			files = append(files, f.Fd())
-			continue
-		}
-		if i == 1 && len(t.outputs) == 1 && sameWriter(out, opts.Stdout) {
-			// One pipe for both, so that the writer sees a single
-			// writer and the two streams keep their relative order.
-			files = append(files, files[1])
-			continue
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fail(err)
-		}
-		opened = append(opened, r, w)
-		childEnds = append(childEnds, w)
-		t.outputs = append(t.outputs, output{out, r})
-		files = append(files, w.Fd())
-	}
-	for _, f := range opts.ExtraFiles {
-		if f == nil {
-			files = append(files, ^uintptr(0)) // closed in the child
-		} else {
-			files = append(files, f.Fd())
-		}
-	}
-	return files, childEnds, nil
-}
-
-// sameWriter reports whether a and b are the same writer. Interface values
-// of uncomparable dynamic types are never the same.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
-}
-
-// output is a writer fed from the read end of the child's pipe.
-type output struct {
-	w io.Writer
-	r *os.File
-}
-
-// closeParentEnds closes the parent's pipe ends when Start fails.
-func (t *Tree) closeParentEnds() {
-	if t.stdinW != nil {
-		t.stdinW.Close()
-	}
-	for _, o := range t.outputs {
-		o.r.Close()
-	}
-}
-
-// startCopiers connects non-file readers and writers to their pipes.
-func (t *Tree) startCopiers() {
-	if t.stdinW != nil {
-		// Not waited for, as in os/exec: the reader may never end.
-		go func() {
-			_, _ = io.Copy(t.stdinW, t.stdin)
-			t.stdinW.Close()
-		}()
-	}
-	for _, o := range t.outputs {
-		t.copiers.Add(1)
-		go func() {
-			defer t.copiers.Done()
-			_, _ = io.Copy(o.w, o.r)
-			o.r.Close()
-		}()
-	}
 }

@@ -1,0 +1,111 @@
+package filebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Observe implements governor.Backend: the counts go into the
+// resource's state file. A resource without one (forgotten since the
+// observations were made) takes none.
+func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, counts []int64, sum time.Duration) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	if !t.hasState() {
+		return nil
+	}
+	st := t.st
+	if st.Histograms == nil {
+		st.Histograms = map[string]*histogram{}
+	}
+	h := st.Histograms[name]
+	if h == nil {
+		h = &histogram{}
+		st.Histograms[name] = h
+	}
+	for len(h.Counts) < len(counts) {
+		h.Counts = append(h.Counts, 0)
+	}
+	for i, n := range counts {
+		h.Counts[i] += n
+	}
+	h.Sum += int64(sum)
+	t.dirty = true
+	return t.commit()
+}
+
+// Forget implements governor.Backend. It removes the state file and
+// leaves the directory and its lock file, which are never unlinked (a
+// process may be waiting for the lock); Resources lists only
+// directories with a state file.
+func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.Duration) (bool, error) {
+	if b.isClosed() {
+		return false, governor.ErrClosed
+	}
+	if isSeq(key.Resource) {
+		return false, nil // a sequence's or rate limit's state: kept
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer t.end()
+	if !t.hasState() {
+		return false, nil // forgotten already, or never written
+	}
+	t.settle()
+	st := t.st
+	if len(st.Holders) > 0 || len(st.Waiters) > 0 {
+		if st.Idle != nil {
+			st.Idle = nil
+			t.dirty = true
+		}
+		return false, t.commit()
+	}
+	// The mark is on the boot clock, as expiries are; one of an earlier
+	// boot only ever looks younger than it is.
+	if m := st.Idle; m == nil || m.Token != st.Token || m.Waited != st.Counters.Waited || m.Since > t.now.boot {
+		st.Idle = &idleMark{Token: st.Token, Waited: st.Counters.Waited, Since: t.now.boot}
+		t.dirty = true
+		return false, t.commit()
+	}
+	// The next grant's token is at least the wall clock in µs: above
+	// the last one if that lies behind the clock.
+	if time.Duration(t.now.boot-st.Idle.Since) < retention || st.Token >= t.now.wall.UnixMicro() {
+		return false, t.commit()
+	}
+	if err := unix.Unlinkat(t.dir, stateName, 0); err != nil && err != unix.ENOENT {
+		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(key), err)
+	}
+	for _, name := range t.unlink {
+		_ = unix.Unlinkat(t.dir, name, 0)
+	}
+	t.unlink = nil
+	t.sweep()
+	return true, nil
+}
+
+// hasState tells whether the resource has a state file (load makes a new
+// state when it has none). The caller holds the lock.
+func (t *tx) hasState() bool {
+	var fi unix.Stat_t
+	return unix.Fstatat(t.dir, stateName, &fi, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT
+}

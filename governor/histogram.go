@@ -1,0 +1,162 @@
+package governor
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Histograms the backend keeps per resource, so that every process
+// counts, CLI runs included. Adding one is a name, its bounds in
+// histogramBounds, and an observe call where it is measured.
+const (
+	// HistogramWait is the time from an acquire call to its grant, on
+	// the acquiring process's monotonic clock: immediate grants too.
+	HistogramWait = "wait"
+)
+
+// histogramBounds are the fixed upper bounds of each histogram. The
+// backend stores counts by bucket index, so a bound must never change
+// once released: add a histogram instead.
+var histogramBounds = map[string][]time.Duration{
+	HistogramWait: {5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
+		time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
+		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
+}
+
+// HistogramBounds returns the upper bounds of the buckets of histogram
+// name, ascending (a last bucket, +Inf, follows them); nil for a name
+// that is not one of the Histogram constants.
+func HistogramBounds(name string) []time.Duration {
+	return slices.Clone(histogramBounds[name])
+}
+
+// Histogram is a distribution kept by the backend.
+type Histogram struct {
+	// Counts are the observations per bucket of HistogramBounds, then
+	// +Inf: len(bounds)+1 entries, not cumulative.
+	Counts []int64
+	// Sum is the sum of the observations.
+	Sum time.Duration
+}
+
+// Count is the number of observations.
+func (h Histogram) Count() int64 {
+	var n int64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// DefaultObserveFlush is how long a Governor gathers observations before
+// it sends them to the backend in one call per resource; Close sends what
+// is left.
+const DefaultObserveFlush = time.Second
+
+// recorder gathers observations and sends them to the backend in the
+// background, at most once per DefaultObserveFlush, so that measuring a
+// grant adds no round trip to it. Close flushes synchronously; a process
+// that dies loses at most one interval's observations.
+type recorder struct {
+	b Backend
+
+	mu      sync.Mutex
+	pending map[recKey]*Histogram
+	timer   *time.Timer
+	closed  bool
+
+	flushMu sync.Mutex // one flush at a time
+}
+
+type recKey struct {
+	key  Key
+	name string
+}
+
+func newRecorder(b Backend) *recorder {
+	return &recorder{b: b, pending: map[recKey]*Histogram{}}
+}
+
+// observe adds d to histogram name of key.
+func (r *recorder) observe(key Key, name string, d time.Duration) {
+	bounds := histogramBounds[name]
+	i, _ := slices.BinarySearch(bounds, d) // first bound >= d; le semantics
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	k := recKey{key, name}
+	h := r.pending[k]
+	if h == nil {
+		h = &Histogram{Counts: make([]int64, len(bounds)+1)}
+		r.pending[k] = h
+	}
+	h.Counts[i]++
+	h.Sum += d
+	if r.timer == nil {
+		r.timer = time.AfterFunc(DefaultObserveFlush, func() {
+			r.mu.Lock()
+			r.timer = nil
+			r.mu.Unlock()
+			r.flush()
+		})
+	}
+}
+
+// flush sends what is pending. What the backend does not take is kept
+// for the next flush (and dropped once closed).
+func (r *recorder) flush() {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = map[recKey]*Histogram{}
+	r.mu.Unlock()
+	r.send(batch)
+}
+
+func (r *recorder) send(batch map[recKey]*Histogram) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	for k, h := range batch {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		err := r.b.Observe(ctx, k.key, k.name, h.Counts, h.Sum)
+		cancel()
+		if err != nil {
+			r.keep(k, h)
+		}
+	}
+}
+
+// keep puts back a batch the backend did not take, unless closed.
+func (r *recorder) keep(k recKey, h *Histogram) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if p := r.pending[k]; p != nil {
+		for i := range p.Counts {
+			p.Counts[i] += h.Counts[i]
+		}
+		p.Sum += h.Sum
+		return
+	}
+	r.pending[k] = h
+}
+
+// close stops recording and sends what is pending, after any flush in
+// progress: nothing is sent after close returns.
+func (r *recorder) close() {
+	r.mu.Lock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	r.send(batch)
+}

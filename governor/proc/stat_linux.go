@@ -1,0 +1,146 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var errBadStat = errors.New("proc: unparsable /proc stat")
+
+// Stat reads /proc/PID/stat. It fails with ErrNoProcess when the process
+// is gone. The kernel makes the whole file at the first read,
+// so one read into a buffer larger than any stat line is the whole file:
+// a List of the machine makes three system calls per process.
+func Stat(pid int) (Info, error) {
+	var buf [1024]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT {
+		return Info{}, ErrNoProcess
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err == unix.ESRCH {
+		return Info{}, ErrNoProcess // exited between open and read
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	if n == len(buf) {
+		return Info{}, errBadStat
+	}
+	return parseStat(pid, buf[:n])
+}
+
+// parseStat parses the content of /proc/PID/stat. The command name, in
+// parentheses, may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseStat(pid int, b []byte) (Info, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return Info{}, errBadStat
+	}
+	// Fields after the name: state ppid pgrp session tty_nr tpgid flags
+	// minflt cminflt majflt cmajflt utime stime cutime cstime priority nice
+	// num_threads itrealvalue starttime ...
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return Info{}, errBadStat
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Info{}, errBadStat
+	}
+	return Info{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Start: start}, nil
+}
+
+// List reads the stat of every process on the machine. It is not atomic:
+// processes come and go while it reads, so callers repeat it until the
+// part they care about no longer changes. (/proc/PID/task/TID/children
+// would be cheaper but needs CONFIG_PROC_CHILDREN, which many kernels
+// lack.)
+func List() ([]Info, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		s, err := Stat(pid)
+		if err != nil {
+			continue // gone since the directory was read
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// environ returns the initial environment of pid, NUL-separated.
+func environ(pid int) ([]byte, error) {
+	return ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+}
+
+// BootID names this boot of the kernel; "" when unknown.
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// HostID names this kernel boot and PID namespace. Two processes with the
+// same HostID see the same PIDs; a PID proof is valid only between them.
+func HostID() string {
+	boot := BootID()
+	if boot == "" {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return boot + "/" + ns
+}
+
+// Kill sends sig to pid if pid still names the process that started at
+// start, and returns ErrNoProcess if it does not. Unless Portable, the
+// signal goes through a pidfd opened between two reads of the start time,
+// so a PID reused at any moment is never signalled; otherwise see
+// killChecked.
+func Kill(pid int, start uint64, sig syscall.Signal) error {
+	if Portable() {
+		return killChecked(pid, start, sig)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.ESRCH {
+		return ErrNoProcess
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if s, err := Stat(pid); err != nil || s.Start != start {
+		return ErrNoProcess
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}

@@ -1,0 +1,34 @@
+-- forget.lua: remove a resource that has been idle for the retention.
+-- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua).
+-- ARGV: 1 retention in ms
+-- Returns 1 when every key of the resource was deleted, else 0.
+--
+-- Idle: no holder and no waiter. The first call that finds the resource
+-- idle marks it (S field idle = "token waited since_ms"); a grant changes
+-- the token and an enqueue the waited count, so a later call that finds
+-- the same mark at least the retention old knows that nothing was granted
+-- or queued in between. The last token must also lie behind the server's
+-- clock in microseconds (it does unless grants outran the clock): the
+-- next grant then takes its token from the clock (lib.lua's grant),
+-- above it.
+local retention = ARGV[1] + 0
+load({'used', 'qlen', 'minexp', 'token', 'waited'})
+settle()
+local mark = redis.call('HGET', S, 'idle')
+if get('used') > 0 or get('qlen') > 0 or redis.call('ZRANGE', H, 0, 0)[1] then
+  if mark then
+    set('idle', false)
+  end
+  return finish(0)
+end
+local want = string.format('%d %d ', get('token'), get('waited'))
+if not mark or string.sub(mark, 1, #want) ~= want then
+  set('idle', want .. string.format('%d', now))
+  return finish(0)
+end
+local since = string.sub(mark, #want + 1) + 0
+if now - since < retention or get('token') >= sec * 1000000 + usec then
+  return finish(0)
+end
+redis.call('DEL', H, S, Q, QE, QD, E, KEYS[7])
+return 1
