@@ -109,3 +109,80 @@ func TestREADMEShellLease(t *testing.T) {
 		t.Fatalf("the busy scripts touched the other holder's lease: release exit %d %s", code, errs)
 	}
 }
+
+// readmeEnv is an environment for a README example run as a newcomer
+// would: no configuration but what the test writes, state under a fresh
+// home.
+func readmeEnv(t *testing.T) (dir string, env []string) {
+	t.Helper()
+	dir = t.TempDir()
+	env = append(cleanEnv(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	return dir, env
+}
+
+// The README's first command, with the built binary for `go run
+// ./cmd/governor`, on a fresh home: it runs on the embedded default and
+// prints the command's output.
+func TestREADMEFirstCommand(t *testing.T) {
+	block := strings.TrimSpace(readmeBlock(t, "on Linux and macOS, see [Platforms](#platforms)):**"))
+	cmdline, ok := strings.CutPrefix(block, "go run ./cmd/governor ")
+	if !ok || strings.Contains(cmdline, "\n") {
+		t.Fatalf("README's first command is not one `go run ./cmd/governor` line: %q", block)
+	}
+	dir, env := readmeEnv(t)
+	c := exec.Command("sh", "-c", governorBin(t)+" "+cmdline)
+	c.Dir, c.Env = dir, env
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "I hold the heavy slot") {
+		t.Fatalf("README's first command: %v\n%s", err, out)
+	}
+}
+
+// The README's exec-defaults.yaml example passes `config check`.
+func TestREADMEConfigExample(t *testing.T) {
+	block := readmeBlock(t, "## Configuration (`exec-defaults.yaml`)")
+	dir, env := readmeEnv(t)
+	p := filepath.Join(dir, "exec-defaults.yaml")
+	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(governorBin(t), "config", "check", "--config", p)
+	c.Dir, c.Env = dir, env
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("config check of the README's example: %v\n%s", err, out)
+	}
+}
+
+// Every command the README's CLI list names exists: its --help exits 0.
+func TestREADMECommandList(t *testing.T) {
+	block := readmeBlock(t, "## CLI")
+	dir, env := readmeEnv(t)
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "governor" {
+			t.Fatalf("README's CLI list: line %q does not start with a governor command", line)
+		}
+		words := []string{f[1]}
+		if len(f) > 2 && f[2] != "" && f[2][0] >= 'a' && f[2][0] <= 'z' && !strings.ContainsAny(f[2], "[@-") {
+			words = append(words, f[2]) // a subcommand: seq next, config show|check
+		}
+		for _, sub := range strings.Split(words[len(words)-1], "|") {
+			args := append(append([]string(nil), words[:len(words)-1]...), sub, "--help")
+			c := exec.Command(governorBin(t), args...)
+			c.Dir, c.Env = dir, env
+			out, err := c.CombinedOutput()
+			// cobra shows a parent's help for an unknown subcommand: the
+			// usage must name the command itself.
+			usage := "\n  governor " + strings.Join(args[:len(args)-1], " ")
+			if err != nil || !strings.Contains(string(out), usage+" ") && !strings.Contains(string(out), usage+"\n") {
+				t.Errorf("governor %s: %v; no usage line %q in\n%s", strings.Join(args, " "), err, usage, out)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("README's CLI list names %d commands; want the whole list", n)
+	}
+}
