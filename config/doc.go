@@ -46,7 +46,7 @@
 //	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl minus ttl/5
 //	                           # (governor.LeaseTiming decides, as for governor.New)
 //	run:
-//	  max_concurrent_runs: 4   # resource "run", 4 slots; absent = no run limit
+//	  max_concurrent_runs: 4   # default 4: the run lock "run" (1) + join slots "run:join" (3)
 //	providers:
 //	  anthropic:
 //	    max_concurrency: 2     # resource "provider:anthropic", 2 slots

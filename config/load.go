@@ -191,6 +191,7 @@ func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Vipe
 	def("file.dir", defaultDir(envMap))
 	def("lease.ttl", DefaultLeaseTTL)
 	def("lock_order", []string(nil))
+	def("run.max_concurrent_runs", DefaultMaxConcurrentRuns)
 	if err := v.MergeConfigMap(nest(file)); err != nil {
 		return nil, fmt.Errorf("config: merging the file: %w", err)
 	}

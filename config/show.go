@@ -83,7 +83,7 @@ func (l *Loaded) LimitOrigins() map[string]string {
 	out := map[string]string{}
 	for resource := range l.Config.Limits() {
 		key := "resources." + resource + ".limit"
-		if resource == RunResource && l.Config.Run.MaxConcurrentRuns != nil {
+		if resource == RunResource || resource == RunJoinResource {
 			key = "run.max_concurrent_runs"
 		} else if name, ok := strings.CutPrefix(resource, ProviderResourcePrefix); ok && l.Config.Providers[name].MaxConcurrency != nil {
 			key = "providers." + name + ".max_concurrency"

@@ -166,9 +166,8 @@ func (c Config) problems() []*FieldError {
 	}
 
 	defined := map[string]string{} // resource -> key that defines it
-	if c.Run.MaxConcurrentRuns != nil {
-		defined[RunResource] = "run.max_concurrent_runs"
-	}
+	defined[RunResource] = "run.max_concurrent_runs"
+	defined[RunJoinResource] = "run.max_concurrent_runs"
 	for _, name := range sortedKeys(c.Providers) {
 		p := c.Providers[name]
 		if msg := nameProblem(name, resourceName("providers", name)); msg != "" {

@@ -36,9 +36,20 @@ resource provider:NAME). A trailing :N is a weight only when what precedes it
 is a configured resource or itself has a colon: heavy:2 and provider:x:2 take
 2 slots, issue:2316 is one slot of resource issue:2316 (issue:2316:1 also).
 Limits come from exec-defaults.yaml; --limit N gives the limit of every
-resource the configuration does not have. With no --resource and no
---provider, run takes one slot of resource "run" (run.max_concurrent_runs),
-and refuses to run when that is not configured.
+resource the configuration does not have.
+
+Exec runs: with no --resource and no --provider, run is one exec run of the
+project. It takes the project's run lock (resource "run", limit 1) and every
+join slot (resource "run:join", limit run.max_concurrent_runs - 1; the
+default of run.max_concurrent_runs is 4), so it is busy while any other run,
+joined or not, is running. Concurrency is opt-in: --shareable takes the run
+lock only and so accepts joiners; --join takes one join slot only, without
+the run lock, and so runs beside a shareable run (or beside other joiners),
+never beside a plain run. With run.max_concurrent_runs 1 there are no join
+slots and --join is refused (125). --if-busy applies as for any resource:
+--join --if-busy skip on a full set of join slots exits 75. --shareable and
+--join may be given with --resource and --provider; they then add their run
+resources to those. 'governor slots' shows run and run:join with their use.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, both naming the
 holders (session, host, pid, since, last heartbeat, expiry) and the
@@ -144,6 +155,8 @@ Exit codes:
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
+	f.BoolVar(&o.Shareable, "shareable", false, "hold the run lock and accept --join runs beside this one")
+	f.BoolVar(&o.Join, "join", false, "take one join slot (run:join) instead of the run lock: run beside a --shareable run")
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
