@@ -106,6 +106,11 @@ type Provider struct {
 // Resource configures any other named slot set.
 type Resource struct {
 	Limit int `mapstructure:"limit"`
+	// MkdirLock binds the resource to the one slot that the shell wrapper
+	// with-heavy-lock takes with mkdir DIR/slot.d (package mkdirslot):
+	// holding the resource then also holds that slot. An absolute path
+	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
+	MkdirLock string `mapstructure:"mkdir_lock"`
 }
 
 // Limits returns the slot limit of every resource the configuration
@@ -129,6 +134,18 @@ func (c Config) Limits() map[string]int {
 		limits[name] = r.Limit
 	}
 	return limits
+}
+
+// MkdirLocks returns the directory of each resource bound to a mkdir
+// slot (resources.<name>.mkdir_lock), by resource name.
+func (c Config) MkdirLocks() map[string]string {
+	out := map[string]string{}
+	for name, r := range c.Resources {
+		if r.MkdirLock != "" {
+			out[name] = r.MkdirLock
+		}
+	}
+	return out
 }
 
 // maxRuns is run.max_concurrent_runs, its default when unset.

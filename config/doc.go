@@ -54,7 +54,8 @@
 //	    tokens_per_minute: 40000
 //	    burst: 10
 //	resources:
-//	  heavy: {limit: 1}
+//	  heavy: {limit: 1}        # mkdir_lock: DIR binds it to with-heavy-lock's DIR/slot.d
+//	                           # (limit 1; $HEAVY_LOCK_DIR overrides DIR; one such resource)
 //	lock_order: [issue, plan, file, workspace]
 //
 // A provider without max_concurrency has no concurrency resource: only its

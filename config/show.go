@@ -61,8 +61,11 @@ func (c Config) valueOf(path []string) string {
 			return strconv.Itoa(p.Burst)
 		}
 	case "resources":
-		if path[2] == "limit" {
+		switch path[2] {
+		case "limit":
 			return strconv.Itoa(c.Resources[path[1]].Limit)
+		case "mkdir_lock":
+			return c.Resources[path[1]].MkdirLock
 		}
 	}
 	return ""
