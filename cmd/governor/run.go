@@ -133,6 +133,7 @@ Exit codes:
 			o.Args = args
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Rates = providerRates(l.Config)
+			o.MkdirLocks = l.Config.MkdirLocks()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
 			}

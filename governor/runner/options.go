@@ -97,6 +97,13 @@ type Options struct {
 	// Exclusive takes the whole limit of every resource.
 	Exclusive bool
 
+	// MkdirLocks binds resources to the mkdir slot of the with-heavy-lock
+	// wrapper (package mkdirslot), by resource name: the directory holding
+	// slot.d. Such a resource is taken as its lease and then the slot, in
+	// the lock order; its command sees HEAVY_LOCK_HELD; when
+	// HEAVY_LOCK_HELD is already set, an ancestor holds it (nested).
+	MkdirLocks map[string]string
+
 	// Shareable (--shareable) holds the run lock (DefaultResource) and
 	// accepts joiners; Join (--join) takes one join slot (JoinResource)
 	// instead of the lock. Either adds to Resources and Providers. See
