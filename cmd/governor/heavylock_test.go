@@ -302,3 +302,16 @@ func TestHeavyLockStuckAndTakeoverForce(t *testing.T) {
 		t.Errorf("a live holder's slot.d was removed: %v", err)
 	}
 }
+
+// governor acquire cannot hold the wrapper's slot: it refuses a bound
+// resource instead of taking a lease the wrapper would not see.
+func TestHeavyLockAcquireRefused(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	code, _, errs := execCode(t, governorCmd(tg, env, "acquire", "heavy"))
+	if code != 125 || !strings.Contains(errs, "resources.heavy.mkdir_lock") {
+		t.Errorf("acquire heavy: exit %d, stderr %s; want 125 naming resources.heavy.mkdir_lock", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(lock, "slot.d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("slot.d: %v", err)
+	}
+}

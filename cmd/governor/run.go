@@ -80,12 +80,28 @@ or in a delegated group), the command is born in its own, governor-run-ID:
 nothing of the tree can leave it, the slots are released only once it is
 empty, and KILL reaches all of it at once.
 
+The with-heavy-lock slot: a resource bound to it in exec-defaults.yaml
+(resources: {heavy: {limit: 1, mkdir_lock: DIR}}; $HEAVY_LOCK_DIR, when set,
+overrides DIR) is taken as its lease and then, before any later resource, the
+wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
+outlives the command tree) and cmd written inside in the wrapper's form, so
+that the old wrapper and governor exclude each other. The command sees
+HEAVY_LOCK_HELD (the pid in slot.d), so a nested wrapper does not take it
+again; with HEAVY_LOCK_HELD already non-empty, governor takes neither the lease
+nor the slot, and does not wait. Release removes slot.d only while its pid file
+still holds what governor wrote. A slot.d naming a pid that no longer exists is
+reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
+(EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,
+so a waiting run looks again every 250ms; governor waiters queue FIFO on the
+lease first, so only the first of them polls.
+
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
                     PROJECT/RESOURCE=LEASE_ID,... (',' and '%' in RESOURCE as %2C, %25)
   GOVERNOR_TOKEN    their fencing tokens, PROJECT/RESOURCE=TOKEN,...
   GOVERNOR_SESSION  the declared session
   GOVERNOR_RUN_IDS  invocation ids of this run and its ancestors, innermost last
+  HEAVY_LOCK_HELD   when this run made the with-heavy-lock slot: the pid in slot.d
 A nested 'governor run' for a resource an ancestor holds (same project, lease
 still listed) does not acquire it again and never releases it.
 
