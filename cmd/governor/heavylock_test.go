@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -313,5 +314,73 @@ func TestHeavyLockAcquireRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(lock, "slot.d")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("slot.d: %v", err)
+	}
+}
+
+// A slot.d naming a pid governor may not signal (EPERM) is held, never
+// reclaimed. Root may signal anything, so governor runs as uid 65534 on a
+// slot.d naming this (root) process; not root, pid 1 is another user's.
+func TestHeavyLockEPERMKept(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	base := t.TempDir()
+	pid := strconv.Itoa(os.Getpid())
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+		exe, err := os.ReadFile(tg.bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.bin = filepath.Join(base, "governor")
+		if err := os.WriteFile(tg.bin, exe, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tg.dir = filepath.Join(base, "state")
+		for _, p := range []string{tg.dir, lock} {
+			if err := os.MkdirAll(p, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, nobody, nobody); err != nil {
+				t.Skipf("cannot give %s to uid %d: %v", p, nobody, err)
+			}
+		}
+		for _, f := range []string{base, filepath.Dir(lock), filepath.Dir(tg.config)} {
+			for p := f; p != "/"; p = filepath.Dir(p) {
+				if err := os.Chmod(p, 0o755); err != nil {
+					t.Skipf("cannot open %s to uid %d: %v", p, nobody, err)
+				}
+			}
+		}
+		os.Chmod(tg.config, 0o644)
+	} else {
+		if err := syscall.Kill(1, 0); !errors.Is(err, syscall.EPERM) {
+			t.Skipf("kill(1, 0) = %v, not EPERM: no other user's process to name here", err)
+		}
+		pid = "1"
+	}
+	as := func(args ...string) *exec.Cmd {
+		c := governorCmd(tg, env, args...)
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		c.Env = append(c.Env, "HOME="+base, "XDG_STATE_HOME="+base)
+		return c
+	}
+	if code, _, errs := execCode(t, as("slots")); code != 0 {
+		t.Skipf("governor cannot run as uid 65534 here: %s", errs)
+	}
+	slot := filepath.Join(lock, "slot.d")
+	os.MkdirAll(slot, 0o755)
+	os.WriteFile(filepath.Join(slot, "pid"), []byte(pid+"\n"), 0o644)
+	if cred != nil { // governor could remove it, were it wrong
+		for _, p := range []string{slot, filepath.Join(slot, "pid")} {
+			os.Chown(p, int(cred.Uid), int(cred.Gid))
+		}
+	}
+	code, _, errs := execCode(t, as("run", "--resource", "heavy", "--", "true"))
+	if code != 73 || !strings.Contains(errs, "held by pid "+pid) {
+		t.Errorf("slot.d naming pid %s, which governor may not signal: exit %d, stderr %s; want 73, held", pid, code, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(slot, "pid")); err != nil || string(b) != pid+"\n" {
+		t.Errorf("slot.d was touched: %q, %v", b, err)
 	}
 }
