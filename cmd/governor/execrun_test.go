@@ -209,3 +209,21 @@ func readSpans(t *testing.T, path string) map[string]span {
 	}
 	return out
 }
+
+// An exec run inside an exec run is part of it: a plain run inside a
+// joiner takes neither the run lock (held by a shareable run, or by a
+// plain run waiting for this very joiner: a deadlock) nor a join slot.
+func TestRunExecRunInsideExecRun(t *testing.T) {
+	tg := fileTarget(t, "")
+	g := tg.governor(t)
+	l, err := g.Acquire(context.Background(), "run", governor.AcquireOptions{Limit: 1}) // a shareable run
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--", "sh", "-c", `echo "inner $GOVERNOR_HELD"`)
+	code, out, errs := tg.run(t, append([]string{"run", "--join", "--"}, inner...)...)
+	if code != 0 || !strings.Contains(out, "inner "+runProject+"/run:join=") || strings.Contains(out, runProject+"/run=") {
+		t.Errorf("plain run inside a joiner: exit %d, stdout %q, stderr %s; want 0, holding only the outer join slot", code, out, errs)
+	}
+}

@@ -49,7 +49,9 @@ never beside a plain run. With run.max_concurrent_runs 1 there are no join
 slots and --join is refused (125). --if-busy applies as for any resource:
 --join --if-busy skip on a full set of join slots exits 75. --shareable and
 --join may be given with --resource and --provider; they then add their run
-resources to those. 'governor slots' shows run and run:join with their use.
+resources to those. An exec run inside an exec run (an ancestor holds run or
+run:join) is part of it and takes neither. 'governor slots' shows run and
+run:join with their use.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, both naming the
 holders (session, host, pid, since, last heartbeat, expiry) and the

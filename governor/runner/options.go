@@ -50,7 +50,8 @@ const (
 // lock with a joiner still running: it holds the join slots or it does
 // not run. A plain run that waits keeps its place in both FIFO queues:
 // it waits holding the lock for the joiners to finish, and joiners that
-// come after it queue behind it.
+// come after it queue behind it. An exec run inside an exec run takes
+// none of the two (execRunInside).
 const (
 	DefaultResource = "run"
 	JoinResource    = "run:join"

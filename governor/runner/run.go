@@ -199,8 +199,16 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var sl *statusLine    // drawn only while AcquireAll waits
 	var waitingFor string // the resource last queued for, for a --wait-timeout message
+	inside, err := r.execRunInside(ctx, g.Project(), byKey)
+	if err != nil {
+		return ExitFailure, OutcomeError, err
+	}
 	for _, it := range r.items {
 		k := governor.Key{Project: g.Project(), Resource: it.name}
+		if inside && isExecRun(it.name) {
+			it.nested, it.held = true, byKey[k] // part of the ancestor's exec run
+			continue
+		}
 		if h, ok := byKey[k]; ok {
 			nested, err := r.stillHeld(ctx, h)
 			if err != nil {
