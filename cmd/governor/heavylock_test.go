@@ -384,3 +384,27 @@ func TestHeavyLockEPERMKept(t *testing.T) {
 		t.Errorf("slot.d was touched: %q, %v", b, err)
 	}
 }
+
+// governor killed with SIGKILL leaves slot.d naming its watchdog, which
+// dies once the tree is dead: the next run reclaims the slot, and the
+// wrapper's replica (which never reclaims) is not needed to clear it.
+func TestHeavyLockAfterSIGKILL(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	g := governorCmd(tg, env, "run", "--resource", "heavy", "--", "sleep", "60")
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitForPID(t, lock)
+	if pid == strconv.Itoa(g.Process.Pid) {
+		t.Errorf("slot.d names governor (%s), not its watchdog", pid)
+	}
+	g.Process.Kill()
+	g.Wait()
+	code, _, errs := execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--wait-timeout", "60s", "--", "sh", "-c", `cat "$0/slot.d/pid"`, lock))
+	if code != 0 {
+		t.Fatalf("run after governor was killed: exit %d, stderr %s; want the slot reclaimed", code, errs)
+	}
+	if entries, _ := os.ReadDir(lock); len(entries) != 0 {
+		t.Errorf("left in the lock directory: %v", entries)
+	}
+}
