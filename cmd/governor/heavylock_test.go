@@ -408,3 +408,15 @@ func TestHeavyLockAfterSIGKILL(t *testing.T) {
 		t.Errorf("left in the lock directory: %v", entries)
 	}
 }
+
+// --quiet prints nothing when the wrapper's slot is not acquired.
+func TestHeavyLockQuiet(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	os.MkdirAll(filepath.Join(lock, "slot.d"), 0o755)
+	for _, flags := range [][]string{{"--if-busy", "skip"}, {"--if-busy", "fail"}, {"--wait-timeout", "600ms"}} {
+		args := append(append([]string{"run", "--quiet", "--resource", "heavy"}, flags...), "--", "true")
+		if code, out, errs := execCode(t, governorCmd(tg, env, args...)); (code != 75 && code != 73) || out != "" || errs != "" {
+			t.Errorf("run --quiet %q: exit %d, stdout %q, stderr %q; want 73 or 75 and nothing printed", flags, code, out, errs)
+		}
+	}
+}

@@ -80,9 +80,12 @@ func (r *run) takeSlot(ctx context.Context, resource, dir string, mode governor.
 	pid := r.slotPID()
 	if mode == governor.Wait {
 		var last mkdirslot.Holder
+		_, tty := terminal(r.stderr) // as the status line: only on a terminal (--quiet prints nothing)
 		s, err := mkdirslot.Acquire(ctx, dir, pid, r.rec.Command, func(h mkdirslot.Holder) {
 			last = h
-			fmt.Fprintf(r.stderr, "governor: %s: waiting for its mkdir slot: %s\n", resource, describeSlot(resource, h))
+			if tty {
+				fmt.Fprintf(r.stderr, "governor: %s: waiting for its mkdir slot: %s\n", resource, describeSlot(resource, h))
+			}
 		})
 		if errors.Is(err, context.DeadlineExceeded) && r.o.WaitTimeout > 0 {
 			return nil, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v: %s", resource, r.o.WaitTimeout, describeSlot(resource, last))}
