@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -418,5 +419,23 @@ func TestHeavyLockQuiet(t *testing.T) {
 		if code, out, errs := execCode(t, governorCmd(tg, env, args...)); (code != 75 && code != 73) || out != "" || errs != "" {
 			t.Errorf("run --quiet %q: exit %d, stdout %q, stderr %q; want 73 or 75 and nothing printed", flags, code, out, errs)
 		}
+	}
+}
+
+// slots --json: the slot under its resource, held outside governor.
+func TestHeavyLockSlotsJSON(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	slot := filepath.Join(lock, "slot.d")
+	os.MkdirAll(slot, 0o755)
+	os.WriteFile(filepath.Join(slot, "pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	os.WriteFile(filepath.Join(slot, "cmd"), []byte("python3 eval.py\n"), 0o644)
+	code, out, errs := execCode(t, governorCmd(tg, env, "--json", "slots", "heavy"))
+	var got slotsJSON
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Resources) != 1 {
+		t.Fatalf("slots --json: exit %d, %v, stderr %s:\n%s", code, err, errs, out)
+	}
+	m := got.Resources[0].MkdirSlot
+	if m == nil || m.Path != slot || m.State != "held" || m.PID != os.Getpid() || m.Cmd != "python3 eval.py" || !m.OutsideGovernor || m.Stuck {
+		t.Errorf("mkdir_slot = %+v; want held outside governor by pid %d", m, os.Getpid())
 	}
 }
