@@ -15,6 +15,9 @@ const (
 	DefaultLeaseTTL       = governor.DefaultTTL
 	DefaultLeaseHeartbeat = governor.DefaultHeartbeat // capped at lease.ttl/3: governor.DefaultHeartbeatFor
 	DefaultFileName       = "exec-defaults.yaml"
+	// DefaultMaxConcurrentRuns is run.max_concurrent_runs when no source
+	// sets it: the run lock and three join slots.
+	DefaultMaxConcurrentRuns = 4
 )
 
 // Backends.
@@ -26,7 +29,8 @@ const (
 
 // Resource names derived from the configuration.
 const (
-	RunResource            = runner.DefaultResource          // run.max_concurrent_runs
+	RunResource            = runner.DefaultResource          // the run lock: limit 1
+	RunJoinResource        = runner.JoinResource             // join slots: run.max_concurrent_runs - 1
 	ProviderResourcePrefix = governor.ProviderResourcePrefix // providers.<name>.max_concurrency
 )
 
@@ -79,8 +83,11 @@ type Lease struct {
 
 // Run configures the "run" resource.
 type Run struct {
-	// MaxConcurrentRuns is the limit of resource "run"; nil means no such
-	// resource.
+	// MaxConcurrentRuns is how many exec runs of the project may run at
+	// once: the one holding the run lock (resource "run", limit 1) and
+	// MaxConcurrentRuns-1 joiners on resource "run:join" (none when it is
+	// 1). Load sets DefaultMaxConcurrentRuns when no source does; nil (a
+	// hand-built Config) means that default too.
 	MaxConcurrentRuns *int `mapstructure:"max_concurrent_runs"`
 }
 
@@ -99,16 +106,24 @@ type Provider struct {
 // Resource configures any other named slot set.
 type Resource struct {
 	Limit int `mapstructure:"limit"`
+	// MkdirLock binds the resource to the one slot that the shell wrapper
+	// with-heavy-lock takes with mkdir DIR/slot.d (package mkdirslot):
+	// holding the resource then also holds that slot. An absolute path
+	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
+	MkdirLock string `mapstructure:"mkdir_lock"`
 }
 
 // Limits returns the slot limit of every resource the configuration
-// defines, by resource name: "run", "provider:<name>" for providers with a
-// max_concurrency, and each name under resources. It does not validate; on
-// a Config that Validate accepts no two entries share a name.
+// defines, by resource name: "run" (1) and "run:join"
+// (run.max_concurrent_runs - 1, absent when that is 1),
+// "provider:<name>" for providers with a max_concurrency, and each name
+// under resources. It does not validate; on a Config that Validate
+// accepts no two entries share a name.
 func (c Config) Limits() map[string]int {
-	limits := make(map[string]int, 1+len(c.Providers)+len(c.Resources))
-	if c.Run.MaxConcurrentRuns != nil {
-		limits[RunResource] = *c.Run.MaxConcurrentRuns
+	limits := make(map[string]int, 2+len(c.Providers)+len(c.Resources))
+	limits[RunResource] = 1
+	if n := c.maxRuns(); n > 1 {
+		limits[RunJoinResource] = n - 1
 	}
 	for name, p := range c.Providers {
 		if p.MaxConcurrency != nil {
@@ -119,6 +134,26 @@ func (c Config) Limits() map[string]int {
 		limits[name] = r.Limit
 	}
 	return limits
+}
+
+// MkdirLocks returns the directory of each resource bound to a mkdir
+// slot (resources.<name>.mkdir_lock), by resource name.
+func (c Config) MkdirLocks() map[string]string {
+	out := map[string]string{}
+	for name, r := range c.Resources {
+		if r.MkdirLock != "" {
+			out[name] = r.MkdirLock
+		}
+	}
+	return out
+}
+
+// maxRuns is run.max_concurrent_runs, its default when unset.
+func (c Config) maxRuns() int {
+	if c.Run.MaxConcurrentRuns == nil {
+		return DefaultMaxConcurrentRuns
+	}
+	return *c.Run.MaxConcurrentRuns
 }
 
 // Timing returns the lease timing the configuration sets, for

@@ -49,7 +49,7 @@
 //	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl minus ttl/5
 //	                           # (governor.LeaseTiming decides, as for governor.New)
 //	run:
-//	  max_concurrent_runs: 4   # resource "run", 4 slots; absent = no run limit
+//	  max_concurrent_runs: 4   # default 4: the run lock "run" (1) + join slots "run:join" (3)
 //	providers:
 //	  anthropic:
 //	    max_concurrency: 2     # resource "provider:anthropic", 2 slots
@@ -57,7 +57,8 @@
 //	    tokens_per_minute: 40000
 //	    burst: 10
 //	resources:
-//	  heavy: {limit: 1}
+//	  heavy: {limit: 1}        # mkdir_lock: DIR binds it to with-heavy-lock's DIR/slot.d
+//	                           # (limit 1; $HEAVY_LOCK_DIR overrides DIR; one such resource)
 //	lock_order: [issue, plan, file, workspace]
 //
 // A provider without max_concurrency has no concurrency resource: only its

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/mkdirslot"
 )
 
 // Source says where a value came from.
@@ -111,6 +112,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	problems = append(problems, ps...)
 	flagSettings, ps := flagLayer(opts.Flags, names)
 	problems = append(problems, ps...)
+	envSettings = append(envSettings, heavyLockDir(env, fl.settings, envSettings, flagSettings)...)
 
 	// file.dir is made absolute in each layer before precedence, since
 	// how depends on the layer: from the file's directory for the file's
@@ -119,10 +121,10 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	for i, layer := range layers {
 		kept := layer[:0:0]
 		for _, s := range layer {
-			if dotted(s.path) == "file.dir" {
+			if key := dotted(s.path); key == "file.dir" || isMkdirLock(s.path) {
 				if msg := resolveDir(s, file, env, getwd); msg != "" {
-					problems = append(problems, (&origin{file: file, settings: map[string]*setting{"file.dir": s}}).errAt("file.dir", s.raw, msg))
-					fl.broken["file.dir"] = true
+					problems = append(problems, (&origin{file: file, settings: map[string]*setting{key: s}}).errAt(key, s.raw, msg))
+					fl.broken[key] = true
 					continue
 				}
 			}
@@ -191,6 +193,7 @@ func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Vipe
 	def("file.dir", defaultDir(envMap))
 	def("lease.ttl", DefaultLeaseTTL)
 	def("lock_order", []string(nil))
+	def("run.max_concurrent_runs", DefaultMaxConcurrentRuns)
 	if err := v.MergeConfigMap(nest(file)); err != nil {
 		return nil, fmt.Errorf("config: merging the file: %w", err)
 	}
@@ -329,6 +332,33 @@ func envMap(list []string) map[string]string {
 		}
 	}
 	return env
+}
+
+// isMkdirLock reports whether path is resources.<name>.mkdir_lock: a
+// directory, resolved as file.dir is.
+func isMkdirLock(path []string) bool {
+	return len(path) == 3 && path[0] == "resources" && path[2] == "mkdir_lock"
+}
+
+// heavyLockDir returns, when $HEAVY_LOCK_DIR is set, a setting of the
+// environment's layer for each resources.<name>.mkdir_lock that a layer
+// sets: the wrapper's variable moves the slot of governor too.
+func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
+	dir := env[mkdirslot.EnvDir]
+	if dir == "" {
+		return nil
+	}
+	var out []*setting
+	seen := map[string]bool{}
+	for _, layer := range layers {
+		for _, s := range layer {
+			if key := dotted(s.path); isMkdirLock(s.path) && !seen[key] {
+				seen[key] = true
+				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + mkdirslot.EnvDir})
+			}
+		}
+	}
+	return out
 }
 
 // envLayer returns the settings of the GOVERNOR_ variables that name a key;

@@ -33,7 +33,7 @@ func TestLoadDefaults(t *testing.T) {
 		"heartbeat": c.Lease.Heartbeat == 10*time.Second,
 		"dir":       c.File.Dir == filepath.Join(e.home, ".local", "state", "governor"),
 		"redis":     c.RedisURL() == "",
-		"limits":    len(c.Limits()) == 0,
+		"limits":    maps.Equal(c.Limits(), map[string]int{"run": 1, "run:join": 3}),
 	}
 	for name, ok := range want {
 		if !ok {
@@ -275,7 +275,7 @@ providers:
 	if _, ok := c.Providers["openai"]; ok {
 		t.Errorf("providers has both OpenAI and openai: %v", c.Providers)
 	}
-	if got := c.Limits(); !maps.Equal(got, map[string]int{"provider:claude-3": 4, "provider:mistral": 2, "gpu": 1}) {
+	if got := c.Limits(); !maps.Equal(got, map[string]int{"provider:claude-3": 4, "provider:mistral": 2, "gpu": 1, "run": 1, "run:join": 3}) {
 		t.Errorf("Limits() = %v", got)
 	}
 	if !slices.Equal(c.LockOrder, []string{"issue", "plan"}) {
@@ -302,7 +302,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"provider:gpt-4.1": 3, "provider:Anthropic": 2, "GPU:0": 1, "file:src/main.go": 1}
+	want := map[string]int{"provider:gpt-4.1": 3, "provider:Anthropic": 2, "GPU:0": 1, "file:src/main.go": 1, "run": 1, "run:join": 3}
 	if got := l.Config.Limits(); !maps.Equal(got, want) {
 		t.Errorf("Limits() = %v, want %v", got, want)
 	}
@@ -397,7 +397,7 @@ func TestLoadSpecExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"run": 4, "provider:anthropic": 2, "heavy": 1, "lifecycle": 1}
+	want := map[string]int{"run": 1, "run:join": 3, "provider:anthropic": 2, "heavy": 1, "lifecycle": 1}
 	if got := l.Config.Limits(); !maps.Equal(got, want) {
 		t.Errorf("Limits() = %v, want %v", got, want)
 	}

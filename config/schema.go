@@ -50,7 +50,10 @@ var root = section(map[string]*schema{
 		"tokens_per_minute":   leaf(kindInt),
 		"burst":               leaf(kindInt),
 	})},
-	"resources":  {kind: kindNamed, entry: section(map[string]*schema{"limit": leaf(kindInt)})},
+	"resources": {kind: kindNamed, entry: section(map[string]*schema{
+		"limit":      leaf(kindInt),
+		"mkdir_lock": leaf(kindString),
+	})},
 	"lock_order": leaf(kindList),
 })
 

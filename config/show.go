@@ -61,8 +61,11 @@ func (c Config) valueOf(path []string) string {
 			return strconv.Itoa(p.Burst)
 		}
 	case "resources":
-		if path[2] == "limit" {
+		switch path[2] {
+		case "limit":
 			return strconv.Itoa(c.Resources[path[1]].Limit)
+		case "mkdir_lock":
+			return c.Resources[path[1]].MkdirLock
 		}
 	}
 	return ""
@@ -83,7 +86,7 @@ func (l *Loaded) LimitOrigins() map[string]string {
 	out := map[string]string{}
 	for resource := range l.Config.Limits() {
 		key := "resources." + resource + ".limit"
-		if resource == RunResource && l.Config.Run.MaxConcurrentRuns != nil {
+		if resource == RunResource || resource == RunJoinResource {
 			key = "run.max_concurrent_runs"
 		} else if name, ok := strings.CutPrefix(resource, ProviderResourcePrefix); ok && l.Config.Providers[name].MaxConcurrency != nil {
 			key = "providers." + name + ".max_concurrency"

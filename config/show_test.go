@@ -66,12 +66,41 @@ func TestLimits(t *testing.T) {
 		},
 		Resources: map[string]config.Resource{"heavy": {Limit: 1}, "issue:2316": {Limit: 1}},
 	}
-	want := map[string]int{"run": 4, "provider:anthropic": 2, "heavy": 1, "issue:2316": 1}
+	want := map[string]int{"run": 1, "run:join": 3, "provider:anthropic": 2, "heavy": 1, "issue:2316": 1}
 	if got := c.Limits(); !maps.Equal(got, want) {
 		t.Errorf("Limits() = %v, want %v", got, want)
 	}
-	if got := (config.Config{}).Limits(); len(got) != 0 {
-		t.Errorf("empty Config: Limits() = %v", got)
+	// The run lock and the join slots: max_concurrent_runs-1 of them,
+	// none at 1, the default of 4 when unset.
+	for _, tc := range []struct {
+		max  *int
+		want map[string]int
+	}{
+		{nil, map[string]int{"run": 1, "run:join": 3}},
+		{intp(1), map[string]int{"run": 1}},
+		{intp(2), map[string]int{"run": 1, "run:join": 1}},
+	} {
+		if got := (config.Config{Run: config.Run{MaxConcurrentRuns: tc.max}}).Limits(); !maps.Equal(got, tc.want) {
+			t.Errorf("max_concurrent_runs %v: Limits() = %v, want %v", tc.max, got, tc.want)
+		}
+	}
+}
+
+// TestMaxConcurrentRunsDefault: with no source setting it, Load gives
+// run.max_concurrent_runs 4, shown as a default.
+func TestMaxConcurrentRunsDefault(t *testing.T) {
+	l, err := config.Load(config.LoadOptions{Env: []string{"HOME=" + t.TempDir()}, Getwd: func() (string, error) { return t.TempDir(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := l.Config.Run.MaxConcurrentRuns; p == nil || *p != 4 {
+		t.Fatalf("run.max_concurrent_runs = %v, want 4", p)
+	}
+	if got := l.Sources["run.max_concurrent_runs"]; got != config.SourceDefault {
+		t.Errorf("source = %q, want default", got)
+	}
+	if got := l.Config.Limits(); got["run"] != 1 || got["run:join"] != 3 {
+		t.Errorf("Limits() = %v, want run 1 and run:join 3", got)
 	}
 }
 
@@ -116,7 +145,8 @@ func ExampleLoad() {
 	// Output:
 	// heavy = 1
 	// provider:anthropic = 2
-	// run = 4
+	// run = 1
+	// run:join = 3
 	// backend                                auto                         default
 	// lease.heartbeat                        10s                          default
 	// lease.ttl                              1m0s                         env

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/mkdirslot"
 	"github.com/governor-dev/governor/governor/redact"
 )
 
@@ -167,9 +168,8 @@ func (c Config) problems() []*FieldError {
 	}
 
 	defined := map[string]string{} // resource -> key that defines it
-	if c.Run.MaxConcurrentRuns != nil {
-		defined[RunResource] = "run.max_concurrent_runs"
-	}
+	defined[RunResource] = "run.max_concurrent_runs"
+	defined[RunJoinResource] = "run.max_concurrent_runs"
 	for _, name := range sortedKeys(c.Providers) {
 		p := c.Providers[name]
 		if msg := nameProblem(name, resourceName("providers", name)); msg != "" {
@@ -193,6 +193,7 @@ func (c Config) problems() []*FieldError {
 			add(prefix+"burst", strconv.Itoa(p.Burst), "%d is set but providers.%s has no requests_per_minute or tokens_per_minute for it to apply to", p.Burst, name)
 		}
 	}
+	mkdirBound := "" // the resource bound to the mkdir slot
 	for _, name := range sortedKeys(c.Resources) {
 		if msg := nameProblem(name, name); msg != "" {
 			add("resources", name, "%s", msg)
@@ -200,6 +201,22 @@ func (c Config) problems() []*FieldError {
 		}
 		key := "resources." + name + ".limit"
 		checkLimit(key, c.Resources[name].Limit, o.missing(key))
+		if dir := c.Resources[name].MkdirLock; dir != "" {
+			lk := "resources." + name + ".mkdir_lock"
+			switch {
+			case o.isBroken(lk):
+			case !filepath.IsAbs(dir):
+				add(lk, dir, "%q is not an absolute path", dir)
+			case mkdirBound != "":
+				add(lk, dir, "%q: only one resource may be bound to a mkdir slot (%s and %s are one variable each), and %s already is; remove one", dir, mkdirslot.EnvDir, mkdirslot.EnvHeld, mkdirBound)
+			}
+			if l := c.Resources[name].Limit; l != 1 && !o.isBroken(key) && !o.missing(key) {
+				add(key, strconv.Itoa(l), "%d is not allowed with mkdir_lock: the mkdir slot is one slot; use limit 1", l)
+			}
+			if mkdirBound == "" {
+				mkdirBound = "resources." + name
+			}
+		}
 		if other, dup := defined[name]; dup {
 			add("resources."+name, name, "resource %q is already defined by %s; define it once", name, other)
 		}

@@ -111,7 +111,7 @@ func (a *app) report(code int, err error) {
 	}
 	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
 	if notAcquired && na.Busy != nil {
-		r := toSlotsJSON("", []governor.Status{na.Busy.Status}).Resources[0]
+		r := toSlotsJSON("", []governor.Status{na.Busy.Status}, nil).Resources[0]
 		e.Resource, e.Holders = na.Busy.Resource, r.Holders
 	}
 	b, jerr := json.Marshal(e)

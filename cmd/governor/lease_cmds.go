@@ -84,8 +84,12 @@ script carries on with an empty lease.)
 When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
 --wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
 
+A resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock) is
+refused (125): only 'governor run' holds that slot.
+
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
-75 busy with --if-busy skip; 125 bad flags, config or backend unreachable.`,
+75 busy with --if-busy skip; 125 bad flags, config or backend unreachable, or
+RESOURCE bound to the with-heavy-lock slot.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
@@ -95,6 +99,9 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			if weight < 1 {
 				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
+			}
+			if l, err := a.load(); err == nil && l.Config.MkdirLocks()[resource] != "" {
+				return exitWith(ExitFailure, fmt.Errorf("%s is bound to the with-heavy-lock slot (resources.%s.mkdir_lock), which a lease that outlives this command cannot hold: the wrapper would not see it; use 'governor run --resource %s -- CMD'", resource, resource, resource))
 			}
 			lim, origin, err := a.limitFor(resource, limit)
 			if err != nil {

@@ -36,9 +36,22 @@ resource provider:NAME). A trailing :N is a weight only when what precedes it
 is a configured resource or itself has a colon: heavy:2 and provider:x:2 take
 2 slots, issue:2316 is one slot of resource issue:2316 (issue:2316:1 also).
 Limits come from exec-defaults.yaml; --limit N gives the limit of every
-resource the configuration does not have. With no --resource and no
---provider, run takes one slot of resource "run" (run.max_concurrent_runs),
-and refuses to run when that is not configured.
+resource the configuration does not have.
+
+Exec runs: with no --resource and no --provider, run is one exec run of the
+project. It takes the project's run lock (resource "run", limit 1) and every
+join slot (resource "run:join", limit run.max_concurrent_runs - 1; the
+default of run.max_concurrent_runs is 4), so it is busy while any other run,
+joined or not, is running. Concurrency is opt-in: --shareable takes the run
+lock only and so accepts joiners; --join takes one join slot only, without
+the run lock, and so runs beside a shareable run (or beside other joiners),
+never beside a plain run. With run.max_concurrent_runs 1 there are no join
+slots and --join is refused (125). --if-busy applies as for any resource:
+--join --if-busy skip on a full set of join slots exits 75. --shareable and
+--join may be given with --resource and --provider; they then add their run
+resources to those. An exec run inside an exec run (an ancestor holds run or
+run:join) is part of it and takes neither. 'governor slots' shows run and
+run:join with their use.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, both naming the
 holders (session, host, pid, since, last heartbeat, expiry) and the
@@ -69,12 +82,28 @@ or in a delegated group), the command is born in its own, governor-run-ID:
 nothing of the tree can leave it, the slots are released only once it is
 empty, and KILL reaches all of it at once.
 
+The with-heavy-lock slot: a resource bound to it in exec-defaults.yaml
+(resources: {heavy: {limit: 1, mkdir_lock: DIR}}; $HEAVY_LOCK_DIR, when set,
+overrides DIR) is taken as its lease and then, before any later resource, the
+wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
+outlives the command tree) and cmd written inside in the wrapper's form, so
+that the old wrapper and governor exclude each other. The command sees
+HEAVY_LOCK_HELD (the pid in slot.d), so a nested wrapper does not take it
+again; with HEAVY_LOCK_HELD already non-empty, governor takes neither the lease
+nor the slot, and does not wait. Release removes slot.d only while its pid file
+still holds what governor wrote. A slot.d naming a pid that no longer exists is
+reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
+(EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,
+so a waiting run looks again every 250ms; governor waiters queue FIFO on the
+lease first, so only the first of them polls.
+
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
                     PROJECT/RESOURCE=LEASE_ID,... (',' and '%' in RESOURCE as %2C, %25)
   GOVERNOR_TOKEN    their fencing tokens, PROJECT/RESOURCE=TOKEN,...
   GOVERNOR_SESSION  the declared session
   GOVERNOR_RUN_IDS  invocation ids of this run and its ancestors, innermost last
+  HEAVY_LOCK_HELD   when this run made the with-heavy-lock slot: the pid in slot.d
 A nested 'governor run' for a resource an ancestor holds (same project, lease
 still listed) does not acquire it again and never releases it.
 
@@ -122,6 +151,7 @@ Exit codes:
 			o.Args = args
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Rates = providerRates(l.Config)
+			o.MkdirLocks = l.Config.MkdirLocks()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
 			}
@@ -144,6 +174,8 @@ Exit codes:
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
+	f.BoolVar(&o.Shareable, "shareable", false, "hold the run lock and accept --join runs beside this one")
+	f.BoolVar(&o.Join, "join", false, "take one join slot (run:join) instead of the run lock: run beside a --shareable run")
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")

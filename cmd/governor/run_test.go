@@ -287,7 +287,6 @@ func TestRunBadFlagsExit125NamingTheValue(t *testing.T) {
 		{[]string{"--resource", "gpu", "--", "true"}, []string{`"gpu" has no limit`, "--limit N"}},
 		{[]string{"--resource", "heavy", "--if-busy", "skip", "--wait-timeout", "1s", "--", "true"}, []string{"--wait-timeout 1s", "--if-busy wait"}},
 		{[]string{"--resource", "heavy"}, []string{"no command"}},
-		{[]string{"--", "true"}, []string{"no resource", "run.max_concurrent_runs"}},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(append(append(tg.global(), "run"), tc.args...), strings.NewReader(""), &out, &errb)

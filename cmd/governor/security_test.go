@@ -127,14 +127,14 @@ func TestSlotsEscapesHostileDeclarations(t *testing.T) {
 	sts[0].Key.Resource = "r" + safetexttest.Hostile
 
 	var text bytes.Buffer
-	writeSlots(&text, "p", sts)
+	writeSlots(&text, "p", sts, nil)
 	safetexttest.Check(t, "slots", text.String())
 	if !strings.Contains(text.String(), `evil\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eRTL\nFAKE LINE\rOVER\xff`) {
 		t.Errorf("slots does not show the escaped session:\n%s", text.String())
 	}
 
 	var js bytes.Buffer
-	if err := writeJSON(&js, toSlotsJSON("p", sts)); err != nil {
+	if err := writeJSON(&js, toSlotsJSON("p", sts, nil)); err != nil {
 		t.Fatal(err)
 	}
 	safetexttest.Check(t, "slots --json", js.String())

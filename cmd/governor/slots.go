@@ -32,9 +32,22 @@ are named): its limit, the weight in use, what is free, every holder (session,
 host and pid, weight, age, last heartbeat, time to expiry, fencing token, command
 with secrets redacted) and every waiter in queue order.
 
+Exec runs: "run" is the project's run lock and "run:join" its join slots (see
+'governor run --help'); 'governor slots --project P' shows them, with the
+provider:* slots, for project P.
+
+A resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock) also
+shows DIR/slot.d: free, or held with the pid and cmd the holder wrote, marked
+"HELD outside governor" when no lease of the resource names that pid (the old
+wrapper holds it). A slot.d without a readable pid for longer than 10m is shown
+as STUCK with the command that clears it ('governor takeover NAME --force');
+nothing removes it silently.
+
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
-"free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...}}]}; times
-are RFC 3339 and durations are seconds. Fields are only ever added, never renamed.
+"free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
+"mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
+"clear"}}]}; times are RFC 3339 and durations are seconds. Fields are only ever
+added, never renamed.
 
 --watch reads again every second until interrupted. On a terminal it redraws the
 screen; into a pipe or a file it writes no escapes: with --json one object per
@@ -97,6 +110,7 @@ type resourceJSON struct {
 	Holders    []holderJSON   `json:"holders"`
 	Waiters    []waiterJSON   `json:"waiters"`
 	Counters   map[string]int `json:"counters"`
+	MkdirSlot  *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
 }
 
 type holderJSON struct {
@@ -190,7 +204,7 @@ func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		b, err := json.Marshal(toSlotsJSON(g.Project(), sts))
+		b, err := json.Marshal(toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
 		if err != nil {
 			return err
 		}
@@ -198,7 +212,7 @@ func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	fmt.Fprintf(w, "-- %s\n", time.Now().UTC().Format(time.RFC3339))
-	writeSlots(w, g.Project(), sts)
+	writeSlots(w, g.Project(), sts, a.mkdirLocks())
 	return nil
 }
 
@@ -208,9 +222,9 @@ func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		return writeJSON(w, toSlotsJSON(g.Project(), sts))
+		return writeJSON(w, toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
 	}
-	writeSlots(w, g.Project(), sts)
+	writeSlots(w, g.Project(), sts, a.mkdirLocks())
 	return nil
 }
 
@@ -231,11 +245,24 @@ func unknownResource(project, resource string, known []string) error {
 	return errors.New(msg)
 }
 
-func toSlotsJSON(project string, sts []governor.Status) slotsJSON {
+// mkdirLocks are the resources bound to a mkdir slot, from the
+// configuration (nil when it cannot be loaded: statuses reports that).
+func (a *app) mkdirLocks() map[string]string {
+	l, err := a.load()
+	if err != nil {
+		return nil
+	}
+	return l.Config.MkdirLocks()
+}
+
+// toSlotsJSON and writeSlots read the mkdir slot of each resource locks
+// binds to one.
+func toSlotsJSON(project string, sts []governor.Status, locks map[string]string) slotsJSON {
 	out := slotsJSON{Project: project, Resources: []resourceJSON{}}
 	for _, st := range sts {
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
-			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters)}
+			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
+			MkdirSlot: mkdirSlot(locks, st)}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
@@ -259,7 +286,7 @@ func counterMap(c governor.Counters) map[string]int {
 
 func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
-func writeSlots(w io.Writer, project string, sts []governor.Status) {
+func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
 		return
@@ -274,6 +301,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status) {
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
 		}
 		fmt.Fprintln(w)
+		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")

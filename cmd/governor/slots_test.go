@@ -67,10 +67,10 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestSlotsGolden(t *testing.T) {
 	var human bytes.Buffer
-	writeSlots(&human, "prj-0001", fixedState())
+	writeSlots(&human, "prj-0001", fixedState(), nil)
 	golden(t, "slots.txt", human.Bytes())
 	var js bytes.Buffer
-	if err := writeJSON(&js, toSlotsJSON("prj-0001", fixedState())); err != nil {
+	if err := writeJSON(&js, toSlotsJSON("prj-0001", fixedState(), nil)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "slots.json", js.Bytes())

@@ -36,11 +36,21 @@ refused, naming it, unless --force. Every takeover is recorded ('governor events
 The new lease outlives this command, like 'governor acquire' (see its --pid and
 --ttl): it prints RESOURCE@LEASE_ID and the token for each lease taken.
 
+For a resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock),
+'governor takeover NAME --force' with no --lease and no --session removes a
+DIR/slot.d that 'slots' shows as stuck (no readable pid) or whose pid is dead;
+one naming a live pid is refused (73): stop that process instead.
+
 Exit codes: 0 taken over; 73 refused (owner alive, nothing to take over, or the
 expired lease's slot was taken by someone else); 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
+			if leaseID == "" && session == "" && force {
+				if l, err := a.load(); err == nil && l.Config.MkdirLocks()[resource] != "" {
+					return clearMkdirSlot(cmd, resource, l.Config.MkdirLocks()[resource])
+				}
+			}
 			if (leaseID == "") == (session == "") {
 				return exitWith(ExitFailure, fmt.Errorf("give exactly one of --lease ID or --session ID"))
 			}

@@ -44,6 +44,19 @@
 // request is not checked against the ancestor's. An entry the backend no
 // longer lists is stale: the resource is acquired as usual.
 //
+// # Exec runs and the with-heavy-lock slot
+//
+// With no resource named, a run is an exec run of the project: the run
+// lock and the join slots, by the rule written at [DefaultResource].
+//
+// A resource in [Options.MkdirLocks] is also the slot of the shell wrapper
+// with-heavy-lock (package mkdirslot): after its lease, and before any
+// resource later in the lock order, Run takes DIR/slot.d in the wrapper's
+// form, naming the watchdog's pid (which, as below, outlives the tree). The
+// command sees HEAVY_LOCK_HELD; a run that finds HEAVY_LOCK_HELD non-empty
+// takes neither the lease nor the slot ([HeavyLockHeld]). The slot is
+// released just before its lease, and only while it is still this run's.
+//
 // # If governor dies
 //
 // The command must not go on running on a slot nobody holds. On Linux the

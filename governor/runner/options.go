@@ -33,9 +33,29 @@ const (
 	EnvRunIDs  = "GOVERNOR_RUN_IDS"
 )
 
-// DefaultResource is the resource a run takes when it names none and the
-// configuration has a limit for it (run.max_concurrent_runs).
-const DefaultResource = "run"
+// The resources of exec runs (run.max_concurrent_runs). DefaultResource
+// is the project's run lock (limit 1); JoinResource holds the join slots
+// (limit max_concurrent_runs-1).
+//
+// The rule, decided in plan alone: a plain run (no --resource, no
+// --provider, neither --shareable nor --join) takes DefaultResource and
+// the whole limit of JoinResource; --shareable takes DefaultResource
+// only; --join takes one slot of JoinResource only. So two runs holding
+// the lock never overlap, a plain run and a joiner never overlap (the
+// plain run holds every join slot), and a shareable run and up to
+// max_concurrent_runs-1 joiners do. Both resources are taken by one
+// AcquireAll, in the fixed global order ("run" before "run:join": they
+// share the prefix rank of lock_order, then sort by name), and each is a
+// plain semaphore, so there is no moment at which a plain run holds the
+// lock with a joiner still running: it holds the join slots or it does
+// not run. A plain run that waits keeps its place in both FIFO queues:
+// it waits holding the lock for the joiners to finish, and joiners that
+// come after it queue behind it. An exec run inside an exec run takes
+// none of the two (execRunInside).
+const (
+	DefaultResource = "run"
+	JoinResource    = "run:join"
+)
 
 // If-busy policies.
 const (
@@ -55,8 +75,8 @@ type Options struct {
 
 	// Resources are --resource specs, NAME or NAME:WEIGHT (see
 	// ParseResource); Providers are --provider names, each the resource
-	// "provider:NAME". With neither, the run takes DefaultResource when
-	// Limits has it, and is refused otherwise.
+	// "provider:NAME". With neither, the run is a plain exec run: the run
+	// lock and every join slot (see DefaultResource).
 	Resources []string
 	Providers []string
 	// Limits are the configured limits by resource name, and
@@ -77,6 +97,20 @@ type Options struct {
 	Limit int
 	// Exclusive takes the whole limit of every resource.
 	Exclusive bool
+
+	// MkdirLocks binds resources to the mkdir slot of the with-heavy-lock
+	// wrapper (package mkdirslot), by resource name: the directory holding
+	// slot.d. Such a resource is taken as its lease and then the slot, in
+	// the lock order; its command sees HEAVY_LOCK_HELD; when
+	// HEAVY_LOCK_HELD is already set, an ancestor holds it (nested).
+	MkdirLocks map[string]string
+
+	// Shareable (--shareable) holds the run lock (DefaultResource) and
+	// accepts joiners; Join (--join) takes one join slot (JoinResource)
+	// instead of the lock. Either adds to Resources and Providers. See
+	// DefaultResource for the rule.
+	Shareable bool
+	Join      bool
 
 	// IfBusy is fail (the default), wait or skip. WaitTimeout bounds a
 	// wait; given without IfBusy it implies wait (see ResolveIfBusy).
@@ -266,12 +300,11 @@ func plan(o *Options) ([]*item, error) {
 	if len(rs) == 0 && len(o.Providers) > 0 && o.Rates != nil {
 		return nil, nil // every provider is rates only
 	}
-	if len(rs) == 0 {
-		if _, ok := o.Limits[DefaultResource]; !ok {
-			return nil, fmt.Errorf("no resource to hold: give --resource NAME or --provider NAME, or configure run.max_concurrent_runs in exec-defaults.yaml for the default resource %q", DefaultResource)
-		}
-		rs = append(rs, Resource{Name: DefaultResource})
+	runs, err := execRun(o, len(rs) == 0)
+	if err != nil {
+		return nil, err
 	}
+	rs = append(rs, runs...)
 
 	seen := map[string]bool{}
 	var items []*item
@@ -300,6 +333,31 @@ func plan(o *Options) ([]*item, error) {
 		items = append(items, &item{name: r.Name, weight: w, limit: limit})
 	}
 	return items, nil
+}
+
+// execRun returns the run-lock resources of o (see DefaultResource):
+// those of --shareable or --join, or, when plain (no other resource), the
+// lock and every join slot.
+func execRun(o *Options, plain bool) ([]Resource, error) {
+	if _, ok := o.Limits[DefaultResource]; !ok && (plain || o.Shareable || o.Join) {
+		return nil, fmt.Errorf("no resource to hold: give --resource NAME or --provider NAME, or configure run.max_concurrent_runs in exec-defaults.yaml for the run lock %q", DefaultResource)
+	}
+	joins, hasJoin := o.Limits[JoinResource]
+	switch {
+	case o.Shareable && o.Join:
+		return nil, fmt.Errorf("--shareable with --join: a run either holds the run lock and accepts joiners (--shareable) or joins one (--join); drop one of them")
+	case o.Join && !hasJoin:
+		return nil, fmt.Errorf("--join: run.max_concurrent_runs is 1, so there are no join slots (run:join has max_concurrent_runs-1); raise run.max_concurrent_runs in exec-defaults.yaml, or drop --join")
+	case o.Join:
+		return []Resource{{Name: JoinResource}}, nil
+	case o.Shareable:
+		return []Resource{{Name: DefaultResource}}, nil
+	case !plain:
+		return nil, nil
+	case hasJoin:
+		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins}}, nil
+	}
+	return []Resource{{Name: DefaultResource}}, nil
 }
 
 // truncate shortens s for messages: a bad value can be huge.

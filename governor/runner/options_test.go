@@ -202,3 +202,49 @@ func TestSession(t *testing.T) {
 		t.Errorf("Session with nothing = %q; want governor's default", got)
 	}
 }
+
+// The exec-run rule (see DefaultResource): what each kind of run takes.
+func TestPlanExecRuns(t *testing.T) {
+	limits := map[string]int{"run": 1, "run:join": 3, "heavy": 1}
+	type took struct {
+		name   string
+		weight int
+	}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want []took
+	}{
+		{"plain", Options{}, []took{{"run", 1}, {"run:join", 3}}},
+		{"plain exclusive", Options{Exclusive: true}, []took{{"run", 1}, {"run:join", 3}}},
+		{"shareable", Options{Shareable: true}, []took{{"run", 1}}},
+		{"join", Options{Join: true}, []took{{"run:join", 1}}},
+		{"resource only", Options{Resources: []string{"heavy"}}, []took{{"heavy", 1}}},
+		{"join with resource", Options{Join: true, Resources: []string{"heavy"}}, []took{{"heavy", 1}, {"run:join", 1}}},
+	} {
+		o := tc.o
+		o.Args, o.Limits = []string{"true"}, limits
+		items, err := plan(&o)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var got []took
+		for _, it := range items {
+			got = append(got, took{it.name, it.weight})
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: takes %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: takes %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+	o := Options{Args: []string{"true"}, Join: true, Limits: map[string]int{"run": 1}}
+	if _, err := plan(&o); err == nil || !strings.Contains(err.Error(), "run.max_concurrent_runs is 1") {
+		t.Errorf("--join at max 1: %v; want an error naming run.max_concurrent_runs", err)
+	}
+}

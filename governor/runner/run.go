@@ -56,6 +56,7 @@ type run struct {
 	wd      *watchdog
 	g       *governor.Governor
 	leases  []*governor.Lease // acquired by this run, in acquisition order
+	slots   []heldSlot        // mkdir slots made by this run, in acquisition order
 	waited  time.Duration
 }
 
@@ -201,8 +202,16 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var sl *statusLine    // drawn only while AcquireAll waits
 	var waitingFor string // the resource last queued for, for a --wait-timeout message
+	inside, err := r.execRunInside(ctx, g.Project(), byKey)
+	if err != nil {
+		return ExitFailure, OutcomeError, err
+	}
 	for _, it := range r.items {
 		k := governor.Key{Project: g.Project(), Resource: it.name}
+		if inside && isExecRun(it.name) {
+			it.nested, it.held = true, byKey[k] // part of the ancestor's exec run
+			continue
+		}
 		if h, ok := byKey[k]; ok {
 			nested, err := r.stillHeld(ctx, h)
 			if err != nil {
@@ -213,6 +222,10 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 				continue
 			}
 			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, safetext.Escape(h.LeaseID), it.name, it.name)
+		}
+		if r.o.MkdirLocks[it.name] != "" && HeavyLockHeld(r.env) {
+			it.nested = true // an ancestor holds the mkdir slot, and so the resource
+			continue
 		}
 		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
 			// At once, before any wait. A failed read is the acquire's
@@ -243,7 +256,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		sl = newStatusLine(r.stderr, func() int { return columns(fd) })
 	}
 	start := time.Now()
-	leases, err := g.AcquireAll(wctx, wants)
+	leases, err := r.acquireAll(wctx, g, wants, mode)
 	r.waited = time.Since(start)
 	if sl != nil {
 		sl.close()
@@ -260,7 +273,13 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return r.takeBudget(wctx, g, mode)
 	}
 	var busy *governor.BusyError
+	var na *NotAcquiredError
 	switch {
+	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (acquireAll)
+		if na.Skipped {
+			return ExitSkipped, OutcomeSkipped, na
+		}
+		return ExitBusy, OutcomeBusy, na
 	case errors.As(err, &busy):
 		if r.o.IfBusy == IfBusySkip {
 			return ExitSkipped, OutcomeSkipped, Refused(busy, true)
@@ -378,7 +397,7 @@ func (r *run) execute() (int, Outcome, error) {
 	}
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,
-		Env:        childEnv(r.env, mine, r.session, runIDs),
+		Env:        r.slotEnv(childEnv(r.env, mine, r.session, runIDs)),
 		Stdin:      r.o.Stdin,
 		Stdout:     r.o.Stdout,
 		Stderr:     r.o.Stderr,
@@ -535,6 +554,7 @@ func (r *run) killGrace() time.Duration {
 func (r *run) releaseAll() (lost []string) {
 	for i := len(r.leases) - 1; i >= 0; i-- {
 		l := r.leases[i]
+		r.releaseSlot(l.Resource()) // a mkdir slot goes before its lease
 		switch err := l.Release(); {
 		case errors.Is(err, governor.ErrLeaseLost):
 			lost = append(lost, l.Resource())

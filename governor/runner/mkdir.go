@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/mkdirslot"
+)
+
+// heldSlot is a mkdir slot this run made, and the resource it is bound to.
+type heldSlot struct {
+	resource string
+	slot     *mkdirslot.Slot
+	pid      int // written to its pid file
+}
+
+// acquireAll takes wants as AcquireAll does, in the fixed global order,
+// and right after the lease of a resource bound to a mkdir slot
+// (Options.MkdirLocks) that slot, before any later resource: the lease
+// queues governor processes FIFO, and only its holder then contends with
+// the wrapper for slot.d. On failure it releases what it took, in reverse,
+// and returns the error; the slots it made are in r.slots.
+func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode) ([]*governor.Lease, error) {
+	if !slices.ContainsFunc(wants, func(w governor.Want) bool { return r.o.MkdirLocks[w.Resource] != "" }) {
+		return g.AcquireAll(ctx, wants)
+	}
+	sorted := slices.Clone(wants)
+	slices.SortStableFunc(sorted, func(a, b governor.Want) int {
+		switch {
+		case g.Less(a.Resource, b.Resource):
+			return -1
+		case g.Less(b.Resource, a.Resource):
+			return 1
+		}
+		return 0
+	})
+	var got []*governor.Lease
+	undo := func(err error) ([]*governor.Lease, error) {
+		r.releaseSlots()
+		for i := len(got) - 1; i >= 0; i-- {
+			_ = got[i].Release()
+		}
+		return nil, err
+	}
+	var seg []governor.Want
+	for i, w := range sorted {
+		seg = append(seg, w)
+		dir := r.o.MkdirLocks[w.Resource]
+		if dir == "" && i < len(sorted)-1 {
+			continue
+		}
+		ls, err := g.AcquireAll(ctx, seg)
+		if err != nil {
+			return undo(err)
+		}
+		got, seg = append(got, ls...), nil
+		if dir == "" {
+			continue
+		}
+		s, err := r.takeSlot(ctx, w.Resource, dir, mode)
+		if err != nil {
+			return undo(err)
+		}
+		r.slots = append(r.slots, heldSlot{resource: w.Resource, slot: s, pid: r.slotPID()})
+	}
+	return got, nil
+}
+
+// takeSlot takes the mkdir slot in dir bound to resource: at once, or
+// polling every mkdirslot.PollInterval with --if-busy wait. The pid
+// written is the one declared as the holder of the leases (the watchdog's,
+// which outlives the command tree), else governor's.
+func (r *run) takeSlot(ctx context.Context, resource, dir string, mode governor.Mode) (*mkdirslot.Slot, error) {
+	pid := r.slotPID()
+	if mode == governor.Wait {
+		var last mkdirslot.Holder
+		_, tty := terminal(r.stderr) // as the status line: only on a terminal (--quiet prints nothing)
+		s, err := mkdirslot.Acquire(ctx, dir, pid, r.rec.Command, func(h mkdirslot.Holder) {
+			last = h
+			if tty {
+				fmt.Fprintf(r.stderr, "governor: %s: waiting for its mkdir slot: %s\n", resource, describeSlot(resource, h))
+			}
+		})
+		if errors.Is(err, context.DeadlineExceeded) && r.o.WaitTimeout > 0 {
+			return nil, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v: %s", resource, r.o.WaitTimeout, describeSlot(resource, last))}
+		}
+		if err != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("%s: %w", resource, err)
+		}
+		return s, err
+	}
+	s, h, err := mkdirslot.TryAcquire(dir, pid, r.rec.Command)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", resource, err)
+	case s != nil:
+		return s, nil
+	}
+	na := &NotAcquiredError{Msg: fmt.Sprintf("%s is busy: %s", resource, describeSlot(resource, h))}
+	if r.o.IfBusy == IfBusySkip {
+		na.Msg += "; skipped (--if-busy skip)"
+		na.Skipped = true
+	}
+	return nil, na
+}
+
+// slotPID is the pid a mkdir slot of this run names: the one declared as
+// the holder of the leases (the watchdog's, which outlives the command
+// tree), else governor's.
+func (r *run) slotPID() int {
+	if r.wd != nil {
+		return r.wd.pid()
+	}
+	return os.Getpid()
+}
+
+// describeSlot says who holds the mkdir slot of resource, with the command
+// that clears a stuck one.
+func describeSlot(resource string, h mkdirslot.Holder) string {
+	s := h.Describe()
+	if h.Stuck(time.Now()) {
+		s += fmt.Sprintf("; stuck for longer than %v: if no wrapper is running, clear it with 'governor takeover %s --force'", mkdirslot.StuckAfter, shellQuote(resource))
+	}
+	return s
+}
+
+// releaseSlots removes the mkdir slots this run made, in reverse order.
+func (r *run) releaseSlots() {
+	for i := len(r.slots) - 1; i >= 0; i-- {
+		r.releaseSlot(r.slots[i].resource)
+	}
+}
+
+// releaseSlot removes the mkdir slot bound to resource if this run made
+// it and it is still its own; before the resource's lease is released.
+func (r *run) releaseSlot(resource string) {
+	i := slices.IndexFunc(r.slots, func(s heldSlot) bool { return s.resource == resource })
+	if i < 0 {
+		return
+	}
+	s := r.slots[i]
+	r.slots = slices.Delete(r.slots, i, i+1)
+	if err := s.slot.Release(); err != nil {
+		fmt.Fprintf(r.stderr, "governor: %s: %v; left alone\n", resource, err)
+	}
+}
+
+// slotEnv adds HEAVY_LOCK_HELD to the command's environment when this run
+// made a mkdir slot, so that a nested wrapper or governor run does not
+// take it again. Its value is the pid the slot's pid file names.
+func (r *run) slotEnv(env []string) []string {
+	if len(r.slots) == 0 {
+		return env
+	}
+	return append(env, mkdirslot.EnvHeld+"="+strconv.Itoa(r.slots[0].pid))
+}
