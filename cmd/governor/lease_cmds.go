@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,16 +12,20 @@ import (
 	"github.com/governor-dev/governor/governor/runner"
 )
 
-// A lease handle, as printed by acquire and taken by renew and release,
-// is RESOURCE@LEASE_ID. Lease ids are hex, so the last '@' splits it.
-func leaseHandle(resource, id string) string { return resource + "@" + id }
-
-func parseHandle(h string) (resource, id string, err error) {
-	i := strings.LastIndexByte(h, '@')
-	if i <= 0 || i == len(h)-1 {
-		return "", "", exitWith(ExitFailure, fmt.Errorf("lease %q: expected RESOURCE@LEASE_ID as printed by 'governor acquire'", h))
+// parseHandle reads a lease handle (governor.ParseHandle), exiting 125
+// on a bad one.
+func parseHandle(h string) (governor.Handle, error) {
+	hd, err := governor.ParseHandle(h)
+	if err != nil {
+		return governor.Handle{}, exitWith(ExitFailure, err)
 	}
-	return h[:i], h[i+1:], nil
+	return hd, nil
+}
+
+// notOwner is the exit error of a handle whose secret is missing or
+// wrong.
+func notOwner(handle string, err error) error {
+	return exitWith(ExitFailure, fmt.Errorf("lease %s: %w; give the whole handle %s (the lease id alone is public: anyone can read it in 'governor slots')", handle, err, governor.HandleForm))
 }
 
 // ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
@@ -60,7 +63,7 @@ func (a *app) acquireCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
-		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID and the token)",
+		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID.SECRET and the token)",
 		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits. It then
 lives by its --ttl: renew it with 'governor renew' before it expires, free it with
 'governor release'. With --pid $$ the lease is declared as held by your shell:
@@ -68,8 +71,8 @@ when that process dies, the lease is reclaimed on this host at once. (Without
 --pid no process is declared, since the parent of a command in $(...) or a
 pipeline is a short-lived subshell that would look dead at once.)
 
-Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
-{"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
+Prints the lease handle RESOURCE@LEASE_ID.SECRET and the fencing token, or with
+--json {"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
 --limit is not the limit in force: a configured limit wins over --limit, and the
 limit the backend holds wins while the resource is in use (also said on stderr).
 
@@ -80,6 +83,10 @@ limit the backend holds wins while the resource is in use (also said on stderr).
 
 (Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
 script carries on with an empty lease.)
+
+The handle's SECRET proves that you hold the lease: renew, release and 'seq next'
+need it. Keep it to yourself (it is not shown by 'governor slots', which shows the
+LEASE_ID, public); pass it only to processes that act for the holder.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
 --wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
@@ -129,14 +136,14 @@ Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 			}
 			l.Detach()
 			if a.json {
-				out := map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+				out := map[string]any{"lease": l.Handle().String(), "resource": resource,
 					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()}
 				if note != nil {
 					out["limit_note"] = note
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l.Handle(), l.Token())
 			return nil
 		},
 	}
@@ -177,36 +184,42 @@ func acquireError(resource string, err error, skip bool, waitTimeout time.Durati
 
 // openLease parses a lease handle and opens the Governor that serves it.
 // The caller closes the Governor.
-func (a *app) openLease(ctx context.Context, handle string) (*governor.Governor, string, string, error) {
-	resource, id, err := parseHandle(handle)
+func (a *app) openLease(ctx context.Context, handle string, oo openOptions) (*governor.Governor, governor.Handle, error) {
+	h, err := parseHandle(handle)
 	if err != nil {
-		return nil, "", "", err
+		return nil, governor.Handle{}, err
 	}
-	g, err := a.open(ctx, openOptions{})
+	g, err := a.open(ctx, oo)
 	if err != nil {
-		return nil, "", "", err
+		return nil, governor.Handle{}, err
 	}
-	return g, resource, id, nil
+	return g, h, nil
 }
 
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "renew RESOURCE@LEASE_ID",
+		Use:   "renew RESOURCE@LEASE_ID.SECRET",
 		Short: "Extend a lease taken with 'governor acquire'",
 		Long: `renew extends the lease to now + --ttl. A lease that has expired, was released or
 taken over is not re-acquired: renew exits 122 and the script must stop the work
-the lease protected.
+the lease protected. The handle must carry the lease's SECRET, as acquire printed
+it: the lease id alone is public (leases granted by a governor from before secrets
+are renewed by their id).
 
-Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachable.`,
+Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
+secret included) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, resource, id, err := a.openLease(cmd.Context(), args[0])
+			g, h, err := a.openLease(cmd.Context(), args[0], openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			exp, err := g.Renew(cmd.Context(), resource, id, ttl)
+			exp, err := g.RenewHandle(cmd.Context(), h, ttl)
+			if errors.Is(err, governor.ErrNotOwner) {
+				return notOwner(args[0], err)
+			}
 			if errors.Is(err, governor.ErrLeaseLost) {
 				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", args[0]))
 			}
@@ -224,29 +237,49 @@ Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachab
 }
 
 func (a *app) releaseCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "release RESOURCE@LEASE_ID",
+	var (
+		force bool
+		pid   int
+	)
+	cmd := &cobra.Command{
+		Use:   "release RESOURCE@LEASE_ID.SECRET",
 		Short: "Free a lease taken with 'governor acquire'",
-		Long: `release frees the lease's slots and hands them to the next waiter. Only the lease id
-authorises it. A lease that is no longer held (expired, released, taken over)
-exits 122: the work it protected may have overlapped another holder.
+		Long: `release frees the lease's slots and hands them to the next waiter. The handle's
+SECRET, as acquire printed it, proves that the lease is yours. A lease that is no
+longer held (expired, released, taken over) exits 122: the work it protected may
+have overlapped another holder.
 
-Exit codes: 0 released; 122 the lease was not held; 125 bad input or backend unreachable.`,
+RESOURCE@LEASE_ID without the secret only names a lease (the id is public: anyone
+can read it in 'governor slots'), and freeing someone else's lease is a takeover,
+by the rules of 'governor takeover': allowed when its owner is proven dead on this
+host, refused (exit 73, naming the owner) while it may be alive unless --force.
+It is recorded as a takeover by your session ('governor events'), and the holder's
+next renewal reports who took it. (Leases granted by a governor from before
+secrets have no secret and are released by their id.)
+
+Exit codes: 0 released; 73 refused (another's lease whose owner may be alive:
+use --force); 122 the lease was not held; 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, resource, id, err := a.openLease(cmd.Context(), args[0])
+			g, h, err := a.openLease(cmd.Context(), args[0], openOptions{PID: holderPID(pid), Command: "governor release " + args[0]})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			err = g.Release(cmd.Context(), resource, id)
-			if errors.Is(err, governor.ErrNotHeld) {
+			err = g.ReleaseHandle(cmd.Context(), h, force)
+			switch {
+			case errors.Is(err, governor.ErrNotHeld):
 				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", args[0]))
-			}
-			if err != nil {
+			case errors.Is(err, governor.ErrOwnerAlive):
+				return exitWith(ExitBusy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, args[0]))
+			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
 			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&force, "force", false, "free the lease even though the handle has no secret and its owner may be alive (a takeover: recorded, and the owner loses the lease at its next renewal)")
+	f.IntVar(&pid, "pid", 0, "with a handle without secret, declare this process (e.g. $$) as the taker in the takeover event (default: none)")
+	return cmd
 }

@@ -479,6 +479,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if b.isClosed() {
 		return governor.Result{}, governor.ErrClosed
 	}
+	if !governor.OwnerProven(req.ID, req.Secret) {
+		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
+	}
 	t, err := b.begin(ctx, req.Key, true)
 	if err != nil {
 		return governor.Result{}, err
@@ -567,9 +570,12 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 }
 
 // Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
 	if b.isClosed() {
 		return time.Time{}, governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return time.Time{}, governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
@@ -603,9 +609,12 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 }
 
 // Release implements governor.Backend.
-func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.isClosed() {
 		return governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
@@ -641,9 +650,12 @@ func holderIndex(st *state, id string) int {
 }
 
 // Cancel implements governor.Backend.
-func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.isClosed() {
 		return governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {

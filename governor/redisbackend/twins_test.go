@@ -154,20 +154,20 @@ func acquireOp(id string, limit, weight int, ttl time.Duration, mode governor.Mo
 
 func renewOp(id string, ttl time.Duration) twinOp {
 	return twinOp{name: fmt.Sprintf("renew %s ttl %v", id, ttl), run: func(b *Backend, key governor.Key) string {
-		exp, err := b.Renew(context.Background(), key, id, ttl)
+		exp, err := b.Renew(context.Background(), key, id, "", ttl)
 		return fmt.Sprintf("expires %d err %v", exp.UnixMilli(), err)
 	}}
 }
 
 func releaseOp(id string) twinOp {
 	return twinOp{name: "release " + id, run: func(b *Backend, key governor.Key) string {
-		return fmt.Sprint(b.Release(context.Background(), key, id))
+		return fmt.Sprint(b.Release(context.Background(), key, id, ""))
 	}}
 }
 
 func cancelOp(id string) twinOp {
 	return twinOp{name: "cancel " + id, run: func(b *Backend, key governor.Key) string {
-		return fmt.Sprint(b.Cancel(context.Background(), key, id))
+		return fmt.Sprint(b.Cancel(context.Background(), key, id, ""))
 	}}
 }
 
