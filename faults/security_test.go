@@ -81,7 +81,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("refusal", r, err, governor.Refused); err != nil {
 		return err
 	}
-	notified, stop := b.Notify(key, "w")
+	notified, stop := b.Notify(context.Background(), key, "w")
 	defer stop()
 	r, err = b.Acquire(ctx, req("w", governor.Wait, 100*time.Millisecond))
 	if err := want("queue", r, err, governor.Queued); err != nil {

@@ -246,8 +246,9 @@ type Backend interface {
 
 	// Notify returns a channel that receives a value when waiter id of key
 	// may have been granted, and a function to stop listening. Delivery is
-	// best effort: waiters also re-check on a bounded timer.
-	Notify(key Key, id string) (<-chan struct{}, func())
+	// best effort: waiters also re-check on a bounded timer. Setting it up
+	// waits no longer than ctx allows (then the channel never fires).
+	Notify(ctx context.Context, key Key, id string) (<-chan struct{}, func())
 
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.

@@ -265,7 +265,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	defer cancel()
 	var notify <-chan struct{}
 	if req.Mode == Wait {
-		ch, stop := g.b.Notify(req.Key, req.ID)
+		ch, stop := g.b.Notify(ctx, req.Key, req.ID)
 		defer stop()
 		notify = ch
 	}
@@ -331,10 +331,18 @@ func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
 }
 
+// withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,
+// so that a caller's deadline is overrun by no more than it (issue 18:
+// a lock held by a foreign process turned --wait-timeout 2s into 10 s).
+// A waiter not withdrawn in time (the backend unreachable, its lock
+// held) is dropped by the backend once its queue entry expires
+// (QueueTTL); a grant it got meanwhile, once the lease expires.
+const withdrawTimeout = time.Second
+
 // cancel withdraws a waiter on a fresh bounded context: the caller's has
 // usually ended.
 func (g *Governor) cancel(req Request) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
 	_ = g.b.Cancel(ctx, req.Key, req.ID, req.Secret)
 }

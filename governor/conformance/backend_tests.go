@@ -249,7 +249,7 @@ func (s *suite) fifoHandOff(t *testing.T) {
 			be = other
 		}
 		w := req(key, 1, 1, governor.Wait)
-		ch, stop := be.Notify(key, w.ID)
+		ch, stop := be.Notify(ctxT(t), key, w.ID)
 		t.Cleanup(stop)
 		notes = append(notes, ch)
 		res := mustAcquire(t, be, w, governor.Queued)

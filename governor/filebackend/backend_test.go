@@ -287,7 +287,7 @@ func TestLeftoversRemoved(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(res, "wait.ghost"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stop := b.Notify(key, "live")
+	_, stop := b.Notify(context.Background(), key, "live")
 	defer stop()
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("a leftover temp file was read: %+v", st)
@@ -496,7 +496,7 @@ func TestTempOfFirstWriteRemoved(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, filebackend.Options{})
 	key := governor.Key{Project: "p", Resource: "r"}
-	_, stop := b.Notify(key, "w") // makes the directory and its lock
+	_, stop := b.Notify(context.Background(), key, "w") // makes the directory and its lock
 	stop()
 	res := filepath.Join(dir, "p", "r")
 	if err := os.WriteFile(filepath.Join(res, "state.tmp"), []byte("{"), 0o600); err != nil {

@@ -177,7 +177,7 @@ func (b *Backend) dispatch(ch <-chan *redis.Message) {
 }
 
 // Notify implements governor.Backend.
-func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) {
+func (b *Backend) Notify(_ context.Context, key governor.Key, id string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	b.mu.Lock()
 	b.waiters[id] = ch
