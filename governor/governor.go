@@ -188,7 +188,8 @@ type AcquireOptions struct {
 	// by the rules of LeaseTiming where Options left them zero.
 	TTL time.Duration
 	// NoHeartbeat takes a lease that does not renew itself: the caller
-	// detaches it (Lease.Detach) and renews it by id (Governor.Renew), as
+	// detaches it (Lease.Detach) and renews it by its Handle
+	// (Governor.RenewHandle), as
 	// `governor acquire` does for a shell script. No heartbeat is then
 	// checked against its TTL.
 	NoHeartbeat bool

@@ -226,7 +226,8 @@ func (l *Lease) nextRenewal() time.Duration {
 
 // lose marks the lease lost with err (ErrLeaseLost, or a
 // *LeaseLostError), counts it in the backend with reason and, best
-// effort, frees it there (by id, so it can only free this lease).
+// effort, frees it there (by id and secret, so it can only free this
+// lease).
 func (l *Lease) lose(err error, reason string) {
 	l.mu.Lock()
 	if l.err != nil {
@@ -285,7 +286,8 @@ func (l *Lease) Release() error {
 
 // Detach stops the heartbeat and forgets the lease without releasing it,
 // for a lease that must outlive this process (`governor acquire` in a
-// shell script): it then expires after its TTL unless renewed by id. The
+// shell script): it then expires after its TTL unless renewed by its
+// Handle (Governor.RenewHandle, `governor renew`). The
 // lease's Done closes; Release afterwards does nothing.
 func (l *Lease) Detach() {
 	l.mu.Lock()
