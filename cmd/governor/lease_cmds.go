@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,31 @@ func parseHandle(h string) (governor.Handle, error) {
 		return governor.Handle{}, exitWith(ExitFailure, err)
 	}
 	return hd, nil
+}
+
+// envLease is where renew, release and 'seq next' find the lease handle
+// when none is given: unlike an argument, which every user sees in ps,
+// the environment of a process is its user's alone, and so is the
+// handle's secret.
+const envLease = "GOVERNOR_LEASE"
+
+// leaseArg returns the lease handle of a command: its argument, else
+// $GOVERNOR_LEASE.
+func (a *app) leaseArg(args []string) (string, error) {
+	if len(args) > 0 && args[0] != "" {
+		return args[0], nil
+	}
+	for i := len(a.env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(a.env[i], envLease+"="); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", exitWith(ExitFailure, fmt.Errorf("no lease: give %s as an argument or, to keep its secret out of ps, in $%s", governor.HandleForm, envLease))
+}
+
+// public is the handle without its secret, for messages.
+func public(h governor.Handle) string {
+	return governor.Handle{Resource: h.Resource, ID: h.ID}.String()
 }
 
 // notOwner is the exit error of a handle whose secret is missing or
@@ -77,16 +103,18 @@ Prints the lease handle RESOURCE@LEASE_ID.SECRET and the fencing token, or with
 limit the backend holds wins while the resource is in use (also said on stderr).
 
   out=$(governor acquire heavy --ttl 10m --pid $$) || exit   # stops with 73, 75 or 125
-  read -r lease token <<<"$out"
-  ... ; governor renew "$lease" || exit ; ...
-  governor release "$lease"
+  read -r GOVERNOR_LEASE token <<<"$out"; export GOVERNOR_LEASE
+  ... ; governor renew || exit ; ...
+  governor release
 
 (Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
 script carries on with an empty lease.)
 
 The handle's SECRET proves that you hold the lease: renew, release and 'seq next'
 need it. Keep it to yourself (it is not shown by 'governor slots', which shows the
-LEASE_ID, public); pass it only to processes that act for the holder.
+LEASE_ID, public); pass it only to processes that act for the holder, in
+$GOVERNOR_LEASE, where renew, release and 'seq next' read it when given no
+handle: an argument is visible to every user in ps while the command runs.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
 --wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
@@ -199,35 +227,41 @@ func (a *app) openLease(ctx context.Context, handle string, oo openOptions) (*go
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "renew RESOURCE@LEASE_ID.SECRET",
+		Use:   "renew [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Extend a lease taken with 'governor acquire'",
 		Long: `renew extends the lease to now + --ttl. A lease that has expired, was released or
 taken over is not re-acquired: renew exits 122 and the script must stop the work
 the lease protected. The handle must carry the lease's SECRET, as acquire printed
 it: the lease id alone is public (leases granted by a governor from before secrets
-are renewed by their id).
+are renewed by their id). Without an argument the handle is read from
+$GOVERNOR_LEASE, which keeps the secret out of ps (an argument is visible to
+every user while the command runs).
 
 Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
 secret included) or backend unreachable.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, h, err := a.openLease(cmd.Context(), args[0], openOptions{})
+			arg, err := a.leaseArg(args)
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
 			exp, err := g.RenewHandle(cmd.Context(), h, ttl)
 			if errors.Is(err, governor.ErrNotOwner) {
-				return notOwner(args[0], err)
+				return notOwner(public(h), err)
 			}
 			if errors.Is(err, governor.ErrLeaseLost) {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", args[0]))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", public(h)))
 			}
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": args[0], "expires_at": exp.UTC()})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": public(h), "expires_at": exp.UTC()})
 			}
 			return nil
 		},
@@ -242,7 +276,7 @@ func (a *app) releaseCmd() *cobra.Command {
 		pid   int
 	)
 	cmd := &cobra.Command{
-		Use:   "release RESOURCE@LEASE_ID.SECRET",
+		Use:   "release [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Free a lease taken with 'governor acquire'",
 		Long: `release frees the lease's slots and hands them to the next waiter. The handle's
 SECRET, as acquire printed it, proves that the lease is yours. A lease that is no
@@ -255,13 +289,22 @@ by the rules of 'governor takeover': allowed when its owner is proven dead on th
 host, refused (exit 73, naming the owner) while it may be alive unless --force.
 It is recorded as a takeover by your session ('governor events'), and the holder's
 next renewal reports who took it. (Leases granted by a governor from before
-secrets have no secret and are released by their id.)
+secrets have no secret and are released by their id.) Without an argument the
+handle is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
 
 Exit codes: 0 released; 73 refused (another's lease whose owner may be alive:
 use --force); 122 the lease was not held; 125 bad input or backend unreachable.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, h, err := a.openLease(cmd.Context(), args[0], openOptions{PID: holderPID(pid), Command: "governor release " + args[0]})
+			arg, err := a.leaseArg(args)
+			if err != nil {
+				return err
+			}
+			h, err := parseHandle(arg)
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{PID: holderPID(pid), Command: "governor release " + public(h)})
 			if err != nil {
 				return err
 			}
@@ -269,9 +312,9 @@ use --force); 122 the lease was not held; 125 bad input or backend unreachable.`
 			err = g.ReleaseHandle(cmd.Context(), h, force)
 			switch {
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", args[0]))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", public(h)))
 			case errors.Is(err, governor.ErrOwnerAlive):
-				return exitWith(ExitBusy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, args[0]))
+				return exitWith(ExitBusy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, public(h)))
 			case err != nil:
 				return exitWith(ExitFailure, err)
 			}

@@ -128,6 +128,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"acquire", "heavy", "--limit", "2", "--weight", "3"}, "weight 3 for heavy; allowed: 1 to the limit (2)"},
 		{[]string{"acquire", "heavy", "--limit", "1", "--if-busy", "later"}, `"later" is not allowed; use fail, wait or skip`},
 		{[]string{"release", "nolease"}, `lease handle "nolease": no '@'; expected RESOURCE@LEASE_ID.SECRET`},
+		{[]string{"renew"}, "no lease: give RESOURCE@LEASE_ID.SECRET as printed by 'governor acquire' as an argument or, to keep its secret out of ps, in $GOVERNOR_LEASE"},
+		{[]string{"release", ""}, "no lease: give RESOURCE@LEASE_ID.SECRET"},
+		{[]string{"seq", "next", "v"}, "no lease: give RESOURCE@LEASE_ID.SECRET"},
+		{[]string{"renew", "heavy@" + strings.Repeat("a", 40) + "." + strings.Repeat("b", 32)}, "the secret does not belong to the lease id"},
 		{[]string{"--backend", "mysql", "slots"}, `"mysql" is not a backend`},
 	}
 	for _, c := range cases {

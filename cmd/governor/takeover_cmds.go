@@ -97,20 +97,25 @@ func (a *app) seqCmd() *cobra.Command {
 Exit codes: 0 this help; those of each subcommand.`}
 	var lease string
 	next := &cobra.Command{
-		Use:   "next NAME --lease RESOURCE@LEASE_ID.SECRET",
+		Use:   "next NAME [--lease RESOURCE@LEASE_ID.SECRET]",
 		Short: "Print the next number of sequence NAME, for the holder of a lease",
 		Long: `next prints the next number (from 1) of sequence NAME. The lease must be held, and
 its fencing token must be at least the newest token already used for NAME: a
 holder whose lease was taken over is refused (exit 73), so two sessions never get
 the same number, also across takeovers. The handle must carry the lease's SECRET (as
-acquire printed it, or as GOVERNOR_HELD gives it to a run's command).
+acquire printed it, or as GOVERNOR_HELD gives it to a run's command). Without
+--lease it is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
 
 Exit codes: 0 printed; 73 stale token (the lease was taken over); 122 the lease is
 not held; 125 bad input (a handle without its secret included) or backend
 unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, h, err := a.openLease(cmd.Context(), lease, openOptions{})
+			arg, err := a.leaseArg([]string{lease})
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
 			if err != nil {
 				return err
 			}
@@ -118,9 +123,9 @@ unreachable.`,
 			holder, err := g.CheckHandle(cmd.Context(), h)
 			switch {
 			case errors.Is(err, governor.ErrNotOwner):
-				return notOwner(lease, err)
+				return notOwner(public(h), err)
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", lease))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", public(h)))
 			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
@@ -139,8 +144,7 @@ unreachable.`,
 			return nil
 		},
 	}
-	next.Flags().StringVar(&lease, "lease", "", "the lease (RESOURCE@LEASE_ID.SECRET) whose fencing token authorises the write")
-	_ = next.MarkFlagRequired("lease")
+	next.Flags().StringVar(&lease, "lease", "", "the lease (RESOURCE@LEASE_ID.SECRET) whose fencing token authorises the write (default $GOVERNOR_LEASE)")
 	cmd.AddCommand(next)
 	return cmd
 }
