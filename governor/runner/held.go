@@ -104,17 +104,18 @@ func ParseHeld(held, tokens string) ([]HeldLease, error) {
 //
 // It returns nil when proven; an error wrapping governor.ErrNotOwner
 // (no or a wrong secret) or governor.ErrNotHeld (the lease ended), which
-// the caller reports before acquiring as usual; or a backend error.
+// the caller reports, naming the variable, before acquiring as usual; or
+// a backend error.
 func ProvenHeld(ctx context.Context, g *governor.Governor, h HeldLease) error {
 	_, err := g.CheckHandle(ctx, h.Handle())
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, governor.ErrNotOwner):
-		return fmt.Errorf("%s names lease %s of %s without the secret that proves it (a lease id alone is public): %w",
-			EnvHeld, h.LeaseID, h.Key.Resource, governor.ErrNotOwner)
+		return fmt.Errorf("lease %s of %s is named without the secret that proves it (a lease id alone is public): %w",
+			h.LeaseID, h.Key.Resource, governor.ErrNotOwner)
 	case errors.Is(err, governor.ErrNotHeld):
-		return fmt.Errorf("%s names lease %s of %s, which is no longer held: %w", EnvHeld, h.LeaseID, h.Key.Resource, governor.ErrNotHeld)
+		return fmt.Errorf("lease %s of %s is no longer held: %w", h.LeaseID, h.Key.Resource, governor.ErrNotHeld)
 	}
 	return fmt.Errorf("checking the lease of %s that an ancestor holds: %w", h.Key.Resource, err)
 }

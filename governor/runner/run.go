@@ -209,7 +209,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			if !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld) {
 				return ExitFailure, OutcomeError, err
 			}
-			fmt.Fprintf(r.stderr, "governor: %v; acquiring %s\n", err, it.name)
+			fmt.Fprintf(r.stderr, "governor: %s: %v; acquiring %s\n", EnvHeld, err, it.name)
 		}
 		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
 			// At once, before any wait. A failed read is the acquire's
