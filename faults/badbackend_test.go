@@ -337,9 +337,9 @@ func TestGarbageInKeys(t *testing.T) {
 					_, err := g.Acquire(c, res, governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
 					return err
 				}},
-				{"renew", func() error { _, err := g.Renew(ctx, res, l.ID(), 0); return err }},
+				{"renew", func() error { _, err := g.RenewHandle(ctx, l.Handle(), 0); return err }},
 				{"status", func() error { _, err := g.Status(ctx, res); return err }},
-				{"release", func() error { return g.Release(ctx, res, l.ID()) }},
+				{"release", func() error { return g.ReleaseHandle(ctx, l.Handle(), false) }},
 			}
 			wrong := 0
 			for _, c := range calls {

@@ -111,16 +111,16 @@ func TestBadInputLibrary(t *testing.T) {
 				if _, err := g.Status(ctx, tc.resource); !errors.Is(err, governor.ErrInvalid) {
 					t.Fatalf("Status: %v", err)
 				}
-				if err := g.Release(ctx, tc.resource, held.ID()); !errors.Is(err, governor.ErrInvalid) {
+				if err := g.ReleaseHandle(ctx, governor.Handle{Resource: tc.resource, ID: held.ID(), Secret: held.Handle().Secret}, false); !errors.Is(err, governor.ErrInvalid) {
 					t.Fatalf("Release: %v", err)
 				}
-				if _, err := g.Renew(ctx, tc.resource, held.ID(), 0); !errors.Is(err, governor.ErrInvalid) {
+				if _, err := g.RenewHandle(ctx, governor.Handle{Resource: tc.resource, ID: held.ID(), Secret: held.Handle().Secret}, 0); !errors.Is(err, governor.ErrInvalid) {
 					t.Fatalf("Renew: %v", err)
 				}
 			}
 		})
 	}
-	if _, err := g.Renew(ctx, "good", held.ID(), -time.Second); !errors.Is(err, governor.ErrInvalid) {
+	if _, err := g.RenewHandle(ctx, held.Handle(), -time.Second); !errors.Is(err, governor.ErrInvalid) {
 		t.Fatalf("Renew with a negative TTL: %v", err)
 	}
 	if _, err := g.AcquireAll(ctx, []governor.Want{{Resource: "x", AcquireOptions: governor.AcquireOptions{Limit: 1}},

@@ -65,14 +65,14 @@ func TestClientClockIrrelevant(t *testing.T) {
 	if r := acquire("c"); r.Outcome != governor.Refused {
 		t.Fatalf("after the server's clock went back: %v", r.Outcome)
 	}
-	if err := b.Release(ctx, key, "b"); err != nil {
+	if err := b.Release(ctx, key, "b", ""); err != nil {
 		t.Fatal(err)
 	}
 	r = acquire("c")
 	if r.Outcome != governor.Granted || r.Token <= tokB || !r.Expires.Equal(past.Add(10*time.Second)) {
 		t.Fatalf("in 1990: %v token %d (previous %d) expires %v", r.Outcome, r.Token, tokB, r.Expires)
 	}
-	if err := b.Release(ctx, key, "c"); err != nil {
+	if err := b.Release(ctx, key, "c", ""); err != nil {
 		t.Fatal(err)
 	}
 

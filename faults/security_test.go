@@ -81,16 +81,16 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("refusal", r, err, governor.Refused); err != nil {
 		return err
 	}
-	notified, stop := b.Notify(key, "w")
+	notified, stop := b.Notify(context.Background(), key, "w")
 	defer stop()
 	r, err = b.Acquire(ctx, req("w", governor.Wait, 100*time.Millisecond))
 	if err := want("queue", r, err, governor.Queued); err != nil {
 		return err
 	}
-	if _, err := b.Renew(ctx, key, "a", time.Minute); err != nil {
+	if _, err := b.Renew(ctx, key, "a", "", time.Minute); err != nil {
 		return fmt.Errorf("renew: %w", err)
 	}
-	if err := b.Release(ctx, key, "a"); err != nil {
+	if err := b.Release(ctx, key, "a", ""); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	select {
@@ -126,7 +126,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("queue refresh", r, err, governor.Queued); err != nil {
 		return err
 	}
-	if err := b.Cancel(ctx, key, "e"); err != nil {
+	if err := b.Cancel(ctx, key, "e", ""); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
 	if err := b.CountLost(ctx, key, "d", 1, "a test"); err != nil {
@@ -172,7 +172,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("grant", ir, err, governor.Granted); err != nil {
 		return err
 	}
-	if err := b.Release(ctx, idle, "i"); err != nil {
+	if err := b.Release(ctx, idle, "i", ""); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	if _, err := b.Forget(ctx, idle, time.Millisecond); err != nil {
@@ -192,7 +192,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if n, err := b.NextSeq(ctx, project, "v", tr.Token); err != nil || n != 1 {
 		return fmt.Errorf("seq: %d %w", n, err)
 	}
-	return b.Release(ctx, key, "t")
+	return b.Release(ctx, key, "t", "")
 }
 
 // Security: a Redis ACL user allowed only aclCommands on gov:* keys and

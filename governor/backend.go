@@ -128,8 +128,11 @@ const (
 // Request is one acquire as a backend executes it. The Governor fills
 // every field; backends may assume it is valid.
 type Request struct {
-	Key    Key
-	ID     string // lease id; also the waiter id while queued
+	Key Key
+	ID  string // lease id; also the waiter id while queued
+	// Secret proves ID (OwnerProven): a backend refuses a request whose
+	// secret does not prove its ID with ErrNotOwner, changing nothing.
+	Secret string
 	Limit  int
 	Weight int
 	TTL    time.Duration
@@ -199,15 +202,19 @@ type Backend interface {
 	// re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
 	// a reclaim, its expiry).
-	Renew(ctx context.Context, key Key, id string, ttl time.Duration) (time.Time, error)
+	//
+	// Renew, Release and Cancel (and Acquire, with Request.Secret) first
+	// check that secret proves id (OwnerProven): if not, they return
+	// ErrNotOwner and change nothing. The lease id is public.
+	Renew(ctx context.Context, key Key, id, secret string, ttl time.Duration) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.
-	Release(ctx context.Context, key Key, id string) error
+	Release(ctx context.Context, key Key, id, secret string) error
 
 	// Cancel withdraws a queued waiter. If it was granted in the meantime,
 	// the grant is released. Cancelling an unknown id is not an error.
-	Cancel(ctx context.Context, key Key, id string) error
+	Cancel(ctx context.Context, key Key, id, secret string) error
 
 	// Reclaim removes holder id if it still holds token — used when its
 	// owner is proven dead. It reports whether it removed anything.
@@ -239,8 +246,9 @@ type Backend interface {
 
 	// Notify returns a channel that receives a value when waiter id of key
 	// may have been granted, and a function to stop listening. Delivery is
-	// best effort: waiters also re-check on a bounded timer.
-	Notify(key Key, id string) (<-chan struct{}, func())
+	// best effort: waiters also re-check on a bounded timer. Setting it up
+	// waits no longer than ctx allows (then the channel never fires).
+	Notify(ctx context.Context, key Key, id string) (<-chan struct{}, func())
 
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.

@@ -18,6 +18,10 @@ var (
 	// ErrNotHeld reports a release or renew of a lease the backend does not
 	// know (already released, expired, or never granted).
 	ErrNotHeld = errors.New("governor: lease not held")
+	// ErrNotOwner refuses a renewal, release or cancel whose secret does
+	// not prove the lease id (see OwnerProven): the lease id is public,
+	// its secret is what proves ownership. Nothing changes.
+	ErrNotOwner = errors.New("governor: not the lease's owner")
 	// ErrInvalid is wrapped by every error about bad input: names, weights,
 	// limits, durations.
 	ErrInvalid = errors.New("governor: invalid argument")

@@ -2,8 +2,6 @@ package governor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -190,7 +188,8 @@ type AcquireOptions struct {
 	// by the rules of LeaseTiming where Options left them zero.
 	TTL time.Duration
 	// NoHeartbeat takes a lease that does not renew itself: the caller
-	// detaches it (Lease.Detach) and renews it by id (Governor.Renew), as
+	// detaches it (Lease.Detach) and renews it by its Handle
+	// (Governor.RenewHandle), as
 	// `governor acquire` does for a shell script. No heartbeat is then
 	// checked against its TTL.
 	NoHeartbeat bool
@@ -238,7 +237,8 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if o.Mode != Fail && o.Mode != Wait {
 		return Request{}, LeaseTiming{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
 	}
-	return Request{Key: Key{g.project, resource}, ID: newID(), Limit: o.Limit, Weight: w,
+	secret, id := newSecret()
+	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: g.decl}, tm, nil
 }
 
@@ -266,7 +266,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	defer cancel()
 	var notify <-chan struct{}
 	if req.Mode == Wait {
-		ch, stop := g.b.Notify(req.Key, req.ID)
+		ch, stop := g.b.Notify(ctx, req.Key, req.ID)
 		defer stop()
 		notify = ch
 	}
@@ -304,7 +304,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
 				if req.Mode == Wait {
-					g.cancel(req.Key, req.ID)
+					g.cancel(req)
 				}
 				if ctx.Err() != nil {
 					return nil, g.ended(caller)
@@ -318,7 +318,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			g.cancel(req.Key, req.ID)
+			g.cancel(req)
 			return nil, g.ended(caller)
 		case <-notify:
 			timer.Stop()
@@ -332,12 +332,20 @@ func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
 }
 
+// withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,
+// so that a caller's deadline is overrun by no more than it (issue 18:
+// a lock held by a foreign process turned --wait-timeout 2s into 10 s).
+// A waiter not withdrawn in time (the backend unreachable, its lock
+// held) is dropped by the backend once its queue entry expires
+// (QueueTTL); a grant it got meanwhile, once the lease expires.
+const withdrawTimeout = time.Second
+
 // cancel withdraws a waiter on a fresh bounded context: the caller's has
 // usually ended.
-func (g *Governor) cancel(key Key, id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+func (g *Governor) cancel(req Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
-	_ = g.b.Cancel(ctx, key, id)
+	_ = g.b.Cancel(ctx, req.Key, req.ID, req.Secret)
 }
 
 // reclaimDead removes holders on this host whose owner process is proven
@@ -460,31 +468,6 @@ func (g *Governor) Resources(ctx context.Context) ([]string, error) {
 	return g.b.Resources(ctx, g.project)
 }
 
-// Release frees lease id of resource on behalf of a process that does not
-// hold the *Lease (a shell script's `governor release`). Only the lease id
-// authorises it.
-func (g *Governor) Release(ctx context.Context, resource, id string) error {
-	if err := ValidateResource(resource); err != nil {
-		return err
-	}
-	return g.b.Release(ctx, Key{g.project, resource}, id)
-}
-
-// Renew extends lease id of resource to now+ttl (0: the lease's own TTL)
-// on behalf of a process that does not hold the *Lease. A lease that is
-// gone is ErrLeaseLost; renew never re-acquires.
-func (g *Governor) Renew(ctx context.Context, resource, id string, ttl time.Duration) (time.Time, error) {
-	if err := ValidateResource(resource); err != nil {
-		return time.Time{}, err
-	}
-	if ttl != 0 {
-		if err := validateTTL("lease TTL", ttl); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return g.b.Renew(ctx, Key{g.project, resource}, id, ttl)
-}
-
 // Close ends every acquire in flight with ErrClosed (withdrawing its
 // waiter, releasing a grant that raced with Close), stops every lease's
 // heartbeat and releases them, then closes the backend. It returns the
@@ -517,12 +500,4 @@ func (g *Governor) Close() error {
 		first = err
 	}
 	return first
-}
-
-func newID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("governor: crypto/rand failed: " + err.Error()) // never happens on Linux
-	}
-	return hex.EncodeToString(b[:])
 }

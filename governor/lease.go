@@ -15,11 +15,13 @@ import (
 // this process's monotonic clock: the backend's expiry is never earlier,
 // so the holder learns of the loss before anyone else can be granted the
 // slot. A lease acquired with NoHeartbeat does not renew itself: it is
-// lost at its deadline unless detached (Detach) and renewed by id.
+// lost at its deadline unless detached (Detach) and renewed by its
+// Handle (Governor.RenewHandle).
 type Lease struct {
 	g      *Governor
 	key    Key
 	id     string
+	secret string // proves id to the backend (OwnerProven)
 	weight int
 	token  int64
 	timing LeaseTiming // Heartbeat 0: it does not renew itself
@@ -44,7 +46,7 @@ type Lease struct {
 // grant that comes back after Close began (it raced with it) is released
 // at once: the result is ErrClosed, and nothing is left held.
 func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
-	l := &Lease{g: g, key: req.Key, id: req.ID, weight: req.Weight, token: res.Token, timing: tm,
+	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	g.mu.Lock()
@@ -65,13 +67,14 @@ func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTim
 		// Close waits for this call, so the backend is still open.
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = g.b.Release(ctx, req.Key, req.ID)
+		_ = g.b.Release(ctx, req.Key, req.ID, req.Secret)
 		return nil, ErrClosed
 	}
 	return l, nil
 }
 
-// ID is the lease id: the proof of ownership for renew and release.
+// ID is the lease id. It is public (others see it in Status, busy
+// errors and events); Handle, with the secret, proves ownership.
 func (l *Lease) ID() string { return l.id }
 
 // Resource is the resource the lease holds slots of.
@@ -161,7 +164,7 @@ func (l *Lease) heartbeat() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		done := make(chan reply, 1)
 		go func() {
-			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.timing.TTL)
+			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
 			done <- reply{exp, err}
 		}()
 		var r reply
@@ -223,7 +226,8 @@ func (l *Lease) nextRenewal() time.Duration {
 
 // lose marks the lease lost with err (ErrLeaseLost, or a
 // *LeaseLostError), counts it in the backend with reason and, best
-// effort, frees it there (by id, so it can only free this lease).
+// effort, frees it there (by id and secret, so it can only free this
+// lease).
 func (l *Lease) lose(err error, reason string) {
 	l.mu.Lock()
 	if l.err != nil {
@@ -238,7 +242,7 @@ func (l *Lease) lose(err error, reason string) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
 		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
-		_ = l.g.b.Release(ctx, l.key, l.id)
+		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
 	}()
 }
 
@@ -271,7 +275,7 @@ func (l *Lease) Release() error {
 	l.g.forget(l)
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	err := l.g.b.Release(ctx, l.key, l.id)
+	err := l.g.b.Release(ctx, l.key, l.id, l.secret)
 	if errors.Is(err, ErrNotHeld) {
 		// Gone on the backend although our deadline had not passed: it
 		// was taken over or reclaimed.
@@ -282,7 +286,8 @@ func (l *Lease) Release() error {
 
 // Detach stops the heartbeat and forgets the lease without releasing it,
 // for a lease that must outlive this process (`governor acquire` in a
-// shell script): it then expires after its TTL unless renewed by id. The
+// shell script): it then expires after its TTL unless renewed by its
+// Handle (Governor.RenewHandle, `governor renew`). The
 // lease's Done closes; Release afterwards does nothing.
 func (l *Lease) Detach() {
 	l.mu.Lock()

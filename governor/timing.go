@@ -107,7 +107,7 @@ func (t LeaseTiming) Check(names TimingNames) error {
 }
 
 // CheckDetached checks the timing of a lease that does not heartbeat: it
-// lives by its TTL and renewals by id, so only the TTL is checked.
+// lives by its TTL and renewals by handle, so only the TTL is checked.
 func (t LeaseTiming) CheckDetached(names TimingNames) error {
 	return checkTTL(t.TTL, names.orDefault())
 }

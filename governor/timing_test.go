@@ -102,7 +102,7 @@ func TestAcquireOwnTTL(t *testing.T) {
 		t.Fatalf("NoHeartbeat with TTL 5s: %v", err)
 	}
 	l.Detach()
-	if err := g2.Release(ctx, "r", l.ID()); err != nil {
+	if err := g2.ReleaseHandle(ctx, l.Handle(), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g2.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, TTL: 50 * time.Millisecond, NoHeartbeat: true}); !errors.Is(err, governor.ErrInvalid) {

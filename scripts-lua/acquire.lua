@@ -3,14 +3,18 @@
 -- ARGV: 1 id, 2 limit, 3 weight, 4 ttl ms, 5 mode ('fail'|'wait'),
 --       6 queue ttl ms, 7 notification channel, 8 declaration JSON,
 --       9 holders to report when not granted, 10 '1' when id is new (never
---       sent before: it cannot be queued or granted yet)
+--       sent before: it cannot be queued or granted yet), 11 secret
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, then
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
--- queued, -1 weight above the limit in force.
+-- queued, -1 weight above the limit in force; {-2} when the secret does
+-- not prove id (nothing changed).
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+if not proven(id, ARGV[11]) then
+  return {-2}
+end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.

@@ -1,8 +1,12 @@
 -- cancel.lua: withdraw a waiter; release its grant if it got one.
 -- KEYS: see lib.lua.
--- ARGV: 1 id
--- Returns 1 when a waiter or a grant was removed, 0 otherwise.
+-- ARGV: 1 id, 2 secret
+-- Returns 1 when a waiter or a grant was removed, 0 otherwise, -1 when
+-- the secret does not prove id (nothing changed).
 local id = ARGV[1]
+if not proven(id, ARGV[2]) then
+  return -1
+end
 load({'limit', 'used', 'qlen', 'minexp'}, id)
 settle()
 slow()

@@ -17,6 +17,15 @@ local now = sec * 1000 + (usec - usec % 1000) / 1000
 -- token is math.max(last + 1, FLOOR).
 local FLOOR = sec * 1000000 + usec
 
+-- A lease id of 40 characters is the SHA-1 of its secret, in hex: the
+-- id is public, the secret proves ownership. A script that renews,
+-- releases, cancels or claims lease id first checks proven(id, secret)
+-- (governor.OwnerProven in Go) and changes nothing when it fails. Ids of
+-- other lengths were granted before secrets and need none.
+local function proven(id, secret)
+  return #id ~= 40 or redis.sha1hex(secret) == id
+end
+
 -- minexp when H is empty: later than any expiry.
 local NONE = 9007199254740992
 

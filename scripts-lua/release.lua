@@ -1,8 +1,12 @@
 -- release.lua: free a held lease by id and hand its weight to the queue.
 -- KEYS: see lib.lua.
--- ARGV: 1 id
--- Returns 1 when released, 0 when the lease was not held.
+-- ARGV: 1 id, 2 secret
+-- Returns 1 when released, 0 when the lease was not held, -1 when the
+-- secret does not prove id (nothing changed).
 local id = ARGV[1]
+if not proven(id, ARGV[2]) then
+  return -1
+end
 -- The meta fields release reads, with the record, in one HMGET (load()
 -- below, or the fast path, which reads them by position), and what the
 -- fast path read.

@@ -1,10 +1,14 @@
 -- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
 -- KEYS: see lib.lua.
--- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl)
+-- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret
 -- Returns {1, expiry ms} when renewed; when the lease is not held, {0,
 -- kind, token, detail, time ms} of the event that ended it (see ended()
--- in lib.lua), or {0} when none is recorded.
+-- in lib.lua), or {0} when none is recorded; {-1} when the secret does
+-- not prove id (nothing changed).
 local id, ttl = ARGV[1], ARGV[2] + 0
+if not proven(id, ARGV[3]) then
+  return {-1}
+end
 -- The meta fields renew reads, with the record, in one HMGET (load()
 -- below, or the fast path, which reads them by position), and what the
 -- fast path read.

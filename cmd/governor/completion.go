@@ -156,7 +156,7 @@ func (a *app) completeLeases(cmd *cobra.Command, resource string) []string {
 				return err
 			}
 			for _, h := range st.Holders {
-				item := leaseHandle(n, h.LeaseID)
+				item := governor.Handle{Resource: n, ID: h.LeaseID}.String()
 				if resource != "" {
 					item = h.LeaseID
 				}

@@ -34,8 +34,10 @@ func TestCompletion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire: exit %d %s", code, errs)
 	}
-	handle := strings.Fields(out)[0]
-	id := strings.TrimPrefix(handle, "gpu@")
+	// Completion offers the public RESOURCE@LEASE_ID (no secret: it
+	// reads what 'slots' shows).
+	id := leaseID(t, strings.Fields(out)[0])
+	handle := "gpu@" + id
 	const noFiles = ":4" // cobra.ShellCompDirectiveNoFileComp
 	for _, tc := range []struct {
 		args []string

@@ -13,16 +13,45 @@ import (
 	"github.com/governor-dev/governor/governor/runner"
 )
 
-// A lease handle, as printed by acquire and taken by renew and release,
-// is RESOURCE@LEASE_ID. Lease ids are hex, so the last '@' splits it.
-func leaseHandle(resource, id string) string { return resource + "@" + id }
-
-func parseHandle(h string) (resource, id string, err error) {
-	i := strings.LastIndexByte(h, '@')
-	if i <= 0 || i == len(h)-1 {
-		return "", "", exitWith(ExitFailure, fmt.Errorf("lease %q: expected RESOURCE@LEASE_ID as printed by 'governor acquire'", h))
+// parseHandle reads a lease handle (governor.ParseHandle), exiting 125
+// on a bad one.
+func parseHandle(h string) (governor.Handle, error) {
+	hd, err := governor.ParseHandle(h)
+	if err != nil {
+		return governor.Handle{}, exitWith(ExitFailure, err)
 	}
-	return h[:i], h[i+1:], nil
+	return hd, nil
+}
+
+// envLease is where renew, release and 'seq next' find the lease handle
+// when none is given: unlike an argument, which every user sees in ps,
+// the environment of a process is its user's alone, and so is the
+// handle's secret.
+const envLease = "GOVERNOR_LEASE"
+
+// leaseArg returns the lease handle of a command: its argument, else
+// $GOVERNOR_LEASE.
+func (a *app) leaseArg(args []string) (string, error) {
+	if len(args) > 0 && args[0] != "" {
+		return args[0], nil
+	}
+	for i := len(a.env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(a.env[i], envLease+"="); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", exitWith(ExitFailure, fmt.Errorf("no lease: give %s as an argument or, to keep its secret out of ps, in $%s", governor.HandleForm, envLease))
+}
+
+// public is the handle without its secret, for messages.
+func public(h governor.Handle) string {
+	return governor.Handle{Resource: h.Resource, ID: h.ID}.String()
+}
+
+// notOwner is the exit error of a handle whose secret is missing or
+// wrong.
+func notOwner(handle string, err error) error {
+	return exitWith(ExitFailure, fmt.Errorf("lease %s: %w; give the whole handle %s (the lease id alone is public: anyone can read it in 'governor slots')", handle, err, governor.HandleForm))
 }
 
 // ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
@@ -60,7 +89,7 @@ func (a *app) acquireCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
-		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID and the token)",
+		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID.SECRET and the token)",
 		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits. It then
 lives by its --ttl: renew it with 'governor renew' before it expires, free it with
 'governor release'. With --pid $$ the lease is declared as held by your shell:
@@ -68,18 +97,24 @@ when that process dies, the lease is reclaimed on this host at once. (Without
 --pid no process is declared, since the parent of a command in $(...) or a
 pipeline is a short-lived subshell that would look dead at once.)
 
-Prints the lease handle RESOURCE@LEASE_ID and the fencing token, or with --json
-{"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
+Prints the lease handle RESOURCE@LEASE_ID.SECRET and the fencing token, or with
+--json {"lease", "resource", "lease_id", "token", "expires_at"}, and "limit_note" when
 --limit is not the limit in force: a configured limit wins over --limit, and the
 limit the backend holds wins while the resource is in use (also said on stderr).
 
   out=$(governor acquire heavy --ttl 10m --pid $$) || exit   # stops with 73, 75 or 125
-  read -r lease token <<<"$out"
-  ... ; governor renew "$lease" || exit ; ...
-  governor release "$lease"
+  read -r GOVERNOR_LEASE token <<<"$out"; export GOVERNOR_LEASE
+  ... ; governor renew || exit ; ...
+  governor release
 
 (Not 'read ... < <(governor acquire ...)': that loses the exit code, and the
 script carries on with an empty lease.)
+
+The handle's SECRET proves that you hold the lease: renew, release and 'seq next'
+need it. Keep it to yourself (it is not shown by 'governor slots', which shows the
+LEASE_ID, public); pass it only to processes that act for the holder, in
+$GOVERNOR_LEASE, where renew, release and 'seq next' read it when given no
+handle: an argument is visible to every user in ps while the command runs.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
 --wait-timeout (--wait-timeout alone implies wait, as for 'governor run').
@@ -136,14 +171,14 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			}
 			l.Detach()
 			if a.json {
-				out := map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+				out := map[string]any{"lease": l.Handle().String(), "resource": resource,
 					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()}
 				if note != nil {
 					out["limit_note"] = note
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l.Handle(), l.Token())
 			return nil
 		},
 	}
@@ -184,44 +219,56 @@ func acquireError(resource string, err error, skip bool, waitTimeout time.Durati
 
 // openLease parses a lease handle and opens the Governor that serves it.
 // The caller closes the Governor.
-func (a *app) openLease(ctx context.Context, handle string) (*governor.Governor, string, string, error) {
-	resource, id, err := parseHandle(handle)
+func (a *app) openLease(ctx context.Context, handle string, oo openOptions) (*governor.Governor, governor.Handle, error) {
+	h, err := parseHandle(handle)
 	if err != nil {
-		return nil, "", "", err
+		return nil, governor.Handle{}, err
 	}
-	g, err := a.open(ctx, openOptions{})
+	g, err := a.open(ctx, oo)
 	if err != nil {
-		return nil, "", "", err
+		return nil, governor.Handle{}, err
 	}
-	return g, resource, id, nil
+	return g, h, nil
 }
 
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "renew RESOURCE@LEASE_ID",
+		Use:   "renew [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Extend a lease taken with 'governor acquire'",
 		Long: `renew extends the lease to now + --ttl. A lease that has expired, was released or
 taken over is not re-acquired: renew exits 122 and the script must stop the work
-the lease protected.
+the lease protected. The handle must carry the lease's SECRET, as acquire printed
+it: the lease id alone is public (leases granted by a governor from before secrets
+are renewed by their id). Without an argument the handle is read from
+$GOVERNOR_LEASE, which keeps the secret out of ps (an argument is visible to
+every user while the command runs).
 
-Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachable.`,
-		Args: cobra.ExactArgs(1),
+Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
+secret included) or backend unreachable.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, resource, id, err := a.openLease(cmd.Context(), args[0])
+			arg, err := a.leaseArg(args)
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			exp, err := g.Renew(cmd.Context(), resource, id, ttl)
+			exp, err := g.RenewHandle(cmd.Context(), h, ttl)
+			if errors.Is(err, governor.ErrNotOwner) {
+				return notOwner(public(h), err)
+			}
 			if errors.Is(err, governor.ErrLeaseLost) {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", args[0]))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", public(h)))
 			}
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": args[0], "expires_at": exp.UTC()})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": public(h), "expires_at": exp.UTC()})
 			}
 			return nil
 		},
@@ -231,29 +278,58 @@ Exit codes: 0 renewed; 122 the lease is lost; 125 bad input or backend unreachab
 }
 
 func (a *app) releaseCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "release RESOURCE@LEASE_ID",
+	var (
+		force bool
+		pid   int
+	)
+	cmd := &cobra.Command{
+		Use:   "release [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Free a lease taken with 'governor acquire'",
-		Long: `release frees the lease's slots and hands them to the next waiter. Only the lease id
-authorises it. A lease that is no longer held (expired, released, taken over)
-exits 122: the work it protected may have overlapped another holder.
+		Long: `release frees the lease's slots and hands them to the next waiter. The handle's
+SECRET, as acquire printed it, proves that the lease is yours. A lease that is no
+longer held (expired, released, taken over) exits 122: the work it protected may
+have overlapped another holder.
 
-Exit codes: 0 released; 122 the lease was not held; 125 bad input or backend unreachable.`,
-		Args: cobra.ExactArgs(1),
+RESOURCE@LEASE_ID without the secret only names a lease (the id is public: anyone
+can read it in 'governor slots'), and freeing someone else's lease is a takeover,
+by the rules of 'governor takeover': allowed when its owner is proven dead on this
+host, refused (exit 73, naming the owner) while it may be alive unless --force.
+It is recorded as a takeover by your session ('governor events'), and the holder's
+next renewal reports who took it. (Leases granted by a governor from before
+secrets have no secret and are released by their id.) Without an argument the
+handle is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
+
+Exit codes: 0 released; 73 refused (another's lease whose owner may be alive:
+use --force); 122 the lease was not held; 125 bad input or backend unreachable.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, resource, id, err := a.openLease(cmd.Context(), args[0])
+			arg, err := a.leaseArg(args)
+			if err != nil {
+				return err
+			}
+			h, err := parseHandle(arg)
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{PID: holderPID(pid), Command: "governor release " + public(h)})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			err = g.Release(cmd.Context(), resource, id)
-			if errors.Is(err, governor.ErrNotHeld) {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", args[0]))
-			}
-			if err != nil {
+			err = g.ReleaseHandle(cmd.Context(), h, force)
+			switch {
+			case errors.Is(err, governor.ErrNotHeld):
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", public(h)))
+			case errors.Is(err, governor.ErrOwnerAlive):
+				return exitWith(ExitBusy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, public(h)))
+			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
 			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&force, "force", false, "free the lease even though the handle has no secret and its owner may be alive (a takeover: recorded, and the owner loses the lease at its next renewal)")
+	f.IntVar(&pid, "pid", 0, "with a handle without secret, declare this process (e.g. $$) as the taker in the takeover event (default: none)")
+	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -58,13 +59,17 @@ func TestAcquireRenewRelease(t *testing.T) {
 		}
 		fields := strings.Fields(out)
 		if len(fields) != 2 || !strings.HasPrefix(fields[0], "heavy@") {
-			t.Fatalf("acquire printed %q, want 'heavy@ID TOKEN'", out)
+			t.Fatalf("acquire printed %q, want 'heavy@ID.SECRET TOKEN'", out)
 		}
 		lease := fields[0]
+		h, err := governor.ParseHandle(lease)
+		if err != nil || h.Secret == "" {
+			t.Fatalf("acquire printed handle %q: %v, want one with a secret", lease, err)
+		}
 		// The lease outlives the command: a second acquire is refused,
 		// naming the holder and the takeover command.
 		code, _, errs = cli(t, append(g, "acquire", "heavy", "--limit", "1")...)
-		if code != 73 || !strings.Contains(errs, "held by session") || !strings.Contains(errs, "governor takeover heavy --lease "+strings.TrimPrefix(lease, "heavy@")) {
+		if code != 73 || !strings.Contains(errs, "held by session") || !strings.Contains(errs, "governor takeover heavy --lease "+h.ID) {
 			t.Fatalf("second acquire: exit %d, stderr %q; want 73 naming the holder and takeover", code, errs)
 		}
 		if code, _, _ = cli(t, append(g, "acquire", "heavy", "--limit", "1", "--if-busy", "skip")...); code != 75 {
@@ -81,8 +86,8 @@ func TestAcquireRenewRelease(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &sj) != nil || len(sj.Resources) != 1 || len(sj.Resources[0].Holders) != 1 {
 			t.Fatalf("slots --json: exit %d, %s", code, out)
 		}
-		if h := sj.Resources[0].Holders[0]; "heavy@"+h.LeaseID != lease || h.PID != 0 || sj.Resources[0].Waiters == nil {
-			t.Fatalf("slots holder = %+v; want lease %s declared with no pid", h, lease)
+		if x := sj.Resources[0].Holders[0]; x.LeaseID != h.ID || x.PID != 0 || sj.Resources[0].Waiters == nil || strings.Contains(out, h.Secret) {
+			t.Fatalf("slots holder = %+v; want lease %s declared with no pid, and no secret in %s", x, h.ID, out)
 		}
 		if code, _, errs = cli(t, append(g, "release", lease)...); code != 0 {
 			t.Fatalf("release: exit %d %s", code, errs)
@@ -100,6 +105,16 @@ func TestAcquireRenewRelease(t *testing.T) {
 	})
 }
 
+// leaseID is the lease id of a handle acquire printed.
+func leaseID(t *testing.T, handle string) string {
+	t.Helper()
+	h, err := governor.ParseHandle(handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.ID
+}
+
 func TestBadInput(t *testing.T) {
 	g := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "s"), "--config", emptyConfig(t)}
 	cases := []struct {
@@ -112,7 +127,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"acquire", "a{b}", "--limit", "1"}, "not allowed: { }"},
 		{[]string{"acquire", "heavy", "--limit", "2", "--weight", "3"}, "weight 3 for heavy; allowed: 1 to the limit (2)"},
 		{[]string{"acquire", "heavy", "--limit", "1", "--if-busy", "later"}, `"later" is not allowed; use fail, wait or skip`},
-		{[]string{"release", "nolease"}, "expected RESOURCE@LEASE_ID"},
+		{[]string{"release", "nolease"}, `lease handle "nolease": no '@'; expected RESOURCE@LEASE_ID.SECRET`},
+		{[]string{"renew"}, "no lease: give RESOURCE@LEASE_ID.SECRET as printed by 'governor acquire' as an argument or, to keep its secret out of ps, in $GOVERNOR_LEASE"},
+		{[]string{"release", ""}, "no lease: give RESOURCE@LEASE_ID.SECRET"},
+		{[]string{"seq", "next", "v"}, "no lease: give RESOURCE@LEASE_ID.SECRET"},
+		{[]string{"renew", "heavy@" + strings.Repeat("a", 40) + "." + strings.Repeat("b", 32)}, "the secret does not belong to the lease id"},
 		{[]string{"--backend", "mysql", "slots"}, `"mysql" is not a backend`},
 	}
 	for _, c := range cases {

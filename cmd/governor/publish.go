@@ -56,12 +56,14 @@ Exit codes:
 			ctx := cmd.Context()
 			var o publish.Options
 			if lease != "" {
-				g, resource, id, err := a.openLease(ctx, lease)
+				// Only a check that the lease is held: the handle's secret
+				// is accepted but not needed, as nothing changes the lease.
+				g, h, err := a.openLease(ctx, lease, openOptions{})
 				if err != nil {
 					return err
 				}
 				defer g.Close()
-				o.Lease = &publish.Lease{Governor: g, Resource: resource, ID: id}
+				o.Lease = &publish.Lease{Governor: g, Resource: h.Resource, ID: h.ID}
 			}
 			var res publish.Result
 			var err error

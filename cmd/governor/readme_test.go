@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,8 @@ func TestREADMEShellLease(t *testing.T) {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shim := "#!/bin/sh\necho \"$1\" >> " + calls + "\nexec " + governorBin(t) + " \"$@\"\n"
+	argv := filepath.Join(dir, "argv") // every argument, as ps shows them to all users
+	shim := "#!/bin/sh\necho \"$1\" >> " + calls + "\necho \"$*\" >> " + argv + "\nexec " + governorBin(t) + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "governor"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +95,10 @@ func TestREADMEShellLease(t *testing.T) {
 		}
 		if code, out, _ := gov("slots", "heavy"); code != 0 || !strings.Contains(out, "in use 0") {
 			t.Fatalf("the script did not release heavy:\n%s", out)
+		}
+		// The handle's secret never was an argument (visible in ps).
+		if b, _ := os.ReadFile(argv); regexp.MustCompile(`\.[0-9a-f]{32}`).Match(b) {
+			t.Fatalf("a lease secret was passed as an argument:\n%s", b)
 		}
 	}
 	code, out, errs := gov("acquire", "heavy", "--limit", "1", "--session", "someone-else")

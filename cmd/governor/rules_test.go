@@ -36,7 +36,7 @@ func TestAcquireShortTTL(t *testing.T) {
 				t.Fatalf("%q: acquire --ttl %s: exit %d, %s", cfg, ttl, code, errs)
 			}
 			lease := strings.Fields(out)[0]
-			if code, _, errs := cli(t, append(g, "takeover", "r"+ttl, "--lease", strings.TrimPrefix(lease, "r"+ttl+"@"), "--force", "--ttl", ttl)...); code != 0 {
+			if code, _, errs := cli(t, append(g, "takeover", "r"+ttl, "--lease", leaseID(t, lease), "--force", "--ttl", ttl)...); code != 0 {
 				t.Fatalf("%q: takeover --ttl %s: exit %d, %s", cfg, ttl, code, errs)
 			}
 		}

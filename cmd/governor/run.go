@@ -99,13 +99,16 @@ lease first, so only the first of them polls.
 
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
-                    PROJECT/RESOURCE=LEASE_ID,... (',' and '%' in RESOURCE as %2C, %25)
+                    PROJECT/RESOURCE=LEASE_ID.SECRET,... (',' and '%' in RESOURCE
+                    as %2C, %25); the SECRET proves the lease: do not show it to others
   GOVERNOR_TOKEN    their fencing tokens, PROJECT/RESOURCE=TOKEN,...
   GOVERNOR_SESSION  the declared session
   GOVERNOR_RUN_IDS  invocation ids of this run and its ancestors, innermost last
   HEAVY_LOCK_HELD   when this run made the with-heavy-lock slot: the pid in slot.d
 A nested 'governor run' for a resource an ancestor holds (same project, lease
-still listed) does not acquire it again and never releases it.
+still listed, and its secret in GOVERNOR_HELD) does not acquire it again and never
+releases it. Lease ids are public, so an entry without the secret (written by
+hand, or by another user) proves nothing: the resource is acquired as usual.
 
 --record FILE.jsonl appends two JSON lines per invocation, each in one write(2)
 on an O_APPEND descriptor; earlier lines are never rewritten. {"kind":"grant"}

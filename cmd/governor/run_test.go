@@ -671,8 +671,10 @@ func TestRunNested(t *testing.T) {
 		all[1].Kind != runner.KindGrant || all[1].ID != in.ID || all[1].OuterRun != outer.ID || !all[1].Nested {
 		t.Fatalf("records %+v", all)
 	}
-	if want := runProject + "/heavy=" + outer.Resources[0].Lease; strings.TrimSpace(out) != want {
-		t.Fatalf("inner child saw GOVERNOR_HELD=%q, want %q", out, want)
+	// The lease's id and the secret that proves it.
+	id, secret, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(out), runProject+"/heavy="), ".")
+	if id != outer.Resources[0].Lease || governor.LeaseIDOf(secret) != id {
+		t.Fatalf("inner child saw GOVERNOR_HELD=%q, want %s/heavy=%s.SECRET", out, runProject, outer.Resources[0].Lease)
 	}
 	st := tg.status(t, tg.governor(t), "heavy")
 	if st.Used != 0 || st.Counters.Acquired != 1 || st.Counters.Released != 1 {

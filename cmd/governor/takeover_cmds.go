@@ -34,7 +34,7 @@ free). An owner that may be alive — alive on this host, or on another host —
 refused, naming it, unless --force. Every takeover is recorded ('governor events').
 
 The new lease outlives this command, like 'governor acquire' (see its --pid and
---ttl): it prints RESOURCE@LEASE_ID and the token for each lease taken.
+--ttl): it prints RESOURCE@LEASE_ID.SECRET and the token for each lease taken.
 
 For a resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock),
 'governor takeover NAME --force' with no --lease and no --session removes a
@@ -78,10 +78,10 @@ expired lease's slot was taken by someone else); 125 bad input or backend unreac
 			for _, l := range ls {
 				l.Detach()
 				if a.json {
-					out = append(out, map[string]any{"lease": leaseHandle(resource, l.ID()), "resource": resource,
+					out = append(out, map[string]any{"lease": l.Handle().String(), "resource": resource,
 						"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()})
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", leaseHandle(resource, l.ID()), l.Token())
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l.Handle(), l.Token())
 				}
 			}
 			if a.json {
@@ -107,35 +107,39 @@ func (a *app) seqCmd() *cobra.Command {
 Exit codes: 0 this help; those of each subcommand.`}
 	var lease string
 	next := &cobra.Command{
-		Use:   "next NAME --lease RESOURCE@LEASE_ID",
+		Use:   "next NAME [--lease RESOURCE@LEASE_ID.SECRET]",
 		Short: "Print the next number of sequence NAME, for the holder of a lease",
 		Long: `next prints the next number (from 1) of sequence NAME. The lease must be held, and
 its fencing token must be at least the newest token already used for NAME: a
 holder whose lease was taken over is refused (exit 73), so two sessions never get
-the same number, also across takeovers.
+the same number, also across takeovers. The handle must carry the lease's SECRET (as
+acquire printed it, or as GOVERNOR_HELD gives it to a run's command). Without
+--lease it is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
 
 Exit codes: 0 printed; 73 stale token (the lease was taken over); 122 the lease is
-not held; 125 bad input or backend unreachable.`,
+not held; 125 bad input (a handle without its secret included) or backend
+unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, resource, id, err := a.openLease(cmd.Context(), lease)
+			arg, err := a.leaseArg([]string{lease})
+			if err != nil {
+				return err
+			}
+			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			st, err := g.Status(cmd.Context(), resource)
-			if err != nil {
+			holder, err := g.CheckHandle(cmd.Context(), h)
+			switch {
+			case errors.Is(err, governor.ErrNotOwner):
+				return notOwner(public(h), err)
+			case errors.Is(err, governor.ErrNotHeld):
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", public(h)))
+			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
-			var token int64
-			for _, h := range st.Holders {
-				if h.LeaseID == id {
-					token = h.Token
-				}
-			}
-			if token == 0 {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", lease))
-			}
+			token := holder.Token
 			n, err := g.NextSeq(cmd.Context(), args[0], token)
 			if errors.Is(err, governor.ErrStaleToken) {
 				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w; the lease was taken over, stop writing", args[0], err))
@@ -150,8 +154,7 @@ not held; 125 bad input or backend unreachable.`,
 			return nil
 		},
 	}
-	next.Flags().StringVar(&lease, "lease", "", "the lease (RESOURCE@LEASE_ID) whose fencing token authorises the write")
-	_ = next.MarkFlagRequired("lease")
+	next.Flags().StringVar(&lease, "lease", "", "the lease (RESOURCE@LEASE_ID.SECRET) whose fencing token authorises the write (default $GOVERNOR_LEASE)")
 	cmd.AddCommand(next)
 	return cmd
 }

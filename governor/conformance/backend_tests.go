@@ -33,7 +33,7 @@ func (s *suite) grantWithinLimit(t *testing.T) {
 	if h.Token <= 0 || h.Expires.IsZero() || h.AcquiredAt.IsZero() || h.Heartbeat.IsZero() {
 		t.Fatalf("holder lacks token or times: %+v", h)
 	}
-	if err := b.Release(ctxT(t), key, ids[1]); err != nil {
+	if err := b.Release(ctxT(t), key, ids[1], ""); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Granted)
@@ -73,16 +73,16 @@ func (s *suite) releaseByIDOnly(t *testing.T) {
 	key := governor.Key{Project: project(), Resource: "lifecycle"}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if err := b.Release(ctxT(t), key, "not-"+r.ID); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, "not-"+r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("release by a stranger: err = %v, want ErrNotHeld", err)
 	}
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("a stranger's release freed the slot: used = %d", st.Used)
 	}
-	if err := b.Release(ctxT(t), key, r.ID); err != nil {
+	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
 		t.Fatalf("release by holder: %v", err)
 	}
-	if err := b.Release(ctxT(t), key, r.ID); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("second release: err = %v, want ErrNotHeld", err)
 	}
 	if st := mustStatus(t, b, key); st.Used != 0 {
@@ -96,7 +96,7 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	r := req(key, 1, 1, governor.Fail)
 	r.TTL = 400 * time.Millisecond
 	res := mustAcquire(t, b, r, governor.Granted)
-	exp, err := b.Renew(ctxT(t), key, r.ID, 10*time.Second)
+	exp, err := b.Renew(ctxT(t), key, r.ID, "", 10*time.Second)
 	if err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
@@ -105,22 +105,22 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	}
 	// ttl 0 keeps the lease's own (10s since the renewal above).
 	before := mustStatus(t, b, key).Holders[0]
-	kept, err := b.Renew(ctxT(t), key, r.ID, 0)
+	kept, err := b.Renew(ctxT(t), key, r.ID, "", 0)
 	if err != nil {
 		t.Fatalf("Renew with ttl 0: %v", err)
 	}
 	if got := kept.Sub(before.Expires); got < -100*time.Millisecond || got > 5*time.Second {
 		t.Fatalf("Renew with ttl 0 moved the expiry by %v, want about the lease's own 10s from now (was %v)", got, before.Expires)
 	}
-	if _, err := b.Renew(ctxT(t), key, "unknown", time.Second); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), key, "unknown", "", time.Second); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("renew of unknown lease: err = %v, want ErrLeaseLost", err)
 	}
 	// Let it expire: a renewal must not bring it back.
-	if _, err := b.Renew(ctxT(t), key, r.ID, 400*time.Millisecond); err != nil {
+	if _, err := b.Renew(ctxT(t), key, r.ID, "", 400*time.Millisecond); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
 	s.h.Advance(t, time.Second)
-	_, err = b.Renew(ctxT(t), key, r.ID, 10*time.Second)
+	_, err = b.Renew(ctxT(t), key, r.ID, "", 10*time.Second)
 	wantEnd(t, "renew after expiry", err, governor.EventExpired, "expired")
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 {
 		t.Fatalf("renew re-acquired an expired lease: %+v", st)
@@ -142,7 +142,7 @@ func (s *suite) expiryFreesSlot(t *testing.T) {
 		t.Fatalf("status lists an expired holder: %+v", st)
 	}
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
-	if err := b.Release(ctxT(t), key, r.ID); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("release of the expired lease: err = %v, want ErrNotHeld", err)
 	}
 	if st := mustStatus(t, b, key); st.Used != 1 {
@@ -169,7 +169,7 @@ func (s *suite) earliestExpiryHonoured(t *testing.T) {
 	alone := func(what string, gone governor.Request) {
 		t.Helper()
 		s.h.Advance(t, time.Second)
-		if _, err := b.Renew(ctxT(t), key, gone.ID, 0); !errors.Is(err, governor.ErrLeaseLost) {
+		if _, err := b.Renew(ctxT(t), key, gone.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
 			t.Fatalf("%s: renew after its expiry: err = %v, want ErrLeaseLost", what, err)
 		}
 		st := mustStatus(t, b, key)
@@ -184,13 +184,13 @@ func (s *suite) earliestExpiryHonoured(t *testing.T) {
 
 	c := long()
 	mustAcquire(t, b, c, governor.Granted)
-	if _, err := b.Renew(ctxT(t), key, c.ID, 400*time.Millisecond); err != nil {
+	if _, err := b.Renew(ctxT(t), key, c.ID, "", 400*time.Millisecond); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
 	alone("a lease renewed with a shorter TTL", c)
 
 	mustAcquire(t, b, req(key, 3, 2, governor.Fail), governor.Granted)
-	if err := b.Release(ctxT(t), key, a.ID); err != nil {
+	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
 		t.Fatalf("release of the long lease: %v", err)
 	}
 }
@@ -220,7 +220,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 			s.h.Advance(t, 500*time.Millisecond) // expire instead of release
 			continue
 		}
-		if err := be.Release(ctxT(t), key, r.ID); err != nil {
+		if err := be.Release(ctxT(t), key, r.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +229,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 	check(mustAcquire(t, b, h, governor.Granted).Token)
 	w := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w, governor.Queued)
-	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	check(mustAcquire(t, b, w, governor.Granted).Token)
@@ -249,7 +249,7 @@ func (s *suite) fifoHandOff(t *testing.T) {
 			be = other
 		}
 		w := req(key, 1, 1, governor.Wait)
-		ch, stop := be.Notify(key, w.ID)
+		ch, stop := be.Notify(ctxT(t), key, w.ID)
 		t.Cleanup(stop)
 		notes = append(notes, ch)
 		res := mustAcquire(t, be, w, governor.Queued)
@@ -261,7 +261,7 @@ func (s *suite) fifoHandOff(t *testing.T) {
 	// A fail-mode newcomer does not jump the queue even when a slot frees.
 	holder := h.ID
 	for i, w := range ws {
-		if err := b.Release(ctxT(t), key, holder); err != nil {
+		if err := b.Release(ctxT(t), key, holder, ""); err != nil {
 			t.Fatalf("release %d: %v", i, err)
 		}
 		// Only the head is told, and only the head is granted.
@@ -306,12 +306,12 @@ func (s *suite) headOfLineBlocks(t *testing.T) {
 		t.Fatalf("small waiter position = %d, want 2", res.Position)
 	}
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
-	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, big, governor.Granted)
 	mustAcquire(t, b, small, governor.Queued)
-	if err := b.Release(ctxT(t), key, big.ID); err != nil {
+	if err := b.Release(ctxT(t), key, big.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, small, governor.Granted)
@@ -330,7 +330,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	live.QueueTTL = time.Minute
 	mustAcquire(t, b, live, governor.Queued)
 	s.h.Advance(t, time.Second) // the dead waiter never refreshes
-	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, live, governor.Granted)
@@ -349,7 +349,7 @@ func (s *suite) cancel(t *testing.T) {
 	w2 := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w1, governor.Queued)
 	mustAcquire(t, b, w2, governor.Queued)
-	if err := b.Cancel(ctxT(t), key, w1.ID); err != nil {
+	if err := b.Cancel(ctxT(t), key, w1.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if res := mustAcquire(t, b, w2, governor.Queued); res.Position != 1 {
@@ -357,16 +357,16 @@ func (s *suite) cancel(t *testing.T) {
 	}
 	// w2 is granted by the release, then cancels before claiming: the
 	// grant goes back.
-	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Cancel(ctxT(t), key, w2.ID); err != nil {
+	if err := b.Cancel(ctxT(t), key, w2.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Waiters) != 0 || len(st.Holders) != 0 {
 		t.Fatalf("cancel left state behind: %+v", st)
 	}
-	if err := b.Cancel(ctxT(t), key, "unknown"); err != nil {
+	if err := b.Cancel(ctxT(t), key, "unknown", ""); err != nil {
 		t.Fatalf("cancel of unknown id: %v", err)
 	}
 }
@@ -397,7 +397,7 @@ func (s *suite) reclaim(t *testing.T) {
 	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token); err != nil || !ok {
 		t.Fatalf("reclaim = %v, %v; want true", ok, err)
 	}
-	_, err := b.Renew(ctxT(t), key, h.ID, time.Minute)
+	_, err := b.Renew(ctxT(t), key, h.ID, "", time.Minute)
 	wantEnd(t, "renew after reclaim", err, governor.EventReclaimed, "reclaimed: owner dead")
 	st := mustStatus(t, b, key)
 	if st.Used != 0 || st.Counters.ReclaimedDead != 1 {
@@ -488,7 +488,7 @@ func (s *suite) counters(t *testing.T) {
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 	w := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w, governor.Queued)
-	if err := b.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, w, governor.Granted)

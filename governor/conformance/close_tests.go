@@ -47,7 +47,7 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 		}
 		if free {
 			// The head of the queue is granted the slot while Close runs.
-			if err := raw.Release(ctxT(t), key, holder.ID); err != nil {
+			if err := raw.Release(ctxT(t), key, holder.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -95,7 +95,7 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 				round, st.Used, st.Holders, st.Waiters, want)
 		}
 		if !free {
-			if err := raw.Release(ctxT(t), key, holder.ID); err != nil {
+			if err := raw.Release(ctxT(t), key, holder.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -164,10 +164,10 @@ func (s *suite) useAfterClose(t *testing.T) {
 	}
 	_, err := b.Acquire(ctxT(t), req(key, 1, 1, governor.Wait))
 	check("Acquire", err)
-	_, err = b.Renew(ctxT(t), key, r.ID, 0)
+	_, err = b.Renew(ctxT(t), key, r.ID, "", 0)
 	check("Renew", err)
-	check("Release", b.Release(ctxT(t), key, r.ID))
-	check("Cancel", b.Cancel(ctxT(t), key, r.ID))
+	check("Release", b.Release(ctxT(t), key, r.ID, ""))
+	check("Cancel", b.Cancel(ctxT(t), key, r.ID, ""))
 	_, err = b.Reclaim(ctxT(t), key, r.ID, 1)
 	check("Reclaim", err)
 	_, err = b.Takeover(ctxT(t), key, r.ID, req(key, 1, 1, governor.Fail))

@@ -43,6 +43,8 @@ func Run(t *testing.T, h Harness) {
 		{"TooHeavy", s.tooHeavy},
 		{"ReleaseByIDOnly", s.releaseByIDOnly},
 		{"RenewNeverReacquires", s.renewNeverReacquires},
+		{"OwnerSecret", s.ownerSecret},
+		{"GovernorReleaseHandle", s.governorReleaseHandle},
 		{"ExpiryFreesSlot", s.expiryFreesSlot},
 		{"EarliestExpiryHonoured", s.earliestExpiryHonoured},
 		{"TokensIncrease", s.tokensIncrease},

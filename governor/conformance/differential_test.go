@@ -241,12 +241,12 @@ func (r *diffRun) do(o diffOp) {
 			out += " " + summary(res.Status, true)
 		}
 	case "renew":
-		_, err := r.b.Renew(ctx, key, o.id, o.ttl)
+		_, err := r.b.Renew(ctx, key, o.id, "", o.ttl)
 		out = errClass(err)
 	case "release":
-		out = errClass(r.b.Release(ctx, key, o.id))
+		out = errClass(r.b.Release(ctx, key, o.id, ""))
 	case "cancel":
-		out = errClass(r.b.Cancel(ctx, key, o.id))
+		out = errClass(r.b.Cancel(ctx, key, o.id, ""))
 	case "reclaim":
 		tok := r.tokens[o.resource+"/"+o.id]
 		if o.badToken {

@@ -56,7 +56,7 @@ func (s *suite) forget(t *testing.T) {
 	s.h.Advance(t, retention+100*time.Millisecond)
 	forget(false, "held past the retention")
 	held := mustStatus(t, b, key)
-	if err := b.Release(ctxT(t), key, held.Holders[0].LeaseID); err != nil {
+	if err := b.Release(ctxT(t), key, held.Holders[0].LeaseID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{2, 1}, 3*time.Millisecond); err != nil {
@@ -70,11 +70,11 @@ func (s *suite) forget(t *testing.T) {
 	mustAcquire(t, other, req(key, 1, 1, governor.Fail), governor.Granted)
 	mustAcquire(t, b, w, governor.Queued)
 	forget(false, "a waiter queued")
-	if err := b.Cancel(ctxT(t), key, w.ID); err != nil {
+	if err := b.Cancel(ctxT(t), key, w.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	st := mustStatus(t, b, key)
-	if err := b.Release(ctxT(t), key, st.Holders[0].LeaseID); err != nil {
+	if err := b.Release(ctxT(t), key, st.Holders[0].LeaseID, ""); err != nil {
 		t.Fatal(err)
 	}
 	last := st.Holders[0].Token
@@ -135,7 +135,7 @@ func (s *suite) histograms(t *testing.T) {
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if err := b.Release(ctxT(t), key, r.ID); err != nil {
+	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n < 2 {

@@ -38,12 +38,12 @@ func (s *suite) backendTakeover(t *testing.T) {
 		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
 	}
 	// The old holder's renewal fails, saying who took the lease.
-	_, err = b.Renew(ctxT(t), key, old.ID, time.Minute)
+	_, err = b.Renew(ctxT(t), key, old.ID, "", time.Minute)
 	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
 	}
-	if err := b.Release(ctxT(t), key, old.ID); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, old.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("old holder's release: %v, want ErrNotHeld", err)
 	}
 	if _, err := b.Takeover(ctxT(t), key, "unknown", req(key, 3, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
@@ -206,7 +206,7 @@ func (s *suite) governorTakeover(t *testing.T) {
 	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: far.ID}); !errors.Is(err, governor.ErrOwnerAlive) {
 		t.Fatalf("takeover across hosts: %v, want ErrOwnerAlive", err)
 	}
-	if err := raw.Release(ctxT(t), key, far.ID); err != nil {
+	if err := raw.Release(ctxT(t), key, far.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 

@@ -185,8 +185,8 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			check("Acquire", err)
 			_, err = b.Status(ctxT(t), key)
 			check("Status", err)
-			check("Release", b.Release(ctxT(t), key, "a"))
-			_, err = b.Renew(ctxT(t), key, "a", time.Minute)
+			check("Release", b.Release(ctxT(t), key, "a", ""))
+			_, err = b.Renew(ctxT(t), key, "a", "", time.Minute)
 			check("Renew", err)
 			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1, "a test"))
 			got, err := os.ReadFile(path)
@@ -251,13 +251,13 @@ func TestReadsCreateNothing(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 0 || st.Now.IsZero() {
 		t.Fatalf("Status of an unused resource: %+v", st)
 	}
-	if _, err := b.Renew(ctxT(t), key, "x", time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), key, "x", "", time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Renew: %v", err)
 	}
-	if err := b.Release(ctxT(t), key, "x"); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, "x", ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("Release: %v", err)
 	}
-	if err := b.Cancel(ctxT(t), key, "x"); err != nil {
+	if err := b.Cancel(ctxT(t), key, "x", ""); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
 	if ok, err := b.Reclaim(ctxT(t), key, "x", 1); ok || err != nil {
@@ -287,7 +287,7 @@ func TestLeftoversRemoved(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(res, "wait.ghost"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stop := b.Notify(key, "live")
+	_, stop := b.Notify(context.Background(), key, "live")
 	defer stop()
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("a leftover temp file was read: %+v", st)
@@ -359,7 +359,7 @@ func TestLeaseFile(t *testing.T) {
 	}
 	w := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b2, w, governor.Queued)
-	if err := b1.Release(ctxT(t), key, h.ID); err != nil {
+	if err := b1.Release(ctxT(t), key, h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if b1.LeaseFile(key, h.ID) != nil {
@@ -496,7 +496,7 @@ func TestTempOfFirstWriteRemoved(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, filebackend.Options{})
 	key := governor.Key{Project: "p", Resource: "r"}
-	_, stop := b.Notify(key, "w") // makes the directory and its lock
+	_, stop := b.Notify(context.Background(), key, "w") // makes the directory and its lock
 	stop()
 	res := filepath.Join(dir, "p", "r")
 	if err := os.WriteFile(filepath.Join(res, "state.tmp"), []byte("{"), 0o600); err != nil {
@@ -505,7 +505,7 @@ func TestTempOfFirstWriteRemoved(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 0 {
 		t.Fatalf("status read the temp file: %+v", st)
 	}
-	if err := b.Release(ctxT(t), key, "nobody"); !errors.Is(err, governor.ErrNotHeld) {
+	if err := b.Release(ctxT(t), key, "nobody", ""); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(res)

@@ -31,7 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			if err != nil || res.Outcome != governor.Granted {
 				b.Fatal(res.Outcome, err)
 			}
-			if err := be.Release(ctx, key, r.ID); err != nil {
+			if err := be.Release(ctx, key, r.ID, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -57,7 +57,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 					b.Error(res.Outcome, err)
 					return
 				}
-				if err := be.Release(ctx, key, r.ID); err != nil {
+				if err := be.Release(ctx, key, r.ID, ""); err != nil {
 					b.Error(err)
 					return
 				}
@@ -182,7 +182,7 @@ func BenchmarkHandOff(b *testing.B) {
 		}()
 		<-queued
 		start := time.Now()
-		if err := holder.Release(ctx, key, r.ID); err != nil {
+		if err := holder.Release(ctx, key, r.ID, ""); err != nil {
 			b.Fatal(err)
 		}
 		at, ok := <-got

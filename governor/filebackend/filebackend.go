@@ -188,13 +188,10 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(ctx, dir)
+	lock, err := b.lock(ctx, dir, key)
 	if err != nil {
 		unix.Close(dir)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("governor: file backend: lock %s: %w", b.statePath(key), err)
+		return nil, err
 	}
 	t := &tx{b: b, key: key, dir: dir, lock: lock}
 	t.st, err = b.load(dir, key)
@@ -204,6 +201,42 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 	}
 	t.now = b.now() // after the lock: instants never go back between sections
 	return t, nil
+}
+
+// ErrLockHeld is matched (errors.Is) by the error of a call that could
+// not take a resource's lock within lockWait, having no deadline of its
+// own. It is not final: a waiter retries.
+var ErrLockHeld = errors.New("governor: file backend: lock held by another process")
+
+// lockWait bounds the wait for a resource's lock of a call without a
+// deadline. governor holds a lock for milliseconds, so one held longer
+// is held by a process that is not governor, or that is stopped inside
+// a critical section: the caller is told so, naming the file, rather
+// than left hanging.
+const lockWait = 5 * time.Second
+
+// lock takes the lock of key's directory dir, waiting no longer than ctx
+// allows (and lockWait when ctx has no deadline).
+func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, error) {
+	lctx := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, lockWait)
+		defer cancel()
+	}
+	lock, err := lockDir(lctx, dir)
+	if err == nil {
+		return lock, nil
+	}
+	path := b.projectPath(key.Project) + "/" + escape(key.Resource) + "/" + lockName
+	switch {
+	case ctx.Err() != nil:
+		return -1, ctx.Err()
+	case lctx.Err() != nil:
+		return -1, fmt.Errorf("%w: %s: not had in %v (governor holds it for milliseconds: is a process that is not governor, or a stopped one, holding it? see fuser -v %s)",
+			ErrLockHeld, path, lockWait, path)
+	}
+	return -1, fmt.Errorf("governor: file backend: lock %s: %w", path, err)
 }
 
 // end unlocks.
@@ -479,6 +512,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if b.isClosed() {
 		return governor.Result{}, governor.ErrClosed
 	}
+	if !governor.OwnerProven(req.ID, req.Secret) {
+		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
+	}
 	t, err := b.begin(ctx, req.Key, true)
 	if err != nil {
 		return governor.Result{}, err
@@ -567,9 +603,12 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 }
 
 // Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
 	if b.isClosed() {
 		return time.Time{}, governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return time.Time{}, governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
@@ -603,9 +642,12 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 }
 
 // Release implements governor.Backend.
-func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.isClosed() {
 		return governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
@@ -641,9 +683,12 @@ func holderIndex(st *state, id string) int {
 }
 
 // Cancel implements governor.Backend.
-func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.isClosed() {
 		return governor.ErrClosed
+	}
+	if !governor.OwnerProven(id, secret) {
+		return governor.NotOwner(key, id)
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {

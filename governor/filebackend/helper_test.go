@@ -193,7 +193,7 @@ func helperHold(b *filebackend.Backend, key governor.Key) error {
 // never claiming a grant.
 func helperWait(b *filebackend.Backend, key governor.Key) error {
 	id := fmt.Sprintf("wait-%d", os.Getpid())
-	_, stop := b.Notify(key, id)
+	_, stop := b.Notify(context.Background(), key, id)
 	defer stop()
 	res, err := b.Acquire(context.Background(), governor.Request{Key: key, ID: id, Limit: 1, Weight: 1,
 		TTL: time.Minute, Mode: governor.Wait, QueueTTL: time.Minute})

@@ -169,7 +169,7 @@ func TestCrashLoop(t *testing.T) {
 			t.Fatalf("kill %d: token %d not above %d", i, res.Token, lastToken)
 		}
 		lastToken = res.Token
-		if err := b.Release(ctxT(t), key, r.ID); err != nil {
+		if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 		st = mustStatus(t, b, key)
@@ -283,7 +283,7 @@ func TestDeadWaiterDroppedAtOnce(t *testing.T) {
 		t.Fatalf("helper said %q", l)
 	}
 	h.kill()
-	if err := b.Release(ctxT(t), key, hold.ID); err != nil {
+	if err := b.Release(ctxT(t), key, hold.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	st := mustStatus(t, b, key)
@@ -307,7 +307,7 @@ func TestUnclaimedGrantOfDeadWaiterReclaimed(t *testing.T) {
 	if !ok {
 		t.Fatalf("helper said %q", l)
 	}
-	if err := b.Release(ctxT(t), key, hold.ID); err != nil {
+	if err := b.Release(ctxT(t), key, hold.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	res := mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)

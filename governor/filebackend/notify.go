@@ -25,18 +25,19 @@ type listener struct {
 // (wait.ID in the resource's directory) and listens on it through the
 // runtime's poller; only a grant to id writes to it. If the pipe cannot
 // be made, the channel never fires and the caller's bounded re-check
-// does the work. The stop function removes the pipe; call it once the
-// waiter is granted or has given up.
-func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) {
+// does the work: so too when the resource's lock is not had before ctx
+// ends. The stop function removes the pipe; call it once the waiter is
+// granted or has given up.
+func (b *Backend) Notify(ctx context.Context, key governor.Key, id string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
-	l, err := b.listen(key, id, ch)
+	l, err := b.listen(ctx, key, id, ch)
 	if err != nil {
 		return ch, func() {}
 	}
 	return ch, l.stop
 }
 
-func (b *Backend) listen(key governor.Key, id string, ch chan<- struct{}) (*listener, error) {
+func (b *Backend) listen(ctx context.Context, key governor.Key, id string, ch chan<- struct{}) (*listener, error) {
 	if b.isClosed() {
 		return nil, governor.ErrClosed
 	}
@@ -46,9 +47,7 @@ func (b *Backend) listen(key governor.Key, id string, ch chan<- struct{}) (*list
 	}
 	// Made under the lock, so that no sweep sees the pipe before it is
 	// open and takes it for a dead waiter's.
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	lock, err := lockDir(ctx, dir)
+	lock, err := b.lock(ctx, dir, key)
 	if err != nil {
 		unix.Close(dir)
 		return nil, err

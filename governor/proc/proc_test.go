@@ -181,6 +181,11 @@ func TestEnvListHas(t *testing.T) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
+	// Until the child has exec'd, its environment is still ours: wait
+	// (generously) for the first word before checking the others.
+	for deadline := time.Now().Add(20 * time.Second); !EnvListHas(pid, "GOVERNOR_PROC_TEST", "a") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, w := range []string{"a", "bee", "c"} {
 		if !EnvListHas(pid, "GOVERNOR_PROC_TEST", w) {
 			t.Errorf("EnvListHas(%q) = false, want true", w)

@@ -92,7 +92,7 @@ func BenchmarkUncontended(b *testing.B) {
 				if err != nil || res.Outcome != governor.Granted {
 					b.Fatal(err, res.Outcome)
 				}
-				if err := be.Release(ctx, key, id); err != nil {
+				if err := be.Release(ctx, key, id, ""); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -233,7 +233,7 @@ func BenchmarkAcquireWithHolders(b *testing.B) {
 				if err != nil || res.Outcome != governor.Granted {
 					b.Fatal(err, res.Outcome)
 				}
-				if err := be.Release(context.Background(), key, id); err != nil {
+				if err := be.Release(context.Background(), key, id, ""); err != nil {
 					b.Fatal(err)
 				}
 				lats = append(lats, time.Since(start))
@@ -269,7 +269,7 @@ func TestReleaseCommandsIndependentOfWaiters(t *testing.T) {
 		if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := be.Release(context.Background(), key, "holder"); err != nil {
+		if err := be.Release(context.Background(), key, "holder", ""); err != nil {
 			t.Fatal(err)
 		}
 		info, err := rdb.Info(context.Background(), "commandstats").Result()

@@ -177,7 +177,7 @@ func (b *Backend) dispatch(ch <-chan *redis.Message) {
 }
 
 // Notify implements governor.Backend.
-func (b *Backend) Notify(key governor.Key, id string) (<-chan struct{}, func()) {
+func (b *Backend) Notify(_ context.Context, key governor.Key, id string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	b.mu.Lock()
 	b.waiters[id] = ch
@@ -253,9 +253,12 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		isNew = "1"
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew).Slice()
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
+	}
+	if len(v) == 1 && v[0] == int64(-2) {
+		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
@@ -263,13 +266,16 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 }
 
 // Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
-	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds()).Slice()
+	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds(), secret).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
+	}
+	if len(v) == 1 && v[0] == int64(-1) {
+		return time.Time{}, governor.NotOwner(key, id)
 	}
 	r := &reader{op: "renew", key: key}
 	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
@@ -292,26 +298,36 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 }
 
 // Release implements governor.Backend.
-func (b *Backend) Release(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id).Int()
+	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id, secret).Int()
 	if err != nil {
 		return wrap("release", err)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return governor.ErrNotHeld
+	case -1:
+		return governor.NotOwner(key, id)
 	}
 	return nil
 }
 
 // Cancel implements governor.Backend.
-func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error {
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	return wrap("cancel", cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id).Err())
+	n, err := cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id, secret).Int()
+	if err != nil {
+		return wrap("cancel", err)
+	}
+	if n == -1 {
+		return governor.NotOwner(key, id)
+	}
+	return nil
 }
 
 // Reclaim implements governor.Backend.

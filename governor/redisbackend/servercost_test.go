@@ -38,12 +38,12 @@ func BenchmarkServerCost(b *testing.B) {
 		}
 	}
 	release := func(i int) {
-		if err := be.Release(ctx, key(i), id(i)); err != nil {
+		if err := be.Release(ctx, key(i), id(i), ""); err != nil {
 			b.Fatal(err)
 		}
 	}
 	renew := func(i int) {
-		if _, err := be.Renew(ctx, key(i), id(i), time.Minute); err != nil {
+		if _, err := be.Renew(ctx, key(i), id(i), "", time.Minute); err != nil {
 			b.Fatal(err)
 		}
 	}

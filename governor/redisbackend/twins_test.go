@@ -2,6 +2,9 @@ package redisbackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -140,10 +143,22 @@ type twinOp struct {
 
 func shiftOp(d time.Duration) twinOp { return twinOp{name: fmt.Sprint("clock ", d), shift: d} }
 
-func acquireOp(id string, limit, weight int, ttl time.Duration, mode governor.Mode, isNew bool) twinOp {
-	return twinOp{name: fmt.Sprintf("acquire %s limit %d weight %d ttl %v mode %d new %v", id, limit, weight, ttl, mode, isNew),
+// owned returns the lease id and secret of a twin lease named name:
+// each is proven by its secret, as a Governor's leases are.
+func owned(name string) (id, secret string) {
+	sum := sha256.Sum256([]byte(name))
+	secret = hex.EncodeToString(sum[:governor.SecretLen/2])
+	return governor.LeaseIDOf(secret), secret
+}
+
+// forged is the secret a forger gives: none.
+const forged = ""
+
+func acquireOp(name string, limit, weight int, ttl time.Duration, mode governor.Mode, isNew bool) twinOp {
+	id, secret := owned(name)
+	return twinOp{name: fmt.Sprintf("acquire %s limit %d weight %d ttl %v mode %d new %v", name, limit, weight, ttl, mode, isNew),
 		run: func(b *Backend, key governor.Key) string {
-			res, err := b.Acquire(context.Background(), governor.Request{Key: key, ID: id, Limit: limit, Weight: weight,
+			res, err := b.Acquire(context.Background(), governor.Request{Key: key, ID: id, Secret: secret, Limit: limit, Weight: weight,
 				TTL: ttl, Mode: mode, QueueTTL: time.Minute, New: isNew,
 				Declaration: governor.Declaration{Session: "twin", Host: "h", PID: 7}})
 			return fmt.Sprintf("%v token %d expires %d position %d used %d limit %d holders %d waiters %d err %v",
@@ -152,23 +167,54 @@ func acquireOp(id string, limit, weight int, ttl time.Duration, mode governor.Mo
 		}}
 }
 
-func renewOp(id string, ttl time.Duration) twinOp {
-	return twinOp{name: fmt.Sprintf("renew %s ttl %v", id, ttl), run: func(b *Backend, key governor.Key) string {
-		exp, err := b.Renew(context.Background(), key, id, ttl)
-		return fmt.Sprintf("expires %d err %v", exp.UnixMilli(), err)
+func renewOp(name string, ttl time.Duration) twinOp {
+	id, secret := owned(name)
+	return renewWith(name, id, secret, ttl)
+}
+
+func renewWith(name, id, secret string, ttl time.Duration) twinOp {
+	return twinOp{name: fmt.Sprintf("renew %s (secret %q) ttl %v", name, secret, ttl), run: func(b *Backend, key governor.Key) string {
+		exp, err := b.Renew(context.Background(), key, id, secret, ttl)
+		return fmt.Sprintf("expires %d err %v", exp.UnixMilli(), keyless(err))
 	}}
 }
 
-func releaseOp(id string) twinOp {
-	return twinOp{name: "release " + id, run: func(b *Backend, key governor.Key) string {
-		return fmt.Sprint(b.Release(context.Background(), key, id))
+func releaseOp(name string) twinOp {
+	id, secret := owned(name)
+	return releaseWith(name, id, secret)
+}
+
+func releaseWith(name, id, secret string) twinOp {
+	return twinOp{name: fmt.Sprintf("release %s (secret %q)", name, secret), run: func(b *Backend, key governor.Key) string {
+		return fmt.Sprint(keyless(b.Release(context.Background(), key, id, secret)))
 	}}
 }
 
-func cancelOp(id string) twinOp {
-	return twinOp{name: "cancel " + id, run: func(b *Backend, key governor.Key) string {
-		return fmt.Sprint(b.Cancel(context.Background(), key, id))
+func cancelOp(name string) twinOp {
+	id, secret := owned(name)
+	return cancelWith(name, id, secret)
+}
+
+func cancelWith(name, id, secret string) twinOp {
+	return twinOp{name: fmt.Sprintf("cancel %s (secret %q)", name, secret), run: func(b *Backend, key governor.Key) string {
+		return fmt.Sprint(keyless(b.Cancel(context.Background(), key, id, secret)))
 	}}
+}
+
+// keyless is err without the twin's key, which differs between the
+// twins on one server.
+func keyless(err error) any {
+	if errors.Is(err, governor.ErrNotOwner) {
+		return governor.ErrNotOwner
+	}
+	return err
+}
+
+// forgedOps are renew, release and cancel of lease name by its public id
+// alone: refused alike, changing nothing, on both paths.
+func forgedOps(name string) []twinOp {
+	id, _ := owned(name)
+	return []twinOp{renewWith(name, id, forged, time.Hour), releaseWith(name, id, forged), cancelWith(name, id, forged)}
 }
 
 // runTwins runs ops on fast and slow, comparing answers and keys after
@@ -216,6 +262,7 @@ func twinScenario() []twinOp {
 		renewOp("c", 10*time.Second), // another ttl: rewrites the record
 		renewOp("c", 0),
 		renewOp("nobody", m),
+		forgedOps("b")[0], forgedOps("b")[1], forgedOps("b")[2], // the public id alone: refused
 		releaseOp("b"),
 		releaseOp("b"), // not held
 		acquireOp("d", 3, 2, m, governor.Fail, true),  // no room: refused
@@ -267,7 +314,7 @@ func twinRandom(rng *rand.Rand, n int) []twinOp {
 	for i := range n {
 		id := ids[rng.IntN(len(ids))]
 		ttl := ttls[1+rng.IntN(len(ttls)-1)]
-		switch rng.IntN(6) {
+		switch rng.IntN(7) {
 		case 0, 1:
 			mode := governor.Fail
 			if rng.IntN(3) == 0 {
@@ -289,6 +336,9 @@ func twinRandom(rng *rand.Rand, n int) []twinOp {
 			ops = append(ops, releaseOp(id))
 		case 5:
 			ops = append(ops, cancelOp(id))
+		case 6:
+			f := forgedOps(id)
+			ops = append(ops, f[rng.IntN(len(f))])
 		}
 	}
 	return ops
@@ -329,7 +379,7 @@ func TestTwinsMiniredis(t *testing.T) {
 					// waiters to expire, and sometimes back, as after a
 					// failover to a server whose clock is behind.
 					var d time.Duration
-					switch rng.IntN(6) {
+					switch rng.IntN(7) {
 					case 0, 1:
 					case 2:
 						d = -time.Duration(rng.Int64N(int64(3 * time.Second)))

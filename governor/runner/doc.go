@@ -32,17 +32,19 @@
 // # Environment of the command
 //
 //	GOVERNOR_HELD     leases held by this run and its ancestors:
-//	                  PROJECT/RESOURCE=LEASE_ID,... (see FormatHeld)
+//	                  PROJECT/RESOURCE=LEASE_ID.SECRET,... (see FormatHeld)
 //	GOVERNOR_TOKEN    their fencing tokens: PROJECT/RESOURCE=TOKEN,...
 //	GOVERNOR_SESSION  the session the leases are declared under
 //	GOVERNOR_RUN_IDS  the invocation ids of this run and its ancestors,
 //	                  space-separated, innermost last
 //
 // A nested run for a resource that GOVERNOR_HELD names in the same project,
-// and that the backend still lists under that lease id, neither acquires it
-// again (no self-deadlock on a limit-1 slot) nor releases it; its weight
-// request is not checked against the ancestor's. An entry the backend no
-// longer lists is stale: the resource is acquired as usual.
+// with the secret that proves the lease, and that the backend still lists
+// under that lease id, neither acquires it again (no self-deadlock on a
+// limit-1 slot) nor releases it; its weight request is not checked against
+// the ancestor's (ProvenHeld decides). An entry without the secret (lease
+// ids are public: anyone could write one) or that the backend no longer
+// lists is reported and the resource is acquired as usual.
 //
 // # Exec runs and the with-heavy-lock slot
 //

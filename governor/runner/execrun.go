@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 
 	"github.com/governor-dev/governor/governor"
 )
@@ -13,9 +14,9 @@ func isExecRun(resource string) bool {
 }
 
 // execRunInside reports whether an ancestor run holds the run lock or a
-// join slot of project (named in GOVERNOR_HELD and still listed by the
-// backend). An exec run inside an exec run is part of it, so it takes none
-// of the exec-run resources: a plain run inside a joiner would otherwise
+// join slot of project (named in GOVERNOR_HELD and proven: ProvenHeld).
+// An exec run inside an exec run is part of it, so it takes none of the
+// exec-run resources: a plain run inside a joiner would otherwise
 // ask for the run lock while its ancestor holds a join slot — against the
 // lock order, and a deadlock with a plain run that holds the lock and
 // waits for that join slot.
@@ -25,8 +26,11 @@ func (r *run) execRunInside(ctx context.Context, project string, byKey map[gover
 		if !ok {
 			continue
 		}
-		if held, err := r.stillHeld(ctx, h); err != nil || held {
-			return held, err
+		switch err := ProvenHeld(ctx, r.g, h); {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld):
+			return false, err
 		}
 	}
 	return false, nil

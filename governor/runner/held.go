@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,19 +16,32 @@ import (
 type HeldLease struct {
 	Key     governor.Key
 	LeaseID string
-	Token   int64 // 0 when GOVERNOR_TOKEN does not name it
+	// Secret proves LeaseID (governor.OwnerProven): a run passes it to
+	// its command, which alone (with its descendants) can read it.
+	Secret string
+	Token  int64 // 0 when GOVERNOR_TOKEN does not name it
+}
+
+// Handle is the lease's handle, secret included.
+func (h HeldLease) Handle() governor.Handle {
+	return governor.Handle{Resource: h.Key.Resource, ID: h.LeaseID, Secret: h.Secret}
 }
 
 // FormatHeld returns the values of GOVERNOR_HELD and GOVERNOR_TOKEN for
-// leases: comma-separated PROJECT/RESOURCE=LEASE_ID and
-// PROJECT/RESOURCE=TOKEN entries. Project names have no '/', lease ids and
-// tokens no '='; in RESOURCE, '%' and ',' are written %25 and %2C, so the
-// first '/' and the last '=' of an entry split it.
+// leases: comma-separated PROJECT/RESOURCE=LEASE_ID.SECRET (LEASE_ID
+// alone for a lease without secret) and PROJECT/RESOURCE=TOKEN entries.
+// Project names have no '/', lease ids, secrets and tokens no '='; in
+// RESOURCE, '%' and ',' are written %25 and %2C, so the first '/' and
+// the last '=' of an entry split it.
 func FormatHeld(leases []HeldLease) (held, tokens string) {
 	var h, t []string
 	for _, l := range leases {
 		k := heldKey(l.Key)
-		h = append(h, k+"="+l.LeaseID)
+		v := l.LeaseID
+		if l.Secret != "" {
+			v += "." + l.Secret
+		}
+		h = append(h, k+"="+v)
 		t = append(t, k+"="+strconv.FormatInt(l.Token, 10))
 	}
 	return strings.Join(h, ","), strings.Join(t, ",")
@@ -69,9 +84,41 @@ func ParseHeld(held, tokens string) ([]HeldLease, error) {
 			bad(EnvHeld, e, err.Error())
 			continue
 		}
-		out = append(out, HeldLease{Key: k, LeaseID: v, Token: toks[k]})
+		id, secret, _ := strings.Cut(v, ".")
+		out = append(out, HeldLease{Key: k, LeaseID: id, Secret: secret, Token: toks[k]})
 	}
 	return out, first
+}
+
+// ProvenHeld is the one rule deciding whether a lease that the
+// environment says an ancestor holds (GOVERNOR_HELD; HEAVY_LOCK_HELD
+// must ask it too) lets a nested run skip acquiring: the entry must
+// carry the lease's secret (governor.Governor.CheckHandle), and the
+// backend must still list the lease. Lease ids are public (slots, busy
+// messages, records), so an id alone proves nothing; the secret is
+// passed only in the environment of the holder's command, which other
+// users cannot read (/proc/PID/environ is the owner's), on any host and
+// with any backend. (An ancestor check through the process table was
+// not chosen: a daemonised descendant is reparented, a run's tree
+// outlives a killed governor, and a nested run on another host has no
+// ancestor to find.)
+//
+// It returns nil when proven; an error wrapping governor.ErrNotOwner
+// (no or a wrong secret) or governor.ErrNotHeld (the lease ended), which
+// the caller reports, naming the variable, before acquiring as usual; or
+// a backend error.
+func ProvenHeld(ctx context.Context, g *governor.Governor, h HeldLease) error {
+	_, err := g.CheckHandle(ctx, h.Handle())
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, governor.ErrNotOwner):
+		return fmt.Errorf("lease %s of %s is named without the secret that proves it (a lease id alone is public): %w",
+			h.LeaseID, h.Key.Resource, governor.ErrNotOwner)
+	case errors.Is(err, governor.ErrNotHeld):
+		return fmt.Errorf("lease %s of %s is no longer held: %w", h.LeaseID, h.Key.Resource, governor.ErrNotHeld)
+	}
+	return fmt.Errorf("checking the lease of %s that an ancestor holds: %w", h.Key.Resource, err)
 }
 
 func splitList(s string) []string {

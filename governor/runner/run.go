@@ -213,15 +213,15 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			continue
 		}
 		if h, ok := byKey[k]; ok {
-			nested, err := r.stillHeld(ctx, h)
-			if err != nil {
-				return ExitFailure, OutcomeError, err
-			}
-			if nested {
+			err := ProvenHeld(ctx, g, h)
+			if err == nil {
 				it.nested, it.held = true, h
 				continue
 			}
-			fmt.Fprintf(r.stderr, "governor: %s names lease %s of %s, which is no longer held; acquiring %s\n", EnvHeld, safetext.Escape(h.LeaseID), it.name, it.name)
+			if !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld) {
+				return ExitFailure, OutcomeError, err
+			}
+			fmt.Fprintf(r.stderr, "governor: %s: %s; acquiring %s\n", EnvHeld, safetext.Escape(err.Error()), it.name)
 		}
 		if r.o.MkdirLocks[it.name] != "" && HeavyLockHeld(r.env) {
 			it.nested = true // an ancestor holds the mkdir slot, and so the resource
@@ -348,22 +348,6 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 	return -1, "", nil
 }
 
-// stillHeld reports whether the backend lists h's lease: only then does
-// an ancestor hold the resource. The ancestor's token is taken from the
-// backend.
-func (r *run) stillHeld(ctx context.Context, h HeldLease) (bool, error) {
-	st, err := r.g.Status(ctx, h.Key.Resource)
-	if err != nil {
-		return false, fmt.Errorf("checking the lease of %s that an ancestor holds: %w", h.Key.Resource, err)
-	}
-	for _, x := range st.Holders {
-		if x.LeaseID == h.LeaseID {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // execute starts the command and supervises it until its tree is gone.
 func (r *run) execute() (int, Outcome, error) {
 	held, _ := HeldFromEnv(r.env)
@@ -381,7 +365,7 @@ func (r *run) execute() (int, Outcome, error) {
 	}()
 	lf, _ := r.g.Backend().(leaseFiler)
 	for _, l := range r.leases {
-		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Token: l.Token()})
+		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 		if lf != nil {
 			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
 				extra = append(extra, f)

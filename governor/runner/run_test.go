@@ -130,9 +130,17 @@ func TestRunPassesExitCodeEnvironmentAndRecord(t *testing.T) {
 		t.Fatalf("record command %q is not redacted", rec.Command)
 	}
 	fields := strings.Split(strings.TrimSpace(stdout.String()), "|")
+	// The command gets the lease's secret; the record only its id.
+	heldLease, secret, _ := strings.Cut(fields[0], ".")
 	want := []string{project + "/heavy=" + rec.Resources[0].Lease, project + "/heavy=" + itoa(rec.Resources[0].Token), "s1", rec.ID}
-	if strings.Join(fields, "|") != strings.Join(want, "|") {
+	if got := append([]string{heldLease}, fields[1:]...); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("child saw %q, want %q", fields, want)
+	}
+	if governor.LeaseIDOf(secret) != rec.Resources[0].Lease {
+		t.Fatalf("child saw secret %q, which does not prove lease %s", secret, rec.Resources[0].Lease)
+	}
+	if data, err := os.ReadFile(o.Record); err != nil || strings.Contains(string(data), secret) {
+		t.Fatalf("the record holds the lease's secret (%v): %s", err, data)
 	}
 	if st := status(t, f, "heavy"); st.Used != 0 || st.Counters.Acquired != 1 || st.Counters.Released != 1 {
 		t.Fatalf("after the run: %+v", st)
@@ -197,7 +205,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Token: l.Token()}})
+	held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
 	o, stdout, stderr := f.options(t, "sh", "-c", `echo "$GOVERNOR_HELD"`)
 	o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens, runner.EnvRunIDs+"=outer")
 	if code := runner.Run(context.Background(), o); code != 0 {
@@ -232,6 +240,45 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if rec := records(t, o.Record)[0]; rec.Nested || rec.Resources[0].Lease == l.ID() || !strings.Contains(stderr.String(), "no longer held") {
 		t.Fatalf("stale entry: record %+v, stderr %s", rec, stderr)
 	}
+}
+
+// Lease ids are public: an entry of GOVERNOR_HELD without the lease's
+// secret, or with another one, does not let a run ride in the holder's
+// slot (issue 18 point 1). It acquires as usual, and is refused.
+func TestRunNestedNeedsTheSecret(t *testing.T) {
+	f := newFixture(t)
+	g := f.governor(t, governor.Options{})
+	defer g.Close()
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	other, _ := governorSecret(t)
+	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
+		held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: secret, Token: l.Token()}})
+		o, stdout, stderr := f.options(t, "echo", "ran")
+		o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens)
+		if code := runner.Run(context.Background(), o); code != runner.ExitBusy {
+			t.Fatalf("%s: exit %d, want %d (busy); stdout %q, stderr %s", name, code, runner.ExitBusy, stdout, stderr)
+		}
+		if stdout.Len() != 0 || !strings.Contains(stderr.String(), "without the secret that proves it") {
+			t.Fatalf("%s: stdout %q, stderr %s", name, stdout, stderr)
+		}
+	}
+	if st := status(t, f, "heavy"); len(st.Holders) != 1 || st.Counters.Acquired != 1 || st.Counters.Busy != 2 {
+		t.Fatalf("after the forged runs: %+v", st)
+	}
+}
+
+// governorSecret returns a lease secret and its id, of no lease.
+func governorSecret(t *testing.T) (secret, id string) {
+	t.Helper()
+	h, err := governor.ParseHandle("x@" + governor.LeaseIDOf("0123456789abcdef0123456789abcdef") + ".0123456789abcdef0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Secret, h.ID
 }
 
 func TestRunLeaseLostStopsTheTree(t *testing.T) {
