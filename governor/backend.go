@@ -217,7 +217,12 @@ type Backend interface {
 	// weight and a new, higher fencing token, in one step: no one else
 	// can be granted the slot in between. It records a takeover event.
 	// The caller decides whether the takeover is allowed (owner dead,
-	// or forced); an old lease that is not held is ErrNotHeld.
+	// or forced). An old lease that is no longer held but whose last
+	// recorded end is its expiry or a reclaim is taken over as well: the
+	// new lease gets req.Weight if that fits with no waiter queued
+	// (Refused with the Status otherwise), and the takeover event is
+	// recorded as for a held one. Any other old lease (released, taken
+	// over already, unknown) is ErrNotHeld and changes nothing.
 	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
 
 	// NextSeq returns the next number (from 1) of sequence name of

@@ -45,11 +45,12 @@ func (e *OwnerAliveError) Is(target error) bool { return target == ErrOwnerAlive
 // Takeover replaces the named lease(s) of resource by new ones held by
 // this Governor, each with a new, higher fencing token and the old
 // one's weight. It is allowed when the owner is proven dead on this host
-// or o.Force is set; a lease that has already expired is gone, and
-// taking over its slot is a plain acquire (Fail mode) with limit. It
-// returns the new leases, heartbeating, or an *OwnerAliveError, a
-// *BusyError (expired lease, but its slot was taken), or ErrNotHeld
-// when no lease matches.
+// or o.Force is set. A lease (by id) that ended by its expiry or a
+// reclaim is taken over too when its slot is free (weight 1), and
+// recorded as a takeover naming this Governor's session. It returns the
+// new leases, heartbeating, or an *OwnerAliveError, a *BusyError (an
+// ended lease whose slot was taken), or ErrNotHeld ("nothing to take
+// over") when no lease matches: released, already taken over, unknown.
 func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o TakeoverOptions) ([]*Lease, error) {
 	if (o.LeaseID == "") == (o.Session == "") {
 		return nil, invalid("takeover of %s needs exactly one of a lease id or a session", resource)
@@ -72,19 +73,17 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 			targets = append(targets, h)
 		}
 	}
-	if len(targets) == 0 {
+	ended := len(targets) == 0
+	if ended {
 		if o.LeaseID == "" {
 			return nil, fmt.Errorf("%w: session %s holds no lease on %s", ErrNotHeld, o.Session, resource)
 		}
-		// Expired (or released): its slot is free unless someone else
-		// took it.
-		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
-		if err != nil {
-			return nil, err
-		}
-		return []*Lease{l}, nil
+		// Not held: the backend takes it over if it ended by its expiry
+		// or a reclaim (recording the takeover), and says ErrNotHeld if
+		// it was released or never existed.
+		targets = []Holder{{LeaseID: o.LeaseID, Weight: 1}}
 	}
-	if !o.Force {
+	if !o.Force && !ended {
 		for _, h := range targets {
 			if reason := g.alive(h); reason != "" {
 				return nil, &OwnerAliveError{Resource: resource, Holder: h, Now: st.Now, Reason: reason}
@@ -93,17 +92,20 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	var out []*Lease
 	for _, h := range targets {
-		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
+		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return out, err
 		}
 		sent := time.Now()
 		res, err := g.b.Takeover(ctx, key, h.LeaseID, req)
 		if errors.Is(err, ErrNotHeld) {
-			continue // expired or released meanwhile
+			continue // released meanwhile
 		}
 		if err != nil {
 			return out, err
+		}
+		if res.Outcome != Granted { // it ended, and its slot was taken
+			return out, &BusyError{Resource: resource, Status: res.Status}
 		}
 		l, err := g.newLease(req, res, sent, tm)
 		if err != nil {
@@ -112,7 +114,10 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		out = append(out, l)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)
+		if o.LeaseID != "" {
+			return nil, fmt.Errorf("%w: nothing to take over: lease %s of %s is not held, and did not expire (released, taken over already, or unknown)", ErrNotHeld, o.LeaseID, resource)
+		}
+		return nil, fmt.Errorf("%w: the leases to take over on %s were released meanwhile", ErrNotHeld, resource)
 	}
 	return out, nil
 }

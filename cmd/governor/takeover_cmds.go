@@ -29,15 +29,19 @@ new lease with the same weight and a new, higher fencing token. The old holder's
 next renewal fails and its fenced writes ('governor seq next') are refused.
 
 It is allowed when the owner is proven dead on this host (its pid is gone or now
-names another process) or when the lease has expired (its slot is then simply
-free). An owner that may be alive — alive on this host, or on another host — is
-refused, naming it, unless --force. Every takeover is recorded ('governor events').
+names another process) or when the lease has expired or was reclaimed (its slot
+is then taken if it is free, weight 1). An owner that may be alive — alive on
+this host, or on another host — is refused, naming it, unless --force. Every
+takeover is recorded ('governor events'), an expired lease's too: the event names
+the session that took it. A lease that was released, was taken over already, or
+never existed is "nothing to take over" (exit 73), and no lease is handed out.
 
 The new lease outlives this command, like 'governor acquire' (see its --pid and
 --ttl): it prints RESOURCE@LEASE_ID and the token for each lease taken.
 
-Exit codes: 0 taken over; 73 refused (owner alive, nothing to take over, or the
-expired lease's slot was taken by someone else); 125 bad input or backend unreachable.`,
+Exit codes: 0 taken over; 73 refused (owner alive; nothing to take over: released,
+taken over already or unknown; or the expired lease's slot was taken by someone
+else); 125 bad input or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]

@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 		{"Events", s.events},
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
+		{"BackendTakeoverEnded", s.backendTakeoverEnded},
 		{"GovernorTakeover", s.governorTakeover},
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},

@@ -64,6 +64,78 @@ func (s *suite) backendTakeover(t *testing.T) {
 	}
 }
 
+// backendTakeoverEnded: a lease that expired (or was reclaimed) is
+// taken over when its slot is free, recorded as a takeover naming the
+// taking session; a released or unknown lease is ErrNotHeld and changes
+// nothing; an ended lease whose slot was taken is Refused.
+func (s *suite) backendTakeoverEnded(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "issue:77"}
+	rel := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, rel, governor.Granted)
+	if err := b.Release(ctxT(t), key, rel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Takeover(ctxT(t), key, rel.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("takeover of a released lease: %v, want ErrNotHeld", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 || st.Counters.Takeovers != 0 {
+		t.Fatalf("a refused takeover changed the state: %+v", st)
+	}
+	exp := req(key, 1, 1, governor.Fail)
+	exp.TTL = 300 * time.Millisecond
+	re := mustAcquire(t, b, exp, governor.Granted)
+	s.h.Advance(t, time.Second)
+	nu := req(key, 1, 1, governor.Fail)
+	nu.Declaration.Session = "relay-3"
+	got, err := b.Takeover(ctxT(t), key, exp.ID, nu)
+	if err != nil || got.Outcome != governor.Granted || got.Token <= re.Token {
+		t.Fatalf("takeover of an expired lease = %+v, %v; want granted above token %d", got, err, re.Token)
+	}
+	st := mustStatus(t, b, key)
+	if len(st.Holders) != 1 || st.Holders[0].LeaseID != nu.ID || st.Counters.Takeovers != 1 {
+		t.Fatalf("after the takeover of an expired lease: %+v", st)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		if e.LeaseID == exp.ID {
+			kinds = append(kinds, e.Kind)
+			if e.Kind == governor.EventTakeover && (!strings.Contains(e.Detail, "taken over by session relay-3") || !strings.Contains(e.Detail, nu.ID)) {
+				t.Fatalf("takeover event says %q; want session relay-3 and lease %s", e.Detail, nu.ID)
+			}
+		}
+	}
+	if strings.Join(kinds, ",") != governor.EventExpired+","+governor.EventTakeover {
+		t.Fatalf("events of the expired lease = %v (%+v); want expired, then takeover", kinds, evs)
+	}
+	// Taken over already: nothing more to take.
+	if _, err := b.Takeover(ctxT(t), key, exp.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("second takeover of the same expired lease: %v, want ErrNotHeld", err)
+	}
+	// Expired while another holds the slot: refused, nothing granted.
+	if err := b.Release(ctxT(t), key, nu.ID); err != nil {
+		t.Fatal(err)
+	}
+	exp2 := req(key, 1, 1, governor.Fail)
+	exp2.TTL = 300 * time.Millisecond
+	mustAcquire(t, b, exp2, governor.Granted)
+	s.h.Advance(t, time.Second)
+	other := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, other, governor.Granted)
+	late := req(key, 1, 1, governor.Fail)
+	got, err = b.Takeover(ctxT(t), key, exp2.ID, late)
+	if err != nil || got.Outcome != governor.Refused || len(got.Status.Holders) != 1 || got.Status.Holders[0].LeaseID != other.ID {
+		t.Fatalf("takeover of an expired lease whose slot is taken = %+v, %v; want Refused naming %s", got, err, other.ID)
+	}
+	if st := mustStatus(t, b, key); len(st.Holders) != 1 || st.Counters.Takeovers != 1 {
+		t.Fatalf("a refused takeover changed the state: %+v", st)
+	}
+}
+
 // events: expiry and reclaim are recorded, with since filtering.
 func (s *suite) events(t *testing.T) {
 	b := s.h.Open(t)
@@ -219,7 +291,27 @@ func (s *suite) governorTakeover(t *testing.T) {
 	if err != nil || len(ls) != 1 || ls[0].Token() <= re.Token {
 		t.Fatalf("takeover of an expired lease = %v, %v", ls, err)
 	}
+	evs, err := g.Events(ctxT(t), "merge", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, e := range evs {
+		recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == exp.ID && strings.Contains(e.Detail, "taken over by session relay-2"))
+	}
+	if !recorded {
+		t.Fatalf("the takeover of expired lease %s is not recorded naming session relay-2: %+v", exp.ID, evs)
+	}
 	_ = ls[0].Release()
+	// Released (ls[0]) or never existed: nothing to take over.
+	for _, id := range []string{ls[0].ID(), "0123456789abcdef"} {
+		if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: id}); !errors.Is(err, governor.ErrNotHeld) || !strings.Contains(err.Error(), "nothing to take over") {
+			t.Fatalf("takeover of lease %s, released or unknown: %v, want ErrNotHeld, nothing to take over", id, err)
+		}
+	}
+	if st, err := g.Status(ctxT(t), "merge"); err != nil || len(st.Holders) != 0 {
+		t.Fatalf("a refused takeover left holders: %+v, %v", st, err)
+	}
 
 	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{Session: "nobody"}); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of a session holding nothing: %v, want ErrNotHeld", err)
