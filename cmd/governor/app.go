@@ -104,6 +104,9 @@ func (a *app) report(code int, err error) {
 		return
 	}
 	if !a.json {
+		if notAcquired && a.loaded != nil {
+			na.Store = a.loaded.StoreFlags() // the takeover hint acts on this store
+		}
 		runner.WriteReport(a.stderr, err)
 		return
 	}

@@ -36,6 +36,11 @@ takeover is recorded ('governor events'), an expired lease's too: the event name
 the session that took it. A lease that was released, was taken over already, or
 never existed is "nothing to take over" (exit 73), and no lease is handed out.
 
+A refusal of run or acquire prints this command for each holder, with the global
+flags that select the same store (--config, --project, --dir, --backend, or the
+Redis URL: its password redacted, or "$GOVERNOR_REDIS_URL" when it came from
+there), so that pasting it acts on the store that refused.
+
 The new lease outlives this command, like 'governor acquire' (see its --pid and
 --ttl): it prints RESOURCE@LEASE_ID and the token for each lease taken.
 

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/governor-dev/governor/internal/redistest"
 )
 
 // TestTakeoverNothingToTakeOver: a lease that was released, or never
@@ -27,5 +34,103 @@ func TestTakeoverNothingToTakeOver(t *testing.T) {
 		if code, out, errs := cli(t, append(g, "slots", "heavy", "--json")...); code != 0 || strings.Contains(out, `"lease_id"`) {
 			t.Fatalf("after refused takeovers, slots: exit %d, %s %s; want no holder", code, out, errs)
 		}
+	})
+}
+
+// takeoverHint runs governor (bin, args, in env) into a refusal and
+// returns the 'governor takeover' command it prints.
+func takeoverHint(t *testing.T, bin string, env []string, args ...string) string {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	c.Env = env
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	err := c.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 73 {
+		t.Fatalf("governor %q: %v, stderr %s; want exit 73", args, err, errb.String())
+	}
+	_, hint, ok := strings.Cut(errb.String(), "take it over: ")
+	if !ok {
+		t.Fatalf("refusal without a takeover hint: %s", errb.String())
+	}
+	hint, _, _ = strings.Cut(hint, "\n")
+	return hint
+}
+
+// pasteHint runs hint (and --force: the holder is alive) in a shell as a
+// user would paste it: in another directory, with governor on PATH and a
+// default state directory of its own, and env.
+func pasteHint(t *testing.T, bin, hint string, env []string) (int, string, string) {
+	t.Helper()
+	c := exec.Command("sh", "-c", hint+" --force")
+	c.Dir = t.TempDir()
+	c.Env = append(cleanEnv(), append([]string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
+		"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}, env...)...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return c.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// TestTakeoverHintActsOnTheSameStore: the hint of a refusal, pasted
+// into a shell elsewhere, takes over the lease on the store that refused
+// (file backend: --config and --dir; Redis: the URL of the flag, or
+// "$GOVERNOR_REDIS_URL" when it came from there).
+func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
+	check := func(t *testing.T, tg *target, hint string, env []string) {
+		t.Helper()
+		g := tg.governor(t)
+		old := tg.status(t, g, "heavy").Holders
+		code, out, errs := pasteHint(t, tg.bin, hint, env)
+		if code != 0 || !strings.HasPrefix(out, "heavy@") {
+			t.Fatalf("pasted %q: exit %d, stdout %q, stderr %s; want the lease taken over", hint, code, out, errs)
+		}
+		now := tg.status(t, g, "heavy").Holders
+		if len(old) != 1 || len(now) != 1 || now[0].LeaseID == old[0].LeaseID || !strings.Contains(out, now[0].LeaseID) {
+			t.Fatalf("pasted %q: holders %+v before, %+v after; want the new lease %q in the store that refused", hint, old, now, out)
+		}
+	}
+	t.Run("file", func(t *testing.T) {
+		tg := fileTarget(t, "")
+		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
+			t.Fatalf("acquire: %d %s", code, errs)
+		}
+		hint := takeoverHint(t, tg.bin, cleanEnv(), append(tg.global(), "acquire", "heavy")...)
+		for _, want := range []string{"--config " + tg.config, "--dir " + tg.dir, "--project " + runProject} {
+			if !strings.Contains(hint, want) {
+				t.Errorf("hint %q lacks %q", hint, want)
+			}
+		}
+		check(t, tg, hint, nil)
+	})
+	t.Run("redis-flag", func(t *testing.T) {
+		s := redistest.Start(t)
+		tg := &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")}
+		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
+			t.Fatalf("acquire: %d %s", code, errs)
+		}
+		hint := takeoverHint(t, tg.bin, cleanEnv(), append(tg.global(), "run", "--resource", "heavy", "--", "true")...)
+		if !strings.Contains(hint, "--redis-url "+s.URL()) {
+			t.Errorf("hint %q lacks --redis-url %s", hint, s.URL())
+		}
+		check(t, tg, hint, nil)
+	})
+	t.Run("redis-env", func(t *testing.T) {
+		s := redistest.Start(t)
+		tg := &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")}
+		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
+			t.Fatalf("acquire: %d %s", code, errs)
+		}
+		env := []string{"GOVERNOR_REDIS_URL=" + s.URL()}
+		hint := takeoverHint(t, tg.bin, append(cleanEnv(), env...), "--config", tg.config, "acquire", "heavy")
+		if !strings.Contains(hint, `--redis-url "$GOVERNOR_REDIS_URL"`) || strings.Contains(hint, s.URL()) {
+			t.Errorf("hint %q: want --redis-url \"$GOVERNOR_REDIS_URL\", not the URL itself", hint)
+		}
+		check(t, tg, hint, env)
 	})
 }
