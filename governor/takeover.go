@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
@@ -118,6 +120,93 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 			return nil, fmt.Errorf("%w: nothing to take over: lease %s of %s is not held, and did not expire (released, taken over already, or unknown)", ErrNotHeld, o.LeaseID, resource)
 		}
 		return nil, fmt.Errorf("%w: the leases to take over on %s were released meanwhile", ErrNotHeld, resource)
+	}
+	return out, nil
+}
+
+// PartialTakeoverError is a TakeoverSession that stopped midway: the
+// resources in Taken were taken over (their new leases are returned
+// beside the error and are held: the old session has lost them, so
+// nothing is given back), the takeover of Failed failed with Err, and
+// those in Left were not tried. errors.Is and errors.As see Err.
+type PartialTakeoverError struct {
+	Session string
+	Taken   []string
+	Failed  string
+	Left    []string
+	Err     error
+}
+
+func (e *PartialTakeoverError) Error() string {
+	msg := fmt.Sprintf("governor: takeover of session %s stopped at %s: %v; taken over (held now by this session): %s",
+		e.Session, e.Failed, e.Err, strings.Join(e.Taken, ", "))
+	if len(e.Left) > 0 {
+		msg += "; not tried: " + strings.Join(e.Left, ", ")
+	}
+	return msg
+}
+
+func (e *PartialTakeoverError) Unwrap() error { return e.Err }
+
+// TakeoverSession takes over every lease that session holds on any
+// resource of the project — a relay session picking up all of its
+// predecessor's work — in the fixed lock order (Options.LockOrder, then
+// name), each recorded as a takeover. It checks first that every owner
+// is proven dead (unless o.Force), so an owner that may be alive refuses
+// the whole takeover (*OwnerAliveError) before anything is taken. A
+// session holding nothing is ErrNotHeld. Should a takeover then fail
+// (the backend, or a lease taken over by someone else in between), it
+// stops there and returns the leases taken so far with a
+// *PartialTakeoverError. Leases that already expired are no longer the
+// session's: take them over by id. o.LeaseID must be empty.
+func (g *Governor) TakeoverSession(ctx context.Context, session string, o TakeoverOptions) ([]*Lease, error) {
+	if session == "" || o.LeaseID != "" {
+		return nil, invalid("takeover of a session needs the session and no lease id")
+	}
+	names, err := g.Resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, name := range names {
+		st, err := g.Status(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range st.Holders {
+			if h.Session != session {
+				continue
+			}
+			if !o.Force {
+				if reason := g.alive(h); reason != "" {
+					return nil, &OwnerAliveError{Resource: name, Holder: h, Now: st.Now, Reason: reason}
+				}
+			}
+			if len(held) == 0 || held[len(held)-1] != name {
+				held = append(held, name)
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, fmt.Errorf("%w: nothing to take over: session %s holds no lease in project %s", ErrNotHeld, session, g.project)
+	}
+	sort.SliceStable(held, func(a, b int) bool { return g.Less(held[a], held[b]) })
+	o.Session = session
+	var out []*Lease
+	var taken []string
+	for i, name := range held {
+		ls, err := g.Takeover(ctx, name, 1, o)
+		out = append(out, ls...)
+		if errors.Is(err, ErrNotHeld) && len(ls) == 0 {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return out, &PartialTakeoverError{Session: session, Taken: taken, Failed: name, Left: held[i+1:], Err: err}
+		}
+		taken = append(taken, name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the leases of session %s were released meanwhile", ErrNotHeld, session)
 	}
 	return out, nil
 }

@@ -134,3 +134,55 @@ func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
 		check(t, tg, hint, env)
 	})
 }
+
+// TestTakeoverSessionEverywhere: a relay restart takes over every lease
+// of the previous session, on every resource, in lock order; the new
+// session then holds them all, and each takeover is recorded.
+func TestTakeoverSessionEverywhere(t *testing.T) {
+	backends(t, func(t *testing.T, g []string) {
+		cfg := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+		if err := os.WriteFile(cfg, []byte("project: clitest\nlock_order: [plan, issue]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g = append(append([]string{}, g[:len(g)-2]...), "--config", cfg) // backends ends with --config FILE
+		for _, r := range []string{"zeta", "issue:1", "plan:9"} {
+			if code, _, errs := cli(t, append(g, "acquire", r, "--limit", "2", "--ttl", "1m", "--session", "relay-1")...); code != 0 {
+				t.Fatalf("acquire %s: exit %d, %s", r, code, errs)
+			}
+		}
+		if code, _, errs := cli(t, append(g, "acquire", "issue:1", "--limit", "2", "--ttl", "1m", "--session", "bystander")...); code != 0 {
+			t.Fatalf("acquire: exit %d, %s", code, errs)
+		}
+		t.Setenv("GOVERNOR_SESSION", "relay-2")
+		// relay-1 declared no process: it may be alive. Nothing is taken.
+		code, out, errs := cli(t, append(g, "takeover", "--session", "relay-1")...)
+		if code != 73 || out != "" || !strings.Contains(errs, "not taking over") {
+			t.Fatalf("takeover --session of owners that may be alive: exit %d, %q, %s; want 73, nothing taken", code, out, errs)
+		}
+		code, out, errs = cli(t, append(g, "takeover", "--session", "relay-1", "--force")...)
+		if code != 0 {
+			t.Fatalf("takeover --session --force: exit %d, %s", code, errs)
+		}
+		var order []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			order = append(order, strings.SplitN(line, "@", 2)[0])
+		}
+		if strings.Join(order, ",") != "plan:9,issue:1,zeta" {
+			t.Fatalf("takeover --session printed %q; want plan:9, issue:1, zeta in that order", out)
+		}
+		_, slots, _ := cli(t, append(g, "slots", "--json")...)
+		if strings.Contains(slots, `"relay-1"`) || strings.Count(slots, `"relay-2"`) != 3 || strings.Count(slots, `"bystander"`) != 1 {
+			t.Fatalf("after the relay takeover, slots = %s; want relay-2 holding all three, bystander untouched", slots)
+		}
+		_, events, _ := cli(t, append(g, "events")...)
+		if n := strings.Count(events, "taken over by session relay-2"); n != 3 {
+			t.Fatalf("events record %d takeovers by relay-2, want 3:\n%s", n, events)
+		}
+		if code, _, errs := cli(t, append(g, "takeover", "--session", "relay-1")...); code != 73 || !strings.Contains(errs, "nothing to take over") {
+			t.Fatalf("second takeover --session: exit %d, %s; want 73, nothing to take over", code, errs)
+		}
+		if code, _, errs := cli(t, append(g, "takeover", "--lease", "abc")...); code != 125 || !strings.Contains(errs, "RESOURCE") {
+			t.Fatalf("takeover --lease without RESOURCE: exit %d, %s; want 125", code, errs)
+		}
+	})
+}

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"BackendTakeover", s.backendTakeover},
 		{"BackendTakeoverEnded", s.backendTakeoverEnded},
 		{"GovernorTakeover", s.governorTakeover},
+		{"GovernorTakeoverSession", s.governorTakeoverSession},
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},
 		{"MalformedStateEndsWait", s.malformedStateEndsWait},

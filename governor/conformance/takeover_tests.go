@@ -317,3 +317,90 @@ func (s *suite) governorTakeover(t *testing.T) {
 		t.Fatalf("takeover of a session holding nothing: %v, want ErrNotHeld", err)
 	}
 }
+
+// governorTakeoverSession: a relay takes over every lease of its
+// predecessor's session across the project's resources, in lock order,
+// each recorded; an owner that may be alive refuses the whole takeover
+// before anything is taken; other sessions' leases are untouched.
+func (s *suite) governorTakeoverSession(t *testing.T) {
+	p := project()
+	raw := s.h.Open(t)
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2", LockOrder: []string{"plan", "issue"}})
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadDecl := governor.Declaration{Session: "relay-1", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
+	old := map[string]string{}
+	for _, r := range []string{"zeta", "issue:1", "plan:9"} {
+		q := req(governor.Key{Project: p, Resource: r}, 2, 1, governor.Fail)
+		q.Declaration = deadDecl
+		mustAcquire(t, raw, q, governor.Granted)
+		old[r] = q.ID
+	}
+	other := req(governor.Key{Project: p, Resource: "issue:1"}, 2, 1, governor.Fail)
+	other.Declaration = governor.Declaration{Session: "bystander", HostID: "elsewhere", Host: "other-box", PID: 1}
+	mustAcquire(t, raw, other, governor.Granted)
+	// One lease of relay-1 whose owner may be alive: nothing is taken.
+	farKey := governor.Key{Project: p, Resource: "alpha"}
+	far := req(farKey, 1, 1, governor.Fail)
+	far.Declaration = governor.Declaration{Session: "relay-1", HostID: "elsewhere", Host: "other-box", PID: 1}
+	mustAcquire(t, raw, far, governor.Granted)
+	if ls, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{}); !errors.Is(err, governor.ErrOwnerAlive) || len(ls) != 0 {
+		t.Fatalf("session takeover with an owner that may be alive = %v, %v; want ErrOwnerAlive and nothing", ls, err)
+	}
+	for r, id := range old {
+		if st := mustStatus(t, raw, governor.Key{Project: p, Resource: r}); st.Counters.Takeovers != 0 || !slicesHasLease(st.Holders, id) {
+			t.Fatalf("a refused session takeover changed %s: %+v", r, st)
+		}
+	}
+	if err := raw.Release(ctxT(t), farKey, far.ID); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{})
+	if err != nil {
+		t.Fatalf("session takeover: %v", err)
+	}
+	var order []string
+	for _, l := range ls {
+		order = append(order, l.Resource())
+		st := mustStatus(t, raw, l.Key())
+		for _, h := range st.Holders {
+			if h.Session == "relay-1" || (h.LeaseID == l.ID() && h.Session != "relay-2") {
+				t.Fatalf("after the session takeover, %s: %+v", l.Resource(), st.Holders)
+			}
+		}
+		evs, err := raw.Events(ctxT(t), l.Key(), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := false
+		for _, e := range evs {
+			recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == old[l.Resource()] && strings.Contains(e.Detail, "session relay-2"))
+		}
+		if !recorded {
+			t.Fatalf("%s: takeover of %s not recorded: %+v", l.Resource(), old[l.Resource()], evs)
+		}
+	}
+	if strings.Join(order, ",") != "plan:9,issue:1,zeta" {
+		t.Fatalf("session takeover order = %v; want lock order plan:9, issue:1, zeta", order)
+	}
+	if st := mustStatus(t, raw, other.Key); !slicesHasLease(st.Holders, other.ID) {
+		t.Fatalf("another session's lease was taken: %+v", st.Holders)
+	}
+	if _, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{}); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("second session takeover: %v, want ErrNotHeld", err)
+	}
+	for _, l := range ls {
+		_ = l.Release()
+	}
+}
+
+func slicesHasLease(hs []governor.Holder, id string) bool {
+	for _, h := range hs {
+		if h.LeaseID == id {
+			return true
+		}
+	}
+	return false
+}
