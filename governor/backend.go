@@ -37,6 +37,13 @@ type Declaration struct {
 	// does. Shown to people (see Processes); liveness proofs use PID.
 	// 0 in records written before it existed.
 	GovernorPID int `json:"gpid,omitempty"`
+	// ProgressTimeout, when set, makes the lease stalled once no
+	// progress mark (Backend.Touch; the grant counts as the first) has
+	// arrived for this long: its renewals and marks are then refused
+	// (a *LeaseLostError of kind EventStalled), so its holder declares it
+	// lost and stops the work, and its slot is freed only by its release
+	// or its expiry, never earlier. 0: no progress is asked for.
+	ProgressTimeout time.Duration `json:"pto,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -49,6 +56,10 @@ type Holder struct {
 	AcquiredAt time.Time
 	Heartbeat  time.Time
 	Expires    time.Time
+	// Progress is the last progress mark (Backend.Touch), or AcquiredAt
+	// when the lease has a ProgressTimeout and none came yet; zero when
+	// neither (backend time).
+	Progress time.Time
 	Declaration
 }
 
@@ -97,6 +108,10 @@ const (
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
 	EventDrift     = "drift"     // a process asked for another limit than the one in force
+	// EventStalled is the end a renewal or progress mark of a stalled
+	// lease reports (see Declaration.ProgressTimeout); the backend does
+	// not record it: the holder's lost event does.
+	EventStalled = "stalled"
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
@@ -198,8 +213,15 @@ type Backend interface {
 	// granted or renewed) and returns the new expiry. It never
 	// re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
-	// a reclaim, its expiry).
+	// a reclaim, its expiry), or when it is stalled (EventStalled: it
+	// stays held, unrenewed, until released or expired).
 	Renew(ctx context.Context, key Key, id string, ttl time.Duration) (time.Time, error)
+
+	// Touch sets the progress mark of a held lease to now (see
+	// Declaration.ProgressTimeout) and returns its expiry, which it does
+	// not extend. A lease that is gone, or stalled, is an error as for
+	// Renew (a stalled one: a *LeaseLostError of kind EventStalled).
+	Touch(ctx context.Context, key Key, id string) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.

@@ -194,6 +194,12 @@ type AcquireOptions struct {
 	// `governor acquire` does for a shell script. No heartbeat is then
 	// checked against its TTL.
 	NoHeartbeat bool
+	// ProgressTimeout, when set, makes the lease lost once no progress
+	// mark (Governor.Touch, by any process) has arrived for this long:
+	// the backend refuses its renewals from then on (see
+	// Declaration.ProgressTimeout), so the heartbeat declares it lost
+	// (Done closes) within one heartbeat, while the slot is still held.
+	ProgressTimeout time.Duration
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -238,8 +244,13 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if o.Mode != Fail && o.Mode != Wait {
 		return Request{}, LeaseTiming{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
 	}
+	if o.ProgressTimeout < 0 || (o.ProgressTimeout > 0 && o.ProgressTimeout < time.Millisecond) {
+		return Request{}, LeaseTiming{}, invalid("progress timeout %v (lease of %s); allowed: 0 (none) or at least 1ms", o.ProgressTimeout, resource)
+	}
+	decl := g.decl
+	decl.ProgressTimeout = o.ProgressTimeout
 	return Request{Key: Key{g.project, resource}, ID: newID(), Limit: o.Limit, Weight: w,
-		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: g.decl}, tm, nil
+		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A
@@ -483,6 +494,19 @@ func (g *Governor) Renew(ctx context.Context, resource, id string, ttl time.Dura
 		}
 	}
 	return g.b.Renew(ctx, Key{g.project, resource}, id, ttl)
+}
+
+// Touch marks progress on lease id of resource, for a process that does
+// not hold the *Lease (`governor touch`, `governor renew`): see
+// AcquireOptions.ProgressTimeout. Only the lease id authorises it. A
+// lease that is gone or stalled is ErrLeaseLost (a *LeaseLostError when
+// the backend knows why).
+func (g *Governor) Touch(ctx context.Context, resource, id string) error {
+	if err := ValidateResource(resource); err != nil {
+		return err
+	}
+	_, err := g.b.Touch(ctx, Key{g.project, resource}, id)
+	return err
 }
 
 // Close ends every acquire in flight with ErrClosed (withdrawing its

@@ -75,6 +75,8 @@ func Run(t *testing.T, h Harness) {
 		{"BackendTakeoverEnded", s.backendTakeoverEnded},
 		{"GovernorTakeover", s.governorTakeover},
 		{"GovernorTakeoverSession", s.governorTakeoverSession},
+		{"BackendProgress", s.backendProgress},
+		{"GovernorProgress", s.governorProgress},
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},
 		{"MalformedStateEndsWait", s.malformedStateEndsWait},

@@ -589,11 +589,54 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 		}
 		return time.Time{}, t.st.lost(key, id)
 	}
+	if err := h.stalled(key, t.now); err != nil {
+		if err := t.commit(); err != nil {
+			return time.Time{}, err
+		}
+		return time.Time{}, err
+	}
 	if ttl == 0 {
 		ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
 	}
 	h.Expires = t.now.boot + int64(ttl)
 	h.Heartbeat = t.now.boot
+	exp := t.now.at(h.Expires)
+	t.dirty = true
+	if err := t.commit(); err != nil {
+		return time.Time{}, err
+	}
+	return exp, nil
+}
+
+// Touch implements governor.Backend.
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id string) (time.Time, error) {
+	if b.isClosed() {
+		return time.Time{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, false)
+	if errors.Is(err, errNoState) {
+		return time.Time{}, governor.ErrLeaseLost
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer t.end()
+	t.settle()
+	h := t.st.holder(id)
+	var fail error
+	switch {
+	case h == nil:
+		fail = t.st.lost(key, id)
+	default:
+		fail = h.stalled(key, t.now)
+	}
+	if fail != nil {
+		if err := t.commit(); err != nil {
+			return time.Time{}, err
+		}
+		return time.Time{}, fail
+	}
+	h.Progress = t.now.boot
 	exp := t.now.at(h.Expires)
 	t.dirty = true
 	if err := t.commit(); err != nil {
