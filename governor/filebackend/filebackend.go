@@ -568,53 +568,29 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl time.Duration) (time.Time, error) {
-	if b.isClosed() {
-		return time.Time{}, governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, false)
-	if errors.Is(err, errNoState) {
-		b.forget(key, id)
-		return time.Time{}, governor.ErrLeaseLost
-	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer t.end()
-	t.settle()
-	h := t.st.holder(id)
-	if h == nil {
-		b.forget(key, id)
-		if err := t.commit(); err != nil {
-			return time.Time{}, err
+	return b.renew(ctx, key, id, func(h *holder, now int64) {
+		if ttl == 0 {
+			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
 		}
-		return time.Time{}, t.st.lost(key, id)
-	}
-	if err := h.stalled(key, t.now); err != nil {
-		if err := t.commit(); err != nil {
-			return time.Time{}, err
-		}
-		return time.Time{}, err
-	}
-	if ttl == 0 {
-		ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
-	}
-	h.Expires = t.now.boot + int64(ttl)
-	h.Heartbeat = t.now.boot
-	exp := t.now.at(h.Expires)
-	t.dirty = true
-	if err := t.commit(); err != nil {
-		return time.Time{}, err
-	}
-	return exp, nil
+		h.Expires = now + int64(ttl)
+		h.Heartbeat = now
+	})
 }
 
 // Touch implements governor.Backend.
 func (b *Backend) Touch(ctx context.Context, key governor.Key, id string) (time.Time, error) {
+	return b.renew(ctx, key, id, func(h *holder, now int64) { h.Progress = now })
+}
+
+// renew applies change (given the boot clock's now) to held lease id
+// that is not stalled, and returns its expiry.
+func (b *Backend) renew(ctx context.Context, key governor.Key, id string, change func(h *holder, now int64)) (time.Time, error) {
 	if b.isClosed() {
 		return time.Time{}, governor.ErrClosed
 	}
 	t, err := b.begin(ctx, key, false)
 	if errors.Is(err, errNoState) {
+		b.forget(key, id)
 		return time.Time{}, governor.ErrLeaseLost
 	}
 	if err != nil {
@@ -624,10 +600,10 @@ func (b *Backend) Touch(ctx context.Context, key governor.Key, id string) (time.
 	t.settle()
 	h := t.st.holder(id)
 	var fail error
-	switch {
-	case h == nil:
+	if h == nil {
+		b.forget(key, id)
 		fail = t.st.lost(key, id)
-	default:
+	} else {
 		fail = h.stalled(key, t.now)
 	}
 	if fail != nil {
@@ -636,7 +612,7 @@ func (b *Backend) Touch(ctx context.Context, key governor.Key, id string) (time.
 		}
 		return time.Time{}, fail
 	}
-	h.Progress = t.now.boot
+	change(h, t.now.boot)
 	exp := t.now.at(h.Expires)
 	t.dirty = true
 	if err := t.commit(); err != nil {
