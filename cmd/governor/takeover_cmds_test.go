@@ -67,14 +67,7 @@ func pasteHint(t *testing.T, bin, hint string, env []string) (int, string, strin
 	c.Dir = t.TempDir()
 	c.Env = append(cleanEnv(), append([]string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
 		"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}, env...)...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return c.ProcessState.ExitCode(), out.String(), errb.String()
+	return runCmd(t, c)
 }
 
 // TestTakeoverHintActsOnTheSameStore: the hint of a refusal, pasted
