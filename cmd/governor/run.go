@@ -79,7 +79,8 @@ lease's renewals; governor sees it at its next heartbeat (at most lease.heartbea
 later), stops the tree as for any lost lease (exit 122, outcome lease_lost) and
 only then releases the slot: nobody else is granted it while the stuck command
 still runs (if governor itself is stuck too, the lease expires by its TTL, as
-always). The grant counts as the first mark.
+always). The grant counts as the first mark. It applies to the leases this run
+acquires, not to those an ancestor holds (a nested run's resources).
 
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
