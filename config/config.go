@@ -1,6 +1,8 @@
 package config
 
 import (
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -185,4 +187,41 @@ func (c Config) ResolvedBackend() string {
 		return BackendFile
 	}
 	return c.Backend
+}
+
+// StoreFlags are the global flags that select the store this
+// configuration selects, for a command to be pasted elsewhere (the
+// takeover hint of a refusal): --config with the file read, --backend
+// when it was set by a flag or the environment, and the backend's
+// location — the file backend's absolute --dir, or the Redis URL when a
+// flag or the environment set it (from GOVERNOR_REDIS_URL: a reference
+// to the variable; from a flag: with its password redacted, to be filled
+// in; from the file: --config carries it). The project is not among
+// them: the refusal names the resource's own.
+func (l *Loaded) StoreFlags() []runner.StoreFlag {
+	var out []runner.StoreFlag
+	if l.File != "" {
+		out = append(out, runner.StoreFlag{Name: "config", Value: l.File})
+	}
+	c := l.Config
+	if src := l.Sources["backend"]; src == SourceEnv || src == SourceFlag {
+		out = append(out, runner.StoreFlag{Name: "backend", Value: c.ResolvedBackend()})
+	}
+	if c.ResolvedBackend() == BackendRedis {
+		switch l.Sources["redis.url"] {
+		case SourceEnv:
+			env := EnvPrefix + "REDIS_URL"
+			if c.origin != nil && c.origin.settings["redis.url"] != nil {
+				env = strings.TrimPrefix(c.origin.settings["redis.url"].origin, "env ")
+			}
+			out = append(out, runner.StoreFlag{Name: "redis-url", Env: env})
+		case SourceFlag:
+			out = append(out, runner.StoreFlag{Name: "redis-url", Value: RedactURL(c.RedisURL())})
+		}
+		return out
+	}
+	if dir, err := filepath.Abs(c.File.Dir); err == nil && c.File.Dir != "" {
+		out = append(out, runner.StoreFlag{Name: "dir", Value: dir})
+	}
+	return out
 }

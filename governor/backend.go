@@ -37,6 +37,13 @@ type Declaration struct {
 	// does. Shown to people (see Processes); liveness proofs use PID.
 	// 0 in records written before it existed.
 	GovernorPID int `json:"gpid,omitempty"`
+	// ProgressTimeout, when set, makes the lease stalled once no
+	// progress mark (Backend.Touch; the grant counts as the first) has
+	// arrived for this long: its renewals and marks are then refused
+	// (a *LeaseLostError of kind EventStalled), so its holder declares it
+	// lost and stops the work, and its slot is freed only by its release
+	// or its expiry, never earlier. 0: no progress is asked for.
+	ProgressTimeout time.Duration `json:"pto,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -49,6 +56,10 @@ type Holder struct {
 	AcquiredAt time.Time
 	Heartbeat  time.Time
 	Expires    time.Time
+	// Progress is the last progress mark (Backend.Touch), or AcquiredAt
+	// when the lease has a ProgressTimeout and none came yet; zero when
+	// neither (backend time).
+	Progress time.Time
 	Declaration
 }
 
@@ -97,6 +108,10 @@ const (
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
 	EventDrift     = "drift"     // a process asked for another limit than the one in force
+	// EventStalled is the end a renewal or progress mark of a stalled
+	// lease reports (see Declaration.ProgressTimeout); the backend does
+	// not record it: the holder's lost event does.
+	EventStalled = "stalled"
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
@@ -201,12 +216,19 @@ type Backend interface {
 	// granted or renewed) and returns the new expiry. It never
 	// re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
-	// a reclaim, its expiry).
+	// a reclaim, its expiry), or when it is stalled (EventStalled: it
+	// stays held, unrenewed, until released or expired).
 	//
-	// Renew, Release and Cancel (and Acquire, with Request.Secret) first
-	// check that secret proves id (OwnerProven): if not, they return
+	// Renew, Touch, Release and Cancel (and Acquire, with Request.Secret)
+	// first check that secret proves id (OwnerProven): if not, they return
 	// ErrNotOwner and change nothing. The lease id is public.
 	Renew(ctx context.Context, key Key, id, secret string, ttl time.Duration) (time.Time, error)
+
+	// Touch sets the progress mark of a held lease to now (see
+	// Declaration.ProgressTimeout) and returns its expiry, which it does
+	// not extend. A lease that is gone, or stalled, is an error as for
+	// Renew (a stalled one: a *LeaseLostError of kind EventStalled).
+	Touch(ctx context.Context, key Key, id, secret string) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.
@@ -224,7 +246,12 @@ type Backend interface {
 	// weight and a new, higher fencing token, in one step: no one else
 	// can be granted the slot in between. It records a takeover event.
 	// The caller decides whether the takeover is allowed (owner dead,
-	// or forced); an old lease that is not held is ErrNotHeld.
+	// or forced). An old lease that is no longer held but whose last
+	// recorded end is its expiry or a reclaim is taken over as well: the
+	// new lease gets req.Weight if that fits with no waiter queued
+	// (Refused with the Status otherwise), and the takeover event is
+	// recorded as for a held one. Any other old lease (released, taken
+	// over already, unknown) is ErrNotHeld and changes nothing.
 	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
 
 	// NextSeq returns the next number (from 1) of sequence name of

@@ -193,6 +193,12 @@ type AcquireOptions struct {
 	// `governor acquire` does for a shell script. No heartbeat is then
 	// checked against its TTL.
 	NoHeartbeat bool
+	// ProgressTimeout, when set, makes the lease lost once no progress
+	// mark (Governor.Touch, by any process) has arrived for this long:
+	// the backend refuses its renewals from then on (see
+	// Declaration.ProgressTimeout), so the heartbeat declares it lost
+	// (Done closes) within one heartbeat, while the slot is still held.
+	ProgressTimeout time.Duration
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -237,9 +243,14 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if o.Mode != Fail && o.Mode != Wait {
 		return Request{}, LeaseTiming{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
 	}
+	if o.ProgressTimeout < 0 || (o.ProgressTimeout > 0 && o.ProgressTimeout < time.Millisecond) {
+		return Request{}, LeaseTiming{}, invalid("progress timeout %v (lease of %s); allowed: 0 (none) or at least 1ms", o.ProgressTimeout, resource)
+	}
+	decl := g.decl
+	decl.ProgressTimeout = o.ProgressTimeout
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
-		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: g.decl}, tm, nil
+		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A

@@ -234,3 +234,17 @@ func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration)
 	}
 	return g.b.Renew(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, ttl)
 }
+
+// TouchHandle marks progress on the lease h names, for a process that
+// does not hold the *Lease (`governor touch`, `governor renew`): see
+// AcquireOptions.ProgressTimeout. h must carry the lease's secret
+// (ErrNotOwner otherwise, changing nothing), unless the lease was granted
+// before secrets. A lease that is gone or stalled is ErrLeaseLost (a
+// *LeaseLostError when the backend knows why).
+func (g *Governor) TouchHandle(ctx context.Context, h Handle) error {
+	if err := ValidateResource(h.Resource); err != nil {
+		return err
+	}
+	_, err := g.b.Touch(ctx, Key{g.project, h.Resource}, h.ID, h.Secret)
+	return err
+}

@@ -25,6 +25,9 @@ func (h Holder) Describe(now time.Time) string {
 	if !h.Heartbeat.IsZero() {
 		fmt.Fprintf(&b, ", last heartbeat %s ago", Ago(now.Sub(h.Heartbeat)))
 	}
+	if !h.Progress.IsZero() {
+		fmt.Fprintf(&b, ", last progress %s ago", Ago(now.Sub(h.Progress)))
+	}
 	if !h.Expires.IsZero() {
 		fmt.Fprintf(&b, ", expires in %s", Ago(h.Expires.Sub(now)))
 	}

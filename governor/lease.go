@@ -31,6 +31,9 @@ type Lease struct {
 	deadline time.Time // local monotonic
 	err      error
 	released bool
+	// stalled: lost for want of progress (EventStalled) but still held
+	// in the backend, until Release frees it once the work has stopped.
+	stalled bool
 
 	// The heartbeat goroutine starts only when the first renewal is due
 	// (start fires): a lease released before that — most are — never
@@ -235,6 +238,15 @@ func (l *Lease) lose(err error, reason string) {
 		return
 	}
 	l.err = err
+	var ended *LeaseLostError
+	if errors.As(err, &ended) && ended.End.Kind == EventStalled {
+		// Still held: freed by Release (or Close) once the work it
+		// protects has stopped, never before; or by its expiry.
+		l.stalled = true
+		l.mu.Unlock()
+		close(l.done)
+		return
+	}
 	l.mu.Unlock()
 	close(l.done)
 	l.g.forget(l)
@@ -264,6 +276,20 @@ func (l *Lease) Release() error {
 	if lostErr == nil {
 		// The heartbeat may have lost the lease just before stopping.
 		lostErr = l.Err()
+	}
+	l.mu.Lock()
+	stalled := l.stalled
+	l.mu.Unlock()
+	if stalled {
+		l.g.forget(l)
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		var ended *LeaseLostError
+		if errors.As(lostErr, &ended) {
+			_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, ended.Reason())
+		}
+		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
+		return lostErr
 	}
 	if lostErr != nil {
 		return lostErr

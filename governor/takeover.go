@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
@@ -47,11 +49,12 @@ func (e *OwnerAliveError) Is(target error) bool { return target == ErrOwnerAlive
 // Takeover replaces the named lease(s) of resource by new ones held by
 // this Governor, each with a new, higher fencing token and the old
 // one's weight. It is allowed when the owner is proven dead on this host
-// or o.Force is set; a lease that has already expired is gone, and
-// taking over its slot is a plain acquire (Fail mode) with limit. It
-// returns the new leases, heartbeating, or an *OwnerAliveError, a
-// *BusyError (expired lease, but its slot was taken), or ErrNotHeld
-// when no lease matches.
+// or o.Force is set. A lease (by id) that ended by its expiry or a
+// reclaim is taken over too when its slot is free (weight 1), and
+// recorded as a takeover naming this Governor's session. It returns the
+// new leases, heartbeating, or an *OwnerAliveError, a *BusyError (an
+// ended lease whose slot was taken), or ErrNotHeld ("nothing to take
+// over") when no lease matches: released, already taken over, unknown.
 func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o TakeoverOptions) ([]*Lease, error) {
 	if (o.LeaseID == "") == (o.Session == "") {
 		return nil, invalid("takeover of %s needs exactly one of a lease id or a session", resource)
@@ -74,19 +77,17 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 			targets = append(targets, h)
 		}
 	}
-	if len(targets) == 0 {
+	ended := len(targets) == 0
+	if ended {
 		if o.LeaseID == "" {
 			return nil, fmt.Errorf("%w: session %s holds no lease on %s", ErrNotHeld, safetext.Escape(o.Session), resource)
 		}
-		// Expired (or released): its slot is free unless someone else
-		// took it.
-		l, err := g.Acquire(ctx, resource, AcquireOptions{Limit: max(limit, st.Limit), TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
-		if err != nil {
-			return nil, err
-		}
-		return []*Lease{l}, nil
+		// Not held: the backend takes it over if it ended by its expiry
+		// or a reclaim (recording the takeover), and says ErrNotHeld if
+		// it was released or never existed.
+		targets = []Holder{{LeaseID: o.LeaseID, Weight: 1}}
 	}
-	if !o.Force {
+	if !o.Force && !ended {
 		for _, h := range targets {
 			if reason := g.alive(h); reason != "" {
 				return nil, &OwnerAliveError{Resource: resource, Holder: h, Now: st.Now, Reason: reason}
@@ -95,17 +96,20 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	var out []*Lease
 	for _, h := range targets {
-		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
+		req, tm, err := g.request(resource, AcquireOptions{Limit: max(st.Limit, limit, h.Weight), Weight: h.Weight, TTL: o.TTL, NoHeartbeat: o.NoHeartbeat})
 		if err != nil {
 			return out, err
 		}
 		sent := time.Now()
 		res, err := g.b.Takeover(ctx, key, h.LeaseID, req)
 		if errors.Is(err, ErrNotHeld) {
-			continue // expired or released meanwhile
+			continue // released meanwhile
 		}
 		if err != nil {
 			return out, err
+		}
+		if res.Outcome != Granted { // it ended, and its slot was taken
+			return out, &BusyError{Resource: resource, Status: res.Status}
 		}
 		l, err := g.newLease(req, res, sent, tm)
 		if err != nil {
@@ -114,7 +118,97 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		out = append(out, l)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the leases to take over on %s ended meanwhile", ErrNotHeld, resource)
+		if o.LeaseID != "" {
+			return nil, fmt.Errorf("%w: nothing to take over: lease %s of %s is not held, and did not expire (released, taken over already, or unknown)", ErrNotHeld, o.LeaseID, resource)
+		}
+		return nil, fmt.Errorf("%w: the leases to take over on %s were released meanwhile", ErrNotHeld, resource)
+	}
+	return out, nil
+}
+
+// PartialTakeoverError is a TakeoverSession that stopped midway: the
+// resources in Taken were taken over (their new leases are returned
+// beside the error and are held: the old session has lost them, so
+// nothing is given back), the takeover of Failed failed with Err, and
+// those in Left were not tried. errors.Is and errors.As see Err.
+type PartialTakeoverError struct {
+	Session string
+	Taken   []string
+	Failed  string
+	Left    []string
+	Err     error
+}
+
+func (e *PartialTakeoverError) Error() string {
+	msg := fmt.Sprintf("governor: takeover of session %s stopped at %s: %v; taken over (held now by this session): %s",
+		e.Session, e.Failed, e.Err, strings.Join(e.Taken, ", "))
+	if len(e.Left) > 0 {
+		msg += "; not tried: " + strings.Join(e.Left, ", ")
+	}
+	return msg
+}
+
+func (e *PartialTakeoverError) Unwrap() error { return e.Err }
+
+// TakeoverSession takes over every lease that session holds on any
+// resource of the project — a relay session picking up all of its
+// predecessor's work — in the fixed lock order (Options.LockOrder, then
+// name), each recorded as a takeover. It checks first that every owner
+// is proven dead (unless o.Force), so an owner that may be alive refuses
+// the whole takeover (*OwnerAliveError) before anything is taken. A
+// session holding nothing is ErrNotHeld. Should a takeover then fail
+// (the backend, or a lease taken over by someone else in between), it
+// stops there and returns the leases taken so far with a
+// *PartialTakeoverError. Leases that already expired are no longer the
+// session's: take them over by id. o.LeaseID must be empty.
+func (g *Governor) TakeoverSession(ctx context.Context, session string, o TakeoverOptions) ([]*Lease, error) {
+	if session == "" || o.LeaseID != "" {
+		return nil, invalid("takeover of a session needs the session and no lease id")
+	}
+	names, err := g.Resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, name := range names {
+		st, err := g.Status(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range st.Holders {
+			if h.Session != session {
+				continue
+			}
+			if !o.Force {
+				if reason := g.alive(h); reason != "" {
+					return nil, &OwnerAliveError{Resource: name, Holder: h, Now: st.Now, Reason: reason}
+				}
+			}
+			if len(held) == 0 || held[len(held)-1] != name {
+				held = append(held, name)
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, fmt.Errorf("%w: nothing to take over: session %s holds no lease in project %s", ErrNotHeld, session, g.project)
+	}
+	sort.SliceStable(held, func(a, b int) bool { return g.Less(held[a], held[b]) })
+	o.Session = session
+	var out []*Lease
+	var taken []string
+	for i, name := range held {
+		ls, err := g.Takeover(ctx, name, 1, o)
+		out = append(out, ls...)
+		if errors.Is(err, ErrNotHeld) && len(ls) == 0 {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return out, &PartialTakeoverError{Session: session, Taken: taken, Failed: name, Left: held[i+1:], Err: err}
+		}
+		taken = append(taken, name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the leases of session %s were released meanwhile", ErrNotHeld, session)
 	}
 	return out, nil
 }

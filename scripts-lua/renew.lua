@@ -1,10 +1,15 @@
 -- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
+-- With ARGV[4] 't' it marks progress instead (Backend.Touch): it sets the
+-- record's "pm" to now and leaves the expiry as it is.
 -- KEYS: see lib.lua.
--- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret
--- Returns {1, expiry ms} when renewed; when the lease is not held, {0,
--- kind, token, detail, time ms} of the event that ended it (see ended()
--- in lib.lua), or {0} when none is recorded; {-1} when the secret does
--- not prove id (nothing changed).
+-- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret, 4 't' to mark
+-- progress
+-- Returns {1, expiry ms} when renewed (or marked); when the lease is not
+-- held, {0, kind, token, detail, time ms} of the event that ended it (see
+-- ended() in lib.lua), or {0} when none is recorded; {0, 'stalled', ...}
+-- when its declaration has a progress timeout ("pto", ns) and no mark
+-- ("pm", ms; else the grant) came for that long: it stays held, unrenewed;
+-- {-1} when the secret does not prove id (nothing changed).
 local id, ttl = ARGV[1], ARGV[2] + 0
 if not proven(id, ARGV[3]) then
   return {-1}
@@ -21,7 +26,8 @@ local v
 v = redis.call('HMGET', S, F[1], F[2], '#' .. id)
 do
   local minexp = (v[2] or 0) + 0
-  if v[3] and (v[1] or 0) + 0 == 0 and now < minexp then
+  if v[3] and (v[1] or 0) + 0 == 0 and now < minexp and ARGV[4] ~= 't'
+      and not string.find(v[3], '"pto":', 1, true) then
     local _, rttl = string.match(v[3], REC_NUMS)
     if ttl == 0 or rttl == ARGV[2] then
       local exp = now + (ttl == 0 and rttl + 0 or ttl)
@@ -46,6 +52,27 @@ if not r then
     return finish({0, kind, tok, detail, at})
   end
   return finish({0})
+end
+local pto = string.match(r, '"pto":(%d+)')
+if pto then
+  local _, _, tok, acq = string.match(r, '^(%d+) (%d+) (%d+) (%d+) ')
+  local pm = (string.match(r, '"pm":(%d+)') or acq) + 0
+  if now >= pm + pto / 1000000 then
+    return finish({0, 'stalled', tok,
+      string.format('no progress mark for %dms (progress timeout %dms)', now - pm, pto / 1000000), now})
+  end
+end
+if ARGV[4] == 't' then
+  local nr, n = string.gsub(r, '"pm":%d+', '"pm":' .. string.format('%d', now), 1)
+  if n == 0 then
+    if string.sub(r, -2) == '{}' then
+      nr = string.sub(r, 1, -2) .. '"pm":' .. string.format('%d', now) .. '}'
+    else
+      nr = string.sub(r, 1, -2) .. ',"pm":' .. string.format('%d', now) .. '}'
+    end
+  end
+  set('#' .. id, nr)
+  return finish({1, redis.call('ZSCORE', H, id) + 0})
 end
 -- The heartbeat is the expiry minus the record's ttl: rewrite the record
 -- only when the ttl changes.

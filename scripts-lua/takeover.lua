@@ -1,24 +1,41 @@
 -- takeover.lua: replace holder old by a new lease with its weight and a
 -- new, higher fencing token, in one step. The caller has decided that the
--- takeover is allowed (owner proven dead, or forced).
+-- takeover is allowed (owner proven dead, or forced). An old lease that
+-- ended by its expiry or a reclaim is taken over too, when its slot is
+-- free: the new lease gets ARGV[6]'s weight, and the takeover is recorded.
 -- KEYS: see lib.lua.
--- ARGV: 1 old id, 2 new id, 3 ttl ms, 4 declaration JSON, 5 event detail
--- Returns {1, token, expiry} (numbers as strings), or {0} when old is
--- not held.
+-- ARGV: 1 old id, 2 new id, 3 ttl ms, 4 declaration JSON, 5 event detail,
+--       6 weight when old has ended
+-- Returns {1, token, expiry} (numbers as strings), {0} when old is
+-- not held and did not end that way, or {2} when it did but there is no
+-- room for it now.
 local old, id, ttl, decl, detail = ARGV[1], ARGV[2], ARGV[3] + 0, ARGV[4], ARGV[5]
 load({'limit', 'used', 'qlen', 'minexp', 'token'}, old)
 settle()
 local r = record(old)
-if not r then
-  return finish({0})
-end
-local w, _, tok = string.match(r, REC_NUMS)
+local w, _, tok
 slow()
+if r then
+  w, _, tok = string.match(r, REC_NUMS)
+  w = w + 0
+else
+  local kind
+  kind, tok = ended(old)
+  if kind ~= 'expired' and kind ~= 'reclaimed' then
+    return finish({0})
+  end
+  w = ARGV[6] + 0
+  if get('qlen') > 0 or get('used') + w > get('limit') then
+    return finish({2})
+  end
+end
 -- The token grant() will give, for the event, which is written first: a
 -- failed write must leave nothing half done.
 local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
-drop_holder(old, w + 0)
+if r then
+  drop_holder(old, w)
+end
 add('takeovers', 1)
-local t2, exp = grant(id, w + 0, ttl, decl)
+local t2, exp = grant(id, w, ttl, decl)
 return finish({1, string.format('%d', t2), string.format('%d', exp)})

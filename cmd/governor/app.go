@@ -106,6 +106,9 @@ func (a *app) report(code int, err error) {
 		return
 	}
 	if !a.json {
+		if notAcquired && a.loaded != nil {
+			na.Store = a.loaded.StoreFlags() // the takeover hint acts on this store
+		}
 		runner.WriteReport(a.stderr, err)
 		return
 	}
@@ -181,7 +184,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
-		a.publishCmd())
+		a.publishCmd(), a.touchCmd())
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -238,6 +241,8 @@ func (a *app) load() (*config.Loaded, error) {
 
 // openOptions adjust the Governor an app opens.
 type openOptions struct {
+	// Project overrides the configured project ("": the configured one).
+	Project string
 	Session string
 	Command string
 	PID     int // declare this pid as the holder instead of governor's own
@@ -279,7 +284,11 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		b = fb
 	}
 	t := c.Timing()
-	g, err := governor.New(b, governor.Options{Project: c.Project, Session: runner.Session(o.Session, a.env), Command: o.Command,
+	project := c.Project
+	if o.Project != "" {
+		project = o.Project
+	}
+	g, err := governor.New(b, governor.Options{Project: project, Session: runner.Session(o.Session, a.env), Command: o.Command,
 		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
 	if err != nil {
 		_ = b.Close()

@@ -86,6 +86,7 @@ func (a *app) acquireCmd() *cobra.Command {
 		waitTimeout time.Duration
 		session     string
 		pid         int
+		progress    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
@@ -122,6 +123,11 @@ When busy: --if-busy fail (default) exits 73, skip exits 75, wait queues up to
 A resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock) is
 refused (125): only 'governor run' holds that slot.
 
+--progress-timeout D: the lease is lost once no progress mark came for D, even
+if its TTL is longer: 'governor renew' and 'governor touch RESOURCE@LEASE_ID'
+mark progress (the grant counts as the first); after D, renew and touch exit
+122, and the slot stays held until release or expiry.
+
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable, or
 RESOURCE bound to the with-heavy-lock slot.`,
@@ -156,7 +162,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			}
 			// The lease is detached at once: it lives by its TTL and
 			// 'governor renew', and never heartbeats.
-			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true}
+			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true, ProgressTimeout: progress}
 			if policy == runner.IfBusyWait {
 				o.Mode = governor.Wait
 				if waitTimeout > 0 {
@@ -192,6 +198,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
+	f.DurationVar(&progress, "progress-timeout", 0, "lose the lease when no progress mark ('governor renew', 'governor touch') comes for this long (default: none)")
 	return cmd
 }
 
@@ -236,13 +243,14 @@ func (a *app) renewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "renew [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Extend a lease taken with 'governor acquire'",
-		Long: `renew extends the lease to now + --ttl. A lease that has expired, was released or
-taken over is not re-acquired: renew exits 122 and the script must stop the work
-the lease protected. The handle must carry the lease's SECRET, as acquire printed
-it: the lease id alone is public (leases granted by a governor from before secrets
-are renewed by their id). Without an argument the handle is read from
-$GOVERNOR_LEASE, which keeps the secret out of ps (an argument is visible to
-every user while the command runs).
+		Long: `renew extends the lease to now + --ttl and marks progress (see 'governor acquire
+--progress-timeout'). A lease that has expired, was released or taken over, or
+got no progress mark within its --progress-timeout, is not re-acquired: renew
+exits 122 and the script must stop the work the lease protected. The handle must
+carry the lease's SECRET, as acquire printed it: the lease id alone is public
+(leases granted by a governor from before secrets are renewed by their id).
+Without an argument the handle is read from $GOVERNOR_LEASE, which keeps the
+secret out of ps (an argument is visible to every user while the command runs).
 
 Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
 secret included) or backend unreachable.`,
@@ -258,11 +266,14 @@ secret included) or backend unreachable.`,
 			}
 			defer g.Close()
 			exp, err := g.RenewHandle(cmd.Context(), h, ttl)
+			if err == nil {
+				err = g.TouchHandle(cmd.Context(), h) // a renewal is a sign of progress
+			}
 			if errors.Is(err, governor.ErrNotOwner) {
 				return notOwner(public(h), err)
 			}
 			if errors.Is(err, governor.ErrLeaseLost) {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (expired, released or taken over); stop the work it protected", public(h)))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (%s); stop the work it protected", public(h), lostWhy(err)))
 			}
 			if err != nil {
 				return exitWith(ExitFailure, err)
@@ -332,4 +343,97 @@ use --force); 122 the lease was not held; 125 bad input or backend unreachable.`
 	f.BoolVar(&force, "force", false, "free the lease even though the handle has no secret and its owner may be alive (a takeover: recorded, and the owner loses the lease at its next renewal)")
 	f.IntVar(&pid, "pid", 0, "with a handle without secret, declare this process (e.g. $$) as the taker in the takeover event (default: none)")
 	return cmd
+}
+
+// lostWhy says why a lease is lost, for renew and touch.
+func lostWhy(err error) string {
+	var ended *governor.LeaseLostError
+	if errors.As(err, &ended) {
+		return ended.Reason()
+	}
+	return "expired, released or taken over"
+}
+
+func (a *app) touchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "touch [RESOURCE@LEASE_ID.SECRET...]",
+		Short: "Mark progress on leases: those of the enclosing 'governor run', or those named",
+		Long: `touch marks progress on leases, for holders that are alive but may get stuck:
+a lease taken with --progress-timeout D ('governor run', 'governor acquire') is
+lost once no mark came for D (see 'governor run --help'). The mark is stored in
+the backend beside the lease ('governor slots' shows it), so any process may set
+it.
+
+Without arguments it marks every lease in GOVERNOR_HELD: the leases of the
+'governor run' (and its ancestors) that this command runs under, so a command
+calls plain 'governor touch' at each step of its work. It uses the same
+configuration as the run: the same exec-defaults.yaml and GOVERNOR_* environment
+(flags given to 'governor run' are not passed down). With arguments it marks the
+leases named, by their whole handles as 'governor acquire' printed them
+(RESOURCE@LEASE_ID.SECRET: the lease id alone is public), where 'governor renew'
+marks progress too.
+
+Exit codes: 0 marked; 122 a lease is lost (expired, released, taken over, or no
+mark came within its progress timeout): stop the work; the others named are
+still marked; 125 no lease given and none in GOVERNOR_HELD, a handle without its
+secret, bad input, or backend unreachable.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			type target struct {
+				project string
+				h       governor.Handle
+			}
+			var ts []target
+			for _, arg := range args {
+				h, err := parseHandle(arg)
+				if err != nil {
+					return err
+				}
+				ts = append(ts, target{"", h})
+			}
+			if len(args) == 0 {
+				held, err := runner.HeldFromEnv(a.env)
+				if err != nil {
+					return exitWith(ExitFailure, err)
+				}
+				if len(held) == 0 {
+					return exitWith(ExitFailure, fmt.Errorf("no lease to mark: give %s, or run touch under 'governor run' (%s is empty)", governor.HandleForm, runner.EnvHeld))
+				}
+				for _, h := range held {
+					ts = append(ts, target{h.Key.Project, h.Handle()})
+				}
+			}
+			opened := map[string]*governor.Governor{}
+			defer func() {
+				for _, g := range opened {
+					g.Close()
+				}
+			}()
+			var lost error
+			for _, t := range ts {
+				g := opened[t.project]
+				if g == nil {
+					var err error
+					if g, err = a.open(cmd.Context(), openOptions{Project: t.project}); err != nil {
+						return err
+					}
+					opened[t.project] = g
+				}
+				err := g.TouchHandle(cmd.Context(), t.h)
+				switch {
+				case errors.Is(err, governor.ErrNotOwner):
+					return notOwner(public(t.h), err)
+				case errors.Is(err, governor.ErrLeaseLost):
+					if lost == nil {
+						lost = fmt.Errorf("lease %s is lost (%s); stop the work it protected", public(t.h), lostWhy(err))
+					}
+				case err != nil:
+					return exitWith(ExitFailure, err)
+				}
+			}
+			if lost != nil {
+				return exitWith(ExitLeaseLost, lost)
+			}
+			return nil
+		},
+	}
 }

@@ -97,6 +97,19 @@ reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
 so a waiting run looks again every 250ms; governor waiters queue FIFO on the
 lease first, so only the first of them polls.
 
+A holder that is alive but stuck: with --progress-timeout D the command must mark
+progress at least every D, by running 'governor touch' (no argument: it marks
+every lease in its GOVERNOR_HELD, so it works from any depth of the command's
+tree, in the same configuration as this run: the same exec-defaults.yaml and
+GOVERNOR_* environment). The mark is stored in the backend beside the lease,
+and 'governor slots' shows it. Once no mark came for D, the backend refuses the
+lease's renewals; governor sees it at its next heartbeat (at most lease.heartbeat
+later), stops the tree as for any lost lease (exit 122, outcome lease_lost) and
+only then releases the slot: nobody else is granted it while the stuck command
+still runs (if governor itself is stuck too, the lease expires by its TTL, as
+always). The grant counts as the first mark. It applies to the leases this run
+acquires, not to those an ancestor holds (a nested run's resources).
+
 The command sees:
   GOVERNOR_HELD     leases held by this run and its ancestors,
                     PROJECT/RESOURCE=LEASE_ID.SECRET,... (',' and '%' in RESOURCE
@@ -130,7 +143,8 @@ Exit codes:
   CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
   73         not acquired: busy with --if-busy fail, or --wait-timeout passed
   75         skipped: busy with --if-busy skip
-  122        the lease was lost while running; the command was stopped
+  122        the lease was lost while running (taken over, expired, or no
+             progress mark for --progress-timeout); the command was stopped
   124        --timeout passed; the command tree was stopped
   125        governor's own failure: bad flags, bad config, backend unreachable
   126        the command cannot be executed
@@ -182,6 +196,7 @@ Exit codes:
 	f.StringVar(&o.IfBusy, "if-busy", "", "when a resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&o.WaitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
+	f.DurationVar(&o.ProgressTimeout, "progress-timeout", 0, "lose the lease (stop the tree, exit 122) when no progress mark ('governor touch') comes for this long (default: none)")
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")

@@ -29,8 +29,12 @@ func (a *app) slotsCmd() *cobra.Command {
 		Short: "Show each resource's limit, use, holders and waiters, without acquiring anything",
 		Long: `slots lists, for each resource (all resources with state or configuration when none
 are named): its limit, the weight in use, what is free, every holder (session,
-host and pid, weight, age, last heartbeat, time to expiry, fencing token, command
-with secrets redacted) and every waiter in queue order.
+host and pid, weight, age, last heartbeat, last progress mark, time to expiry,
+fencing token, command with secrets redacted) and every waiter in queue order.
+PROGRESS is the last progress mark ('governor touch', 'governor renew'; the
+grant when none came yet) and, after '/', the lease's --progress-timeout; "-" for
+a lease with neither. A heartbeat says governor is alive; a progress mark says
+the work is: see 'governor run --help', --progress-timeout.
 
 Exec runs: "run" is the project's run lock and "run:join" its join slots (see
 'governor run --help'); 'governor slots --project P' shows them, with the
@@ -130,6 +134,12 @@ type holderJSON struct {
 	HeartbeatSeconds float64   `json:"heartbeat_age_seconds"`
 	ExpiresInSeconds float64   `json:"expires_in_seconds"`
 	Command          string    `json:"command"`
+	// The last progress mark ('governor touch', 'governor renew'; the
+	// grant when none came yet) of a lease with a progress timeout, or
+	// of any lease marked; absent otherwise.
+	ProgressAt             *time.Time `json:"progress_at,omitempty"`
+	ProgressSeconds        *float64   `json:"progress_age_seconds,omitempty"`
+	ProgressTimeoutSeconds float64    `json:"progress_timeout_seconds,omitempty"`
 }
 
 type waiterJSON struct {
@@ -267,7 +277,12 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
 				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
-				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command})
+				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command,
+				ProgressTimeoutSeconds: h.ProgressTimeout.Seconds()})
+			if !h.Progress.IsZero() {
+				at, age := h.Progress.UTC(), secs(st.Now.Sub(h.Progress))
+				r.Holders[len(r.Holders)-1].ProgressAt, r.Holders[len(r.Holders)-1].ProgressSeconds = &at, &age
+			}
 		}
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
@@ -304,10 +319,10 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tEXPIRES IN\tTOKEN\tCOMMAND")
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND")
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
-					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)),
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
+					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
 					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
 			}
 			tw.Flush()
@@ -322,6 +337,20 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 			tw.Flush()
 		}
 	}
+}
+
+// progress is a holder's last progress mark for the PROGRESS column:
+// "40s ago", with "/5m00s" when it has a progress timeout; "-" when it
+// has neither a timeout nor a mark.
+func progress(now time.Time, h governor.Holder) string {
+	if h.Progress.IsZero() {
+		return "-"
+	}
+	s := governor.Ago(now.Sub(h.Progress)) + " ago"
+	if h.ProgressTimeout > 0 {
+		s += " /" + governor.Ago(h.ProgressTimeout)
+	}
+	return s
 }
 
 func short(id string) string {

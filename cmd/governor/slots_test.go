@@ -38,7 +38,8 @@ func fixedState() []governor.Status {
 		Holders: []governor.Holder{ // a governor run on another host: its command is not looked up
 			{LeaseID: "5e4f30211203f4e5d6c7b8a99a8b7c6d", Weight: 1, Token: 1793000000000003,
 				AcquiredAt: now.Add(-time.Minute), Heartbeat: now.Add(-time.Second), Expires: now.Add(29 * time.Second),
-				Declaration: governor.Declaration{Session: "box2:900", Host: "box2", HostID: "elsewhere", PID: 907, GovernorPID: 900, Command: "make heavy"}}},
+				Progress:    now.Add(-40 * time.Second),
+				Declaration: governor.Declaration{Session: "box2:900", Host: "box2", HostID: "elsewhere", PID: 907, GovernorPID: 900, Command: "make heavy", ProgressTimeout: 5 * time.Minute}}},
 	}, {
 		Key: governor.Key{Project: "prj-0001", Resource: "issue:2316"}, Limit: 1, Used: 1, Now: now,
 		Holders: []governor.Holder{ // governor acquire without --pid

@@ -21,7 +21,7 @@ func (a *app) takeoverCmd() *cobra.Command {
 		ttl              time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "takeover RESOURCE (--lease ID | --session ID)",
+		Use:   "takeover [RESOURCE] (--lease ID | --session ID)",
 		Short: "Take over an expired or dead-owner lease (or, with --force, any lease)",
 		Long: `takeover replaces a lease of RESOURCE — one by --lease ID, or every lease of a
 session by --session ID (a relay session picking up its predecessor's work) — by a
@@ -29,9 +29,29 @@ new lease with the same weight and a new, higher fencing token. The old holder's
 next renewal fails and its fenced writes ('governor seq next') are refused.
 
 It is allowed when the owner is proven dead on this host (its pid is gone or now
-names another process) or when the lease has expired (its slot is then simply
-free). An owner that may be alive — alive on this host, or on another host — is
-refused, naming it, unless --force. Every takeover is recorded ('governor events').
+names another process) or when the lease has expired or was reclaimed (its slot
+is then taken if it is free, weight 1). An owner that may be alive — alive on
+this host, or on another host — is refused, naming it, unless --force. Every
+takeover is recorded ('governor events'), an expired lease's too: the event names
+the session that took it. A lease that was released, was taken over already, or
+never existed is "nothing to take over" (exit 73), and no lease is handed out.
+
+A refusal of run or acquire prints this command for each holder, with the global
+flags that select the same store (--config, --project, --dir, --backend, or the
+Redis URL: its password redacted, or "$GOVERNOR_REDIS_URL" when it came from
+there), so that pasting it acts on the store that refused.
+
+Without RESOURCE, --session ID takes over every lease session ID holds on any
+resource of the project (a relay restart: the next session continues with all of
+its predecessor's locks), one resource after another in the lock order
+(lock_order, then name), each recorded. Every owner is checked first: if one may
+be alive (and no --force), nothing is taken (exit 73). Should a takeover fail
+after that (the backend, or another session took one over in between), it stops
+there: the leases already taken are printed and stay held (the old session has
+lost them, so nothing is given back), stderr names the resources taken, the one
+where it stopped and those not tried, and the exit code is that of the failure
+(73, or 125 for the backend). Leases of the session that already expired are no
+longer its own: take them over by --lease.
 
 The new lease outlives this command, like 'governor acquire' (see its --pid and
 --ttl): it prints RESOURCE@LEASE_ID.SECRET and the token for each lease taken.
@@ -41,58 +61,80 @@ For a resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock),
 DIR/slot.d that 'slots' shows as stuck (no readable pid) or whose pid is dead;
 one naming a live pid is refused (73): stop that process instead.
 
-Exit codes: 0 taken over; 73 refused (owner alive, nothing to take over, or the
-expired lease's slot was taken by someone else); 125 bad input or backend unreachable.`,
-		Args: cobra.ExactArgs(1),
+Exit codes: 0 taken over (with --session and no RESOURCE: all of them); 73 refused
+(owner alive; nothing to take over: released, taken over already or unknown; or
+the expired lease's slot was taken by someone else); 125 bad input or backend
+unreachable. A session takeover that stopped midway exits with the code of the
+failure (73 or 125), after printing the leases it took.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resource := args[0]
-			if leaseID == "" && session == "" && force {
-				if l, err := a.load(); err == nil && l.Config.MkdirLocks()[resource] != "" {
-					return clearMkdirSlot(cmd, resource, l.Config.MkdirLocks()[resource])
+			if len(args) == 1 && leaseID == "" && session == "" && force {
+				if l, err := a.load(); err == nil && l.Config.MkdirLocks()[args[0]] != "" {
+					return clearMkdirSlot(cmd, args[0], l.Config.MkdirLocks()[args[0]])
 				}
 			}
 			if (leaseID == "") == (session == "") {
 				return exitWith(ExitFailure, fmt.Errorf("give exactly one of --lease ID or --session ID"))
 			}
-			if limit == 0 {
+			resource := ""
+			if len(args) == 1 {
+				resource = args[0]
+			} else if leaseID != "" {
+				return exitWith(ExitFailure, fmt.Errorf("--lease needs the RESOURCE it is a lease of"))
+			}
+			if limit == 0 && resource != "" {
 				if l, err := a.load(); err == nil {
 					limit = l.Config.Limits()[resource]
 				}
 			}
-			g, err := a.open(cmd.Context(), openOptions{PID: holderPID(pid), Command: "governor takeover " + resource})
+			what := resource
+			if what == "" {
+				what = "--session " + session
+			}
+			g, err := a.open(cmd.Context(), openOptions{PID: holderPID(pid), Command: "governor takeover " + what})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			ls, err := g.Takeover(cmd.Context(), resource, max(limit, 1), governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl, NoHeartbeat: true})
-			var busy *governor.BusyError
-			switch {
-			case errors.As(err, &busy):
-				return refusal(busy, false)
-			case errors.Is(err, governor.ErrOwnerAlive), errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitBusy, err)
-			case err != nil:
-				return exitWith(ExitFailure, err)
+			o := governor.TakeoverOptions{LeaseID: leaseID, Session: session, Force: force, TTL: ttl, NoHeartbeat: true}
+			var ls []*governor.Lease
+			if resource == "" {
+				ls, err = g.TakeoverSession(cmd.Context(), session, o)
+			} else {
+				ls, err = g.Takeover(cmd.Context(), resource, max(limit, 1), o)
 			}
+			// Leases taken are printed even when a session takeover
+			// stopped midway: they are held now.
 			var out []map[string]any
 			for _, l := range ls {
 				l.Detach()
 				if a.json {
-					out = append(out, map[string]any{"lease": l.Handle().String(), "resource": resource,
+					out = append(out, map[string]any{"lease": l.Handle().String(), "resource": l.Resource(),
 						"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()})
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l.Handle(), l.Token())
 				}
 			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), out)
+			if a.json && (err == nil || len(ls) > 0) {
+				if werr := writeJSON(cmd.OutOrStdout(), out); werr != nil && err == nil {
+					return werr
+				}
 			}
-			return nil
+			var busy *governor.BusyError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &busy) && len(ls) == 0:
+				return refusal(busy, false)
+			case errors.As(err, &busy), errors.Is(err, governor.ErrOwnerAlive), errors.Is(err, governor.ErrNotHeld):
+				return exitWith(ExitBusy, err)
+			}
+			return exitWith(ExitFailure, err)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&leaseID, "lease", "", "the lease id to take over (as shown by 'governor slots')")
-	f.StringVar(&session, "session", "", "take over every lease of this session on RESOURCE")
+	f.StringVar(&session, "session", "", "take over every lease of this session on RESOURCE, or without RESOURCE on every resource of the project")
 	f.BoolVar(&force, "force", false, "take over even if the owner may be alive (it will lose the lease at its next renewal)")
 	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (for an expired lease's slot)")
 	f.DurationVar(&ttl, "ttl", 0, "time to live of the new lease (default: lease.ttl from the configuration)")

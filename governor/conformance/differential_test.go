@@ -257,7 +257,9 @@ func (r *diffRun) do(o diffOp) {
 	case "takeover":
 		req := r.request(diffOp{resource: o.resource, limit: 3, weight: 1}, o.newID, true)
 		res, err := r.b.Takeover(ctx, key, o.id, req)
-		if err == nil {
+		// An expired lease is taken over only while its slot is free:
+		// else Refused, and nothing granted.
+		if err == nil && res.Outcome == governor.Granted {
 			if old := r.tokens[o.resource+"/"+o.id]; res.Token <= old && r.broken == "" {
 				r.broken = fmt.Sprintf("takeover token %d not above the old lease's %d", res.Token, old)
 			}

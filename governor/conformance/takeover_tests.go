@@ -64,6 +64,78 @@ func (s *suite) backendTakeover(t *testing.T) {
 	}
 }
 
+// backendTakeoverEnded: a lease that expired (or was reclaimed) is
+// taken over when its slot is free, recorded as a takeover naming the
+// taking session; a released or unknown lease is ErrNotHeld and changes
+// nothing; an ended lease whose slot was taken is Refused.
+func (s *suite) backendTakeoverEnded(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "issue:77"}
+	rel := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, rel, governor.Granted)
+	if err := b.Release(ctxT(t), key, rel.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Takeover(ctxT(t), key, rel.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("takeover of a released lease: %v, want ErrNotHeld", err)
+	}
+	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 || st.Counters.Takeovers != 0 {
+		t.Fatalf("a refused takeover changed the state: %+v", st)
+	}
+	exp := req(key, 1, 1, governor.Fail)
+	exp.TTL = 300 * time.Millisecond
+	re := mustAcquire(t, b, exp, governor.Granted)
+	s.h.Advance(t, time.Second)
+	nu := req(key, 1, 1, governor.Fail)
+	nu.Declaration.Session = "relay-3"
+	got, err := b.Takeover(ctxT(t), key, exp.ID, nu)
+	if err != nil || got.Outcome != governor.Granted || got.Token <= re.Token {
+		t.Fatalf("takeover of an expired lease = %+v, %v; want granted above token %d", got, err, re.Token)
+	}
+	st := mustStatus(t, b, key)
+	if len(st.Holders) != 1 || st.Holders[0].LeaseID != nu.ID || st.Counters.Takeovers != 1 {
+		t.Fatalf("after the takeover of an expired lease: %+v", st)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		if e.LeaseID == exp.ID {
+			kinds = append(kinds, e.Kind)
+			if e.Kind == governor.EventTakeover && (!strings.Contains(e.Detail, "taken over by session relay-3") || !strings.Contains(e.Detail, nu.ID)) {
+				t.Fatalf("takeover event says %q; want session relay-3 and lease %s", e.Detail, nu.ID)
+			}
+		}
+	}
+	if strings.Join(kinds, ",") != governor.EventExpired+","+governor.EventTakeover {
+		t.Fatalf("events of the expired lease = %v (%+v); want expired, then takeover", kinds, evs)
+	}
+	// Taken over already: nothing more to take.
+	if _, err := b.Takeover(ctxT(t), key, exp.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("second takeover of the same expired lease: %v, want ErrNotHeld", err)
+	}
+	// Expired while another holds the slot: refused, nothing granted.
+	if err := b.Release(ctxT(t), key, nu.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	exp2 := req(key, 1, 1, governor.Fail)
+	exp2.TTL = 300 * time.Millisecond
+	mustAcquire(t, b, exp2, governor.Granted)
+	s.h.Advance(t, time.Second)
+	other := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, other, governor.Granted)
+	late := req(key, 1, 1, governor.Fail)
+	got, err = b.Takeover(ctxT(t), key, exp2.ID, late)
+	if err != nil || got.Outcome != governor.Refused || len(got.Status.Holders) != 1 || got.Status.Holders[0].LeaseID != other.ID {
+		t.Fatalf("takeover of an expired lease whose slot is taken = %+v, %v; want Refused naming %s", got, err, other.ID)
+	}
+	if st := mustStatus(t, b, key); len(st.Holders) != 1 || st.Counters.Takeovers != 1 {
+		t.Fatalf("a refused takeover changed the state: %+v", st)
+	}
+}
+
 // events: expiry and reclaim are recorded, with since filtering.
 func (s *suite) events(t *testing.T) {
 	b := s.h.Open(t)
@@ -219,9 +291,116 @@ func (s *suite) governorTakeover(t *testing.T) {
 	if err != nil || len(ls) != 1 || ls[0].Token() <= re.Token {
 		t.Fatalf("takeover of an expired lease = %v, %v", ls, err)
 	}
+	evs, err := g.Events(ctxT(t), "merge", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, e := range evs {
+		recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == exp.ID && strings.Contains(e.Detail, "taken over by session relay-2"))
+	}
+	if !recorded {
+		t.Fatalf("the takeover of expired lease %s is not recorded naming session relay-2: %+v", exp.ID, evs)
+	}
 	_ = ls[0].Release()
+	// Released (ls[0]) or never existed: nothing to take over.
+	for _, id := range []string{ls[0].ID(), "0123456789abcdef"} {
+		if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: id}); !errors.Is(err, governor.ErrNotHeld) || !strings.Contains(err.Error(), "nothing to take over") {
+			t.Fatalf("takeover of lease %s, released or unknown: %v, want ErrNotHeld, nothing to take over", id, err)
+		}
+	}
+	if st, err := g.Status(ctxT(t), "merge"); err != nil || len(st.Holders) != 0 {
+		t.Fatalf("a refused takeover left holders: %+v, %v", st, err)
+	}
 
 	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{Session: "nobody"}); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of a session holding nothing: %v, want ErrNotHeld", err)
 	}
+}
+
+// governorTakeoverSession: a relay takes over every lease of its
+// predecessor's session across the project's resources, in lock order,
+// each recorded; an owner that may be alive refuses the whole takeover
+// before anything is taken; other sessions' leases are untouched.
+func (s *suite) governorTakeoverSession(t *testing.T) {
+	p := project()
+	raw := s.h.Open(t)
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2", LockOrder: []string{"plan", "issue"}})
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadDecl := governor.Declaration{Session: "relay-1", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
+	old := map[string]string{}
+	for _, r := range []string{"zeta", "issue:1", "plan:9"} {
+		q := req(governor.Key{Project: p, Resource: r}, 2, 1, governor.Fail)
+		q.Declaration = deadDecl
+		mustAcquire(t, raw, q, governor.Granted)
+		old[r] = q.ID
+	}
+	other := req(governor.Key{Project: p, Resource: "issue:1"}, 2, 1, governor.Fail)
+	other.Declaration = governor.Declaration{Session: "bystander", HostID: "elsewhere", Host: "other-box", PID: 1}
+	mustAcquire(t, raw, other, governor.Granted)
+	// One lease of relay-1 whose owner may be alive: nothing is taken.
+	farKey := governor.Key{Project: p, Resource: "alpha"}
+	far := req(farKey, 1, 1, governor.Fail)
+	far.Declaration = governor.Declaration{Session: "relay-1", HostID: "elsewhere", Host: "other-box", PID: 1}
+	mustAcquire(t, raw, far, governor.Granted)
+	if ls, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{}); !errors.Is(err, governor.ErrOwnerAlive) || len(ls) != 0 {
+		t.Fatalf("session takeover with an owner that may be alive = %v, %v; want ErrOwnerAlive and nothing", ls, err)
+	}
+	for r, id := range old {
+		if st := mustStatus(t, raw, governor.Key{Project: p, Resource: r}); st.Counters.Takeovers != 0 || !slicesHasLease(st.Holders, id) {
+			t.Fatalf("a refused session takeover changed %s: %+v", r, st)
+		}
+	}
+	if err := raw.Release(ctxT(t), farKey, far.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{})
+	if err != nil {
+		t.Fatalf("session takeover: %v", err)
+	}
+	var order []string
+	for _, l := range ls {
+		order = append(order, l.Resource())
+		st := mustStatus(t, raw, l.Key())
+		for _, h := range st.Holders {
+			if h.Session == "relay-1" || (h.LeaseID == l.ID() && h.Session != "relay-2") {
+				t.Fatalf("after the session takeover, %s: %+v", l.Resource(), st.Holders)
+			}
+		}
+		evs, err := raw.Events(ctxT(t), l.Key(), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := false
+		for _, e := range evs {
+			recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == old[l.Resource()] && strings.Contains(e.Detail, "session relay-2"))
+		}
+		if !recorded {
+			t.Fatalf("%s: takeover of %s not recorded: %+v", l.Resource(), old[l.Resource()], evs)
+		}
+	}
+	if strings.Join(order, ",") != "plan:9,issue:1,zeta" {
+		t.Fatalf("session takeover order = %v; want lock order plan:9, issue:1, zeta", order)
+	}
+	if st := mustStatus(t, raw, other.Key); !slicesHasLease(st.Holders, other.ID) {
+		t.Fatalf("another session's lease was taken: %+v", st.Holders)
+	}
+	if _, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{}); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("second session takeover: %v, want ErrNotHeld", err)
+	}
+	for _, l := range ls {
+		_ = l.Release()
+	}
+}
+
+func slicesHasLease(hs []governor.Holder, id string) bool {
+	for _, h := range hs {
+		if h.LeaseID == id {
+			return true
+		}
+	}
+	return false
 }

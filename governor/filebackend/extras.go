@@ -31,17 +31,26 @@ func (t *tx) event(kind, id string, token int64, detail string) {
 // a *governor.LeaseLostError naming the last event that ended it, or
 // governor.ErrLeaseLost when none is recorded.
 func (st *state) lost(key governor.Key, id string) error {
+	if e := st.ended(id); e != nil {
+		return &governor.LeaseLostError{Resource: key.Resource, LeaseID: id, End: e.public()}
+	}
+	return governor.ErrLeaseLost
+}
+
+// ended is the last recorded event that ended lease id (a takeover, a
+// reclaim, its expiry), or nil.
+func (st *state) ended(id string) *event {
 	for i := len(st.Events) - 1; i >= 0; i-- {
-		e := st.Events[i]
+		e := &st.Events[i]
 		if e.Lease != id {
 			continue
 		}
 		switch e.Kind {
 		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired:
-			return &governor.LeaseLostError{Resource: key.Resource, LeaseID: id, End: e.public()}
+			return e
 		}
 	}
-	return governor.ErrLeaseLost
+	return nil
 }
 
 func (e event) public() governor.Event {
@@ -62,15 +71,28 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	}
 	defer t.end()
 	t.settle()
-	i := holderIndex(t.st, old)
-	if i < 0 {
-		if err := t.commit(); err != nil {
-			return governor.Result{}, err
+	var was holder
+	if i := holderIndex(t.st, old); i >= 0 {
+		was = t.st.Holders[i]
+		t.dropHolder(i)
+	} else {
+		// Ended by its expiry or a reclaim: its slot is taken if it is
+		// free, and the takeover recorded all the same.
+		ev := t.st.ended(old)
+		if ev == nil || (ev.Kind != governor.EventExpired && ev.Kind != governor.EventReclaimed) {
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{}, governor.ErrNotHeld
 		}
-		return governor.Result{}, governor.ErrNotHeld
+		if !t.fits(req.Weight) {
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)}, nil
+		}
+		was = holder{Weight: req.Weight, Token: ev.Token}
 	}
-	was := t.st.Holders[i]
-	t.dropHolder(i)
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
 	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))

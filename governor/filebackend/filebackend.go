@@ -604,6 +604,23 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, func(h *holder, now int64) {
+		if ttl == 0 {
+			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
+		}
+		h.Expires = now + int64(ttl)
+		h.Heartbeat = now
+	})
+}
+
+// Touch implements governor.Backend.
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, func(h *holder, now int64) { h.Progress = now })
+}
+
+// renew applies change (given the boot clock's now) to held lease id
+// that secret proves and that is not stalled, and returns its expiry.
+func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, change func(h *holder, now int64)) (time.Time, error) {
 	if b.isClosed() {
 		return time.Time{}, governor.ErrClosed
 	}
@@ -621,18 +638,20 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string
 	defer t.end()
 	t.settle()
 	h := t.st.holder(id)
+	var fail error
 	if h == nil {
 		b.forget(key, id)
+		fail = t.st.lost(key, id)
+	} else {
+		fail = h.stalled(key, t.now)
+	}
+	if fail != nil {
 		if err := t.commit(); err != nil {
 			return time.Time{}, err
 		}
-		return time.Time{}, t.st.lost(key, id)
+		return time.Time{}, fail
 	}
-	if ttl == 0 {
-		ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
-	}
-	h.Expires = t.now.boot + int64(ttl)
-	h.Heartbeat = t.now.boot
+	change(h, t.now.boot)
 	exp := t.now.at(h.Expires)
 	t.dirty = true
 	if err := t.commit(); err != nil {

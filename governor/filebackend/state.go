@@ -87,6 +87,29 @@ type holder struct {
 	// wake-up pipe tells whether it lives.
 	Handed bool                 `json:"handed,omitempty"`
 	Decl   governor.Declaration `json:"decl"`
+	// Progress: the last progress mark (boot clock), 0 when none came.
+	Progress int64 `json:"progress,omitempty"`
+}
+
+// lastProgress is h's last progress mark, the grant counting as the
+// first, or 0 when h has no progress timeout and no mark.
+func (h *holder) lastProgress() int64 {
+	if h.Progress == 0 && h.Decl.ProgressTimeout > 0 {
+		return h.Acquired
+	}
+	return h.Progress
+}
+
+// stalled is the error of a renewal or mark of h once no progress mark
+// came for its progress timeout (see governor.Declaration), else nil.
+func (h *holder) stalled(key governor.Key, now clockNow) error {
+	pto := h.Decl.ProgressTimeout
+	if pto <= 0 || now.boot < h.lastProgress()+int64(pto) {
+		return nil
+	}
+	return &governor.LeaseLostError{Resource: key.Resource, LeaseID: h.ID, End: governor.Event{At: now.wall, Kind: governor.EventStalled,
+		LeaseID: h.ID, Token: h.Token, Detail: fmt.Sprintf("no progress mark for %v (progress timeout %v)",
+			time.Duration(now.boot-h.lastProgress()).Round(time.Millisecond), pto)}}
 }
 
 type waiter struct {
@@ -245,6 +268,9 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 		s.Holders = append(s.Holders, governor.Holder{LeaseID: h.ID, Weight: h.Weight, Token: h.Token,
 			AcquiredAt: now.at(h.Acquired), Heartbeat: now.at(h.Heartbeat), Expires: now.at(h.Expires),
 			Declaration: h.Decl})
+		if p := h.lastProgress(); p != 0 {
+			s.Holders[len(s.Holders)-1].Progress = now.at(p)
+		}
 	}
 	for _, w := range st.Waiters {
 		if w.Expires > now.boot {

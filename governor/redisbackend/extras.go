@@ -33,16 +33,25 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 		return governor.Result{}, err
 	}
 	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl,
-		governor.TakeoverDetail(req)).Slice()
+		governor.TakeoverDetail(req), req.Weight).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)
 	}
 	r := &reader{op: "takeover", key: key}
-	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
-		if r.err != nil {
-			return governor.Result{}, r.err
-		}
+	if !r.length(v, 1, true) {
+		return governor.Result{}, r.err
+	}
+	switch code := r.int(v[0], "the code"); {
+	case r.err != nil:
+		return governor.Result{}, r.err
+	case code == 0:
 		return governor.Result{}, governor.ErrNotHeld
+	case code == 2: // ended, but no room for it now
+		st, err := b.Status(ctx, key)
+		if err != nil {
+			return governor.Result{}, err
+		}
+		return governor.Result{Outcome: governor.Refused, Status: st}, nil
 	}
 	if !r.length(v, 3, false) {
 		return governor.Result{}, r.err

@@ -267,10 +267,19 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 
 // Renew implements governor.Backend.
 func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, ttl, "")
+}
+
+// Touch implements governor.Backend: renew.lua marking progress.
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, 0, "t")
+}
+
+func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration, mode string) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
-	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds(), secret).Slice()
+	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds(), secret, mode).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}

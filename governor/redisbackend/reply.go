@@ -118,6 +118,14 @@ func (r *reader) holders(v []any) []governor.Holder {
 		h.Heartbeat = h.Expires.Add(-time.Duration(r.int(f[1], what+"ttl")) * time.Millisecond)
 		h.Token = r.int(f[2], what+"token")
 		h.AcquiredAt = time.UnixMilli(r.int(f[3], what+"acquisition time"))
+		var mark struct {
+			PM int64 `json:"pm"`
+		}
+		if json.Unmarshal([]byte(f[4]), &mark) == nil && mark.PM > 0 {
+			h.Progress = time.UnixMilli(mark.PM)
+		} else if h.ProgressTimeout > 0 {
+			h.Progress = h.AcquiredAt
+		}
 		hs = append(hs, h)
 	}
 	return hs

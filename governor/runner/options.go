@@ -122,6 +122,10 @@ type Options struct {
 	// default, 5s).
 	Timeout   time.Duration
 	KillGrace time.Duration
+	// ProgressTimeout makes every lease this run acquires lost (the tree
+	// stopped, ExitLeaseLost) once no progress mark ('governor touch')
+	// came for this long; see governor.AcquireOptions.ProgressTimeout.
+	ProgressTimeout time.Duration
 
 	// Record is a JSONL file to append this run's grant and end Records
 	// to ("" none): a regular file or a path where one can be created.

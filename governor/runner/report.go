@@ -24,6 +24,30 @@ type NotAcquiredError struct {
 	// Skipped is true for --if-busy skip: the expected outcome of a cron
 	// job, told in one line.
 	Skipped bool
+	// Store are the global flags that select the store the refusal came
+	// from, added to the 'governor takeover' hint so that pasting it acts
+	// on the same store (the CLI sets them from its configuration).
+	Store []StoreFlag
+}
+
+// StoreFlag is one global flag of the takeover hint: --Name Value, or,
+// when Env is set, --Name "$Env" (the value came from that environment
+// variable, and may hold a secret).
+type StoreFlag struct {
+	Name, Value, Env string
+}
+
+// storeArgs is flags as shell words.
+func storeArgs(flags []StoreFlag) string {
+	var b strings.Builder
+	for _, f := range flags {
+		if f.Env != "" {
+			fmt.Fprintf(&b, " --%s \"$%s\"", f.Name, f.Env)
+		} else {
+			fmt.Fprintf(&b, " --%s %s", f.Name, shellQuote(f.Value))
+		}
+	}
+	return b.String()
 }
 
 func (e *NotAcquiredError) Error() string { return e.Msg }
@@ -67,7 +91,7 @@ func WriteReport(w io.Writer, err error) {
 	fmt.Fprintf(w, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
 	var na *NotAcquiredError
 	if errors.As(err, &na) && !na.Skipped && na.Busy != nil {
-		writeHolders(w, na.Busy.Resource, na.Busy.Status)
+		writeHolders(w, na.Busy.Resource, na.Busy.Status, na.Store)
 	}
 }
 
@@ -78,8 +102,8 @@ func WriteRefusal(w io.Writer, resource string, st governor.Status) {
 }
 
 // writeHolders lists each holder of resource and the command that takes
-// its lease over.
-func writeHolders(w io.Writer, resource string, st governor.Status) {
+// its lease over, on the store that store selects.
+func writeHolders(w io.Writer, resource string, st governor.Status, store []StoreFlag) {
 	for _, h := range st.Holders {
 		fmt.Fprintf(w, "  held by %s\n", h.Describe(st.Now))
 		if h.Command != "" {
@@ -90,6 +114,7 @@ func writeHolders(w io.Writer, resource string, st governor.Status) {
 	if p := st.Key.Project; p != "" && p != governor.DefaultName {
 		flag = " --project " + shellQuote(p)
 	}
+	flag += storeArgs(store)
 	for _, h := range st.Holders {
 		fmt.Fprintf(w, "  if that holder is gone, take it over: governor takeover %s --lease %s%s\n", shellQuote(resource), safetext.Escape(shellQuote(h.LeaseID)), flag)
 	}

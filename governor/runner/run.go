@@ -234,7 +234,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
-			Limit: it.limit, Weight: it.weight, Mode: mode,
+			Limit: it.limit, Weight: it.weight, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if sl != nil {
