@@ -192,7 +192,9 @@ func (s *suite) governorTakeover(t *testing.T) {
 	key := governor.Key{Project: p, Resource: "merge"}
 	dead := req(key, 1, 1, governor.Fail)
 	dead.Declaration = governor.Declaration{Session: "crashed", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
-	rd := mustAcquire(t, raw, dead, governor.Granted)
+	crashed := s.h.Open(t) // closed at once, as by its process's death
+	rd := mustAcquire(t, crashed, dead, governor.Granted)
+	_ = crashed.Close()
 	ls, err = g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: dead.ID})
 	if err != nil || len(ls) != 1 || ls[0].Token() <= rd.Token {
 		t.Fatalf("takeover of a dead owner = %v, %v", ls, err)
