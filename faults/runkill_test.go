@@ -313,4 +313,3 @@ func TestGovernorAndWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 		t.Logf("first run's stderr:\n%s", errb)
 	})
 }
-
