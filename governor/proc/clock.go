@@ -16,10 +16,3 @@ func MachineClock() time.Duration {
 	_ = unix.ClockGettime(MachineClockID, &ts) // a clock id every supported kernel has
 	return time.Duration(ts.Nano())
 }
-
-// MachineDeadline converts d, a deadline on this process's monotonic
-// clock (a time.Time with a monotonic reading), to a reading of
-// MachineClock, for another process of this machine.
-func MachineDeadline(d time.Time) time.Duration {
-	return MachineClock() + time.Until(d)
-}

@@ -63,7 +63,10 @@ const (
 )
 
 func (p stopPlan) message() string {
-	return fmt.Sprintf("%s %d %d\n", msgDeadline, proc.MachineDeadline(p.term), proc.MachineDeadline(p.kill))
+	// One reading of each clock, taken together: the two instants keep
+	// their distance exactly.
+	mono, now := proc.MachineClock(), time.Now()
+	return fmt.Sprintf("%s %d %d\n", msgDeadline, mono+p.term.Sub(now), mono+p.kill.Sub(now))
 }
 
 // machinePlan is a stop plan as the watchdog receives it: readings of
