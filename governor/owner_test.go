@@ -52,7 +52,7 @@ func TestOwnerVerdict(t *testing.T) {
 		{"governor alive", func(d *governor.Declaration) { d.GovernorPID, d.GovernorStart = self.PID, self.StartTime }, proc.Alive},
 		{"governor dead", func(d *governor.Declaration) { d.GovernorPID, d.GovernorStart = deadPID, 1 }, proc.Dead},
 		{"governor without start (older record): shown only", func(d *governor.Declaration) { d.GovernorPID = self.PID }, proc.Dead},
-		{"governor pid reused", func(d *governor.Declaration) { d.GovernorPID, d.GovernorStart = self.PID, self.StartTime + 1 }, proc.Dead},
+		{"governor pid reused", func(d *governor.Declaration) { d.GovernorPID, d.GovernorStart = self.PID, self.StartTime+1 }, proc.Dead},
 		{"cgroup populated", func(d *governor.Declaration) { d.Cgroup = populated }, proc.Alive},
 		{"cgroup empty", func(d *governor.Declaration) { d.Cgroup = empty }, proc.Dead},
 		{"cgroup removed", func(d *governor.Declaration) { d.Cgroup = filepath.Join(cgroups, "gone") }, proc.Dead},
