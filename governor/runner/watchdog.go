@@ -93,9 +93,11 @@ const sweepBudget = 30 * time.Second
 //
 // After each renewal of the run's leases Run writes their stop plan,
 // "deadline TERM KILL", as readings of proc.MachineClock. If no newer
-// plan comes by TERM and governor is stopped (SIGSTOP, a job stop: it
-// cannot stop the tree itself), Watchdog sends TERM and CONT to every
-// process whose initial environment lists id in GOVERNOR_RUN_IDS; by
+// plan comes by TERM and governor is stopped (SIGSTOP: it cannot stop
+// the tree itself) while its command works on, Watchdog sends TERM and
+// CONT to every process whose initial environment lists id in
+// GOVERNOR_RUN_IDS (a tree stopped with governor, Ctrl-Z, is left
+// alone until KILL); by
 // KILL (the leases' local deadline, before the backend could grant the
 // slots elsewhere) it kills the run's cgroup, if any, and SIGKILLs those
 // processes — whether governor is stopped or not — then waits for the
@@ -162,8 +164,9 @@ wait:
 			if !termed && proc.MachineClock() < plan.kill {
 				termed = true
 				if governorStopped() {
-					n := signalMarked(id, syscall.SIGTERM, syscall.SIGCONT)
-					fmt.Fprintf(stderr, "governor: watchdog of run %s: governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline\n", id, os.Getppid(), n)
+					if n := termWorking(id); n > 0 {
+						fmt.Fprintf(stderr, "governor: watchdog of run %s: governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline\n", id, os.Getppid(), n)
+					}
 				}
 				arm()
 				continue
@@ -215,19 +218,28 @@ func governorStopped() bool {
 	return err == nil && s.Stopped() && !s.Zombie()
 }
 
-// signalMarked sends sigs, in order, to every process marked with id,
-// each under its identity, and returns how many it reached.
-func signalMarked(id string, sigs ...syscall.Signal) int {
+// termWorking sends TERM and CONT to every process marked with id, each
+// under its identity, unless every one of them is stopped (a job stop,
+// Ctrl-Z, stops governor and its command together: a stopped tree does
+// no work, and is left to the KILL at the deadline, which a job stopped
+// only briefly never meets). It returns how many it signalled.
+func termWorking(id string) int {
 	marked, err := proc.Marked(EnvRunIDs, id)
 	if err != nil {
 		return 0
 	}
+	working := false
+	for _, p := range marked {
+		working = working || !p.Stopped()
+	}
+	if !working {
+		return 0
+	}
 	n := 0
 	for _, p := range marked {
-		for i, sig := range sigs {
-			if proc.Kill(p.PID, p.Start, sig) == nil && i == 0 {
-				n++
-			}
+		if proc.Kill(p.PID, p.Start, syscall.SIGTERM) == nil {
+			n++
+			_ = proc.Kill(p.PID, p.Start, syscall.SIGCONT)
 		}
 	}
 	return n
