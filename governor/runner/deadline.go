@@ -22,10 +22,10 @@ type stopPlan struct {
 
 // planStop is the stop plan of the leases' earliest deadline, taken just
 // after a renewal: the grace between TERM and KILL is the kill grace,
-// bounded to a third of the time left, so that TERM comes well after the
-// next renewal is due (a heartbeat is at most TTL/3 and the deadline
-// TTL − TTL/5 or more after a renewal's send time). ok is false when the
-// run holds no lease of its own.
+// bounded to a quarter of the time left, so that TERM comes well after
+// the next renewal is due (a lease renews after at most half the time
+// left) and a slow renewal still has a quarter of it to succeed. ok is
+// false when the run holds no lease of its own.
 func planStop(deadlines map[string]time.Time, killGrace time.Duration) (stopPlan, bool) {
 	var p stopPlan
 	for res, x := range deadlines {
@@ -36,7 +36,7 @@ func planStop(deadlines map[string]time.Time, killGrace time.Duration) (stopPlan
 	if p.kill.IsZero() {
 		return stopPlan{}, false
 	}
-	p.term = p.kill.Add(-min(killGrace, max(time.Until(p.kill), 0)/3))
+	p.term = p.kill.Add(-min(killGrace, max(time.Until(p.kill), 0)/4))
 	return p, true
 }
 

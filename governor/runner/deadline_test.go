@@ -15,10 +15,10 @@ func TestPlanStop(t *testing.T) {
 	if !ok || p.resource != "b" || !p.kill.Equal(now.Add(12*time.Second)) {
 		t.Fatalf("plan %+v: want the earliest deadline, b's", p)
 	}
-	// The grace is a third of the time left when that is shorter than
+	// The grace is a quarter of the time left when that is shorter than
 	// the kill grace: TERM comes well after the next renewal is due.
-	if g := p.kill.Sub(p.term); g > 4*time.Second || g < 3900*time.Millisecond {
-		t.Fatalf("grace %v, want about 12s/3", g)
+	if g := p.kill.Sub(p.term); g > 3*time.Second || g < 2900*time.Millisecond {
+		t.Fatalf("grace %v, want about 12s/4", g)
 	}
 	p, _ = planStop(map[string]time.Time{"a": now.Add(24 * time.Second)}, 5*time.Second)
 	if g := p.kill.Sub(p.term); g != 5*time.Second {
@@ -31,7 +31,7 @@ func TestPlanStop(t *testing.T) {
 }
 
 func TestWatchdogLines(t *testing.T) {
-	p, ok := planStop(map[string]time.Time{"a": time.Now().Add(6 * time.Second)}, time.Second)
+	p, ok := planStop(map[string]time.Time{"a": time.Now().Add(8 * time.Second)}, time.Second)
 	if !ok {
 		t.Fatal("no plan")
 	}
