@@ -310,6 +310,6 @@ func TestGovernorAndWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 		t.Logf("the first run's work ended %v after the kill; the second's began %v after it",
 			time.Duration(lastFirst-killed), time.Duration(firstSecond-killed))
 		checkSpans(t, spans, 1)
-		t.Logf("first run's stderr:\n%s", errb)
+		_ = errb // still written to by the surviving worker's copier: not read here
 	})
 }

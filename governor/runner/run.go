@@ -523,7 +523,7 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			if planned && w.exit.Signal != 0 && time.Now().After(plan.term) {
 				// Killed while governor could not act (it was stopped past
 				// the plan's TERM instant): the watchdog's doing.
-				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("governor was stopped past the deadline of its lease on %s; its watchdog stopped the command tree (%s) by that deadline, before another holder could be granted the slot",
+				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog stopped the command tree (%s) by that deadline, before another holder could be granted the slot",
 					plan.resource, w.exit.Signal)
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
