@@ -30,6 +30,8 @@ func helperMain(mode string) int {
 		return helperFenceWriter()
 	case "churn":
 		return helperChurn()
+	case "progress":
+		return helperProgress()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2

@@ -44,6 +44,18 @@ type Declaration struct {
 	// lost and stops the work, and its slot is freed only by its release
 	// or its expiry, never earlier. 0: no progress is asked for.
 	ProgressTimeout time.Duration `json:"pto,omitempty"`
+	// GovernorStart is GovernorPID's start time (as StartTime): with
+	// it, GovernorPID alive also proves the owner alive (see
+	// OwnerVerdict). 0 in records written before it existed.
+	GovernorStart uint64 `json:"gstart,omitempty"`
+	// Cgroup is the directory of the cgroup v2 group of the holder's
+	// command tree (`governor run`), and RunID the id its processes
+	// carry in EnvRunIDs: on this host, a populated group or a process
+	// carrying the id proves the owner alive although every declared
+	// pid is dead (the tree outlived governor and its watchdog). Empty
+	// in records written before they existed.
+	Cgroup string `json:"cgroup,omitempty"`
+	RunID  string `json:"run,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -60,6 +61,11 @@ type Options struct {
 	// process that holds the lease for PID (governor run sets its own pid
 	// and its watchdog's as PID). Shown only.
 	GovernorPID int
+	// Cgroup and RunID, with PID, are declared as Declaration.Cgroup
+	// and Declaration.RunID: what proves a `governor run` command tree
+	// alive once governor and its watchdog are gone.
+	Cgroup string
+	RunID  string
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -137,7 +143,19 @@ func New(b Backend, opts Options) (*Governor, error) {
 		g.decl.PID, g.decl.StartTime = opts.PID, start
 		if opts.GovernorPID != opts.PID {
 			g.decl.GovernorPID = opts.GovernorPID
+			if opts.GovernorPID == g.self.PID {
+				g.decl.GovernorStart = g.self.StartTime
+			} else if opts.GovernorPID > 0 {
+				g.decl.GovernorStart, _ = proc.StartTime(opts.GovernorPID) // 0: shown only, as before
+			}
 		}
+		if err := validRunID(opts.RunID); err != nil {
+			return nil, err
+		}
+		if opts.Cgroup != "" && !filepath.IsAbs(opts.Cgroup) {
+			return nil, invalid("cgroup %q; allowed: an absolute directory", opts.Cgroup)
+		}
+		g.decl.Cgroup, g.decl.RunID = opts.Cgroup, opts.RunID
 	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
@@ -364,10 +382,7 @@ func (g *Governor) cancel(req Request) {
 func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 	removed := false
 	for _, h := range st.Holders {
-		if h.HostID == "" || h.HostID != g.self.HostID {
-			continue
-		}
-		if proc.Check(h.PID, h.StartTime) != proc.Dead {
+		if g.ownerVerdict(ctx, key, h) != proc.Dead {
 			continue
 		}
 		if ok, err := g.b.Reclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {

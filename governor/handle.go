@@ -202,7 +202,7 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 		return fmt.Errorf("%w: lease %s of %s", ErrNotHeld, h.ID, key)
 	}
 	if !force {
-		if reason := g.alive(*target); reason != "" {
+		if reason := g.alive(ctx, key, *target); reason != "" {
 			return &OwnerAliveError{Resource: h.Resource, Holder: *target, Now: st.Now, Reason: reason}
 		}
 	}

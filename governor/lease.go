@@ -42,6 +42,7 @@ type Lease struct {
 	done    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
+	renewed chan struct{} // capacity 1: a value after each successful renewal
 }
 
 // newLease makes a grant a Lease, heartbeating (a lease without a
@@ -51,7 +52,7 @@ type Lease struct {
 func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
-		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
 	g.mu.Lock()
 	closed := g.closed
 	if !closed {
@@ -100,6 +101,21 @@ func (l *Lease) Expires() time.Time {
 	defer l.mu.Unlock()
 	return l.expires
 }
+
+// Deadline is the lease's local deadline, on this process's monotonic
+// clock: the send time of the last successful grant or renewal plus the
+// TTL minus the safety margin. The lease is lost when it passes; the
+// backend cannot grant the slot elsewhere before it.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Renewed returns a channel that receives a value after a successful
+// renewal has moved Deadline (renewals made while nobody received are
+// folded into one value).
+func (l *Lease) Renewed() <-chan struct{} { return l.renewed }
 
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.done }
@@ -191,6 +207,10 @@ func (l *Lease) heartbeat() {
 			l.expires = r.exp
 			l.deadline = sent.Add(l.timing.TTL - l.timing.SafetyMargin)
 			l.mu.Unlock()
+			select {
+			case l.renewed <- struct{}{}:
+			default:
+			}
 			renew.Reset(l.nextRenewal())
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
 			// The backend may say what ended it (a takeover names who).

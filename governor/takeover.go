@@ -89,7 +89,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 	}
 	if !o.Force && !ended {
 		for _, h := range targets {
-			if reason := g.alive(h); reason != "" {
+			if reason := g.alive(ctx, key, h); reason != "" {
 				return nil, &OwnerAliveError{Resource: resource, Holder: h, Now: st.Now, Reason: reason}
 			}
 		}
@@ -180,7 +180,7 @@ func (g *Governor) TakeoverSession(ctx context.Context, session string, o Takeov
 				continue
 			}
 			if !o.Force {
-				if reason := g.alive(h); reason != "" {
+				if reason := g.alive(ctx, Key{g.project, name}, h); reason != "" {
 					return nil, &OwnerAliveError{Resource: name, Holder: h, Now: st.Now, Reason: reason}
 				}
 			}
@@ -224,11 +224,11 @@ func TakeoverDetail(req Request) string {
 
 // alive says why h must be presumed alive, or "" when its owner is
 // proven dead.
-func (g *Governor) alive(h Holder) string {
+func (g *Governor) alive(ctx context.Context, key Key, h Holder) string {
 	if h.HostID == "" || h.HostID != g.self.HostID {
 		return fmt.Sprintf("its owner runs on host %s, where this host cannot prove it dead", orUnknown(h.Host))
 	}
-	switch proc.Check(h.PID, h.StartTime) {
+	switch g.ownerVerdict(ctx, key, h) {
 	case proc.Dead:
 		return ""
 	case proc.Alive:

@@ -249,6 +249,9 @@ type openOptions struct {
 	// GovernorPID is declared beside PID as the process holding the
 	// lease for it (run: governor itself, PID its watchdog).
 	GovernorPID int
+	// Cgroup and RunID are declared with PID: what proves the run's
+	// command tree alive once governor and its watchdog are gone.
+	Cgroup, RunID string
 }
 
 // open opens the configured backend and a Governor on it. close releases
@@ -289,7 +292,7 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		project = o.Project
 	}
 	g, err := governor.New(b, governor.Options{Project: project, Session: runner.Session(o.Session, a.env), Command: o.Command,
-		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID})
+		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID, Cgroup: o.Cgroup, RunID: o.RunID})
 	if err != nil {
 		_ = b.Close()
 		return nil, exitWith(ExitFailure, err)

@@ -179,7 +179,8 @@ Exit codes:
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
 				// The watchdog (oo.PID) is declared for liveness; governor
 				// is shown as the holder, with its command.
-				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid()})
+				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid(),
+					Cgroup: oo.Cgroup, RunID: oo.RunID})
 			}
 			return exitCode(runner.Run(cmd.Context(), o))
 		},

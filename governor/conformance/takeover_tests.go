@@ -264,7 +264,9 @@ func (s *suite) governorTakeover(t *testing.T) {
 	key := governor.Key{Project: p, Resource: "merge"}
 	dead := req(key, 1, 1, governor.Fail)
 	dead.Declaration = governor.Declaration{Session: "crashed", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
-	rd := mustAcquire(t, raw, dead, governor.Granted)
+	crashed := s.h.Open(t) // closed at once, as by its process's death
+	rd := mustAcquire(t, crashed, dead, governor.Granted)
+	_ = crashed.Close()
 	ls, err = g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: dead.ID})
 	if err != nil || len(ls) != 1 || ls[0].Token() <= rd.Token {
 		t.Fatalf("takeover of a dead owner = %v, %v", ls, err)
@@ -332,12 +334,14 @@ func (s *suite) governorTakeoverSession(t *testing.T) {
 	}
 	deadDecl := governor.Declaration{Session: "relay-1", HostID: proc.Current().HostID, PID: cmd.Process.Pid}
 	old := map[string]string{}
+	crashed := s.h.Open(t) // closed at once, as by its process's death
 	for _, r := range []string{"zeta", "issue:1", "plan:9"} {
 		q := req(governor.Key{Project: p, Resource: r}, 2, 1, governor.Fail)
 		q.Declaration = deadDecl
-		mustAcquire(t, raw, q, governor.Granted)
+		mustAcquire(t, crashed, q, governor.Granted)
 		old[r] = q.ID
 	}
+	_ = crashed.Close()
 	other := req(governor.Key{Project: p, Resource: "issue:1"}, 2, 1, governor.Fail)
 	other.Declaration = governor.Declaration{Session: "bystander", HostID: "elsewhere", Host: "other-box", PID: 1}
 	mustAcquire(t, raw, other, governor.Granted)

@@ -1,6 +1,10 @@
 package filebackend
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
+)
 
 // machineClockID is the clock of expiries (see machineClock):
 // CLOCK_UPTIME_RAW, mach_absolute_time, which Go's monotonic readings
@@ -8,8 +12,8 @@ import "golang.org/x/sys/unix"
 // CLOCK_MONOTONIC runs on through sleep, as Linux's CLOCK_BOOTTIME does,
 // and so would expire a lease before its holder knew.
 const (
-	machineClockID   = unix.CLOCK_UPTIME_RAW
-	machineClockName = "CLOCK_UPTIME_RAW"
+	machineClockID   = proc.MachineClockID
+	machineClockName = proc.MachineClockName
 )
 
 // syncData makes the data written to fd reach the disk before anything

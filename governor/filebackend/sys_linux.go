@@ -1,12 +1,16 @@
 package filebackend
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
+)
 
 // machineClockID is the clock of expiries (see machineClock):
 // CLOCK_MONOTONIC, which Go's monotonic readings also use on Linux.
 const (
-	machineClockID   = unix.CLOCK_MONOTONIC
-	machineClockName = "CLOCK_MONOTONIC"
+	machineClockID   = proc.MachineClockID
+	machineClockName = proc.MachineClockName
 )
 
 // syncData makes the data written to fd reach the disk before anything

@@ -78,23 +78,34 @@
 //     carries the run id in GOVERNOR_RUN_IDS, setsid'd ones included,
 //     until two scans in a row find none ([Watchdog]), and removes the
 //     cgroup.
-//     The watchdog's pid is the one declared as the holder of the leases:
-//     it lives exactly until the tree is dead, so a same-host proof of death
-//     (file or Redis backend) frees the slot only then. If the watchdog
-//     itself dies, Run stops the tree and exits 122.
+//     The watchdog's pid is the one declared as the holder of the leases,
+//     and beside it governor (pid and start time), the run's cgroup and
+//     the run id (governor.Declaration.OwnerVerdict): a same-host proof of
+//     death (file or Redis backend) frees the slot only once all of them
+//     are gone. If the watchdog itself dies, Run stops the tree (governor
+//     keeps the slot meanwhile) and exits 122; it starts no new watchdog,
+//     as the leases declare the old one.
+//   - Deadlines: after each renewal Run sends the watchdog the leases'
+//     stop plan (TERM, then KILL by the earliest local deadline), as
+//     readings of proc.MachineClock. If governor is stopped (SIGSTOP)
+//     and no newer plan comes, the watchdog stops the tree by the
+//     deadline, before the backend can grant the slot elsewhere; Run
+//     stops it from the same plan when renewals fail (see [Watchdog]).
 //   - File backend: the open lease files are inherited by the command
 //     (descriptors 3, 4, ...), so the kernel lock that proves a holder alive
 //     is held while any process of the tree lives, and dropped — the slot
 //     free at once — when the last one dies.
 //
+// If governor and the watchdog (in a process group of its own) are both
+// killed, nothing kills the rest of the tree; it keeps the slot held on
+// this host while its cgroup is populated, a process carries the run id,
+// or (file backend) it keeps an inherited lease file open — until the
+// lease's TTL, since nobody renews it.
+//
 // Limits, without a cgroup only (macOS always): a descendant that clears its
 // environment (env -i) or is not dumpable (on macOS: whose environment the
 // kernel will not show), and is orphaned by governor's death, is not found
-// by the watchdog; if governor and the watchdog (in a process group of its
-// own) are both killed, nothing kills the tree on macOS; with the file backend it still keeps the slot held until it
-// closes the inherited lease file or the lease expires (its TTL, since
-// nobody renews it). With Redis, other hosts see the slot freed when the
-// lease's TTL runs out.
+// by the watchdog, and proves nothing alive but the lease files it keeps.
 //
 // # Records
 //

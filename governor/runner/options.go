@@ -30,7 +30,7 @@ const (
 	EnvHeld    = "GOVERNOR_HELD"
 	EnvToken   = "GOVERNOR_TOKEN"
 	EnvSession = "GOVERNOR_SESSION"
-	EnvRunIDs  = "GOVERNOR_RUN_IDS"
+	EnvRunIDs  = governor.EnvRunIDs
 )
 
 // The resources of exec runs (run.max_concurrent_runs). DefaultResource
@@ -175,12 +175,17 @@ type ProviderRate struct {
 func (p ProviderRate) limited() bool { return p.Requests.Rate > 0 || p.Tokens.Rate > 0 }
 
 // OpenOptions are what Run needs of the Governor it opens: the session and
-// command line to declare, and the pid to declare as the holder (the
-// watchdog's; 0 means governor's own).
+// command line to declare, the pid to declare as the holder (the
+// watchdog's; 0 means governor's own), and, with it, what proves the
+// command tree alive when governor and its watchdog are gone: its cgroup
+// directory (empty without one) and the run id its processes carry
+// (governor.Options.Cgroup and RunID).
 type OpenOptions struct {
 	Session string
 	Command string
 	PID     int
+	Cgroup  string
+	RunID   string
 }
 
 // ResolveIfBusy decides what --if-busy and --wait-timeout mean, for run

@@ -178,7 +178,10 @@ func (r *run) acquire(ctx context.Context) (int, Outcome, error) {
 func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	oo := OpenOptions{Session: r.session, Command: r.rec.Command}
 	if r.wd != nil {
-		oo.PID = r.wd.pid()
+		oo.PID, oo.RunID = r.wd.pid(), r.id
+		if cg, ok := supervise.ChildCgroup(cgroupName(r.id)); ok {
+			oo.Cgroup = cg
+		}
 	}
 	g, err := r.o.Open(ctx, oo)
 	if err != nil {
@@ -379,6 +382,7 @@ func (r *run) execute() (int, Outcome, error) {
 	if r.o.Stdin == nil {
 		stdin = os.Stdin
 	}
+	r.planStop() // the watchdog has the plan before the command runs
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,
 		Env:        r.slotEnv(childEnv(r.env, mine, r.session, runIDs)),
@@ -446,16 +450,36 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 	}()
 
 	lost := make(chan *governor.Lease, len(r.leases))
+	renewed := make(chan struct{}, 1)
 	quit := make(chan struct{})
 	defer close(quit)
 	for _, l := range r.leases {
 		go func() {
-			select {
-			case <-l.Done():
-				lost <- l
-			case <-quit:
+			for {
+				select {
+				case <-l.Done():
+					lost <- l
+					return
+				case <-l.Renewed():
+					select {
+					case renewed <- struct{}{}:
+					default:
+					}
+				case <-quit:
+					return
+				}
 			}
 		}()
+	}
+	// The tree must be gone by the leases' local deadline if no renewal
+	// comes: governor stops it from the plan's TERM instant, and the
+	// watchdog too if governor is stopped meanwhile (see Watchdog).
+	plan, planned := r.planStop()
+	deadlineT := time.NewTimer(time.Hour)
+	deadlineT.Stop()
+	defer deadlineT.Stop()
+	if planned {
+		deadlineT.Reset(time.Until(plan.term))
 	}
 	var timeout <-chan time.Time
 	if r.o.Timeout > 0 {
@@ -481,6 +505,10 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 		if r.o.Report == nil { // else the cause is reported at the end
 			fmt.Fprintf(r.stderr, "governor: %s\n", c.msg)
 		}
+		if c.outcome == OutcomeLeaseLost && planned {
+			go tree.StopBy(c, plan.kill) // gone by the leases' deadline
+			return
+		}
 		go tree.Stop(c)
 	}
 	leaderDone := tree.Done()
@@ -498,6 +526,12 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 				}
 				return c.code, c.outcome, nil
 			}
+			if planned && w.exit.Signal != 0 && time.Now().After(plan.term) {
+				// Killed while governor could not act (it was stopped past
+				// the plan's TERM instant): the watchdog's doing.
+				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog stopped the command tree (%s) by that deadline, before another holder could be granted the slot",
+					plan.resource, w.exit.Signal)
+			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
 		case <-leaderDone:
 			leaderDone = nil
@@ -505,13 +539,19 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 		case <-timeout:
 			stop(&stopCause{ExitTimeout, OutcomeTimeout,
 				fmt.Sprintf("--timeout %v passed; stopping the command tree (TERM, then KILL after %v)", r.o.Timeout, r.killGrace())})
+		case <-renewed:
+			if plan, planned = r.planStop(); planned && !stopping {
+				deadlineT.Reset(time.Until(plan.term))
+			}
+		case <-deadlineT.C:
+			stop(plan.cause())
 		case l := <-lost:
 			stop(&stopCause{ExitLeaseLost, OutcomeLeaseLost,
 				fmt.Sprintf("the lease on %s was lost (%v); stopping the command tree: another holder may be granted the slot", l.Resource(), l.Err())})
 		case <-wdExited:
 			wdExited = nil
 			stop(&stopCause{ExitLeaseLost, OutcomeLeaseLost,
-				fmt.Sprintf("the watchdog (pid %d), declared as the holder of this run's leases, died; stopping the command tree: its slots can now be reclaimed", r.wd.pid())})
+				fmt.Sprintf("the watchdog (pid %d) died; stopping the command tree (governor, declared beside it, keeps the slots held until the tree is gone)", r.wd.pid())})
 		case sig := <-r.sigs:
 			s := sig.(syscall.Signal)
 			if s == syscall.SIGINT {

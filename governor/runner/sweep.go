@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"os"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/proc"
@@ -16,23 +14,15 @@ import (
 // dying process may be counted again by the next scan; a zombie has no
 // environment and is not.
 func killMarked(id string) (int, error) {
-	all, err := proc.List()
+	marked, err := proc.Marked(EnvRunIDs, id)
 	if err != nil {
 		return 0, err
 	}
-	self := os.Getpid()
 	n := 0
-	for _, p := range all {
-		if p.PID <= 1 || p.PID == self || p.Zombie() || !marked(p.PID, id) {
-			continue
-		}
+	for _, p := range marked {
 		if proc.Kill(p.PID, p.Start, unix.SIGKILL) == nil {
 			n++
 		}
 	}
 	return n, nil
 }
-
-// marked reports whether the initial environment of pid lists id in
-// GOVERNOR_RUN_IDS.
-func marked(pid int, id string) bool { return proc.EnvListHas(pid, EnvRunIDs, id) }

@@ -4,7 +4,6 @@ package supervise
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -193,13 +192,7 @@ var staleAge = time.Minute
 // it) is alive. An unreadable cgroup.events counts as populated.
 func (c *cgroup) populated() bool { return cgroupPopulated(c.dir) }
 
-func cgroupPopulated(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	return !bytes.Contains(b, []byte("populated 0"))
-}
+func cgroupPopulated(dir string) bool { return proc.CgroupPopulated(dir) }
 
 // signal sends sig to every process directly in the group but those skip
 // names, each through a pidfd and only if the process is still in the

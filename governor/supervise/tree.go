@@ -263,7 +263,16 @@ func (t *Tree) Signal(sig syscall.Signal) error {
 // means ErrStopped). Calling Stop again, or after the tree has finished,
 // only waits for the tree to be empty. A process stuck in uninterruptible
 // sleep can delay the return until the kernel lets it die.
-func (t *Tree) Stop(reason error) {
+func (t *Tree) Stop(reason error) { t.stop(reason, t.grace) }
+
+// StopBy is Stop with the kill grace cut short, if need be, so that KILL
+// is sent by killAt: for a tree that must be gone by a deadline (its
+// lease's). A killAt already passed sends KILL right after TERM.
+func (t *Tree) StopBy(reason error, killAt time.Time) {
+	t.stop(reason, max(min(t.grace, time.Until(killAt)), 0))
+}
+
+func (t *Tree) stop(reason error, grace time.Duration) {
 	if reason == nil {
 		reason = ErrStopped
 	}
@@ -298,12 +307,12 @@ func (t *Tree) Stop(reason error) {
 		t.mu.Unlock()
 		t.poke()
 
-		grace := time.NewTimer(t.grace)
-		defer grace.Stop()
+		graceT := time.NewTimer(grace)
+		defer graceT.Stop()
 		select {
 		case <-t.empty:
 			return
-		case <-grace.C:
+		case <-graceT.C:
 		}
 
 		retry := 10 * time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Tree is a supervised process tree. Supervision needs Linux or macOS; elsewhere
@@ -37,6 +38,9 @@ func (t *Tree) Signal(sig syscall.Signal) error { return ErrFinished }
 
 // Stop does nothing.
 func (t *Tree) Stop(reason error) {}
+
+// StopBy does nothing.
+func (t *Tree) StopBy(reason error, killAt time.Time) {}
 
 // ForegroundTerminal returns nil: there is no tree to give a terminal to.
 func ForegroundTerminal(f *os.File) *os.File { return nil }

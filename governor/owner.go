@@ -1,0 +1,92 @@
+package governor
+
+import (
+	"context"
+	"strings"
+
+	"github.com/governor-dev/governor/governor/proc"
+)
+
+// EnvRunIDs is the environment variable that marks every process of a
+// `governor run` command tree: the invocation ids of the run and of the
+// runs around it, space-separated, innermost last.
+const EnvRunIDs = "GOVERNOR_RUN_IDS"
+
+// OwnerVerdict is the one rule that tells whether the owner of a lease
+// or queue entry declared by d is dead, so that another process may
+// reclaim it at once (SPEC invariant 2). Only on the host that declared
+// it (HostID), and only when:
+//   - PID, the declared holder, is proven dead (pid and start time:
+//     proc.Check), and GovernorPID too when its start time is declared
+//     (a `governor run` declares its watchdog as PID and itself beside
+//     it: either one alive proves the tree supervised); and
+//   - the command tree is gone: its cgroup, if declared, is not
+//     populated, and no process carries RunID in EnvRunIDs.
+//
+// It is proc.Alive if one of these is alive, proc.Unknown where nothing
+// can be proven (another host, no pid declared, an unreadable process or
+// process table) — the lease must then wait for its TTL — and proc.Dead
+// otherwise. The file backend adds a stronger proof of life of its own:
+// a lease file still locked (see filebackend).
+func (d Declaration) OwnerVerdict() proc.Verdict {
+	if d.PID == 0 || d.HostID == "" || d.HostID != proc.HostID() {
+		return proc.Unknown
+	}
+	v := proc.Check(d.PID, d.StartTime)
+	if v == proc.Dead && d.GovernorPID != 0 && d.GovernorStart != 0 {
+		v = proc.Check(d.GovernorPID, d.GovernorStart)
+	}
+	if v != proc.Dead {
+		return v
+	}
+	if d.Cgroup != "" && proc.CgroupPopulated(d.Cgroup) {
+		return proc.Alive
+	}
+	if d.RunID != "" {
+		marked, err := proc.Marked(EnvRunIDs, d.RunID)
+		if err != nil {
+			return proc.Unknown
+		}
+		if len(marked) > 0 {
+			return proc.Alive
+		}
+	}
+	return proc.Dead
+}
+
+// validRunID checks a run id to declare: one word of printable ASCII.
+func validRunID(id string) error {
+	if len(id) > MaxNameLen || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return invalid("run id %q; allowed: one word of printable ASCII, at most %d bytes", id, MaxNameLen)
+	}
+	return nil
+}
+
+// LeaseProver is implemented by a backend that keeps a proof of life of
+// its own beside the declaration: the file backend's lease file, which
+// the holder's processes keep locked while any of them lives.
+type LeaseProver interface {
+	// LeaseAlive reports whether lease id of key is proven alive. An
+	// error proves nothing either way.
+	LeaseAlive(ctx context.Context, key Key, id string) (bool, error)
+}
+
+// ownerVerdict is OwnerVerdict for holder h of key, with the backend's
+// own proof of life (LeaseProver) winning over declared pids found dead:
+// what reclaims and takeovers decide on.
+func (g *Governor) ownerVerdict(ctx context.Context, key Key, h Holder) proc.Verdict {
+	v := h.OwnerVerdict()
+	if v != proc.Dead {
+		return v
+	}
+	if p, ok := g.b.(LeaseProver); ok {
+		alive, err := p.LeaseAlive(ctx, key, h.LeaseID)
+		switch {
+		case err != nil:
+			return proc.Unknown
+		case alive:
+			return proc.Alive
+		}
+	}
+	return proc.Dead
+}

@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/governor-dev/governor/governor/proc"
+)
+
+// A stopPlan is when the command tree must be stopped if no renewal
+// comes: TERM at term, KILL at kill, the earliest local deadline of the
+// run's leases (send time of the last successful renewal + TTL − safety
+// margin). The backend cannot grant the slot elsewhere before that
+// deadline, so a tree stopped by it never overlaps the next holder's work.
+type stopPlan struct {
+	term, kill time.Time
+	resource   string // of the lease whose deadline kill is
+}
+
+// planStop is the stop plan of the leases' earliest deadline, taken just
+// after a renewal: the grace between TERM and KILL is the kill grace,
+// bounded to a quarter of the time left, so that TERM comes well after
+// the next renewal is due (a lease renews after at most half the time
+// left) and a slow renewal still has a quarter of it to succeed. ok is
+// false when the run holds no lease of its own.
+func planStop(deadlines map[string]time.Time, killGrace time.Duration) (stopPlan, bool) {
+	var p stopPlan
+	for res, x := range deadlines {
+		if p.kill.IsZero() || x.Before(p.kill) {
+			p.kill, p.resource = x, res
+		}
+	}
+	if p.kill.IsZero() {
+		return stopPlan{}, false
+	}
+	p.term = p.kill.Add(-min(killGrace, max(time.Until(p.kill), 0)/4))
+	return p, true
+}
+
+// cause is why the tree is stopped when the plan's TERM instant comes
+// with no renewal.
+func (p stopPlan) cause() *stopCause {
+	left := time.Until(p.kill)
+	if left <= 0 {
+		return &stopCause{ExitLeaseLost, OutcomeLeaseLost,
+			fmt.Sprintf("the lease on %s was lost (no renewal came by its deadline); stopping the command tree: another holder may be granted the slot", p.resource)}
+	}
+	return &stopCause{ExitLeaseLost, OutcomeLeaseLost,
+		fmt.Sprintf("no renewal of the lease on %s came in time: it is lost in %v; stopping the command tree (TERM, then KILL by then) so that it is gone before another holder can be granted the slot",
+			p.resource, left.Round(time.Millisecond))}
+}
+
+// The watchdog protocol, one line at a time on the pipe: "deadline TERM
+// KILL" (readings of proc.MachineClock, in nanoseconds: the clock both
+// processes share, never wall time) after each renewal, and "done" once
+// nothing is left to guard.
+const (
+	msgDeadline = "deadline"
+	msgDone     = "done"
+)
+
+func (p stopPlan) message() string {
+	// One reading of each clock, taken together: the two instants keep
+	// their distance exactly.
+	mono, now := proc.MachineClock(), time.Now()
+	return fmt.Sprintf("%s %d %d\n", msgDeadline, mono+p.term.Sub(now), mono+p.kill.Sub(now))
+}
+
+// machinePlan is a stop plan as the watchdog receives it: readings of
+// proc.MachineClock.
+type machinePlan struct {
+	term, kill time.Duration
+}
+
+// parseLine reads one line of the protocol: done, or a deadline.
+func parseLine(line string) (done bool, p machinePlan, err error) {
+	f := strings.Fields(line)
+	switch {
+	case len(f) == 1 && f[0] == msgDone:
+		return true, p, nil
+	case len(f) == 3 && f[0] == msgDeadline:
+		t, err1 := strconv.ParseInt(f[1], 10, 64)
+		k, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil && t <= k {
+			return false, machinePlan{time.Duration(t), time.Duration(k)}, nil
+		}
+	}
+	return false, p, fmt.Errorf("unexpected line %q on the watchdog pipe; expected %q or %q", line, msgDone, msgDeadline+" TERM KILL")
+}
+
+// readLines sends each line read from r on out, then the read error
+// (io.EOF when governor closed its end, or died) on errc.
+func readLines(r io.Reader, out chan<- string, errc chan<- error) {
+	var buf []byte
+	b := make([]byte, 256)
+	for {
+		n, err := r.Read(b)
+		buf = append(buf, b[:n]...)
+		for {
+			i := strings.IndexByte(string(buf), '\n')
+			if i < 0 {
+				break
+			}
+			out <- string(buf[:i])
+			buf = buf[i+1:]
+		}
+		if err != nil {
+			errc <- err
+			return
+		}
+	}
+}
+
+// planStop makes the stop plan of the run's leases as they are now and
+// tells the watchdog. ok is false when the run holds no lease of its own.
+func (r *run) planStop() (stopPlan, bool) {
+	ds := make(map[string]time.Time, len(r.leases))
+	for _, l := range r.leases {
+		ds[l.Resource()] = l.Deadline()
+	}
+	p, ok := planStop(ds, r.killGrace())
+	if ok && r.wd != nil {
+		r.wd.send(p)
+	}
+	return p, ok
+}
