@@ -47,7 +47,9 @@ func testHolderProcessesShown(t *testing.T, tg *target) {
 				watchdog = k
 			}
 		}
-		return sleep != 0 && watchdog != 0
+		// slots read before the command started shows no command pid:
+		// look again.
+		return sleep != 0 && watchdog != 0 && h.CommandPID != 0
 	})
 	if h.GovernorPID != gpid || h.CommandPID != sleep || h.PID != watchdog || sleep == 0 || watchdog == 0 {
 		t.Errorf("holder governor_pid %d, command_pid %d, pid %d; want governor %d, command (sleep) %d, watchdog %d",
