@@ -51,6 +51,10 @@ type Backend struct {
 	pubsub  *redis.PubSub
 	waiters map[string]chan struct{}
 	done    chan struct{}
+	// Options of New.
+	allowEviction bool
+	warn          func(string)
+
 	// closed: every call after Close is governor.ErrClosed, even on a
 	// client that stays open (it belongs to the caller).
 	closed atomic.Bool
@@ -88,7 +92,10 @@ func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
 
 // New returns a backend on rdb. It subscribes to its own notification
 // channel (one connection per backend, whatever the number of waiters)
-// and fails if Redis cannot be reached or does not run scripts. Close
+// and fails if Redis cannot be reached or does not run scripts, or if a
+// master's maxmemory-policy can evict governor's keys (ErrBackend naming
+// it; AllowEviction accepts it; a policy that cannot be read is a Warn
+// line). Close
 // closes the subscription; rdb stays the caller's unless OwnClient is
 // given (and, when New fails, in any case).
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backend, error) {
@@ -112,6 +119,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 		return nil, fmt.Errorf("governor: redis: subscribe: %w", err)
 	}
 	be.pubsub = ps
+	if err := be.checkEviction(ctx); err != nil {
+		_ = ps.Close()
+		return nil, err
+	}
 	// Load every script now: this proves the server runs scripts (and
 	// lets the user run them) before anything is acquired, and spares the
 	// first acquire the NOSCRIPT round trip, which would eat into its
