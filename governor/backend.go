@@ -97,6 +97,11 @@ const (
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
 	EventDrift     = "drift"     // a process asked for another limit than the one in force
+	// The backend found its state contradicting itself (see the README's
+	// "State that contradicts itself"):
+	EventRepaired   = "repaired"   // a count was recomputed from the truth (the holders)
+	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
+	EventUnreadable = "unreadable" // an event that did not read, reported in its place by Events
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones

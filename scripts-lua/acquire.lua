@@ -23,9 +23,10 @@ local v
 -- grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
-  local used, minexp = (v[2] or 0) + 0, (v[7] or 0) + 0
-  if (v[1] or 0) + 0 == limit and (v[6] or 0) + 0 == 0 and (v[3] or 0) + 0 == 0
-      and now < minexp and used + weight <= limit then
+  -- used below zero would let too many in: the full path recounts it.
+  local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
+  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0
+      and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
@@ -71,7 +72,7 @@ settle()
 if not new then
   local r = record(id)
   if r then
-    local _, rttl, tok = string.match(r, REC_NUMS)
+    local _, rttl, tok = parse_rec(id, r)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     if rttl ~= ARGV[4] then

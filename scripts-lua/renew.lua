@@ -13,19 +13,22 @@ local v
 
 --[[fast]]
 -- Fast path: held, nobody queued, no holder expired, and the record's ttl
--- unchanged: the same writes as below, straight.
+-- unchanged: the same writes as below, straight. ZADD XX CH counts 0 when
+-- the lease is missing from H (its record outlived it) or its expiry did
+-- not change: the full path below tells which.
 v = redis.call('HMGET', S, F[1], F[2], '#' .. id)
 do
-  local minexp = (v[2] or 0) + 0
-  if v[3] and (v[1] or 0) + 0 == 0 and now < minexp then
+  local minexp = tonumber(v[2] or 0)
+  if v[3] and tonumber(v[1] or 0) == 0 and minexp and now < minexp then
     local _, rttl = string.match(v[3], REC_NUMS)
-    if ttl == 0 or rttl == ARGV[2] then
+    if rttl and (ttl == 0 or rttl == ARGV[2]) then
       local exp = now + (ttl == 0 and rttl + 0 or ttl)
-      redis.call('ZADD', H, 'XX', string.format('%d', exp), id)
-      if exp < minexp then
-        redis.call('HSET', S, 'minexp', string.format('%d', exp))
+      if redis.call('ZADD', H, 'XX', 'CH', string.format('%d', exp), id) == 1 then
+        if exp < minexp then
+          redis.call('HSET', S, 'minexp', string.format('%d', exp))
+        end
+        return {1, exp}
       end
-      return {1, exp}
     end
   end
 end
@@ -35,6 +38,14 @@ end
 load(F, id, v)
 settle()
 local r = record(id)
+if r and not redis.call('ZSCORE', H, id) then
+  -- A record without its entry in H is not a holder (the entry's expiry
+  -- is the lease): it goes, and used is counted again without it.
+  set('#' .. id, false)
+  slow()
+  recount(string.format('%d with a record left for lease %s, not a holder', get('used'), id))
+  r = false
+end
 if not r then
   slow()
   local kind, tok, detail, at = ended(id)
@@ -45,7 +56,7 @@ if not r then
 end
 -- The heartbeat is the expiry minus the record's ttl: rewrite the record
 -- only when the ttl changes.
-local _, rttl = string.match(r, REC_NUMS)
+local _, rttl = parse_rec(id, r)
 if ttl == 0 then
   ttl = rttl + 0
 elseif rttl ~= ARGV[2] then

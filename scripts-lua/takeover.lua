@@ -12,7 +12,7 @@ local r = record(old)
 if not r then
   return finish({0})
 end
-local w, _, tok = string.match(r, REC_NUMS)
+local w, _, tok = parse_rec(old, r)
 slow()
 -- The token grant() will give, for the event, which is written first: a
 -- failed write must leave nothing half done.

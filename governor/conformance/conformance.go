@@ -29,7 +29,31 @@ type Harness struct {
 	// no longer parses. The suite then checks that the damage is a
 	// governor.ErrBackend that ends a wait.
 	Corrupt func(t *testing.T, key governor.Key, leaseID string)
+	// Damage, if set, writes one contradiction d into the stored state
+	// of key, as a foreign write, an eviction or a partial loss could
+	// (lease names the holder or waiter it concerns), and returns true;
+	// false when this store cannot hold that contradiction (the test
+	// then skips).
+	Damage func(t *testing.T, key governor.Key, lease string, d Damage) bool
 }
+
+// Damage is a contradiction in a backend's stored state.
+type Damage int
+
+const (
+	// DamageUsed: the stored weight held says -5 (a store that keeps no
+	// such count cannot hold it).
+	DamageUsed Damage = iota + 1
+	// DamageNoState: the holders are left without the rest of the
+	// state (limit, counters, records): Redis's state hash deleted.
+	DamageNoState
+	// DamageNoHolders: the state is left without the set of holders.
+	DamageNoHolders
+	// DamageQueueEntry: waiter lease's queue entry no longer reads.
+	DamageQueueEntry
+	// DamageEvent: one more event, which does not read.
+	DamageEvent
+)
 
 // Run runs the whole suite.
 func Run(t *testing.T, h Harness) {
@@ -76,6 +100,11 @@ func Run(t *testing.T, h Harness) {
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},
 		{"MalformedStateEndsWait", s.malformedStateEndsWait},
+		{"DamagedUsedNeverOverGrants", s.damagedUsed},
+		{"DamagedNoStateNeverOverGrants", s.damagedNoState},
+		{"DamagedNoHoldersNotStuck", s.damagedNoHolders},
+		{"DamagedQueueEntrySkipped", s.damagedQueueEntry},
+		{"DamagedEventReported", s.damagedEvent},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},

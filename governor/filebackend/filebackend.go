@@ -203,7 +203,22 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 		return nil, err
 	}
 	t.now = b.now() // after the lock: instants never go back between sections
+	t.dropBadWaiters()
 	return t, nil
+}
+
+// dropBadWaiters drops the queue entries that do not read, each said in
+// an event: one bad entry is not served, and blocks nobody behind it.
+func (t *tx) dropBadWaiters() {
+	ws := t.st.Waiters
+	for i := 0; i < len(ws); i++ {
+		if why := t.st.badWaiter(i); why != "" {
+			t.event(governor.EventDropped, ws[i].ID, 0, "queue entry does not read: "+why)
+			ws = append(ws[:i], ws[i+1:]...)
+			t.st.Waiters = ws
+			i--
+		}
+	}
 }
 
 // end unlocks.

@@ -61,6 +61,36 @@ func corrupter(dial func() redis.UniversalClient) func(t *testing.T, key governo
 	}
 }
 
+// damager returns a Harness.Damage that writes through a client made by
+// dial.
+func damager(dial func() redis.UniversalClient) func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
+	return func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
+		rdb := dial()
+		defer rdb.Close()
+		ctx := context.Background()
+		ks := redisbackend.Keys(key)
+		var err error
+		switch d {
+		case conformance.DamageUsed:
+			err = rdb.HSet(ctx, ks[1], "used", "-5").Err()
+		case conformance.DamageNoState:
+			err = rdb.Del(ctx, ks[1]).Err()
+		case conformance.DamageNoHolders:
+			err = rdb.Del(ctx, ks[0]).Err()
+		case conformance.DamageQueueEntry:
+			err = rdb.HSet(ctx, ks[4], lease, "garbage").Err()
+		case conformance.DamageEvent:
+			err = rdb.XAdd(ctx, &redis.XAddArgs{Stream: ks[5], Values: []string{"foo", "bar"}}).Err()
+		default:
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+}
+
 func TestConformanceMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
@@ -69,6 +99,7 @@ func TestConformanceMiniredis(t *testing.T) {
 		Open:    func(t *testing.T) governor.Backend { return open(t, m.Addr()) },
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
 		Corrupt: func(t *testing.T, key governor.Key, id string) { m.HSet(redisbackend.Keys(key)[1], "#"+id, "garbage") },
+		Damage:  damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr()}) }),
 	})
 }
 
@@ -79,6 +110,7 @@ func TestConformanceRealRedis(t *testing.T) {
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
 		Corrupt:  corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Damage:   damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 	})
 }
 
@@ -95,6 +127,9 @@ func TestConformanceRealCluster(t *testing.T) {
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
 		Corrupt: corrupter(func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		}),
+		Damage: damager(func() redis.UniversalClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 		}),
 	})

@@ -171,6 +171,18 @@ func cancelOp(id string) twinOp {
 	}}
 }
 
+// damageOp writes a contradiction into the resource's keys: field f of
+// key i (Keys order) set to v, or, with f empty, key i deleted.
+func damageOp(i int, f, v string) twinOp {
+	return twinOp{name: fmt.Sprintf("damage key %d field %q = %q", i, f, v), run: func(b *Backend, key governor.Key) string {
+		k := Keys(key)[i]
+		if f == "" {
+			return fmt.Sprint(b.rdb.Del(context.Background(), k).Err())
+		}
+		return fmt.Sprint(b.rdb.HSet(context.Background(), k, f, v).Err())
+	}}
+}
+
 // runTwins runs ops on fast and slow, comparing answers and keys after
 // every step; between steps, advance (if set) moves both clocks alike.
 func runTwins(t *testing.T, fast, slow *twin, ops []twinOp, advance func(i int)) {
@@ -254,6 +266,31 @@ func twinScenario() []twinOp {
 		acquireOp("u", 4, 3, m, governor.Wait, true),
 		shiftOp(2 * m),
 		releaseOp("z"),
+
+		// State that contradicts itself: used below zero makes the fast
+		// path step aside and the slow one count the holders again.
+		releaseOp("v"),
+		cancelOp("u"),
+		acquireOp("h1", 2, 1, m, governor.Fail, true),
+		acquireOp("h2", 2, 1, m, governor.Fail, true),
+		damageOp(1, "used", "-5"),
+		acquireOp("n1", 2, 1, m, governor.Fail, true),
+		renewOp("h1", 0),
+		releaseOp("h2"),
+		// A holder's record left without its entry in the holders: its
+		// renewal is refused (not a fast ZADD XX that changes nothing),
+		// the record goes.
+		damageOp(1, "used", "abc"),
+		damageOp(0, "", ""),
+		renewOp("h1", 0),
+		acquireOp("n2", 2, 1, m, governor.Fail, true),
+		// An unreadable queue entry at the head is dropped on release.
+		acquireOp("n3", 2, 1, m, governor.Fail, true),
+		acquireOp("q1", 2, 1, m, governor.Wait, true),
+		acquireOp("q2", 2, 1, m, governor.Wait, true),
+		damageOp(4, "q1", "garbage"),
+		releaseOp("n2"),
+		acquireOp("q2", 2, 1, m, governor.Wait, false),
 	}
 }
 
