@@ -68,10 +68,13 @@ type Redis struct {
 	// can evict its keys (redisbackend.AllowEviction). Default false.
 	AllowEviction bool `mapstructure:"allow_eviction"`
 	// LossQuarantine holds new grants on a resource whose Redis state was
-	// lost for the longest lease TTL (redisbackend.LossQuarantine). Default
-	// true.
-	LossQuarantine bool `mapstructure:"loss_quarantine"`
+	// lost for the longest lease TTL (redisbackend.LossQuarantine). Nil
+	// (a hand-built Config) means the default, true: see Quarantine.
+	LossQuarantine *bool `mapstructure:"loss_quarantine"`
 }
+
+// Quarantine tells whether the quarantine after lost Redis data is on.
+func (r Redis) Quarantine() bool { return r.LossQuarantine == nil || *r.LossQuarantine }
 
 // File configures the single-machine backend.
 type File struct {

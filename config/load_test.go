@@ -97,7 +97,7 @@ resources:
 		{"backend", func(c config.Config) any { return c.Backend }, "file", "redis", "redis", config.SourceEnv},
 		{"redis.url", func(c config.Config) any { return c.RedisURL() }, "redis://file:6379/0", "redis://env:6379/1", "redis://flag:6379/2", config.SourceFlag},
 		{"redis.allow_eviction", func(c config.Config) any { return c.Redis.AllowEviction }, true, false, false, config.SourceEnv},
-		{"redis.loss_quarantine", func(c config.Config) any { return c.Redis.LossQuarantine }, false, false, true, config.SourceFlag},
+		{"redis.loss_quarantine", func(c config.Config) any { return c.Redis.Quarantine() }, false, false, true, config.SourceFlag},
 		{"file.dir", func(c config.Config) any { return c.File.Dir }, "/file/dir", "/env/dir", "/flag/dir", config.SourceFlag},
 		{"lease.ttl", func(c config.Config) any { return c.Lease.TTL }, 60 * time.Second, 90 * time.Second, 90 * time.Second, config.SourceEnv},
 		{"lease.heartbeat", func(c config.Config) any { return c.Lease.Heartbeat }, 20 * time.Second, 20 * time.Second, 20 * time.Second, config.SourceFile},

@@ -36,7 +36,7 @@ func (c Config) valueOf(path []string) string {
 	case "redis.allow_eviction":
 		return strconv.FormatBool(c.Redis.AllowEviction)
 	case "redis.loss_quarantine":
-		return strconv.FormatBool(c.Redis.LossQuarantine)
+		return strconv.FormatBool(c.Redis.Quarantine())
 	case "file.dir":
 		return c.File.Dir
 	case "lease.ttl":

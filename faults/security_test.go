@@ -38,7 +38,7 @@ var aclCommands = []string{
 	// reading maxmemory-policy when the backend opens (INFO memory)
 	"info",
 	// inside the scripts
-	"time", "hmget", "hset", "hdel", "hincrby", "zadd", "zrem", "zrange", "zrangebyscore",
+	"time", "hmget", "hset", "hdel", "hincrby", "zadd", "zrem", "zrange", "zrangebyscore", "zcard",
 	"zremrangebyscore", "zscore", "zrank", "xadd", "publish", "pexpire", "hgetall", "del",
 }
 

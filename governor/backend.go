@@ -102,6 +102,10 @@ const (
 	EventRepaired   = "repaired"   // a count was recomputed from the truth (the holders)
 	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
 	EventUnreadable = "unreadable" // an event that did not read, reported in its place by Events
+	// EventQuarantine: the backend found the resource's data lost (Redis
+	// restarted without persistence, a failover to a replica behind) and
+	// holds new grants back for the longest lease TTL.
+	EventQuarantine = "quarantine"
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones

@@ -17,7 +17,8 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; idle is forget.lua's mark. A seventh key, the stats hash
+-- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
+-- back after a loss of data was detected (held_back() below). A seventh key, the stats hash
 -- (observe.lua), goes to status.lua and forget.lua only.
 --
 -- Time is the server's (TIME), never the client's.
@@ -40,6 +41,11 @@
 -- m caches S: meta fields (numbers) and holder records ('#' .. id ->
 -- record, or false when absent); d marks what finish writes.
 local m, d = {}, {}
+
+-- loss_ms: how long new grants are held back after this script detects
+-- that the resource's data was lost (0: not at all); the operation sets
+-- it from its ARGV.
+local loss_ms = 0
 
 -- bad holds the meta fields that held no whole number (field -> what was
 -- there), for verify() to recompute; see num().
@@ -64,7 +70,7 @@ local function num(f, x)
   if n and n == math.floor(n) then
     return n
   end
-  if f == 'used' or f == 'qlen' or f == 'minexp' then
+  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' then
     bad = bad or {}
     bad[f] = x
     return 0
@@ -165,6 +171,20 @@ local function expires(exp)
   end
 end
 
+-- held_back tells whether new grants wait (quarantine); once the time
+-- has passed, the mark goes.
+local function held_back()
+  local q = get('quarantine')
+  if not q or q == 0 then
+    return false
+  end
+  if now < q then
+    return true
+  end
+  set('quarantine', false)
+  return false
+end
+
 -- grant makes id a holder, with a new fencing token.
 local function grant(id, w, ttl, decl)
   local tok = math.max(get('token') + 1, FLOOR)
@@ -232,7 +252,7 @@ local function slow()
   -- the queue length.
   function promote()
     local limit = get('limit')
-    while get('qlen') > 0 and get('used') < limit do
+    while get('qlen') > 0 and get('used') < limit and not held_back() do
       local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
       if not head then
         set('qlen', 0) -- qlen was wrong: trust the queue
@@ -320,6 +340,32 @@ local function slow()
   end
 end
 
+-- Lost data. Redis restarted without persistence, or a failover to a
+-- replica behind, forgets holders that still run: their next renewal
+-- tells them (up to a heartbeat later), but meanwhile a waiter could be
+-- granted beside them. Only evidence that state existed and is gone
+-- counts, so that a resource never used before is never held back: a
+-- holder renewing, or a waiter that its backend saw queued re-queuing,
+-- finds the resource without any state (Redis's forget needs it idle:
+-- no holder, no waiter), or the stored weight held has to be counted
+-- down because holders vanished. Then new grants wait for loss_ms, the
+-- longest lease TTL the detecting process knows on the resource: by then
+-- every holder of the lost state has renewed, and learnt, or expired.
+-- Tokens keep increasing (FLOOR). The rule and what it cannot see are in
+-- the README ("Redis lost its data").
+local function quarantine(why)
+  if loss_ms <= 0 then
+    return
+  end
+  local until_ = now + loss_ms
+  if until_ > (get('quarantine') or 0) then
+    set('quarantine', until_)
+    slow()
+    event('quarantine', '', 0, string.format('%s: the data of this resource was lost; no new grant for %d ms',
+      why, loss_ms))
+  end
+end
+
 -- recount sets used to the weight of the holders in H, which with their
 -- records are the truth, and records the repair as an event. A live
 -- holder without a readable record has no known weight: no grant can be
@@ -340,6 +386,9 @@ function recount(why)
   end
   slow()
   event('repaired', '', 0, string.format('used was %s; the %d holders weigh %d', why, #ids / 2, sum))
+  if sum < get('used') then
+    quarantine('holders vanished')
+  end
   set('used', sum)
 end
 

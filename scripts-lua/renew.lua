@@ -1,6 +1,8 @@
 -- renew.lua: extend a held lease. Never re-acquires a lease that is gone.
 -- KEYS: see lib.lua.
--- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl)
+-- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 how long to hold
+--       grants back on detecting lost data, ms (0: never; see
+--       quarantine() in lib.lua)
 -- Returns {1, expiry ms} when renewed; when the lease is not held, {0,
 -- kind, token, detail, time ms} of the event that ended it (see ended()
 -- in lib.lua), or {0} when none is recorded.
@@ -35,6 +37,7 @@ end
 
 --[[lib]]
 
+loss_ms = (ARGV[3] or 0) + 0
 load(F, id, v)
 settle()
 local r = record(id)
@@ -47,6 +50,9 @@ if r and not redis.call('ZSCORE', H, id) then
   r = false
 end
 if not r then
+  if get('limit') == 0 then
+    quarantine(string.format('holder %s renewed into a resource without state', id))
+  end
   slow()
   local kind, tok, detail, at = ended(id)
   if kind then

@@ -255,7 +255,8 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		if err != nil {
 			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
 		}
-		opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(a.warn)}
+		opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(a.warn),
+			redisbackend.LossQuarantine(c.Redis.Quarantine())}
 		if c.Redis.AllowEviction {
 			opts = append(opts, redisbackend.AllowEviction())
 		}

@@ -35,6 +35,10 @@ type Harness struct {
 	// false when this store cannot hold that contradiction (the test
 	// then skips).
 	Damage func(t *testing.T, key governor.Key, lease string, d Damage) bool
+	// Lose, if set, makes the store forget everything, as Redis
+	// restarted without persistence does. Backends on it must hold back
+	// grants where they have evidence of the loss (see LostDataHeldBack).
+	Lose func(t *testing.T)
 }
 
 // Damage is a contradiction in a backend's stored state.
@@ -105,6 +109,7 @@ func Run(t *testing.T, h Harness) {
 		{"DamagedNoHoldersNotStuck", s.damagedNoHolders},
 		{"DamagedQueueEntrySkipped", s.damagedQueueEntry},
 		{"DamagedEventReported", s.damagedEvent},
+		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},

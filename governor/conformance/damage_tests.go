@@ -161,3 +161,49 @@ func (s *suite) damagedEvent(t *testing.T) {
 		t.Fatalf("events = %+v; want the lost one and one unreadable", evs)
 	}
 }
+
+// lostDataHeldBack: after the store forgot everything, a waiter that was
+// queued and re-queues is not granted beside the forgotten holder, which
+// learns at its renewal; once the longest TTL has passed, the waiter is
+// served with a higher token. A resource never used before is granted at
+// once: only evidence of lost state holds grants back.
+func (s *suite) lostDataHeldBack(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	ra := mustAcquire(t, b, a, governor.Granted)
+	w := req(key, 1, 1, governor.Wait)
+	w.TTL, w.New = a.TTL, true
+	mustAcquire(t, b, w, governor.Queued)
+	s.h.Lose(t)
+	w.New = false
+	res, err := b.Acquire(ctxT(t), w)
+	if err != nil || res.Outcome != governor.Queued {
+		t.Fatalf("a waiter re-queuing after the loss: %v %v, want queued (held back)", res.Outcome, err)
+	}
+	other := req(key, 1, 1, governor.Fail)
+	other.TTL, other.New = a.TTL, true
+	mustAcquire(t, s.h.Open(t), other, governor.Refused)
+	if _, err := b.Renew(ctxT(t), key, a.ID, 0); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
+	}
+	fresh := req(governor.Key{Project: project(), Resource: "heavy"}, 1, 1, governor.Fail)
+	fresh.New = true
+	mustAcquire(t, b, fresh, governor.Granted)
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Kind != governor.EventQuarantine {
+		t.Fatalf("events after the loss = %+v, want the quarantine first", evs)
+	}
+	s.h.Advance(t, 3*time.Second)
+	rw := mustAcquire(t, b, w, governor.Granted)
+	if rw.Token <= ra.Token {
+		t.Fatalf("token after the loss %d, not above %d from before", rw.Token, ra.Token)
+	}
+}

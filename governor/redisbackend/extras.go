@@ -33,7 +33,9 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	if err != nil {
 		return governor.Result{}, err
 	}
-	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl,
+	rk := b.resource(key)
+	b.lossMS(rk, req.TTL) // noted: the TTL of the lease it grants
+	v, err := takeoverScript.Run(ctx, b.rdb, rk.keys, old, req.ID, req.TTL.Milliseconds(), decl,
 		governor.TakeoverDetail(req)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)

@@ -53,6 +53,7 @@ type Backend struct {
 	done    chan struct{}
 	// Options of New.
 	allowEviction bool
+	noQuarantine  bool
 	warn          func(string)
 
 	// closed: every call after Close is governor.ErrClosed, even on a
@@ -74,6 +75,32 @@ type resourceKeys struct {
 	keys       []string
 	withStats  []string    // keys, then the stats hash (StatsKey)
 	registered atomic.Bool // listed in the project index
+	// maxTTL is the longest lease TTL, in ms, this backend has asked
+	// for on the resource: how long grants are held back when it finds
+	// the resource's data lost (see LossQuarantine).
+	maxTTL atomic.Int64
+	// queued lists the waiter ids this backend saw queued on the
+	// resource (id -> struct{}), until granted, refused or cancelled:
+	// such a waiter re-queuing into a resource without state proves the
+	// state was lost.
+	queued sync.Map
+}
+
+// lossMS returns how long the scripts hold new grants back on the
+// resource when they find its data lost, after noting ttl (0: none) as
+// asked for: the longest TTL asked for, or 0 when LossQuarantine is off.
+func (b *Backend) lossMS(r *resourceKeys, ttl time.Duration) int64 {
+	ms := ttl.Milliseconds()
+	for {
+		cur := r.maxTTL.Load()
+		if ms <= cur || r.maxTTL.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	if b.noQuarantine {
+		return 0
+	}
+	return r.maxTTL.Load()
 }
 
 type declCache struct {
@@ -89,6 +116,17 @@ type Option func(*Backend)
 // OwnClient makes the backend's Close close its client too, for a client
 // made only for it (as by NewClient).
 func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
+
+// LossQuarantine turns the quarantine after lost data on or off (on by
+// default). Redis restarted without persistence, or failed over to a
+// replica behind, forgets holders whose processes still run; until each
+// renews (up to a heartbeat) a waiter could be granted beside it. When a
+// script finds evidence of such a loss on a resource (a holder renewing,
+// or a waiter this backend saw queued re-queuing, into a resource
+// without state; holders vanished from beside their state), new grants
+// on it wait for the longest lease TTL this backend asked for there. Off,
+// the window stays, covered only by fencing tokens.
+func LossQuarantine(on bool) Option { return func(b *Backend) { b.noQuarantine = !on } }
 
 // New returns a backend on rdb. It subscribes to its own notification
 // channel (one connection per backend, whatever the number of waiters)
@@ -259,18 +297,27 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		mode = "wait"
 	}
 	r := b.resource(req.Key)
-	isNew := "0"
+	isNew, wasQueued := "0", "0"
 	if req.New {
 		isNew = "1"
+	} else if _, ok := r.queued.Load(req.ID); ok {
+		wasQueued = "1"
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew).Slice()
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew,
+		b.lossMS(r, req.TTL), wasQueued).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
-	return acquireReply(req.Key, v)
+	res, err := acquireReply(req.Key, v)
+	if err == nil && res.Outcome == governor.Queued {
+		r.queued.Store(req.ID, struct{}{})
+	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {
+		r.queued.Delete(req.ID)
+	}
+	return res, err
 }
 
 // Renew implements governor.Backend.
@@ -278,7 +325,8 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
-	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds()).Slice()
+	rk := b.resource(key)
+	v, err := renewScript.Run(ctx, b.rdb, rk.keys, id, ttl.Milliseconds(), b.lossMS(rk, ttl)).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
@@ -322,7 +370,9 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	return wrap("cancel", cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id).Err())
+	r := b.resource(key)
+	r.queued.Delete(id)
+	return wrap("cancel", cancelScript.Run(ctx, b.rdb, r.keys, id).Err())
 }
 
 // Reclaim implements governor.Backend.

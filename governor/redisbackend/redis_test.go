@@ -91,6 +91,25 @@ func damager(dial func() redis.UniversalClient) func(t *testing.T, key governor.
 	}
 }
 
+// loser returns a Harness.Lose that flushes every master through a
+// client made by dial.
+func loser(dial func() redis.UniversalClient) func(t *testing.T) {
+	return func(t *testing.T) {
+		rdb := dial()
+		defer rdb.Close()
+		ctx := context.Background()
+		var err error
+		if c, ok := rdb.(*redis.ClusterClient); ok {
+			err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+		} else {
+			err = rdb.FlushAll(ctx).Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestConformanceMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
@@ -100,6 +119,7 @@ func TestConformanceMiniredis(t *testing.T) {
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
 		Corrupt: func(t *testing.T, key governor.Key, id string) { m.HSet(redisbackend.Keys(key)[1], "#"+id, "garbage") },
 		Damage:  damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr()}) }),
+		Lose:    func(t *testing.T) { m.FlushAll() },
 	})
 }
 
@@ -111,6 +131,7 @@ func TestConformanceRealRedis(t *testing.T) {
 		RealTime: true,
 		Corrupt:  corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 		Damage:   damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Lose:     loser(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 	})
 }
 
@@ -130,6 +151,9 @@ func TestConformanceRealCluster(t *testing.T) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 		}),
 		Damage: damager(func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		}),
+		Lose: loser(func() redis.UniversalClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 		}),
 	})

@@ -291,6 +291,27 @@ func twinScenario() []twinOp {
 		damageOp(4, "q1", "garbage"),
 		releaseOp("n2"),
 		acquireOp("q2", 2, 1, m, governor.Wait, false),
+
+		// Lost data: a holder renewing into a resource without state
+		// holds grants back (the fast path steps aside while the mark
+		// is there) until the longest TTL asked for (5m, z's) has
+		// passed.
+		acquireOp("k1", 1, 1, m, governor.Wait, true),
+		damageOp(0, "", ""), damageOp(1, "", ""), damageOp(2, "", ""),
+		damageOp(3, "", ""), damageOp(4, "", ""), damageOp(5, "", ""),
+		renewOp("q2", 0),
+		acquireOp("k2", 1, 1, m, governor.Fail, true),
+		acquireOp("k1", 1, 1, m, governor.Wait, false),
+		shiftOp(3 * m),
+		acquireOp("k3", 1, 1, m, governor.Fail, true),
+		acquireOp("k4", 1, 1, m, governor.Fail, true),
+		shiftOp(3 * m),
+		acquireOp("k5", 1, 1, m, governor.Fail, true),
+		acquireOp("k1", 1, 1, m, governor.Wait, false),
+		releaseOp("k1"),
+		acquireOp("k6", 1, 1, m, governor.Fail, true),
+		releaseOp("k6"),
+		acquireOp("k7", 1, 1, m, governor.Fail, true),
 	}
 }
 
