@@ -57,6 +57,10 @@ const (
 	DamageQueueEntry
 	// DamageEvent: one more event, which does not read.
 	DamageEvent
+	// DamageOverLimit: five more holders, copies of holder lease (same
+	// weight and expiry), beyond the limit, the count of weight held
+	// agreeing.
+	DamageOverLimit
 )
 
 // Run runs the whole suite.
@@ -109,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 		{"DamagedNoHoldersNotStuck", s.damagedNoHolders},
 		{"DamagedQueueEntrySkipped", s.damagedQueueEntry},
 		{"DamagedEventReported", s.damagedEvent},
+		{"DamagedOverLimitNotStuck", s.damagedOverLimit},
 		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},

@@ -162,6 +162,28 @@ func (s *suite) damagedEvent(t *testing.T) {
 	}
 }
 
+// damagedOverLimit: holders beyond the limit let nobody else in while
+// they hold, and once they expire the resource is served again: not a
+// wedge beyond their TTL.
+func (s *suite) damagedOverLimit(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 2, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	mustAcquire(t, b, a, governor.Granted)
+	s.damage(t, key, a.ID, DamageOverLimit)
+	r := req(key, 2, 1, governor.Fail)
+	r.TTL = a.TTL
+	notGranted(t, b, r, "an acquire beside holders beyond the limit")
+	s.h.Advance(t, 3*time.Second)
+	for range 2 {
+		r := req(key, 2, 1, governor.Fail)
+		r.TTL = a.TTL
+		mustAcquire(t, b, r, governor.Granted)
+	}
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+}
+
 // lostDataHeldBack: after the store forgot everything, a waiter that was
 // queued and re-queues is not granted beside the forgotten holder, which
 // learns at its renewal; once the longest TTL has passed, the waiter is

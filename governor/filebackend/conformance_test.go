@@ -2,6 +2,7 @@ package filebackend_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -80,6 +81,20 @@ func damageState(t *testing.T, path, lease string, d conformance.Damage) bool {
 		}
 		if !found {
 			t.Fatalf("no waiter %s in %s", lease, data)
+		}
+	case conformance.DamageOverLimit:
+		hs, _ := st["holders"].([]any)
+		for i := range 5 {
+			for _, h := range hs {
+				if h := h.(map[string]any); h["id"] == lease {
+					c := map[string]any{}
+					for k, v := range h {
+						c[k] = v
+					}
+					c["id"] = fmt.Sprintf("copy%d", i)
+					st["holders"] = append(st["holders"].([]any), c)
+				}
+			}
 		}
 	case conformance.DamageEvent:
 		evs, _ := st["events"].([]any)

@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,20 @@ func damager(dial func() redis.UniversalClient) func(t *testing.T, key governor.
 			err = rdb.HSet(ctx, ks[4], lease, "garbage").Err()
 		case conformance.DamageEvent:
 			err = rdb.XAdd(ctx, &redis.XAddArgs{Stream: ks[5], Values: []string{"foo", "bar"}}).Err()
+		case conformance.DamageOverLimit:
+			exp, rec := rdb.ZScore(ctx, ks[0], lease).Val(), rdb.HGet(ctx, ks[1], "#"+lease).Val()
+			for i := range 5 {
+				id := fmt.Sprintf("copy%d", i)
+				if err = rdb.ZAdd(ctx, ks[0], redis.Z{Score: exp, Member: id}).Err(); err == nil {
+					err = rdb.HSet(ctx, ks[1], "#"+id, rec).Err()
+				}
+				if err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = rdb.HIncrBy(ctx, ks[1], "used", 5).Err()
+			}
 		default:
 			return false
 		}
