@@ -32,6 +32,13 @@ func TestCLIEvictionPolicy(t *testing.T) {
 	if code, _, errs = cli(t, append(g, "--allow-eviction", "acquire", "heavy", "--limit", "1")...); code != 0 {
 		t.Fatalf("acquire --allow-eviction: exit %d %q", code, errs)
 	}
+	code, _, errs = cli(t, append(g, "--allow-eviction", "--loss-quarantine=maybe", "slots")...)
+	if code != 125 || !strings.Contains(errs, `"maybe" is not true or false`) || !strings.Contains(errs, "--loss-quarantine") {
+		t.Fatalf("--loss-quarantine=maybe: exit %d %q; want 125 naming the value and flag", code, errs)
+	}
+	if code, _, errs = cli(t, append(g, "--allow-eviction", "--loss-quarantine=false", "slots")...); code != 0 {
+		t.Fatalf("--loss-quarantine=false: exit %d %q", code, errs)
+	}
 	t.Setenv("GOVERNOR_REDIS_ALLOW_EVICTION", "true")
 	if code, _, errs = cli(t, append(g, "slots")...); code != 0 {
 		t.Fatalf("slots with GOVERNOR_REDIS_ALLOW_EVICTION=true: exit %d %q", code, errs)
