@@ -18,8 +18,9 @@
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
 -- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
--- back after a loss of data was detected (held_back() below). A seventh key, the stats hash
--- (observe.lua), goes to status.lua and forget.lua only.
+-- back after a loss of data was detected (held_back() below). A seventh
+-- key, the stats hash (observe.lua), goes to status.lua and forget.lua
+-- only.
 --
 -- Time is the server's (TIME), never the client's.
 --
@@ -304,7 +305,7 @@ local function slow()
         redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
         if unknown then
           -- What it weighed is unknown: count the holders left.
-          recount(string.format('%d after dropping an expired holder without a readable record', m.used))
+          recount(string.format('%d after dropping an expired holder without a readable record', m.used), false)
         end
       end
       local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
@@ -367,11 +368,13 @@ local function quarantine(why)
 end
 
 -- recount sets used to the weight of the holders in H, which with their
--- records are the truth, and records the repair as an event. A live
--- holder without a readable record has no known weight: no grant can be
--- safe beside it, so the script stops with an error until it expires
--- (nobody can renew it: renew needs the record).
-function recount(why)
+-- records are the truth, and records the repair as an event; when the
+-- count goes down and vanished is set (holders went missing, rather than
+-- expired), grants are held back as after lost data. A live holder
+-- without a readable record has no known weight: no grant can be safe
+-- beside it, so the script stops with an error until it expires (nobody
+-- can renew it: renew needs the record).
+function recount(why, vanished)
   local ids = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
   local sum = 0
   for i = 1, #ids, 2 do
@@ -384,9 +387,12 @@ function recount(why)
         ids[i], ids[i + 1], KEYS[2])
     end
   end
+  if sum == get('used') and not (bad and bad.used) then
+    return -- holders beyond the limit, say: nothing to repair
+  end
   slow()
   event('repaired', '', 0, string.format('used was %s; the %d holders weigh %d', why, #ids / 2, sum))
-  if sum < get('used') then
+  if vanished and sum < get('used') then
     quarantine('holders vanished')
   end
   set('used', sum)
@@ -406,9 +412,9 @@ local function verify()
     set('qlen', redis.call('ZCARD', KEYS[3]))
   end
   if bad and bad.used then
-    recount(string.format('%q', bad.used))
+    recount(string.format('%q', bad.used), false)
   elseif used < n or used < 0 or (n == 0 and used ~= 0) or (used > get('limit') and n > 0) then
-    recount(string.format('%d', used))
+    recount(string.format('%d', used), true)
   end
 end
 

@@ -46,7 +46,7 @@ if r and not redis.call('ZSCORE', H, id) then
   -- is the lease): it goes, and used is counted again without it.
   set('#' .. id, false)
   slow()
-  recount(string.format('%d with a record left for lease %s, not a holder', get('used'), id))
+  recount(string.format('%d with a record left for lease %s, not a holder', get('used'), id), true)
   r = false
 end
 if not r then

@@ -51,6 +51,10 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 		return governor.Result{}, r.err
 	}
 	res := governor.Result{Outcome: governor.Granted, Token: r.int(v[1], "the token"), Expires: time.UnixMilli(r.int(v[2], "the expiry"))}
+	if r.err == nil {
+		rk.held.Delete(old)
+		rk.held.Store(req.ID, struct{}{})
+	}
 	return res, r.err
 }
 

@@ -84,6 +84,11 @@ type resourceKeys struct {
 	// such a waiter re-queuing into a resource without state proves the
 	// state was lost.
 	queued sync.Map
+	// held lists the leases this backend was granted on the resource
+	// (id -> struct{}), until released or lost: such a lease renewing
+	// into a resource without state proves the state was lost (a renewal
+	// of a lease id from elsewhere, as the CLI's renew, proves nothing).
+	held sync.Map
 }
 
 // lossMS returns how long the scripts hold new grants back on the
@@ -317,6 +322,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {
 		r.queued.Delete(req.ID)
 	}
+	if err == nil && res.Outcome == governor.Granted {
+		r.held.Store(req.ID, struct{}{})
+	}
 	return res, err
 }
 
@@ -326,10 +334,19 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id string, ttl ti
 		return time.Time{}, governor.ErrClosed
 	}
 	rk := b.resource(key)
-	v, err := renewScript.Run(ctx, b.rdb, rk.keys, id, ttl.Milliseconds(), b.lossMS(rk, ttl)).Slice()
+	loss := b.lossMS(rk, ttl)
+	if _, ok := rk.held.Load(id); !ok {
+		loss = 0
+	}
+	v, err := renewScript.Run(ctx, b.rdb, rk.keys, id, ttl.Milliseconds(), loss).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
+	defer func() {
+		if len(v) > 0 && v[0] != int64(1) {
+			rk.held.Delete(id) // lost
+		}
+	}()
 	r := &reader{op: "renew", key: key}
 	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
 		if r.err != nil || len(v) == 1 {
@@ -355,7 +372,9 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id string) erro
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id).Int()
+	r := b.resource(key)
+	r.held.Delete(id)
+	n, err := releaseScript.Run(ctx, b.rdb, r.keys, id).Int()
 	if err != nil {
 		return wrap("release", err)
 	}
@@ -372,6 +391,7 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id string) error
 	}
 	r := b.resource(key)
 	r.queued.Delete(id)
+	r.held.Delete(id)
 	return wrap("cancel", cancelScript.Run(ctx, b.rdb, r.keys, id).Err())
 }
 
