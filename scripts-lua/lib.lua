@@ -346,10 +346,10 @@ end
 -- tells them (up to a heartbeat later), but meanwhile a waiter could be
 -- granted beside them. Only evidence that state existed and is gone
 -- counts, so that a resource never used before is never held back: a
--- holder renewing, or a waiter that its backend saw queued re-queuing,
--- finds the resource without any state (Redis's forget needs it idle:
--- no holder, no waiter), or the stored weight held has to be counted
--- down because holders vanished. Then new grants wait for loss_ms, the
+-- holder renewing a lease its backend was granted, or a waiter that its
+-- backend saw queued re-queuing, finds the resource without any state
+-- (Redis's forget needs it idle: no holder, no waiter), or the stored
+-- weight held has to be counted down because holders vanished. Then new grants wait for loss_ms, the
 -- longest lease TTL the detecting process knows on the resource: by then
 -- every holder of the lost state has renewed, and learnt, or expired.
 -- Tokens keep increasing (FLOOR). The rule and what it cannot see are in

@@ -126,9 +126,10 @@ func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
 // default). Redis restarted without persistence, or failed over to a
 // replica behind, forgets holders whose processes still run; until each
 // renews (up to a heartbeat) a waiter could be granted beside it. When a
-// script finds evidence of such a loss on a resource (a holder renewing,
-// or a waiter this backend saw queued re-queuing, into a resource
-// without state; holders vanished from beside their state), new grants
+// script finds evidence of such a loss on a resource (a lease this
+// backend was granted renewing, or a waiter it saw queued re-queuing,
+// into a resource without state; holders vanished from beside their
+// state), new grants
 // on it wait for the longest lease TTL this backend asked for there. Off,
 // the window stays, covered only by fencing tokens.
 func LossQuarantine(on bool) Option { return func(b *Backend) { b.noQuarantine = !on } }
