@@ -70,7 +70,17 @@ type Redis struct {
 	// [&addr=host:port…] (the master that Sentinel names); rediss+cluster
 	// and rediss+sentinel for TLS. Empty means no Redis.
 	URL string `mapstructure:"url"`
+	// AllowEviction lets governor run on a server whose maxmemory-policy
+	// can evict its keys (redisbackend.AllowEviction). Default false.
+	AllowEviction bool `mapstructure:"allow_eviction"`
+	// LossQuarantine holds new grants on a resource whose Redis state was
+	// lost for the longest lease TTL (redisbackend.LossQuarantine). Nil
+	// (a hand-built Config) means the default, true: see Quarantine.
+	LossQuarantine *bool `mapstructure:"loss_quarantine"`
 }
+
+// Quarantine tells whether the quarantine after lost Redis data is on.
+func (r Redis) Quarantine() bool { return r.LossQuarantine == nil || *r.LossQuarantine }
 
 // File configures the single-machine backend.
 type File struct {

@@ -65,10 +65,12 @@ type LoadOptions struct {
 // flagNames spells the CLI's flags in messages; other keys are shown as
 // "flag".
 var flagNames = map[string]string{
-	"redis.url": "--redis-url",
-	"file.dir":  "--dir",
-	"project":   "--project",
-	"backend":   "--backend",
+	"redis.url":             "--redis-url",
+	"redis.allow_eviction":  "--allow-eviction",
+	"redis.loss_quarantine": "--loss-quarantine",
+	"file.dir":              "--dir",
+	"project":               "--project",
+	"backend":               "--backend",
 }
 
 // keyDelim separates viper key parts. Provider and resource names may hold
@@ -190,6 +192,8 @@ func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Vipe
 	def("project", DefaultProject)
 	def("backend", DefaultBackend)
 	def("redis.url", "")
+	def("redis.allow_eviction", false)
+	def("redis.loss_quarantine", true)
 	def("file.dir", defaultDir(envMap))
 	def("lease.ttl", DefaultLeaseTTL)
 	def("lock_order", []string(nil))
@@ -456,6 +460,12 @@ func convert(k kind, raw string) (any, string) {
 	case kindDuration:
 		d, msg := parseDuration(raw)
 		return d, msg
+	case kindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Sprintf("%s is not true or false", quote(raw))
+		}
+		return b, ""
 	case kindList:
 		items := strings.Split(raw, ",")
 		for i := range items {

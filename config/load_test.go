@@ -53,6 +53,8 @@ project: from-file
 backend: file
 redis:
   url: redis://file:6379/0
+  allow_eviction: true
+  loss_quarantine: false
 file:
   dir: /file/dir
 lease:
@@ -75,11 +77,13 @@ resources:
 		"GOVERNOR_RUN_MAX_CONCURRENT_RUNS=5",
 		"GOVERNOR_PROVIDERS_ANTHROPIC_MAX_CONCURRENCY=3",
 		"GOVERNOR_RESOURCES_HEAVY_LIMIT=2",
+		"GOVERNOR_REDIS_ALLOW_EVICTION=false",
 	}
 	flags := map[string]string{
-		"project":   "from-flag",
-		"redis.url": "redis://flag:6379/2",
-		"file.dir":  "/flag/dir",
+		"project":               "from-flag",
+		"redis.url":             "redis://flag:6379/2",
+		"redis.loss_quarantine": "true",
+		"file.dir":              "/flag/dir",
 	}
 	tests := []struct {
 		key    string
@@ -92,6 +96,8 @@ resources:
 		{"project", func(c config.Config) any { return c.Project }, "from-file", "from-env", "from-flag", config.SourceFlag},
 		{"backend", func(c config.Config) any { return c.Backend }, "file", "redis", "redis", config.SourceEnv},
 		{"redis.url", func(c config.Config) any { return c.RedisURL() }, "redis://file:6379/0", "redis://env:6379/1", "redis://flag:6379/2", config.SourceFlag},
+		{"redis.allow_eviction", func(c config.Config) any { return c.Redis.AllowEviction }, true, false, false, config.SourceEnv},
+		{"redis.loss_quarantine", func(c config.Config) any { return c.Redis.Quarantine() }, false, false, true, config.SourceFlag},
 		{"file.dir", func(c config.Config) any { return c.File.Dir }, "/file/dir", "/env/dir", "/flag/dir", config.SourceFlag},
 		{"lease.ttl", func(c config.Config) any { return c.Lease.TTL }, 60 * time.Second, 90 * time.Second, 90 * time.Second, config.SourceEnv},
 		{"lease.heartbeat", func(c config.Config) any { return c.Lease.Heartbeat }, 20 * time.Second, 20 * time.Second, 20 * time.Second, config.SourceFile},

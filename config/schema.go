@@ -15,6 +15,7 @@ const (
 	kindInt           // a whole number
 	kindDuration      // Go duration syntax: 30s, 1m30s
 	kindList          // a list of strings
+	kindBool          // true or false
 	kindSection       // a mapping with the fixed keys in fields
 	kindNamed         // a mapping from user-chosen names to entries shaped like entry
 )
@@ -37,8 +38,12 @@ func section(fields map[string]*schema) *schema {
 var root = section(map[string]*schema{
 	"project": leaf(kindString),
 	"backend": leaf(kindString),
-	"redis":   section(map[string]*schema{"url": leaf(kindString)}),
-	"file":    section(map[string]*schema{"dir": leaf(kindString)}),
+	"redis": section(map[string]*schema{
+		"url":             leaf(kindString),
+		"allow_eviction":  leaf(kindBool),
+		"loss_quarantine": leaf(kindBool),
+	}),
+	"file": section(map[string]*schema{"dir": leaf(kindString)}),
 	"lease": section(map[string]*schema{
 		"ttl":       leaf(kindDuration),
 		"heartbeat": leaf(kindDuration),

@@ -33,6 +33,10 @@ func (c Config) valueOf(path []string) string {
 		return c.Backend
 	case "redis.url":
 		return RedactURL(c.Redis.URL)
+	case "redis.allow_eviction":
+		return strconv.FormatBool(c.Redis.AllowEviction)
+	case "redis.loss_quarantine":
+		return strconv.FormatBool(c.Redis.Quarantine())
 	case "file.dir":
 		return c.File.Dir
 	case "lease.ttl":

@@ -45,6 +45,8 @@ resources:
 		{"providers.anthropic.max_concurrency", "2", config.SourceFile},
 		{"providers.anthropic.requests_per_minute", "50", config.SourceFile},
 		{"providers.anthropic.tokens_per_minute", "40000", config.SourceEnv},
+		{"redis.allow_eviction", "false", config.SourceDefault},
+		{"redis.loss_quarantine", "true", config.SourceDefault},
 		{"redis.url", "redis://app:***@redis.internal:6379/3", config.SourceFile},
 		{"resources.heavy.limit", "2", config.SourceFlag},
 		{"run.max_concurrent_runs", "4", config.SourceFile},
@@ -154,6 +156,8 @@ func ExampleLoad() {
 	// project                                nightly                      flag
 	// providers.anthropic.max_concurrency    2                            file
 	// providers.anthropic.requests_per_minute 50                           file
+	// redis.allow_eviction                   false                        default
+	// redis.loss_quarantine                  true                         default
 	// redis.url                              redis://u:***@127.0.0.1:6379/0 file
 	// resources.heavy.limit                  1                            file
 	// run.max_concurrent_runs                4                            file

@@ -260,6 +260,14 @@ func (w *walker) scalar(n *yaml.Node, line int, path []string, k kind) {
 			return
 		}
 		s.value = d
+	case kindBool:
+		var b bool
+		if n.Tag != "!!bool" || n.Decode(&b) != nil {
+			w.problem(line, key, n.Value, fmt.Sprintf("%s is not true or false", quoteScalar(n)))
+			w.broken[key] = true
+			return
+		}
+		s.value = b
 	}
 	w.settings = append(w.settings, s)
 }

@@ -19,11 +19,13 @@ import (
 // the fenced store never accepts a write of the old holder after a new
 // one wrote; nothing hangs and no governor goroutine is left.
 //
-// Without persistence the server forgets the holder: a waiter may be
-// granted before the old holder's next renewal tells it, so for up to a
-// heartbeat two processes believe they hold the slot. Only fencing
-// protects the work then; the test measures that window and bounds it by
-// TTL - margin (the holder's local deadline).
+// Without persistence the server forgets the holder: without the
+// quarantine (redisbackend.LossQuarantine, on here) a waiter could be
+// granted before the old holder's next renewal tells it, and for up to a
+// heartbeat two processes would believe they hold the slot, protected
+// only by fencing. The test measures any such window and bounds it by
+// TTL - margin (the holder's local deadline); TestRedisLossQuarantine
+// checks the work itself never overlaps.
 func TestRedisRestart(t *testing.T) {
 	s := redistest.Start(t)
 	project := uniq("restart")

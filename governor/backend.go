@@ -124,6 +124,15 @@ const (
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
 	EventStalled = "stalled"
+	// The backend found its state contradicting itself (see the README's
+	// "State that contradicts itself"):
+	EventRepaired   = "repaired"   // a count was recomputed from the truth (the holders)
+	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
+	EventUnreadable = "unreadable" // an event that did not read, reported in its place by Events
+	// EventQuarantine: the backend found the resource's data lost (Redis
+	// restarted without persistence, a failover to a replica behind) and
+	// holds new grants back for the longest lease TTL.
+	EventQuarantine = "quarantine"
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones

@@ -95,6 +95,9 @@ type Governor struct {
 	closing context.Context
 	close   context.CancelFunc
 	active  sync.WaitGroup
+	// losing counts lost leases being freed in the background (Lease's
+	// lose), which Close also waits for.
+	losing sync.WaitGroup
 }
 
 // New returns a Governor on b. It fails with ErrInvalid on a bad option
@@ -521,6 +524,7 @@ func (g *Governor) Close() error {
 			first = err
 		}
 	}
+	g.losing.Wait() // lost leases being freed in the background
 	g.rec.close()
 	if err := g.b.Close(); err != nil && first == nil {
 		first = err

@@ -270,11 +270,28 @@ func (l *Lease) lose(err error, reason string) {
 	l.mu.Unlock()
 	close(l.done)
 	l.g.forget(l)
-	go func() {
+	free := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
 		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
 		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
+	}
+	// Close waits for this before it closes the backend; once Close has
+	// begun, it waits for the heartbeat that called lose, so free runs
+	// here.
+	l.g.mu.Lock()
+	closing := l.g.closed
+	if !closing {
+		l.g.losing.Add(1)
+	}
+	l.g.mu.Unlock()
+	if closing {
+		free()
+		return
+	}
+	go func() {
+		defer l.g.losing.Done()
+		free()
 	}()
 }
 

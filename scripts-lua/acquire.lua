@@ -3,7 +3,10 @@
 -- ARGV: 1 id, 2 limit, 3 weight, 4 ttl ms, 5 mode ('fail'|'wait'),
 --       6 queue ttl ms, 7 notification channel, 8 declaration JSON,
 --       9 holders to report when not granted, 10 '1' when id is new (never
---       sent before: it cannot be queued or granted yet), 11 secret
+--       sent before: it cannot be queued or granted yet), 11 secret,
+--       12 how long to hold grants back on detecting lost data, ms (0:
+--       never; see quarantine() in lib.lua), 13 '1' when the caller saw
+--       id queued here (evidence that the resource had state)
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
@@ -18,7 +21,7 @@ end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp'}
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine'}
 local v
 
 --[[fast]]
@@ -27,9 +30,10 @@ local v
 -- grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
-  local used, minexp = (v[2] or 0) + 0, (v[7] or 0) + 0
-  if (v[1] or 0) + 0 == limit and (v[6] or 0) + 0 == 0 and (v[3] or 0) + 0 == 0
-      and now < minexp and used + weight <= limit then
+  -- used below zero would let too many in: the full path recounts it.
+  local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
+  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8]
+      and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
@@ -50,6 +54,7 @@ end
 
 local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
 local fresh -- 1 when the resource had no state (Go then lists it again)
+loss_ms = (ARGV[12] or 0) + 0
 
 -- reply builds the reply above (read by Go's parseReply).
 local function reply(code, tok, exp, pos, n)
@@ -69,13 +74,16 @@ end
 
 load(F, not new and id, v)
 fresh = m.limit == 0 and 1 or 0
+if fresh == 1 and ARGV[13] == '1' then
+  quarantine(string.format('waiter %s re-queued into a resource without state', id))
+end
 settle()
 
 -- Already granted (a release handed it to this waiter): claim it.
 if not new then
   local r = record(id)
   if r then
-    local _, rttl, tok = string.match(r, REC_NUMS)
+    local _, rttl, tok = parse_rec(id, r)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     if rttl ~= ARGV[4] then
@@ -116,7 +124,7 @@ if weight > m.limit then
 end
 
 if new or queue_empty or not redis.call('ZSCORE', Q, id) then
-  if queue_empty and m.used + weight <= m.limit then
+  if queue_empty and m.used + weight <= m.limit and not held_back() then
     local tok, exp = grant(id, weight, ttl, decl)
     return reply(1, tok, exp)
   end

@@ -16,7 +16,7 @@ if drop_waiter(id) > 0 then
 end
 local r = record(id)
 if r then
-  drop_holder(id, string.match(r, REC_NUMS) + 0)
+  drop_holder(id, parse_rec(id, r) + 0)
   add('released', 1)
   removed = 1
 end

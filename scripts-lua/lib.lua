@@ -17,8 +17,10 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; idle is forget.lua's mark. A seventh key, the stats hash
--- (observe.lua), goes to status.lua and forget.lua only.
+-- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
+-- back after a loss of data was detected (held_back() below). A seventh
+-- key, the stats hash (observe.lua), goes to status.lua and forget.lua
+-- only.
 --
 -- Time is the server's (TIME), never the client's.
 --
@@ -41,6 +43,42 @@
 -- record, or false when absent); d marks what finish writes.
 local m, d = {}, {}
 
+-- loss_ms: how long new grants are held back after this script detects
+-- that the resource's data was lost (0: not at all); the operation sets
+-- it from its ARGV.
+local loss_ms = 0
+
+-- bad holds the meta fields that held no whole number (field -> what was
+-- there), for verify() to recompute; see num().
+local bad
+
+-- contradiction stops the script with an error naming the key and what
+-- contradicts what (Go's wrap() makes it governor.ErrBackend). It is
+-- raised before any write.
+local function contradiction(key, fmt, ...)
+  error(string.format('governor: %s: ' .. fmt .. ': the state contradicts itself', key, ...), 0)
+end
+
+-- num reads meta field f, raw value x: 0 when absent. A value that is not
+-- a whole number is either recomputed from the keys that hold the truth
+-- (used from H and the records, qlen from Q, minexp from H: verify() and
+-- prune()) or refused.
+local function num(f, x)
+  if not x then
+    return 0
+  end
+  local n = tonumber(x)
+  if n and n == math.floor(n) then
+    return n
+  end
+  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' then
+    bad = bad or {}
+    bad[f] = x
+    return 0
+  end
+  contradiction(KEYS[2], 'field %s holds %q, not a whole number', f, x)
+end
+
 -- load reads the meta fields a script needs and, if id is given, holder
 -- id's record, in one HMGET; or takes v, the reply of the same HMGET that
 -- a fast path already made.
@@ -51,7 +89,7 @@ local function load(fields, id, v)
   end
   v = v or redis.call('HMGET', KEYS[2], unpack(fields))
   for i = 1, n do
-    m[fields[i]] = (v[i] or 0) + 0
+    m[fields[i]] = num(fields[i], v[i])
   end
   if id then
     m[fields[n + 1]] = v[n + 1]
@@ -62,7 +100,7 @@ end
 local function get(f)
   local v = m[f]
   if v == nil then
-    v = (redis.call('HGET', KEYS[2], f) or 0) + 0
+    v = num(f, redis.call('HGET', KEYS[2], f))
     m[f] = v
   end
   return v
@@ -86,6 +124,16 @@ local function record(id)
     m[k] = r
   end
   return r
+end
+
+-- parse_rec returns the weight, ttl and token of holder id's record r, as
+-- strings; a record that does not read is refused.
+local function parse_rec(id, r)
+  local w, ttl, tok = string.match(r, REC_NUMS)
+  if not w then
+    contradiction(KEYS[2], 'the record of lease %s is %q, not "weight ttl token acquired declaration"', id, r)
+  end
+  return w, ttl, tok
 end
 
 -- flush writes what changed in S. Numbers go as strings: %d formats them
@@ -124,6 +172,20 @@ local function expires(exp)
   end
 end
 
+-- held_back tells whether new grants wait (quarantine); once the time
+-- has passed, the mark goes.
+local function held_back()
+  local q = get('quarantine')
+  if not q or q == 0 then
+    return false
+  end
+  if now < q then
+    return true
+  end
+  set('quarantine', false)
+  return false
+end
+
 -- grant makes id a holder, with a new fencing token.
 local function grant(id, w, ttl, decl)
   local tok = math.max(get('token') + 1, FLOOR)
@@ -145,7 +207,7 @@ end
 
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
-local drop_waiter, promote, prune, holders, event, ended
+local drop_waiter, promote, prune, holders, event, ended, recount
 
 local function slow()
   if promote then
@@ -191,17 +253,23 @@ local function slow()
   -- the queue length.
   function promote()
     local limit = get('limit')
-    while get('qlen') > 0 and get('used') < limit do
+    while get('qlen') > 0 and get('used') < limit and not held_back() do
       local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
       if not head then
         set('qlen', 0) -- qlen was wrong: trust the queue
         return
       end
       local s = redis.call('HGET', KEYS[5], head)
-      if not s then
-        drop_waiter(head) -- queue entry without record: unusable
+      local w, ttl, _, ch, decl
+      if s then
+        w, ttl, _, ch, decl = string.match(s, WREC_ALL)
+      end
+      if not w then
+        -- A queue entry without a readable record cannot be served: it
+        -- goes, said in an event, and the queue moves on.
+        drop_waiter(head)
+        event('dropped', head, 0, string.format('queue entry without a readable record: %q', s or '(none)'))
       else
-        local w, ttl, _, ch, decl = string.match(s, WREC_ALL)
         w = w + 0
         if m.used + w > limit then
           return
@@ -221,6 +289,7 @@ local function slow()
     if now >= get('minexp') then
       local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
       if #gone > 0 then
+        local unknown = false
         for _, id in ipairs(gone) do
           local r = record(id)
           local w, _, tok
@@ -231,8 +300,13 @@ local function slow()
           set('#' .. id, false)
           add('used', -(w or 0))
           add('reclaimed_expiry', 1)
+          unknown = unknown or not w
         end
         redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+        if unknown then
+          -- What it weighed is unknown: count the holders left.
+          recount(string.format('%d after dropping an expired holder without a readable record', m.used), false)
+        end
       end
       local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
       set('minexp', (first or NONE) + 0)
@@ -267,9 +341,87 @@ local function slow()
   end
 end
 
+-- Lost data. Redis restarted without persistence, or a failover to a
+-- replica behind, forgets holders that still run: their next renewal
+-- tells them (up to a heartbeat later), but meanwhile a waiter could be
+-- granted beside them. Only evidence that state existed and is gone
+-- counts, so that a resource never used before is never held back: a
+-- holder renewing a lease its backend was granted, or a waiter that its
+-- backend saw queued re-queuing, finds the resource without any state
+-- (Redis's forget needs it idle: no holder, no waiter), or the stored
+-- weight held has to be counted down because holders vanished. Then new grants wait for loss_ms, the
+-- longest lease TTL the detecting process knows on the resource: by then
+-- every holder of the lost state has renewed, and learnt, or expired.
+-- Tokens keep increasing (FLOOR). The rule and what it cannot see are in
+-- the README ("Redis lost its data").
+local function quarantine(why)
+  if loss_ms <= 0 then
+    return
+  end
+  local until_ = now + loss_ms
+  if until_ > (get('quarantine') or 0) then
+    set('quarantine', until_)
+    slow()
+    event('quarantine', '', 0, string.format('%s: the data of this resource was lost; no new grant for %d ms',
+      why, loss_ms))
+  end
+end
+
+-- recount sets used to the weight of the holders in H, which with their
+-- records are the truth, and records the repair as an event; when the
+-- count goes down and vanished is set (holders went missing, rather than
+-- expired), grants are held back as after lost data. A live holder
+-- without a readable record has no known weight: no grant can be safe
+-- beside it, so the script stops with an error until it expires (nobody
+-- can renew it: renew needs the record).
+function recount(why, vanished)
+  local ids = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  local sum = 0
+  for i = 1, #ids, 2 do
+    local r = record(ids[i])
+    local w = r and string.match(r, REC_NUMS)
+    if w then
+      sum = sum + w
+    elseif ids[i + 1] + 0 > now then
+      contradiction(KEYS[1], 'holder %s (expiry %s) has no readable record in %s; no grant until it expires',
+        ids[i], ids[i + 1], KEYS[2])
+    end
+  end
+  if sum == get('used') and not (bad and bad.used) then
+    return -- holders beyond the limit, say: nothing to repair
+  end
+  slow()
+  event('repaired', '', 0, string.format('used was %s; the %d holders weigh %d', why, #ids / 2, sum))
+  if vanished and sum < get('used') then
+    quarantine('holders vanished')
+  end
+  set('used', sum)
+end
+
+-- verify checks the counts load() read against the keys that hold the
+-- truth, and repairs them: a stored used (the sum of the holders'
+-- weights) below zero, below the number of holders (each weighs at least
+-- 1), above the limit, left over with no holder, or unreadable, is
+-- recounted from H; a qlen below zero or unreadable, from Q. One ZCARD
+-- when all is well, and only off the fast paths: theirs check used >= 0,
+-- and a fast renewal that finds its lease missing from H (a record left
+-- without its holder entry) comes here.
+local function verify()
+  local n, used = redis.call('ZCARD', KEYS[1]), get('used')
+  if bad and bad.qlen or get('qlen') < 0 then
+    set('qlen', redis.call('ZCARD', KEYS[3]))
+  end
+  if bad and bad.used then
+    recount(string.format('%q', bad.used), false)
+  elseif used < n or used < 0 or (n == 0 and used ~= 0) or (used > get('limit') and n > 0) then
+    recount(string.format('%d', used), true)
+  end
+end
+
 -- settle prunes and hands on only when something may have expired or
 -- waiters are queued: an uncontended call asks Redis nothing for it.
 local function settle()
+  verify()
   if now >= get('minexp') or get('qlen') > 0 then
     slow()
     prune()

@@ -17,12 +17,15 @@ local v
 -- Fast path: held, nobody queued, no holder expired (this one included):
 -- the same writes as below, straight.
 v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id)
-if v[5] and (v[3] or 0) + 0 == 0 and now < (v[4] or 0) + 0 then
-  redis.call('ZREM', H, id)
-  redis.call('HSET', S, 'used', string.format('%d', (v[1] or 0) - string.match(v[5], REC_NUMS)),
-    'released', string.format('%d', (v[2] or 0) + 1))
-  redis.call('HDEL', S, '#' .. id)
-  return 1
+do
+  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[5] and string.match(v[5], REC_NUMS)
+  if w and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 then
+    redis.call('ZREM', H, id)
+    redis.call('HSET', S, 'used', string.format('%d', used - w),
+      'released', string.format('%d', (v[2] or 0) + 1))
+    redis.call('HDEL', S, '#' .. id)
+    return 1
+  end
 end
 
 --[[lib]]
@@ -33,7 +36,7 @@ local r = record(id)
 if not r then
   return finish(0)
 end
-drop_holder(id, string.match(r, REC_NUMS) + 0)
+drop_holder(id, parse_rec(id, r) + 0)
 add('released', 1)
 if m.qlen > 0 then
   slow()

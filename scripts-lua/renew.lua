@@ -3,7 +3,8 @@
 -- record's "pm" to now and leaves the expiry as it is.
 -- KEYS: see lib.lua.
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret, 4 't' to mark
--- progress
+--       progress, 5 how long to hold grants back on detecting lost data,
+--       ms (0: never; see quarantine() in lib.lua)
 -- Returns {1, expiry ms} when renewed (or marked); when the lease is not
 -- held, {0, kind, token, detail, time ms} of the event that ended it (see
 -- ended() in lib.lua), or {0} when none is recorded; {0, 'stalled', ...}
@@ -22,30 +23,45 @@ local v
 
 --[[fast]]
 -- Fast path: held, nobody queued, no holder expired, and the record's ttl
--- unchanged: the same writes as below, straight.
+-- unchanged: the same writes as below, straight. ZADD XX CH counts 0 when
+-- the lease is missing from H (its record outlived it) or its expiry did
+-- not change: the full path below tells which.
 v = redis.call('HMGET', S, F[1], F[2], '#' .. id)
 do
-  local minexp = (v[2] or 0) + 0
-  if v[3] and (v[1] or 0) + 0 == 0 and now < minexp and ARGV[4] ~= 't'
+  local minexp = tonumber(v[2] or 0)
+  if v[3] and tonumber(v[1] or 0) == 0 and minexp and now < minexp and ARGV[4] ~= 't'
       and not string.find(v[3], '"pto":', 1, true) then
     local _, rttl = string.match(v[3], REC_NUMS)
-    if ttl == 0 or rttl == ARGV[2] then
+    if rttl and (ttl == 0 or rttl == ARGV[2]) then
       local exp = now + (ttl == 0 and rttl + 0 or ttl)
-      redis.call('ZADD', H, 'XX', string.format('%d', exp), id)
-      if exp < minexp then
-        redis.call('HSET', S, 'minexp', string.format('%d', exp))
+      if redis.call('ZADD', H, 'XX', 'CH', string.format('%d', exp), id) == 1 then
+        if exp < minexp then
+          redis.call('HSET', S, 'minexp', string.format('%d', exp))
+        end
+        return {1, exp}
       end
-      return {1, exp}
     end
   end
 end
 
 --[[lib]]
 
+loss_ms = (ARGV[5] or 0) + 0
 load(F, id, v)
 settle()
 local r = record(id)
+if r and not redis.call('ZSCORE', H, id) then
+  -- A record without its entry in H is not a holder (the entry's expiry
+  -- is the lease): it goes, and used is counted again without it.
+  set('#' .. id, false)
+  slow()
+  recount(string.format('%d with a record left for lease %s, not a holder', get('used'), id), true)
+  r = false
+end
 if not r then
+  if get('limit') == 0 then
+    quarantine(string.format('holder %s renewed into a resource without state', id))
+  end
   slow()
   local kind, tok, detail, at = ended(id)
   if kind then
@@ -76,7 +92,7 @@ if ARGV[4] == 't' then
 end
 -- The heartbeat is the expiry minus the record's ttl: rewrite the record
 -- only when the ttl changes.
-local _, rttl = string.match(r, REC_NUMS)
+local _, rttl = parse_rec(id, r)
 if ttl == 0 then
   ttl = rttl + 0
 elseif rttl ~= ARGV[2] then

@@ -16,7 +16,7 @@ local r = record(old)
 local w, _, tok
 slow()
 if r then
-  w, _, tok = string.match(r, REC_NUMS)
+  w, _, tok = parse_rec(old, r)
   w = w + 0
 else
   local kind

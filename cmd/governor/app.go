@@ -59,6 +59,8 @@ type app struct {
 	configFile, backend, redisURL, dir, project string
 	redisURLFile                                string
 	json                                        bool
+	// allowEviction, lossQuarantine: "" when the flag was not given.
+	allowEviction, lossQuarantine string
 	// quiet is --quiet of run and acquire: not getting the slots is told
 	// by the exit code alone.
 	quiet bool
@@ -179,6 +181,10 @@ Exit codes, shared by every command (each command's --help lists its own):
 	f.StringVar(&a.dir, "dir", "", "file backend state directory (env GOVERNOR_DIR)")
 	f.StringVar(&a.project, "project", "", "namespace of every resource (env GOVERNOR_PROJECT)")
 	f.BoolVar(&a.json, "json", false, "machine-readable output")
+	f.Var(boolFlag{&a.allowEviction}, "allow-eviction", "run on a Redis whose maxmemory-policy can evict governor's keys (config redis.allow_eviction; see README)")
+	f.Lookup("allow-eviction").NoOptDefVal = "true"
+	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see README)")
+	f.Lookup("loss-quarantine").NoOptDefVal = "true"
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
@@ -216,7 +222,8 @@ func (a *app) load() (*config.Loaded, error) {
 		return a.loaded, nil
 	}
 	flags := map[string]string{}
-	for k, v := range map[string]string{"backend": a.backend, "redis.url": a.redisURL, "file.dir": a.dir, "project": a.project} {
+	for k, v := range map[string]string{"backend": a.backend, "redis.url": a.redisURL, "file.dir": a.dir, "project": a.project,
+		"redis.allow_eviction": a.allowEviction, "redis.loss_quarantine": a.lossQuarantine} {
 		if v != "" {
 			flags[k] = v
 		}
@@ -269,7 +276,12 @@ func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, erro
 		if err != nil {
 			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
 		}
-		rb, err := redisbackend.New(ctx, rdb, redisbackend.OwnClient())
+		opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(a.warn),
+			redisbackend.LossQuarantine(c.Redis.Quarantine())}
+		if c.Redis.AllowEviction {
+			opts = append(opts, redisbackend.AllowEviction())
+		}
+		rb, err := redisbackend.New(ctx, rdb, opts...)
 		if err != nil {
 			_ = rdb.Close()
 			hint := ""
@@ -319,4 +331,28 @@ func (a *app) limitFor(resource string, flagLimit int) (int, string, error) {
 		return flagLimit, "", nil
 	}
 	return 0, "", exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
+}
+
+// boolFlag is a flag that records its value as given ("true", "false"),
+// or "" when absent, so that config.Load sees only flags that were set;
+// config checks the value.
+type boolFlag struct{ v *string }
+
+func (f boolFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+func (f boolFlag) Set(s string) error { *f.v = s; return nil }
+func (f boolFlag) Type() string       { return "bool" }
+
+// warn writes a warning line on stderr: with --json, as {"warning": msg}.
+func (a *app) warn(msg string) {
+	if a.json {
+		b, _ := json.Marshal(map[string]string{"warning": msg})
+		fmt.Fprintf(a.stderr, "%s\n", b)
+		return
+	}
+	fmt.Fprintln(a.stderr, msg)
 }

@@ -209,13 +209,17 @@ func (a *app) eventsCmd() *cobra.Command {
 		Long: `events lists what happened to leases that their holders did not do themselves:
 expired (a holder stopped renewing), reclaimed (its owner was proven dead),
 takeover (who took it, with the new lease and token), lost (a holder found it had
-lost its lease), drift (a process asked for another limit than the one in force).
+lost its lease), drift (a process asked for another limit than the one in force),
+repaired and dropped (the backend found its state contradicting itself and
+recounted it, or dropped an unreadable queue entry), quarantine (Redis lost its
+data: grants held back), unreadable (an event that could not be read, in its place).
 Each resource keeps its last 1000 events.
 
 --json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail"}],
 oldest first.
 
-Exit codes: 0 listed; 125 bad flags, bad config or backend unreachable.`,
+Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
+events of some resource could not be read (the others are listed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {
@@ -241,10 +245,14 @@ Exit codes: 0 listed; 125 bad flags, bad config or backend unreachable.`,
 				Detail   string    `json:"detail"`
 			}
 			rows := []row{}
+			// One resource whose events cannot be read does not hide the
+			// others': it is named after them, and the exit is 125.
+			var failed []error
 			for _, n := range names {
 				evs, err := g.Events(cmd.Context(), n, from)
 				if err != nil {
-					return exitWith(ExitFailure, err)
+					failed = append(failed, fmt.Errorf("events of %s: %w", n, err))
+					continue
 				}
 				for _, e := range evs {
 					rows = append(rows, row{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail})
@@ -252,14 +260,19 @@ Exit codes: 0 listed; 125 bad flags, bad config or backend unreachable.`,
 			}
 			sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), rows)
+				err = writeJSON(cmd.OutOrStdout(), rows)
+			} else {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, dash(r.Detail))
+				}
+				err = tw.Flush()
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, dash(r.Detail))
+			if err == nil && len(failed) > 0 {
+				err = exitWith(ExitFailure, errors.Join(failed...))
 			}
-			return tw.Flush()
+			return err
 		},
 	}
 	cmd.Flags().DurationVar(&since, "since", 0, "only events in this past duration, e.g. 1h (default: all kept)")

@@ -29,7 +29,39 @@ type Harness struct {
 	// no longer parses. The suite then checks that the damage is a
 	// governor.ErrBackend that ends a wait.
 	Corrupt func(t *testing.T, key governor.Key, leaseID string)
+	// Damage, if set, writes one contradiction d into the stored state
+	// of key, as a foreign write, an eviction or a partial loss could
+	// (lease names the holder or waiter it concerns), and returns true;
+	// false when this store cannot hold that contradiction (the test
+	// then skips).
+	Damage func(t *testing.T, key governor.Key, lease string, d Damage) bool
+	// Lose, if set, makes the store forget everything, as Redis
+	// restarted without persistence does. Backends on it must hold back
+	// grants where they have evidence of the loss (see LostDataHeldBack).
+	Lose func(t *testing.T)
 }
+
+// Damage is a contradiction in a backend's stored state.
+type Damage int
+
+const (
+	// DamageUsed: the stored weight held says -5 (a store that keeps no
+	// such count cannot hold it).
+	DamageUsed Damage = iota + 1
+	// DamageNoState: the holders are left without the rest of the
+	// state (limit, counters, records): Redis's state hash deleted.
+	DamageNoState
+	// DamageNoHolders: the state is left without the set of holders.
+	DamageNoHolders
+	// DamageQueueEntry: waiter lease's queue entry no longer reads.
+	DamageQueueEntry
+	// DamageEvent: one more event, which does not read.
+	DamageEvent
+	// DamageOverLimit: five more holders, copies of holder lease (same
+	// weight and expiry), beyond the limit, the count of weight held
+	// agreeing.
+	DamageOverLimit
+)
 
 // Run runs the whole suite.
 func Run(t *testing.T, h Harness) {
@@ -82,6 +114,13 @@ func Run(t *testing.T, h Harness) {
 		{"CloseEndsWaits", s.closeEndsWaits},
 		{"UseAfterClose", s.useAfterClose},
 		{"MalformedStateEndsWait", s.malformedStateEndsWait},
+		{"DamagedUsedNeverOverGrants", s.damagedUsed},
+		{"DamagedNoStateNeverOverGrants", s.damagedNoState},
+		{"DamagedNoHoldersNotStuck", s.damagedNoHolders},
+		{"DamagedQueueEntrySkipped", s.damagedQueueEntry},
+		{"DamagedEventReported", s.damagedEvent},
+		{"DamagedOverLimitNotStuck", s.damagedOverLimit},
+		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},

@@ -160,8 +160,11 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	}{
 		{"garbage", "{\"version\":1,\"holders\":[{"},
 		{"empty", ""},
-		{"over limit", `{"version":1,"project":"p","resource":"r","limit":1,"token":5,` +
-			`"holders":[{"id":"a","weight":1,"token":4},{"id":"b","weight":1,"token":5}]}`},
+		// Holders over the limit are not corrupt: they keep others out
+		// until they expire (conformance DamagedOverLimitNotStuck). A
+		// holder of no weight would let others in: refused.
+		{"weightless holder", `{"version":1,"project":"p","resource":"r","limit":1,"token":5,` +
+			`"holders":[{"id":"a","weight":0,"token":4}]}`},
 		{"other resource", `{"version":1,"project":"p","resource":"elsewhere","limit":1}`},
 		{"newer version", `{"version":99,"project":"p","resource":"r"}`},
 	} {

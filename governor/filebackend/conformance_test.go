@@ -1,6 +1,8 @@
 package filebackend_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -48,5 +50,63 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Damage: func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
+			return damageState(t, filepath.Join(dir, key.Project, key.Resource, "state"), lease, d)
+		},
 	})
+}
+
+// damageState writes contradiction d into a state file, as a foreign
+// write could. The file keeps no count of the weight held (it is summed
+// from the holders) and holds holders and the rest together: only a bad
+// queue entry or event can be written.
+func damageState(t *testing.T, path, lease string, d conformance.Damage) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	switch d {
+	case conformance.DamageQueueEntry:
+		ws, _ := st["waiters"].([]any)
+		found := false
+		for _, w := range ws {
+			if w := w.(map[string]any); w["id"] == lease {
+				w["weight"] = "heavy"
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no waiter %s in %s", lease, data)
+		}
+	case conformance.DamageOverLimit:
+		hs, _ := st["holders"].([]any)
+		for i := range 5 {
+			for _, h := range hs {
+				if h := h.(map[string]any); h["id"] == lease {
+					c := map[string]any{}
+					for k, v := range h {
+						c[k] = v
+					}
+					c["id"] = fmt.Sprintf("copy%d", i)
+					st["holders"] = append(st["holders"].([]any), c)
+				}
+			}
+		}
+	case conformance.DamageEvent:
+		evs, _ := st["events"].([]any)
+		st["events"] = append(evs, map[string]any{"at": "yesterday", "kind": []int{1}})
+	default:
+		return false
+	}
+	if data, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return true
 }

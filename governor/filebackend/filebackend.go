@@ -200,6 +200,7 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 		return nil, err
 	}
 	t.now = b.now() // after the lock: instants never go back between sections
+	t.dropBadWaiters()
 	return t, nil
 }
 
@@ -237,6 +238,20 @@ func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, err
 			ErrLockHeld, path, lockWait, path)
 	}
 	return -1, fmt.Errorf("governor: file backend: lock %s: %w", path, err)
+}
+
+// dropBadWaiters drops the queue entries that do not read, each said in
+// an event: one bad entry is not served, and blocks nobody behind it.
+func (t *tx) dropBadWaiters() {
+	ws := t.st.Waiters
+	for i := 0; i < len(ws); i++ {
+		if why := t.st.badWaiter(i); why != "" {
+			t.event(governor.EventDropped, ws[i].ID, 0, "queue entry does not read: "+why)
+			ws = append(ws[:i], ws[i+1:]...)
+			t.st.Waiters = ws
+			i--
+		}
+	}
 }
 
 // end unlocks.

@@ -119,6 +119,46 @@ type waiter struct {
 	Enqueued int64                `json:"enqueued"`
 	Expires  int64                `json:"expires"` // of the queue entry
 	Decl     governor.Declaration `json:"decl"`
+	// bad says why an entry of the file did not read as a waiter; begin
+	// drops it (dropBadWaiters).
+	bad string
+}
+
+// UnmarshalJSON reads a waiter; one that does not read is kept, marked
+// bad, so that one bad queue entry is dropped rather than making the
+// whole state unreadable.
+func (w *waiter) UnmarshalJSON(data []byte) error {
+	type plain waiter
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		var named struct{ ID string }
+		_ = json.Unmarshal(data, &named) // its id, if that much reads
+		*w = waiter{ID: named.ID, bad: fmt.Sprintf("%s: %v", clip(data), err)}
+		return nil
+	}
+	*w = waiter(p)
+	return nil
+}
+
+// UnmarshalJSON reads an event; one that does not read becomes an
+// unreadable event saying why, in its place.
+func (e *event) UnmarshalJSON(data []byte) error {
+	type plain event
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		*e = event{Kind: governor.EventUnreadable, Detail: fmt.Sprintf("event %s does not read: %v", clip(data), err)}
+		return nil
+	}
+	*e = event(p)
+	return nil
+}
+
+// clip shows at most 80 bytes of data.
+func clip(data []byte) string {
+	if len(data) > 80 {
+		return string(data[:80]) + "…"
+	}
+	return string(data)
 }
 
 func newState(key governor.Key, boot string) *state {
@@ -170,17 +210,25 @@ func (st *state) check(key governor.Key) error {
 		}
 		seen[h.ID] = true
 	}
-	if u := st.used(); u > st.Limit {
-		return fmt.Errorf("holders weigh %d, above the limit %d", u, st.Limit)
-	}
-	seen = map[string]bool{}
-	for _, w := range st.Waiters {
-		if w.ID == "" || seen[w.ID] || w.Weight < 1 {
-			return fmt.Errorf("bad waiter %q (weight %d)", w.ID, w.Weight)
-		}
-		seen[w.ID] = true
-	}
+	// Holders weighing more than the limit (written by something else)
+	// are not refused: the weight held is summed from them, so nobody
+	// else is granted while they hold, and they go as they expire,
+	// instead of the resource being refused for ever.
 	return nil
+}
+
+// badWaiter says what is wrong with waiter i of st, or "".
+func (st *state) badWaiter(i int) string {
+	w := st.Waiters[i]
+	switch {
+	case w.bad != "":
+		return w.bad
+	case w.ID == "" || w.Weight < 1:
+		return fmt.Sprintf("waiter %q of weight %d", w.ID, w.Weight)
+	case st.waiterIndex(w.ID) != i:
+		return fmt.Sprintf("waiter %q queued twice", w.ID)
+	}
+	return ""
 }
 
 func marshal(st *state) ([]byte, error) {
@@ -273,7 +321,7 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 		}
 	}
 	for _, w := range st.Waiters {
-		if w.Expires > now.boot {
+		if w.Expires > now.boot && w.bad == "" {
 			s.Waiters = append(s.Waiters, governor.Waiter{ID: w.ID, Weight: w.Weight,
 				EnqueuedAt: now.at(w.Enqueued), Declaration: w.Decl})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,9 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	if err != nil {
 		return governor.Result{}, err
 	}
-	v, err := takeoverScript.Run(ctx, b.rdb, b.resource(key).keys, old, req.ID, req.TTL.Milliseconds(), decl,
+	rk := b.resource(key)
+	b.lossMS(rk, req.TTL) // noted: the TTL of the lease it grants
+	v, err := takeoverScript.Run(ctx, b.rdb, rk.keys, old, req.ID, req.TTL.Milliseconds(), decl,
 		governor.TakeoverDetail(req), req.Weight).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)
@@ -57,6 +60,10 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 		return governor.Result{}, r.err
 	}
 	res := governor.Result{Outcome: governor.Granted, Token: r.int(v[1], "the token"), Expires: time.UnixMilli(r.int(v[2], "the expiry"))}
+	if r.err == nil {
+		rk.held.Delete(old)
+		rk.held.Store(req.ID, struct{}{})
+	}
 	return res, r.err
 }
 
@@ -96,20 +103,32 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 	if err != nil {
 		return nil, wrap("events", err)
 	}
-	r := &reader{op: "events", key: key}
 	out := make([]governor.Event, 0, len(msgs))
 	for _, m := range msgs {
+		// An entry that does not read (written by something else) is
+		// reported in its place, not fatal for the others.
+		r := &reader{op: "events", key: key}
 		e := governor.Event{Kind: r.str(m.Values["kind"], "the kind of event "+m.ID),
 			LeaseID: r.str(m.Values["lease"], "the lease of event "+m.ID),
 			Detail:  r.str(m.Values["detail"], "the detail of event "+m.ID)}
 		e.Token = r.int(m.Values["token"], "the token of event "+m.ID)
 		e.At = time.UnixMilli(r.int(m.Values["at"], "the time of event "+m.ID))
+		if r.err != nil {
+			e = governor.Event{Kind: governor.EventUnreadable, Detail: r.err.Error(), At: streamTime(m.ID)}
+		}
 		out = append(out, e)
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
 	return out, nil
+}
+
+// streamTime is the time in a stream entry id ("ms-seq"), or zero.
+func streamTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
 }
 
 // eventsKey is the resource's event stream (the last of Keys).

@@ -51,6 +51,11 @@ type Backend struct {
 	pubsub  *redis.PubSub
 	waiters map[string]chan struct{}
 	done    chan struct{}
+	// Options of New.
+	allowEviction bool
+	noQuarantine  bool
+	warn          func(string)
+
 	// closed: every call after Close is governor.ErrClosed, even on a
 	// client that stays open (it belongs to the caller).
 	closed atomic.Bool
@@ -70,6 +75,37 @@ type resourceKeys struct {
 	keys       []string
 	withStats  []string    // keys, then the stats hash (StatsKey)
 	registered atomic.Bool // listed in the project index
+	// maxTTL is the longest lease TTL, in ms, this backend has asked
+	// for on the resource: how long grants are held back when it finds
+	// the resource's data lost (see LossQuarantine).
+	maxTTL atomic.Int64
+	// queued lists the waiter ids this backend saw queued on the
+	// resource (id -> struct{}), until granted, refused or cancelled:
+	// such a waiter re-queuing into a resource without state proves the
+	// state was lost.
+	queued sync.Map
+	// held lists the leases this backend was granted on the resource
+	// (id -> struct{}), until released or lost: such a lease renewing
+	// into a resource without state proves the state was lost (a renewal
+	// of a lease id from elsewhere, as the CLI's renew, proves nothing).
+	held sync.Map
+}
+
+// lossMS returns how long the scripts hold new grants back on the
+// resource when they find its data lost, after noting ttl (0: none) as
+// asked for: the longest TTL asked for, or 0 when LossQuarantine is off.
+func (b *Backend) lossMS(r *resourceKeys, ttl time.Duration) int64 {
+	ms := ttl.Milliseconds()
+	for {
+		cur := r.maxTTL.Load()
+		if ms <= cur || r.maxTTL.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	if b.noQuarantine {
+		return 0
+	}
+	return r.maxTTL.Load()
 }
 
 type declCache struct {
@@ -86,9 +122,24 @@ type Option func(*Backend)
 // made only for it (as by NewClient).
 func OwnClient() Option { return func(b *Backend) { b.ownClient = true } }
 
+// LossQuarantine turns the quarantine after lost data on or off (on by
+// default). Redis restarted without persistence, or failed over to a
+// replica behind, forgets holders whose processes still run; until each
+// renews (up to a heartbeat) a waiter could be granted beside it. When a
+// script finds evidence of such a loss on a resource (a lease this
+// backend was granted renewing, or a waiter it saw queued re-queuing,
+// into a resource without state; holders vanished from beside their
+// state), new grants
+// on it wait for the longest lease TTL this backend asked for there. Off,
+// the window stays, covered only by fencing tokens.
+func LossQuarantine(on bool) Option { return func(b *Backend) { b.noQuarantine = !on } }
+
 // New returns a backend on rdb. It subscribes to its own notification
 // channel (one connection per backend, whatever the number of waiters)
-// and fails if Redis cannot be reached or does not run scripts. Close
+// and fails if Redis cannot be reached or does not run scripts, or if a
+// master's maxmemory-policy can evict governor's keys (ErrBackend naming
+// it; AllowEviction accepts it; a policy that cannot be read is a Warn
+// line). Close
 // closes the subscription; rdb stays the caller's unless OwnClient is
 // given (and, when New fails, in any case).
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backend, error) {
@@ -112,6 +163,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 		return nil, fmt.Errorf("governor: redis: subscribe: %w", err)
 	}
 	be.pubsub = ps
+	if err := be.checkEviction(ctx); err != nil {
+		_ = ps.Close()
+		return nil, err
+	}
 	// Load every script now: this proves the server runs scripts (and
 	// lets the user run them) before anything is acquired, and spares the
 	// first acquire the NOSCRIPT round trip, which would eat into its
@@ -248,12 +303,15 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		mode = "wait"
 	}
 	r := b.resource(req.Key)
-	isNew := "0"
+	isNew, wasQueued := "0", "0"
 	if req.New {
 		isNew = "1"
+	} else if _, ok := r.queued.Load(req.ID); ok {
+		wasQueued = "1"
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret).Slice()
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
+		b.lossMS(r, req.TTL), wasQueued).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
@@ -262,7 +320,16 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
-	return acquireReply(req.Key, v)
+	res, err := acquireReply(req.Key, v)
+	if err == nil && res.Outcome == governor.Queued {
+		r.queued.Store(req.ID, struct{}{})
+	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {
+		r.queued.Delete(req.ID)
+	}
+	if err == nil && res.Outcome == governor.Granted {
+		r.held.Store(req.ID, struct{}{})
+	}
+	return res, err
 }
 
 // Renew implements governor.Backend.
@@ -279,13 +346,23 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
-	v, err := renewScript.Run(ctx, b.rdb, b.resource(key).keys, id, ttl.Milliseconds(), secret, mode).Slice()
+	rk := b.resource(key)
+	loss := b.lossMS(rk, ttl)
+	if _, ok := rk.held.Load(id); !ok {
+		loss = 0
+	}
+	v, err := renewScript.Run(ctx, b.rdb, rk.keys, id, ttl.Milliseconds(), secret, mode, loss).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
 	if len(v) == 1 && v[0] == int64(-1) {
 		return time.Time{}, governor.NotOwner(key, id)
 	}
+	defer func() {
+		if len(v) > 0 && v[0] != int64(1) {
+			rk.held.Delete(id) // lost
+		}
+	}()
 	r := &reader{op: "renew", key: key}
 	if !r.length(v, 1, true) || r.int(v[0], "the code") != 1 {
 		if r.err != nil || len(v) == 1 {
@@ -311,7 +388,11 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	n, err := releaseScript.Run(ctx, b.rdb, b.resource(key).keys, id, secret).Int()
+	r := b.resource(key)
+	n, err := releaseScript.Run(ctx, b.rdb, r.keys, id, secret).Int()
+	if n != -1 {
+		r.held.Delete(id)
+	}
 	if err != nil {
 		return wrap("release", err)
 	}
@@ -329,13 +410,16 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret strin
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	n, err := cancelScript.Run(ctx, b.rdb, b.resource(key).keys, id, secret).Int()
+	r := b.resource(key)
+	n, err := cancelScript.Run(ctx, b.rdb, r.keys, id, secret).Int()
 	if err != nil {
 		return wrap("cancel", err)
 	}
 	if n == -1 {
 		return governor.NotOwner(key, id)
 	}
+	r.queued.Delete(id)
+	r.held.Delete(id)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,69 @@ func corrupter(dial func() redis.UniversalClient) func(t *testing.T, key governo
 	}
 }
 
+// damager returns a Harness.Damage that writes through a client made by
+// dial.
+func damager(dial func() redis.UniversalClient) func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
+	return func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
+		rdb := dial()
+		defer rdb.Close()
+		ctx := context.Background()
+		ks := redisbackend.Keys(key)
+		var err error
+		switch d {
+		case conformance.DamageUsed:
+			err = rdb.HSet(ctx, ks[1], "used", "-5").Err()
+		case conformance.DamageNoState:
+			err = rdb.Del(ctx, ks[1]).Err()
+		case conformance.DamageNoHolders:
+			err = rdb.Del(ctx, ks[0]).Err()
+		case conformance.DamageQueueEntry:
+			err = rdb.HSet(ctx, ks[4], lease, "garbage").Err()
+		case conformance.DamageEvent:
+			err = rdb.XAdd(ctx, &redis.XAddArgs{Stream: ks[5], Values: []string{"foo", "bar"}}).Err()
+		case conformance.DamageOverLimit:
+			exp, rec := rdb.ZScore(ctx, ks[0], lease).Val(), rdb.HGet(ctx, ks[1], "#"+lease).Val()
+			for i := range 5 {
+				id := fmt.Sprintf("copy%d", i)
+				if err = rdb.ZAdd(ctx, ks[0], redis.Z{Score: exp, Member: id}).Err(); err == nil {
+					err = rdb.HSet(ctx, ks[1], "#"+id, rec).Err()
+				}
+				if err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = rdb.HIncrBy(ctx, ks[1], "used", 5).Err()
+			}
+		default:
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+}
+
+// loser returns a Harness.Lose that flushes every master through a
+// client made by dial.
+func loser(dial func() redis.UniversalClient) func(t *testing.T) {
+	return func(t *testing.T) {
+		rdb := dial()
+		defer rdb.Close()
+		ctx := context.Background()
+		var err error
+		if c, ok := rdb.(*redis.ClusterClient); ok {
+			err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+		} else {
+			err = rdb.FlushAll(ctx).Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestConformanceMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
@@ -69,6 +133,8 @@ func TestConformanceMiniredis(t *testing.T) {
 		Open:    func(t *testing.T) governor.Backend { return open(t, m.Addr()) },
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
 		Corrupt: func(t *testing.T, key governor.Key, id string) { m.HSet(redisbackend.Keys(key)[1], "#"+id, "garbage") },
+		Damage:  damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr()}) }),
+		Lose:    func(t *testing.T) { m.FlushAll() },
 	})
 }
 
@@ -79,6 +145,8 @@ func TestConformanceRealRedis(t *testing.T) {
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
 		Corrupt:  corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Damage:   damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Lose:     loser(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 	})
 }
 
@@ -95,6 +163,12 @@ func TestConformanceRealCluster(t *testing.T) {
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,
 		Corrupt: corrupter(func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		}),
+		Damage: damager(func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		}),
+		Lose: loser(func() redis.UniversalClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 		}),
 	})

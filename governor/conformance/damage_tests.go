@@ -1,0 +1,231 @@
+package conformance
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// State that contradicts itself (Harness.Damage): the backend reads it
+// against what holds the truth, and never grants beyond the limit
+// because of it, never stays stuck beyond a TTL, and a single bad queue
+// entry or event is skipped and reported, not fatal for everyone.
+
+// damage writes d into key's state or skips t.
+func (s *suite) damage(t *testing.T, key governor.Key, lease string, d Damage) {
+	t.Helper()
+	if s.h.Damage == nil || !s.h.Damage(t, key, lease, d) {
+		t.Skip("this store cannot hold this contradiction")
+	}
+}
+
+// notGranted tries an acquire that must not be granted: refused, queued
+// or a governor.ErrBackend naming the contradiction are all fine.
+func notGranted(t *testing.T, b governor.Backend, r governor.Request, what string) {
+	t.Helper()
+	res, err := b.Acquire(ctxT(t), r)
+	if err != nil && !errors.Is(err, governor.ErrBackend) {
+		t.Fatalf("%s: %v, want a refusal or ErrBackend", what, err)
+	}
+	if err == nil && res.Outcome == governor.Granted {
+		t.Fatalf("%s: granted beyond the limit", what)
+	}
+}
+
+// damagedUsed: a stored used of -5 beside two holders of a limit-2
+// resource lets nobody else in; the count is repaired from the holders.
+func (s *suite) damagedUsed(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 2, 1, governor.Fail)
+	mustAcquire(t, b, a, governor.Granted)
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Granted)
+	s.damage(t, key, a.ID, DamageUsed)
+	for i := 0; i < 7; i++ {
+		notGranted(t, b, req(key, 2, 1, governor.Fail), "an acquire beside used=-5")
+	}
+	if st := mustStatus(t, b, key); st.Used != 2 || len(st.Holders) != 2 {
+		t.Fatalf("after the repair: used %d, %d holders; want 2 and 2", st.Used, len(st.Holders))
+	}
+	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+}
+
+// damagedNoState: holders left without the rest of their state are not
+// forgotten: nobody is granted beside them, their holder cannot renew
+// (its record is gone), and once they expire the resource is served.
+func (s *suite) damagedNoState(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	mustAcquire(t, b, a, governor.Granted)
+	s.damage(t, key, a.ID, DamageNoState)
+	r := req(key, 1, 1, governor.Fail)
+	r.TTL = a.TTL
+	notGranted(t, b, r, "an acquire beside holders without their state")
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); err == nil {
+		t.Fatal("a holder without its record renewed")
+	}
+	s.h.Advance(t, 3*time.Second)
+	r = req(key, 1, 1, governor.Fail)
+	r.TTL = a.TTL
+	mustAcquire(t, b, r, governor.Granted)
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+}
+
+// damagedNoHolders: a state left without its holders does not keep the
+// resource busy for ever, and the lost holder learns at its renewal.
+func (s *suite) damagedNoHolders(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	mustAcquire(t, b, a, governor.Granted)
+	s.damage(t, key, a.ID, DamageNoHolders)
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); err == nil {
+		t.Fatal("a holder missing from the holders renewed")
+	}
+	s.h.Advance(t, 3*time.Second)
+	r := req(key, 1, 1, governor.Fail)
+	r.TTL = a.TTL
+	mustAcquire(t, b, r, governor.Granted)
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+	if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 {
+		t.Fatalf("after the repair: used %d, %d holders; want 1 and 1", st.Used, len(st.Holders))
+	}
+}
+
+// damagedQueueEntry: an unreadable queue entry at the head is dropped
+// with an event, and the waiter behind it is served.
+func (s *suite) damagedQueueEntry(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, a, governor.Granted)
+	w1, w2 := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)
+	w1.New, w2.New = true, true
+	mustAcquire(t, b, w1, governor.Queued)
+	mustAcquire(t, b, w2, governor.Queued)
+	s.damage(t, key, w1.ID, DamageQueueEntry)
+	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
+		t.Fatalf("Release beside an unreadable queue entry: %v", err)
+	}
+	w2.New = false
+	mustAcquire(t, b, w2, governor.Granted)
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Kind == governor.EventDropped && e.LeaseID == w1.ID {
+			return
+		}
+	}
+	t.Fatalf("events = %+v; want %s dropped", evs, w1.ID)
+}
+
+// damagedEvent: an event that does not read is reported in its place;
+// the others are still listed.
+func (s *suite) damagedEvent(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	ra := mustAcquire(t, b, a, governor.Granted)
+	if err := b.CountLost(ctxT(t), key, a.ID, ra.Token, "a test"); err != nil {
+		t.Fatal(err)
+	}
+	s.damage(t, key, a.ID, DamageEvent)
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatalf("Events beside one unreadable event: %v", err)
+	}
+	var lost, unreadable int
+	for _, e := range evs {
+		switch e.Kind {
+		case governor.EventLost:
+			lost++
+		case governor.EventUnreadable:
+			unreadable++
+			if e.Detail == "" {
+				t.Fatalf("unreadable event without a detail: %+v", e)
+			}
+		}
+	}
+	if lost != 1 || unreadable != 1 {
+		t.Fatalf("events = %+v; want the lost one and one unreadable", evs)
+	}
+}
+
+// damagedOverLimit: holders beyond the limit let nobody else in while
+// they hold, and once they expire the resource is served again: not a
+// wedge beyond their TTL.
+func (s *suite) damagedOverLimit(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 2, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	mustAcquire(t, b, a, governor.Granted)
+	s.damage(t, key, a.ID, DamageOverLimit)
+	r := req(key, 2, 1, governor.Fail)
+	r.TTL = a.TTL
+	notGranted(t, b, r, "an acquire beside holders beyond the limit")
+	s.h.Advance(t, 3*time.Second)
+	for range 2 {
+		r := req(key, 2, 1, governor.Fail)
+		r.TTL = a.TTL
+		mustAcquire(t, b, r, governor.Granted)
+	}
+	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+}
+
+// lostDataHeldBack: after the store forgot everything, a waiter that was
+// queued and re-queues is not granted beside the forgotten holder, which
+// learns at its renewal; once the longest TTL has passed, the waiter is
+// served with a higher token. A resource never used before is granted at
+// once: only evidence of lost state holds grants back.
+func (s *suite) lostDataHeldBack(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL = 2 * time.Second
+	ra := mustAcquire(t, b, a, governor.Granted)
+	w := req(key, 1, 1, governor.Wait)
+	w.TTL, w.New = a.TTL, true
+	mustAcquire(t, b, w, governor.Queued)
+	s.h.Lose(t)
+	w.New = false
+	res, err := b.Acquire(ctxT(t), w)
+	if err != nil || res.Outcome != governor.Queued {
+		t.Fatalf("a waiter re-queuing after the loss: %v %v, want queued (held back)", res.Outcome, err)
+	}
+	other := req(key, 1, 1, governor.Fail)
+	other.TTL, other.New = a.TTL, true
+	mustAcquire(t, s.h.Open(t), other, governor.Refused)
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
+	}
+	fresh := req(governor.Key{Project: project(), Resource: "heavy"}, 1, 1, governor.Fail)
+	fresh.New = true
+	mustAcquire(t, b, fresh, governor.Granted)
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Kind != governor.EventQuarantine {
+		t.Fatalf("events after the loss = %+v, want the quarantine first", evs)
+	}
+	s.h.Advance(t, 3*time.Second)
+	rw := mustAcquire(t, b, w, governor.Granted)
+	if rw.Token <= ra.Token {
+		t.Fatalf("token after the loss %d, not above %d from before", rw.Token, ra.Token)
+	}
+}
