@@ -12,7 +12,7 @@ import (
 
 const (
 	limitRule = "a limit must be a whole number from 1 to 1000000"
-	nameRule  = `names must be printable, without whitespace or any of { } * ? [ ] \ (Redis key and pattern characters), and at most 200 bytes with the resource prefix`
+	nameRule  = `names must be printable, without whitespace or any of { } * ? [ ] \ (Redis key and pattern characters), in Unicode NFC without Latin, Greek and Cyrillic letters mixed (look-alikes), and at most 200 bytes with the resource prefix`
 	urlForms  = "use redis://[user:password@]host[:port][/db], rediss://… for TLS, redis+cluster://host:port[?addr=host:port…] for a Redis Cluster, redis+sentinel://host:port[/db]?master_name=NAME[&addr=host:port…] for Sentinel, or unix:///path/to/socket"
 	topKeys   = "allowed at the top level: backend, file, lease, lock_order, project, providers, redis, resources, run"
 )

@@ -89,7 +89,7 @@ var leaseNames = governor.TimingNames{TTL: "lease.ttl", Heartbeat: "lease.heartb
 // The rules config states in its messages; governor decides them.
 var (
 	limitRule = fmt.Sprintf("a limit must be a whole number from 1 to %d", governor.MaxLimit)
-	nameRule  = fmt.Sprintf("names must be printable, without whitespace or any of { } * ? [ ] \\ (Redis key and pattern characters), and at most %d bytes with the resource prefix", governor.MaxNameLen)
+	nameRule  = fmt.Sprintf("names must be printable, without whitespace or any of { } * ? [ ] \\ (Redis key and pattern characters), in Unicode NFC without Latin, Greek and Cyrillic letters mixed (look-alikes), and at most %d bytes with the resource prefix", governor.MaxNameLen)
 )
 
 func (c Config) problems() []*FieldError {
@@ -265,6 +265,12 @@ func nameProblem(name, resource string) string {
 		what = "whitespace"
 	case governor.NameUnprintable:
 		what = fmt.Sprintf("the unprintable character %U", ne.Char)
+	case governor.NameNotNFC:
+		// resource is a prefix (ASCII, as "provider:") and name.
+		return fmt.Sprintf("name %s is not in Unicode normal form C; write %q, which looks the same; %s",
+			strconv.QuoteToASCII(name), strings.TrimPrefix(ne.Want, strings.TrimSuffix(resource, name)), nameRule)
+	case governor.NameMixedScript:
+		return fmt.Sprintf("name %s mixes Latin, Greek or Cyrillic letters (%q, %U), which look alike; %s", strconv.QuoteToASCII(name), ne.Char, ne.Char, nameRule)
 	default:
 		what = fmt.Sprintf("%q", ne.Char)
 	}

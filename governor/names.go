@@ -3,10 +3,13 @@ package governor
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Limits on names and numbers, checked before anything reaches a backend.
@@ -28,6 +31,8 @@ const (
 	NameUnprintable = "unprintable"
 	NameReserved    = "reserved character" // { } * ? [ ] \ in a resource, anything but A-Z a-z 0-9 . _ - in a project
 	NameDots        = "dots"               // a project "." or ".."
+	NameNotNFC      = "not NFC"            // a name not in Unicode normal form C (NameError.Want has it)
+	NameMixedScript = "mixed scripts"      // letters of two of Latin, Greek, Cyrillic: look-alikes
 )
 
 // NameError is a name the rules refuse. errors.Is(err, ErrInvalid) is
@@ -38,7 +43,9 @@ type NameError struct {
 	Reason string // NameEmpty, NameTooLong, …
 	Char   rune   // the refused character (NameSpace, NameUnprintable, NameReserved)
 	Max    int    // the longest allowed, in bytes
-	msg    string
+	// Want is the name's NFC form (NameNotNFC): the one form accepted.
+	Want string
+	msg  string
 }
 
 func (e *NameError) Error() string { return ErrInvalid.Error() + ": " + e.msg }
@@ -47,7 +54,7 @@ func (e *NameError) Error() string { return ErrInvalid.Error() + ": " + e.msg }
 func (e *NameError) Unwrap() error { return ErrInvalid }
 
 // ResourceNameRule says what ValidateResource allows.
-const ResourceNameRule = "printable characters without white space or any of { } * ? [ ] \\, at most 200 bytes"
+const ResourceNameRule = "printable characters without white space or any of { } * ? [ ] \\, in Unicode NFC, not mixing Latin, Greek and Cyrillic letters, at most 200 bytes"
 
 // ValidateResource checks a resource name: 1 to MaxNameLen bytes of
 // printable UTF-8 with no white space, and none of the characters
@@ -118,10 +125,50 @@ func validateName(what, name string, max int) error {
 		}
 	}
 	if e.Reason == "" {
+		lookAlike(e)
+	}
+	if e.Reason == "" {
 		return nil
 	}
 	return e
 }
+
+// lookAlike refuses what would make two names that look the same two
+// slots: a name not in NFC ("café" written with a combining accent is
+// another byte string than "café"), and letters mixed from Latin, Greek
+// and Cyrillic, whose look-alikes ("hеavy" with a Cyrillic е) are the
+// usual confusables. Refused, not normalised: the name a user types is
+// the key, in records and events too, and a name changed on the way in
+// would be a second rule at every entry point. Other scripts mix freely
+// with Latin ("評価:eval").
+func lookAlike(e *NameError) {
+	if nfc := norm.NFC.String(e.Name); nfc != e.Name {
+		e.Reason, e.Want = NameNotNFC, nfc
+		e.msg = fmt.Sprintf("%s name %s is not in Unicode normal form C; use %s, which looks the same (one name, one slot)",
+			e.What, strconv.QuoteToASCII(truncate(e.Name, 64)), strconv.Quote(truncate(nfc, 64)))
+		return
+	}
+	var seen []string
+	for _, r := range e.Name {
+		for _, sc := range confusableScripts {
+			if unicode.Is(sc.table, r) && !slices.Contains(seen, sc.name) {
+				seen = append(seen, sc.name)
+			}
+		}
+		if len(seen) > 1 {
+			e.Reason, e.Char = NameMixedScript, r
+			e.msg = fmt.Sprintf("%s name %s mixes %s and %s letters (%q, %U); names that look alike must not be two slots: write it in one script",
+				e.What, strconv.QuoteToASCII(truncate(e.Name, 64)), seen[0], seen[1], r, r)
+			return
+		}
+	}
+}
+
+// confusableScripts are the scripts whose letters look alike.
+var confusableScripts = []struct {
+	name  string
+	table *unicode.RangeTable
+}{{"Latin", unicode.Latin}, {"Greek", unicode.Greek}, {"Cyrillic", unicode.Cyrillic}}
 
 // LockOrderError is one bad entry of Options.LockOrder. errors.Is(err,
 // ErrInvalid) is true.

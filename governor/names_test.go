@@ -74,3 +74,29 @@ func TestAcquireBadInputLeavesNothing(t *testing.T) {
 		t.Fatalf("heartbeat not shorter than TTL: %v", err)
 	}
 }
+
+// Names that look alike are not two slots: a name not in NFC is refused
+// naming its NFC form, and letters mixed from Latin, Greek and Cyrillic
+// are refused; other scripts mix with Latin freely.
+func TestLookAlikeNames(t *testing.T) {
+	for _, tt := range []struct {
+		name, reason, want string
+	}{
+		{"caf\u00e9", "", ""},                                  // NFC é
+		{"cafe\u0301", governor.NameNotNFC, "caf\u00e9"},       // e + combining acute
+		{"h\u0435avy", governor.NameMixedScript, ""},           // Cyrillic е inside Latin
+		{"\u03b1lpha", governor.NameMixedScript, ""},           // Greek α
+		{"\u0442\u044f\u0436\u0451\u043b\u044b\u0439", "", ""}, // Cyrillic alone
+		{"\u8a55\u4fa1:eval", "", ""},                          // Han and Latin
+		{"provider:anthropic", "", ""},
+	} {
+		err := governor.ValidateResource(tt.name)
+		var ne *governor.NameError
+		switch {
+		case tt.reason == "" && err != nil:
+			t.Errorf("%+q: %v, want accepted", tt.name, err)
+		case tt.reason != "" && (!errors.As(err, &ne) || ne.Reason != tt.reason || ne.Want != tt.want || !errors.Is(err, governor.ErrInvalid)):
+			t.Errorf("%+q: %v, want a NameError %q (want %+q)", tt.name, err, tt.reason, tt.want)
+		}
+	}
+}
