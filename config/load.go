@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/mkdirslot"
 )
 
@@ -295,7 +296,7 @@ func xdgDir(env map[string]string, name, fallback string) string {
 
 func defaultDir(env map[string]string) string {
 	if dir := xdgDir(env, "XDG_STATE_HOME", filepath.Join(".local", "state")); dir != "" {
-		return filepath.Join(dir, "governor")
+		return filebackend.StateDirUnder(dir)
 	}
 	return ""
 }

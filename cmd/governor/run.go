@@ -139,6 +139,14 @@ when nested), start, granted, end. Lines without "kind" (older governor) are
 end lines. FILE must be a regular file or absent: a symlink, FIFO, device or
 directory is refused (125); a new FILE is created 0600.
 
+Who is coordinated: with the file backend (no Redis), the slots are those of
+one state dir, by default your own (~/.local/state/governor), so run
+coordinates your own processes only: another Unix user's runs do not see
+them. For one slot per machine across users, every user points --dir (or
+file.dir, GOVERNOR_DIR) at one shared dir, group-owned and setgid (as root:
+install -d -m 2770 -g governor /var/lib/governor, and add the users to the
+group). Across machines you need Redis.
+
 Exit codes:
   CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
   73         not acquired: busy with --if-busy fail, or --wait-timeout passed

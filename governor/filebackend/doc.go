@@ -5,7 +5,9 @@
 // # Layout
 //
 // Under the state dir (see DefaultDir), created 0700 and refused when it
-// is a symlink, owned by another user or writable by others:
+// is a symlink, owned by another user or writable by others, or has a
+// parent that another user could write (see New; a setgid dir is shared
+// by its group, its files 0660 and directories 2770):
 //
 //	DIR/PROJECT/RESOURCE/lock        flock(2) target; never unlinked
 //	DIR/PROJECT/RESOURCE/state       JSON; replaced atomically by rename

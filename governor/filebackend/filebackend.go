@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,13 +44,39 @@ func DefaultDir() string {
 		return d
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "governor")
+		return StateDirUnder(d)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".local", "state", "governor")
+	return StateDirUnder(filepath.Join(home, ".local", "state"))
+}
+
+// RootDir is the state dir of a root run whose home is not root's.
+const RootDir = "/run/governor"
+
+// StateDirUnder is the default state dir under base ($XDG_STATE_HOME or
+// ~/.local/state): base/governor, except for root when base (or its
+// nearest existing parent) is not owned by root, as a user's HOME kept by
+// sudo is: then RootDir, so that root never makes root-owned dirs in a
+// home that breaks its user's own governor.
+func StateDirUnder(base string) string {
+	if os.Geteuid() == 0 {
+		for p := base; ; p = filepath.Dir(p) {
+			var st unix.Stat_t
+			if err := unix.Stat(p, &st); err == nil {
+				if st.Uid != 0 {
+					return RootDir
+				}
+				break
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+	}
+	return filepath.Join(base, "governor")
 }
 
 // Backend keeps governor's state in files under one directory. It is
@@ -59,6 +84,8 @@ func DefaultDir() string {
 // process or many, behave as separate processes would.
 type Backend struct {
 	dir   string
+	dev   uint64 // of dir when New checked it
+	ino   uint64
 	clock func() time.Duration
 	boot  string // kernel boot id
 
@@ -78,7 +105,18 @@ var _ governor.Backend = (*Backend)(nil)
 // New opens the state dir dir ("" means DefaultDir()), creating it with
 // mode 0700 if it does not exist. It fails, creating nothing more, when
 // dir is a symlink, is not a directory, is owned by another user or is
-// writable by group or others.
+// writable by group or others, or when one of its parents is writable by
+// another user than root or you (a sticky dir owned by root, as /tmp, is
+// fine): that user could swap the state dir.
+//
+// A shared state dir is one that is setgid (mode 2770, made by root with
+// install -d -m 2770 -g GROUP DIR): every member of its group uses it,
+// so that their processes share its slots. Its owner must be root or
+// you, you must be in its group, and nobody else may write it; files are
+// made 0660 and subdirectories 2770 in it, whatever the umask.
+//
+// Each critical section checks that the state dir is still the one New
+// checked (same device and inode).
 func New(dir string, opts Options) (*Backend, error) {
 	if dir == "" {
 		dir = DefaultDir()
@@ -95,10 +133,14 @@ func New(dir string, opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("governor: file backend: create state dir: %w", err)
 		}
 	}
-	if err := checkDir(abs); err != nil {
+	st, err := checkDir(abs)
+	if err != nil {
 		return nil, err
 	}
-	b := &Backend{dir: abs, clock: opts.Clock, boot: proc.BootID(),
+	if err := checkParents(abs); err != nil {
+		return nil, err
+	}
+	b := &Backend{dir: abs, dev: uint64(st.Dev), ino: uint64(st.Ino), clock: opts.Clock, boot: proc.BootID(),
 		leases: map[leaseRef]*os.File{}, waiters: map[*listener]struct{}{}}
 	if b.clock == nil {
 		var ts unix.Timespec
@@ -110,27 +152,92 @@ func New(dir string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-func checkDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("governor: file backend: state dir: %w", err)
+func checkDir(dir string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return nil, fmt.Errorf("governor: file backend: state dir %s: %w", dir, err)
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		target, _ := os.Readlink(dir)
-		return fmt.Errorf("governor: file backend: state dir %s is a symlink (to %s); refusing it: "+
+		return nil, fmt.Errorf("governor: file backend: state dir %s is a symlink (to %s); refusing it: "+
 			"point --dir or GOVERNOR_DIR at the real directory", dir, target)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("governor: file backend: state dir %s is not a directory", dir)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, fmt.Errorf("governor: file backend: state dir %s is not a directory", dir)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("governor: file backend: state dir %s is owned by uid %d, not by you (uid %d); refusing it: "+
-			"use a directory of your own", dir, st.Uid, os.Geteuid())
+	perm := uint32(st.Mode) & 0o7777
+	me := os.Geteuid()
+	if st.Mode&unix.S_ISGID != 0 {
+		// Shared: owned by root or you, your group's, nobody else's.
+		if st.Uid != 0 && int(st.Uid) != me {
+			return nil, fmt.Errorf("governor: file backend: shared state dir %s is owned by uid %d, neither root nor you (uid %d); refusing it: "+
+				"a shared dir must be made by root: install -d -m 2770 -g GROUP %s", dir, st.Uid, me, dir)
+		}
+		if perm&0o007 != 0 {
+			return nil, fmt.Errorf("governor: file backend: shared state dir %s is open to users outside its group (mode %04o); refusing it: chmod 2770 %s",
+				dir, perm, dir)
+		}
+		if !inGroup(int(st.Gid)) {
+			return nil, fmt.Errorf("governor: file backend: shared state dir %s belongs to group %d, and you are not in it; "+
+				"ask root to add you (usermod -aG GROUP USER, then log in again) or use a dir of your own", dir, st.Gid)
+		}
+		return &st, nil
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("governor: file backend: state dir %s is writable by others (mode %04o); refusing it: chmod 700 %s",
-			dir, fi.Mode().Perm(), dir)
+	if int(st.Uid) != me {
+		return nil, fmt.Errorf("governor: file backend: state dir %s is owned by uid %d, not by you (uid %d); refusing it: "+
+			"use a directory of your own, or a shared one (setgid, mode 2770: see README)", dir, st.Uid, me)
+	}
+	if perm&0o022 != 0 {
+		return nil, fmt.Errorf("governor: file backend: state dir %s is writable by others (mode %04o); refusing it: chmod 700 %s",
+			dir, perm, dir)
+	}
+	return &st, nil
+}
+
+func inGroup(gid int) bool {
+	if os.Getegid() == gid || os.Geteuid() == 0 {
+		return true
+	}
+	groups, _ := os.Getgroups()
+	for _, g := range groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// checkParents refuses a state dir that someone other than root or you
+// could replace: a parent (as written, and with symlinks resolved) owned
+// by another user, or writable by group or others, unless it is sticky
+// and root's (as /tmp).
+func checkParents(dir string) error {
+	me := uint32(os.Geteuid())
+	paths := []string{filepath.Dir(dir)}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil && real != paths[0] {
+		paths = append(paths, real)
+	}
+	for _, start := range paths {
+		for p := start; ; p = filepath.Dir(p) {
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return fmt.Errorf("governor: file backend: state dir %s: parent %s: %w", dir, p, err)
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				sticky := st.Mode&unix.S_ISVTX != 0 && st.Uid == 0
+				switch {
+				case st.Uid != 0 && st.Uid != me:
+					return fmt.Errorf("governor: file backend: state dir %s: its parent %s is owned by uid %d, who could replace the state dir; "+
+						"refusing it: use a dir whose parents only root or you can write", dir, p, st.Uid)
+				case st.Mode&0o022 != 0 && !sticky:
+					return fmt.Errorf("governor: file backend: state dir %s: its parent %s is writable by group or others (mode %04o), who could replace the state dir; "+
+						"refusing it: chmod go-w %s, or use another dir", dir, p, uint32(st.Mode)&0o7777, p)
+				}
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
 	}
 	return nil
 }
@@ -466,6 +573,10 @@ func (t *tx) attach(h *holder) {
 	name := leasePrefix + escape(h.ID)
 	fd, err := openat(t.dir, name, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err != nil {
+		return
+	}
+	if share(t.dir, fd, sharedFileMode) != nil {
+		unix.Close(fd)
 		return
 	}
 	if err := flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
@@ -839,9 +950,9 @@ func (b *Backend) list(ctx context.Context, project string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	root, err := openat(unix.AT_FDCWD, b.dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	root, err := b.openRoot()
 	if err != nil {
-		return nil, b.dirError(b.dir, err)
+		return nil, err
 	}
 	defer unix.Close(root)
 	proj, err := openat(root, escape(project), unix.O_RDONLY|unix.O_DIRECTORY, 0)

@@ -111,7 +111,8 @@ func flock(fd, how int) error {
 	}
 }
 
-// subdir opens directory name in parent, making it (0700) if create is set.
+// subdir opens directory name in parent, making it (0700, or 02770 in a
+// shared state dir) if create is set.
 func subdir(parent int, name string, create bool) (int, error) {
 	fd, err := openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err == unix.ENOENT && create {
@@ -119,8 +120,45 @@ func subdir(parent int, name string, create bool) (int, error) {
 			return -1, err
 		}
 		fd, err = openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			if err = share(parent, fd, sharedDirMode); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+		}
 	}
 	return fd, err
+}
+
+// Modes in a shared state dir (see New): every member of its group reads
+// and writes every file, and subdirectories keep the group (setgid).
+const (
+	sharedFileMode = 0o660
+	sharedDirMode  = 0o2770
+)
+
+// isShared reports whether directory fd is part of a shared state dir:
+// it is setgid, as New requires of a shared one and refuses otherwise.
+func isShared(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_ISGID != 0
+}
+
+// share gives fd, a file or directory in directory dir, the shared mode
+// perm when dir is shared and fd is ours and lacks it: whatever the
+// umask took away when it was made.
+func share(dir, fd int, perm uint32) error {
+	if !isShared(dir) {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if int(st.Uid) != os.Geteuid() || uint32(st.Mode)&0o7777 == perm {
+		return nil
+	}
+	return unix.Fchmod(fd, perm)
 }
 
 // errNoState: the resource has no directory yet (and was not to be
@@ -135,9 +173,9 @@ func (b *Backend) projectPath(project string) string {
 // state dir with O_NOFOLLOW at every step. Without create, a missing
 // directory is errNoState.
 func (b *Backend) openResource(project, resource string, create bool) (int, error) {
-	root, err := openat(unix.AT_FDCWD, b.dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	root, err := b.openRoot()
 	if err != nil {
-		return -1, b.dirError(b.dir, err)
+		return -1, err
 	}
 	defer unix.Close(root)
 	proj, err := subdir(root, escape(project), create)
@@ -158,6 +196,27 @@ func (b *Backend) openResource(project, resource string, create bool) (int, erro
 	return fd, nil
 }
 
+// openRoot opens the state dir and checks that it is still the directory
+// New checked (same device and inode): one fstat of the open descriptor.
+func (b *Backend) openRoot() (int, error) {
+	root, err := openat(unix.AT_FDCWD, b.dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, b.dirError(b.dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(root, &st); err != nil {
+		unix.Close(root)
+		return -1, b.dirError(b.dir, err)
+	}
+	if uint64(st.Dev) != b.dev || uint64(st.Ino) != b.ino {
+		unix.Close(root)
+		return -1, fmt.Errorf("governor: file backend: state dir %s was replaced after governor checked it "+
+			"(device/inode %d/%d, now %d/%d); refusing it: check who can write its parent, then start again",
+			b.dir, b.dev, b.ino, uint64(st.Dev), uint64(st.Ino))
+	}
+	return root, nil
+}
+
 func (b *Backend) dirError(path string, err error) error {
 	if err == unix.ELOOP || err == unix.ENOTDIR {
 		return fmt.Errorf("governor: file backend: %s is a symlink or not a directory; governor never follows symlinks in its state dir: remove it", path)
@@ -172,6 +231,10 @@ func (b *Backend) dirError(path string, err error) error {
 func lockDir(ctx context.Context, dir int) (int, error) {
 	fd, err := openat(dir, lockName, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err != nil {
+		return -1, err
+	}
+	if err := share(dir, fd, sharedFileMode); err != nil {
+		unix.Close(fd)
 		return -1, err
 	}
 	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
@@ -206,6 +269,11 @@ func lockDir(ctx context.Context, dir int) (int, error) {
 func writeFileAtomic(dir int, name string, data []byte) error {
 	fd, err := openat(dir, tempName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
 	if err != nil {
+		return err
+	}
+	if err := share(dir, fd, sharedFileMode); err != nil {
+		unix.Close(fd)
+		_ = unix.Unlinkat(dir, tempName, 0)
 		return err
 	}
 	for len(data) > 0 && err == nil {

@@ -73,6 +73,12 @@ func (b *Backend) listen(ctx context.Context, key governor.Key, id string, ch ch
 		unix.Close(dir)
 		return nil, errors.New("wake-up pipe is not a pipe")
 	}
+	if err := share(dir, fd, sharedFileMode); err != nil {
+		unix.Close(fd)
+		_ = unix.Unlinkat(dir, name, 0)
+		unix.Close(dir)
+		return nil, err
+	}
 	l := &listener{b: b, dir: dir, name: name, f: os.NewFile(uintptr(fd), name), done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
