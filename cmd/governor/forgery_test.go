@@ -52,18 +52,7 @@ func (in *intruder) run(t *testing.T, env []string, args ...string) (int, string
 	c := in.user.Command(in.bin, append(append([]string{}, in.global...), args...)...)
 	c.Env = append(append(cleanEnv(), "HOME=/nonexistent", "XDG_CONFIG_HOME=", "GOVERNOR_SESSION=intruder"), env...)
 	c.Dir = "/"
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatalf("governor %s as %s: %v", strings.Join(args, " "), in.user.Name, err)
-	return 0, "", ""
+	return execCode(t, c)
 }
 
 // Issue 18, points 1 and 2: a second Unix user who reads the lease id of

@@ -42,23 +42,6 @@ func wrapperPath(t *testing.T) string {
 	return p
 }
 
-// execCode runs c to its end and returns its exit code, stdout and stderr.
-func execCode(t *testing.T, c *exec.Cmd) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatalf("%s: %v", c.Args, err)
-	return 0, "", ""
-}
-
 // governorCmd is governor with tg's flags, env added to a clean
 // environment.
 func governorCmd(tg *target, env []string, args ...string) *exec.Cmd {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,18 +66,8 @@ func TestREADMEShellLease(t *testing.T) {
 		os.Remove(calls)
 		c := exec.Command(bash, "-c", prelude+block)
 		c.Dir, c.Env = dir, env
-		var errb bytes.Buffer
-		c.Stderr = &errb
-		err := c.Run()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, errb.String()
-		case errors.As(err, &ee):
-			return ee.ExitCode(), errb.String()
-		}
-		t.Fatal(err)
-		return 0, ""
+		code, _, errs := execCode(t, c)
+		return code, errs
 	}
 	logged := func() string {
 		b, _ := os.ReadFile(calls)

@@ -135,7 +135,12 @@ func cleanEnv() []string {
 // run runs governor to its end and returns exit code, stdout and stderr.
 func (tg *target) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	c := tg.command(args...)
+	return execCode(t, tg.command(args...))
+}
+
+// execCode runs c to its end and returns its exit code, stdout and stderr.
+func execCode(t *testing.T, c *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
@@ -146,7 +151,7 @@ func (tg *target) run(t *testing.T, args ...string) (int, string, string) {
 	case errors.As(err, &ee):
 		return ee.ExitCode(), out.String(), errb.String()
 	}
-	t.Fatalf("governor %s: %v", strings.Join(args, " "), err)
+	t.Fatalf("%s: %v", c.Args, err)
 	return 0, "", ""
 }
 
