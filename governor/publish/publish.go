@@ -218,16 +218,14 @@ func unsupported(err error) bool {
 
 // check refuses a lease the backend no longer lists.
 func (l *Lease) check(ctx context.Context) error {
-	st, err := l.Governor.Status(ctx, l.Resource)
-	if err != nil {
+	_, err := l.Governor.Held(ctx, l.Resource, l.ID)
+	switch {
+	case errors.Is(err, governor.ErrNotHeld):
+		return fmt.Errorf("lease %s@%s is not held (expired, released or taken over); nothing published: %w", l.Resource, l.ID, governor.ErrLeaseLost)
+	case err != nil:
 		return fmt.Errorf("checking lease %s@%s: %w", l.Resource, l.ID, err)
 	}
-	for _, h := range st.Holders {
-		if h.LeaseID == l.ID {
-			return nil
-		}
-	}
-	return fmt.Errorf("lease %s@%s is not held (expired, released or taken over); nothing published: %w", l.Resource, l.ID, governor.ErrLeaseLost)
+	return nil
 }
 
 // syncDir fsyncs a directory. File systems that cannot (EINVAL, ENOTSUP)
