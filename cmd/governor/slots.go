@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -155,9 +154,18 @@ type waiterJSON struct {
 	WaitingSeconds float64   `json:"waiting_seconds"`
 }
 
+// statusSource reads resources' state: a *governor.Governor, or serve's
+// reopening one.
+type statusSource interface {
+	Project() string
+	Resources(ctx context.Context) ([]string, error)
+	Status(ctx context.Context, resource string) (governor.Status, error)
+}
+
 // statuses reads the named resources, or every resource with state plus
-// every configured one.
-func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string) ([]governor.Status, error) {
+// every configured one. A name neither configured nor with state is an
+// unknownResourceError.
+func (a *app) statuses(ctx context.Context, g statusSource, names []string) ([]governor.Status, error) {
 	have, err := g.Resources(ctx)
 	if err != nil {
 		return nil, exitWith(ExitFailure, err)
@@ -214,7 +222,7 @@ func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		b, err := json.Marshal(toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
+		b, err := json.Marshal(a.slotsReport(g.Project(), sts))
 		if err != nil {
 			return err
 		}
@@ -232,11 +240,24 @@ func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		return writeJSON(w, toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
+		return writeJSON(w, a.slotsReport(g.Project(), sts))
 	}
 	writeSlots(w, g.Project(), sts, a.mkdirLocks())
 	return nil
 }
+
+// slotsReport is what 'governor slots --json' prints and /api/v1/slots
+// of 'governor serve' serves: sts in the --json schema, with their mkdir
+// slots.
+func (a *app) slotsReport(project string, sts []governor.Status) slotsJSON {
+	return toSlotsJSON(project, sts, a.mkdirLocks())
+}
+
+// unknownResourceError names a resource neither configured nor with
+// state.
+type unknownResourceError string
+
+func (e unknownResourceError) Error() string { return string(e) }
 
 // unknownResource says that resource is neither configured nor has
 // state in project, with the closest of the known names.
@@ -252,7 +273,7 @@ func unknownResource(project, resource string, known []string) error {
 	default:
 		msg += fmt.Sprintf("; %d are known: see 'governor slots'", len(known))
 	}
-	return errors.New(msg)
+	return unknownResourceError(msg)
 }
 
 // mkdirLocks are the resources bound to a mkdir slot, from the
