@@ -186,17 +186,20 @@ func pageConfig(t *testing.T) string {
 	return p
 }
 
-// TestStatusPage drives the status page of a live 'governor serve' in a
-// headless chromium, on the file backend and on Redis: a holder appears,
-// a waiter moves up when the slot frees, and the page says when the
-// backend or serve stops answering. Chromium starts once for the test.
+// TestStatusPage drives the status page of a live 'governor serve
+// --admin-token-file' in a headless chromium, on the file backend and on
+// Redis: a holder appears, a waiter moves up when the slot frees, each
+// waiter has an expected wait, the admin pauses the resource (an action
+// without the token is refused), cancels a waiter and sets the limit, and
+// the page says when the backend or serve stops answering. Chromium
+// starts once for the test.
 func TestStatusPage(t *testing.T) {
 	browser := startBrowser(t)
 	t.Run("file", func(t *testing.T) {
 		global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", pageConfig(t)}
-		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "2s")...)
+		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "2s", "--admin-token-file", tokenFile(t))...)
 		b := openPage(t, browser, p.base+"/", "file")
-		queueOnPage(t, b, global, "")
+		queueOnPage(t, b, global)
 
 		// A phone's width: nothing wider than the screen but the
 		// tables, which scroll inside their card.
@@ -214,9 +217,9 @@ func TestStatusPage(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		s := redistest.Start(t)
 		global := []string{"--backend", "redis", "--redis-url", s.URL(), "--config", pageConfig(t)}
-		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s")...)
+		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s", "--admin-token-file", tokenFile(t))...)
 		b := openPage(t, browser, p.base+"/", "redis")
-		queueOnPage(t, b, global, "")
+		queueOnPage(t, b, global)
 
 		// Redis stops: the page says the backend does not answer, and
 		// comes back by itself when it does.
@@ -228,49 +231,41 @@ func TestStatusPage(t *testing.T) {
 		}
 		b.until("the backend back", `document.getElementById("banner").hidden && document.body.dataset.state === "live"`)
 	})
-	t.Run("actions", func(t *testing.T) {
-		admin := &fakeAdmin{}
-		s := pageServer(t, admin)
-		b := openPage(t, browser, s.URL+"/", "actions")
-		b.until("the controls", `document.body.dataset.actions === "on" && !!`+card("gpu")+`?.querySelector("button.pause")`)
-		if !jsIn[bool](b, controlsShown) {
-			t.Fatal("no controls shown with actions on")
-		}
-		click := func(sel string) {
-			t.Helper()
-			b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
-		}
-		msg := `document.getElementById("admin-msg")`
-
-		// Without the token: refused, nothing done.
-		click(`section.res[data-resource="gpu"] button.pause`)
-		b.until("the refusal", msg+`.textContent.includes("refused (HTTP 401)") && `+msg+`.classList.contains("bad")`)
-		if calls := admin.took(); len(calls) != 0 {
-			t.Fatalf("refused on the page, yet done: %q", calls)
-		}
-		b.shot("refused")
-
-		b.do("type the token", chromedp.SendKeys(chromedp.CSS("#token"), testToken))
-		click(`section.res[data-resource="gpu"] button.pause`)
-		b.until("the pause done", msg+`.textContent === "pause gpu: done"`)
-		b.do("type a limit", chromedp.SendKeys(chromedp.CSS(`section.res[data-resource="gpu"] input.limit`), "7"))
-		click(`section.res[data-resource="gpu"] button.set-limit`)
-		b.until("the limit set", msg+`.textContent === "limit gpu: done"`)
-		calls := admin.took()
-		if len(calls) != 2 || !strings.HasPrefix(calls[0], "pause gpu by serve admin from 127.0.0.1:") || !strings.HasPrefix(calls[1], "limit gpu 7 by serve admin from 127.0.0.1:") {
-			t.Errorf("done: %q; want pause gpu, then limit gpu 7, by serve admin from 127.0.0.1:PORT", calls)
+	t.Run("read-only", func(t *testing.T) {
+		s := pageServer(t, nil)
+		b := openPage(t, browser, s.URL+"/", "read-only")
+		b.until("the page live", `document.body.dataset.state === "live" && !!`+card("gpu"))
+		if jsIn[bool](b, controlsShown) {
+			t.Error("a read-only page shows controls")
 		}
 	})
+}
+
+// tokenFile writes testToken into a file only its owner reads.
+func tokenFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(p, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // controlsShown is true when the page shows a button or a field.
 const controlsShown = `[...document.querySelectorAll("button, input")].some((e) => e.getClientRects().length > 0)`
 
+// eventShown is true when the page lists an event of kind on resource by
+// someone whose name holds by.
+func eventShown(resource, kind, by string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll('#events tr.event[data-resource=%s][data-kind=%s] td.by')].some((td) => td.textContent.includes(%s))`,
+		strconv.Quote(resource), strconv.Quote(kind), strconv.Quote(by))
+}
+
 // queueOnPage makes a holder and two waiters of gpu (limit 1) with the
-// CLI, and watches the page b show them and the queue move up.
-func queueOnPage(t *testing.T, b *tab, global []string, admin string) {
+// CLI, and watches the page b show them, the queue move up, and the
+// admin's actions.
+func queueOnPage(t *testing.T, b *tab, global []string) {
 	t.Helper()
-	b.until("the page live", `document.body.dataset.state === "live" && !!`+card("gpu"))
+	b.until("the page live, with actions", `document.body.dataset.state === "live" && document.body.dataset.actions === "on" && !!`+card("gpu"))
 	if got := jsIn[string](b, `document.getElementById("project").textContent`); got != "pagetest" {
 		t.Errorf("project shown: %q", got)
 	}
@@ -288,10 +283,6 @@ func queueOnPage(t *testing.T, b *tab, global []string, admin string) {
 	w2 := startWaiter(t, append(global, "acquire", "gpu", "--wait-timeout", "2m", "--ttl", "2m", "--session", "waiter-2")...)
 	b.until("waiter-2 second in the queue", waiterAt("gpu", "waiter-2", 2))
 	b.until("an expected wait for each waiter", card("gpu")+`.querySelectorAll("tr.waiter td.expected").length === 2`)
-	b.shot("queue")
-	if admin == "" && jsIn[bool](b, controlsShown) {
-		t.Error("a read-only page shows controls")
-	}
 
 	// The slot frees: waiter-1 holds it, waiter-2 moves up.
 	if code, _, errs := serveCLI(t, append(global, "release", holder)...); code != 0 {
@@ -303,17 +294,56 @@ func queueOnPage(t *testing.T, b *tab, global []string, admin string) {
 	b.until("waiter-1 holding", holderShown("gpu", "waiter-1")+` && !`+holderShown("gpu", "holder-1"))
 	b.until("waiter-2 moved up", waiterAt("gpu", "waiter-2", 1)+" && "+waiterCount("gpu", 1))
 	b.shot("moved-up")
-	if w2.exited() >= 0 {
-		t.Fatalf("waiter-2 ended while waiting: %s", w2.errb.String())
+
+	gpu := `section.res[data-resource="gpu"] `
+	msg := `document.getElementById("admin-msg")`
+	click := func(sel string) {
+		t.Helper()
+		b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
 	}
+
+	// Without the token, pausing is refused, and nothing changes.
+	click(gpu + "button.pause")
+	b.until("the refusal", msg+`.textContent.includes("refused (HTTP 401)") && `+msg+`.classList.contains("bad")`)
+	if code, out, _ := serveCLI(t, append(global, "events", "gpu", "--json")...); code != 0 || strings.Contains(out, `"paused"`) {
+		t.Fatalf("after a refused pause, events: exit %d, %s; want no pause", code, out)
+	}
+
+	// With it, the resource pauses: the slot freed is not granted, and
+	// waiter-2 keeps its place.
+	b.do("type the token", chromedp.SendKeys(chromedp.CSS("#token"), testToken))
+	click(gpu + "button.pause")
+	b.until("the pause done", msg+`.textContent === "pause gpu: done"`)
+	b.until("the pause event, by the admin", eventShown("gpu", "paused", "serve admin from 127.0.0.1:"))
 	if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(w1.out.String())[0])...); code != 0 {
 		t.Fatalf("release: exit %d: %s", code, errs)
 	}
-	if code, errs := w2.wait(t); code != 0 {
-		t.Fatalf("waiter-2: exit %d: %s", code, errs)
+	b.until("gpu free and waiter-2 still waiting", card("gpu")+`.querySelector(".nums .used").textContent === "0" && `+waiterAt("gpu", "waiter-2", 1))
+	b.shot("paused")
+	if w2.exited() >= 0 {
+		t.Fatalf("waiter-2 ended while gpu is paused: %s", w2.errb.String())
 	}
-	b.until("waiter-2 holding, nobody waiting", holderShown("gpu", "waiter-2")+" && "+waiterCount("gpu", 0))
-	if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(w2.out.String())[0])...); code != 0 {
-		t.Fatalf("release: exit %d: %s", code, errs)
+
+	// The admin cancels waiter-2: its acquire ends, saying who did it.
+	click(gpu + "tr.waiter[data-session=\"waiter-2\"] button.cancel")
+	b.until("the cancel done", msg+`.textContent === "cancel gpu: done (1 waiter cancelled)"`)
+	if code, errs := w2.wait(t); code == 0 || !strings.Contains(errs, "cancelled") || !strings.Contains(errs, "serve admin from 127.0.0.1:") {
+		t.Errorf("waiter-2 cancelled: exit %d, %q; want a failure naming serve admin", code, errs)
 	}
+	b.until("nobody waiting", waiterCount("gpu", 0))
+	b.until("the cancel event", eventShown("gpu", "cancelled", "serve admin from 127.0.0.1:"))
+
+	click(gpu + "button.resume")
+	b.until("the resume done", msg+`.textContent === "resume gpu: done"`)
+	b.until("the resume event", eventShown("gpu", "resumed", "serve admin from 127.0.0.1:"))
+
+	// A limit set live, and back to the configured one.
+	b.do("type a limit", chromedp.SendKeys(chromedp.CSS(gpu+"input.limit"), "2"))
+	click(gpu + "button.set-limit")
+	b.until("the limit set", msg+`.textContent === "limit gpu: done" && `+card("gpu")+`.querySelector(".nums .limit").textContent === "2"`)
+	// Cleared, the limit in force stays until a process asks for
+	// another (Governor.SetLimit): the event says so.
+	click(gpu + "button.clear-limit")
+	b.until("the live limit cleared", `[...document.querySelectorAll('#events tr.event[data-kind="limit"] td.detail')].some((td) => td.textContent.includes("live limit cleared"))`)
+	b.shot("actions")
 }

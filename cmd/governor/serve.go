@@ -168,10 +168,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 			defer src.Close()
 			var admin adminActions
 			if token != "" {
-				var ok bool
-				if admin, ok = any(src).(adminActions); !ok {
-					return exitWith(ExitFailure, errors.New("--admin-token-file: this build of governor has no admin actions yet (cancel, pause, resume, limit)"))
-				}
+				admin = src
 			}
 			octx, cancel := context.WithTimeout(ctx, timeout)
 			_, err = src.governor(octx)
@@ -328,6 +325,40 @@ func (r *reopening) Events(ctx context.Context, resource string, since time.Time
 		return nil, err
 	}
 	return g.Events(ctx, resource, since)
+}
+
+var _ adminActions = (*reopening)(nil)
+
+func (r *reopening) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Cancel(ctx, resource, sel, by)
+}
+
+func (r *reopening) Pause(ctx context.Context, resource, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Pause(ctx, resource, by)
+}
+
+func (r *reopening) Resume(ctx context.Context, resource, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Resume(ctx, resource, by)
+}
+
+func (r *reopening) SetLimit(ctx context.Context, resource string, limit int, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.SetLimit(ctx, resource, limit, by)
 }
 
 func (r *reopening) Rates(ctx context.Context) ([]string, error) {

@@ -23,17 +23,11 @@ import (
 //go:embed page/index.html page/app.js page/style.css
 var pageFiles embed.FS
 
-// cancelSelector names the waiters an admin cancels: exactly one of
-// WaiterID and Session is set.
-type cancelSelector struct {
-	WaiterID string
-	Session  string
-}
-
 // adminActions are the actions the status page offers an admin, as the
-// library provides them; by names who acted, for the events.
+// library provides them (serve's reopening Governor; a fake in tests); by
+// names who acted, for the events.
 type adminActions interface {
-	Cancel(ctx context.Context, resource string, sel cancelSelector, by string) ([]governor.Waiter, error)
+	Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error)
 	Pause(ctx context.Context, resource, by string) error
 	Resume(ctx context.Context, resource, by string) error
 	SetLimit(ctx context.Context, resource string, limit int, by string) error
@@ -270,15 +264,24 @@ func (p *statusPage) action(do func(ctx context.Context, req actionRequest, res 
 		ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 		defer cancel()
 		if err := do(ctx, req, &res); err != nil {
-			code := http.StatusServiceUnavailable
-			if errors.Is(err, governor.ErrInvalid) {
-				code = http.StatusBadRequest
-			}
-			writeAPIError(w, code, err)
+			writeAPIError(w, actionStatus(err), err)
 			return
 		}
 		writeAPI(w, http.StatusOK, res)
 	}
+}
+
+// actionStatus is the HTTP status of a failed action: 400 for bad input,
+// 404 for a cancel that found no such waiter, else 503: the backend did
+// not answer.
+func actionStatus(err error) int {
+	switch {
+	case errors.Is(err, governor.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, governor.ErrNoWaiter):
+		return http.StatusNotFound
+	}
+	return http.StatusServiceUnavailable
 }
 
 // authorized reports whether r carries the admin token.
@@ -323,7 +326,7 @@ func (p *statusPage) cancel(ctx context.Context, req actionRequest, res *actionR
 	if (req.Waiter == "") == (req.Session == "") {
 		return fmt.Errorf("%w: give one of \"waiter\" (a waiter's id) and \"session\" (every waiter of that session)", governor.ErrInvalid)
 	}
-	ws, err := p.admin.Cancel(ctx, req.Resource, cancelSelector{WaiterID: req.Waiter, Session: req.Session}, res.By)
+	ws, err := p.admin.Cancel(ctx, req.Resource, governor.CancelSelector{WaiterID: req.Waiter, Session: req.Session}, res.By)
 	if err != nil {
 		return err
 	}

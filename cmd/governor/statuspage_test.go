@@ -35,7 +35,7 @@ func (f *fakeAdmin) record(format string, args ...any) error {
 	return f.err
 }
 
-func (f *fakeAdmin) Cancel(ctx context.Context, resource string, sel cancelSelector, by string) ([]governor.Waiter, error) {
+func (f *fakeAdmin) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
 	if err := f.record("cancel %s waiter=%s session=%s by %s", resource, sel.WaiterID, sel.Session, by); err != nil {
 		return nil, err
 	}

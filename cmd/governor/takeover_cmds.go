@@ -217,7 +217,7 @@ data: grants held back), unreadable (an event that could not be read, in its pla
 Each resource keeps its last 1000 events.
 
 --json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail"}],
-oldest first.
+oldest first, with "by" naming who acted for an admin action's event.
 
 Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
 events of some resource could not be read (the others are listed).`,
@@ -265,6 +265,9 @@ type eventJSON struct {
 	LeaseID  string    `json:"lease_id"`
 	Token    int64     `json:"token"`
 	Detail   string    `json:"detail"`
+	// By names who acted, for an admin action's event (cancelled,
+	// paused, resumed, limit).
+	By string `json:"by,omitempty"`
 }
 
 // eventSource reads events: a *governor.Governor, or serve's reopening one.
@@ -294,7 +297,7 @@ func readEvents(ctx context.Context, src eventSource, names []string, from time.
 			continue
 		}
 		for _, e := range evs {
-			rows = append(rows, eventJSON{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail})
+			rows = append(rows, eventJSON{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail, e.By})
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })

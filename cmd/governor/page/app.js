@@ -154,10 +154,11 @@
     c.bar = el("div", { class: "bar", role: "meter" }, c.fill);
     c.nums = el("p", { class: "nums" });
     c.pause = el("button", { type: "button", class: "pause", text: "Pause" });
+    c.resume = el("button", { type: "button", class: "resume", text: "Resume" });
     c.limit = el("input", { type: "number", min: 1, class: "limit", placeholder: "limit" });
     c.setLimit = el("button", { type: "button", class: "set-limit", text: "Set limit" });
     c.clearLimit = el("button", { type: "button", class: "clear-limit", text: "Configured limit" });
-    c.actions = el("div", { class: "actions" }, c.pause, c.limit, c.setLimit, c.clearLimit);
+    c.actions = el("div", { class: "actions" }, c.pause, c.resume, c.limit, c.setLimit, c.clearLimit);
     c.holders = el("tbody");
     c.waiters = el("tbody");
     c.root = el("section", { class: "res", "data-resource": name },
@@ -169,7 +170,10 @@
       el("h3", { text: "Waiters" }),
       el("div", { class: "scroll" }, el("table", { class: "waiters" },
         el("thead", {}, row("th", ["#", "Session", "Host", "PID", "Command", "Weight", "Waiting", "Expected wait", ""])), c.waiters)));
-    c.pause.addEventListener("click", () => act(c.paused ? "resume" : "pause", { resource: name }));
+    // Two buttons, not one toggle: what a click does never depends on a
+    // state read a second ago (another admin may have acted since).
+    c.pause.addEventListener("click", () => act("pause", { resource: name }));
+    c.resume.addEventListener("click", () => act("resume", { resource: name }));
     c.setLimit.addEventListener("click", () => {
       const n = Number(c.limit.value);
       if (!c.limit.value || !Number.isInteger(n) || n < 1) { say("limit " + name + ": give a whole number of at least 1", true); return; }
@@ -211,7 +215,6 @@
     if (r.drift_limit) parts.push(" · DRIFT: a process asked for limit " + r.drift_limit);
     c.nums.replaceChildren(...parts);
     c.actions.hidden = !admin;
-    c.pause.textContent = c.paused ? "Resume" : "Pause";
 
     c.holders.replaceChildren(...(r.holders || []).map((h) => {
       const tr = el("tr", { class: "holder", "data-session": h.session, "data-lease": h.lease_id },
@@ -240,7 +243,7 @@
     const last = rows.slice(-50).reverse();
     document.querySelector("#events tbody").replaceChildren(...last.map((e) =>
       el("tr", { class: "event", "data-kind": e.kind, "data-resource": e.resource },
-        td(new Date(e.at).toLocaleString(), "at"), td(e.resource, "resource"), td(e.kind, "kind"), td(e.lease_id, "lease"),
+        td(new Date(e.at).toLocaleString(), "at"), td(e.resource, "resource"), td(e.kind, "kind"), td(e.by, "by"), td(e.lease_id, "lease"),
         td(e.token || "", "token num"), td(e.detail, "detail"))));
     $("events-empty").hidden = last.length > 0;
   }
