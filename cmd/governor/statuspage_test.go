@@ -504,3 +504,20 @@ func TestServeWithoutPage(t *testing.T) {
 		t.Errorf("/healthz: %d", code)
 	}
 }
+
+// serve --help says what the page and the API serve, and the rule an
+// action must pass.
+func TestServeHelpStatusPage(t *testing.T) {
+	code, out, _ := serveCLI(t, "serve", "--help")
+	out = strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"/api/v1/slots", "'governor slots --json'", "/api/v1/events", "--admin-token-file",
+		"chmod 600", "Sec-Fetch-Site", "Origin header", "Authorization: Bearer TOKEN", "never a cookie", "application/json",
+		"serve admin from ADDRESS:PORT", "the action URLs do not exist (404)", "--page=false", "without TLS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
