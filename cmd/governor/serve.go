@@ -82,6 +82,11 @@ cancel), and the backend records the action as an event naming who did it:
 --admin-token-file, the page and the API only read: the action URLs do not
 exist (404) and the page shows no controls.
 
+On a loopback address, the page and the API answer only requests for the
+host localhost or a loopback IP (the Host header): another site cannot read
+them by pointing a name of its own at 127.0.0.1 (DNS rebinding). A proxy in
+front must then send such a Host.
+
 Values are read from the backend at scrape time, and the counters are kept by
 the backend, not by the process that acquired: one serve covers every process
 of the project on every machine sharing the backend, including CLI runs that
@@ -188,16 +193,18 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 				return exitWith(ExitFailure, err)
 			}
 			handler := metrics.Handler(reg(c), c)
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
+			}
 			if page {
 				mux := http.NewServeMux()
 				mux.Handle("/metrics", handler)
 				mux.Handle("/healthz", handler)
-				newStatusPage(a, src, timeout, admin, token).register(mux)
+				sp := newStatusPage(a, src, timeout, admin, token)
+				sp.loopbackHosts = loopback(ln.Addr())
+				sp.register(mux)
 				handler = mux
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
 			}
 			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			served := make(chan error, 1)

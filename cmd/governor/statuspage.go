@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -53,6 +54,11 @@ type statusPage struct {
 	// in constant time, whatever their length.
 	tokenSum [sha256.Size]byte
 	csrf     *http.CrossOriginProtection
+	// loopbackHosts refuses requests for another host than localhost or
+	// a loopback IP: serve listens on loopback, and a request naming
+	// another host comes from a page of another site whose name was
+	// pointed at 127.0.0.1 (DNS rebinding), which could read the API.
+	loopbackHosts bool
 }
 
 // newStatusPage returns the page of src. With admin, actions are served
@@ -67,19 +73,40 @@ func newStatusPage(a *app, src pageSource, timeout time.Duration, admin adminAct
 
 // register adds the page and the API to mux.
 func (p *statusPage) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", p.file("page/index.html", "text/html; charset=utf-8"))
-	mux.HandleFunc("GET /app.js", p.file("page/app.js", "text/javascript; charset=utf-8"))
-	mux.HandleFunc("GET /style.css", p.file("page/style.css", "text/css; charset=utf-8"))
-	mux.HandleFunc("GET /api/v1/info", p.info)
-	mux.HandleFunc("GET /api/v1/slots", p.slots)
-	mux.HandleFunc("GET /api/v1/events", p.events)
+	handle := func(pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, p.hostChecked(h)) }
+	handle("GET /{$}", p.file("page/index.html", "text/html; charset=utf-8"))
+	handle("GET /app.js", p.file("page/app.js", "text/javascript; charset=utf-8"))
+	handle("GET /style.css", p.file("page/style.css", "text/css; charset=utf-8"))
+	handle("GET /api/v1/info", p.info)
+	handle("GET /api/v1/slots", p.slots)
+	handle("GET /api/v1/events", p.events)
 	if p.admin == nil {
 		return // read-only: the actions are not there at all (404)
 	}
-	mux.HandleFunc("POST /api/v1/pause", p.action(p.pause))
-	mux.HandleFunc("POST /api/v1/resume", p.action(p.resume))
-	mux.HandleFunc("POST /api/v1/limit", p.action(p.setLimit))
-	mux.HandleFunc("POST /api/v1/cancel", p.action(p.cancel))
+	handle("POST /api/v1/pause", p.action(p.pause))
+	handle("POST /api/v1/resume", p.action(p.resume))
+	handle("POST /api/v1/limit", p.action(p.setLimit))
+	handle("POST /api/v1/cancel", p.action(p.cancel))
+}
+
+// hostChecked refuses, with loopbackHosts, a request for another host
+// than localhost or a loopback IP (403).
+func (p *statusPage) hostChecked(h http.HandlerFunc) http.HandlerFunc {
+	if !p.loopbackHosts {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			writeAPIError(w, http.StatusForbidden, fmt.Errorf("refused: this serve listens on loopback and answers for localhost or a loopback address only, not for host %q (another site's name pointed at this machine); open http://127.0.0.1:PORT/, or have a proxy send such a Host", r.Host))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // pageCSP lets the page load its own script and style and talk to its

@@ -75,7 +75,9 @@ func pageServer(t *testing.T, admin adminActions) *httptest.Server {
 	}
 	t.Cleanup(func() { g.Close() })
 	mux := http.NewServeMux()
-	newStatusPage(a, g, 5*time.Second, admin, testToken).register(mux)
+	sp := newStatusPage(a, g, 5*time.Second, admin, testToken)
+	sp.loopbackHosts = true // as serve on 127.0.0.1
+	sp.register(mux)
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
@@ -323,6 +325,14 @@ func TestStatusPageAPIIsTheCLIs(t *testing.T) {
 	if !strings.Contains(e.Error, `since="yesterday"`) {
 		t.Errorf("bad since: %q", e.Error)
 	}
+	// serve on loopback answers for loopback hosts only.
+	req, _ := http.NewRequest(http.MethodGet, p.base+"/api/v1/slots", nil)
+	req.Host = "rebound.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("serve on 127.0.0.1, GET for host rebound.example: %v %v; want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	w.stop(t)
 }
 
@@ -519,5 +529,49 @@ func TestServeHelpStatusPage(t *testing.T) {
 	}
 	if code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// On loopback, the page and the API answer only for a loopback host: a
+// site that points its own name at 127.0.0.1 (DNS rebinding) reads
+// nothing, nor acts.
+func TestStatusPageRefusesOtherHosts(t *testing.T) {
+	admin := &fakeAdmin{}
+	s := pageServer(t, admin)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://"))
+	for host, want := range map[string]int{
+		"127.0.0.1:" + port:      200,
+		"localhost:" + port:      200,
+		"LOCALHOST":              200,
+		"[::1]:" + port:          200,
+		"127.0.0.2":              200,
+		"evil.example:" + port:   403,
+		"evil.example":           403,
+		"192.168.1.10:" + port:   403,
+		"localhost.evil.example": 403,
+	} {
+		for _, path := range []string{"/", "/api/v1/slots", "/app.js"} {
+			req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s for host %s: %d; want %d", path, host, resp.StatusCode, want)
+			}
+			if want == 403 && !strings.Contains(string(b), "loopback") {
+				t.Errorf("GET %s for host %s: %s; want the reason", path, host, b)
+			}
+		}
+		code, _ := post(t, s.URL, "/api/v1/pause", `{"resource":"gpu"}`, func(r *http.Request) {
+			r.Host = host
+			r.Header.Set("Origin", "http://"+host)
+		})
+		if calls := admin.took(); want == 403 && (code != 403 || len(calls) != 0) {
+			t.Errorf("pause for host %s: %d, %q; want 403 and nothing done", host, code, calls)
+		}
 	}
 }
