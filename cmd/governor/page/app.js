@@ -45,10 +45,10 @@
 
   function clock(d) { return d.toLocaleTimeString(); }
 
-  // expected is a waiter's or a resource's expected wait for people.
-  function expected(seconds, basis) {
-    if (typeof seconds !== "number") return "unknown";
-    return "~" + ago(seconds) + (basis ? " (" + basis + ")" : "");
+  // expected is an expected wait (slots --json's expected_wait) for
+  // people: its text says what it rests on, or that it is unknown.
+  function expected(e) {
+    return (e && e.text) || "unknown";
   }
 
   async function getJSON(path) {
@@ -195,10 +195,7 @@
     c.root.classList.toggle("paused", c.paused);
     c.root.dataset.paused = c.paused ? "true" : "false";
     c.badge.hidden = !c.paused;
-    let p = "paused";
-    if (r.paused_by) p += " by " + r.paused_by;
-    if (typeof r.paused_seconds === "number") p += ", " + ago(r.paused_seconds) + " ago";
-    c.badge.textContent = p;
+    c.badge.textContent = c.paused ? "paused by " + (r.paused.by || "?") + " since " + new Date(r.paused.since).toLocaleTimeString() : "";
     const frac = r.limit > 0 ? r.used / r.limit : 0;
     c.fill.style.width = Math.min(100, frac * 100) + "%";
     c.fill.classList.toggle("full", frac >= 1);
@@ -209,9 +206,10 @@
     c.bar.title = r.used + " of " + r.limit + " in use";
     const waiting = (r.waiters || []).length;
     const parts = [el("b", { class: "used", text: String(r.used) }), " of limit ", el("b", { class: "limit", text: String(r.limit) }), " in use"];
-    if (r.limit_origin) parts.push(" (limit from " + r.limit_origin + ")");
+    if (r.live_limit) parts.push(el("span", { class: "source", text: " (set live by " + r.live_limit.by + ")" }));
+    else if (r.limit_source) parts.push(el("span", { class: "source", text: " (" + ({ asked: "as its users ask", configured: "configured" }[r.limit_source] || r.limit_source) + ")" }));
     parts.push(" · free " + r.free + " · waiting " + waiting);
-    if (waiting > 0 || "expected_wait_seconds" in r) parts.push(" · expected wait ", el("span", { class: "expected", text: expected(r.expected_wait_seconds, r.expected_wait_basis) }));
+    if (r.expected_wait) parts.push(" · expected wait for a newcomer ", el("span", { class: "expected", text: expected(r.expected_wait) }));
     if (r.drift_limit) parts.push(" · DRIFT: a process asked for limit " + r.drift_limit);
     c.nums.replaceChildren(...parts);
     c.actions.hidden = !admin;
@@ -234,7 +232,7 @@
       }
       return el("tr", { class: "waiter", "data-place": String(w.position), "data-session": w.session, "data-id": w.id },
         td(w.position, "place num"), td(w.session, "session"), td(w.host, "host"), td(w.processes || w.pid, "pid"), td(w.command, "command"),
-        td(w.weight, "weight num"), td(ago(w.waiting_seconds), "waiting"), td(expected(w.expected_wait_seconds, w.expected_wait_basis), "expected"), cancel);
+        td(w.weight, "weight num"), td(ago(w.waiting_seconds), "waiting"), td(expected(w.expected_wait), "expected"), cancel);
     }));
     if (!r.waiters || r.waiters.length === 0) c.waiters.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody waits" })));
   }
