@@ -24,7 +24,6 @@ import (
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/governor/runner"
-	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -534,7 +533,7 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 // groups beside this process.
 func runGroupsOrSkip(t *testing.T) func() []string {
 	t.Helper()
-	probe, ok := supervise.ChildCgroup("governor-run-probe")
+	probe, ok := proc.ChildCgroup("governor-run-probe")
 	if !ok || os.Mkdir(probe, 0o755) != nil {
 		t.Skip("no cgroup v2 group can be made here")
 	}
