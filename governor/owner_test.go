@@ -1,6 +1,8 @@
 package governor_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -134,5 +137,67 @@ func TestRemoveDeadCgroup(t *testing.T) {
 	}
 	if err := run.RemoveDeadCgroup(); err != nil {
 		t.Fatalf("a group already gone: %v", err)
+	}
+}
+
+// TestDeadRunCgroupGoesWithItsLease: the lease of a run whose declared
+// processes are dead (and whose lease file proves nothing: detached) is
+// reclaimed by the next acquire, or taken over without force, and its
+// empty cgroup goes with it.
+func TestDeadRunCgroupGoesWithItsLease(t *testing.T) {
+	for _, how := range []string{"reclaim", "takeover"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			id := fmt.Sprintf("test-%s-%d-%d", how, os.Getpid(), time.Now().UnixNano())
+			dir, ok := proc.ChildCgroup(proc.RunCgroupName(id))
+			if !ok {
+				t.Skip("no cgroup v2 hierarchy here")
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Skipf("cannot make a cgroup here (as root it can): %v", err)
+			}
+			t.Cleanup(func() { _ = proc.RemoveCgroup(dir, time.Second) })
+			state := t.TempDir()
+			open := func(o governor.Options) *governor.Governor {
+				fb, err := filebackend.New(state, filebackend.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Project = "p"
+				g, err := governor.New(fb, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { g.Close() })
+				return g
+			}
+			owner := exec.Command("sleep", "60")
+			if err := owner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = owner.Process.Kill(); _ = owner.Wait() })
+			run := open(governor.Options{PID: owner.Process.Pid, Cgroup: dir, RunID: id})
+			l, err := run.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Detach()
+			run.Close() // its backend lets go of the lease file: it proves nothing now
+			_ = owner.Process.Kill()
+			_ = owner.Wait()
+
+			next := open(governor.Options{})
+			if how == "reclaim" {
+				_, err = next.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Mode: governor.Fail})
+			} else {
+				_, err = next.Takeover(ctx, "r", 1, governor.TakeoverOptions{LeaseID: l.ID()})
+			}
+			if err != nil {
+				t.Fatalf("%s of the dead run's lease: %v", how, err)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the dead run's cgroup is left after the %s of its lease: %v", how, err)
+			}
+		})
 	}
 }
