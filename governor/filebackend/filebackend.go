@@ -482,8 +482,10 @@ func (t *tx) settle() {
 }
 
 // reap reclaims holders whose owner is proven dead: their lease file is
-// not locked, or their grant is unclaimed and their wake-up pipe
-// orphaned. Leases this Backend holds are alive by definition.
+// not locked and the command tree they declare is not alive
+// (governor.Declaration.TreeVerdict), or their grant is unclaimed and
+// their wake-up pipe orphaned. Leases this Backend holds are alive by
+// definition.
 func (t *tx) reap() {
 	if t.reaped {
 		return
@@ -496,7 +498,11 @@ func (t *tx) reap() {
 		if !t.b.holds(t.key, h.ID) {
 			switch {
 			case h.Proof:
-				dead = leaseDead(t.dir, leasePrefix+escape(h.ID))
+				// The lease file of a `governor run` is held by its
+				// command tree, but a process of the tree may have closed
+				// it: the tree's own proof of life (its cgroup, its run
+				// id) must be gone as well.
+				dead = leaseDead(t.dir, leasePrefix+escape(h.ID)) && h.Decl.TreeVerdict() != proc.Alive
 			case h.Handed:
 				if pokePipe(t.dir, waitPrefix+escape(h.ID), false) == pipeOrphaned {
 					dead = true
