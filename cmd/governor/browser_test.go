@@ -309,17 +309,17 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 		t.Fatalf("after a refused pause, events: exit %d, %s; want no pause", code, out)
 	}
 
-	// With it, the resource pauses: the slot freed is not granted, and
-	// waiter-2 keeps its place.
+	// With it, the resource pauses: the slot freed next is not granted,
+	// and waiter-2 keeps its place.
 	b.do("type the token", chromedp.SendKeys(chromedp.CSS("#token"), testToken))
 	click(gpu + "button.pause")
 	b.until("the pause done", msg+`.textContent === "pause gpu: done"`)
 	b.until("the pause event, by the admin", eventShown("gpu", "paused", "serve admin from 127.0.0.1:"))
+	b.shot("paused")
 	if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(w1.out.String())[0])...); code != 0 {
 		t.Fatalf("release: exit %d: %s", code, errs)
 	}
 	b.until("gpu free and waiter-2 still waiting", card("gpu")+`.querySelector(".nums .used").textContent === "0" && `+waiterAt("gpu", "waiter-2", 1))
-	b.shot("paused")
 	if w2.exited() >= 0 {
 		t.Fatalf("waiter-2 ended while gpu is paused: %s", w2.errb.String())
 	}

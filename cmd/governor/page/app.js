@@ -166,10 +166,10 @@
       c.bar, c.nums, c.actions,
       el("h3", { text: "Holders" }),
       el("div", { class: "scroll" }, el("table", { class: "holders" },
-        el("thead", {}, row("th", ["Session", "Host", "PID", "Command", "Since", "Heartbeat", "Expires in", "Token", "Weight"])), c.holders)),
+        el("thead", {}, row("th", ["Session", "Since", "Heartbeat", "Expires in", "Token", "Weight", "Host", "PID", "Command"])), c.holders)),
       el("h3", { text: "Waiters" }),
       el("div", { class: "scroll" }, el("table", { class: "waiters" },
-        el("thead", {}, row("th", ["#", "Session", "Host", "PID", "Command", "Weight", "Waiting", "Expected wait", ""])), c.waiters)));
+        el("thead", {}, row("th", ["#", "Session", "Expected wait", "Waiting", "Weight", "", "Host", "PID", "Command"])), c.waiters)));
     // Two buttons, not one toggle: what a click does never depends on a
     // state read a second ago (another admin may have acted since).
     c.pause.addEventListener("click", () => act("pause", { resource: name }));
@@ -209,16 +209,16 @@
     if (r.live_limit) parts.push(el("span", { class: "source", text: " (set live by " + r.live_limit.by + ")" }));
     else if (r.limit_source) parts.push(el("span", { class: "source", text: " (" + ({ asked: "as its users ask", configured: "configured" }[r.limit_source] || r.limit_source) + ")" }));
     parts.push(" · free " + r.free + " · waiting " + waiting);
-    if (r.expected_wait) parts.push(" · expected wait for a newcomer ", el("span", { class: "expected", text: expected(r.expected_wait) }));
+    if (r.expected_wait) parts.push(" · expected wait for a newcomer: ", el("span", { class: "expected", text: expected(r.expected_wait) }));
     if (r.drift_limit) parts.push(" · DRIFT: a process asked for limit " + r.drift_limit);
     c.nums.replaceChildren(...parts);
     c.actions.hidden = !admin;
 
     c.holders.replaceChildren(...(r.holders || []).map((h) => {
       const tr = el("tr", { class: "holder", "data-session": h.session, "data-lease": h.lease_id },
-        td(h.session, "session"), td(h.host, "host"), td(h.processes || h.pid, "pid"), td(h.command, "command"),
-        td(ago(h.age_seconds) + " ago", "since"), td(ago(h.heartbeat_age_seconds) + " ago", "heartbeat"),
-        td(ago(h.expires_in_seconds), "expires"), td(h.token, "token num"), td(h.weight, "weight num"));
+        td(h.session, "session"), td(ago(h.age_seconds) + " ago", "since"), td(ago(h.heartbeat_age_seconds) + " ago", "heartbeat"),
+        td(ago(h.expires_in_seconds), "expires"), td(h.token, "token num"), td(h.weight, "weight num"),
+        td(h.host, "host"), td(h.processes || h.pid, "pid"), td(h.command, "command"));
       return tr;
     }));
     if (!r.holders || r.holders.length === 0) c.holders.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody holds it" })));
@@ -231,8 +231,8 @@
         cancel.append(b);
       }
       return el("tr", { class: "waiter", "data-place": String(w.position), "data-session": w.session, "data-id": w.id },
-        td(w.position, "place num"), td(w.session, "session"), td(w.host, "host"), td(w.processes || w.pid, "pid"), td(w.command, "command"),
-        td(w.weight, "weight num"), td(ago(w.waiting_seconds), "waiting"), td(expected(w.expected_wait), "expected"), cancel);
+        td(w.position, "place num"), td(w.session, "session"), td(expected(w.expected_wait), "expected"), td(ago(w.waiting_seconds), "waiting"),
+        td(w.weight, "weight num"), cancel, td(w.host, "host"), td(w.processes || w.pid, "pid"), td(w.command, "command"));
     }));
     if (!r.waiters || r.waiters.length === 0) c.waiters.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody waits" })));
   }
