@@ -73,6 +73,24 @@ func TestEmptyGroupSweepReadsChildrenOnly(t *testing.T) {
 		t.Errorf("the leader %d was not reaped", pid)
 	}
 
+	// Woken by the leader's SIGCHLD before its exit is marked: the tree
+	// is not finished yet, but the group is empty and the leader a
+	// zombie, so this sweep does not list every process either.
+	pid = zombieChild(t)
+	tr = &Tree{id: "sweep-test-" + uniqueSuffix(), pid: pid, leaderStart: startOf(t, pid), portable: proc.Portable(), cg: &cgroup{dir: dir, fd: -1},
+		members:  map[int]*member{pid: {pid: pid, pgid: pid, fd: -1, leader: true}},
+		unmarked: map[int]uint64{}}
+	if tr.sweep() {
+		t.Fatal("a sweep finished the tree before the leader's exit was marked")
+	}
+	if lists != 0 {
+		t.Errorf("a sweep before the leader's exit was marked listed every process %d times, with the group empty and the leader a zombie", lists)
+	}
+	tr.leaderExited = true
+	if !tr.sweep() {
+		t.Fatal("the sweep did not finish the tree once the exit was marked")
+	}
+
 	// Without the group's proof, every process is read.
 	pid = zombieChild(t)
 	tr = &Tree{id: "sweep-test-" + uniqueSuffix(), pid: pid, leaderStart: startOf(t, pid), portable: proc.Portable(),
