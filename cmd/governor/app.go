@@ -71,6 +71,9 @@ type app struct {
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Environ()}
+	if code, ok := a.watchdogMain(args); ok {
+		return code
+	}
 	root := a.rootCmd()
 	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
 		// Only a <TAB> uses what complete registers: every other command
