@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 )
@@ -20,7 +21,7 @@ import (
 // when this machine lets the test make none (no cgroup v2, not root).
 func cgroupOrSkip(t *testing.T, name string) string {
 	t.Helper()
-	dir, ok := supervise.ChildCgroup(name)
+	dir, ok := proc.ChildCgroup(name)
 	if !ok {
 		t.Skip("no cgroup v2 hierarchy")
 	}

@@ -42,7 +42,7 @@ func TestEmptyGroupSweepReadsChildrenOnly(t *testing.T) {
 			t.Skip("no /proc")
 		}
 	}
-	dir, ok := ChildCgroup("governor-test-sweep-" + uniqueSuffix())
+	dir, ok := proc.ChildCgroup("governor-test-sweep-" + uniqueSuffix())
 	if !ok || os.Mkdir(dir, 0o755) != nil {
 		t.Skip("no cgroup v2 group can be made here")
 	}
