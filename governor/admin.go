@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,7 +67,8 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 	return Key{g.project, resource}, who, nil
 }
 
-// Cancel withdraws the waiters of resource that sel picks, recording for
+// Cancel withdraws the waiters of resource that sel picks (a WaiterID
+// may be a prefix, of at least 8 characters, of one waiter's id), recording for
 // each an EventCancelled naming by ("" means this Governor's Identity).
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
@@ -87,11 +89,9 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 	}
 	var ids []string
 	picked := map[string]Waiter{}
-	for _, w := range st.Waiters {
-		if w.ID == sel.WaiterID || (sel.Session != "" && w.Session == sel.Session) {
-			ids = append(ids, w.ID)
-			picked[w.ID] = w
-		}
+	for _, w := range pickWaiters(st.Waiters, sel) {
+		ids = append(ids, w.ID)
+		picked[w.ID] = w
 	}
 	what := "waiter " + sel.WaiterID
 	if sel.Session != "" {
@@ -112,6 +112,37 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 		out = append(out, picked[id])
 	}
 	return out, nil
+}
+
+// minWaiterPrefix is the shortest waiter id prefix Cancel takes (slots
+// shows 12 characters).
+const minWaiterPrefix = 8
+
+// pickWaiters returns the waiters sel picks: those of sel.Session, or the
+// one whose id is sel.WaiterID, else the one waiter whose id starts with
+// it (at least minWaiterPrefix characters; none when several do).
+func pickWaiters(ws []Waiter, sel CancelSelector) []Waiter {
+	var out []Waiter
+	if sel.Session != "" {
+		for _, w := range ws {
+			if w.Session == sel.Session {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	for _, w := range ws {
+		if w.ID == sel.WaiterID {
+			return []Waiter{w}
+		}
+		if len(sel.WaiterID) >= minWaiterPrefix && strings.HasPrefix(w.ID, sel.WaiterID) {
+			out = append(out, w)
+		}
+	}
+	if len(out) > 1 {
+		return nil
+	}
+	return out
 }
 
 // Pause stops resource granting anything new, by any path, recording an
