@@ -231,7 +231,6 @@ local function hold(r)
   set('holdn', n + 1)
 end
 
-
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn

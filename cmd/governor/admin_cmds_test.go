@@ -99,6 +99,9 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventCancelled || evs[len(evs)-1].By != "alice" {
 			t.Fatalf("events %+v, %v; want a cancelled event by alice", evs, err)
 		}
+		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by alice") {
+			t.Fatalf("governor events: exit %d, %q; want the cancel naming alice", code, out)
+		}
 	})
 }
 
