@@ -1,6 +1,7 @@
 package governor_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,4 +42,20 @@ func TestExpectedWait(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A resource of 2 slots, both held, with one waiter of weight 1 queued:
+// the waiter needs one slot freed, a newcomer two; the last holds took
+// 20s and 40s, so 2 slots free every 30s on average.
+func ExampleExpectedWait() {
+	st := governor.Status{Limit: 2, Used: 2,
+		Waiters: []governor.Waiter{{ID: "w1", Weight: 1}},
+		Holds:   []time.Duration{20 * time.Second, 40 * time.Second}}
+	fmt.Println("waiter 1:", governor.ExpectedWait(st, 1))
+	fmt.Println("newcomer:", governor.ExpectedWait(st, 0))
+	fmt.Println("no history:", governor.ExpectedWait(governor.Status{Limit: 1, Used: 1}, 0))
+	// Output:
+	// waiter 1: ~15s (from the last 2 holds)
+	// newcomer: ~30s (from the last 2 holds)
+	// no history: unknown (no hold history yet)
 }
