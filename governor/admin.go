@@ -73,7 +73,8 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
 // withdrawn, in queue order. None to withdraw is ErrNoWaiter; a bad
-// selector, resource or by is ErrInvalid; either way nothing changes.
+// selector (a prefix of several waiters' ids too), resource or by is
+// ErrInvalid; either way nothing changes.
 // Holders are never cancelled (see Takeover).
 func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelector, by string) ([]Waiter, error) {
 	key, who, err := g.admin(resource, by)
@@ -89,15 +90,19 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 	}
 	var ids []string
 	picked := map[string]Waiter{}
-	for _, w := range pickWaiters(st.Waiters, sel) {
+	ws, several := pickWaiters(st.Waiters, sel)
+	for _, w := range ws {
 		ids = append(ids, w.ID)
 		picked[w.ID] = w
 	}
-	what := "waiter " + sel.WaiterID
+	what := fmt.Sprintf("waiter %q", sel.WaiterID)
 	if sel.Session != "" {
-		what = "a waiter of session " + sel.Session
+		what = fmt.Sprintf("a waiter of session %q", sel.Session)
 	}
-	if len(ids) == 0 {
+	switch {
+	case several > 1:
+		return nil, invalid("waiter %q of %s: the prefix names %d waiters; give more of the id", sel.WaiterID, resource, several)
+	case len(ids) == 0:
 		return nil, fmt.Errorf("%w: %s is not queued on %s (%d waiting)", ErrNoWaiter, what, resource, len(st.Waiters))
 	}
 	gone, err := g.b.Withdraw(ctx, key, ids, Withdrawal{Kind: EventCancelled, By: who, Detail: "cancelled by an operator"})
@@ -120,8 +125,9 @@ const minWaiterPrefix = 8
 
 // pickWaiters returns the waiters sel picks: those of sel.Session, or the
 // one whose id is sel.WaiterID, else the one waiter whose id starts with
-// it (at least minWaiterPrefix characters; none when several do).
-func pickWaiters(ws []Waiter, sel CancelSelector) []Waiter {
+// it (at least minWaiterPrefix characters). When several start with it,
+// it returns none and how many.
+func pickWaiters(ws []Waiter, sel CancelSelector) ([]Waiter, int) {
 	var out []Waiter
 	if sel.Session != "" {
 		for _, w := range ws {
@@ -129,20 +135,20 @@ func pickWaiters(ws []Waiter, sel CancelSelector) []Waiter {
 				out = append(out, w)
 			}
 		}
-		return out
+		return out, 0
 	}
 	for _, w := range ws {
 		if w.ID == sel.WaiterID {
-			return []Waiter{w}
+			return []Waiter{w}, 0
 		}
 		if len(sel.WaiterID) >= minWaiterPrefix && strings.HasPrefix(w.ID, sel.WaiterID) {
 			out = append(out, w)
 		}
 	}
 	if len(out) > 1 {
-		return nil
+		return nil, len(out)
 	}
-	return out
+	return out, 0
 }
 
 // Pause stops resource granting anything new, by any path, recording an
