@@ -53,7 +53,9 @@ type Declaration struct {
 	// carry in EnvRunIDs: on this host, a populated group or a process
 	// carrying the id proves the owner alive although every declared
 	// pid is dead (the tree outlived governor and its watchdog). Empty
-	// in records written before they existed.
+	// in records written before they existed. Whoever reclaims the lease
+	// once all of them are gone removes the empty group
+	// (RemoveDeadCgroup).
 	Cgroup string `json:"cgroup,omitempty"`
 	RunID  string `json:"run,omitempty"`
 }

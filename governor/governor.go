@@ -384,7 +384,8 @@ func (g *Governor) cancel(req Request) {
 }
 
 // reclaimDead removes holders on this host whose owner process is proven
-// dead (SPEC invariant 2) and reports whether it removed any.
+// dead (SPEC invariant 2), and the cgroups their trees left
+// (Declaration.RemoveDeadCgroup), and reports whether it removed any.
 func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 	removed := false
 	for _, h := range st.Holders {
@@ -393,6 +394,7 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 		}
 		if ok, err := g.b.Reclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {
 			removed = true
+			_ = h.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
 		}
 	}
 	return removed

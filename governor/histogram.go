@@ -59,21 +59,24 @@ func (h Histogram) Count() int64 {
 }
 
 // DefaultObserveFlush is how long a Governor gathers observations before
-// it sends them to the backend in one call per resource; Close sends what
-// is left.
+// it sends them to the backend in one call per resource (its first
+// observation is sent at once); Close sends what is left.
 const DefaultObserveFlush = time.Second
 
 // recorder gathers observations and sends them to the backend in the
-// background, at most once per DefaultObserveFlush, so that measuring a
-// grant adds no round trip to it. Close flushes synchronously; a process
-// that dies loses at most one interval's observations.
+// background, so that measuring a grant adds no round trip to it: the
+// first observation at once, later ones at most once per
+// DefaultObserveFlush. Close flushes synchronously; a process that dies
+// loses at most one interval's observations.
 type recorder struct {
-	b Backend
+	b     Backend
+	every time.Duration // DefaultObserveFlush
 
 	mu      sync.Mutex
 	pending map[recKey]*Histogram
 	timer   *time.Timer
 	closed  bool
+	started bool // a flush has been scheduled before
 
 	flushMu sync.Mutex // one flush at a time
 }
@@ -84,7 +87,7 @@ type recKey struct {
 }
 
 func newRecorder(b Backend) *recorder {
-	return &recorder{b: b, pending: map[recKey]*Histogram{}}
+	return &recorder{b: b, every: DefaultObserveFlush, pending: map[recKey]*Histogram{}}
 }
 
 // observe adds d to histogram name of key.
@@ -105,7 +108,14 @@ func (r *recorder) observe(key Key, name string, d time.Duration) {
 	h.Counts[i]++
 	h.Sum += d
 	if r.timer == nil {
-		r.timer = time.AfterFunc(DefaultObserveFlush, func() {
+		// The first goes at once, while the caller works with its grant: a
+		// short-lived process (governor run) would otherwise send it in
+		// Close, one more backend write after its release, before it exits.
+		wait := r.every
+		if !r.started {
+			wait, r.started = 0, true
+		}
+		r.timer = time.AfterFunc(wait, func() {
 			r.mu.Lock()
 			r.timer = nil
 			r.mu.Unlock()

@@ -101,7 +101,10 @@
 // killed, nothing kills the rest of the tree; it keeps the slot held on
 // this host while its cgroup is populated, a process carries the run id,
 // or (file backend) it keeps an inherited lease file open — until the
-// lease's TTL, since nobody renews it.
+// lease's TTL, since nobody renews it. The same-host reclaim (or
+// takeover) that finds them all gone also removes the run's empty cgroup
+// (governor.Declaration.RemoveDeadCgroup); a group that no reclaim
+// reaches goes with the start of a later run once empty for a minute.
 //
 // Limits, without a cgroup only (macOS always): a descendant that clears its
 // environment (env -i) or is not dumpable (on macOS: whose environment the

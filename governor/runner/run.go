@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redact"
 	"github.com/governor-dev/governor/governor/supervise"
 
@@ -179,7 +180,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	oo := OpenOptions{Session: r.session, Command: r.rec.Command}
 	if r.wd != nil {
 		oo.PID, oo.RunID = r.wd.pid(), r.id
-		if cg, ok := supervise.ChildCgroup(cgroupName(r.id)); ok {
+		if cg, ok := proc.ChildCgroup(proc.RunCgroupName(r.id)); ok {
 			oo.Cgroup = cg
 		}
 	}
@@ -398,7 +399,7 @@ func (r *run) execute() (int, Outcome, error) {
 		KillGrace:  r.o.KillGrace,
 		ExtraFiles: extra,
 		Terminal:   supervise.ForegroundTerminal(stdin),
-		Cgroup:     cgroupName(r.id), // the watchdog finds it by the run id
+		Cgroup:     proc.RunCgroupName(r.id), // the watchdog finds it by the run id
 	})
 	switch {
 	case errors.Is(err, supervise.ErrNotFound):
