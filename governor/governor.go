@@ -230,7 +230,9 @@ type AcquireOptions struct {
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
 // leaving no waiter and no lease behind; if Close ends the wait, it
-// returns ErrClosed, leaving nothing behind either. Bad input is
+// returns ErrClosed, leaving nothing behind either; if someone withdraws
+// the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying
+// who and why. Bad input is
 // ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	req, tm, err := g.request(resource, o)

@@ -14,6 +14,11 @@ const (
 	// HistogramWait is the time from an acquire call to its grant, on
 	// the acquiring process's monotonic clock: immediate grants too.
 	HistogramWait = "wait"
+	// HistogramHold is the time from an acquire call to the release of
+	// its lease (Lease.Release), on the holder's monotonic clock. Leases
+	// that ended otherwise (expired, reclaimed, taken over, detached) are
+	// not in it; Status.Holds, kept by the backend, counts them too.
+	HistogramHold = "hold"
 )
 
 // histogramBounds are the fixed upper bounds of each histogram. The
@@ -23,6 +28,9 @@ var histogramBounds = map[string][]time.Duration{
 	HistogramWait: {5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
 		time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
 		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
+	HistogramHold: {10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, time.Second,
+		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+		10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour},
 }
 
 // HistogramBounds returns the upper bounds of the buckets of histogram

@@ -280,9 +280,10 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 
 	w1 := startWaiter(t, append(global, "acquire", "gpu", "--wait-timeout", "2m", "--ttl", "2m", "--session", "waiter-1")...)
 	b.until("waiter-1 first in the queue", waiterAt("gpu", "waiter-1", 1))
-	w2 := startWaiter(t, append(global, "acquire", "gpu", "--wait-timeout", "2m", "--ttl", "2m", "--session", "waiter-2")...)
-	b.until("waiter-2 second in the queue", waiterAt("gpu", "waiter-2", 2))
-	b.until("an expected wait for each waiter", card("gpu")+`.querySelectorAll("tr.waiter td.expected").length === 2`)
+	// waiter-2 is a run: its command is shown, and cancelled it exits 73.
+	w2 := startWaiter(t, append(global, "run", "--resource", "gpu", "--wait-timeout", "2m", "--session", "waiter-2", "--", "sleep", "30")...)
+	b.until("waiter-2 second in the queue, with its command", waiterAt("gpu", "waiter-2", 2)+` && `+card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.command').textContent === "sleep 30"`)
+	b.until("no expected wait yet: no hold ended", card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.expected').textContent === "unknown (no hold history yet)"`)
 
 	// The slot frees: waiter-1 holds it, waiter-2 moves up.
 	if code, _, errs := serveCLI(t, append(global, "release", holder)...); code != 0 {
@@ -293,6 +294,7 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	}
 	b.until("waiter-1 holding", holderShown("gpu", "waiter-1")+` && !`+holderShown("gpu", "holder-1"))
 	b.until("waiter-2 moved up", waiterAt("gpu", "waiter-2", 1)+" && "+waiterCount("gpu", 1))
+	b.until("waiter-2's expected wait, from holder-1's hold", card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.expected').textContent.match(/^~\S+ \(from the last 1 hold\)$/) !== null`)
 	b.shot("moved-up")
 
 	gpu := `section.res[data-resource="gpu"] `
@@ -315,11 +317,13 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	click(gpu + "button.pause")
 	b.until("the pause done", msg+`.textContent === "pause gpu: done"`)
 	b.until("the pause event, by the admin", eventShown("gpu", "paused", "serve admin from 127.0.0.1:"))
+	b.until("gpu shown paused, by the admin", card("gpu")+`.dataset.paused === "true" && `+card("gpu")+`.querySelector(".badge.paused").textContent.startsWith("paused by serve admin from 127.0.0.1:")`)
 	b.shot("paused")
 	if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(w1.out.String())[0])...); code != 0 {
 		t.Fatalf("release: exit %d: %s", code, errs)
 	}
-	b.until("gpu free and waiter-2 still waiting", card("gpu")+`.querySelector(".nums .used").textContent === "0" && `+waiterAt("gpu", "waiter-2", 1))
+	b.until("gpu free and waiter-2 still waiting, its wait unknown", card("gpu")+`.querySelector(".nums .used").textContent === "0" && `+waiterAt("gpu", "waiter-2", 1)+
+		` && `+card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.expected').textContent === "unknown (paused)"`)
 	if w2.exited() >= 0 {
 		t.Fatalf("waiter-2 ended while gpu is paused: %s", w2.errb.String())
 	}
@@ -327,8 +331,8 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	// The admin cancels waiter-2: its acquire ends, saying who did it.
 	click(gpu + "tr.waiter[data-session=\"waiter-2\"] button.cancel")
 	b.until("the cancel done", msg+`.textContent === "cancel gpu: done (1 waiter cancelled)"`)
-	if code, errs := w2.wait(t); code == 0 || !strings.Contains(errs, "cancelled") || !strings.Contains(errs, "serve admin from 127.0.0.1:") {
-		t.Errorf("waiter-2 cancelled: exit %d, %q; want a failure naming serve admin", code, errs)
+	if code, errs := w2.wait(t); code != ExitBusy || !strings.Contains(errs, "cancelled") || !strings.Contains(errs, "serve admin from 127.0.0.1:") {
+		t.Errorf("waiter-2 cancelled: exit %d, %q; want %d naming serve admin", code, errs, ExitBusy)
 	}
 	b.until("nobody waiting", waiterCount("gpu", 0))
 	b.until("the cancel event", eventShown("gpu", "cancelled", "serve admin from 127.0.0.1:"))
@@ -336,11 +340,13 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	click(gpu + "button.resume")
 	b.until("the resume done", msg+`.textContent === "resume gpu: done"`)
 	b.until("the resume event", eventShown("gpu", "resumed", "serve admin from 127.0.0.1:"))
+	b.until("gpu not paused", card("gpu")+`.dataset.paused === "false" && `+card("gpu")+`.querySelector(".badge.paused").hidden`)
 
 	// A limit set live, and back to the configured one.
 	b.do("type a limit", chromedp.SendKeys(chromedp.CSS(gpu+"input.limit"), "2"))
 	click(gpu + "button.set-limit")
-	b.until("the limit set", msg+`.textContent === "limit gpu: done" && `+card("gpu")+`.querySelector(".nums .limit").textContent === "2"`)
+	b.until("the limit set, live", msg+`.textContent === "limit gpu: done" && `+card("gpu")+`.querySelector(".nums .limit").textContent === "2" && `+
+		card("gpu")+`.querySelector(".nums .source").textContent.includes("set live by serve admin from 127.0.0.1:")`)
 	// Cleared, the limit in force stays until a process asks for
 	// another (Governor.SetLimit): the event says so.
 	click(gpu + "button.clear-limit")

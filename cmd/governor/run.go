@@ -166,7 +166,8 @@ group). Across machines you need Redis.
 
 Exit codes:
   CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
-  73         not acquired: busy with --if-busy fail, or --wait-timeout passed
+  73         not acquired: busy with --if-busy fail, or --wait-timeout passed,
+             or the wait was cancelled ('governor cancel'; the message says who)
   75         skipped: busy with --if-busy skip
   122        the lease was lost while running (taken over, expired, or no
              progress mark for --progress-timeout); the command was stopped

@@ -822,7 +822,15 @@ func TestRunConcurrentRecords(t *testing.T) {
 func TestRunStatusLine(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
+	// One hold of history, for the expected wait.
 	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -835,7 +843,8 @@ func TestRunStatusLine(t *testing.T) {
 	slave.Close()
 	seen := readTerminal(master)
 	eventually(t, 10*time.Second, "no status line on the terminal", func() bool {
-		return strings.Contains(seen(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, 1 of 1 in use; held by test-holder")
+		return strings.Contains(seen(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, expected wait ~") &&
+			strings.Contains(seen(), " (from the last 1 hold), 1 of 1 in use; held by test-holder")
 	})
 	if err := l.Release(); err != nil {
 		t.Fatal(err)

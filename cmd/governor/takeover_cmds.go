@@ -213,11 +213,13 @@ takeover (who took it, with the new lease and token), lost (a holder found it ha
 lost its lease), drift (a process asked for another limit than the one in force),
 repaired and dropped (the backend found its state contradicting itself and
 recounted it, or dropped an unreadable queue entry), quarantine (Redis lost its
-data: grants held back), unreadable (an event that could not be read, in its place).
+data: grants held back), unreadable (an event that could not be read, in its place),
+and the admin actions, each naming who did it: cancelled (a waiter withdrawn by
+'governor cancel'), paused, resumed, limit (a live limit set or cleared).
 Each resource keeps its last 1000 events.
 
---json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail"}],
-oldest first, with "by" naming who acted for an admin action's event.
+--json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail",
+"by"}], oldest first ("by", who acted, only for the admin actions).
 
 Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
 events of some resource could not be read (the others are listed).`,
@@ -242,7 +244,11 @@ events of some resource could not be read (the others are listed).`,
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
 				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, dash(r.Detail))
+					detail := dash(r.Detail)
+					if r.By != "" {
+						detail += "; by " + dash(r.By)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, detail)
 				}
 				err = tw.Flush()
 			}

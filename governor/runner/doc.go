@@ -21,7 +21,8 @@
 // Exit codes (SPEC §4):
 //
 //	the command's own   it ran; 128+N when signal N killed it
-//	73                  not acquired: busy with --if-busy fail, or --wait-timeout passed
+//	73                  not acquired: busy with --if-busy fail, or --wait-timeout passed,
+//	                    or the wait was withdrawn (governor cancel), saying who
 //	75                  skipped: busy with --if-busy skip
 //	122                 a lease was lost while it ran; the tree was stopped
 //	124                 --timeout passed; the tree was stopped

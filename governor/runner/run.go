@@ -242,7 +242,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if sl != nil {
-					sl.update(name, res)
+					sl.update(name, res, expectedWait(ctx, g, name, res.Position))
 				}
 			},
 		}})
@@ -278,6 +278,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var busy *governor.BusyError
 	var na *NotAcquiredError
+	var gone *governor.WithdrawnError
 	switch {
 	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (acquireAll)
 		if na.Skipped {
@@ -305,6 +306,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return ExitBusy, OutcomeBusy, na
 	case errors.Is(err, governor.ErrTooHeavy):
 		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
+	case errors.As(err, &gone):
+		// Withdrawn by someone ('governor cancel', a queue policy): say
+		// who and why.
+		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
+			gone.Resource, gone.Reason())}
 	}
 	return ExitFailure, OutcomeError, err
 }
