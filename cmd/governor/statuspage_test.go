@@ -575,3 +575,55 @@ func TestStatusPageRefusesOtherHosts(t *testing.T) {
 		}
 	}
 }
+
+// The actions of a live serve reach the library: a pause shows in
+// /api/v1/slots naming the admin, the library's refusals keep their
+// status (bad limit 400, no such waiter 404), and resume undoes it.
+func TestServeActionsLive(t *testing.T) {
+	global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--admin-token-file", token)...)
+	if !strings.Contains(p.before, "status page (with actions) on "+p.base+"/") {
+		t.Errorf("serve's stderr %q does not say the page has actions", p.before)
+	}
+	gpu := func() resourceJSON {
+		t.Helper()
+		var s slotsJSON
+		getJSON(t, p.base+"/api/v1/slots?resource=gpu", 200, &s)
+		return s.Resources[0]
+	}
+	if code, out := post(t, p.base, "/api/v1/pause", `{"resource":"gpu"}`, nil); code != 200 {
+		t.Fatalf("pause: %d %v", code, out)
+	}
+	if r := gpu(); r.Paused == nil || !strings.HasPrefix(r.Paused.By, "serve admin from 127.0.0.1:") {
+		t.Errorf("after pause, gpu: %+v; want paused by serve admin from 127.0.0.1:PORT", r.Paused)
+	}
+	for _, tc := range []struct {
+		path, body string
+		code       int
+		errs       string
+	}{
+		{"/api/v1/limit", `{"resource":"gpu","limit":-1}`, 400, "limit -1"},
+		{"/api/v1/cancel", `{"resource":"gpu","waiter":"0123456789abcdef"}`, 404, "0123456789abcdef"},
+		{"/api/v1/pause", `{"resource":"gpu"}`, 401, "admin token"},
+	} {
+		edit := func(r *http.Request) {}
+		if tc.code == 401 {
+			edit = func(r *http.Request) { r.Header.Del("Authorization") }
+		}
+		code, out := post(t, p.base, tc.path, tc.body, edit)
+		if e, _ := out["error"].(string); code != tc.code || !strings.Contains(e, tc.errs) {
+			t.Errorf("POST %s %s: %d %v; want %d naming %q", tc.path, tc.body, code, out, tc.code, tc.errs)
+		}
+	}
+	if code, out := post(t, p.base, "/api/v1/resume", `{"resource":"gpu"}`, nil); code != 200 {
+		t.Fatalf("resume: %d %v", code, out)
+	}
+	if r := gpu(); r.Paused != nil {
+		t.Errorf("after resume, gpu still paused: %+v", r.Paused)
+	}
+}
