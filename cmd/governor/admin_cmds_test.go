@@ -196,6 +196,10 @@ func TestLimitLive(t *testing.T) {
 		if code := waitExit(t, b); code != 0 {
 			t.Fatalf("the run waiting for the use to fall: exit %d", code)
 		}
+		code, _, stderr := tg.run(t, "run", "--resource", "heavy", "--limit", "3", "--", "true")
+		if code != 0 || !strings.Contains(stderr, "--limit 3 is not applied: the limit in force is 1, from a live limit set by") {
+			t.Fatalf("run --limit 3 under a live limit 1: exit %d, %q; want the note naming the live limit", code, stderr)
+		}
 		code, out, _ = tg.run(t, "config", "show")
 		if code != 0 || !strings.Contains(out, "live: set by") {
 			t.Fatalf("config show does not say the limit is live: %q", out)
