@@ -56,6 +56,11 @@ type Declaration struct {
 	// in records written before they existed.
 	Cgroup string `json:"cgroup,omitempty"`
 	RunID  string `json:"run,omitempty"`
+	// Priority and FairKey are the class and fair key the acquire asked
+	// for under a queue policy (see Policy), shown only: the backend
+	// decides by Request's. Empty when none was asked for.
+	Priority string `json:"prio,omitempty"`
+	FairKey  string `json:"fair,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -93,6 +98,11 @@ type Status struct {
 	// DriftLimit is a limit some process asked for that differs from the
 	// one in force (processes disagree on their configuration); 0 if none.
 	DriftLimit int
+	// Policy is the queue policy in force (the zero Policy: strict
+	// FIFO), and DriftPolicy the encoded policy (Policy.Encode) some
+	// process asked for that differs from it, "" if none.
+	Policy      Policy
+	DriftPolicy string
 	Counters   Counters
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
@@ -119,7 +129,11 @@ const (
 	EventReclaimed = "reclaimed" // a holder's owner was proven dead; removed
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
-	EventDrift     = "drift"     // a process asked for another limit than the one in force
+	EventDrift     = "drift"     // a process asked for another limit or queue policy than the one in force
+	// EventWithdrawn: a waiter was dropped from the queue by the
+	// resource's policy (max_wait passed); its next acquire is
+	// ErrMaxWait, with the event's detail.
+	EventWithdrawn = "withdrawn"
 	// EventStalled is the end a renewal or progress mark of a stalled
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
@@ -178,6 +192,12 @@ type Request struct {
 	// dropped after it and never blocks the queue.
 	QueueTTL    time.Duration
 	Declaration Declaration
+	// Policy is the queue policy asked for (Policy.Encode; "" strict
+	// FIFO), Priority the class named, FairKey the fair key. The policy
+	// in force changes only while the resource is idle (as Limit).
+	Policy   string
+	Priority string
+	FairKey  string
 	// New is true when ID was never sent before, so it can be neither
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).

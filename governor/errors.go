@@ -42,6 +42,12 @@ var (
 	ErrBackend = errors.New("governor: backend error")
 	// ErrClosed reports use of a closed Governor or backend.
 	ErrClosed = errors.New("governor: closed")
+	// ErrQueueFull refuses a waiter because the resource's queue holds
+	// max_queue waiters already (see Policy). Nothing is left queued.
+	ErrQueueFull = errors.New("governor: queue full")
+	// ErrMaxWait reports a waiter dropped from the queue because it
+	// waited the resource's max_wait (see Policy). Nothing is left queued.
+	ErrMaxWait = errors.New("governor: dropped from the queue")
 )
 
 // BusyError is returned by a fail-mode acquire that found no room. It

@@ -220,6 +220,15 @@ type AcquireOptions struct {
 	// Declaration.ProgressTimeout), so the heartbeat declares it lost
 	// (Done closes) within one heartbeat, while the slot is still held.
 	ProgressTimeout time.Duration
+	// Policy is the resource's queue policy (the zero value: strict
+	// FIFO). Every process on a resource must ask for the same one: the
+	// policy in force changes only while the resource is idle, and a
+	// different one asked for meanwhile is drift (Status.DriftPolicy).
+	Policy Policy
+	// Priority names this acquire's class of Policy ("": the default
+	// class, see Policy.ClassIndex); FairKey its fair key ("": none).
+	Priority string
+	FairKey  string
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -269,9 +278,19 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	}
 	decl := g.decl
 	decl.ProgressTimeout = o.ProgressTimeout
+	if !o.Policy.IsZero() || o.Priority != "" || o.FairKey != "" {
+		if err := o.Policy.checkRequest(resource, o.Limit, w, o.Priority, o.FairKey); err != nil {
+			return Request{}, LeaseTiming{}, err
+		}
+		if c, _ := o.Policy.ClassIndex(o.Priority); len(o.Policy.Classes) > 0 {
+			decl.Priority = o.Policy.Classes[c].Name
+		}
+		decl.FairKey = o.FairKey
+	}
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
-		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl}, tm, nil
+		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
+		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A
@@ -361,7 +380,8 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
+		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrMaxWait)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,

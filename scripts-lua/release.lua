@@ -10,16 +10,17 @@ end
 -- The meta fields release reads, with the record, in one HMGET (load()
 -- below, or the fast path, which reads them by position), and what the
 -- fast path read.
-local F = {'used', 'released', 'qlen', 'minexp'}
+local F = {'used', 'released', 'qlen', 'minexp', 'policy'}
 local v
 
 --[[fast]]
--- Fast path: held, nobody queued, no holder expired (this one included):
+-- Fast path: held, nobody queued, no holder expired (this one included),
+-- no queue policy (whose counts release keeps, see lib.lua):
 -- the same writes as below, straight.
-v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id)
+v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], '#' .. id)
 do
-  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[5] and string.match(v[5], REC_NUMS)
-  if w and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 then
+  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[6] and string.match(v[6], REC_NUMS)
+  if w and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 and not v[5] then
     redis.call('ZREM', H, id)
     redis.call('HSET', S, 'used', string.format('%d', used - w),
       'released', string.format('%d', (v[2] or 0) + 1))

@@ -3,7 +3,7 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs)}.
+-- pairs), {policy in force, policy drift} ('' when none)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -27,4 +27,5 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7])}
+local pol = redis.call('HMGET', S, 'policy', 'pdrift')
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {pol[1] or '', pol[2] or ''}}

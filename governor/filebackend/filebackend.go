@@ -458,6 +458,7 @@ func (t *tx) settle() {
 		if w.Expires > t.now.boot {
 			kept = append(kept, w)
 		} else {
+			t.expireWaiter(w)
 			t.dirty = true
 		}
 	}
@@ -514,6 +515,10 @@ func (t *tx) dropHolder(i int) {
 // never starved. Each grantee alone is woken, through its own pipe; a
 // head whose pipe nobody listens to is dead and is dropped.
 func (t *tx) promote() {
+	if p, ok := t.policy(); ok {
+		t.promotePolicy(p)
+		return
+	}
 	st := t.st
 	used := st.used()
 	for len(st.Waiters) > 0 {
@@ -681,7 +686,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		st.Drift = req.Limit
 		t.dirty = true
 	}
-	if req.Weight > st.Limit {
+	t.agreePolicy(req, len(st.Holders) == 0 && len(st.Waiters) == 0)
+	p, pol := t.policy()
+	if req.Weight > st.Limit || pol && policyNever(p, st.Limit, policyClass(p, req.Priority), req.FairKey, req.Weight) {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
 			t.dirty = true
@@ -694,25 +701,16 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 			governor.ErrTooHeavy, req.Weight, req.Key.Resource, lim)
 	}
 
+	if pol {
+		return b.acquirePolicy(t, p, req)
+	}
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
 		if t.fits(req.Weight) {
-			h := t.grant(req.ID, req.Weight, req.TTL, req.Declaration)
-			t.attach(h)
-			if err := t.commit(); err != nil {
-				b.forget(req.Key, req.ID)
-				return governor.Result{}, err
-			}
-			return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+			return b.granted(t, req, t.grant(req.ID, req.Weight, req.TTL, req.Declaration))
 		}
 		if req.Mode != governor.Wait {
-			st.Counters.Busy++
-			t.dirty = true
-			if err := t.commit(); err != nil {
-				return governor.Result{}, err
-			}
-			return governor.Result{Outcome: governor.Refused,
-				Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+			return b.refused(t, req)
 		}
 		st.Waiters = append(st.Waiters, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL),
 			Enqueued: t.now.boot, Decl: req.Declaration})
@@ -726,6 +724,27 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	return governor.Result{Outcome: governor.Queued, Position: i + 1,
 		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+}
+
+// granted ends an Acquire that granted h to req.
+func (b *Backend) granted(t *tx, req governor.Request, h *holder) (governor.Result, error) {
+	t.attach(h)
+	if err := t.commit(); err != nil {
+		b.forget(req.Key, req.ID)
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+}
+
+// refused ends a Fail-mode Acquire that found no room.
+func (b *Backend) refused(t *tx, req governor.Request) (governor.Result, error) {
+	t.st.Counters.Busy++
+	t.dirty = true
+	if err := t.commit(); err != nil {
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Refused,
+		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
 }
 
 // Renew implements governor.Backend.

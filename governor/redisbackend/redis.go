@@ -311,7 +311,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
-		b.lossMS(r, req.TTL), wasQueued).Slice()
+		b.lossMS(r, req.TTL), wasQueued, req.Policy, req.Priority, req.FairKey).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}

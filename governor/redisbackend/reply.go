@@ -167,6 +167,14 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
 		return res, r.err
 	}
+	if len(v) == 2 {
+		switch r.int(v[0], "the code") {
+		case -3:
+			return res, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue"))
+		case -4:
+			return res, fmt.Errorf("%w: %s: %s", governor.ErrMaxWait, key.Resource, r.str(v[1], "the detail"))
+		}
+	}
 	if !r.length(v, 9, true) {
 		return res, r.err
 	}
@@ -203,7 +211,7 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 5, false) {
+	if !r.length(v, 6, false) {
 		return governor.Status{}, r.err
 	}
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
@@ -246,5 +254,15 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		return governor.Status{}, r.err
 	}
 	st.Histograms = r.stats(r.list(v[4], "the stats"))
+	if pol := r.list(v[5], "the queue policy"); r.length(pol, 2, false) {
+		p, err := governor.ParsePolicy(r.str(pol[0], "the policy"))
+		if err != nil {
+			r.fail("%v", err)
+		}
+		st.Policy, st.DriftPolicy = p, r.str(pol[1], "the policy drift")
+	}
+	if r.err != nil {
+		return governor.Status{}, r.err
+	}
 	return st, nil
 }
