@@ -103,7 +103,7 @@ type Status struct {
 	// process asked for that differs from it, "" if none.
 	Policy      Policy
 	DriftPolicy string
-	Counters   Counters
+	Counters    Counters
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
