@@ -57,6 +57,10 @@ type Policy struct {
 	// MaxOvertakes is the anti-starvation bound (default
 	// DefaultMaxOvertakes when there are classes).
 	MaxOvertakes int
+	// Fair turns fairness across fair keys on (it is on, too, when
+	// FairWeights or FairCap is set); off, fair keys are shown only and
+	// every class is FIFO.
+	Fair bool
 	// FairWeights weighs fair keys (default weight 1).
 	FairWeights map[string]int
 	// FairCap bounds the slots one fair key holds (0: none).
@@ -92,7 +96,7 @@ const (
 
 // IsZero tells a policy that is plain FIFO.
 func (p Policy) IsZero() bool {
-	return len(p.Classes) == 0 && p.MaxOvertakes == 0 && len(p.FairWeights) == 0 && p.FairCap == 0 &&
+	return len(p.Classes) == 0 && p.MaxOvertakes == 0 && !p.Fair && len(p.FairWeights) == 0 && p.FairCap == 0 &&
 		p.MaxQueue == 0 && p.MaxWait == 0
 }
 
@@ -208,6 +212,9 @@ func (p Policy) Overtakes() int {
 	return p.MaxOvertakes
 }
 
+// IsFair tells whether fair keys take turns.
+func (p Policy) IsFair() bool { return p.Fair || len(p.FairWeights) > 0 || p.FairCap > 0 }
+
 // FairWeight is key's weight.
 func (p Policy) FairWeight(key string) int {
 	if w := p.FairWeights[key]; w > 0 {
@@ -220,7 +227,7 @@ func (p Policy) FairWeight(key string) int {
 // policies encode equally, and "" is FIFO. The form is read by the Redis
 // scripts (lib.lua's policy()) and by ParsePolicy:
 //
-//	c=NAME:RESERVE:CAP,...;k=MAXOVERTAKES;fc=FAIRCAP;mq=MAXQUEUE;mw=MS;fw=KEY:W,...
+//	c=NAME:RESERVE:CAP,...;k=MAXOVERTAKES;fair=0|1;fc=FAIRCAP;mq=MAXQUEUE;mw=MS;fw=KEY:W,...;
 func (p Policy) Encode() string {
 	if p.IsZero() {
 		return ""
@@ -233,7 +240,11 @@ func (p Policy) Encode() string {
 		}
 		fmt.Fprintf(&b, "%s:%d:%d", c.Name, c.Reserve, c.Cap)
 	}
-	fmt.Fprintf(&b, ";k=%d;fc=%d;mq=%d;mw=%d;fw=", p.Overtakes(), p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds())
+	fair := 0
+	if p.IsFair() {
+		fair = 1
+	}
+	fmt.Fprintf(&b, ";k=%d;fair=%d;fc=%d;mq=%d;mw=%d;fw=", p.Overtakes(), fair, p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds())
 	keys := make([]string, 0, len(p.FairWeights))
 	for k := range p.FairWeights {
 		keys = append(keys, k)
@@ -287,7 +298,7 @@ func ParsePolicy(s string) (Policy, error) {
 					return bad()
 				}
 			}
-		case "k", "fc", "mq", "mw":
+		case "k", "fair", "fc", "mq", "mw":
 			n, err := strconv.Atoi(val)
 			if err != nil {
 				return bad()
@@ -295,6 +306,8 @@ func ParsePolicy(s string) (Policy, error) {
 			switch name {
 			case "k":
 				p.MaxOvertakes = n
+			case "fair":
+				p.Fair = n == 1
 			case "fc":
 				p.FairCap = n
 			case "mq":
@@ -312,8 +325,7 @@ func ParsePolicy(s string) (Policy, error) {
 	return p, nil
 }
 
-// PolicyWait is the weight of a waiter for a check against a policy:
-// its class index and the reserve of the classes above it.
+// reservedAbove is the sum of the reserves of the classes above class.
 func (p Policy) reservedAbove(class int) int {
 	n := 0
 	for j := 0; j < class && j < len(p.Classes); j++ {

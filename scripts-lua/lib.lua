@@ -497,6 +497,7 @@ function policy()
     P.c[1] = {name = '', r = 0, cap = 0}
   end
   P.k = (string.match(s, ';k=(%d+)') or 10) + 0
+  P.fair = string.find(s, ';fair=1;', 1, true) ~= nil
   P.fc = (string.match(s, ';fc=(%d+)') or 0) + 0
   P.mq = (string.match(s, ';mq=(%d+)') or 0) + 0
   P.mw = (string.match(s, ';mw=(%d+)') or 0) + 0
@@ -610,9 +611,10 @@ function policy()
         end
       end
     end
-    local kf = '~' .. i .. ':' .. key
+    local tk = P.fair and key or '' -- without fairness, one FIFO per class
+    local kf = '~' .. i .. ':' .. tk
     local tag = math.max(get('vt' .. i), (redis.call('HGET', KEYS[5], kf) or 0) + 0)
-      + math.floor(QUANT / (P.fw[key] or 1))
+      + math.floor(QUANT / (P.fw[tk] or 1))
     local ts = string.format('%d', tag)
     redis.call('ZADD', KEYS[3], string.format('%d', (i - 1) * BAND + tag), id)
     redis.call('HSET', KEYS[5], id, rec, '^' .. id, string.format('%d %s %d %s', i, ts, now, key), kf, ts)

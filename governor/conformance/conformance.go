@@ -124,6 +124,15 @@ func Run(t *testing.T, h Harness) {
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
+		{"PolicyClassOrder", s.policyClassOrder},
+		{"PolicyReserve", s.policyReserve},
+		{"PolicyCap", s.policyCap},
+		{"PolicyAntiStarvation", s.policyAntiStarvation},
+		{"PolicyFairKeys", s.policyFairKeys},
+		{"PolicyFairCap", s.policyFairCap},
+		{"PolicyBounds", s.policyBounds},
+		{"PolicyDrift", s.policyDrift},
+		{"PolicyHammer", s.policyHammer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

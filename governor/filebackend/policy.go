@@ -126,8 +126,12 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 	if st.KeyTags == nil {
 		st.KeyTags = map[string]int64{}
 	}
-	kt := fmt.Sprintf("%d:%s", w.Class, w.Key)
-	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(policyQuant/p.FairWeight(w.Key))
+	tk := "" // without fairness, one FIFO per class
+	if p.IsFair() {
+		tk = w.Key
+	}
+	kt := fmt.Sprintf("%d:%s", w.Class, tk)
+	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(policyQuant/p.FairWeight(tk))
 	st.KeyTags[kt] = w.Tag
 	i := len(st.Waiters)
 	for i > 0 && (st.Waiters[i-1].Class > w.Class || st.Waiters[i-1].Class == w.Class && st.Waiters[i-1].Tag > w.Tag) {
