@@ -37,7 +37,7 @@ if new then
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and ARGV[14] == ''
+      and (ARGV[14] or '') == ''
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl

@@ -474,6 +474,7 @@ end
 -- whose head's key is at its cap: bounded, whatever the number of
 -- waiters and keys.
 local BAND, QUANT, SKIP = 562949953421312, 720720, 8
+local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
 local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_withdrawn
 
 function policy()
@@ -503,6 +504,21 @@ function policy()
   P.mw = (string.match(s, ';mw=(%d+)') or 0) + 0
   for key, w in string.gmatch(string.match(s, ';fw=([^;]*)') or '', '([^:,]+):(%d+)') do
     P.fw[key] = w + 0
+  end
+  -- The per-class counts, in one HMGET.
+  local fs = {}
+  for i = 1, #P.c do
+    for _, f in ipairs({'cu', 'qn', 'sk', 'vt'}) do
+      if m[f .. i] == nil then
+        fs[#fs + 1] = f .. i
+      end
+    end
+  end
+  if #fs > 0 then
+    local v = redis.call('HMGET', KEYS[2], unpack(fs))
+    for i = 1, #fs do
+      m[fs[i]] = num(fs[i], v[i])
+    end
   end
   slow()
 
@@ -626,7 +642,7 @@ function policy()
   -- first): its class counts one less; dropped because max_wait passed,
   -- it is told, by a withdrawn event and on its channel.
   function pol_unqueue(id)
-    local v = redis.call('HMGET', KEYS[5], '^' .. id, id)
+    local v = pol_read[id] or redis.call('HMGET', KEYS[5], '^' .. id, id)
     local i, _, enq = string.match(v[1] or '', '^(%d+) (%d+) (%d+) ')
     if not i then
       return
@@ -692,6 +708,7 @@ function policy()
     end
     for _, id in ipairs(ids) do
       local v = redis.call('HMGET', KEYS[5], id, '^' .. id)
+      pol_read[id] = {v[2], v[1]}
       local w, ttl, _, ch, decl = string.match(v[1] or '', WREC_ALL)
       local _, tag, _, key = string.match(v[2] or '', '^(%d+) (%d+) (%d+) (.*)$')
       if not w or not tag then
