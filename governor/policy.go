@@ -69,6 +69,9 @@ type Policy struct {
 	MaxQueue int
 	// MaxWait bounds how long a waiter stays queued (0: none).
 	MaxWait time.Duration
+	// Eager lets lighter waiters pass a head that does not fit (see
+	// EagerPasses); false is strict FIFO, where the head blocks.
+	Eager bool
 }
 
 // Class is one priority class of a Policy.
@@ -97,7 +100,7 @@ const (
 // IsZero tells a policy that is plain FIFO.
 func (p Policy) IsZero() bool {
 	return len(p.Classes) == 0 && p.MaxOvertakes == 0 && !p.Fair && len(p.FairWeights) == 0 && p.FairCap == 0 &&
-		p.MaxQueue == 0 && p.MaxWait == 0
+		p.MaxQueue == 0 && p.MaxWait == 0 && !p.Eager
 }
 
 // validPolicyName tells a class name or fair key governor accepts: 1 to
@@ -227,7 +230,7 @@ func (p Policy) FairWeight(key string) int {
 // policies encode equally, and "" is FIFO. The form is read by the Redis
 // scripts (lib.lua's policy()) and by ParsePolicy:
 //
-//	c=NAME:RESERVE:CAP,...;k=MAXOVERTAKES;fair=0|1;fc=FAIRCAP;mq=MAXQUEUE;mw=MS;fw=KEY:W,...;
+//	c=NAME:RESERVE:CAP,...;k=MAXOVERTAKES;fair=0|1;fc=FAIRCAP;mq=MAXQUEUE;mw=MS;e=0|1;fw=KEY:W,...;
 func (p Policy) Encode() string {
 	if p.IsZero() {
 		return ""
@@ -244,7 +247,11 @@ func (p Policy) Encode() string {
 	if p.IsFair() {
 		fair = 1
 	}
-	fmt.Fprintf(&b, ";k=%d;fair=%d;fc=%d;mq=%d;mw=%d;fw=", p.Overtakes(), fair, p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds())
+	eager := 0
+	if p.Eager {
+		eager = 1
+	}
+	fmt.Fprintf(&b, ";k=%d;fair=%d;fc=%d;mq=%d;mw=%d;e=%d;fw=", p.Overtakes(), fair, p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds(), eager)
 	keys := make([]string, 0, len(p.FairWeights))
 	for k := range p.FairWeights {
 		keys = append(keys, k)
@@ -298,7 +305,7 @@ func ParsePolicy(s string) (Policy, error) {
 					return bad()
 				}
 			}
-		case "k", "fair", "fc", "mq", "mw":
+		case "k", "fair", "fc", "mq", "mw", "e":
 			n, err := strconv.Atoi(val)
 			if err != nil {
 				return bad()
@@ -308,6 +315,8 @@ func ParsePolicy(s string) (Policy, error) {
 				p.MaxOvertakes = n
 			case "fair":
 				p.Fair = n == 1
+			case "e":
+				p.Eager = n == 1
 			case "fc":
 				p.FairCap = n
 			case "mq":

@@ -84,6 +84,12 @@ type Options struct {
 	// FILE:LINE"), for the note that a --limit is not applied.
 	Limits       map[string]int
 	LimitOrigins map[string]string
+	// Policies are the configured queue policies by resource name
+	// (governor.Policy); Priority (--priority) and FairKey (--fair-key)
+	// are this run's class and fair key on each resource that has one.
+	Policies map[string]governor.Policy
+	Priority string
+	FairKey  string
 	// Rates are the configured rate limits by provider name: each
 	// --provider with one takes one request (and Tokens tokens) of its
 	// budget after its slot, before the command starts. When the budget
