@@ -130,10 +130,13 @@ const (
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
 	EventDrift     = "drift"     // a process asked for another limit or queue policy than the one in force
-	// EventWithdrawn: a waiter was dropped from the queue by the
-	// resource's policy (max_wait passed); its next acquire is
-	// ErrMaxWait, with the event's detail.
+	// EventWithdrawn: a waiter was dropped from the queue, by the
+	// resource's max_wait or superseded by a newer one; its next acquire
+	// is ErrMaxWait or ErrSuperseded, with the event's detail.
 	EventWithdrawn = "withdrawn"
+	// EventSuperseded: a holder lost its lease to a newer acquire with
+	// its supersede key and cancel-in-progress (AcquireOptions).
+	EventSuperseded = "superseded"
 	// EventStalled is the end a renewal or progress mark of a stalled
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
@@ -198,6 +201,11 @@ type Request struct {
 	Policy   string
 	Priority string
 	FairKey  string
+	// Supersede, when set, replaces an older waiter with the same key
+	// (it is withdrawn: ErrSuperseded); with CancelInProgress, a holder
+	// with the same key also loses its lease (EventSuperseded).
+	Supersede        string
+	CancelInProgress bool
 	// New is true when ID was never sent before, so it can be neither
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).

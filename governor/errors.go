@@ -48,6 +48,9 @@ var (
 	// ErrMaxWait reports a waiter dropped from the queue because it
 	// waited the resource's max_wait (see Policy). Nothing is left queued.
 	ErrMaxWait = errors.New("governor: dropped from the queue")
+	// ErrSuperseded reports a waiter replaced by a newer acquire with its
+	// supersede key (AcquireOptions.Supersede). Nothing is left queued.
+	ErrSuperseded = errors.New("governor: superseded")
 )
 
 // BusyError is returned by a fail-mode acquire that found no room. It
@@ -120,4 +123,14 @@ const (
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// QueueWithdrawal is the error of a waiter that its backend withdrew from
+// the queue (its withdrawn event's detail): ErrSuperseded when the detail
+// starts with "superseded", else ErrMaxWait.
+func QueueWithdrawal(resource, detail string) error {
+	if strings.HasPrefix(detail, "superseded") {
+		return fmt.Errorf("%w: %s: %s", ErrSuperseded, resource, safetext.Escape(detail))
+	}
+	return fmt.Errorf("%w: %s: %s", ErrMaxWait, resource, safetext.Escape(detail))
 }

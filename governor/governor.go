@@ -229,6 +229,14 @@ type AcquireOptions struct {
 	// class, see Policy.ClassIndex); FairKey its fair key ("": none).
 	Priority string
 	FairKey  string
+	// Supersede, when set, is this acquire's supersede key: an older
+	// waiter with the same key on the resource is withdrawn (its
+	// Acquire returns ErrSuperseded); with CancelInProgress, a holder
+	// with the key loses its lease as by a takeover (its Done closes
+	// within a heartbeat, Err a *LeaseLostError of kind
+	// EventSuperseded). GitHub Actions' concurrency groups.
+	Supersede        string
+	CancelInProgress bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -287,10 +295,17 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		}
 		decl.FairKey = o.FairKey
 	}
+	if o.Supersede != "" && !validPolicyName(o.Supersede) {
+		return Request{}, LeaseTiming{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, PolicyNameRule)
+	}
+	if o.CancelInProgress && o.Supersede == "" {
+		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
+	}
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
-		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey}, tm, nil
+		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
+		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A
@@ -381,7 +396,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
-		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrMaxWait)
+		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrMaxWait) || errors.Is(err, ErrSuperseded)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,

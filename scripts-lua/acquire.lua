@@ -8,7 +8,9 @@
 --       never; see quarantine() in lib.lua), 13 '1' when the caller saw
 --       id queued here (evidence that the resource had state), 14 the
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
---       priority class named, 16 the fair key ('' none)
+--       priority class named, 16 the fair key ('' none), 17 the
+--       supersede key ('' none), 18 '1' to cancel a holder with it in
+--       progress
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
@@ -17,7 +19,7 @@
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, max_queue} when the policy's queue
 -- is full; {-4, detail} when the waiter was dropped from the queue (its
--- withdrawn event, as after max_wait).
+-- withdrawn event: after max_wait, or superseded).
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 if not proven(id, ARGV[11]) then
   return {-2}
@@ -37,7 +39,7 @@ if new then
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and (ARGV[14] or '') == ''
+      and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
@@ -58,11 +60,15 @@ end
 --[[lib]]
 
 local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
+local sup = ARGV[17] or '' -- the supersede key
 local fresh -- 1 when the resource had no state (Go then lists it again)
 loss_ms = (ARGV[12] or 0) + 0
 
 -- reply builds the reply above (read by Go's parseReply).
 local function reply(code, tok, exp, pos, n)
+  if sup ~= '' and (code == 1 or code == 2) then
+    superseding(id, sup, code == 1 and 'h' or 'w')
+  end
   if code == 1 then
     return finish({1, tok, exp, fresh})
   end
@@ -154,7 +160,7 @@ local function acquire_policy()
   local queued = not new and not queue_empty and redis.call('ZSCORE', Q, id)
   if not queued then
     if not new then
-      local why = pol_withdrawn(id)
+      local why = withdrawn(id)
       if why then
         return finish({-4, why})
       end
@@ -203,6 +209,18 @@ if weight > m.limit or pol and pol_never(cls, key, weight) then
     drop_waiter(id)
   end
   return reply(-1)
+end
+
+-- A request with a supersede key that is not queued yet (granted it
+-- would have been claimed above) replaces the older one with its key,
+-- unless it was itself replaced.
+if sup ~= '' and (new or queue_empty or not redis.call('ZSCORE', Q, id)) then
+  local why = not new and withdrawn(id)
+  if why then
+    return finish({-4, why})
+  end
+  supersede(id, sup, ARGV[18] == '1')
+  queue_empty = get('qlen') == 0
 end
 
 if pol then

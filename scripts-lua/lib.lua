@@ -245,7 +245,7 @@ local function slow()
       for i = 1, #kv, 2 do
         f[kv[i]] = kv[i + 1]
       end
-      if f.lease == id and (f.kind == 'takeover' or f.kind == 'reclaimed' or f.kind == 'expired') then
+      if f.lease == id and (f.kind == 'takeover' or f.kind == 'reclaimed' or f.kind == 'expired' or f.kind == 'superseded') then
         return f.kind, f.token, f.detail, f.at
       end
     end
@@ -475,7 +475,7 @@ end
 -- waiters and keys.
 local BAND, QUANT, SKIP = 562949953421312, 720720, 8
 local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
-local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_withdrawn
+local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never
 
 function policy()
   if P ~= nil then
@@ -601,20 +601,6 @@ function policy()
       r = r + P.c[j].r
     end
     return (P.c[i].cap > 0 and w > P.c[i].cap) or w > get('limit') - r or (P.fc > 0 and key ~= '' and w > P.fc)
-  end
-
-  -- pol_withdrawn: the detail of the withdrawn event of waiter id (it
-  -- was dropped from the queue, and asks again), or nil.
-  function pol_withdrawn(id)
-    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
-      local f, kv = {}, e[2]
-      for i = 1, #kv, 2 do
-        f[kv[i]] = kv[i + 1]
-      end
-      if f.lease == id and f.kind == 'withdrawn' then
-        return f.detail
-      end
-    end
   end
 
   -- pol_enqueue queues waiter id (record rec) in class i under key.
@@ -772,4 +758,59 @@ function policy()
     end
   end
   return P
+end
+
+-- withdrawn: the detail of the withdrawn event of waiter id (it was
+-- dropped from the queue by max_wait or superseded, and asks again),
+-- or nil.
+local function withdrawn(id)
+  for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+    local f, kv = {}, e[2]
+    for i = 1, #kv, 2 do
+      f[kv[i]] = kv[i + 1]
+    end
+    if f.lease == id and f.kind == 'withdrawn' then
+      return f.detail
+    end
+  end
+end
+
+-- Supersede (issue 15; governor.AcquireOptions.Supersede): S field
+-- '%w' .. key names the last waiter queued with supersede key key, and
+-- '%h' .. key the last holder granted with it. supersede(id, key,
+-- cancel) is called for a new request with key: the older waiter with
+-- key leaves the queue, told by a withdrawn event ("superseded: ...")
+-- and on its channel; with cancel (cancel-in-progress), the holder with
+-- key loses its lease as by a takeover (a superseded event, which its
+-- next renewal reports).
+local function supersede(id, key, cancel)
+  slow()
+  local old = redis.call('HGET', KEYS[2], '%w' .. key)
+  if old and old ~= id and redis.call('ZSCORE', KEYS[3], old) then
+    local rec = redis.call('HGET', KEYS[5], old)
+    local ch = rec and select(4, string.match(rec, WREC_ALL))
+    event('withdrawn', old, 0, string.format('superseded: a newer waiter %s with supersede key %s replaced it', id, key))
+    pol_as = {} -- not a max_wait drop
+    drop_waiter(old)
+    pol_as = nil
+    if ch then
+      redis.call('PUBLISH', ch, old)
+    end
+  end
+  if cancel then
+    local h = redis.call('HGET', KEYS[2], '%h' .. key)
+    local r = h and h ~= id and record(h)
+    if r then
+      local w, _, tok = parse_rec(h, r)
+      event('superseded', h, tok, string.format('cancelled in progress by %s with supersede key %s', id, key))
+      drop_holder(h, w + 0)
+      add('released', 1)
+    end
+  end
+end
+
+-- superseding records id as the waiter (as 'w') or holder ('h') with
+-- supersede key key.
+local function superseding(id, key, as)
+  set('%' .. as .. key, id)
 end

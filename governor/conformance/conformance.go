@@ -133,6 +133,7 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyBounds", s.policyBounds},
 		{"PolicyDrift", s.policyDrift},
 		{"PolicyHammer", s.policyHammer},
+		{"PolicySupersede", s.policySupersede},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

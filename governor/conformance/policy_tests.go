@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -404,5 +405,61 @@ func (s *suite) policyHammer(t *testing.T) {
 	wg.Wait()
 	if f := fail.Load(); f != nil {
 		t.Fatal(f)
+	}
+}
+
+// Supersede: a newer waiter with the same key replaces the older one,
+// which is told (woken, then ErrSuperseded); with cancel-in-progress the
+// holder with the key loses its lease (a superseded end, at its next
+// renewal). With or without a policy.
+func (s *suite) policySupersede(t *testing.T) {
+	for _, p := range []governor.Policy{{}, three} {
+		t.Run(fmt.Sprintf("policy=%q", p.Encode()), func(t *testing.T) {
+			b := s.h.Open(t)
+			key := governor.Key{Project: project(), Resource: "deploy"}
+			h := preq(key, 1, 1, governor.Fail, p, "", "")
+			h.Supersede = "main"
+			mustAcquire(t, b, h, governor.Granted)
+			old := preq(key, 1, 1, governor.Wait, p, "", "")
+			old.Supersede = "main"
+			ch, stop := b.Notify(ctxT(t), key, old.ID)
+			t.Cleanup(stop)
+			mustAcquire(t, b, old, governor.Queued)
+			other := preq(key, 1, 1, governor.Wait, p, "", "") // no key: untouched
+			mustAcquire(t, b, other, governor.Queued)
+			newer := preq(key, 1, 1, governor.Wait, p, "", "")
+			newer.Supersede = "main"
+			mustAcquire(t, b, newer, governor.Queued)
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the superseded waiter was not woken")
+			}
+			old.New = false
+			if _, err := b.Acquire(ctxT(t), old); !errors.Is(err, governor.ErrSuperseded) || !strings.Contains(err.Error(), newer.ID) {
+				t.Fatalf("superseded waiter: %v, want ErrSuperseded naming %s", err, newer.ID)
+			}
+			st := mustStatus(t, b, key)
+			if len(st.Waiters) != 2 || st.Waiters[0].ID != other.ID || st.Waiters[1].ID != newer.ID {
+				t.Fatalf("waiters after supersede: %+v", st.Waiters)
+			}
+			// Cancel in progress: the holder with the key loses its lease.
+			latest := preq(key, 1, 1, governor.Wait, p, "", "")
+			latest.Supersede, latest.CancelInProgress = "main", true
+			mustAcquire(t, b, latest, governor.Queued) // behind other, who gets the freed slot
+			_, err := b.Renew(ctxT(t), key, h.ID, "", 0)
+			var lost *governor.LeaseLostError
+			if !errors.As(err, &lost) || lost.End.Kind != governor.EventSuperseded {
+				t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s", err, governor.EventSuperseded)
+			}
+			mustAcquire(t, b, other, governor.Granted)
+			newer.New = false
+			if _, err := b.Acquire(ctxT(t), newer); !errors.Is(err, governor.ErrSuperseded) {
+				t.Fatalf("second superseded waiter: %v, want ErrSuperseded", err)
+			}
+			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Waiters) != 1 || st.Waiters[0].ID != latest.ID {
+				t.Fatalf("after cancel-in-progress: used %d, waiters %+v", st.Used, st.Waiters)
+			}
+		})
 	}
 }

@@ -46,7 +46,7 @@ func (st *state) ended(id string) *event {
 			continue
 		}
 		switch e.Kind {
-		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired:
+		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired, governor.EventSuperseded:
 			return e
 		}
 	}

@@ -661,6 +661,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		h.Handed = false
 		t.dirty = true
 		t.attach(h)
+		t.superseding(req, true)
 		if err := t.commit(); err != nil {
 			b.forget(req.Key, req.ID)
 			return governor.Result{}, err
@@ -701,6 +702,18 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 			governor.ErrTooHeavy, req.Weight, req.Key.Resource, lim)
 	}
 
+	// A request with a supersede key that is not queued yet (granted it
+	// would have been claimed above) replaces the older one with its
+	// key, unless it was itself replaced.
+	if req.Supersede != "" && st.waiterIndex(req.ID) < 0 {
+		if why := st.withdrawn(req.ID); why != "" && !req.New {
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{}, governor.QueueWithdrawal(req.Key.Resource, why)
+		}
+		t.supersede(req)
+	}
 	if pol {
 		return b.acquirePolicy(t, p, req)
 	}
@@ -719,6 +732,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	st.Waiters[i].Expires = t.now.boot + int64(req.QueueTTL)
 	t.dirty = true
+	t.superseding(req, false)
 	if err := t.commit(); err != nil {
 		return governor.Result{}, err
 	}
@@ -729,6 +743,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 // granted ends an Acquire that granted h to req.
 func (b *Backend) granted(t *tx, req governor.Request, h *holder) (governor.Result, error) {
 	t.attach(h)
+	t.superseding(req, true)
 	if err := t.commit(); err != nil {
 		b.forget(req.Key, req.ID)
 		return governor.Result{}, err

@@ -301,7 +301,7 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 				if err := t.commit(); err != nil {
 					return governor.Result{}, err
 				}
-				return governor.Result{}, fmt.Errorf("%w: %s: %s", governor.ErrMaxWait, req.Key.Resource, why)
+				return governor.Result{}, governor.QueueWithdrawal(req.Key.Resource, why)
 			}
 		}
 		empty := len(st.Waiters) == 0
@@ -336,9 +336,54 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 	}
 	st.Waiters[i].Expires = t.queueExpiry(st.Waiters[i], req.QueueTTL)
 	t.dirty = true
+	t.superseding(req, false)
 	if err := t.commit(); err != nil {
 		return governor.Result{}, err
 	}
 	return governor.Result{Outcome: governor.Queued, Position: i + 1,
 		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+}
+
+// supersede withdraws the older waiter with req's supersede key (a
+// withdrawn event, and a wake-up, tell it), and with CancelInProgress
+// ends the holder with it as a takeover would (a superseded event, which
+// its next renewal reports). The twin of lib.lua's supersede().
+func (t *tx) supersede(req governor.Request) {
+	st := t.st
+	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
+		if i := st.waiterIndex(old); i >= 0 {
+			t.event(governor.EventWithdrawn, old, 0, fmt.Sprintf("superseded: a newer waiter %s with supersede key %s replaced it", req.ID, req.Supersede))
+			st.Waiters = slices.Delete(st.Waiters, i, i+1)
+			t.dirty = true
+			pokePipe(t.dir, waitPrefix+escape(old), true)
+		}
+	}
+	if !req.CancelInProgress {
+		return
+	}
+	if h := st.SupersedeHolders[req.Supersede]; h != "" && h != req.ID {
+		if i := holderIndex(st, h); i >= 0 {
+			t.event(governor.EventSuperseded, h, st.Holders[i].Token, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede))
+			t.dropHolder(i)
+			st.Counters.Released++
+		}
+	}
+}
+
+// superseding records req as the waiter or holder with its supersede key.
+func (t *tx) superseding(req governor.Request, holder bool) {
+	if req.Supersede == "" {
+		return
+	}
+	m := &t.st.SupersedeWaiters
+	if holder {
+		m = &t.st.SupersedeHolders
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	if (*m)[req.Supersede] != req.ID {
+		(*m)[req.Supersede] = req.ID
+		t.dirty = true
+	}
 }

@@ -62,6 +62,9 @@ type state struct {
 	Overtakes   []int            `json:"overtakes,omitempty"`
 	VTime       []int64          `json:"vtime,omitempty"`
 	KeyTags     map[string]int64 `json:"key_tags,omitempty"`
+	// The last waiter and holder with each supersede key.
+	SupersedeWaiters map[string]string `json:"supersede_waiters,omitempty"`
+	SupersedeHolders map[string]string `json:"supersede_holders,omitempty"`
 }
 
 type histogram struct {

@@ -1,6 +1,7 @@
 package redisbackend
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -172,7 +173,8 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		case -3:
 			return res, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue"))
 		case -4:
-			return res, fmt.Errorf("%w: %s: %s", governor.ErrMaxWait, key.Resource, r.str(v[1], "the detail"))
+			detail := r.str(v[1], "the detail")
+			return res, cmp.Or(r.err, governor.QueueWithdrawal(key.Resource, detail))
 		}
 	}
 	if !r.length(v, 9, true) {
