@@ -61,3 +61,44 @@ resources:
 		t.Fatalf("the waiter: exit %d, want 73 after its --wait-timeout", code)
 	}
 }
+
+// governor run --supersede: a newer run with the key replaces the
+// waiting one (exit 76); with --cancel-in-progress it also stops the
+// running one as on lease loss (exit 122), then runs itself.
+func TestRunSupersede(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		type result struct {
+			code      int
+			out, errs string
+		}
+		run := func(args ...string) chan result {
+			ch := make(chan result, 1)
+			go func() {
+				code, out, errs := tg.run(t, append([]string{"run", "--resource", "heavy"}, args...)...)
+				ch <- result{code, out, errs}
+			}()
+			return ch
+		}
+		running := run("--supersede", "deploy", "--", "sleep", "60")
+		eventually(t, 30*time.Second, "the first run holds heavy", func() bool {
+			st := tg.status(t, g, "heavy")
+			return len(st.Holders) == 1 && st.Holders[0].CommandPID() != 0
+		})
+		waiting := run("--supersede", "deploy", "--if-busy", "wait", "--", "true")
+		eventually(t, 30*time.Second, "the second run waits", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		latest := run("--supersede", "deploy", "--cancel-in-progress", "--if-busy", "wait", "--", "echo", "latest ran")
+		r := <-waiting
+		if r.code != ExitSuperseded || !strings.Contains(r.errs, "superseded") {
+			t.Fatalf("the waiting run: exit %d, %s; want 76 saying it was superseded", r.code, r.errs)
+		}
+		r = <-running
+		if r.code != ExitLeaseLost || !strings.Contains(r.errs, "cancelled in progress") {
+			t.Fatalf("the running run: exit %d, %s; want 122 saying it was cancelled in progress", r.code, r.errs)
+		}
+		r = <-latest
+		if r.code != 0 || !strings.Contains(r.out, "latest ran") {
+			t.Fatalf("the latest run: exit %d, %q %s; want it to run", r.code, r.out, r.errs)
+		}
+	})
+}
