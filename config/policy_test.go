@@ -21,13 +21,14 @@ func TestQueuePolicyLoads(t *testing.T) {
     fair_cap: 3
     max_queue: 100
     max_wait: 10m
+    policy: eager
 `)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := l.Config.Policies()["gpu"]
 	want := governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch", Cap: 2}},
-		MaxOvertakes: 5, FairWeights: map[string]int{"alice": 2}, FairCap: 3, MaxQueue: 100, MaxWait: 10 * time.Minute}
+		MaxOvertakes: 5, FairWeights: map[string]int{"alice": 2}, FairCap: 3, MaxQueue: 100, MaxWait: 10 * time.Minute, Eager: true}
 	if got.Encode() != want.Encode() {
 		t.Fatalf("policy %q, want %q", got.Encode(), want.Encode())
 	}

@@ -48,6 +48,10 @@ import (
 //   - Fair cap. A key never holds more than FairCap slots (0: no cap). A
 //     head whose key is at its cap is passed over for the next waiter of
 //     the same class, looking at most PolicySkip waiters deep.
+//   - Eager. A head that does not fit in the free slots (only that: not
+//     a reserve) may be passed by later waiters of its class that the
+//     rules allow now, looking at most PolicySkip deep, EagerPasses times
+//     at most; then it blocks as under FIFO until it fits.
 //   - MaxQueue: an acquire that would queue while MaxQueue waiters are
 //     queued is refused at once (ErrQueueFull). MaxWait: a waiter queued
 //     for MaxWait is dropped (ErrMaxWait).
@@ -69,8 +73,9 @@ type Policy struct {
 	MaxQueue int
 	// MaxWait bounds how long a waiter stays queued (0: none).
 	MaxWait time.Duration
-	// Eager lets lighter waiters pass a head that does not fit (see
-	// EagerPasses); false is strict FIFO, where the head blocks.
+	// Eager lets lighter waiters pass a head that does not fit, at most
+	// EagerPasses times (config policy: eager); false is strict FIFO,
+	// where the head blocks.
 	Eager bool
 }
 
@@ -89,8 +94,11 @@ const (
 	DefaultMaxOvertakes = 10
 	MaxFairWeight       = 1000
 	// PolicySkip is how deep the queue looks past a head whose fair key
-	// is at FairCap.
+	// is at FairCap, or (Eager) that does not fit.
 	PolicySkip = 8
+	// EagerPasses bounds how often lighter waiters pass one blocked head
+	// under the eager policy.
+	EagerPasses = 8
 	// DefaultClassName names the class of a waiter without a priority,
 	// when the policy has a class of that name; otherwise it is the
 	// lowest class.

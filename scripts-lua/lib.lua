@@ -464,7 +464,8 @@ end
 --   S fields: cuN weight held by class N, qnN waiters queued in class N,
 --   skN grants to higher classes while N waited (anti-starvation), vtN
 --   class N's virtual time, 'ku:' .. key weight held by fair key key,
---   '@' .. lease id its holder's "class key".
+--   '@' .. lease id its holder's "class key", ep (policy eager) "head
+--   passes": how often the blocked head was passed.
 --   QD fields: '^' .. waiter id "class tag enqueued_ms key", and
 --   '~' .. class .. ':' .. key the key's last tag (QD is deleted when an
 --   enqueue finds the queue empty, so these last no longer than that).
@@ -475,7 +476,7 @@ end
 -- waiters and keys.
 local BAND, QUANT, SKIP = 562949953421312, 720720, 8
 local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
-local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never
+local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_eager
 
 function policy()
   if P ~= nil then
@@ -500,6 +501,7 @@ function policy()
   P.k = (string.match(s, ';k=(%d+)') or 10) + 0
   P.fair = string.find(s, ';fair=1;', 1, true) ~= nil
   P.fc = (string.match(s, ';fc=(%d+)') or 0) + 0
+  P.eager = string.find(s, ';e=1;', 1, true) ~= nil
   P.mq = (string.match(s, ';mq=(%d+)') or 0) + 0
   P.mw = (string.match(s, ';mw=(%d+)') or 0) + 0
   for key, w in string.gmatch(string.match(s, ';fw=([^;]*)') or '', '([^:,]+):(%d+)') do
@@ -587,8 +589,11 @@ function policy()
       return false, false
     end
     local free = get('limit') - get('used')
-    if w > free or free - w < pol_reserved(i) then
-      return false, true
+    if w > free then
+      return false, 'fit'
+    end
+    if free - w < pol_reserved(i) then
+      return false, 'reserve'
     end
     return true
   end
@@ -708,6 +713,36 @@ function policy()
     end
   end
 
+  -- pol_eager (policy eager): head, at the head of class i, does not fit
+  -- in the free slots; a later waiter of its class that the policy
+  -- allows now (looking at most SKIP deep) is granted instead, unless
+  -- head was passed governor.EagerPasses (8) times already. S field
+  -- 'ep' is "head passes". Returns what pol_head does, or nil.
+  function pol_eager(i, head)
+    local ep = m.ep
+    if ep == nil then
+      ep = redis.call('HGET', KEYS[2], 'ep') or false
+      m.ep = ep
+    end
+    local was, n = string.match(ep or '', '^(%S+) (%d+)$')
+    n = was == head and n + 0 or 0
+    if n >= 8 then
+      return nil
+    end
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[3], (i - 1) * BAND, '(' .. string.format('%d', i * BAND),
+      'LIMIT', 1, SKIP)
+    for _, id in ipairs(ids) do
+      local v = redis.call('HMGET', KEYS[5], id, '^' .. id)
+      pol_read[id] = {v[2], v[1]}
+      local w, ttl, _, ch, decl = string.match(v[1] or '', WREC_ALL)
+      local _, tag, _, key = string.match(v[2] or '', '^(%d+) (%d+) (%d+) (.*)$')
+      if w and tag and pol_allows(i, key, w + 0) then
+        set('ep', string.format('%s %d', head, n + 1))
+        return id, w + 0, ttl + 0, ch, decl, key, tag + 0
+      end
+    end
+  end
+
   -- pol_promote: promote() under a policy. The starving class (the
   -- highest whose overtakes reached k) is looked at first, then every
   -- class from the highest; the first head allowed is granted; a head
@@ -735,6 +770,13 @@ function policy()
             if ok then
               cls = i
               break
+            end
+            if stops == 'fit' and P.eager then
+              id, w, ttl, ch, decl, key, tag = pol_eager(i, id)
+              if id then
+                cls = i
+                break
+              end
             end
             id = nil
             if stops then

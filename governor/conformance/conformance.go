@@ -134,6 +134,7 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyDrift", s.policyDrift},
 		{"PolicyHammer", s.policyHammer},
 		{"PolicySupersede", s.policySupersede},
+		{"PolicyEager", s.policyEager},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

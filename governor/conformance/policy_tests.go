@@ -463,3 +463,37 @@ func (s *suite) policySupersede(t *testing.T) {
 		})
 	}
 }
+
+// Eager: lighter waiters pass a head that does not fit, at most
+// governor.EagerPasses times; then the head blocks until it fits. Under
+// FIFO (the default) nobody passes it (HeadOfLineBlocks).
+func (s *suite) policyEager(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "mem"}
+	p := governor.Policy{Eager: true}
+	h := preq(key, 2, 1, governor.Fail, p, "", "")
+	mustAcquire(t, b, h, governor.Granted)
+	big := preq(key, 2, 2, governor.Wait, p, "", "")
+	mustAcquire(t, b, big, governor.Queued)
+	for i := 0; i <= governor.EagerPasses; i++ {
+		small := preq(key, 2, 1, governor.Wait, p, "", "")
+		res, err := b.Acquire(ctxT(t), small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == governor.EagerPasses {
+			if res.Outcome != governor.Queued {
+				t.Fatalf("pass %d: %v, want queued: the head was passed %d times already", i+1, res.Outcome, governor.EagerPasses)
+			}
+			mustAcquire(t, b, big, governor.Queued) // one slot free, it needs two
+			release(t, b, key, h.ID)
+			mustAcquire(t, b, big, governor.Granted)
+			mustAcquire(t, b, small, governor.Queued)
+			return
+		}
+		if res.Outcome != governor.Granted {
+			t.Fatalf("pass %d: %v, want granted past the heavy head", i+1, res.Outcome)
+		}
+		release(t, b, key, small.ID)
+	}
+}

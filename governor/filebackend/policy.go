@@ -90,26 +90,67 @@ func policyNever(p governor.Policy, limit, c int, key string, w int) bool {
 		(p.FairCap > 0 && key != "" && w > p.FairCap)
 }
 
+// Why a refusal by policyAllows blocks the classes below: the free
+// slots, or a reserve ("": it does not, a cap refused).
+const (
+	stopFit     = "fit"
+	stopReserve = "reserve"
+)
+
 // policyAllows tells whether class c, key, weight w may be granted now;
-// stops tells that a refusal blocks the classes below (limit, reserve).
-func (t *tx) policyAllows(p governor.Policy, c int, key string, w int) (ok, stops bool) {
+// stops tells why a refusal blocks the classes below (stopFit,
+// stopReserve), "" when it does not (a cap).
+func (t *tx) policyAllows(p governor.Policy, c int, key string, w int) (ok bool, stops string) {
 	st := t.st
 	cu, ku := st.classUse(classCount(p))
 	if len(p.Classes) > 0 && p.Classes[c].Cap > 0 && cu[c]+w > p.Classes[c].Cap {
-		return false, false
+		return false, ""
 	}
 	if p.FairCap > 0 && key != "" && ku[key]+w > p.FairCap {
-		return false, false
+		return false, ""
 	}
 	reserved := 0
 	for j := 0; j < c; j++ {
 		reserved += max(0, p.Classes[j].Reserve-cu[j])
 	}
 	free := st.Limit - st.used()
-	if w > free || free-w < reserved {
-		return false, true
+	if w > free {
+		return false, stopFit
 	}
-	return true, false
+	if free-w < reserved {
+		return false, stopReserve
+	}
+	return true, ""
+}
+
+// eager (policy eager): waiter head of class c does not fit; returns the
+// index of a later waiter of its class, at most governor.PolicySkip
+// deep, that may be granted now instead, unless head was passed
+// governor.EagerPasses times already; or -1.
+func (t *tx) eager(p governor.Policy, c, head int) int {
+	st := t.st
+	id := st.Waiters[head].ID
+	n := 0
+	if st.EagerHead == id {
+		n = st.EagerPasses
+	}
+	if n >= governor.EagerPasses {
+		return -1
+	}
+	seen := 0
+	for j := head + 1; j < len(st.Waiters) && seen < governor.PolicySkip; j++ {
+		w := st.Waiters[j]
+		if w.Class != c {
+			continue
+		}
+		seen++
+		if ok, _ := t.policyAllows(p, c, w.Key, w.Weight); ok {
+			st.EagerHead, st.EagerPasses = id, n+1
+			t.dirty = true
+			return j
+		}
+	}
+	return -1
 }
 
 // enqueuePolicy queues w in class c under key, after every waiter of a
@@ -176,7 +217,12 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 		if ok {
 			return i
 		}
-		if stops {
+		if stops == stopFit && p.Eager {
+			if j := t.eager(p, c, i); j >= 0 {
+				return j
+			}
+		}
+		if stops != "" {
 			return -1
 		}
 	}

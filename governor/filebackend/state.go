@@ -65,6 +65,9 @@ type state struct {
 	// The last waiter and holder with each supersede key.
 	SupersedeWaiters map[string]string `json:"supersede_waiters,omitempty"`
 	SupersedeHolders map[string]string `json:"supersede_holders,omitempty"`
+	// Policy eager: the blocked head last passed, and how often.
+	EagerHead   string `json:"eager_head,omitempty"`
+	EagerPasses int    `json:"eager_passes,omitempty"`
 }
 
 type histogram struct {
