@@ -109,7 +109,34 @@ type Status struct {
 	Histograms map[string]Histogram
 	// Now is the backend's clock when the status was read.
 	Now time.Time
+	// Paused is set while the resource is paused (Governor.Pause): it
+	// grants nothing new; holders finish and waiters keep their place.
+	Paused *Paused
+	// LiveLimit is set while a limit set live (Governor.SetLimit) is in
+	// force: then Limit is it, whatever processes ask for.
+	LiveLimit *LiveLimit
+	// Holds are the durations of the resource's last holds (at most
+	// HoldHistory; oldest first), measured by the backend from grant to
+	// release, expiry, reclaim or takeover: what ExpectedWait rests on.
+	Holds []time.Duration
 }
+
+// Paused says since when and by whom a resource is paused.
+type Paused struct {
+	Since time.Time // backend clock
+	By    string
+}
+
+// LiveLimit is a limit set live: the limit, who set it and when.
+type LiveLimit struct {
+	Limit int
+	By    string
+	At    time.Time // backend clock
+}
+
+// HoldHistory is how many recent hold durations a backend keeps per
+// resource (Status.Holds).
+const HoldHistory = 50
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {
@@ -130,13 +157,17 @@ const (
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
 	EventDrift     = "drift"     // a process asked for another limit or queue policy than the one in force
-	// EventWithdrawn: a waiter was dropped from the queue, by the
-	// resource's max_wait or superseded by a newer one; its next acquire
-	// is ErrMaxWait or ErrSuperseded, with the event's detail.
-	EventWithdrawn = "withdrawn"
-	// EventSuperseded: a holder lost its lease to a newer acquire with
-	// its supersede key and cancel-in-progress (AcquireOptions).
-	EventSuperseded = "superseded"
+	// Queue policies' events (see Policy): a waiter withdrawn because it
+	// waited max_wait (EventMaxWait, by "policy") or because a newer
+	// acquire with its supersede key replaced it (EventSuperseded, by
+	// the newer one's id) — both in WithdrawKinds, so its acquire ends
+	// with a *WithdrawnError; and a holder whose lease a newer acquire
+	// with its supersede key and cancel-in-progress ended
+	// (EventCancelledInProgress), which its renewal reports as a
+	// *LeaseLostError.
+	EventMaxWait             = "max_wait"
+	EventSuperseded          = "superseded"
+	EventCancelledInProgress = "cancelled_in_progress"
 	// EventStalled is the end a renewal or progress mark of a stalled
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
@@ -150,7 +181,33 @@ const (
 	// restarted without persistence, a failover to a replica behind) and
 	// holds new grants back for the longest lease TTL.
 	EventQuarantine = "quarantine"
+	// Admin actions (Governor.Cancel, Pause, Resume, SetLimit); Event.By
+	// names who acted:
+	//
+	// EventCancelled: a waiter was withdrawn (LeaseID names it); its
+	// acquire ends with a *WithdrawnError of this kind. Kinds that
+	// withdraw a waiter are listed in WithdrawKinds.
+	EventCancelled = "cancelled"
+	EventPaused    = "paused"  // the resource grants nothing new until resumed
+	EventResumed   = "resumed" // grants resumed; the queue was served at once
+	// EventLimit: a live limit was set, or cleared (Detail says which
+	// and the limit in force after it).
+	EventLimit = "limit"
 )
+
+// WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
+// queue entry is gone finds the last such event naming it and ends with a
+// *WithdrawnError (backends look only for these kinds; a queue policy that
+// drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
+var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
+
+// Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
+// kind (one of WithdrawKinds), who did it, and why.
+type Withdrawal struct {
+	Kind   string
+	By     string
+	Detail string
+}
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
 // are dropped.
@@ -166,6 +223,8 @@ type Event struct {
 	// Detail says more: for a takeover, who took it ("session S lease
 	// L token T"); for a reclaim, the reason.
 	Detail string
+	// By names who acted, for the admin actions' events; "" otherwise.
+	By string
 }
 
 // Mode says what an acquire does when the resource has no room.
@@ -203,7 +262,7 @@ type Request struct {
 	FairKey  string
 	// Supersede, when set, replaces an older waiter with the same key
 	// (it is withdrawn: ErrSuperseded); with CancelInProgress, a holder
-	// with the same key also loses its lease (EventSuperseded).
+	// with the same key also loses its lease (EventCancelledInProgress).
 	Supersede        string
 	CancelInProgress bool
 	// New is true when ID was never sent before, so it can be neither
@@ -329,6 +388,31 @@ type Backend interface {
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.
 	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
+
+	// Withdraw removes the waiters ids that are still queued (others are
+	// skipped: granted meanwhile, gone, unknown), recording for each an
+	// event of kind why.Kind naming it, why.By and why.Detail, and wakes
+	// each: its next Acquire is a *WithdrawnError naming them. It returns
+	// the ids it withdrew, in queue order, and hands on the room the
+	// queue may now have. Nothing changes for a key without state.
+	Withdraw(ctx context.Context, key Key, ids []string, why Withdrawal) ([]string, error)
+
+	// SetPaused pauses (paused true) or resumes key, recording an
+	// EventPaused or EventResumed naming by, and reports whether it
+	// changed anything (pausing a paused resource does not). A paused
+	// resource grants nothing new, by any path; resuming hands the room
+	// to the head of the queue at once. A paused resource is never
+	// forgotten (Forget).
+	SetPaused(ctx context.Context, key Key, paused bool, by string) (bool, error)
+
+	// SetLimit sets the limit in force of key live (1 to MaxLimit),
+	// overriding what processes ask for until cleared (limit 0: the
+	// limit in force goes back to the one processes last asked for),
+	// recording an EventLimit naming by. Holders keep their leases;
+	// raised, the room goes to the head of the queue at once; lowered
+	// below the weight held, nothing is granted until the use falls
+	// under it. A resource with a live limit is never forgotten.
+	SetLimit(ctx context.Context, key Key, limit int, by string) error
 
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/governor-dev/governor/internal/safetext"
 )
@@ -45,11 +46,13 @@ var (
 	// ErrQueueFull refuses a waiter because the resource's queue holds
 	// max_queue waiters already (see Policy). Nothing is left queued.
 	ErrQueueFull = errors.New("governor: queue full")
-	// ErrMaxWait reports a waiter dropped from the queue because it
-	// waited the resource's max_wait (see Policy). Nothing is left queued.
-	ErrMaxWait = errors.New("governor: dropped from the queue")
-	// ErrSuperseded reports a waiter replaced by a newer acquire with its
-	// supersede key (AcquireOptions.Supersede). Nothing is left queued.
+	// ErrMaxWait is matched by the *WithdrawnError of a waiter dropped
+	// from the queue because it waited the resource's max_wait (see
+	// Policy; kind EventMaxWait). Nothing is left queued.
+	ErrMaxWait = errors.New("governor: dropped from the queue after max_wait")
+	// ErrSuperseded is matched by the *WithdrawnError of a waiter replaced
+	// by a newer acquire with its supersede key (AcquireOptions.Supersede;
+	// kind EventSuperseded). Nothing is left queued.
 	ErrSuperseded = errors.New("governor: superseded")
 )
 
@@ -125,12 +128,43 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// QueueWithdrawal is the error of a waiter that its backend withdrew from
-// the queue (its withdrawn event's detail): ErrSuperseded when the detail
-// starts with "superseded", else ErrMaxWait.
-func QueueWithdrawal(resource, detail string) error {
-	if strings.HasPrefix(detail, "superseded") {
-		return fmt.Errorf("%w: %s: %s", ErrSuperseded, resource, safetext.Escape(detail))
+// ErrWithdrawn is matched (errors.Is) by a *WithdrawnError: a waiting
+// acquire whose queue entry someone else withdrew.
+var ErrWithdrawn = errors.New("governor: waiter withdrawn")
+
+// WithdrawnError ends a waiting acquire whose queue entry was withdrawn
+// by someone else (Governor.Cancel, or a queue policy): the backend
+// recorded why as an event (a Withdrawal), and the waiter's next poll
+// found its entry gone and read that event. Nothing of the waiter is
+// left behind. errors.Is(err, ErrWithdrawn) is true.
+type WithdrawnError struct {
+	Resource string
+	WaiterID string
+	// Kind is the event kind that withdrew it (EventCancelled, or a
+	// queue policy's), By who did it, Detail why, At when (backend
+	// clock).
+	Kind   string
+	By     string
+	Detail string
+	At     time.Time
+}
+
+func (e *WithdrawnError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "governor: waiter %s of %s withdrawn (%s)", e.WaiterID, e.Resource, safetext.Escape(e.Kind))
+	if e.By != "" {
+		fmt.Fprintf(&b, " by %s", safetext.Escape(e.By))
 	}
-	return fmt.Errorf("%w: %s: %s", ErrMaxWait, resource, safetext.Escape(detail))
+	if e.Detail != "" {
+		fmt.Fprintf(&b, ": %s", safetext.Escape(e.Detail))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrWithdrawn) hold, and for a queue policy's
+// withdrawals errors.Is(err, ErrSuperseded) (kind EventSuperseded) and
+// errors.Is(err, ErrMaxWait) (kind EventMaxWait).
+func (e *WithdrawnError) Is(target error) bool {
+	return target == ErrWithdrawn || target == ErrSuperseded && e.Kind == EventSuperseded ||
+		target == ErrMaxWait && e.Kind == EventMaxWait
 }

@@ -234,7 +234,7 @@ type AcquireOptions struct {
 	// Acquire returns ErrSuperseded); with CancelInProgress, a holder
 	// with the key loses its lease as by a takeover (its Done closes
 	// within a heartbeat, Err a *LeaseLostError of kind
-	// EventSuperseded). GitHub Actions' concurrency groups.
+	// EventCancelledInProgress). GitHub Actions' concurrency groups.
 	Supersede        string
 	CancelInProgress bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
@@ -369,7 +369,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
-				if req.Mode == Wait {
+				if req.Mode == Wait && !errors.Is(err, ErrWithdrawn) {
 					g.cancel(req)
 				}
 				if ctx.Err() != nil {
@@ -396,7 +396,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
-		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrMaxWait) || errors.Is(err, ErrSuperseded)
+		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrWithdrawn)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,

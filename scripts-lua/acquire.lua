@@ -17,9 +17,10 @@
 -- position in the queue, limit, used, queue length, drift, now ms, then
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
--- not prove id (nothing changed); {-3, max_queue} when the policy's queue
--- is full; {-4, detail} when the waiter was dropped from the queue (its
--- withdrawn event: after max_wait, or superseded).
+-- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
+-- not new, was withdrawn from the queue by someone else (withdrawn() in
+-- lib.lua; by a queue policy too: max_wait, superseded): nothing
+-- changed; {-4, max_queue} when the policy's queue is full.
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 if not proven(id, ARGV[11]) then
   return {-2}
@@ -27,19 +28,21 @@ end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'policy', 'pdrift'}
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'policy',
+  'pdrift'}
 local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
--- drift), nobody queued, no holder expired, and room. The same writes as
+-- drift), nobody queued, no holder expired, not held back (quarantine,
+-- paused), and room. The same writes as
 -- grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
+      and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
@@ -105,26 +108,20 @@ if not new then
   end
 end
 
-local queue_empty = m.qlen == 0
-
--- The limit in force changes only when the resource is idle; a process
--- asking for another limit meanwhile is recorded as drift.
-local idle = m.used == 0 and queue_empty
-if m.limit ~= limit and m.limit ~= 0 and not idle then
-  if m.drift ~= limit then
-    -- Recorded once per new disagreement, before any other write.
-    slow()
-    event('drift', id, 0, string.format('a process asked for limit %d; the limit in force is %d', limit, m.limit))
-    set('drift', limit)
-  end
-else
-  if m.limit ~= limit then
-    set('limit', limit)
-  end
-  if m.drift ~= 0 and idle then
-    set('drift', 0)
+-- A waiter whose queue entry someone else withdrew learns who and why,
+-- and is not queued again.
+if not new and (m.qlen == 0 or not redis.call('ZSCORE', Q, id)) then
+  slow()
+  local kind, by, detail, at = withdrawn(id)
+  if kind then
+    return finish({-3, kind, by, detail, at})
   end
 end
+
+local queue_empty = m.qlen == 0
+in_force(limit, id, m.used == 0 and queue_empty)
+
+local idle = m.used == 0 and queue_empty
 
 -- The policy in force changes only when the resource is idle, as the
 -- limit; a process asking for another one meanwhile is recorded as
@@ -159,12 +156,6 @@ end
 local function acquire_policy()
   local queued = not new and not queue_empty and redis.call('ZSCORE', Q, id)
   if not queued then
-    if not new then
-      local why = withdrawn(id)
-      if why then
-        return finish({-4, why})
-      end
-    end
     if queue_empty and not held_back() and pol_allows(cls, key, weight) then
       pol_as = {cls, key}
       local tok, exp = grant(id, weight, ttl, decl)
@@ -176,7 +167,7 @@ local function acquire_policy()
     end
     if mode == 'wait' and P.mq > 0 and get('qlen') >= P.mq then
       add('busy', 1)
-      return finish({-3, P.mq})
+      return finish({-4, P.mq})
     end
     pol_enqueue(id, cls, key, string.format(WREC, weight, ttl, now, channel) .. decl)
     promote()
@@ -211,14 +202,10 @@ if weight > m.limit or pol and pol_never(cls, key, weight) then
   return reply(-1)
 end
 
--- A request with a supersede key that is not queued yet (granted it
--- would have been claimed above) replaces the older one with its key,
--- unless it was itself replaced.
+-- A request with a supersede key that is not queued yet (granted, it
+-- would have been claimed above; withdrawn, it would have been told)
+-- replaces the older one with its key.
 if sup ~= '' and (new or queue_empty or not redis.call('ZSCORE', Q, id)) then
-  local why = not new and withdrawn(id)
-  if why then
-    return finish({-4, why})
-  end
   supersede(id, sup, ARGV[18] == '1')
   queue_empty = get('qlen') == 0
 end

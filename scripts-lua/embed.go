@@ -37,6 +37,8 @@ var (
 	takeover string
 	//go:embed forget.lua
 	forget string
+	//go:embed admin.lua
+	admin string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -52,6 +54,8 @@ var (
 	Takeover = compose(takeover)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
+	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
+	Admin = compose(admin)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

@@ -3,7 +3,8 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs), {policy in force, policy drift} ('' when none)}.
+-- pairs), {paused_by, live_by, holds} ('' when absent), {policy in force,
+-- policy drift} ('' when none)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -19,7 +20,7 @@ for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
   end
 end
 local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
-  'reclaimed_expiry', 'reclaimed_dead', 'takeovers'}
+  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at'}
 local meta = {}
 for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
   if v then
@@ -27,5 +28,6 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-local pol = redis.call('HMGET', S, 'policy', 'pdrift')
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {pol[1] or '', pol[2] or ''}}
+local text = redis.call('HMGET', S, 'paused_by', 'live_by', 'holds', 'policy', 'pdrift')
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {text[1] or '', text[2] or '', text[3] or ''},
+  {text[4] or '', text[5] or ''}}

@@ -34,6 +34,7 @@ end
 local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
 if r then
+  hold(r)
   -- Under a queue policy the new lease takes the old one's class and key.
   local a = policy() and pol_attrs(old)
   drop_holder(old, w)

@@ -297,7 +297,7 @@ func (s *suite) policyBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		seen = seen || e.Kind == governor.EventWithdrawn && e.LeaseID == w2.ID
+		seen = seen || e.Kind == governor.EventMaxWait && e.LeaseID == w2.ID
 	}
 	if !seen {
 		t.Fatalf("no withdrawn event for the second waiter: %+v", evs)
@@ -449,8 +449,8 @@ func (s *suite) policySupersede(t *testing.T) {
 			mustAcquire(t, b, latest, governor.Queued) // behind other, who gets the freed slot
 			_, err := b.Renew(ctxT(t), key, h.ID, "", 0)
 			var lost *governor.LeaseLostError
-			if !errors.As(err, &lost) || lost.End.Kind != governor.EventSuperseded {
-				t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s", err, governor.EventSuperseded)
+			if !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress {
+				t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s", err, governor.EventCancelledInProgress)
 			}
 			mustAcquire(t, b, other, governor.Granted)
 			newer.New = false

@@ -304,16 +304,6 @@ func (t *tx) grantPolicy(p governor.Policy, id string, weight int, ttl time.Dura
 	return h
 }
 
-// withdrawn is the detail of waiter id's withdrawn event, or "".
-func (st *state) withdrawn(id string) string {
-	for i := len(st.Events) - 1; i >= 0; i-- {
-		if e := st.Events[i]; e.Lease == id && e.Kind == governor.EventWithdrawn {
-			return e.Detail
-		}
-	}
-	return ""
-}
-
 // expireWaiter records, for a waiter whose queue entry ended, that
 // max_wait dropped it (when it did), and wakes it so that it learns.
 func (t *tx) expireWaiter(w waiter) {
@@ -321,8 +311,8 @@ func (t *tx) expireWaiter(w waiter) {
 	if !ok || p.MaxWait == 0 || t.now.boot < w.Enqueued+int64(p.MaxWait) {
 		return
 	}
-	t.event(governor.EventWithdrawn, w.ID, 0, fmt.Sprintf("max_wait: queued for %d ms; the resource allows %d ms",
-		time.Duration(t.now.boot-w.Enqueued).Milliseconds(), p.MaxWait.Milliseconds()))
+	t.eventBy(governor.EventMaxWait, w.ID, fmt.Sprintf("queued for %d ms; the resource allows %d ms (max_wait)",
+		time.Duration(t.now.boot-w.Enqueued).Milliseconds(), p.MaxWait.Milliseconds()), "policy")
 	pokePipe(t.dir, waitPrefix+escape(w.ID), true)
 }
 
@@ -342,14 +332,6 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 	c, key := policyClass(p, req.Priority), req.FairKey
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
-		if !req.New {
-			if why := st.withdrawn(req.ID); why != "" {
-				if err := t.commit(); err != nil {
-					return governor.Result{}, err
-				}
-				return governor.Result{}, governor.QueueWithdrawal(req.Key.Resource, why)
-			}
-		}
 		empty := len(st.Waiters) == 0
 		if ok, _ := t.policyAllows(p, c, key, req.Weight); empty && ok {
 			h := t.grantPolicy(p, req.ID, req.Weight, req.TTL, req.Declaration, c, key)
@@ -398,7 +380,7 @@ func (t *tx) supersede(req governor.Request) {
 	st := t.st
 	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
 		if i := st.waiterIndex(old); i >= 0 {
-			t.event(governor.EventWithdrawn, old, 0, fmt.Sprintf("superseded: a newer waiter %s with supersede key %s replaced it", req.ID, req.Supersede))
+			t.eventBy(governor.EventSuperseded, old, fmt.Sprintf("a newer waiter with supersede key %s replaced it", req.Supersede), req.ID)
 			st.Waiters = slices.Delete(st.Waiters, i, i+1)
 			t.dirty = true
 			pokePipe(t.dir, waitPrefix+escape(old), true)
@@ -409,7 +391,8 @@ func (t *tx) supersede(req governor.Request) {
 	}
 	if h := st.SupersedeHolders[req.Supersede]; h != "" && h != req.ID {
 		if i := holderIndex(st, h); i >= 0 {
-			t.event(governor.EventSuperseded, h, st.Holders[i].Token, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede))
+			t.event(governor.EventCancelledInProgress, h, st.Holders[i].Token, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede))
+			st.Events[len(st.Events)-1].By = req.ID
 			t.dropHolder(i)
 			st.Counters.Released++
 		}
