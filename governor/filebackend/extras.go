@@ -96,6 +96,7 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	}
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
+	h.Class, h.Key = was.Class, was.Key // under a queue policy, the old lease's class and key
 	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)
