@@ -168,30 +168,22 @@ func (r Resource) QueuePolicy() (governor.Policy, error) {
 		}
 		return nil
 	}
-	class := func(name string) *governor.Class {
-		for i := range p.Classes {
-			if p.Classes[i].Name == name {
-				return &p.Classes[i]
+	// perClass sets field of the class named, if p has it.
+	perClass := func(field func(*governor.Class) *int) func(name string, n int) bool {
+		return func(name string, n int) bool {
+			for i := range p.Classes {
+				if p.Classes[i].Name == name {
+					*field(&p.Classes[i]) = n
+					return true
+				}
 			}
+			return false
 		}
-		return nil
 	}
-	if err := set("reserve", r.Reserve, func(name string, n int) bool {
-		c := class(name)
-		if c != nil {
-			c.Reserve = n
-		}
-		return c != nil
-	}); err != nil {
+	if err := set("reserve", r.Reserve, perClass(func(c *governor.Class) *int { return &c.Reserve })); err != nil {
 		return p, err
 	}
-	if err := set("cap", r.Cap, func(name string, n int) bool {
-		c := class(name)
-		if c != nil {
-			c.Cap = n
-		}
-		return c != nil
-	}); err != nil {
+	if err := set("cap", r.Cap, perClass(func(c *governor.Class) *int { return &c.Cap })); err != nil {
 		return p, err
 	}
 	if err := set("fair_weights", r.FairWeights, func(name string, n int) bool {

@@ -662,13 +662,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		h.Heartbeat = t.now.boot
 		h.Handed = false
 		t.dirty = true
-		t.attach(h)
-		t.superseding(req, true)
-		if err := t.commit(); err != nil {
-			b.forget(req.Key, req.ID)
-			return governor.Result{}, err
-		}
-		return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+		return b.granted(t, req, h)
 	}
 
 	// A newcomer may need the room of holders that died: prove them so
@@ -726,14 +720,20 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		st.Counters.Waited++
 		i = len(st.Waiters) - 1
 	}
-	st.Waiters[i].Expires = t.now.boot + int64(req.QueueTTL)
+	return b.queued(t, req, i, t.now.boot+int64(req.QueueTTL))
+}
+
+// queued ends an Acquire that left req queued as waiter i, its queue
+// entry refreshed to expire at exp.
+func (b *Backend) queued(t *tx, req governor.Request, i int, exp int64) (governor.Result, error) {
+	t.st.Waiters[i].Expires = exp
 	t.dirty = true
 	t.superseding(req, false)
 	if err := t.commit(); err != nil {
 		return governor.Result{}, err
 	}
 	return governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
 }
 
 // granted ends an Acquire that granted h to req.

@@ -362,14 +362,7 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 		}
 		st.Counters.Waited++
 	}
-	st.Waiters[i].Expires = t.queueExpiry(st.Waiters[i], req.QueueTTL)
-	t.dirty = true
-	t.superseding(req, false)
-	if err := t.commit(); err != nil {
-		return governor.Result{}, err
-	}
-	return governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+	return b.queued(t, req, i, t.queueExpiry(st.Waiters[i], req.QueueTTL))
 }
 
 // supersede withdraws the older waiter with req's supersede key (a
