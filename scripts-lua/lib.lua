@@ -762,17 +762,20 @@ function policy()
     end
   end
 
-  -- pol_held: grant() made id a holder for pol_as = {class, key}: the
-  -- class and key hold w more, and the classes below that wait count
-  -- one grant more (anti-starvation).
+  -- pol_held: grant() made id a holder for pol_as = {class, key, moved}:
+  -- the class and key hold w more, and (unless moved: a takeover) the
+  -- classes below that wait count one grant more (anti-starvation).
   function pol_held(id, w)
-    local i, key = pol_as[1], pol_as[2]
+    local i, key, moved = pol_as[1], pol_as[2], pol_as[3]
     pol_as = nil
     add('cu' .. i, w)
     if key ~= '' then
       kadd(key, w)
     end
     set('@' .. id, string.format('%d %s', i, key))
+    if moved then
+      return -- a takeover: the lease moved, nobody was granted
+    end
     if get('sk' .. i) ~= 0 then
       set('sk' .. i, 0)
     end

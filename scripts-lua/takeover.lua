@@ -40,7 +40,7 @@ if r then
   drop_holder(old, w)
   if a then
     local i, key = string.match(a, '^(%d+) (.*)$')
-    pol_as = i and {i + 0, key}
+    pol_as = i and {i + 0, key, true}
   end
 end
 add('takeovers', 1)

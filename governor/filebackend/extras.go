@@ -92,7 +92,9 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 			}
 			return governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)}, nil
 		}
-		was = holder{Weight: req.Weight, Token: ev.Token}
+		// Under a queue policy it counts in no class (as in Redis: the
+		// ended lease's class is gone with it).
+		was = holder{Weight: req.Weight, Token: ev.Token, Class: -1}
 	}
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)

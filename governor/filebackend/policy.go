@@ -70,7 +70,7 @@ func classCount(p governor.Policy) int { return max(1, len(p.Classes)) }
 func (st *state) classUse(n int) ([]int, map[string]int) {
 	cu, ku := make([]int, n), map[string]int{}
 	for _, h := range st.Holders {
-		if h.Class < n {
+		if h.Class >= 0 && h.Class < n {
 			cu[h.Class] += h.Weight
 		}
 		if h.Key != "" {
