@@ -21,7 +21,11 @@
 -- back after a loss of data was detected (held_back() below).
 -- Admin state (admin.lua): paused (ms since; absent when not) and
 -- paused_by; live (a limit set live; absent when none), live_at (ms) and
--- live_by. holds: the last hold durations (HOLDS in head.lua; hold()). A seventh
+-- live_by. holds: the last hold durations (HOLDS in head.lua; hold()).
+-- Queue policies (issue 15): policy (the one in force), pdrift (one asked
+-- for that differs), the per-class and per-key counts, holders' '@'
+-- fields and supersede's '%w'/'%h' fields: see "Queue policies" and
+-- "Supersede" at the end of this file. A seventh
 -- key, the stats hash (observe.lua), goes to status.lua and forget.lua
 -- only.
 --
