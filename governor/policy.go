@@ -35,10 +35,13 @@ import (
 //     Classes without a cap borrow any free slot no reserve keeps.
 //   - Anti-starvation. Each class counts the grants to higher classes made
 //     while it had waiters since its own last grant. Once that count
-//     reaches MaxOvertakes, its head is served before any other class as
-//     soon as its cap and the reserves above it allow; until it fits, the
-//     grants stop (it blocks, as a FIFO head does). So a waiter at the
-//     head of a lower class is overtaken by at most MaxOvertakes grants.
+//     reaches MaxOvertakes, its head is looked at before any other class:
+//     granted if every rule allows it; if only the free slots stop it,
+//     the grants stop until it fits (it blocks, as a FIFO head does); if
+//     its cap, fair cap or a reserve above it stops it, the usual order
+//     applies. So a waiter at the head of a lower class is overtaken by
+//     at most MaxOvertakes grants, while its cap and the reserves above
+//     it let it in.
 //   - Fairness. Within a class, each waiter gets the tag max(V, last tag
 //     of its key) + 1/weight(key), V being the tag of the class's last
 //     grant; the smallest tag is served first (start-time fair queueing).

@@ -866,7 +866,8 @@ function policy()
   -- pol_promote: promote() under a policy. The starving class (the
   -- highest whose overtakes reached k) is looked at first, then every
   -- class from the highest; the first head allowed is granted; a head
-  -- that the limit or a reserve stops stops everything below it.
+  -- that the limit or a reserve stops stops everything below it (the
+  -- starving head: only the limit).
   function pol_promote()
     local limit = get('limit')
     while get('qlen') > 0 and get('used') < limit and not held_back() do
@@ -899,7 +900,10 @@ function policy()
               end
             end
             id = nil
-            if stops then
+            -- A head the free slots or a reserve stop stops the classes
+            -- below; the starving class's head, only when the free slots
+            -- stop it (a reserve is not its to wait for).
+            if stops == 'fit' or stops and n > 0 then
               return
             end
           end

@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyHammer", s.policyHammer},
 		{"PolicySupersede", s.policySupersede},
 		{"PolicyEager", s.policyEager},
+		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

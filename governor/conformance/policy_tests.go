@@ -497,3 +497,21 @@ func (s *suite) policyEager(t *testing.T) {
 		release(t, b, key, small.ID)
 	}
 }
+
+// A starving lower class waits for room, never for a reserve above it: a
+// higher-class waiter still takes the reserve meant for it.
+func (s *suite) policyStarvingNotInReserve(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "gpu"}
+	p := governor.Policy{Classes: []governor.Class{{Name: "hi", Reserve: 1}, {Name: "lo"}}, MaxOvertakes: 1}
+	mustAcquire(t, b, preq(key, 2, 1, governor.Fail, p, "lo", ""), governor.Granted)
+	lo := preq(key, 2, 1, governor.Wait, p, "lo", "")
+	mustAcquire(t, b, lo, governor.Queued) // the last slot is hi's reserve
+	h1 := preq(key, 2, 1, governor.Wait, p, "hi", "")
+	mustAcquire(t, b, h1, governor.Granted) // one overtake: lo is starving now
+	h2 := preq(key, 2, 1, governor.Wait, p, "hi", "")
+	mustAcquire(t, b, h2, governor.Queued)
+	release(t, b, key, h1.ID)
+	mustAcquire(t, b, h2, governor.Granted)
+	mustAcquire(t, b, lo, governor.Queued)
+}

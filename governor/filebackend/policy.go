@@ -222,7 +222,9 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 				return j
 			}
 		}
-		if stops != "" {
+		// The starving class's head stops the others only when the free
+		// slots stop it (a reserve is not its to wait for).
+		if stops == stopFit || stops != "" && c != first {
 			return -1
 		}
 	}
