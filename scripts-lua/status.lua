@@ -3,8 +3,8 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs), {paused_by, live_by, holds} ('' when absent), {policy in force,
--- policy drift} ('' when none)}.
+-- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
+-- absent), {policy in force, policy drift} ('' when none)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -28,6 +28,13 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-local text = redis.call('HMGET', S, 'paused_by', 'live_by', 'holds', 'policy', 'pdrift')
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {text[1] or '', text[2] or '', text[3] or ''},
-  {text[4] or '', text[5] or ''}}
+local fields = {'paused_by', 'live_by', 'holdn'}
+for i = 0, HOLDS - 1 do
+  fields[#fields + 1] = 'hold:' .. i
+end
+local admin = redis.call('HMGET', S, unpack(fields))
+for i = 1, #fields do
+  admin[i] = admin[i] or ''
+end
+local pol = redis.call('HMGET', S, 'policy', 'pdrift')
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin, {pol[1] or '', pol[2] or ''}}
