@@ -70,6 +70,9 @@ func (e *BusyError) Error() string {
 	if n := len(e.Status.Waiters); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)
 	}
+	if p := e.Status.Paused; p != nil {
+		fmt.Fprintf(&b, ", paused by %s", safetext.Escape(p.By))
+	}
 	for i, h := range e.Status.Holders {
 		if i == 3 {
 			fmt.Fprintf(&b, "; and %d more", len(e.Status.Holders)-i)

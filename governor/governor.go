@@ -360,7 +360,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 					continue
 				}
 				if res.Outcome == Refused {
-					return nil, &BusyError{Resource: req.Key.Resource, Status: res.Status}
+					return nil, &BusyError{Resource: req.Key.Resource, Status: g.whyRefused(ctx, req, res.Status)}
 				}
 				if onQueued != nil {
 					onQueued(res)
@@ -393,6 +393,20 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		case <-timer.C:
 		}
 	}
+}
+
+// whyRefused returns the status of a refusal, with Paused set when the
+// resource had room but is paused: a refusal's status does not say it,
+// so a refusal despite room (paused, or a heavier waiter at the head) reads
+// the resource again; one that lacked room does not.
+func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) Status {
+	if st.Used+req.Weight > st.Limit {
+		return st
+	}
+	if full, err := g.b.Status(ctx, req.Key); err == nil {
+		st.Paused = full.Paused
+	}
+	return st
 }
 
 // isFinal tells errors that retrying cannot cure.
