@@ -122,6 +122,11 @@ type resourceJSON struct {
 	Waiters      []waiterJSON   `json:"waiters"`
 	Counters     map[string]int `json:"counters"`
 	MkdirSlot    *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
+	// Under a queue policy: the policy in force (governor.Policy.Encode),
+	// one asked for that differs, and the weight each class holds.
+	Policy      string         `json:"policy,omitempty"`
+	DriftPolicy string         `json:"drift_policy,omitempty"`
+	ClassUse    map[string]int `json:"class_use,omitempty"`
 }
 
 type liveLimitJSON struct {
@@ -202,6 +207,8 @@ type holderJSON struct {
 	ProgressAt             *time.Time `json:"progress_at,omitempty"`
 	ProgressSeconds        *float64   `json:"progress_age_seconds,omitempty"`
 	ProgressTimeoutSeconds float64    `json:"progress_timeout_seconds,omitempty"`
+	Priority               string     `json:"priority,omitempty"`
+	FairKey                string     `json:"fair_key,omitempty"`
 }
 
 type waiterJSON struct {
@@ -218,6 +225,8 @@ type waiterJSON struct {
 	Command        string    `json:"command"`
 	// ExpectedWait: see governor.ExpectedWait.
 	ExpectedWait estimateJSON `json:"expected_wait"`
+	Priority     string       `json:"priority,omitempty"`
+	FairKey      string       `json:"fair_key,omitempty"`
 }
 
 // statusSource reads resources' state: a *governor.Governor, or serve's
@@ -359,7 +368,8 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 	for _, st := range sts {
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
-			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0))}
+			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
+			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: classUse(st)}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &liveLimitJSON{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
 		}
@@ -371,7 +381,7 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
 				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
 				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command,
-				ProgressTimeoutSeconds: h.ProgressTimeout.Seconds()})
+				ProgressTimeoutSeconds: h.ProgressTimeout.Seconds(), Priority: h.Priority, FairKey: h.FairKey})
 			if !h.Progress.IsZero() {
 				at, age := h.Progress.UTC(), secs(st.Now.Sub(h.Progress))
 				r.Holders[len(r.Holders)-1].ProgressAt, r.Holders[len(r.Holders)-1].ProgressSeconds = &at, &age
@@ -380,7 +390,8 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
 				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt)),
-				Command: wt.Command, ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, i+1))})
+				Command: wt.Command, ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, i+1)),
+				Priority: wt.Priority, FairKey: wt.FairKey})
 		}
 		out.Resources = append(out.Resources, r)
 	}
@@ -410,6 +421,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
 		}
 		fmt.Fprintln(w)
+		writePolicy(w, st)
 		if p := st.Paused; p != nil {
 			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
 				governor.Ago(st.Now.Sub(p.Since)), dash(p.By), dash(st.Key.Resource))
@@ -420,20 +432,20 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND")
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
 					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
-					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
+					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command), classKey(st, h.Declaration))
 			}
 			tw.Flush()
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND")
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
-					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), dash(wt.Command))
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
+					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), dash(wt.Command), classKey(st, wt.Declaration))
 			}
 			tw.Flush()
 		}
@@ -481,4 +493,64 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(safetext.JSON(b.Bytes()))
 	return err
+}
+
+// classUse is the weight each priority class holds, by the classes its
+// holders declared; nil without classes.
+func classUse(st governor.Status) map[string]int {
+	if len(st.Policy.Classes) == 0 {
+		return nil
+	}
+	use := map[string]int{}
+	for _, c := range st.Policy.Classes {
+		use[c.Name] = 0
+	}
+	for _, h := range st.Holders {
+		if h.Priority != "" {
+			use[h.Priority] += h.Weight
+		}
+	}
+	return use
+}
+
+// writePolicy writes the queue policy in force, each class's use with
+// its reserve and cap, and a policy drift.
+func writePolicy(w io.Writer, st governor.Status) {
+	if !st.Policy.IsZero() {
+		fmt.Fprintf(w, "  policy %s", st.Policy.Encode())
+		use := classUse(st)
+		for i, c := range st.Policy.Classes {
+			sep := ", "
+			if i == 0 {
+				sep = "; classes "
+			}
+			fmt.Fprintf(w, "%s%s %d", sep, c.Name, use[c.Name])
+			if c.Reserve > 0 {
+				fmt.Fprintf(w, " (reserve %d)", c.Reserve)
+			}
+			if c.Cap > 0 {
+				fmt.Fprintf(w, " (cap %d)", c.Cap)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if st.DriftPolicy != "" {
+		fmt.Fprintf(w, "  DRIFT: a process asked for queue policy %q\n", st.DriftPolicy)
+	}
+}
+
+// classKeyHeader and classKey: the CLASS and KEY columns, under a queue
+// policy only.
+func classKeyHeader(st governor.Status) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\tCLASS\tKEY"
+}
+
+func classKey(st governor.Status, d governor.Declaration) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\t" + dash(d.Priority) + "\t" + dash(d.FairKey)
 }
