@@ -164,9 +164,9 @@ const (
 	// acquire with its supersede key replaced it (EventSuperseded, by
 	// the newer one's id) — both in WithdrawKinds, so its acquire ends
 	// with a *WithdrawnError; and a holder whose lease a newer acquire
-	// with its supersede key and cancel-in-progress ended
-	// (EventCancelledInProgress), which its renewal reports as a
-	// *LeaseLostError.
+	// with its supersede key and cancel-in-progress cancelled
+	// (EventCancelledInProgress), which its renewals report as a
+	// *LeaseLostError; it keeps its weight until released or expired.
 	EventMaxWait             = "max_wait"
 	EventSuperseded          = "superseded"
 	EventCancelledInProgress = "cancelled_in_progress"
@@ -328,8 +328,9 @@ type Backend interface {
 	// granted or renewed) and returns the new expiry. It never
 	// re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
-	// a reclaim, its expiry), or when it is stalled (EventStalled: it
-	// stays held, unrenewed, until released or expired).
+	// a reclaim, its expiry), or when it is stalled (EventStalled) or
+	// cancelled in progress (EventCancelledInProgress): such a lease
+	// stays held, never renewed again, until released or expired.
 	//
 	// Renew, Touch, Release and Cancel (and Acquire, with Request.Secret)
 	// first check that secret proves id (OwnerProven): if not, they return

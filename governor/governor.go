@@ -231,10 +231,13 @@ type AcquireOptions struct {
 	FairKey  string
 	// Supersede, when set, is this acquire's supersede key: an older
 	// waiter with the same key on the resource is withdrawn (its
-	// Acquire returns ErrSuperseded); with CancelInProgress, a holder
-	// with the key loses its lease as by a takeover (its Done closes
-	// within a heartbeat, Err a *LeaseLostError of kind
-	// EventCancelledInProgress). GitHub Actions' concurrency groups.
+	// Acquire returns ErrSuperseded); with CancelInProgress (Wait mode
+	// only), a holder with the key is cancelled: its next renewal is
+	// refused (its Done closes within a heartbeat, Err a *LeaseLostError
+	// of kind EventCancelledInProgress), but it keeps its slots until its
+	// Release (or its expiry), so that its work never runs beside this
+	// acquire's, which waits in the queue meanwhile. GitHub Actions'
+	// concurrency groups.
 	Supersede        string
 	CancelInProgress bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
@@ -302,6 +305,9 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	}
 	if o.CancelInProgress && o.Supersede == "" {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
+	}
+	if o.CancelInProgress && o.Mode != Wait {
+		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,

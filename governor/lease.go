@@ -32,8 +32,9 @@ type Lease struct {
 	deadline time.Time // local monotonic
 	err      error
 	released bool
-	// stalled: lost for want of progress (EventStalled) but still held
-	// in the backend, until Release frees it once the work has stopped.
+	// stalled: lost but still held in the backend (stillHeld: for want
+	// of progress, or cancelled in progress), until Release frees it once
+	// the work has stopped.
 	stalled bool
 
 	// The heartbeat goroutine starts only when the first renewal is due
@@ -260,7 +261,7 @@ func (l *Lease) lose(err error, reason string) {
 	}
 	l.err = err
 	var ended *LeaseLostError
-	if errors.As(err, &ended) && ended.End.Kind == EventStalled {
+	if errors.As(err, &ended) && stillHeld(ended.End.Kind) {
 		// Still held: freed by Release (or Close) once the work it
 		// protects has stopped, never before; or by its expiry.
 		l.stalled = true
@@ -372,6 +373,15 @@ func (l *Lease) Detach() {
 	}
 	l.mu.Unlock()
 	l.g.forget(l)
+}
+
+// stillHeld tells whether a lease whose renewal was refused with an end
+// of kind is still held in the backend, its weight kept until its holder
+// releases it once its work has stopped: a stalled lease, and one
+// cancelled in progress (so that its work never runs beside its
+// successor's).
+func stillHeld(kind string) bool {
+	return kind == EventStalled || kind == EventCancelledInProgress
 }
 
 func (g *Governor) forget(l *Lease) {

@@ -81,6 +81,7 @@ func TestAcquirePolicyOptionsRefused(t *testing.T) {
 			Priority: "batch", Weight: 3}, "class batch may use at most 2 of 3", governor.ErrTooHeavy},
 		{governor.AcquireOptions{Limit: 2, Supersede: "x y"}, `supersede key "x y" for r`, governor.ErrInvalid},
 		{governor.AcquireOptions{Limit: 2, CancelInProgress: true}, "cancel-in-progress for r without a supersede key", governor.ErrInvalid},
+		{governor.AcquireOptions{Limit: 2, Supersede: "x", CancelInProgress: true}, "cancel-in-progress for r in Fail mode; allowed: in Wait mode only", governor.ErrInvalid},
 		{governor.AcquireOptions{Limit: 2, Policy: governor.Policy{Classes: []governor.Class{{Name: "a", Reserve: 2}, {Name: "b"}}}},
 			"the reserves of r sum to 2; allowed: at most the limit 2 minus 1", governor.ErrInvalid},
 	} {
@@ -88,5 +89,62 @@ func TestAcquirePolicyOptionsRefused(t *testing.T) {
 		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want %v containing %q", tc.o, err, tc.is, tc.want)
 		}
+	}
+}
+
+// A lease cancelled in progress closes Done with a *LeaseLostError of
+// kind EventCancelledInProgress but stays held until its Release (its
+// work may still run), which hands the slot to the canceller.
+func TestCancelInProgressHeldUntilRelease(t *testing.T) {
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{TTL: 3 * time.Second, Heartbeat: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	old, err := g.Acquire(t.Context(), "deploy", governor.AcquireOptions{Limit: 1, Supersede: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *governor.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := g.Acquire(t.Context(), "deploy", governor.AcquireOptions{Limit: 1, Supersede: "main", CancelInProgress: true, Mode: governor.Wait})
+		got <- result{l, err}
+	}()
+	select {
+	case <-old.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled lease's Done did not close")
+	}
+	var lost *governor.LeaseLostError
+	if err := old.Err(); !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress {
+		t.Fatalf("Err of the cancelled lease: %v, want a LeaseLostError of kind %s", err, governor.EventCancelledInProgress)
+	}
+	time.Sleep(200 * time.Millisecond) // a lease freed on loss would be handed on by now
+	st, err := g.Status(t.Context(), "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Holders) != 1 || st.Holders[0].LeaseID != old.ID() || len(st.Waiters) != 1 {
+		t.Fatalf("before the cancelled lease's release: holders %+v, waiters %+v; want it held, the canceller queued", st.Holders, st.Waiters)
+	}
+	if err := old.Release(); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("Release of the cancelled lease: %v, want ErrLeaseLost", err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("the canceller: %v", r.err)
+		}
+		_ = r.l.Release()
+	case <-time.After(time.Minute):
+		t.Fatal("the canceller was not granted after the release")
 	}
 }

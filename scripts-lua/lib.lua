@@ -251,6 +251,21 @@ local function hold(r)
   set('holdn', n + 1)
 end
 
+-- Cancel in progress (issue 15). A cancelled lease keeps its weight, so
+-- that its work never runs beside its successor's: its record gets the
+-- mark CIP ('"cip":' and the time, ms, in its declaration), which every
+-- renewal and progress mark refuses (renew.lua's fast path checks it in
+-- the record it reads anyway; a batched renewal runs renew.lua whole),
+-- with the cancelled_in_progress event; its holder stops the work and
+-- releases, which hands the weight on as any release does; a holder that
+-- died is reclaimed or expires. Nothing brings the lease back.
+local CIP = '"cip":'
+
+-- cancelled tells whether record r is marked cancelled.
+local function cancelled(r)
+  return string.find(r, CIP, 1, true) ~= nil
+end
+
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
@@ -935,8 +950,25 @@ end
 -- cancel) is called for a new request with key: the older waiter with
 -- key leaves the queue, told by a withdrawn event ("superseded: ...")
 -- and on its channel; with cancel (cancel-in-progress), the holder with
--- key loses its lease as by a takeover (a superseded event, which its
--- next renewal reports).
+-- key is marked cancelled (cancel_holder()).
+-- cancel_holder marks holder h cancelled (CIP above), with the
+-- cancelled_in_progress event naming by and detail; a lease marked
+-- already, or gone, is left as it is.
+local function cancel_holder(h, detail, by)
+  local r = record(h)
+  if not r or cancelled(r) then
+    return
+  end
+  local _, _, tok = parse_rec(h, r)
+  event('cancelled_in_progress', h, tok, detail, by)
+  local mark = CIP .. string.format('%d', now)
+  if string.sub(r, -2) == '{}' then
+    set('#' .. h, string.sub(r, 1, -2) .. mark .. '}')
+  else
+    set('#' .. h, string.sub(r, 1, -2) .. ',' .. mark .. '}')
+  end
+end
+
 local function supersede(id, key, cancel)
   slow()
   local old = redis.call('HGET', KEYS[2], '%w' .. key)
@@ -947,12 +979,8 @@ local function supersede(id, key, cancel)
   end
   if cancel then
     local h = redis.call('HGET', KEYS[2], '%h' .. key)
-    local r = h and h ~= id and record(h)
-    if r then
-      local w, _, tok = parse_rec(h, r)
-      event('cancelled_in_progress', h, tok, string.format('cancelled in progress by %s with supersede key %s', id, key), id)
-      drop_holder(h, w + 0)
-      add('released', 1)
+    if h and h ~= id then
+      cancel_holder(h, string.format('cancelled in progress by %s with supersede key %s', id, key), id)
     end
   end
 end

@@ -10,6 +10,8 @@
 -- ended() in lib.lua), or {0} when none is recorded; {0, 'stalled', ...}
 -- when its declaration has a progress timeout ("pto", ns) and no mark
 -- ("pm", ms; else the grant) came for that long: it stays held, unrenewed;
+-- {0, 'cancelled_in_progress', ...} when a newer acquire cancelled it in
+-- progress (cancel_holder() in lib.lua): it stays held, never renewed;
 -- {-1} when the secret does not prove id (nothing changed).
 local id, ttl = ARGV[1], ARGV[2] + 0
 if not proven(id, ARGV[3]) then
@@ -22,15 +24,16 @@ local F = {'qlen', 'minexp'}
 local v
 
 --[[fast]]
--- Fast path: held, nobody queued, no holder expired, and the record's ttl
--- unchanged: the same writes as below, straight. ZADD XX CH counts 0 when
+-- Fast path: held, nobody queued, no holder expired, not cancelled in
+-- progress ('"cip":', CIP in lib.lua), and the record's ttl unchanged:
+-- the same writes as below, straight. ZADD XX CH counts 0 when
 -- the lease is missing from H (its record outlived it) or its expiry did
 -- not change: the full path below tells which.
 v = redis.call('HMGET', S, F[1], F[2], '#' .. id)
 do
   local minexp = tonumber(v[2] or 0)
   if v[3] and tonumber(v[1] or 0) == 0 and minexp and now < minexp and ARGV[4] ~= 't'
-      and not string.find(v[3], '"pto":', 1, true) then
+      and not string.find(v[3], '"pto":', 1, true) and not string.find(v[3], '"cip":', 1, true) then
     local _, rttl = string.match(v[3], REC_NUMS)
     if rttl and (ttl == 0 or rttl == ARGV[2]) then
       local exp = now + (ttl == 0 and rttl + 0 or ttl)
@@ -68,6 +71,15 @@ if not r then
     return finish({0, kind, tok, detail, at})
   end
   return finish({0})
+end
+if cancelled(r) then
+  -- Cancelled in progress: still held (its work may still run) until
+  -- its holder releases it, but never renewed again.
+  local _, _, tok = parse_rec(id, r)
+  slow()
+  local kind, _, detail, at = ended(id)
+  return finish({0, 'cancelled_in_progress', tok, kind == 'cancelled_in_progress' and detail or 'cancelled in progress',
+    kind == 'cancelled_in_progress' and at or string.match(r, '"cip":(%d+)')})
 end
 local pto = string.match(r, '"pto":(%d+)')
 if pto then

@@ -64,10 +64,14 @@ resources:
 
 // governor run --supersede: a newer run with the key replaces the
 // waiting one (exit 76); with --cancel-in-progress it also stops the
-// running one as on lease loss (exit 122), then runs itself.
+// running one as on lease loss (exit 122), and runs itself only once
+// that one's command has ended: the two commands never overlap (each
+// leaves a file at its start and end; the old one takes a second to
+// end after its TERM).
 func TestRunSupersede(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
+		dir := t.TempDir()
 		type result struct {
 			code      int
 			out, errs string
@@ -80,14 +84,17 @@ func TestRunSupersede(t *testing.T) {
 			}()
 			return ch
 		}
-		running := run("--supersede", "deploy", "--", "sleep", "60")
+		running := run("--supersede", "deploy", "--", "sh", "-c",
+			`touch "$0/old-start"; trap 'sleep 1; touch "$0/old-end"; exit 0' TERM; while :; do sleep 0.1; done`, dir)
 		eventually(t, 30*time.Second, "the first run holds heavy", func() bool {
 			st := tg.status(t, g, "heavy")
-			return len(st.Holders) == 1 && st.Holders[0].CommandPID() != 0
+			_, err := os.Stat(filepath.Join(dir, "old-start"))
+			return len(st.Holders) == 1 && st.Holders[0].CommandPID() != 0 && err == nil
 		})
 		waiting := run("--supersede", "deploy", "--if-busy", "wait", "--", "true")
 		eventually(t, 30*time.Second, "the second run waits", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
-		latest := run("--supersede", "deploy", "--cancel-in-progress", "--if-busy", "wait", "--", "echo", "latest ran")
+		latest := run("--supersede", "deploy", "--cancel-in-progress", "--if-busy", "wait", "--", "sh", "-c",
+			`if [ -e "$0/old-end" ]; then echo "latest ran after the old one ended"; else echo "latest ran beside the old one"; fi`, dir)
 		r := <-waiting
 		if r.code != ExitSuperseded || !strings.Contains(r.errs, "superseded") {
 			t.Fatalf("the waiting run: exit %d, %s; want 76 saying it was superseded", r.code, r.errs)
@@ -97,8 +104,8 @@ func TestRunSupersede(t *testing.T) {
 			t.Fatalf("the running run: exit %d, %s; want 122 saying it was cancelled in progress", r.code, r.errs)
 		}
 		r = <-latest
-		if r.code != 0 || !strings.Contains(r.out, "latest ran") {
-			t.Fatalf("the latest run: exit %d, %q %s; want it to run", r.code, r.out, r.errs)
+		if r.code != 0 || !strings.Contains(r.out, "latest ran after the old one ended") {
+			t.Fatalf("the latest run: exit %d, %q %s; want it to run after the old one ended", r.code, r.out, r.errs)
 		}
 	})
 }

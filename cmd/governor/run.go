@@ -78,9 +78,10 @@ a waiter queued for max_wait is dropped, exit 73 saying so.
 
 Supersede (GitHub Actions' concurrency groups): with --supersede KEY, a newer
 run with the same KEY on a resource replaces this one while it waits: this one
-exits 76. With --cancel-in-progress too, the newer run also ends the lease of a
-running one with KEY, which stops its command as on lease loss (exit 122)
-within a heartbeat, then queues as usual.
+exits 76. With --cancel-in-progress too (and --if-busy wait), the newer run also
+cancels the lease of a running one with KEY, which stops its command as on
+lease loss (exit 122) within a heartbeat and then releases; the newer run
+waits in the queue meanwhile, so the two commands never overlap.
 
 When busy: --if-busy fail (default) exits 73, skip exits 75, both naming the
 holders (session, host, pid, since, last heartbeat, expiry) and the

@@ -139,6 +139,7 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyDrift", s.policyDrift},
 		{"PolicyHammer", s.policyHammer},
 		{"PolicySupersede", s.policySupersede},
+		{"PolicyCancelExpires", s.policyCancelExpires},
 		{"PolicyEager", s.policyEager},
 		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
 	}

@@ -443,14 +443,31 @@ func (s *suite) policySupersede(t *testing.T) {
 			if len(st.Waiters) != 2 || st.Waiters[0].ID != other.ID || st.Waiters[1].ID != newer.ID {
 				t.Fatalf("waiters after supersede: %+v", st.Waiters)
 			}
-			// Cancel in progress: the holder with the key loses its lease.
+			// Cancel in progress: the holder with the key is cancelled: its
+			// renewals are refused, but it keeps its slot until it
+			// releases, so that nobody (other, first in the queue) is
+			// granted beside its work.
 			latest := preq(key, 1, 1, governor.Wait, p, "", "")
 			latest.Supersede, latest.CancelInProgress = "main", true
-			mustAcquire(t, b, latest, governor.Queued) // behind other, who gets the freed slot
-			_, err := b.Renew(ctxT(t), key, h.ID, "", 0)
-			var lost *governor.LeaseLostError
-			if !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress {
-				t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s", err, governor.EventCancelledInProgress)
+			mustAcquire(t, b, latest, governor.Queued)
+			for range 2 { // and it is never renewed back to life
+				_, err := b.Renew(ctxT(t), key, h.ID, "", 0)
+				var lost *governor.LeaseLostError
+				if !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress || !strings.Contains(lost.Error(), latest.ID) {
+					t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s naming %s", err, governor.EventCancelledInProgress, latest.ID)
+				}
+			}
+			if _, err := b.Touch(ctxT(t), key, h.ID, ""); !errors.Is(err, governor.ErrLeaseLost) {
+				t.Fatalf("progress mark of the cancelled holder: %v, want ErrLeaseLost", err)
+			}
+			other.New = false
+			mustAcquire(t, b, other, governor.Queued)
+			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != h.ID {
+				t.Fatalf("while the cancelled holder works on: used %d, holders %+v; want it alone", st.Used, st.Holders)
+			}
+			// Its release succeeds and hands the slot on, in queue order.
+			if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
+				t.Fatalf("release of the cancelled holder: %v", err)
 			}
 			mustAcquire(t, b, other, governor.Granted)
 			newer.New = false
@@ -460,8 +477,30 @@ func (s *suite) policySupersede(t *testing.T) {
 			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Waiters) != 1 || st.Waiters[0].ID != latest.ID {
 				t.Fatalf("after cancel-in-progress: used %d, waiters %+v", st.Used, st.Waiters)
 			}
+			if err := b.Release(ctxT(t), key, other.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			latest.New = false
+			mustAcquire(t, b, latest, governor.Granted)
 		})
 	}
+}
+
+// Cancel in progress of a holder that died: the cancelled lease is
+// reclaimed or expires as any other, and its successor is granted then.
+func (s *suite) policyCancelExpires(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "deploy"}
+	h := preq(key, 1, 1, governor.Fail, governor.Policy{}, "", "")
+	h.Supersede = "main"
+	h.TTL = 400 * time.Millisecond
+	mustAcquire(t, b, h, governor.Granted)
+	latest := preq(key, 1, 1, governor.Wait, governor.Policy{}, "", "")
+	latest.Supersede, latest.CancelInProgress = "main", true
+	mustAcquire(t, b, latest, governor.Queued)
+	latest.New = false
+	s.h.Advance(t, time.Second)
+	mustAcquire(t, b, latest, governor.Granted)
 }
 
 // Eager: lighter waiters pass a head that does not fit, at most

@@ -797,7 +797,8 @@ func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string
 }
 
 // renew applies change (given the boot clock's now) to held lease id
-// that secret proves and that is not stalled, and returns its expiry.
+// that secret proves and that is neither cancelled in progress nor
+// stalled, and returns its expiry.
 func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, change func(h *holder, now int64)) (time.Time, error) {
 	if b.isClosed() {
 		return time.Time{}, governor.ErrClosed
@@ -821,7 +822,7 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 		b.forget(key, id)
 		fail = t.st.lost(key, id)
 	} else {
-		fail = h.stalled(key, t.now)
+		fail = h.refused(key, t.now)
 	}
 	if fail != nil {
 		if err := t.commit(); err != nil {

@@ -369,8 +369,8 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 
 // supersede withdraws the older waiter with req's supersede key (a
 // withdrawn event, and a wake-up, tell it), and with CancelInProgress
-// ends the holder with it as a takeover would (a superseded event, which
-// its next renewal reports). The twin of lib.lua's supersede().
+// marks the holder with it cancelled (cancelHolder). The twin of
+// lib.lua's supersede().
 func (t *tx) supersede(req governor.Request) {
 	st := t.st
 	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
@@ -385,13 +385,26 @@ func (t *tx) supersede(req governor.Request) {
 		return
 	}
 	if h := st.SupersedeHolders[req.Supersede]; h != "" && h != req.ID {
-		if i := holderIndex(st, h); i >= 0 {
-			t.event(governor.EventCancelledInProgress, h, st.Holders[i].Token, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede))
-			st.Events[len(st.Events)-1].By = req.ID
-			t.dropHolder(i)
-			st.Counters.Released++
-		}
+		t.cancelHolder(h, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede), req.ID)
 	}
+}
+
+// cancelHolder marks holder id cancelled in progress, with the event
+// naming by and detail: it keeps its weight, so that its work never runs
+// beside its successor's, until its holder, told by its next renewal,
+// stops and releases it (or it is reclaimed or expires); it is never
+// renewed again. A holder cancelled already, or gone, is left as it is.
+// The twin of lib.lua's cancel_holder().
+func (t *tx) cancelHolder(id, detail, by string) {
+	h := t.st.holder(id)
+	if h == nil || h.Cancel != nil {
+		return
+	}
+	t.event(governor.EventCancelledInProgress, id, h.Token, detail)
+	e := &t.st.Events[len(t.st.Events)-1]
+	e.By = by
+	c := *e
+	h.Cancel = &c
 }
 
 // superseding records req as the waiter or holder with its supersede key.

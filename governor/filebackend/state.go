@@ -126,6 +126,11 @@ type holder struct {
 	// Class and Key: its class (index) and fair key under a policy.
 	Class int    `json:"class,omitempty"`
 	Key   string `json:"key,omitempty"`
+	// Cancel: the event that cancelled it in progress (a newer acquire
+	// with its supersede key and CancelInProgress); nil while it is not.
+	// A cancelled lease keeps its weight until released, reclaimed or
+	// expired, and is never renewed (lib.lua's cancel_holder).
+	Cancel *event `json:"cancel,omitempty"`
 }
 
 // lastProgress is h's last progress mark, the grant counting as the
@@ -135,6 +140,15 @@ func (h *holder) lastProgress() int64 {
 		return h.Acquired
 	}
 	return h.Progress
+}
+
+// refused is the error of a renewal or mark of h when it is cancelled
+// in progress or stalled, else nil.
+func (h *holder) refused(key governor.Key, now clockNow) error {
+	if h.Cancel != nil {
+		return &governor.LeaseLostError{Resource: key.Resource, LeaseID: h.ID, End: h.Cancel.public()}
+	}
+	return h.stalled(key, now)
 }
 
 // stalled is the error of a renewal or mark of h once no progress mark
