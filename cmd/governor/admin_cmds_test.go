@@ -18,7 +18,15 @@ import (
 // command, its stderr and its waiter.
 func startRun(t *testing.T, tg *target, g *governor.Governor, n int) (*exec.Cmd, *bytes.Buffer, governor.Waiter) {
 	t.Helper()
-	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
+	return startWaiting(t, tg, g, n, "run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
+}
+
+// startWaiting starts governor with args, which must queue on heavy, and
+// waits until it is queued (n waiters in all); it returns the command,
+// its stderr and its waiter.
+func startWaiting(t *testing.T, tg *target, g *governor.Governor, n int, args ...string) (*exec.Cmd, *bytes.Buffer, governor.Waiter) {
+	t.Helper()
+	c := tg.command(args...)
 	var errb bytes.Buffer
 	c.Stderr = &errb
 	if err := c.Start(); err != nil {
@@ -101,6 +109,27 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 		}
 		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by alice") {
 			t.Fatalf("governor events: exit %d, %q; want the cancel naming alice", code, out)
+		}
+	})
+}
+
+// A waiting governor acquire that is cancelled ends as a run does: exit
+// 73 saying who (one mapping of acquire failures: runner.AcquireFailed).
+func TestCancelEndsWaitingAcquire(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+		c, errb, w := startWaiting(t, tg, g, 1, "acquire", "heavy", "--limit", "1", "--if-busy", "wait")
+		if code, out, stderr := tg.run(t, "cancel", "heavy", "--waiter", w.ID, "--by", "alice"); code != 0 {
+			t.Fatalf("cancel: exit %d, out %q, stderr %q", code, out, stderr)
+		}
+		if code := waitExit(t, c); code != 73 || !strings.Contains(errb.String(), "heavy: not acquired: the wait was") ||
+			!strings.Contains(errb.String(), "by alice") {
+			t.Fatalf("cancelled acquire: exit %d, stderr %q; want 73 saying it was not acquired, by alice", code, errb)
 		}
 	})
 }

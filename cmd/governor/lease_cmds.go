@@ -187,7 +187,8 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				return acquireError(resource, err, policy == runner.IfBusySkip, waitTimeout)
+				code, _, err := runner.AcquireFailed(cmd.Context(), g, err, policy == runner.IfBusySkip, waitTimeout, resource)
+				return exitWith(code, err)
 			}
 			l.Detach()
 			if a.json {
@@ -227,23 +228,6 @@ func holderPID(pid int) int {
 		return governor.NoPID
 	}
 	return pid
-}
-
-// acquireError maps an acquire failure to its exit code and message.
-func acquireError(resource string, err error, skip bool, waitTimeout time.Duration) error {
-	var busy *governor.BusyError
-	switch {
-	case errors.As(err, &busy):
-		return refusal(busy, skip)
-	case errors.Is(err, context.DeadlineExceeded):
-		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v", resource, waitTimeout)})
-	case errors.Is(err, governor.ErrSuperseded):
-		return exitWith(ExitSuperseded, &runner.NotAcquiredError{Msg: err.Error()})
-	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
-		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: err.Error()})
-	default:
-		return exitWith(ExitFailure, err)
-	}
 }
 
 // openLease parses a lease handle and opens the Governor that serves it.

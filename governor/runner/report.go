@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
 
@@ -57,6 +59,59 @@ func (e *NotAcquiredError) Unwrap() error {
 		return nil
 	}
 	return e.Busy
+}
+
+// AcquireFailed maps the error of an acquire that got no slots to its
+// exit code, outcome and the error to report: the one home of this
+// mapping, for `governor run` and `governor acquire` alike. ctx is the
+// caller's own context, not the wait's: once it has ended (a signal),
+// its error is reported. skip is --if-busy skip; waitTimeout the
+// --wait-timeout; waitingFor the resource waited for when the wait
+// timed out ("" when unknown), whose state, read with g, then lists the
+// holders.
+func AcquireFailed(ctx context.Context, g *governor.Governor, err error, skip bool, waitTimeout time.Duration, waitingFor string) (int, Outcome, error) {
+	var busy *governor.BusyError
+	var na *NotAcquiredError
+	var gone *governor.WithdrawnError
+	switch {
+	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (run's acquireAll)
+		if na.Skipped {
+			return ExitSkipped, OutcomeSkipped, na
+		}
+		return ExitBusy, OutcomeBusy, na
+	case errors.As(err, &busy):
+		if skip {
+			return ExitSkipped, OutcomeSkipped, Refused(busy, true)
+		}
+		return ExitBusy, OutcomeBusy, Refused(busy, false)
+	case ctx.Err() != nil:
+		return ExitFailure, OutcomeError, ctx.Err() // after a signal, acquire reports that instead
+	case errors.Is(err, context.DeadlineExceeded):
+		na := &NotAcquiredError{Msg: fmt.Sprintf("not acquired within --wait-timeout %v", waitTimeout)}
+		if waitingFor != "" {
+			na.Msg = waitingFor + ": " + na.Msg
+			sctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
+			st, serr := g.Status(sctx, waitingFor)
+			cancel()
+			if serr == nil {
+				na.Busy = &governor.BusyError{Resource: waitingFor, Status: st}
+			}
+		}
+		return ExitBusy, OutcomeBusy, na
+	case errors.Is(err, governor.ErrSuperseded):
+		return ExitSuperseded, OutcomeSuperseded, &NotAcquiredError{Msg: err.Error()}
+	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
+		// Not acquired, by the queue policy's bounds.
+		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: err.Error()}
+	case errors.Is(err, governor.ErrTooHeavy):
+		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
+	case errors.As(err, &gone):
+		// Withdrawn by someone ('governor cancel', a queue policy): say
+		// who and why.
+		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
+			gone.Resource, gone.Reason())}
+	}
+	return ExitFailure, OutcomeError, err
 }
 
 // Refused is the NotAcquiredError of a fail-mode refusal (skip false) or

@@ -278,48 +278,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		}
 		return r.takeBudget(wctx, g, mode)
 	}
-	var busy *governor.BusyError
-	var na *NotAcquiredError
-	var gone *governor.WithdrawnError
-	switch {
-	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (acquireAll)
-		if na.Skipped {
-			return ExitSkipped, OutcomeSkipped, na
-		}
-		return ExitBusy, OutcomeBusy, na
-	case errors.As(err, &busy):
-		if r.o.IfBusy == IfBusySkip {
-			return ExitSkipped, OutcomeSkipped, Refused(busy, true)
-		}
-		return ExitBusy, OutcomeBusy, Refused(busy, false)
-	case ctx.Err() != nil:
-		return ExitFailure, OutcomeError, ctx.Err() // after a signal, acquire reports that instead
-	case errors.Is(err, context.DeadlineExceeded):
-		na := &NotAcquiredError{Msg: fmt.Sprintf("not acquired within --wait-timeout %v", r.o.WaitTimeout)}
-		if waitingFor != "" {
-			na.Msg = waitingFor + ": " + na.Msg
-			sctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
-			st, serr := g.Status(sctx, waitingFor)
-			cancel()
-			if serr == nil {
-				na.Busy = &governor.BusyError{Resource: waitingFor, Status: st}
-			}
-		}
-		return ExitBusy, OutcomeBusy, na
-	case errors.Is(err, governor.ErrSuperseded):
-		return ExitSuperseded, OutcomeSuperseded, &NotAcquiredError{Msg: err.Error()}
-	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
-		// Not acquired, by the queue policy's bounds.
-		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: err.Error()}
-	case errors.Is(err, governor.ErrTooHeavy):
-		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
-	case errors.As(err, &gone):
-		// Withdrawn by someone ('governor cancel', a queue policy): say
-		// who and why.
-		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
-			gone.Resource, gone.Reason())}
-	}
-	return ExitFailure, OutcomeError, err
+	return AcquireFailed(ctx, g, err, r.o.IfBusy == IfBusySkip, r.o.WaitTimeout, waitingFor)
 }
 
 // takeBudget takes one request (and the token estimate) of each
