@@ -62,6 +62,12 @@ var (
 type BusyError struct {
 	Resource string
 	Status   Status
+	// Rule, when set, names the rule that refused although the slots
+	// asked for were free: a class's cap, a fair key's fair_cap, a higher
+	// class's reserve, waiters queued ahead (see Governor.whyRefused);
+	// "" when there was no room (Status says it) or when paused
+	// (Status.Paused says it).
+	Rule string
 }
 
 func (e *BusyError) Error() string {
@@ -72,6 +78,9 @@ func (e *BusyError) Error() string {
 	}
 	if p := e.Status.Paused; p != nil {
 		fmt.Fprintf(&b, ", paused by %s", safetext.Escape(p.By))
+	}
+	if e.Rule != "" {
+		fmt.Fprintf(&b, "; refused by %s", e.Rule)
 	}
 	for i, h := range e.Status.Holders {
 		if i == 3 {

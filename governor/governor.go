@@ -366,7 +366,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 					continue
 				}
 				if res.Outcome == Refused {
-					return nil, &BusyError{Resource: req.Key.Resource, Status: g.whyRefused(ctx, req, res.Status)}
+					return nil, g.whyRefused(ctx, req, res.Status)
 				}
 				if onQueued != nil {
 					onQueued(res)
@@ -401,18 +401,61 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 }
 
-// whyRefused returns the status of a refusal, with Paused set when the
-// resource had room but is paused: a refusal's status does not say it,
-// so a refusal despite room (paused, or a heavier waiter at the head) reads
-// the resource again; one that lacked room does not.
-func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) Status {
+// whyRefused returns the busy error of a refusal: with Paused set when
+// the resource had room but is paused, and the Rule that refused it
+// (refusalRule) — a refusal's status says neither, so a refusal despite
+// room reads the resource again; one that lacked room does not.
+func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *BusyError {
+	e := &BusyError{Resource: req.Key.Resource, Status: st}
 	if st.Used+req.Weight > st.Limit {
-		return st
+		return e
 	}
 	if full, err := g.b.Status(ctx, req.Key); err == nil {
-		st.Paused = full.Paused
+		e.Status.Paused = full.Paused
+		if full.Paused == nil {
+			e.Rule = refusalRule(req, full)
+		}
 	}
-	return st
+	return e
+}
+
+// refusalRule names the rule that refused req although st had room for
+// it: the one place that tells, by the rules of Policy (policy.go), in
+// the order a backend applies them: the class's cap, the fair key's
+// fair_cap, the reserves of the classes above, waiters queued ahead.
+// "" when none applies (the state changed since).
+func refusalRule(req Request, st Status) string {
+	p := st.Policy
+	c, _ := p.ClassIndex(req.Priority)
+	use := st.ClassUse()
+	if len(p.Classes) > 0 {
+		name := p.Classes[c].Name
+		if cp := p.Classes[c].Cap; cp > 0 && use[name]+req.Weight > cp {
+			return fmt.Sprintf("the cap of class %s: it holds %d of its cap %d", name, use[name], cp)
+		}
+	}
+	if p.FairCap > 0 && req.FairKey != "" {
+		if k := st.KeyUse(req.FairKey); k+req.Weight > p.FairCap {
+			return fmt.Sprintf("fair_cap: fair key %s holds %d of its fair_cap %d", req.FairKey, k, p.FairCap)
+		}
+	}
+	if len(p.Classes) > 0 {
+		reserved, above := 0, []string{}
+		for _, hc := range p.Classes[:c] {
+			if r := hc.Reserve - use[hc.Name]; r > 0 {
+				reserved += r
+				above = append(above, fmt.Sprintf("%s %d", hc.Name, r))
+			}
+		}
+		if free := st.Limit - st.Used; free-req.Weight < reserved {
+			return fmt.Sprintf("the reserve of the classes above %s: %d free, %d of them reserved (%s)",
+				p.Classes[c].Name, free, reserved, strings.Join(above, ", "))
+		}
+	}
+	if n := len(st.Waiters); n > 0 {
+		return fmt.Sprintf("the queue: %d waiting ahead", n)
+	}
+	return ""
 }
 
 // isFinal tells errors that retrying cannot cure.

@@ -345,6 +345,35 @@ func ParsePolicy(s string) (Policy, error) {
 	return p, nil
 }
 
+// ClassUse is the weight each priority class of the policy in force
+// holds, by the classes its holders declared; nil without classes.
+func (st Status) ClassUse() map[string]int {
+	if len(st.Policy.Classes) == 0 {
+		return nil
+	}
+	use := map[string]int{}
+	for _, c := range st.Policy.Classes {
+		use[c.Name] = 0
+	}
+	for _, h := range st.Holders {
+		if h.Priority != "" {
+			use[h.Priority] += h.Weight
+		}
+	}
+	return use
+}
+
+// KeyUse is the weight the holders with fair key key hold.
+func (st Status) KeyUse(key string) int {
+	n := 0
+	for _, h := range st.Holders {
+		if h.FairKey == key {
+			n += h.Weight
+		}
+	}
+	return n
+}
+
 // reservedAbove is the sum of the reserves of the classes above class.
 func (p Policy) reservedAbove(class int) int {
 	n := 0

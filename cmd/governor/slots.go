@@ -369,7 +369,7 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
 			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
-			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: classUse(st)}
+			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: st.ClassUse()}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &liveLimitJSON{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
 		}
@@ -495,30 +495,12 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// classUse is the weight each priority class holds, by the classes its
-// holders declared; nil without classes.
-func classUse(st governor.Status) map[string]int {
-	if len(st.Policy.Classes) == 0 {
-		return nil
-	}
-	use := map[string]int{}
-	for _, c := range st.Policy.Classes {
-		use[c.Name] = 0
-	}
-	for _, h := range st.Holders {
-		if h.Priority != "" {
-			use[h.Priority] += h.Weight
-		}
-	}
-	return use
-}
-
 // writePolicy writes the queue policy in force, each class's use with
 // its reserve and cap, and a policy drift.
 func writePolicy(w io.Writer, st governor.Status) {
 	if !st.Policy.IsZero() {
 		fmt.Fprintf(w, "  policy %s", st.Policy.Encode())
-		use := classUse(st)
+		use := st.ClassUse()
 		for i, c := range st.Policy.Classes {
 			sep := ", "
 			if i == 0 {
