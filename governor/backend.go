@@ -79,6 +79,11 @@ type Holder struct {
 	// when the lease has a ProgressTimeout and none came yet; zero when
 	// neither (backend time).
 	Progress time.Time
+	// Cancelled is when a newer acquire with its supersede key cancelled
+	// it in progress (EventCancelledInProgress): it is held until its
+	// holder has stopped its work and released it, never renewed; zero
+	// when it was not.
+	Cancelled time.Time
 	Declaration
 }
 

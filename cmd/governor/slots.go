@@ -209,6 +209,9 @@ type holderJSON struct {
 	ProgressTimeoutSeconds float64    `json:"progress_timeout_seconds,omitempty"`
 	Priority               string     `json:"priority,omitempty"`
 	FairKey                string     `json:"fair_key,omitempty"`
+	// When a newer acquire with its supersede key cancelled it in
+	// progress: held until its command has stopped; absent otherwise.
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
 type waiterJSON struct {
@@ -386,6 +389,10 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 				at, age := h.Progress.UTC(), secs(st.Now.Sub(h.Progress))
 				r.Holders[len(r.Holders)-1].ProgressAt, r.Holders[len(r.Holders)-1].ProgressSeconds = &at, &age
 			}
+			if !h.Cancelled.IsZero() {
+				at := h.Cancelled.UTC()
+				r.Holders[len(r.Holders)-1].CancelledAt = &at
+			}
 		}
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
@@ -439,6 +446,12 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command), classKey(st, h.Declaration))
 			}
 			tw.Flush()
+			for _, h := range st.Holders {
+				if !h.Cancelled.IsZero() {
+					fmt.Fprintf(w, "  %s: cancelled in progress %s ago; held until its work has stopped and it is released\n",
+						dash(h.LeaseID), governor.Ago(st.Now.Sub(h.Cancelled)))
+				}
+			}
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -182,3 +182,22 @@ func TestSlotsWatchOnATerminal(t *testing.T) {
 		t.Errorf("a terminal got the pipe's block headers:\n%q", seen())
 	}
 }
+
+// A holder cancelled in progress is shown as such (text and JSON) while
+// it is held until its work stops.
+func TestSlotsCancelledHolder(t *testing.T) {
+	st := fixedState()[2]
+	st.Holders[0].Cancelled = st.Now.Add(-3 * time.Second)
+	var human bytes.Buffer
+	writeSlots(&human, "prj-0001", []governor.Status{st}, nil)
+	if want := "c7b8a99a8b7c6d5e4f30211203f4e5d6: cancelled in progress 3s ago; held until its work has stopped and it is released"; !strings.Contains(human.String(), want) {
+		t.Fatalf("slots:\n%s\nwant a line %q", human.String(), want)
+	}
+	var js bytes.Buffer
+	if err := writeJSON(&js, toSlotsJSON("prj-0001", []governor.Status{st}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"cancelled_at": "2026-11-01T11:59:57Z"`; !strings.Contains(js.String(), want) {
+		t.Fatalf("slots --json:\n%s\nwant %s", js.String(), want)
+	}
+}

@@ -462,8 +462,8 @@ func (s *suite) policySupersede(t *testing.T) {
 			}
 			other.New = false
 			mustAcquire(t, b, other, governor.Queued)
-			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != h.ID {
-				t.Fatalf("while the cancelled holder works on: used %d, holders %+v; want it alone", st.Used, st.Holders)
+			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != h.ID || st.Holders[0].Cancelled.IsZero() {
+				t.Fatalf("while the cancelled holder works on: used %d, holders %+v; want it alone, marked cancelled", st.Used, st.Holders)
 			}
 			// Its release succeeds and hands the slot on, in queue order.
 			if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {

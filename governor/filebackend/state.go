@@ -388,6 +388,9 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 		if p := h.lastProgress(); p != 0 {
 			s.Holders[len(s.Holders)-1].Progress = now.at(p)
 		}
+		if h.Cancel != nil {
+			s.Holders[len(s.Holders)-1].Cancelled = time.Unix(0, h.Cancel.At)
+		}
 	}
 	for _, w := range st.Waiters {
 		if w.Expires > now.boot && w.bad == "" {

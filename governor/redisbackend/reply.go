@@ -120,12 +120,17 @@ func (r *reader) holders(v []any) []governor.Holder {
 		h.Token = r.int(f[2], what+"token")
 		h.AcquiredAt = time.UnixMilli(r.int(f[3], what+"acquisition time"))
 		var mark struct {
-			PM int64 `json:"pm"`
+			PM  int64 `json:"pm"`
+			CIP int64 `json:"cip"` // cancelled in progress (lib.lua's cancel_holder)
 		}
-		if json.Unmarshal([]byte(f[4]), &mark) == nil && mark.PM > 0 {
+		ok := json.Unmarshal([]byte(f[4]), &mark) == nil
+		if ok && mark.PM > 0 {
 			h.Progress = time.UnixMilli(mark.PM)
 		} else if h.ProgressTimeout > 0 {
 			h.Progress = h.AcquiredAt
+		}
+		if ok && mark.CIP > 0 {
+			h.Cancelled = time.UnixMilli(mark.CIP)
 		}
 		hs = append(hs, h)
 	}
