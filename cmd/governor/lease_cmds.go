@@ -137,7 +137,8 @@ policy (README "Queue policies"); its max_queue refuses at once and its
 max_wait drops the waiter, both exit 73 naming the bound.
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed,
-or the queue policy's max_queue or max_wait; 76 superseded while waiting
+or the queue policy's max_queue or max_wait, or the wait was cancelled
+('governor cancel'); 76 superseded while waiting
 (--supersede);
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable, or
 RESOURCE bound to the with-heavy-lock slot.`,
@@ -216,7 +217,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	f.DurationVar(&progress, "progress-timeout", 0, "lose the lease when no progress mark ('governor renew', 'governor touch') comes for this long (default: none)")
 	f.StringVar(&priority, "priority", "", "the priority class to queue in, when the resource's config has priorities (default: the class named default, else the lowest)")
 	f.StringVar(&supersede, "supersede", "", "supersede key: a newer acquire with the same key replaces this one while it waits (exit 76)")
-	f.BoolVar(&cancelRun, "cancel-in-progress", false, "with --supersede: also end the lease of a holder with the same key (its renewals fail, exit 122)")
+	f.BoolVar(&cancelRun, "cancel-in-progress", false, "with --supersede and --if-busy wait: also cancel the lease of a holder with the same key (its renewals fail, exit 122; it keeps its slots until released, while this one waits)")
 	f.StringVar(&fairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, when the resource has fairness: keys take turns")
 	return cmd
 }

@@ -237,7 +237,7 @@ Exit codes:
 	f.StringVar(&o.Priority, "priority", "", "the priority class to queue in, on resources whose config has priorities (default: the class named default, else the lowest)")
 	f.StringVar(&o.FairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, on resources with fairness: keys take turns")
 	f.StringVar(&o.Supersede, "supersede", "", "supersede key: a newer run with the same key replaces this one while it waits (exit 76)")
-	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede: also stop a running holder with the same key, as on lease loss (it exits 122)")
+	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede and --if-busy wait: also stop a running holder with the same key, as on lease loss (it exits 122), and run once it has ended")
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")

@@ -93,8 +93,9 @@ type Options struct {
 	FairKey  string
 	// Supersede (--supersede KEY) replaces an older waiting run with the
 	// same key, which exits ExitSuperseded; with CancelInProgress
-	// (--cancel-in-progress) a running one with the key is stopped as on
-	// lease loss (ExitLeaseLost). See governor.AcquireOptions.Supersede.
+	// (--cancel-in-progress, Wait mode only) a running one with the key
+	// is stopped as on lease loss (ExitLeaseLost), and this one runs once
+	// it has released. See governor.AcquireOptions.Supersede.
 	Supersede        string
 	CancelInProgress bool
 	// Rates are the configured rate limits by provider name: each
