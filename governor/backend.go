@@ -97,6 +97,11 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
+	// CoolOff is the end of the resource's cool-off (CoolOffBackend),
+	// backend time; zero when none is in force. Only a Status the
+	// backend read in full, or the Status of a Refused or Queued
+	// Result, carries it.
+	CoolOff time.Time
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }
@@ -133,6 +138,9 @@ const (
 	// restarted without persistence, a failover to a replica behind) and
 	// holds new grants back for the longest lease TTL.
 	EventQuarantine = "quarantine"
+	// EventCoolOff: a rate-limit signal paused new grants (see
+	// CoolOffBackend); the detail says who signalled and until when.
+	EventCoolOff = "cooloff"
 )
 
 // MaxEvents bounds the events a backend keeps per resource; older ones

@@ -329,7 +329,13 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if onQueued != nil {
 					onQueued(res)
 				}
-				timer.Reset(recheck)
+				// A cool-off ends with no release to wake the queue: every
+				// waiter re-checks then, and the first hands out in order.
+				if left := res.Status.coolingOff(); left > 0 && left < recheck {
+					timer.Reset(left + time.Millisecond)
+				} else {
+					timer.Reset(recheck)
+				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}

@@ -46,6 +46,10 @@ type RateResult struct {
 	// Remaining budget after this reservation; -1 where unlimited.
 	RemainingRequests int64
 	RemainingTokens   int64
+	// CoolOff, when the reservation was denied because the key is
+	// cooling off (CoolOffBackend), is the cool-off's end (backend
+	// time); zero otherwise.
+	CoolOff time.Time
 }
 
 // RateBackend is the part of the contract for rate limits. Time is the
@@ -118,6 +122,12 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // and estimate tokens, runs fn with a context cancelled if the lease is
 // lost, settles the tokens fn reports it used, and releases the slot.
 //
+// When fn's error carries a RateLimited (see SignalFromHTTP), Do pauses
+// the provider fleet-wide (Governor.CoolOff) for its RetryAfter, or the
+// default: every Do, acquire and `governor run --provider` of the
+// provider, in every process, waits for the cool-off to end, and then
+// the queue hands out slots in order. Do returns fn's error.
+//
 // The slot comes first: a caller holding budget but waiting for a slot
 // would waste budget that others could use, and the number waiting on
 // the rate limit is then bounded by the concurrency.
@@ -150,18 +160,25 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 		defer cancel()
 	}
 	key := Key{p.g.project, p.resource}
-	if ok {
+	// The rate key also carries the provider's cool-off: a provider
+	// without a slot to wait for reserves (nothing) to wait for it.
+	if ok && (p.limits.Requests.Rate > 0 || p.limits.Tokens.Rate > 0 || p.limits.MaxConcurrency == 0) {
 		if err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
 			NRequests: 1, NTokens: estimate}); err != nil {
 			return err
 		}
 	}
 	used, err := fn(work)
+	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	defer cancel()
 	if ok && p.limits.Tokens.Rate > 0 && used != estimate {
-		actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
-		defer cancel()
 		if aerr := rb.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
 			err = aerr
+		}
+	}
+	if rl, limited := signalled(err); limited {
+		if _, cerr := p.g.CoolOff(actx, p.resource, rl.RetryAfter, rl.Reason); cerr != nil {
+			err = fmt.Errorf("%w (the cool-off it asks for was not recorded: %v)", err, cerr)
 		}
 	}
 	return err

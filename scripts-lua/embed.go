@@ -37,6 +37,8 @@ var (
 	takeover string
 	//go:embed forget.lua
 	forget string
+	//go:embed cooloff.lua
+	cooloff string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -50,6 +52,7 @@ var (
 	Lost     = compose(lost)
 	Status   = compose(status)
 	Takeover = compose(takeover)
+	CoolOff  = compose(cooloff)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
 )

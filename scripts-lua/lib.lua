@@ -18,7 +18,9 @@
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
 -- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
--- back after a loss of data was detected (held_back() below). A seventh
+-- back after a loss of data was detected, and cooloff (ms) until the end
+-- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
+-- held_back() below). A seventh
 -- key, the stats hash (observe.lua), goes to status.lua and forget.lua
 -- only.
 --
@@ -71,7 +73,7 @@ local function num(f, x)
   if n and n == math.floor(n) then
     return n
   end
-  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' then
+  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' or f == 'cooloff' then
     bad = bad or {}
     bad[f] = x
     return 0
@@ -172,9 +174,27 @@ local function expires(exp)
   end
 end
 
--- held_back tells whether new grants wait (quarantine); once the time
--- has passed, the mark goes.
+-- cooling tells whether the resource is cooling off after a provider's
+-- rate-limit signal (cooloff.lua); once the time has passed, the mark
+-- goes.
+local function cooling()
+  local c = get('cooloff')
+  if not c or c == 0 then
+    return false
+  end
+  if now < c then
+    return true
+  end
+  set('cooloff', false)
+  return false
+end
+
+-- held_back tells whether new grants wait (quarantine, a cool-off);
+-- once the time has passed, the mark goes.
 local function held_back()
+  if cooling() then
+    return true
+  end
   local q = get('quarantine')
   if not q or q == 0 then
     return false

@@ -3,14 +3,18 @@
 -- KEYS: 1 the rate state hash (fields rq, tk: theoretical arrival times;
 --       it expires when it no longer matters), 2 the counters hash
 --       (allowed, limited, and lim: the limits of the last reservation,
---       "rate period_us burst" of requests then of tokens; kept)
+--       "rate period_us burst" of requests then of tokens; kept),
+--       3 (reserve only; optional) the state hash of the resource of the
+--       same name, whose field cooloff (ms, see cooloff.lua) denies every
+--       reservation until it has passed
 -- ARGV: 1 mode ('reserve' | 'adjust' | 'status'),
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
 --       (adjust: only the tokens arguments count; cost is the delta;
 --       status: none counts)
 -- Returns reserve: {allowed 0|1, retry after us (-1: cost above burst),
---   remaining requests, remaining tokens} (numbers as strings);
+--   remaining requests, remaining tokens} (numbers as strings), and a
+--   fifth field, the cool-off's end in ms, when a cool-off denied it;
 --   adjust: 1; status: {allowed, limited, lim or '', remaining requests,
 --   remaining tokens (-1: no limit), now us}, read without changes.
 local t = redis.call('TIME')
@@ -105,6 +109,15 @@ if ARGV[1] == 'adjust' then
     expire({nxt, stored('rq')})
   end
   return 1
+end
+
+-- A cool-off denies without charging anything.
+if KEYS[3] then
+  local c = tonumber(redis.call('HGET', KEYS[3], 'cooloff') or '')
+  if c and c * 1000 > now then
+    redis.call('HINCRBY', KEYS[2], 'limited', 1)
+    return {0, fmt(c * 1000 - now), '0', '0', fmt(c)}
+  end
 end
 
 local ok1, retry1, rem1, tat1 = reserve('rq', a[2], a[3], a[4], a[5])

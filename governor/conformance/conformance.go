@@ -124,6 +124,8 @@ func Run(t *testing.T, h Harness) {
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
+		{"CoolOffHoldsBack", s.coolOffHoldsBack},
+		{"CoolOffProvider", s.coolOffProvider},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

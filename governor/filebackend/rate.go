@@ -2,12 +2,9 @@ package filebackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/gcra"
@@ -34,6 +31,15 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	defer t.end()
 	st, now := t.st, t.now.boot
+	// A cool-off of the resource of the same name denies without
+	// charging anything.
+	if end, err := b.coolOffOf(req.Key, t.now); err != nil {
+		return governor.RateResult{}, err
+	} else if !end.IsZero() {
+		st.RateLimited++
+		t.dirty = true
+		return governor.RateResult{RetryAfter: end.Sub(t.now.wall), CoolOff: end}, t.commit()
+	}
 	rq := gcra.Reserve(limit(req.Requests), st.RateRequests, now, req.NRequests)
 	tk := gcra.Reserve(limit(req.Tokens), st.RateTokens, now, req.NTokens)
 	if rq.RetryAfter < 0 || tk.RetryAfter < 0 {
@@ -80,18 +86,12 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 	}
 	now := b.now()
 	rs := governor.RateStatus{Key: key, Now: now.wall, RemainingRequests: -1, RemainingTokens: -1}
-	k := governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}
-	dir, err := b.openResource(k.Project, k.Resource, false)
-	if errors.Is(err, errNoState) {
+	st, err := b.peek(governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource})
+	if err != nil {
+		return governor.RateStatus{}, err
+	}
+	if st == nil {
 		return rs, nil
-	}
-	if err != nil {
-		return governor.RateStatus{}, err
-	}
-	defer unix.Close(dir)
-	st, err := b.load(dir, k)
-	if err != nil {
-		return governor.RateStatus{}, err
 	}
 	rs.Requests, rs.Tokens = st.RateRequestsLimit, st.RateTokensLimit
 	rs.Allowed, rs.Limited = st.RateAllowed, st.RateLimited

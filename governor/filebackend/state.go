@@ -53,6 +53,9 @@ type state struct {
 	// Idle is Forget's mark: the resource was found idle then, with
 	// this token and waited count.
 	Idle *idleMark `json:"idle,omitempty"`
+	// CoolOff is the end of the resource's cool-off (boot clock; see
+	// cooloff.go), 0 when none.
+	CoolOff int64 `json:"cool_off,omitempty"`
 }
 
 type histogram struct {
@@ -284,7 +287,8 @@ func (c clockNow) at(inst int64) time.Time {
 // expired, are left out. At most maxHolders holders are listed, those
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
-	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
+	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall,
+		CoolOff: st.coolOffEnd(now, boot)}
 	if maxHolders < 0 { // not a refusal's status, which no one reads them in
 		for name, h := range st.Histograms {
 			if s.Histograms == nil {

@@ -35,14 +35,20 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
-	v, err := rateScript.Run(ctx, b.rdb, RateKeys(req.Key), args...).Slice()
+	// The third key carries the cool-off (see cooloff.lua).
+	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1])
+	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
 	b.registerRate(ctx, req.Key)
 	r := &reader{op: "rate reserve", key: req.Key}
-	if !r.length(v, 4, false) {
+	if len(v) != 5 && !r.length(v, 4, false) { // 5: denied by a cool-off
 		return governor.RateResult{}, r.err
+	}
+	var coolOff time.Time
+	if len(v) == 5 {
+		coolOff = time.UnixMilli(r.int(v[4], "the end of the cool-off"))
 	}
 	res := governor.RateResult{Allowed: r.int(v[0], "the verdict") == 1, RemainingRequests: r.int(v[2], "the requests left"),
 		RemainingTokens: r.int(v[3], "the tokens left")}
@@ -54,7 +60,7 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
-	res.RetryAfter = usec(retry)
+	res.RetryAfter, res.CoolOff = usec(retry), coolOff
 	return res, nil
 }
 

@@ -167,12 +167,13 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
 		return res, r.err
 	}
-	if !r.length(v, 9, true) {
+	if !r.length(v, 10, true) {
 		return res, r.err
 	}
 	code := r.int(v[0], "the code")
 	st := governor.Status{Key: key, Limit: int(r.int(v[4], "the limit")), Used: int(r.int(v[5], "the weight used")),
 		DriftLimit: int(r.int(v[7], "the drift limit")), Now: time.UnixMilli(r.int(v[8], "the time"))}
+	st.CoolOff = coolOffEnd(r.int(v[9], "the end of the cool-off"), st.Now)
 	qlen := r.int(v[6], "the queue length")
 	if r.err != nil {
 		return res, r.err
@@ -195,9 +196,18 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	}
 	// The queue is reported by length only; Status lists it in full.
 	st.Waiters = make([]governor.Waiter, qlen)
-	st.Holders = r.holders(v[9:])
+	st.Holders = r.holders(v[10:])
 	res.Status = st
 	return res, r.err
+}
+
+// coolOffEnd is the end of a cool-off stored as ms, or zero when it
+// has passed (or none was stored).
+func coolOffEnd(ms int64, now time.Time) time.Time {
+	if t := time.UnixMilli(ms); ms > 0 && t.After(now) {
+		return t
+	}
+	return time.Time{}
 }
 
 // statusReply reads status.lua's reply.
@@ -235,6 +245,8 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			st.Counters.ReclaimedDead = n
 		case "takeovers":
 			st.Counters.Takeovers = n
+		case "cooloff":
+			st.CoolOff = coolOffEnd(n, st.Now)
 		}
 	}
 	st.Holders = r.holders(r.list(v[2], "the holders"))

@@ -1,0 +1,70 @@
+package filebackend
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+var _ governor.CoolOffBackend = (*Backend)(nil)
+
+// CoolOff implements governor.CoolOffBackend, on the machine's
+// monotonic clock shared by every process.
+func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
+	if b.isClosed() {
+		return time.Time{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer t.end()
+	st := t.st
+	if staleBoot(st.Boot, b.boot) {
+		st.CoolOff = 0 // of an earlier boot: a clock that means nothing now
+	}
+	if end := t.now.boot + int64(d); end > st.CoolOff {
+		st.CoolOff = end
+		t.event(governor.EventCoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
+		t.dirty = true
+	}
+	end := t.now.at(st.CoolOff)
+	return end, t.commit()
+}
+
+// coolingOff tells whether the resource is cooling off; once the time
+// has passed, the mark goes.
+func (t *tx) coolingOff() bool {
+	st := t.st
+	if st.CoolOff == 0 {
+		return false
+	}
+	if t.now.boot < st.CoolOff && !staleBoot(st.Boot, t.b.boot) {
+		return true
+	}
+	st.CoolOff = 0
+	t.dirty = true
+	return false
+}
+
+// coolOffEnd is the end of st's cool-off as of now, zero when none is in
+// force.
+func (st *state) coolOffEnd(now clockNow, boot string) time.Time {
+	if st.CoolOff <= now.boot || staleBoot(st.Boot, boot) {
+		return time.Time{}
+	}
+	return now.at(st.CoolOff)
+}
+
+// coolOffOf reads, without locking (the state file is replaced
+// atomically), the end of key's cool-off for a rate reservation: zero
+// when none is in force.
+func (b *Backend) coolOffOf(key governor.Key, now clockNow) (time.Time, error) {
+	st, err := b.peek(key)
+	if err != nil || st == nil {
+		return time.Time{}, err
+	}
+	return st.coolOffEnd(now, b.boot), nil
+}
