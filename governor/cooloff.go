@@ -83,6 +83,22 @@ func signalled(err error) (RateLimited, bool) {
 	return rl, true
 }
 
+// CoolOffNote says that a resource is cooling off until end, left from
+// now: the one wording of every message about a cool-off.
+func CoolOffNote(end time.Time, left time.Duration) string {
+	return fmt.Sprintf("cooling off after a rate-limit signal until %s (%v from now)",
+		end.UTC().Format(time.RFC3339Nano), left.Round(time.Millisecond))
+}
+
+// CoolingOff says that st's resource is cooling off and until when, or
+// "" when it is not.
+func (st Status) CoolingOff() string {
+	if left := st.coolingOff(); left > 0 {
+		return CoolOffNote(st.CoolOff, left)
+	}
+	return ""
+}
+
 // coolingOff tells how long st's cool-off has left (0: none).
 func (st Status) coolingOff() time.Duration {
 	if st.CoolOff.IsZero() || !st.CoolOff.After(st.Now) {

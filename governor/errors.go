@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/governor-dev/governor/internal/safetext"
 )
@@ -56,9 +55,8 @@ type BusyError struct {
 func (e *BusyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "governor: %s busy: %d of %d in use", e.Resource, e.Status.Used, e.Status.Limit)
-	if left := e.Status.coolingOff(); left > 0 {
-		fmt.Fprintf(&b, ", cooling off after a rate-limit signal until %s (%v from now)",
-			e.Status.CoolOff.UTC().Format(time.RFC3339Nano), left.Round(time.Millisecond))
+	if c := e.Status.CoolingOff(); c != "" {
+		b.WriteString(", " + c)
 	}
 	if n := len(e.Status.Waiters); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)

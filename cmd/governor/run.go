@@ -139,6 +139,14 @@ when nested), start, granted, end. Lines without "kind" (older governor) are
 end lines. FILE must be a regular file or absent: a symlink, FIFO, device or
 directory is refused (125); a new FILE is created 0600.
 
+Provider rate limits: after a rate-limit signal for provider P (a 429 seen
+by 'governor backoff P', by the Go library's Provider.Do, or by a run with
+--backoff-exit-code N whose command exited N), P cools off fleet-wide on the
+backend's clock: --provider P waits until the end (--if-busy fail: 73, saying
+until when), and then the queue is served in order. --backoff-exit-code N
+reports the command's exit code N as that signal for each --provider (the
+default cool-off, with jitter); the run still exits N.
+
 Who is coordinated: with the file backend (no Redis), the slots are those of
 one state dir, by default your own (~/.local/state/governor), so run
 coordinates your own processes only: another Unix user's runs do not see
@@ -199,6 +207,7 @@ Exit codes:
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
+	f.IntVar(&o.BackoffExitCode, "backoff-exit-code", 0, "the command exiting with this code (1-255) is a rate-limit signal: each --provider cools off fleet-wide (see 'governor backoff')")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.BoolVar(&o.Shareable, "shareable", false, "hold the run lock and accept --join runs beside this one")
 	f.BoolVar(&o.Join, "join", false, "take one join slot (run:join) instead of the run lock: run beside a --shareable run")

@@ -68,6 +68,9 @@ func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
 	if n := len(st.Waiters); n > 0 {
 		msg += fmt.Sprintf(", %d waiting", n)
 	}
+	if c := st.CoolingOff(); c != "" {
+		msg += ", " + c
+	}
 	if skip {
 		if len(st.Holders) > 0 && st.Holders[0].Session != "" {
 			msg += ", held by session " + safetext.Escape(st.Holders[0].Session)

@@ -139,7 +139,30 @@ func (r *run) run(ctx context.Context) int {
 	r.rec.Granted = time.Now()
 	r.writeRecord(KindGrant)
 	code, outcome, err := r.execute()
+	if r.o.BackoffExitCode > 0 && code == r.o.BackoffExitCode && outcome == OutcomeRan {
+		r.backoff(ctx, code)
+	}
 	return r.finish(code, outcome, err)
+}
+
+// backoff reports the command's exit code BackoffExitCode as a
+// rate-limit signal for each --provider: a fleet-wide cool-off of the
+// default length (see governor.Governor.CoolOff), said on stderr. A
+// failure to record it is said too; the run's exit code stays the
+// command's.
+func (r *run) backoff(ctx context.Context, code int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), governor.DefaultReleaseTimeout)
+	defer cancel()
+	for _, p := range r.o.Providers {
+		end, err := r.g.CoolOff(ctx, governor.ProviderResource(p), 0,
+			fmt.Sprintf("the command exited %d (--backoff-exit-code)", code))
+		if err != nil {
+			fmt.Fprintf(r.stderr, "governor: provider %s: the cool-off for exit code %d was not recorded: %s\n", p, code, safetext.Escape(err.Error()))
+			continue
+		}
+		fmt.Fprintf(r.stderr, "governor: provider %s: the command exited %d (--backoff-exit-code): %s\n", p, code,
+			governor.CoolOffNote(end, time.Until(end)))
+	}
 }
 
 // fail ends a run that has acquired nothing and started nothing.
@@ -340,6 +363,9 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 		if !res.Allowed {
 			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
 				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
+			if !res.CoolOff.IsZero() {
+				na.Msg = fmt.Sprintf("provider %s: %s", p, governor.CoolOffNote(res.CoolOff, res.RetryAfter))
+			}
 			if r.o.IfBusy == IfBusySkip {
 				na.Msg += "; skipped (--if-busy skip)"
 				na.Skipped = true
