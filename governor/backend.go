@@ -104,7 +104,34 @@ type Status struct {
 	CoolOff time.Time
 	// Now is the backend's clock when the status was read.
 	Now time.Time
+	// Paused is set while the resource is paused (Governor.Pause): it
+	// grants nothing new; holders finish and waiters keep their place.
+	Paused *Paused
+	// LiveLimit is set while a limit set live (Governor.SetLimit) is in
+	// force: then Limit is it, whatever processes ask for.
+	LiveLimit *LiveLimit
+	// Holds are the durations of the resource's last holds (at most
+	// HoldHistory; oldest first), measured by the backend from grant to
+	// release, expiry, reclaim or takeover: what ExpectedWait rests on.
+	Holds []time.Duration
 }
+
+// Paused says since when and by whom a resource is paused.
+type Paused struct {
+	Since time.Time // backend clock
+	By    string
+}
+
+// LiveLimit is a limit set live: the limit, who set it and when.
+type LiveLimit struct {
+	Limit int
+	By    string
+	At    time.Time // backend clock
+}
+
+// HoldHistory is how many recent hold durations a backend keeps per
+// resource (Status.Holds).
+const HoldHistory = 50
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {
@@ -138,10 +165,36 @@ const (
 	// restarted without persistence, a failover to a replica behind) and
 	// holds new grants back for the longest lease TTL.
 	EventQuarantine = "quarantine"
+	// Admin actions (Governor.Cancel, Pause, Resume, SetLimit); Event.By
+	// names who acted:
+	//
+	// EventCancelled: a waiter was withdrawn (LeaseID names it); its
+	// acquire ends with a *WithdrawnError of this kind. Kinds that
+	// withdraw a waiter are listed in WithdrawKinds.
+	EventCancelled = "cancelled"
+	EventPaused    = "paused"  // the resource grants nothing new until resumed
+	EventResumed   = "resumed" // grants resumed; the queue was served at once
+	// EventLimit: a live limit was set, or cleared (Detail says which
+	// and the limit in force after it).
+	EventLimit = "limit"
 	// EventCoolOff: a rate-limit signal paused new grants (see
 	// CoolOffBackend); the detail says who signalled and until when.
 	EventCoolOff = "cooloff"
 )
+
+// WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
+// queue entry is gone finds the last such event naming it and ends with a
+// *WithdrawnError (backends look only for these kinds; a queue policy that
+// drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
+var WithdrawKinds = []string{EventCancelled}
+
+// Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
+// kind (one of WithdrawKinds), who did it, and why.
+type Withdrawal struct {
+	Kind   string
+	By     string
+	Detail string
+}
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
 // are dropped.
@@ -157,6 +210,8 @@ type Event struct {
 	// Detail says more: for a takeover, who took it ("session S lease
 	// L token T"); for a reclaim, the reason.
 	Detail string
+	// By names who acted, for the admin actions' events; "" otherwise.
+	By string
 }
 
 // Mode says what an acquire does when the resource has no room.
@@ -309,6 +364,31 @@ type Backend interface {
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.
 	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
+
+	// Withdraw removes the waiters ids that are still queued (others are
+	// skipped: granted meanwhile, gone, unknown), recording for each an
+	// event of kind why.Kind naming it, why.By and why.Detail, and wakes
+	// each: its next Acquire is a *WithdrawnError naming them. It returns
+	// the ids it withdrew, in queue order, and hands on the room the
+	// queue may now have. Nothing changes for a key without state.
+	Withdraw(ctx context.Context, key Key, ids []string, why Withdrawal) ([]string, error)
+
+	// SetPaused pauses (paused true) or resumes key, recording an
+	// EventPaused or EventResumed naming by, and reports whether it
+	// changed anything (pausing a paused resource does not). A paused
+	// resource grants nothing new, by any path; resuming hands the room
+	// to the head of the queue at once. A paused resource is never
+	// forgotten (Forget).
+	SetPaused(ctx context.Context, key Key, paused bool, by string) (bool, error)
+
+	// SetLimit sets the limit in force of key live (1 to MaxLimit),
+	// overriding what processes ask for until cleared (limit 0: the
+	// limit in force goes back to the one processes last asked for),
+	// recording an EventLimit naming by. Holders keep their leases;
+	// raised, the room goes to the head of the queue at once; lowered
+	// below the weight held, nothing is granted until the use falls
+	// under it. A resource with a live limit is never forgotten.
+	SetLimit(ctx context.Context, key Key, limit int, by string) error
 
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,

@@ -341,7 +341,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
-				if req.Mode == Wait {
+				if req.Mode == Wait && !errors.Is(err, ErrWithdrawn) {
 					g.cancel(req)
 				}
 				if ctx.Err() != nil {
@@ -367,7 +367,8 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
+		errors.Is(err, ErrWithdrawn)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,

@@ -39,6 +39,8 @@ var (
 	forget string
 	//go:embed cooloff.lua
 	cooloff string
+	//go:embed admin.lua
+	admin string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -55,6 +57,8 @@ var (
 	CoolOff  = compose(cooloff)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
+	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
+	Admin = compose(admin)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

@@ -39,6 +39,14 @@ local REC = '%d %d %d %d '
 local REC_NUMS = '^(%d+) (%d+) (%d+) '
 local REC_TTL = '^(%d+ )%d+'
 
+-- REC_ACQ gives a holder record's acquired_ms.
+local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
+
+-- The last hold durations (ms), in S under 'holds': HOLD-formatted
+-- entries of 10 characters, oldest first, at most HOLDS characters
+-- (governor.HoldHistory entries). Go's reader.holds reads it.
+local HOLD, HOLDS = '%10d', 500
+
 -- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
 -- channel declaration" (Go's reader.waiters reads it).
 -- string.format(WREC, weight, ttl, enqueued, channel) .. declaration

@@ -3,7 +3,7 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs)}.
+-- pairs), {paused_by, live_by, holds} ('' when absent)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -19,7 +19,7 @@ for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
   end
 end
 local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
-  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'cooloff'}
+  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at', 'cooloff'}
 local meta = {}
 for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
   if v then
@@ -27,4 +27,5 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7])}
+local text = redis.call('HMGET', S, 'paused_by', 'live_by', 'holds')
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {text[1] or '', text[2] or '', text[3] or ''}}

@@ -34,6 +34,7 @@ end
 local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
 if r then
+  hold(r)
   drop_holder(old, w)
 end
 add('takeovers', 1)

@@ -34,6 +34,13 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 	return end, t.commit()
 }
 
+// heldBack tells whether new grants wait: the admin state holds them
+// back (state.heldBack), or the resource is cooling off; the twin of
+// lib.lua's held_back.
+func (t *tx) heldBack() bool {
+	return t.st.heldBack() || t.coolingOff()
+}
+
 // coolingOff tells whether the resource is cooling off; once the time
 // has passed, the mark goes.
 func (t *tx) coolingOff() bool {

@@ -444,6 +444,7 @@ func (t *tx) settle() {
 	for i := 0; i < len(st.Holders); {
 		if st.Holders[i].Expires <= t.now.boot {
 			t.event(governor.EventExpired, st.Holders[i].ID, st.Holders[i].Token, "")
+			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedExpiry++
 			continue
@@ -490,6 +491,7 @@ func (t *tx) reap() {
 		}
 		if dead {
 			t.event(governor.EventReclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
+			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedDead++
 			continue
@@ -514,12 +516,9 @@ func (t *tx) dropHolder(i int) {
 // never starved. Each grantee alone is woken, through its own pipe; a
 // head whose pipe nobody listens to is dead and is dropped.
 func (t *tx) promote() {
-	if t.coolingOff() {
-		return
-	}
 	st := t.st
 	used := st.used()
-	for len(st.Waiters) > 0 {
+	for len(st.Waiters) > 0 && !t.heldBack() {
 		w := st.Waiters[0]
 		pipe := waitPrefix + escape(w.ID)
 		fits := used+w.Weight <= st.Limit
@@ -633,7 +632,7 @@ func (b *Backend) LeaseFile(key governor.Key, id string) *os.File {
 }
 
 func (t *tx) fits(weight int) bool {
-	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit && !t.coolingOff()
+	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit && !t.heldBack()
 }
 
 // Acquire implements governor.Backend.
@@ -672,18 +671,18 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		t.reap()
 		t.promote()
 	}
-	// The limit in force changes only when the resource is idle; a
-	// process asking for another limit meanwhile is recorded as drift.
-	if st.Limit == 0 || (len(st.Holders) == 0 && len(st.Waiters) == 0) {
-		if st.Limit != req.Limit || st.Drift != 0 {
-			st.Limit, st.Drift = req.Limit, 0
-			t.dirty = true
+	// A waiter whose queue entry someone else withdrew learns who and
+	// why, and is not queued again.
+	if !req.New && st.waiterIndex(req.ID) < 0 {
+		if e := st.withdrawn(req.ID); e != nil {
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{}, &governor.WithdrawnError{Resource: req.Key.Resource, WaiterID: req.ID,
+				Kind: e.Kind, By: e.By, Detail: e.Detail, At: time.Unix(0, e.At)}
 		}
-	} else if st.Limit != req.Limit && st.Drift != req.Limit {
-		t.event(governor.EventDrift, req.ID, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d", req.Limit, st.Limit))
-		st.Drift = req.Limit
-		t.dirty = true
 	}
+	t.inForce(req.Limit, req.ID)
 	if req.Weight > st.Limit {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
@@ -815,6 +814,7 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		}
 		return governor.ErrNotHeld
 	}
+	t.hold(i)
 	t.dropHolder(i)
 	t.st.Counters.Released++
 	t.promote()
@@ -878,6 +878,7 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 		return false, t.commit()
 	}
 	t.event(governor.EventReclaimed, id, token, "owner dead")
+	t.hold(i)
 	t.dropHolder(i)
 	t.st.Counters.ReclaimedDead++
 	t.promote()

@@ -73,7 +73,8 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	}
 	t.settle()
 	st := t.st
-	if len(st.Holders) > 0 || len(st.Waiters) > 0 {
+	// A paused resource, or one with a live limit, is kept (admin.go).
+	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil {
 		if st.Idle != nil {
 			st.Idle = nil
 			t.dirty = true

@@ -186,7 +186,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
-	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript,
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
 	coolOffScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
@@ -322,6 +322,10 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
 	res, err := acquireReply(req.Key, v)
+	var gone *governor.WithdrawnError
+	if errors.As(err, &gone) {
+		gone.WaiterID = req.ID
+	}
 	if err == nil && res.Outcome == governor.Queued {
 		r.queued.Store(req.ID, struct{}{})
 	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {

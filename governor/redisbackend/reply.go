@@ -167,6 +167,15 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
 		return res, r.err
 	}
+	if len(v) == 5 && r.int(v[0], "the code") == -3 {
+		e := &governor.WithdrawnError{Resource: key.Resource, Kind: r.str(v[1], "the kind of the withdrawal"),
+			By: r.str(v[2], "who withdrew it"), Detail: r.str(v[3], "the detail of the withdrawal"),
+			At: time.UnixMilli(r.int(v[4], "the time of the withdrawal"))}
+		if r.err != nil {
+			return res, r.err
+		}
+		return res, e
+	}
 	if !r.length(v, 10, true) {
 		return res, r.err
 	}
@@ -213,9 +222,10 @@ func coolOffEnd(ms int64, now time.Time) time.Time {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 5, false) {
+	if !r.length(v, 6, false) {
 		return governor.Status{}, r.err
 	}
+	var paused, live, liveAt int64
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
 	meta := r.list(v[1], "the meta fields")
 	if len(meta)%2 != 0 {
@@ -245,6 +255,12 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			st.Counters.ReclaimedDead = n
 		case "takeovers":
 			st.Counters.Takeovers = n
+		case "paused":
+			paused = n
+		case "live":
+			live = n
+		case "live_at":
+			liveAt = n
 		case "cooloff":
 			st.CoolOff = coolOffEnd(n, st.Now)
 		}
@@ -258,5 +274,30 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		return governor.Status{}, r.err
 	}
 	st.Histograms = r.stats(r.list(v[4], "the stats"))
+	text := r.list(v[5], "the admin state")
+	if len(text) != 3 {
+		r.fail("admin state: %d values; want paused_by, live_by, holds", len(text))
+		return governor.Status{}, r.err
+	}
+	if paused > 0 {
+		st.Paused = &governor.Paused{Since: time.UnixMilli(paused), By: r.str(text[0], "who paused it")}
+	}
+	if live > 0 {
+		st.LiveLimit = &governor.LiveLimit{Limit: int(live), By: r.str(text[1], "who set the live limit"), At: time.UnixMilli(liveAt)}
+	}
+	st.Holds = r.holds(r.str(text[2], "the hold durations"))
+	if r.err != nil {
+		return governor.Status{}, r.err
+	}
 	return st, nil
+}
+
+// holds reads the hold durations (HOLDS in head.lua: entries of ten
+// characters, milliseconds right-aligned, oldest first).
+func (r *reader) holds(s string) []time.Duration {
+	var out []time.Duration
+	for _, f := range strings.Fields(s) {
+		out = append(out, time.Duration(r.int(f, "a hold duration"))*time.Millisecond)
+	}
+	return out
 }

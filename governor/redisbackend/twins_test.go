@@ -106,6 +106,10 @@ func (tw *twin) dump(t *testing.T) string {
 				t.Fatal(err)
 			}
 			for f, v := range h {
+				if f == "holds" && tw.mask {
+					// Durations on real time: compared by number.
+					v = fmt.Sprintf("%d holds", len(strings.Fields(v)))
+				}
 				lines = append(lines, fmt.Sprintf("%s %s=%s", names[i], f, v))
 			}
 		case "stream":
