@@ -113,6 +113,30 @@ type Provider struct {
 	RequestsPerMinute int `mapstructure:"requests_per_minute"`
 	TokensPerMinute   int `mapstructure:"tokens_per_minute"`
 	Burst             int `mapstructure:"burst"`
+	// Adaptive makes max_concurrency the maximum of an adaptive limit
+	// (governor.Adaptive): halved on each rate-limit signal, down to
+	// AdaptiveMin (0: 1), one more after AdaptiveIncreaseEvery successes
+	// in a row (0: governor.DefaultIncreaseEvery), over every process.
+	Adaptive              bool `mapstructure:"adaptive"`
+	AdaptiveMin           int  `mapstructure:"adaptive_min"`
+	AdaptiveIncreaseEvery int  `mapstructure:"adaptive_increase_every"`
+}
+
+// ProviderLimits are the limits of provider p for the library's
+// governor.Provider: its max concurrency (0 when it has none), rates and
+// adaptive concurrency.
+func (p Provider) ProviderLimits() governor.ProviderLimits {
+	l := governor.ProviderLimits{
+		Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
+		Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
+	}
+	if p.MaxConcurrency != nil {
+		l.MaxConcurrency = *p.MaxConcurrency
+	}
+	if p.Adaptive {
+		l.Adaptive = &governor.Adaptive{Min: p.AdaptiveMin, IncreaseEvery: p.AdaptiveIncreaseEvery}
+	}
+	return l
 }
 
 // Resource configures any other named slot set.

@@ -54,6 +54,11 @@ var root = section(map[string]*schema{
 		"requests_per_minute": leaf(kindInt),
 		"tokens_per_minute":   leaf(kindInt),
 		"burst":               leaf(kindInt),
+		// adaptive concurrency (AIMD); flat keys, as a provider's name
+		// may hold dots (splitKey).
+		"adaptive":                leaf(kindBool),
+		"adaptive_min":            leaf(kindInt),
+		"adaptive_increase_every": leaf(kindInt),
 	})},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
 		"limit":      leaf(kindInt),

@@ -102,6 +102,11 @@ type Status struct {
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
 	CoolOff time.Time
+	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
+	// when the resource is not adaptive; LastSignal the last rate-limit
+	// signal (backend time; zero when none). Only a full Status.
+	Adaptive   *AdaptiveState
+	LastSignal time.Time
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 	// Paused is set while the resource is paused (Governor.Pause): it

@@ -103,6 +103,9 @@ type ProviderLimits struct {
 	MaxConcurrency int
 	Requests       RateLimit
 	Tokens         RateLimit
+	// Adaptive, when set, makes MaxConcurrency the maximum of an
+	// adaptive limit (see Adaptive).
+	Adaptive *Adaptive
 }
 
 // ProviderResourcePrefix starts the resource of every provider.
@@ -148,6 +151,11 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	if estimate < 0 {
 		return invalid("token estimate %d; allowed: 0 or more", estimate)
 	}
+	if a := p.limits.Adaptive; a != nil {
+		if _, err := a.Request(p.limits.MaxConcurrency); err != nil {
+			return err
+		}
+	}
 	work := ctx
 	if p.limits.MaxConcurrency > 0 {
 		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait})
@@ -176,12 +184,41 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 			err = aerr
 		}
 	}
-	if rl, limited := signalled(err); limited {
-		if _, cerr := p.g.CoolOff(actx, p.resource, rl.RetryAfter, rl.Reason); cerr != nil {
-			err = fmt.Errorf("%w (the cool-off it asks for was not recorded: %v)", err, cerr)
+	if _, rerr := p.Report(actx, err); rerr != nil {
+		if err == nil {
+			return rerr
 		}
+		err = fmt.Errorf("%w (%v)", err, rerr)
 	}
 	return err
+}
+
+// Report tells the provider's fleet-wide state how a call ended, as Do
+// does after each: an outcome carrying a RateLimited is a rate-limit
+// signal (a cool-off for its RetryAfter, or the default, and with
+// Adaptive one halving of the limit), nil a success (with Adaptive,
+// counted towards one more slot), anything else nothing. It returns the
+// end of the cool-off in force after a signal (backend time). For
+// callers that run the call themselves (governor run, governor backoff).
+func (p *Provider) Report(ctx context.Context, outcome error) (time.Time, error) {
+	rl, limited := signalled(outcome)
+	var end time.Time
+	if limited {
+		var err error
+		if end, err = p.g.CoolOff(ctx, p.resource, rl.RetryAfter, rl.Reason); err != nil {
+			return end, fmt.Errorf("the cool-off the rate-limit signal asks for was not recorded: %w", err)
+		}
+	}
+	if a := p.limits.Adaptive; a != nil && (limited || outcome == nil) {
+		req, err := a.Request(p.limits.MaxConcurrency)
+		if err == nil {
+			err = p.g.adapt(ctx, p.resource, req, limited)
+		}
+		if err != nil {
+			return end, fmt.Errorf("the adaptive limit was not updated: %w", err)
+		}
+	}
+	return end, nil
 }
 
 // TryRate reserves rate budget once: a denial is data (Allowed false,

@@ -57,11 +57,14 @@ type Collector struct {
 
 	up, scrapeError, scrapeDuration, buildInfo *prometheus.Desc
 	limit, inUse, drift, holders, waiters      *prometheus.Desc
-	oldestLease, oldestWaiter                  *prometheus.Desc
-	acquires, queued, wait                     *prometheus.Desc
-	releases, lost, reclaims, takeovers        *prometheus.Desc
-	rateAllowed, rateLimited, rateRemaining    *prometheus.Desc
-	build                                      buildinfo.Info
+	// Rate-limit signals: the adaptive limit and its configured
+	// maximum, the cool-off left, the last signal.
+	adaptiveLimit, adaptiveMax, coolOff, lastSignal *prometheus.Desc
+	oldestLease, oldestWaiter                       *prometheus.Desc
+	acquires, queued, wait                          *prometheus.Desc
+	releases, lost, reclaims, takeovers             *prometheus.Desc
+	rateAllowed, rateLimited, rateRemaining         *prometheus.Desc
+	build                                           buildinfo.Info
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -132,6 +135,10 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
 	c.drift = desc("governor_slots_limit_drift", "A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.", "resource")
 	c.holders = desc("governor_holders", "Leases held.", "resource")
+	c.adaptiveLimit = desc("governor_adaptive_limit", "The limit adaptive concurrency (AIMD) holds a provider at, fleet-wide: halved on each rate-limit signal, one more after a run of successes; absent when not adaptive.", "resource")
+	c.adaptiveMax = desc("governor_adaptive_limit_max", "The configured maximum (max_concurrency) the adaptive limit runs under; absent when not adaptive.", "resource")
+	c.coolOff = desc("governor_cooloff_seconds", "Seconds left of the resource's cool-off after a rate-limit signal (governor backoff, Provider.Do); 0 when none.", "resource")
+	c.lastSignal = desc("governor_last_signal_timestamp_seconds", "When the last rate-limit signal for the resource came (Unix seconds); absent when none came.", "resource")
 	c.waiters = desc("governor_waiters", "Acquires queued, waiting for slots.", "resource")
 	c.oldestLease = desc("governor_oldest_lease_age_seconds", "Age of the oldest held lease; 0 if none.", "resource")
 	c.oldestWaiter = desc("governor_oldest_waiter_age_seconds", "How long the longest-queued acquire has waited so far; 0 if none.", "resource")
@@ -150,7 +157,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.releases, c.lost, c.reclaims, c.takeovers,
-		c.rateAllowed, c.rateLimited, c.rateRemaining} {
+		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal} {
 		ch <- d
 	}
 }
@@ -318,6 +325,24 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.counter(ch, c.reclaims, float64(k.ReclaimedExpiry), r, "expired")
 	c.counter(ch, c.reclaims, float64(k.ReclaimedDead), r, "owner_dead")
 	c.counter(ch, c.takeovers, float64(k.Takeovers), r)
+	c.emitSignals(ch, st)
+}
+
+// emitSignals sends what rate-limit signals did to st's resource.
+func (c *Collector) emitSignals(ch chan<- prometheus.Metric, st governor.Status) {
+	r := st.Key.Resource
+	if a := st.Adaptive; a != nil {
+		c.gauge(ch, c.adaptiveLimit, float64(a.Limit), r)
+		c.gauge(ch, c.adaptiveMax, float64(a.Max), r)
+	}
+	left := 0.0
+	if st.CoolingOff() != "" {
+		left = st.CoolOff.Sub(st.Now).Seconds()
+	}
+	c.gauge(ch, c.coolOff, left, r)
+	if !st.LastSignal.IsZero() {
+		c.gauge(ch, c.lastSignal, float64(st.LastSignal.UnixMilli())/1000, r)
+	}
 }
 
 func (c *Collector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {

@@ -179,7 +179,8 @@ func TestMetricsDashboard(t *testing.T) {
 	// register Instruments, so it left the panel empty for CLI users).
 	for _, m := range []string{"governor_slots_in_use", "governor_slots_limit", "governor_waiters", "governor_acquire_wait_seconds",
 		"governor_acquires_total", "governor_acquires_queued_total", "governor_leases_lost_total", "governor_takeovers_total",
-		"governor_reclaims_total", "governor_rate_limited_total", "governor_rate_remaining", "governor_up"} {
+		"governor_reclaims_total", "governor_rate_limited_total", "governor_rate_remaining", "governor_up",
+		"governor_adaptive_limit", "governor_adaptive_limit_max", "governor_cooloff_seconds", "governor_last_signal_timestamp_seconds"} {
 		if !used[m] {
 			t.Errorf("no panel shows %s", m)
 		}

@@ -24,7 +24,8 @@ end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'cooloff'}
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'cooloff',
+  'adapt', 'adapt_max'}
 local v
 
 --[[fast]]

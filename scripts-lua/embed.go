@@ -39,6 +39,8 @@ var (
 	forget string
 	//go:embed cooloff.lua
 	cooloff string
+	//go:embed adapt.lua
+	adapt string
 	//go:embed admin.lua
 	admin string
 )
@@ -55,6 +57,7 @@ var (
 	Status   = compose(status)
 	Takeover = compose(takeover)
 	CoolOff  = compose(cooloff)
+	Adapt    = compose(adapt)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).

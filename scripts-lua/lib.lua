@@ -23,7 +23,10 @@
 -- held_back() below).
 -- Admin state (admin.lua): paused (ms since; absent when not) and
 -- paused_by; live (a limit set live; absent when none), live_at (ms) and
--- live_by. holds: the last hold durations (HOLDS in head.lua; hold()). A seventh
+-- live_by. holds: the last hold durations (HOLDS in head.lua; hold()).
+-- Adaptive concurrency (adapt.lua): adapt (the limit AIMD holds), adapt_max
+-- (the configured maximum it runs under), adapt_ok (successes since the
+-- last change); signal_at (ms): the last rate-limit signal (cooloff.lua). A seventh
 -- key, the stats hash (observe.lua), goes to status.lua and forget.lua
 -- only.
 --
@@ -447,14 +450,36 @@ local function slow()
   end
 end
 
+-- adaptive sets the limit in force to the one AIMD holds (adapt,
+-- adapt.lua) when the resource is adaptive under the maximum asked, and
+-- tells whether it did: a process asking for that maximum then agrees
+-- with the limit in force (no drift). A process asking for another
+-- maximum leaves it to in_force's rules (adapt.lua starts over on it).
+local function adaptive(asked)
+  local a = get('adapt') or 0
+  if a <= 0 or get('adapt_max') ~= asked then
+    return false
+  end
+  if m.limit ~= a then
+    set('limit', a)
+  end
+  if m.drift ~= 0 then
+    set('drift', 0)
+  end
+  return true
+end
+
 -- in_force sets the limit in force for a process asking for limit asked
 -- (its waiter or lease id) on a resource idle or not: the one place that
--- decides it. A limit set live (admin.lua) wins; otherwise the limit
--- changes only when the resource is idle. A process asking for another
--- limit than the one in force is recorded as drift, once per new
--- disagreement.
+-- decides it. A limit set live (admin.lua) wins, then the one AIMD
+-- holds (adaptive()); otherwise the limit changes only when the resource
+-- is idle. A process asking for another limit than the one in force is
+-- recorded as drift, once per new disagreement.
 local function in_force(asked, id, idle)
   local live = get('live') or 0
+  if live == 0 and adaptive(asked) then
+    return
+  end
   if live > 0 or (m.limit ~= asked and m.limit ~= 0 and not idle) then
     if m.limit ~= asked and m.drift ~= asked then
       slow()

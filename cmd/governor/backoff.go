@@ -20,7 +20,8 @@ HTTP 429 or 529), so that every process of the project backs off, not only the
 one that saw it: the provider cools off until --retry-after D from now on the
 backend's clock (the provider's retry-after; without it, ` + governor.DefaultCoolOff.String() + ` plus up to a
 quarter more at random, so that the fleet's next calls do not all come at
-once). A cool-off already in force that ends later is kept.
+once). A cool-off already in force that ends later is kept. A provider
+with adaptive concurrency (providers.NAME.adaptive) also has its limit halved.
 
 During a cool-off 'governor run --provider PROVIDER', 'governor acquire
 provider:PROVIDER' and the library's Provider.Do grant nothing new: they wait
@@ -47,12 +48,17 @@ backend unreachable.`,
 			if err := governor.ValidateResource(resource); err != nil {
 				return exitWith(ExitFailure, err)
 			}
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
 			g, err := a.open(cmd.Context(), openOptions{Command: "governor backoff " + args[0]})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			end, err := g.CoolOff(cmd.Context(), resource, retryAfter, "governor backoff")
+			p := g.Provider(args[0], providerLimits(l.Config)[args[0]])
+			end, err := p.Report(cmd.Context(), governor.RateLimited{RetryAfter: retryAfter, Reason: "governor backoff"})
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}

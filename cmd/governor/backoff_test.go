@@ -72,3 +72,42 @@ func TestRunBackoffExitCode(t *testing.T) {
 		}
 	})
 }
+
+// TestRunAdaptive: with providers.P.adaptive, a signal (exit code
+// --backoff-exit-code) halves P's limit in force for every process, and
+// a run of successful runs adds one back; slots shows the adaptive limit
+// against the configured one and the last signal; bad adaptive settings
+// are named by config check.
+func TestRunAdaptive(t *testing.T) {
+	cfg := "providers:\n  anthropic:\n    max_concurrency: 4\n    adaptive: true\n    adaptive_min: 1\n    adaptive_increase_every: 2\n"
+	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 42"); code != 42 {
+			t.Fatalf("signal: exit %d %q", code, errs)
+		}
+		g := tg.governor(t)
+		if st := tg.status(t, g, "provider:anthropic"); st.Limit != 2 || st.Adaptive == nil || st.Adaptive.Max != 4 || st.LastSignal.IsZero() {
+			t.Fatalf("after a signal: limit %d, adaptive %+v, last signal %v; want 2 of 4", st.Limit, st.Adaptive, st.LastSignal)
+		}
+		code, out, _ := tg.run(t, "slots", "provider:anthropic")
+		if code != 0 || !strings.Contains(out, "adaptive: limit 2 of configured 4") || !strings.Contains(out, "last rate-limit signal") {
+			t.Fatalf("slots: exit %d\n%s", code, out)
+		}
+		for i := 0; i < 2; i++ {
+			if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--if-busy", "wait", "--wait-timeout", "60s", "--", "true"); code != 0 {
+				t.Fatalf("success %d: exit %d %q", i, code, errs)
+			}
+		}
+		if st := tg.status(t, g, "provider:anthropic"); st.Limit != 3 || st.Adaptive.Limit != 3 {
+			t.Fatalf("after two successes: limit %d, adaptive %+v; want 3", st.Limit, st.Adaptive)
+		}
+	})
+	bad := "providers:\n  a:\n    adaptive: true\n  b:\n    max_concurrency: 2\n    adaptive: true\n    adaptive_min: 3\n  c:\n    max_concurrency: 2\n    adaptive_increase_every: 5\n"
+	tg := fileTarget(t, bad)
+	code, _, errs := tg.run(t, "config", "check")
+	for _, want := range []string{"providers.a.adaptive", "max concurrency", "providers.b.adaptive", "adaptive min 3; allowed: 1 to the max concurrency 2",
+		"providers.c.adaptive", "providers.c.adaptive is not true"} {
+		if code != 125 || !strings.Contains(errs, want) {
+			t.Errorf("config check: exit %d, %q does not name %q", code, errs, want)
+		}
+	}
+}

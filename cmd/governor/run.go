@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -183,7 +182,7 @@ Exit codes:
 			}
 			o.Args = args
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
-			o.Rates = providerRates(l.Config)
+			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
 			o.MkdirLocks = l.Config.MkdirLocks()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
@@ -232,15 +231,21 @@ func exitCode(code int) error {
 	return exitWith(code, nil)
 }
 
+// providerLimits maps each configured provider to its limits.
+func providerLimits(c config.Config) map[string]governor.ProviderLimits {
+	ls := map[string]governor.ProviderLimits{}
+	for name, p := range c.Providers {
+		ls[name] = p.ProviderLimits()
+	}
+	return ls
+}
+
 // providerRates maps providers.<name>.requests_per_minute,
 // tokens_per_minute and burst (of requests) to rate limits.
 func providerRates(c config.Config) map[string]runner.ProviderRate {
 	rates := map[string]runner.ProviderRate{}
-	for name, p := range c.Providers {
-		rates[name] = runner.ProviderRate{
-			Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
-			Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
-		}
+	for name, l := range providerLimits(c) {
+		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens}
 	}
 	return rates
 }

@@ -40,6 +40,11 @@ Exec runs: "run" is the project's run lock and "run:join" its join slots (see
 'governor run --help'); 'governor slots --project P' shows them, with the
 provider:* slots, for project P.
 
+A provider's rate-limit signals ('governor backoff', 'governor run
+--backoff-exit-code', the library's Provider.Do) show as a cool-off in force and
+its end, the time of the last signal, and for an adaptive provider
+(providers.NAME.adaptive) the limit AIMD holds against the configured one.
+
 A resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock) also
 shows DIR/slot.d: free, or held with the pid and cmd the holder wrote, marked
 "HELD outside governor" when no lease of the resource names that pid (the old
@@ -50,7 +55,8 @@ nothing removes it silently.
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
-"clear"}}]}; times are RFC 3339 and durations are seconds. Fields are only ever
+"clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
+"last_signal_at"}]}; times are RFC 3339 and durations are seconds. Fields are only ever
 added, never renamed.
 
 --watch reads again every second until interrupted. On a terminal it redraws the
@@ -115,6 +121,10 @@ type resourceJSON struct {
 	Waiters    []waiterJSON   `json:"waiters"`
 	Counters   map[string]int `json:"counters"`
 	MkdirSlot  *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
+	// Adaptive concurrency and rate-limit signals (governor backoff).
+	Adaptive     *governor.AdaptiveState `json:"adaptive,omitempty"`
+	CoolOffUntil *time.Time              `json:"cool_off_until,omitempty"`
+	LastSignalAt *time.Time              `json:"last_signal_at,omitempty"`
 }
 
 type holderJSON struct {
@@ -272,7 +282,15 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 	for _, st := range sts {
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
-			MkdirSlot: mkdirSlot(locks, st)}
+			MkdirSlot: mkdirSlot(locks, st), Adaptive: st.Adaptive}
+		if st.CoolingOff() != "" {
+			at := st.CoolOff.UTC()
+			r.CoolOffUntil = &at
+		}
+		if !st.LastSignal.IsZero() {
+			at := st.LastSignal.UTC()
+			r.LastSignalAt = &at
+		}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
@@ -316,6 +334,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
 		}
 		fmt.Fprintln(w)
+		writeSignals(w, st)
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -380,4 +399,18 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(safetext.JSON(b.Bytes()))
 	return err
+}
+
+// writeSignals writes what rate-limit signals did to st: the adaptive
+// limit against the configured one, a cool-off in force, the last signal.
+func writeSignals(w io.Writer, st governor.Status) {
+	if a := st.Adaptive; a != nil {
+		fmt.Fprintf(w, "  adaptive: limit %d of configured %d (%d successes towards one more)\n", a.Limit, a.Max, a.Successes)
+	}
+	if c := st.CoolingOff(); c != "" {
+		fmt.Fprintf(w, "  %s\n", strings.ToUpper(c[:1])+c[1:])
+	}
+	if !st.LastSignal.IsZero() {
+		fmt.Fprintf(w, "  last rate-limit signal %s ago\n", governor.Ago(st.Now.Sub(st.LastSignal)))
+	}
 }

@@ -131,6 +131,8 @@ func Run(t *testing.T, h Harness) {
 		{"Holds", s.holds},
 		{"CoolOffHoldsBack", s.coolOffHoldsBack},
 		{"CoolOffProvider", s.coolOffProvider},
+		{"AdaptiveAIMD", s.adaptiveAIMD},
+		{"AdaptiveProvider", s.adaptiveProvider},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -25,6 +25,8 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 	if staleBoot(st.Boot, b.boot) {
 		st.CoolOff = 0 // of an earlier boot: a clock that means nothing now
 	}
+	st.SignalAt = t.now.wall.UnixNano()
+	t.dirty = true
 	if end := t.now.boot + int64(d); end > st.CoolOff {
 		st.CoolOff = end
 		t.event(governor.EventCoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
@@ -74,4 +76,64 @@ func (b *Backend) coolOffOf(key governor.Key, now clockNow) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return st.coolOffEnd(now, b.boot), nil
+}
+
+var _ governor.AdaptiveBackend = (*Backend)(nil)
+
+// Adapt implements governor.AdaptiveBackend: the twin of adapt.lua.
+func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.AdaptRequest) (governor.AdaptiveState, error) {
+	if b.isClosed() {
+		return governor.AdaptiveState{}, governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, true)
+	if err != nil {
+		return governor.AdaptiveState{}, err
+	}
+	defer t.end()
+	st := t.st
+	t.settle()
+	a := governor.AdaptiveState{Limit: req.Max, Max: req.Max}
+	if st.Adaptive != nil && st.Adaptive.Max == req.Max && st.Adaptive.Limit > 0 {
+		a = *st.Adaptive
+	}
+	if req.Signal {
+		a.Limit, a.Successes = a.Limit/2, 0
+	} else if a.Successes++; a.Successes >= req.IncreaseEvery {
+		a.Limit, a.Successes = a.Limit+1, 0
+	}
+	a.Limit = max(req.Min, min(req.Max, a.Limit))
+	if a.Limit == req.Max {
+		a.Successes = 0 // at the maximum: nothing to count towards
+	}
+	st.Adaptive = &a
+	t.dirty = true
+	if st.Live == nil && st.Limit != 0 && st.Limit != a.Limit {
+		st.Limit, st.Drift = a.Limit, 0
+		t.promote() // a higher limit hands room on at once
+	}
+	return a, t.commit()
+}
+
+// adaptive sets the limit in force to the one AIMD holds when the
+// resource is adaptive under the maximum asked, and tells whether it
+// did: the twin of lib.lua's adaptive.
+func (t *tx) adaptive(asked int) bool {
+	st := t.st
+	if st.Adaptive == nil || st.Adaptive.Max != asked || st.Adaptive.Limit <= 0 {
+		return false
+	}
+	if st.Limit != st.Adaptive.Limit || st.Drift != 0 {
+		st.Limit, st.Drift = st.Adaptive.Limit, 0
+		t.dirty = true
+	}
+	return true
+}
+
+// adaptiveStatus is a copy of st's AIMD state, nil when not adaptive.
+func (st *state) adaptiveStatus() *governor.AdaptiveState {
+	if st.Adaptive == nil {
+		return nil
+	}
+	a := *st.Adaptive
+	return &a
 }

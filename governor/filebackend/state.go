@@ -61,8 +61,12 @@ type state struct {
 	// governor.HoldHistory.
 	Holds []int64 `json:"holds,omitempty"`
 	// CoolOff is the end of the resource's cool-off (boot clock; see
-	// cooloff.go), 0 when none.
-	CoolOff int64 `json:"cool_off,omitempty"`
+	// cooloff.go), 0 when none; SignalAt the last rate-limit signal
+	// (wall clock, Unix nanoseconds).
+	CoolOff  int64 `json:"cool_off,omitempty"`
+	SignalAt int64 `json:"signal_at,omitempty"`
+	// Adaptive is the AIMD state (cooloff.go), nil when not adaptive.
+	Adaptive *governor.AdaptiveState `json:"adaptive,omitempty"`
 }
 
 type pauseMark struct {
@@ -309,7 +313,10 @@ func (c clockNow) at(inst int64) time.Time {
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
 	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall,
-		CoolOff: st.coolOffEnd(now, boot)}
+		CoolOff: st.coolOffEnd(now, boot), Adaptive: st.adaptiveStatus()}
+	if st.SignalAt != 0 {
+		s.LastSignal = time.Unix(0, st.SignalAt)
+	}
 	if p := st.Paused; p != nil {
 		s.Paused = &governor.Paused{Since: time.Unix(0, p.Since), By: p.By}
 	}

@@ -19,9 +19,39 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
-	v, err := coolOffScript.Run(ctx, b.rdb, b.resource(key).keys, max(d.Milliseconds(), 1), reason).Int64()
+	r := b.resource(key)
+	v, err := coolOffScript.Run(ctx, b.rdb, r.keys, max(d.Milliseconds(), 1), reason).Int64()
 	if err != nil {
 		return time.Time{}, wrap("cool-off", err)
 	}
+	b.register(ctx, key, r, false) // listed, as the file backend lists it: slots and metrics show it
 	return time.UnixMilli(v), nil
+}
+
+var adaptScript = redis.NewScript(scripts.Adapt)
+
+var _ governor.AdaptiveBackend = (*Backend)(nil)
+
+// Adapt implements governor.AdaptiveBackend.
+func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.AdaptRequest) (governor.AdaptiveState, error) {
+	if b.closed.Load() {
+		return governor.AdaptiveState{}, governor.ErrClosed
+	}
+	op := "success"
+	if req.Signal {
+		op = "signal"
+	}
+	rk := b.resource(key)
+	v, err := adaptScript.Run(ctx, b.rdb, rk.keys, op, req.Max, req.Min, req.IncreaseEvery).Slice()
+	if err != nil {
+		return governor.AdaptiveState{}, wrap("adapt", err)
+	}
+	b.register(ctx, key, rk, false)
+	r := &reader{op: "adapt", key: key}
+	if !r.length(v, 3, false) {
+		return governor.AdaptiveState{}, r.err
+	}
+	st := governor.AdaptiveState{Limit: int(r.int(v[0], "the adaptive limit")), Max: int(r.int(v[1], "the maximum")),
+		Successes: int(r.int(v[2], "the successes"))}
+	return st, r.err
 }

@@ -225,7 +225,7 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	if !r.length(v, 6, false) {
 		return governor.Status{}, r.err
 	}
-	var paused, live, liveAt int64
+	var paused, live, liveAt, adapt, adaptMax, adaptOK int64
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
 	meta := r.list(v[1], "the meta fields")
 	if len(meta)%2 != 0 {
@@ -263,6 +263,14 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			liveAt = n
 		case "cooloff":
 			st.CoolOff = coolOffEnd(n, st.Now)
+		case "adapt":
+			adapt = n
+		case "adapt_max":
+			adaptMax = n
+		case "adapt_ok":
+			adaptOK = n
+		case "signal_at":
+			st.LastSignal = time.UnixMilli(n)
 		}
 	}
 	st.Holders = r.holders(r.list(v[2], "the holders"))
@@ -284,6 +292,9 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	}
 	if live > 0 {
 		st.LiveLimit = &governor.LiveLimit{Limit: int(live), By: r.str(text[1], "who set the live limit"), At: time.UnixMilli(liveAt)}
+	}
+	if adapt > 0 {
+		st.Adaptive = &governor.AdaptiveState{Limit: int(adapt), Max: int(adaptMax), Successes: int(adaptOK)}
 	}
 	st.Holds = r.holds(r.str(text[2], "the hold durations"))
 	if r.err != nil {

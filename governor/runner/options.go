@@ -92,6 +92,10 @@ type Options struct {
 	// Tokens is the token estimate to reserve from each provider's
 	// tokens-per-minute budget (--tokens).
 	Tokens int64
+	// ProviderLimits are the configured limits by provider name, for
+	// what a run reports after its command (Provider.Report): adaptive
+	// concurrency counts its successes and halves on its signals.
+	ProviderLimits map[string]governor.ProviderLimits
 	// BackoffExitCode, when not 0, makes the command exiting with it a
 	// rate-limit signal for each of Providers (--backoff-exit-code): a
 	// fleet-wide cool-off of the default length (governor.CoolOff). The

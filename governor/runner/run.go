@@ -139,29 +139,36 @@ func (r *run) run(ctx context.Context) int {
 	r.rec.Granted = time.Now()
 	r.writeRecord(KindGrant)
 	code, outcome, err := r.execute()
-	if r.o.BackoffExitCode > 0 && code == r.o.BackoffExitCode && outcome == OutcomeRan {
-		r.backoff(ctx, code)
+	if outcome == OutcomeRan {
+		r.report(ctx, code)
 	}
 	return r.finish(code, outcome, err)
 }
 
-// backoff reports the command's exit code BackoffExitCode as a
-// rate-limit signal for each --provider: a fleet-wide cool-off of the
-// default length (see governor.Governor.CoolOff), said on stderr. A
-// failure to record it is said too; the run's exit code stays the
-// command's.
-func (r *run) backoff(ctx context.Context, code int) {
+// report tells each --provider how the command ended (Provider.Report):
+// the exit code BackoffExitCode is a rate-limit signal, a fleet-wide
+// cool-off of the default length (said on stderr); 0 is a success (for
+// adaptive concurrency). A failure to record it is said too; the run's
+// exit code stays the command's.
+func (r *run) report(ctx context.Context, code int) {
+	var outcome error
+	switch {
+	case r.o.BackoffExitCode > 0 && code == r.o.BackoffExitCode:
+		outcome = governor.RateLimited{Reason: fmt.Sprintf("the command exited %d (--backoff-exit-code)", code)}
+	case code != 0:
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), governor.DefaultReleaseTimeout)
 	defer cancel()
 	for _, p := range r.o.Providers {
-		end, err := r.g.CoolOff(ctx, governor.ProviderResource(p), 0,
-			fmt.Sprintf("the command exited %d (--backoff-exit-code)", code))
-		if err != nil {
-			fmt.Fprintf(r.stderr, "governor: provider %s: the cool-off for exit code %d was not recorded: %s\n", p, code, safetext.Escape(err.Error()))
-			continue
+		end, err := r.g.Provider(p, r.o.ProviderLimits[p]).Report(ctx, outcome)
+		switch {
+		case err != nil:
+			fmt.Fprintf(r.stderr, "governor: provider %s: %s\n", p, safetext.Escape(err.Error()))
+		case outcome != nil:
+			fmt.Fprintf(r.stderr, "governor: provider %s: the command exited %d (--backoff-exit-code): %s\n", p, code,
+				governor.CoolOffNote(end, time.Until(end)))
 		}
-		fmt.Fprintf(r.stderr, "governor: provider %s: the command exited %d (--backoff-exit-code): %s\n", p, code,
-			governor.CoolOffNote(end, time.Until(end)))
 	}
 }
 

@@ -1,0 +1,110 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// adaptiveAIMD: a signal halves the limit in force (not below the
+// minimum), a run of successes adds one (not above the maximum), a
+// process asking for the maximum is no drift, a raised limit hands room
+// to the queue at once, and another maximum starts over from it.
+func (s *suite) adaptiveAIMD(t *testing.T) {
+	b := s.h.Open(t)
+	ab, ok := b.(governor.AdaptiveBackend)
+	if !ok {
+		t.Fatalf("%T does not implement governor.AdaptiveBackend", b)
+	}
+	key := governor.Key{Project: project(), Resource: "provider:aimd"}
+	step := func(signal bool, want int) {
+		t.Helper()
+		a, err := ab.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 8, Min: 1, IncreaseEvery: 3, Signal: signal})
+		if err != nil || a.Limit != want || a.Max != 8 {
+			t.Fatalf("Adapt(signal %v) = %+v, %v; want limit %d of 8", signal, a, err, want)
+		}
+	}
+	mustAcquire(t, b, req(key, 8, 1, governor.Fail), governor.Granted)
+	step(true, 4)
+	if st := mustStatus(t, b, key); st.Limit != 4 || st.Adaptive == nil || st.Adaptive.Limit != 4 || st.Adaptive.Max != 8 || st.DriftLimit != 0 {
+		t.Fatalf("after a signal: status limit %d, adaptive %+v, drift %d; want 4 of 8, no drift", st.Limit, st.Adaptive, st.DriftLimit)
+	}
+	for i := 0; i < 3; i++ { // processes asking for the maximum
+		mustAcquire(t, b, req(key, 8, 1, governor.Fail), governor.Granted)
+	}
+	mustAcquire(t, b, req(key, 8, 1, governor.Fail), governor.Refused)
+	if st := mustStatus(t, b, key); st.Used != 4 || st.DriftLimit != 0 {
+		t.Fatalf("under the adaptive limit 4: used %d, drift %d", st.Used, st.DriftLimit)
+	}
+	step(true, 2)
+	step(true, 1)
+	step(true, 1) // the minimum
+	// Free everything but one holder, queue a waiter: the limit 1 is full.
+	st := mustStatus(t, b, key)
+	for _, h := range st.Holders[1:] {
+		if err := b.Release(ctxT(t), key, h.LeaseID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := req(key, 8, 1, governor.Wait)
+	mustAcquire(t, b, w, governor.Queued)
+	step(false, 1)
+	step(false, 1)
+	step(false, 2) // the third success in a row: one more, handed on at once
+	w.New = false
+	mustAcquire(t, b, w, governor.Granted)
+	for i, want := 0, 2; want < 8; i++ {
+		if i%3 == 2 {
+			want++
+		}
+		step(false, want)
+	}
+	step(false, 8) // never above the maximum
+	if st := mustStatus(t, b, key); st.Limit != 8 {
+		t.Fatalf("back at the maximum: limit %d", st.Limit)
+	}
+	if a, err := ab.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 10, Min: 2, IncreaseEvery: 3, Signal: true}); err != nil || a.Limit != 5 || a.Max != 10 {
+		t.Fatalf("another maximum: %+v, %v; want a start over from 10, halved to 5", a, err)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Kind == governor.EventDrift {
+			t.Fatalf("a drift event under an adaptive limit: %+v", e)
+		}
+	}
+}
+
+// adaptiveProvider: Provider.Do halves the fleet's limit on a
+// RateLimited and counts its successes; the last signal is shown.
+func (s *suite) adaptiveProvider(t *testing.T) {
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: project()})
+	p := g.Provider("aimd", governor.ProviderLimits{MaxConcurrency: 4, Adaptive: &governor.Adaptive{Min: 1, IncreaseEvery: 2}})
+	res := governor.ProviderResource("aimd")
+	call := func(err error) {
+		t.Helper()
+		if got := p.Do(ctxT(t), 0, func(context.Context) (int64, error) { return 0, err }); (got == nil) != (err == nil) {
+			t.Fatalf("Do: %v", got)
+		}
+	}
+	call(nil)
+	call(governor.RateLimited{RetryAfter: time.Millisecond})
+	st, err := g.Status(ctxT(t), res)
+	if err != nil || st.Adaptive == nil || st.Adaptive.Limit != 2 || st.LastSignal.IsZero() {
+		t.Fatalf("after a signal: %+v, %v; want the adaptive limit 2 of 4 and the last signal", st.Adaptive, err)
+	}
+	s.h.Advance(t, 10*time.Millisecond) // past the cool-off
+	call(nil)
+	call(nil)
+	if st, err := g.Status(ctxT(t), res); err != nil || st.Adaptive.Limit != 3 || st.Limit != 3 {
+		t.Fatalf("after two successes: %+v limit %d, %v; want 3", st.Adaptive, st.Limit, err)
+	}
+	if err := g.Provider("aimd", governor.ProviderLimits{MaxConcurrency: 4, Adaptive: &governor.Adaptive{Min: 5}}).Do(ctxT(t), 0,
+		func(context.Context) (int64, error) { return 0, nil }); err == nil {
+		t.Fatal("adaptive min 5 above max concurrency 4 accepted")
+	}
+}
