@@ -168,9 +168,10 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 		defer cancel()
 	}
 	key := Key{p.g.project, p.resource}
-	// The rate key also carries the provider's cool-off: a provider
-	// without a slot to wait for reserves (nothing) to wait for it.
-	if ok && (p.limits.Requests.Rate > 0 || p.limits.Tokens.Rate > 0 || p.limits.MaxConcurrency == 0) {
+	// Every provider reserves, rate limits or not: the rate key also
+	// applies the provider's cool-off and the budget learned from its
+	// responses (Learn).
+	if ok {
 		if err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
 			NRequests: 1, NTokens: estimate}); err != nil {
 			return err

@@ -108,3 +108,67 @@ func (s *suite) adaptiveProvider(t *testing.T) {
 		t.Fatal("adaptive min 5 above max concurrency 4 accepted")
 	}
 }
+
+// learnedBudget: a budget a response reported is the stricter limit
+// until its reset — requests and tokens counted down by every
+// reservation, a cost it does not cover denied until the reset — and the
+// configured limit still applies where it is stricter.
+func (s *suite) learnedBudget(t *testing.T) {
+	b := s.h.Open(t)
+	rb := rateBackend(t, b)
+	bb, ok := b.(governor.BudgetBackend)
+	if !ok {
+		t.Fatalf("%T does not implement governor.BudgetBackend", b)
+	}
+	key := governor.Key{Project: project(), Resource: "provider:learned"}
+	reset := 10 * time.Second
+	if s.h.RealTime {
+		reset = 1500 * time.Millisecond
+	}
+	if err := bb.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: 2, ResetRequests: reset,
+		RemainingTokens: 500, ResetTokens: reset}); err != nil {
+		t.Fatal(err)
+	}
+	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 1000, Period: time.Minute}, NRequests: 1, NTokens: 200}
+	for i := int64(0); i < 2; i++ {
+		res, err := rb.RateReserve(ctxT(t), r)
+		if err != nil || !res.Allowed || res.RemainingRequests != 1-i {
+			t.Fatalf("reservation %d within the learned budget: %+v, %v; want allowed, %d requests left", i, res, err, 1-i)
+		}
+	}
+	res, err := rb.RateReserve(ctxT(t), r)
+	if err != nil || res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > reset {
+		t.Fatalf("beyond the learned requests: %+v, %v; want denied until the reset (at most %v)", res, err, reset)
+	}
+	s.h.Advance(t, reset+10*time.Millisecond)
+	for i := 0; i < 3; i++ { // the reset passed: the configured limit alone
+		if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
+			t.Fatalf("after the reset, reservation %d: %+v, %v", i, res, err)
+		}
+	}
+	// Tokens: 500 reported, 200 a call; the configured limit is looser.
+	if err := bb.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: -1, RemainingTokens: 500, ResetTokens: reset}); err != nil {
+		t.Fatal(err)
+	}
+	r.Tokens = governor.RateLimit{Rate: 100000, Period: time.Minute}
+	for i := 0; i < 2; i++ {
+		if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
+			t.Fatalf("tokens within the learned budget, %d: %+v, %v", i, res, err)
+		}
+	}
+	if res, err := rb.RateReserve(ctxT(t), r); err != nil || res.Allowed {
+		t.Fatalf("200 tokens with 100 learned left: %+v, %v; want denied", res, err)
+	}
+	// A configured limit stricter than the learned budget still decides.
+	strict := governor.RateRequest{Key: governor.Key{Project: key.Project, Resource: "provider:strict"},
+		Requests: governor.RateLimit{Rate: 1, Period: time.Minute}, NRequests: 1}
+	if err := bb.RateLearn(ctxT(t), strict.Key, governor.LearnedBudget{RemainingRequests: 50, ResetRequests: reset, RemainingTokens: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := rb.RateReserve(ctxT(t), strict); err != nil || !res.Allowed || res.RemainingRequests != 0 {
+		t.Fatalf("first under the stricter configured limit: %+v, %v", res, err)
+	}
+	if res, err := rb.RateReserve(ctxT(t), strict); err != nil || res.Allowed {
+		t.Fatalf("second under 1/min with 49 learned: %+v, %v; want denied by the configured limit", res, err)
+	}
+}

@@ -133,6 +133,7 @@ func Run(t *testing.T, h Harness) {
 		{"CoolOffProvider", s.coolOffProvider},
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
+		{"LearnedBudget", s.learnedBudget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

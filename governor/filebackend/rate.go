@@ -46,9 +46,15 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
+	// The learned budget (RateLearn): the stricter of it and the limits
+	// decides; the twin of rate.lua's.
+	lrq := learned(&rq, st.LearnedRequests, st.LearnedRequestsUntil, now, req.NRequests)
+	ltk := learned(&tk, st.LearnedTokens, st.LearnedTokensUntil, now, req.NTokens)
 	res := governor.RateResult{Allowed: rq.Allowed && tk.Allowed, RemainingRequests: rq.Remaining, RemainingTokens: tk.Remaining}
 	st.RateRequestsLimit, st.RateTokensLimit = req.Requests, req.Tokens
 	if res.Allowed {
+		lrq(&st.LearnedRequests)
+		ltk(&st.LearnedTokens)
 		st.RateRequests, st.RateTokens = rq.TAT, tk.TAT
 		st.RateAllowed++
 	} else {
@@ -123,4 +129,47 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// learned applies a learned budget of left until until (boot clock) to
+// d, the configured limit's decision for cost at now: a budget in force
+// that does not cover cost denies until then, and the remaining is the
+// smaller. It returns what takes the cost off the budget once the
+// reservation is granted.
+func learned(d *gcra.Decision, left, until, now, cost int64) func(*int64) {
+	if until <= now {
+		return func(*int64) {}
+	}
+	rem := left - cost
+	if rem < 0 {
+		d.Allowed, d.RetryAfter, d.Remaining = false, max(d.RetryAfter, until-now), 0
+		return func(*int64) {}
+	}
+	if d.Remaining < 0 || rem < d.Remaining {
+		d.Remaining = rem
+	}
+	return func(b *int64) { *b = rem }
+}
+
+var _ governor.BudgetBackend = (*Backend)(nil)
+
+// RateLearn implements governor.BudgetBackend.
+func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}, true)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	st := t.st
+	if lb.RemainingRequests >= 0 && lb.ResetRequests > 0 {
+		st.LearnedRequests, st.LearnedRequestsUntil = lb.RemainingRequests, t.now.boot+int64(lb.ResetRequests)
+	}
+	if lb.RemainingTokens >= 0 && lb.ResetTokens > 0 {
+		st.LearnedTokens, st.LearnedTokensUntil = lb.RemainingTokens, t.now.boot+int64(lb.ResetTokens)
+	}
+	t.dirty = true
+	return t.commit()
 }

@@ -45,6 +45,12 @@ type state struct {
 	RateTokens   int64 `json:"rate_tokens,omitempty"`
 	RateAllowed  int64 `json:"rate_allowed,omitempty"`
 	RateLimited  int64 `json:"rate_limited,omitempty"`
+	// The budget learned from the provider's responses (RateLearn):
+	// what it still accepts, and until when (boot clock; 0: none).
+	LearnedRequests      int64 `json:"learned_requests,omitempty"`
+	LearnedRequestsUntil int64 `json:"learned_requests_until,omitempty"`
+	LearnedTokens        int64 `json:"learned_tokens,omitempty"`
+	LearnedTokensUntil   int64 `json:"learned_tokens_until,omitempty"`
 	// The limits of the last reservation, for RateStatus.
 	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
 	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`

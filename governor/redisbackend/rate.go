@@ -131,3 +131,15 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 }
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+
+var _ governor.BudgetBackend = (*Backend)(nil)
+
+// RateLearn implements governor.BudgetBackend.
+func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
+	args := []any{"learn", lb.RemainingRequests, lb.ResetRequests.Microseconds(), 0, 0,
+		lb.RemainingTokens, lb.ResetTokens.Microseconds(), 0, 0}
+	return wrap("rate learn", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
+}
