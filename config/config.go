@@ -120,6 +120,9 @@ type Provider struct {
 	Adaptive              bool `mapstructure:"adaptive"`
 	AdaptiveMin           int  `mapstructure:"adaptive_min"`
 	AdaptiveIncreaseEvery int  `mapstructure:"adaptive_increase_every"`
+	// OnBackendDown is the degraded-mode policy of the library's
+	// Provider.Do (governor.ParseBackendDown): closed (""), open, local:N.
+	OnBackendDown string `mapstructure:"on_backend_down"`
 }
 
 // ProviderLimits are the limits of provider p for the library's
@@ -136,6 +139,8 @@ func (p Provider) ProviderLimits() governor.ProviderLimits {
 	if p.Adaptive {
 		l.Adaptive = &governor.Adaptive{Min: p.AdaptiveMin, IncreaseEvery: p.AdaptiveIncreaseEvery}
 	}
+	// A bad value never gets here: Load refuses it (validate).
+	l.OnBackendDown, _ = governor.ParseBackendDown(p.OnBackendDown)
 	return l
 }
 

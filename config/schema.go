@@ -59,6 +59,7 @@ var root = section(map[string]*schema{
 		"adaptive":                leaf(kindBool),
 		"adaptive_min":            leaf(kindInt),
 		"adaptive_increase_every": leaf(kindInt),
+		"on_backend_down":         leaf(kindString),
 	})},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
 		"limit":      leaf(kindInt),

@@ -106,6 +106,9 @@ type ProviderLimits struct {
 	// Adaptive, when set, makes MaxConcurrency the maximum of an
 	// adaptive limit (see Adaptive).
 	Adaptive *Adaptive
+	// OnBackendDown is what calls do while the backend cannot be reached
+	// (zero: DownClosed, they wait for it as ever).
+	OnBackendDown BackendDown
 }
 
 // ProviderResourcePrefix starts the resource of every provider.
@@ -156,9 +159,37 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 			return err
 		}
 	}
+	pol := p.limits.OnBackendDown
+	if pol.Mode == DownLocal && (pol.Local < 1 || pol.Local > MaxLimit) {
+		return invalid("on_backend_down local:%d; allowed: local:1 to local:%d", pol.Local, MaxLimit)
+	}
+	// Degraded mode (degraded.go): while this process finds the backend
+	// down, calls go on as pol allows; each call first checks whether it
+	// is back.
+	degradedRun := func(cause error) error {
+		d := p.g.enterDegraded(p.resource, pol, cause)
+		_, err := p.g.runDegraded(ctx, d, pol, fn)
+		return err
+	}
+	if pol.Mode != DownClosed && p.g.isDegraded(p.resource) {
+		pctx, cancel := context.WithTimeout(ctx, degradedProbe)
+		_, perr := p.g.b.Status(pctx, Key{p.g.project, p.resource})
+		cancel()
+		if perr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return degradedRun(perr)
+		}
+		p.g.leaveDegraded(ctx, p.resource, pol)
+	}
 	work := ctx
 	if p.limits.MaxConcurrency > 0 {
-		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait})
+		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
+			GiveUpOnBackendError: pol.Mode != DownClosed})
+		if pol.Mode != DownClosed && isDown(ctx, err) {
+			return degradedRun(err)
+		}
 		if err != nil {
 			return err
 		}
@@ -172,8 +203,12 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
 	if ok {
-		if err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-			NRequests: 1, NTokens: estimate}); err != nil {
+		err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+			NRequests: 1, NTokens: estimate})
+		if pol.Mode != DownClosed && isDown(work, err) {
+			return degradedRun(err)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,8 @@ var (
 	cooloff string
 	//go:embed adapt.lua
 	adapt string
+	//go:embed note.lua
+	note string
 	//go:embed admin.lua
 	admin string
 )
@@ -58,6 +60,7 @@ var (
 	Takeover = compose(takeover)
 	CoolOff  = compose(cooloff)
 	Adapt    = compose(adapt)
+	Note     = compose(note)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).

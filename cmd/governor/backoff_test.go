@@ -101,11 +101,11 @@ func TestRunAdaptive(t *testing.T) {
 			t.Fatalf("after two successes: limit %d, adaptive %+v; want 3", st.Limit, st.Adaptive)
 		}
 	})
-	bad := "providers:\n  a:\n    adaptive: true\n  b:\n    max_concurrency: 2\n    adaptive: true\n    adaptive_min: 3\n  c:\n    max_concurrency: 2\n    adaptive_increase_every: 5\n"
+	bad := "providers:\n  a:\n    adaptive: true\n  b:\n    max_concurrency: 2\n    adaptive: true\n    adaptive_min: 3\n  c:\n    max_concurrency: 2\n    adaptive_increase_every: 5\n  d:\n    on_backend_down: sometimes\n"
 	tg := fileTarget(t, bad)
 	code, _, errs := tg.run(t, "config", "check")
 	for _, want := range []string{"providers.a.adaptive", "max concurrency", "providers.b.adaptive", "adaptive min 3; allowed: 1 to the max concurrency 2",
-		"providers.c.adaptive", "providers.c.adaptive is not true"} {
+		"providers.c.adaptive", "providers.c.adaptive is not true", "providers.d.on_backend_down", `on_backend_down "sometimes"; allowed: closed, open, local:N`} {
 		if code != 125 || !strings.Contains(errs, want) {
 			t.Errorf("config check: exit %d, %q does not name %q", code, errs, want)
 		}

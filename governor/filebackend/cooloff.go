@@ -137,3 +137,19 @@ func (st *state) adaptiveStatus() *governor.AdaptiveState {
 	a := *st.Adaptive
 	return &a
 }
+
+var _ governor.DegradedBackend = (*Backend)(nil)
+
+// NoteDegraded implements governor.DegradedBackend.
+func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, true)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	t.event(governor.EventDegraded, "", 0, detail)
+	return t.commit()
+}

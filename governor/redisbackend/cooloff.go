@@ -55,3 +55,15 @@ func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.Adap
 		Successes: int(r.int(v[2], "the successes"))}
 	return st, r.err
 }
+
+var noteScript = redis.NewScript(scripts.Note)
+
+var _ governor.DegradedBackend = (*Backend)(nil)
+
+// NoteDegraded implements governor.DegradedBackend.
+func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
+	return wrap("note degraded", noteScript.Run(ctx, b.rdb, b.resource(key).keys, detail).Err())
+}

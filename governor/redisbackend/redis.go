@@ -187,7 +187,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
 	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
-	coolOffScript, adaptScript}
+	coolOffScript, adaptScript, noteScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
