@@ -123,6 +123,10 @@ type Provider struct {
 	// OnBackendDown is the degraded-mode policy of the library's
 	// Provider.Do (governor.ParseBackendDown): closed (""), open, local:N.
 	OnBackendDown string `mapstructure:"on_backend_down"`
+	// Shadow evaluates requests_per_minute and tokens_per_minute without
+	// enforcing them: nothing waits for them, and what they would have
+	// held is counted (governor_shadow_denied_total).
+	Shadow bool `mapstructure:"shadow"`
 }
 
 // ProviderLimits are the limits of provider p for the library's
@@ -132,6 +136,7 @@ func (p Provider) ProviderLimits() governor.ProviderLimits {
 	l := governor.ProviderLimits{
 		Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
 		Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
+		Shadow:   p.Shadow,
 	}
 	if p.MaxConcurrency != nil {
 		l.MaxConcurrency = *p.MaxConcurrency

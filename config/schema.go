@@ -60,6 +60,7 @@ var root = section(map[string]*schema{
 		"adaptive_min":            leaf(kindInt),
 		"adaptive_increase_every": leaf(kindInt),
 		"on_backend_down":         leaf(kindString),
+		"shadow":                  leaf(kindBool),
 	})},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
 		"limit":      leaf(kindInt),

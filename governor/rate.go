@@ -36,6 +36,11 @@ type RateRequest struct {
 	Tokens    RateLimit
 	NRequests int64 // usually 1
 	NTokens   int64 // the estimate; settle the actual with RateAdjust
+	// Shadow evaluates the limits without enforcing them: a reservation
+	// they would deny is allowed, marked ShadowDenied and counted
+	// (RateStatus.ShadowDenied), and charges nothing; one they allow is
+	// charged as ever, so the decisions are those the limits would make.
+	Shadow bool
 }
 
 // RateResult is a decision: a denial is data, not an error.
@@ -50,6 +55,9 @@ type RateResult struct {
 	// cooling off (CoolOffBackend), is the cool-off's end (backend
 	// time); zero otherwise.
 	CoolOff time.Time
+	// ShadowDenied: a Shadow reservation the limits would have denied
+	// (Allowed is true; RetryAfter says how long it would have waited).
+	ShadowDenied bool
 }
 
 // RateBackend is the part of the contract for rate limits. Time is the
@@ -81,9 +89,11 @@ type RateStatus struct {
 	// Remaining budget now under those limits; -1 where unlimited.
 	RemainingRequests int64
 	RemainingTokens   int64
-	// Allowed and Limited count the reservations granted and denied.
-	Allowed int64
-	Limited int64
+	// Allowed and Limited count the reservations granted and denied;
+	// ShadowDenied the Shadow reservations the limits would have denied.
+	Allowed      int64
+	Limited      int64
+	ShadowDenied int64
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }
@@ -109,6 +119,10 @@ type ProviderLimits struct {
 	// OnBackendDown is what calls do while the backend cannot be reached
 	// (zero: DownClosed, they wait for it as ever).
 	OnBackendDown BackendDown
+	// Shadow evaluates Requests and Tokens without enforcing them (see
+	// RateRequest.Shadow): calls never wait for rate budget, and those
+	// the limits would have held are counted (RateStatus.ShadowDenied).
+	Shadow bool
 }
 
 // ProviderResourcePrefix starts the resource of every provider.
@@ -204,7 +218,7 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	// responses (Learn).
 	if ok {
 		err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-			NRequests: 1, NTokens: estimate})
+			NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
 		if pol.Mode != DownClosed && isDown(work, err) {
 			return degradedRun(err)
 		}

@@ -60,6 +60,7 @@ type Collector struct {
 	// Rate-limit signals: the adaptive limit and its configured
 	// maximum, the cool-off left, the last signal.
 	adaptiveLimit, adaptiveMax, coolOff, lastSignal *prometheus.Desc
+	shadowDenied                                    *prometheus.Desc
 	oldestLease, oldestWaiter                       *prometheus.Desc
 	acquires, queued, wait                          *prometheus.Desc
 	releases, lost, reclaims, takeovers             *prometheus.Desc
@@ -130,6 +131,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 		"version", "revision", "goversion")
 	c.rateAllowed = desc("governor_rate_allowed_total", "Rate-limit reservations granted (kept by the backend: every process counts).", "provider")
 	c.rateLimited = desc("governor_rate_limited_total", "Rate-limit reservations denied (kept by the backend: every process counts).", "provider")
+	c.shadowDenied = desc("governor_shadow_denied_total", "Reservations a shadow rate limit (providers.NAME.shadow) would have held or refused; none was (kept by the backend: every process counts).", "provider")
 	c.rateRemaining = desc("governor_rate_remaining", "Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.", "provider", "limit")
 	c.limit = desc("governor_slots_limit", "Slots of the resource: the limit in force, or the configured one before first use.", "resource")
 	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
@@ -157,7 +159,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.releases, c.lost, c.reclaims, c.takeovers,
-		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal} {
+		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied} {
 		ch <- d
 	}
 }
@@ -289,6 +291,7 @@ func (c *Collector) emitRate(ch chan<- prometheus.Metric, rs governor.RateStatus
 	p := strings.TrimPrefix(rs.Key.Resource, "provider:")
 	c.counter(ch, c.rateAllowed, float64(rs.Allowed), p)
 	c.counter(ch, c.rateLimited, float64(rs.Limited), p)
+	c.counter(ch, c.shadowDenied, float64(rs.ShadowDenied), p)
 	if rs.Requests.Rate > 0 && rs.RemainingRequests >= 0 {
 		c.gauge(ch, c.rateRemaining, float64(rs.RemainingRequests), p, "requests")
 	}

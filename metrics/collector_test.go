@@ -112,7 +112,7 @@ func fixedState() *fakeSource {
 		},
 	}, rates: map[string]governor.RateStatus{
 		"provider:anthropic": {Requests: governor.PerMinute(50), Tokens: governor.PerMinute(40000),
-			RemainingRequests: 3, RemainingTokens: 1200, Allowed: 20, Limited: 4},
+			RemainingRequests: 3, RemainingTokens: 1200, Allowed: 20, Limited: 4, ShadowDenied: 7},
 		"embeddings": {Requests: governor.PerMinute(10), RemainingRequests: 9, RemainingTokens: -1, Allowed: 1},
 	}}
 }
@@ -543,6 +543,15 @@ governor_last_signal_timestamp_seconds{project="prj",resource="provider:anthropi
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_adaptive_limit", "governor_adaptive_limit_max",
 		"governor_cooloff_seconds", "governor_last_signal_timestamp_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	shadow := `
+# HELP governor_shadow_denied_total Reservations a shadow rate limit (providers.NAME.shadow) would have held or refused; none was (kept by the backend: every process counts).
+# TYPE governor_shadow_denied_total counter
+governor_shadow_denied_total{project="prj",provider="anthropic"} 7
+governor_shadow_denied_total{project="prj",provider="embeddings"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(shadow), "governor_shadow_denied_total"); err != nil {
 		t.Fatal(err)
 	}
 }

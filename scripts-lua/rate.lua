@@ -15,14 +15,18 @@
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
 --       (adjust: only the tokens arguments count; cost is the delta;
+--       10 '1' for a shadow reservation (reserve: see shadow_denied);
 --       status: none counts; learn: 2 requests remaining, 3 their reset
 --       in us, 6 tokens remaining, 7 their reset in us, a remaining
 --       below 0 not reported)
 -- Returns reserve: {allowed 0|1, retry after us (-1: cost above burst),
 --   remaining requests, remaining tokens} (numbers as strings), and a
 --   fifth field, the cool-off's end in ms, when a cool-off denied it;
+--   a shadow reservation the limits deny: {1, retry, remaining requests,
+--   remaining tokens, '0', '1'} (allowed, and counted in shadow_denied);
 --   adjust and learn: 1; status: {allowed, limited, lim or '', remaining requests,
---   remaining tokens (-1: no limit), now us}, read without changes.
+--   remaining tokens (-1: no limit), now us, shadow_denied}, read without
+--   changes.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local K = KEYS[1]
@@ -91,7 +95,8 @@ if ARGV[1] == 'status' then
       rem[i] = r
     end
   end
-  return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now)}
+  return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now),
+    redis.call('HGET', KEYS[2], 'shadow_denied') or '0'}
 end
 
 local a = {}
@@ -137,7 +142,18 @@ end
 
 local ok1, retry1, rem1, tat1 = reserve('rq', a[2], a[3], a[4], a[5])
 local ok2, retry2, rem2, tat2 = reserve('tk', a[6], a[7], a[8], a[9])
+-- Shadow (ARGV[10] '1'): the limits are evaluated and a denial counted
+-- (shadow_denied), never enforced; what they allow is charged, so that
+-- the decisions are those the limits would make.
+local shadow = ARGV[10] == '1'
+local function shadow_denied(retry)
+  redis.call('HINCRBY', KEYS[2], 'shadow_denied', 1)
+  return {1, fmt(retry), fmt(rem1), fmt(rem2), '0', '1'}
+end
 if retry1 == -1 or retry2 == -1 then
+  if shadow then
+    return shadow_denied(-1)
+  end
   return {0, '-1', fmt(rem1), fmt(rem2)} -- a cost above a burst: no change
 end
 -- The learned budget (learn): the stricter of it and the limits decides.
@@ -184,6 +200,9 @@ end
 local retry = retry1
 if retry2 == -1 or (retry1 ~= -1 and retry2 > retry1) then
   retry = retry2
+end
+if shadow then
+  return shadow_denied(retry)
 end
 redis.call('HINCRBY', KEYS[2], 'limited', 1)
 return {0, fmt(retry), fmt(rem1), fmt(rem2)}

@@ -245,7 +245,7 @@ func providerLimits(c config.Config) map[string]governor.ProviderLimits {
 func providerRates(c config.Config) map[string]runner.ProviderRate {
 	rates := map[string]runner.ProviderRate{}
 	for name, l := range providerLimits(c) {
-		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens}
+		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens, Shadow: l.Shadow}
 	}
 	return rates
 }

@@ -62,7 +62,7 @@ governor_leases_lost_total, governor_reclaims_total{reason=expired|owner_dead},
 governor_takeovers_total (counters by resource);
 governor_acquire_wait_seconds (histogram by resource: how long acquires waited,
 in every process, CLI runs included); governor_rate_allowed_total,
-governor_rate_limited_total (counters by provider),
+governor_rate_limited_total, governor_shadow_denied_total (counters by provider),
 governor_rate_remaining{provider,limit=requests|tokens} (gauge);
 governor_cooloff_seconds (seconds left of a cool-off after a rate-limit signal),
 governor_last_signal_timestamp_seconds, and for adaptive providers

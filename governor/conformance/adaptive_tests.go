@@ -172,3 +172,70 @@ func (s *suite) learnedBudget(t *testing.T) {
 		t.Fatalf("second under 1/min with 49 learned: %+v, %v; want denied by the configured limit", res, err)
 	}
 }
+
+// shadowRates: a shadow reservation is never denied, and is marked and
+// counted exactly where the same limits, enforced, deny the same
+// sequence of reservations on another key.
+func (s *suite) shadowRates(t *testing.T) {
+	rb := rateBackend(t, s.h.Open(t))
+	p := project()
+	real := governor.RateRequest{Key: governor.Key{Project: p, Resource: "provider:real"},
+		Requests: governor.RateLimit{Rate: 60, Period: time.Minute, Burst: 3},
+		Tokens:   governor.RateLimit{Rate: 6000, Period: time.Minute, Burst: 500}, NRequests: 1}
+	shadow := real
+	shadow.Key.Resource, shadow.Shadow = "provider:shadow", true
+	var denied, shadowDenied int64
+	for i := 0; i < 12; i++ {
+		real.NTokens = int64(50 + 40*(i%3))
+		shadow.NTokens = real.NTokens
+		r, err := rb.RateReserve(ctxT(t), real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := rb.RateReserve(ctxT(t), shadow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sh.Allowed || sh.ShadowDenied != !r.Allowed {
+			t.Fatalf("reservation %d: enforced %+v, shadow %+v; want the shadow allowed, marked denied exactly when the enforced one is", i, r, sh)
+		}
+		if !r.Allowed {
+			denied++
+		}
+		if sh.ShadowDenied {
+			shadowDenied++
+		}
+		if i%4 == 3 && !s.h.RealTime {
+			s.h.Advance(t, 1500*time.Millisecond)
+		}
+	}
+	if denied == 0 || denied == 12 {
+		t.Fatalf("%d of 12 denied: the sequence tests nothing", denied)
+	}
+	rs, err := rb.RateStatus(ctxT(t), real.Key)
+	if err != nil || rs.Limited != denied || rs.ShadowDenied != 0 {
+		t.Fatalf("enforced key status %+v, %v; want %d limited", rs, err, denied)
+	}
+	ss, err := rb.RateStatus(ctxT(t), shadow.Key)
+	if err != nil || ss.ShadowDenied != shadowDenied || ss.Limited != 0 || ss.Allowed != 12-shadowDenied {
+		t.Fatalf("shadow key status %+v, %v; want %d shadow denied, none limited", ss, err, shadowDenied)
+	}
+	// Provider.Do with a shadow limit never waits for it: on a store
+	// whose clock stands still, an enforced one would wait forever.
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	sp := g.Provider("shadowdo", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1, Period: time.Hour}, Shadow: true})
+	for i := 0; i < 3; i++ {
+		if err := sp.Do(ctxT(t), 0, func(context.Context) (int64, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := g.RateStatus(ctxT(t), governor.ProviderResource("shadowdo")); err != nil || st.ShadowDenied != 2 || st.Allowed != 1 {
+		t.Fatalf("shadow provider after 3 calls at 1/h: %+v, %v; want 1 allowed, 2 shadow denied", st, err)
+	}
+	// A cost above the burst: enforced, an error; in shadow, allowed and
+	// counted.
+	shadow.NTokens = 1000
+	if sh, err := rb.RateReserve(ctxT(t), shadow); err != nil || !sh.Allowed || !sh.ShadowDenied {
+		t.Fatalf("shadow, a cost above the burst: %+v, %v", sh, err)
+	}
+}

@@ -134,6 +134,7 @@ func Run(t *testing.T, h Harness) {
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
 		{"LearnedBudget", s.learnedBudget},
+		{"ShadowRates", s.shadowRates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

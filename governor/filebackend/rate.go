@@ -42,6 +42,13 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	rq := gcra.Reserve(limit(req.Requests), st.RateRequests, now, req.NRequests)
 	tk := gcra.Reserve(limit(req.Tokens), st.RateTokens, now, req.NTokens)
+	// Shadow (req.Shadow): a denial is counted, never enforced, and
+	// charges nothing; the twin of rate.lua's shadow_denied.
+	if (rq.RetryAfter < 0 || tk.RetryAfter < 0) && req.Shadow {
+		st.RateShadow++
+		t.dirty = true
+		return governor.RateResult{Allowed: true, ShadowDenied: true, RemainingRequests: rq.Remaining, RemainingTokens: tk.Remaining}, t.commit()
+	}
 	if rq.RetryAfter < 0 || tk.RetryAfter < 0 {
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
@@ -57,6 +64,11 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 		ltk(&st.LearnedTokens)
 		st.RateRequests, st.RateTokens = rq.TAT, tk.TAT
 		st.RateAllowed++
+	} else if req.Shadow {
+		res.Allowed, res.ShadowDenied = true, true
+		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
+		res.RemainingRequests, res.RemainingTokens = 0, 0
+		st.RateShadow++
 	} else {
 		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
 		res.RemainingRequests, res.RemainingTokens = 0, 0
@@ -100,7 +112,7 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 		return rs, nil
 	}
 	rs.Requests, rs.Tokens = st.RateRequestsLimit, st.RateTokensLimit
-	rs.Allowed, rs.Limited = st.RateAllowed, st.RateLimited
+	rs.Allowed, rs.Limited, rs.ShadowDenied = st.RateAllowed, st.RateLimited, st.RateShadow
 	rs.RemainingRequests = remaining(rs.Requests, st.RateRequests, now.boot)
 	rs.RemainingTokens = remaining(rs.Tokens, st.RateTokens, now.boot)
 	return rs, nil

@@ -45,6 +45,7 @@ type state struct {
 	RateTokens   int64 `json:"rate_tokens,omitempty"`
 	RateAllowed  int64 `json:"rate_allowed,omitempty"`
 	RateLimited  int64 `json:"rate_limited,omitempty"`
+	RateShadow   int64 `json:"rate_shadow_denied,omitempty"`
 	// The budget learned from the provider's responses (RateLearn):
 	// what it still accepts, and until when (boot clock; 0: none).
 	LearnedRequests      int64 `json:"learned_requests,omitempty"`

@@ -35,6 +35,9 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
+	if req.Shadow {
+		args = append(args, "1")
+	}
 	// The third key carries the cool-off (see cooloff.lua).
 	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1])
 	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
@@ -43,24 +46,25 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	b.registerRate(ctx, req.Key)
 	r := &reader{op: "rate reserve", key: req.Key}
-	if len(v) != 5 && !r.length(v, 4, false) { // 5: denied by a cool-off
+	if len(v) != 5 && len(v) != 6 && !r.length(v, 4, false) { // 5: denied by a cool-off; 6: shadow denied
 		return governor.RateResult{}, r.err
 	}
 	var coolOff time.Time
 	if len(v) == 5 {
 		coolOff = time.UnixMilli(r.int(v[4], "the end of the cool-off"))
 	}
+	shadowDenied := len(v) == 6 && r.int(v[5], "the shadow verdict") == 1
 	res := governor.RateResult{Allowed: r.int(v[0], "the verdict") == 1, RemainingRequests: r.int(v[2], "the requests left"),
 		RemainingTokens: r.int(v[3], "the tokens left")}
 	retry := r.int(v[1], "the retry time")
 	if r.err != nil {
 		return governor.RateResult{}, r.err
 	}
-	if retry < 0 {
+	if retry < 0 && !shadowDenied {
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
-	res.RetryAfter, res.CoolOff = usec(retry), coolOff
+	res.RetryAfter, res.CoolOff, res.ShadowDenied = usec(max(retry, 0)), coolOff, shadowDenied
 	return res, nil
 }
 
@@ -83,10 +87,11 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 		return governor.RateStatus{}, wrap("rate status", err)
 	}
 	r := &reader{op: "rate status", key: key}
-	if !r.length(v, 6, false) {
+	if !r.length(v, 7, false) {
 		return governor.RateStatus{}, r.err
 	}
 	rs := governor.RateStatus{Key: key, Allowed: r.int(v[0], "the allowed count"), Limited: r.int(v[1], "the limited count"),
+		ShadowDenied:      r.int(v[6], "the shadow denied count"),
 		RemainingRequests: r.int(v[3], "the requests left"), RemainingTokens: r.int(v[4], "the tokens left"),
 		Now: time.UnixMicro(r.int(v[5], "the time"))}
 	limits := r.str(v[2], "the limits")

@@ -179,6 +179,7 @@ type Options struct {
 type ProviderRate struct {
 	Requests governor.RateLimit
 	Tokens   governor.RateLimit
+	Shadow   bool // evaluated and counted, never enforced
 }
 
 func (p ProviderRate) limited() bool { return p.Requests.Rate > 0 || p.Tokens.Rate > 0 }

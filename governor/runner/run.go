@@ -348,7 +348,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 			continue
 		}
 		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
-			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
+			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens, Shadow: rl.Shadow}
 		if mode == governor.Wait {
 			start := time.Now()
 			err := g.WaitRate(ctx, req)
