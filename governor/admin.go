@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,12 +67,14 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 	return Key{g.project, resource}, who, nil
 }
 
-// Cancel withdraws the waiters of resource that sel picks, recording for
+// Cancel withdraws the waiters of resource that sel picks (a WaiterID
+// may be a prefix, of at least 8 characters, of one waiter's id), recording for
 // each an EventCancelled naming by ("" means this Governor's Identity).
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
 // withdrawn, in queue order. None to withdraw is ErrNoWaiter; a bad
-// selector, resource or by is ErrInvalid; either way nothing changes.
+// selector (a prefix of several waiters' ids too), resource or by is
+// ErrInvalid; either way nothing changes.
 // Holders are never cancelled (see Takeover).
 func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelector, by string) ([]Waiter, error) {
 	key, who, err := g.admin(resource, by)
@@ -87,17 +90,19 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 	}
 	var ids []string
 	picked := map[string]Waiter{}
-	for _, w := range st.Waiters {
-		if w.ID == sel.WaiterID || (sel.Session != "" && w.Session == sel.Session) {
-			ids = append(ids, w.ID)
-			picked[w.ID] = w
-		}
+	ws, several := pickWaiters(st.Waiters, sel)
+	for _, w := range ws {
+		ids = append(ids, w.ID)
+		picked[w.ID] = w
 	}
-	what := "waiter " + sel.WaiterID
+	what := fmt.Sprintf("waiter %q", sel.WaiterID)
 	if sel.Session != "" {
-		what = "a waiter of session " + sel.Session
+		what = fmt.Sprintf("a waiter of session %q", sel.Session)
 	}
-	if len(ids) == 0 {
+	switch {
+	case several > 1:
+		return nil, invalid("waiter %q of %s: the prefix names %d waiters; give more of the id", sel.WaiterID, resource, several)
+	case len(ids) == 0:
 		return nil, fmt.Errorf("%w: %s is not queued on %s (%d waiting)", ErrNoWaiter, what, resource, len(st.Waiters))
 	}
 	gone, err := g.b.Withdraw(ctx, key, ids, Withdrawal{Kind: EventCancelled, By: who, Detail: "cancelled by an operator"})
@@ -112,6 +117,38 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 		out = append(out, picked[id])
 	}
 	return out, nil
+}
+
+// minWaiterPrefix is the shortest waiter id prefix Cancel takes (slots
+// shows 12 characters).
+const minWaiterPrefix = 8
+
+// pickWaiters returns the waiters sel picks: those of sel.Session, or the
+// one whose id is sel.WaiterID, else the one waiter whose id starts with
+// it (at least minWaiterPrefix characters). When several start with it,
+// it returns none and how many.
+func pickWaiters(ws []Waiter, sel CancelSelector) ([]Waiter, int) {
+	var out []Waiter
+	if sel.Session != "" {
+		for _, w := range ws {
+			if w.Session == sel.Session {
+				out = append(out, w)
+			}
+		}
+		return out, 0
+	}
+	for _, w := range ws {
+		if w.ID == sel.WaiterID {
+			return []Waiter{w}, 0
+		}
+		if len(sel.WaiterID) >= minWaiterPrefix && strings.HasPrefix(w.ID, sel.WaiterID) {
+			out = append(out, w)
+		}
+	}
+	if len(out) > 1 {
+		return nil, len(out)
+	}
+	return out, 0
 }
 
 // Pause stops resource granting anything new, by any path, recording an

@@ -53,7 +53,9 @@ type Declaration struct {
 	// carry in EnvRunIDs: on this host, a populated group or a process
 	// carrying the id proves the owner alive although every declared
 	// pid is dead (the tree outlived governor and its watchdog). Empty
-	// in records written before they existed.
+	// in records written before they existed. Whoever reclaims the lease
+	// once all of them are gone removes the empty group
+	// (RemoveDeadCgroup).
 	Cgroup string `json:"cgroup,omitempty"`
 	RunID  string `json:"run,omitempty"`
 }
@@ -298,7 +300,9 @@ type Backend interface {
 	// handed to it), Acquire returns that grant with its expiry extended
 	// to now+TTL. Otherwise a Fail request is Refused, and a Wait request
 	// is queued at the tail (or, already queued, has its queue entry
-	// refreshed). A weight above the limit in force is ErrTooHeavy.
+	// refreshed). A weight above the limit in force is ErrTooHeavy. A
+	// request (not New) whose queue entry was withdrawn (Withdraw) is a
+	// *WithdrawnError naming who and why, and is not queued again.
 	Acquire(ctx context.Context, req Request) (Result, error)
 
 	// Renew extends a held lease to now+ttl (ttl 0: its own TTL, as last
@@ -340,7 +344,8 @@ type Backend interface {
 	// new lease gets req.Weight if that fits with no waiter queued
 	// (Refused with the Status otherwise), and the takeover event is
 	// recorded as for a held one. Any other old lease (released, taken
-	// over already, unknown) is ErrNotHeld and changes nothing.
+	// over already, unknown) is ErrNotHeld and changes nothing. A paused
+	// resource refuses the takeover of an ended lease (new room) too.
 	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
 
 	// NextSeq returns the next number (from 1) of sequence name of

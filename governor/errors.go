@@ -142,8 +142,15 @@ type WithdrawnError struct {
 }
 
 func (e *WithdrawnError) Error() string {
+	return fmt.Sprintf("governor: waiter %s of %s withdrawn: %s", e.WaiterID, e.Resource, e.Reason())
+}
+
+// Reason says what withdrew the waiter and who: "cancelled by alice
+// (session s, pid 1 on h): cancelled by an operator". By and Detail came
+// from the backend: they are escaped for a terminal.
+func (e *WithdrawnError) Reason() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "governor: waiter %s of %s withdrawn (%s)", e.WaiterID, e.Resource, safetext.Escape(e.Kind))
+	b.WriteString(safetext.Escape(e.Kind))
 	if e.By != "" {
 		fmt.Fprintf(&b, " by %s", safetext.Escape(e.By))
 	}

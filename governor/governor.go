@@ -248,7 +248,9 @@ type AcquireOptions struct {
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
 // leaving no waiter and no lease behind; if Close ends the wait, it
-// returns ErrClosed, leaving nothing behind either. Bad input is
+// returns ErrClosed, leaving nothing behind either; if someone withdraws
+// the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying
+// who and why. Bad input is
 // ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	req, tm, err := g.request(resource, o)
@@ -406,7 +408,8 @@ func (g *Governor) cancel(req Request) {
 }
 
 // reclaimDead removes holders on this host whose owner process is proven
-// dead (SPEC invariant 2) and reports whether it removed any.
+// dead (SPEC invariant 2), and the cgroups their trees left
+// (Declaration.RemoveDeadCgroup), and reports whether it removed any.
 func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 	removed := false
 	for _, h := range st.Holders {
@@ -415,6 +418,7 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 		}
 		if ok, err := g.b.Reclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {
 			removed = true
+			_ = h.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
 		}
 	}
 	return removed

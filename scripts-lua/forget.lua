@@ -3,9 +3,10 @@
 -- ARGV: 1 retention in ms
 -- Returns 1 when every key of the resource was deleted, else 0.
 --
--- Idle: no holder and no waiter, not paused, no live limit. The first call that finds the resource
--- idle marks it (S field idle = "token waited since_ms"); a grant changes
--- the token and an enqueue the waited count, so a later call that finds
+-- Idle: no holder and no waiter, not paused, no live limit (admin.lua).
+-- The first call that finds the resource idle marks it (S field idle =
+-- "token waited since_ms"); a grant changes the token and an enqueue the
+-- waited count, so a later call that finds
 -- the same mark at least the retention old knows that nothing was granted
 -- or queued in between. The last token must also lie behind the server's
 -- clock in microseconds (it does unless grants outran the clock): the

@@ -42,10 +42,11 @@ local REC_TTL = '^(%d+ )%d+'
 -- REC_ACQ gives a holder record's acquired_ms.
 local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
 
--- The last hold durations (ms), in S under 'holds': HOLD-formatted
--- entries of 10 characters, oldest first, at most HOLDS characters
--- (governor.HoldHistory entries). Go's reader.holds reads it.
-local HOLD, HOLDS = '%10d', 500
+-- The last HOLDS (governor.HoldHistory) hold durations (ms), a ring in S:
+-- holdn counts the holds recorded, and hold N % HOLDS, under 'hold:' ..
+-- (N % HOLDS), is the duration of hold N (from 0). One small field read
+-- and two written per hold (hold() in lib.lua); status.lua reads them.
+local HOLDS = 50
 
 -- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
 -- channel declaration" (Go's reader.waiters reads it).

@@ -23,7 +23,8 @@
 -- held_back() below).
 -- Admin state (admin.lua): paused (ms since; absent when not) and
 -- paused_by; live (a limit set live; absent when none), live_at (ms) and
--- live_by. holds: the last hold durations (HOLDS in head.lua; hold()).
+-- live_by. holdn and hold:I: the last hold durations (HOLDS in
+-- head.lua; hold()).
 -- Adaptive concurrency (adapt.lua): adapt (the limit AIMD holds), adapt_max
 -- (the configured maximum it runs under), adapt_ok (successes since the
 -- last change); signal_at (ms): the last rate-limit signal (cooloff.lua). A seventh
@@ -234,20 +235,23 @@ local function drop_holder(id, w)
 end
 
 -- hold records how long the lease of record r was held (now minus its
--- grant) in the holds field, keeping the last ones (HOLDS in head.lua):
--- for releases, expiries, reclaims and takeovers.
+-- grant) in the ring of the last HOLDS (head.lua): for releases,
+-- expiries, reclaims and takeovers. A holdn that is not a number counts
+-- from 0.
 local function hold(r)
   local acq = string.match(r, REC_ACQ)
   if not acq then
     return
   end
-  local h = m.holds
-  if h == nil then
-    h = redis.call('HGET', KEYS[2], 'holds')
+  local n = m.holdn
+  if n == nil then
+    n = redis.call('HGET', KEYS[2], 'holdn')
   end
-  set('holds', string.sub((h or '') .. string.format(HOLD, math.max(0, now - acq)), -HOLDS))
+  n = tonumber(n or 0) or 0
+  n = n - n % 1
+  set('hold:' .. string.format('%d', n % HOLDS), math.max(0, now - acq))
+  set('holdn', n + 1)
 end
-
 
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.

@@ -3,7 +3,8 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs), {paused_by, live_by, holds} ('' when absent)}.
+-- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
+-- absent)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -28,5 +29,12 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-local text = redis.call('HMGET', S, 'paused_by', 'live_by', 'holds')
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), {text[1] or '', text[2] or '', text[3] or ''}}
+local fields = {'paused_by', 'live_by', 'holdn'}
+for i = 0, HOLDS - 1 do
+  fields[#fields + 1] = 'hold:' .. i
+end
+local admin = redis.call('HMGET', S, unpack(fields))
+for i = 1, #fields do
+  admin[i] = admin[i] or ''
+end
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin}

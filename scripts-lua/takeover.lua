@@ -25,7 +25,9 @@ else
     return finish({0})
   end
   w = ARGV[6] + 0
-  if get('qlen') > 0 or get('used') + w > get('limit') then
+  -- New room, as a grant: not while waiters queue or grants are held
+  -- back (paused, quarantine).
+  if get('qlen') > 0 or get('used') + w > get('limit') or held_back() then
     return finish({2})
   end
 end

@@ -202,8 +202,11 @@ func (s *suite) pause(t *testing.T) {
 	if st.Paused == nil || st.Paused.By != "carol" || st.Paused.Since.IsZero() {
 		t.Fatalf("Status.Paused = %+v, want by carol", st.Paused)
 	}
-	// Room for one more, but paused: refused (fast path) or queued.
-	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+	// Room for one more, but paused: refused (New: the fast path) or
+	// queued.
+	fresh1 := req(key, 2, 1, governor.Fail)
+	fresh1.New = true
+	mustAcquire(t, b, fresh1, governor.Refused)
 	w1, w2 := req(key, 2, 1, governor.Wait), req(key, 2, 1, governor.Wait)
 	mustAcquire(t, b, w1, governor.Queued)
 	mustAcquire(t, b, w2, governor.Queued)
@@ -245,6 +248,24 @@ func (s *suite) pause(t *testing.T) {
 	}
 	if changed, err := b.SetPaused(ctxT(t), key, false, "erin"); err != nil || changed {
 		t.Fatalf("resuming a running resource = %v, %v; want no change", changed, err)
+	}
+	// The takeover of an expired lease is new room: refused while paused.
+	exp := governor.Key{Project: project(), Resource: "expiring"}
+	short := req(exp, 1, 1, governor.Fail)
+	short.TTL = 200 * time.Millisecond
+	mustAcquire(t, b, short, governor.Granted)
+	if _, err := b.SetPaused(ctxT(t), exp, true, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	s.h.Advance(t, 300*time.Millisecond)
+	if res, err := b.Takeover(ctxT(t), exp, short.ID, req(exp, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Refused {
+		t.Fatalf("takeover of an expired lease while paused = %v, %v; want Refused", res.Outcome, err)
+	}
+	if _, err := b.SetPaused(ctxT(t), exp, false, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := b.Takeover(ctxT(t), exp, short.ID, req(exp, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
+		t.Fatalf("takeover of an expired lease after resume = %v, %v; want Granted", res.Outcome, err)
 	}
 	// Pausing a resource never used makes it, listed, paused.
 	fresh := governor.Key{Project: project(), Resource: "fresh"}

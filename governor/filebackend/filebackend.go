@@ -283,6 +283,9 @@ type tx struct {
 	// them is written: removing them before would leave a written state
 	// naming a lease or waiter without the file that proves it alive.
 	unlink []string
+	// reapedDecls are the declarations of the holders reap proved dead:
+	// their cgroups go once the state without them is written.
+	reapedDecls []governor.Declaration
 }
 
 // begin opens and locks key's directory and reads its state. Without
@@ -380,12 +383,24 @@ func (t *tx) commit() error {
 		}
 		t.dirty = false
 	}
+	t.removeLeftovers()
+	return nil
+}
+
+// removeLeftovers removes, once the state is written, what crashed or
+// finished processes left behind: the files it no longer needs, the
+// cgroups of the holders reap proved dead (see
+// governor.Declaration.RemoveDeadCgroup), and what sweep finds.
+func (t *tx) removeLeftovers() {
 	for _, name := range t.unlink {
 		_ = unix.Unlinkat(t.dir, name, 0)
 	}
 	t.unlink = nil
+	for _, d := range t.reapedDecls {
+		_ = d.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
+	}
+	t.reapedDecls = nil
 	t.sweep()
-	return nil
 }
 
 // sweep removes, under the lock, a temp file of a killed writer, lease
@@ -467,8 +482,10 @@ func (t *tx) settle() {
 }
 
 // reap reclaims holders whose owner is proven dead: their lease file is
-// not locked, or their grant is unclaimed and their wake-up pipe
-// orphaned. Leases this Backend holds are alive by definition.
+// not locked and the command tree they declare is not alive
+// (governor.Declaration.TreeVerdict), or their grant is unclaimed and
+// their wake-up pipe orphaned. Leases this Backend holds are alive by
+// definition.
 func (t *tx) reap() {
 	if t.reaped {
 		return
@@ -481,7 +498,11 @@ func (t *tx) reap() {
 		if !t.b.holds(t.key, h.ID) {
 			switch {
 			case h.Proof:
-				dead = leaseDead(t.dir, leasePrefix+escape(h.ID))
+				// The lease file of a `governor run` is held by its
+				// command tree, but a process of the tree may have closed
+				// it: the tree's own proof of life (its cgroup, its run
+				// id) must be gone as well.
+				dead = leaseDead(t.dir, leasePrefix+escape(h.ID)) && h.Decl.TreeVerdict() != proc.Alive
 			case h.Handed:
 				if pokePipe(t.dir, waitPrefix+escape(h.ID), false) == pipeOrphaned {
 					dead = true
@@ -490,6 +511,7 @@ func (t *tx) reap() {
 			}
 		}
 		if dead {
+			t.reapedDecls = append(t.reapedDecls, h.Decl)
 			t.event(governor.EventReclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
 			t.hold(i)
 			t.dropHolder(i)

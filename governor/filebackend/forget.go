@@ -96,11 +96,7 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	if err := unix.Unlinkat(t.dir, stateName, 0); err != nil && err != unix.ENOENT {
 		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(key), err)
 	}
-	for _, name := range t.unlink {
-		_ = unix.Unlinkat(t.dir, name, 0)
-	}
-	t.unlink = nil
-	t.sweep()
+	t.removeLeftovers()
 	return true, nil
 }
 

@@ -4,13 +4,11 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var adminScript = redis.NewScript(scripts.Admin)
+var adminScript = newScript(scripts.Admin)
 
 // Withdraw implements governor.Backend: admin.lua's withdraw.
 func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, why governor.Withdrawal) ([]string, error) {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var coolOffScript = redis.NewScript(scripts.CoolOff)
+var coolOffScript = newScript(scripts.CoolOff)
 
 var _ governor.CoolOffBackend = (*Backend)(nil)
 
@@ -28,7 +26,7 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 	return time.UnixMilli(v), nil
 }
 
-var adaptScript = redis.NewScript(scripts.Adapt)
+var adaptScript = newScript(scripts.Adapt)
 
 var _ governor.AdaptiveBackend = (*Backend)(nil)
 
@@ -56,7 +54,7 @@ func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.Adap
 	return st, r.err
 }
 
-var noteScript = redis.NewScript(scripts.Note)
+var noteScript = newScript(scripts.Note)
 
 var _ governor.DegradedBackend = (*Backend)(nil)
 

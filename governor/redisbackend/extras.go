@@ -7,15 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
 var (
-	seqScript      = redis.NewScript(scripts.Seq)
-	takeoverScript = redis.NewScript(scripts.Takeover)
+	seqScript      = newScript(scripts.Seq)
+	takeoverScript = newScript(scripts.Takeover)
 )
 
 // SeqKey is the key of a sequence of project. '{' is not allowed in

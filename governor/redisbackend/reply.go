@@ -283,8 +283,8 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	}
 	st.Histograms = r.stats(r.list(v[4], "the stats"))
 	text := r.list(v[5], "the admin state")
-	if len(text) != 3 {
-		r.fail("admin state: %d values; want paused_by, live_by, holds", len(text))
+	if len(text) != 3+governor.HoldHistory {
+		r.fail("admin state: %d values; want paused_by, live_by, holdn and %d holds", len(text), governor.HoldHistory)
 		return governor.Status{}, r.err
 	}
 	if paused > 0 {
@@ -296,19 +296,30 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	if adapt > 0 {
 		st.Adaptive = &governor.AdaptiveState{Limit: int(adapt), Max: int(adaptMax), Successes: int(adaptOK)}
 	}
-	st.Holds = r.holds(r.str(text[2], "the hold durations"))
+	st.Holds = r.holds(text[2], text[3:])
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}
 	return st, nil
 }
 
-// holds reads the hold durations (HOLDS in head.lua: entries of ten
-// characters, milliseconds right-aligned, oldest first).
-func (r *reader) holds(s string) []time.Duration {
+// holds reads the ring of hold durations (HOLDS in head.lua): holdn, the
+// holds recorded, and the ring's slots (ms), into the last ones, oldest
+// first. A holdn that is not a number counts as none.
+func (r *reader) holds(holdn any, ring []any) []time.Duration {
+	s := r.str(holdn, "the count of holds")
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	size := int64(len(ring))
 	var out []time.Duration
-	for _, f := range strings.Fields(s) {
-		out = append(out, time.Duration(r.int(f, "a hold duration"))*time.Millisecond)
+	for i := max(0, n-size); i < n; i++ {
+		slot := r.str(ring[i%size], "a hold duration")
+		if slot == "" {
+			continue // a slot lost: skipped
+		}
+		out = append(out, time.Duration(r.int(slot, "a hold duration"))*time.Millisecond)
 	}
 	return out
 }
