@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +89,15 @@ func fleetHelper() (int, bool) {
 		case !errors.As(err, &rl):
 			fmt.Fprintln(os.Stderr, err)
 			return 1, true
+		default:
+			// Do recorded the signal before it returned: the limit in
+			// force now is the halved one (see TestFleetBackpressure).
+			st, err := g.Status(ctx, governor.ProviderResource("fake"))
+			if err != nil || st.Adaptive == nil {
+				fmt.Fprintln(os.Stderr, "status after a signal:", st.Adaptive, err)
+				return 1, true
+			}
+			fmt.Printf("limit-after-signal %d\n", st.Adaptive.Limit)
 		}
 	}
 	return 0, true
@@ -176,14 +186,23 @@ func TestFleetBackpressure(t *testing.T) {
 	const goAgents, shellAgents, calls = 3, 2, 12
 	var wg sync.WaitGroup
 	errs := make(chan error, goAgents+shellAgents)
+	g := tg.governor(t)
+	afterSignal := make(chan int, 1000) // the adaptive limit right after each signal
 	for i := 0; i < goAgents; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c := exec.Command(self, "-test.run=^$")
 			c.Env = append(cleanEnv(), fmt.Sprintf("%s=%s %s go%d %d", fleetAgentEnv, s.URL(), srv.URL, i, calls))
-			if out, err := c.CombinedOutput(); err != nil {
+			out, err := c.Output()
+			if err != nil {
 				errs <- fmt.Errorf("go agent %d: %v\n%s", i, err, out)
+			}
+			for _, l := range strings.Split(string(out), "\n") {
+				if n, ok := strings.CutPrefix(l, "limit-after-signal "); ok {
+					v, _ := strconv.Atoi(n)
+					afterSignal <- v
+				}
 			}
 		}()
 	}
@@ -199,7 +218,8 @@ func TestFleetBackpressure(t *testing.T) {
 				switch code {
 				case 0:
 					ok++
-				case fleetBackoff:
+				case fleetBackoff: // the run recorded the signal before it exited
+					afterSignal <- tg.status(t, g, "provider:fake").Adaptive.Limit
 				default:
 					errs <- fmt.Errorf("shell agent %d: exit %d %s", i, code, stderr)
 					return
@@ -239,12 +259,23 @@ func TestFleetBackpressure(t *testing.T) {
 	if peak > fleetMax {
 		t.Errorf("%d calls in flight at the fake; max_concurrency %d", peak, fleetMax)
 	}
-	g := tg.governor(t)
-	st := tg.status(t, g, "provider:fake")
-	if st.Adaptive == nil || st.Adaptive.Limit > 3 {
-		t.Errorf("after the run: adaptive %+v; want the limit come down to the fake's capacity (2, give or take one)", st.Adaptive)
+	// AIMD: each signal halved the limit in force. Right after one, no
+	// new call was granted yet (the cool-off), so at most the calls in
+	// flight (one per process) can have added to it: one slot per
+	// fleetEvery successes.
+	close(afterSignal)
+	bound := fleetMax/2 + (goAgents+shellAgents+fleetEvery-1)/fleetEvery
+	var signals []int
+	for v := range afterSignal {
+		signals = append(signals, v)
+		if v < 1 || v > bound {
+			t.Errorf("the adaptive limit right after a signal was %d; want 1 to %d (halved from at most %d)", v, bound, fleetMax)
+		}
 	}
-	t.Logf("%d calls, %d answered 429, peak %d in flight, adaptive %+v", len(got), limited, peak, st.Adaptive)
+	if len(signals) == 0 {
+		t.Error("no agent saw a signal")
+	}
+	t.Logf("%d calls, %d answered 429, peak %d in flight, adaptive limit after each signal %v", len(got), limited, peak, signals)
 
 	// The fake takes more now: successes raise the limit back.
 	fake.mu.Lock()
