@@ -109,6 +109,16 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
+	// CoolOff is the end of the resource's cool-off (CoolOffBackend),
+	// backend time; zero when none is in force. Only a Status the
+	// backend read in full, or the Status of a Refused or Queued
+	// Result, carries it.
+	CoolOff time.Time
+	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
+	// when the resource is not adaptive; LastSignal the last rate-limit
+	// signal (backend time; zero when none). Only a full Status.
+	Adaptive   *AdaptiveState
+	LastSignal time.Time
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 	// Paused is set while the resource is paused (Governor.Pause): it
@@ -195,6 +205,9 @@ const (
 	// EventLimit: a live limit was set, or cleared (Detail says which
 	// and the limit in force after it).
 	EventLimit = "limit"
+	// EventCoolOff: a rate-limit signal paused new grants (see
+	// CoolOffBackend); the detail says who signalled and until when.
+	EventCoolOff = "cooloff"
 )
 
 // WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose

@@ -67,6 +67,9 @@ type BusyError struct {
 func (e *BusyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "governor: %s busy: %d of %d in use", e.Resource, e.Status.Used, e.Status.Limit)
+	if c := e.Status.CoolingOff(); c != "" {
+		b.WriteString(", " + c)
+	}
 	if n := len(e.Status.Waiters); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)
 	}

@@ -66,6 +66,14 @@ type Options struct {
 	// alive once governor and its watchdog are gone.
 	Cgroup string
 	RunID  string
+	// Log receives the loud lines of degraded mode (a provider's calls
+	// going on without the backend, and the backend back; see
+	// BackendDown); nil: the standard logger.
+	Log func(msg string)
+	// OnDegraded, if set, is called as a resource enters (true) and
+	// leaves (false) degraded mode in this process: for a
+	// governor_degraded gauge (metrics.Instruments.SetDegraded).
+	OnDegraded func(resource string, degraded bool)
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -85,8 +93,13 @@ type Governor struct {
 	self     proc.Self
 	rec      *recorder
 
+	log        func(string)
+	onDegraded func(string, bool)
+
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
+	// down is the degraded state of providers' resources (degraded.go).
+	down   map[string]*degraded
 	closed bool
 	// closing ends when Close starts, and with it every call in flight;
 	// active counts those calls, which Close waits for before it closes
@@ -109,6 +122,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 		return nil, invalid("nil backend %T; pass the backend that filebackend.New or redisbackend.New returned without an error", b)
 	}
 	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
+		log: opts.Log, onDegraded: opts.OnDegraded,
 		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())
 	g.rec = newRecorder(b)
@@ -240,6 +254,10 @@ type AcquireOptions struct {
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
+	// GiveUpOnBackendError, if set, ends a waiting acquire at the first
+	// failure to reach the backend (it returns that error, leaving
+	// nothing behind), instead of riding it out: for degraded mode.
+	GiveUpOnBackendError bool
 }
 
 // Acquire takes weight slots of resource. On success it returns a Lease
@@ -260,7 +278,7 @@ func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOption
 		return nil, err
 	}
 	defer g.active.Done()
-	return g.acquire(ctx, req, tm, o.OnQueued)
+	return g.acquire(ctx, req, tm, o.OnQueued, o.GiveUpOnBackendError)
 }
 
 // request checks o and returns the backend request and the lease's
@@ -328,7 +346,7 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
 }
 
-func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result)) (*Lease, error) {
+func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {
 	ctx, cancel := context.WithCancel(caller)
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
@@ -365,12 +383,18 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if onQueued != nil {
 					onQueued(res)
 				}
-				timer.Reset(recheck)
+				// A cool-off ends with no release to wake the queue: every
+				// waiter re-checks then, and the first hands out in order.
+				if left := res.Status.coolingOff(); left > 0 && left < recheck {
+					timer.Reset(left + time.Millisecond)
+				} else {
+					timer.Reset(recheck)
+				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}
 		} else {
-			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
+			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil || giveUp {
 				if req.Mode == Wait && !errors.Is(err, ErrWithdrawn) {
 					g.cancel(req)
 				}
@@ -506,7 +530,7 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	sort.SliceStable(idx, func(a, b int) bool { return g.Less(wants[idx[a]].Resource, wants[idx[b]].Resource) })
 	var got []*Lease
 	for _, i := range idx {
-		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued)
+		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued, wants[i].GiveUpOnBackendError)
 		if err != nil {
 			for j := len(got) - 1; j >= 0; j-- {
 				_ = got[j].Release()

@@ -37,6 +37,12 @@ var (
 	takeover string
 	//go:embed forget.lua
 	forget string
+	//go:embed cooloff.lua
+	cooloff string
+	//go:embed adapt.lua
+	adapt string
+	//go:embed note.lua
+	note string
 	//go:embed admin.lua
 	admin string
 )
@@ -52,6 +58,9 @@ var (
 	Lost     = compose(lost)
 	Status   = compose(status)
 	Takeover = compose(takeover)
+	CoolOff  = compose(cooloff)
+	Adapt    = compose(adapt)
+	Note     = compose(note)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).

@@ -141,6 +141,12 @@ func Run(t *testing.T, h Harness) {
 		{"PolicySupersede", s.policySupersede},
 		{"PolicyEager", s.policyEager},
 		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
+		{"CoolOffHoldsBack", s.coolOffHoldsBack},
+		{"CoolOffProvider", s.coolOffProvider},
+		{"AdaptiveAIMD", s.adaptiveAIMD},
+		{"AdaptiveProvider", s.adaptiveProvider},
+		{"LearnedBudget", s.learnedBudget},
+		{"ShadowRates", s.shadowRates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

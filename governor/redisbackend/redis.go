@@ -184,7 +184,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	return be, nil
 }
 
-// allScripts are the scripts New loads.
+// allScripts are the scripts New loads. Those of rate-limit signals
+// (cooloff.lua, adapt.lua, note.lua) are left to their first run
+// (EVALSHA, then EVAL): they are rare, and every script loaded here is a
+// round trip each process pays at open when the server lacks it.
 var allScripts = []*script{acquireScript, renewScript, releaseScript, cancelScript,
 	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript}
 
