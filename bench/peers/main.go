@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -73,6 +74,7 @@ type contender struct {
 	// (governor's OnQueued); otherwise the hand-off waits a moment after
 	// starting the waiter.
 	hasQueued bool
+	rdb       *redis.Client // the client it uses, for INFO
 }
 
 func names() []string { return []string{"raw-evalsha", "governor", "redislock", "redsync"} }
@@ -135,26 +137,30 @@ func run(out io.Writer, c config) error {
 	// each level, raw first and last of its level's turns in turn.
 	share := map[string]map[int][]float64{} // name -> par -> share of raw, per round
 	rate := map[string]map[int][]float64{}
+	clientCPU, serverCPU := map[string]map[int][]float64{}, map[string]map[int][]float64{}
 	for r := 0; r < c.rounds; r++ {
 		for _, lv := range levels {
 			// rotate the order each round
 			order := slices.Clone(lv.cs)
 			k := r % len(order)
 			order = append(order[k:], order[:k]...)
-			got := map[string]float64{}
+			got := map[string]turnResult{}
 			for _, x := range order {
-				n, err := pairsPerSec(ctx, x, lv.par, c.turn, fmt.Sprintf("r%d", r))
+				t, err := measure(ctx, x, lv.par, c.turn, fmt.Sprintf("r%d", r))
 				if err != nil {
 					return fmt.Errorf("%s at %d goroutines: %w", x.name, lv.par, err)
 				}
-				got[x.name] = n
+				got[x.name] = t
 			}
-			for name, n := range got {
+			for name, t := range got {
 				if share[name] == nil {
 					share[name], rate[name] = map[int][]float64{}, map[int][]float64{}
+					clientCPU[name], serverCPU[name] = map[int][]float64{}, map[int][]float64{}
 				}
-				share[name][lv.par] = append(share[name][lv.par], n/got["raw-evalsha"])
-				rate[name][lv.par] = append(rate[name][lv.par], n)
+				share[name][lv.par] = append(share[name][lv.par], t.perSec/got["raw-evalsha"].perSec)
+				rate[name][lv.par] = append(rate[name][lv.par], t.perSec)
+				clientCPU[name][lv.par] = append(clientCPU[name][lv.par], t.clientUS)
+				serverCPU[name][lv.par] = append(serverCPU[name][lv.par], t.serverUS)
 			}
 		}
 	}
@@ -176,6 +182,18 @@ func run(out io.Writer, c config) error {
 				ratios = append(ratios, share["governor"][lv.par][i]/ref[lv.par][i])
 			}
 			fmt.Fprintf(out, "  %d goroutines %.2f× [%.2f–%.2f]", lv.par, median(ratios), slices.Min(ratios), slices.Max(ratios))
+		}
+		fmt.Fprintln(out)
+	}
+
+	// What bounds pairs/s on this machine: the CPU each pair costs the
+	// client process and redis-server (all of it, whatever core).
+	fmt.Fprintf(out, "\nCPU per pair, µs (median over rounds): client process + redis-server\n")
+	fmt.Fprintf(out, "%-12s %22s %22s\n", "", "1 goroutine", "64 goroutines")
+	for _, x := range levels[0].cs {
+		fmt.Fprintf(out, "%-12s", x.name)
+		for _, lv := range levels {
+			fmt.Fprintf(out, "   %6.1f + %6.1f     ", median(clientCPU[x.name][lv.par]), median(serverCPU[x.name][lv.par]))
 		}
 		fmt.Fprintln(out)
 	}
@@ -310,14 +328,27 @@ func contenders(ctx context.Context, rdb *redis.Client, prefix string) ([]*conte
 			}
 			return func() error { _, err := m.UnlockContext(context.Background()); return err }, nil
 		}}
-	return []*contender{raw, gov, lock, rsync}, closeAll, nil
+	all := []*contender{raw, gov, lock, rsync}
+	for _, x := range all {
+		x.rdb = rdb
+	}
+	return all, closeAll, nil
 }
 
 type queuedKey struct{}
 
-// pairsPerSec runs x's pairs on par goroutines, each on its own key,
-// for d, and returns pairs per second.
-func pairsPerSec(ctx context.Context, x *contender, par int, d time.Duration, tag string) (float64, error) {
+// turnResult is one turn's figures: pairs per second, and the CPU time
+// per pair of this process (the client) and of redis-server.
+type turnResult struct {
+	perSec, clientUS, serverUS float64
+}
+
+// measure runs x's pairs on par goroutines, each on its own key, for d.
+func measure(ctx context.Context, x *contender, par int, d time.Duration, tag string) (turnResult, error) {
+	c0, s0, err := cpuNow(ctx, x.rdb)
+	if err != nil {
+		return turnResult{}, err
+	}
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
@@ -347,9 +378,40 @@ func pairsPerSec(ctx context.Context, x *contender, par int, d time.Duration, ta
 	wg.Wait()
 	el := time.Since(start)
 	if e := first.Load(); e != nil {
-		return 0, *e
+		return turnResult{}, *e
 	}
-	return float64(n.Load()) / el.Seconds(), nil
+	c1, s1, err := cpuNow(ctx, x.rdb)
+	if err != nil {
+		return turnResult{}, err
+	}
+	pairs := float64(max(n.Load(), 1))
+	return turnResult{perSec: float64(n.Load()) / el.Seconds(),
+		clientUS: (c1 - c0).Seconds() * 1e6 / pairs, serverUS: (s1 - s0).Seconds() * 1e6 / pairs}, nil
+}
+
+// cpuNow returns the CPU time (user and system) used so far by this
+// process and by the redis-server behind rdb (INFO cpu).
+func cpuNow(ctx context.Context, rdb *redis.Client) (client, server time.Duration, err error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0, err
+	}
+	client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("INFO cpu: %s=%q: %w", k, v, err)
+			}
+			server += time.Duration(f * float64(time.Second))
+		}
+	}
+	return client, server, nil
 }
 
 // handOffs measures n hand-offs of one lock between two holders: the
