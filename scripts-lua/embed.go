@@ -37,6 +37,8 @@ var (
 	takeover string
 	//go:embed forget.lua
 	forget string
+	//go:embed renewmany.lua
+	renewMany string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -52,6 +54,8 @@ var (
 	Takeover = compose(takeover)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
+	// RenewMany renews many leases, each as Renew would (renewmany.lua).
+	RenewMany = "local function renew_one(KEYS, ARGV)\n" + Renew + "\nend\n" + renewMany
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.
