@@ -304,9 +304,21 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 	recheck := g.queueTTL / 4
 	backoff := newBackoff()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
-	defer timer.Stop()
+	// The re-check timer, made only when a wait needs one (most acquires
+	// are granted or refused at once).
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	arm := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+	}
 	req.New = true
 	start := time.Now()
 	for {
@@ -329,7 +341,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if onQueued != nil {
 					onQueued(res)
 				}
-				timer.Reset(recheck)
+				arm(recheck)
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}
@@ -345,7 +357,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 			// A waiter rides out a transport failure: the backend may be
 			// restarting, and re-sending the same id re-queues it.
-			timer.Reset(backoff.next())
+			arm(backoff.next())
 		}
 		select {
 		case <-ctx.Done():

@@ -48,7 +48,8 @@ type Lease struct {
 	// Batched renewals (renewWith): waiting is true while the heartbeat
 	// waits for its next renewal, due then; claimed, when another
 	// lease's renewal took this one along, whose result then arrives on
-	// joined.
+	// joined (made when the heartbeat starts: most leases never start
+	// one).
 	waiting bool
 	due     time.Time
 	claimed bool
@@ -69,8 +70,7 @@ type renewReply struct {
 func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
-		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1),
-		joined: make(chan renewReply, 1)}
+		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
 	g.mu.Lock()
 	closed := g.closed
 	if !closed {
@@ -186,6 +186,9 @@ func (l *Lease) heartbeat() {
 	defer renew.Stop()
 	backoff := newBackoff()
 	due := time.Now()
+	l.mu.Lock()
+	l.joined = make(chan renewReply, 1)
+	l.mu.Unlock()
 	for {
 		l.mu.Lock()
 		deadline := l.deadline
