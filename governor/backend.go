@@ -53,7 +53,9 @@ type Declaration struct {
 	// carry in EnvRunIDs: on this host, a populated group or a process
 	// carrying the id proves the owner alive although every declared
 	// pid is dead (the tree outlived governor and its watchdog). Empty
-	// in records written before they existed.
+	// in records written before they existed. Whoever reclaims the lease
+	// once all of them are gone removes the empty group
+	// (RemoveDeadCgroup).
 	Cgroup string `json:"cgroup,omitempty"`
 	RunID  string `json:"run,omitempty"`
 }
@@ -99,7 +101,34 @@ type Status struct {
 	Histograms map[string]Histogram
 	// Now is the backend's clock when the status was read.
 	Now time.Time
+	// Paused is set while the resource is paused (Governor.Pause): it
+	// grants nothing new; holders finish and waiters keep their place.
+	Paused *Paused
+	// LiveLimit is set while a limit set live (Governor.SetLimit) is in
+	// force: then Limit is it, whatever processes ask for.
+	LiveLimit *LiveLimit
+	// Holds are the durations of the resource's last holds (at most
+	// HoldHistory; oldest first), measured by the backend from grant to
+	// release, expiry, reclaim or takeover: what ExpectedWait rests on.
+	Holds []time.Duration
 }
+
+// Paused says since when and by whom a resource is paused.
+type Paused struct {
+	Since time.Time // backend clock
+	By    string
+}
+
+// LiveLimit is a limit set live: the limit, who set it and when.
+type LiveLimit struct {
+	Limit int
+	By    string
+	At    time.Time // backend clock
+}
+
+// HoldHistory is how many recent hold durations a backend keeps per
+// resource (Status.Holds).
+const HoldHistory = 50
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {
@@ -133,7 +162,33 @@ const (
 	// restarted without persistence, a failover to a replica behind) and
 	// holds new grants back for the longest lease TTL.
 	EventQuarantine = "quarantine"
+	// Admin actions (Governor.Cancel, Pause, Resume, SetLimit); Event.By
+	// names who acted:
+	//
+	// EventCancelled: a waiter was withdrawn (LeaseID names it); its
+	// acquire ends with a *WithdrawnError of this kind. Kinds that
+	// withdraw a waiter are listed in WithdrawKinds.
+	EventCancelled = "cancelled"
+	EventPaused    = "paused"  // the resource grants nothing new until resumed
+	EventResumed   = "resumed" // grants resumed; the queue was served at once
+	// EventLimit: a live limit was set, or cleared (Detail says which
+	// and the limit in force after it).
+	EventLimit = "limit"
 )
+
+// WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
+// queue entry is gone finds the last such event naming it and ends with a
+// *WithdrawnError (backends look only for these kinds; a queue policy that
+// drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
+var WithdrawKinds = []string{EventCancelled}
+
+// Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
+// kind (one of WithdrawKinds), who did it, and why.
+type Withdrawal struct {
+	Kind   string
+	By     string
+	Detail string
+}
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
 // are dropped.
@@ -149,6 +204,8 @@ type Event struct {
 	// Detail says more: for a takeover, who took it ("session S lease
 	// L token T"); for a reclaim, the reason.
 	Detail string
+	// By names who acted, for the admin actions' events; "" otherwise.
+	By string
 }
 
 // BatchRenewer is implemented by a backend that can renew many leases
@@ -257,7 +314,9 @@ type Backend interface {
 	// handed to it), Acquire returns that grant with its expiry extended
 	// to now+TTL. Otherwise a Fail request is Refused, and a Wait request
 	// is queued at the tail (or, already queued, has its queue entry
-	// refreshed). A weight above the limit in force is ErrTooHeavy.
+	// refreshed). A weight above the limit in force is ErrTooHeavy. A
+	// request (not New) whose queue entry was withdrawn (Withdraw) is a
+	// *WithdrawnError naming who and why, and is not queued again.
 	Acquire(ctx context.Context, req Request) (Result, error)
 
 	// Renew extends a held lease to now+ttl (ttl 0: its own TTL, as last
@@ -299,7 +358,8 @@ type Backend interface {
 	// new lease gets req.Weight if that fits with no waiter queued
 	// (Refused with the Status otherwise), and the takeover event is
 	// recorded as for a held one. Any other old lease (released, taken
-	// over already, unknown) is ErrNotHeld and changes nothing.
+	// over already, unknown) is ErrNotHeld and changes nothing. A paused
+	// resource refuses the takeover of an ended lease (new room) too.
 	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
 
 	// NextSeq returns the next number (from 1) of sequence name of
@@ -328,6 +388,31 @@ type Backend interface {
 	// CountLost records that holder id (with token) declared its lease
 	// lost: a counter and an event whose detail is reason.
 	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
+
+	// Withdraw removes the waiters ids that are still queued (others are
+	// skipped: granted meanwhile, gone, unknown), recording for each an
+	// event of kind why.Kind naming it, why.By and why.Detail, and wakes
+	// each: its next Acquire is a *WithdrawnError naming them. It returns
+	// the ids it withdrew, in queue order, and hands on the room the
+	// queue may now have. Nothing changes for a key without state.
+	Withdraw(ctx context.Context, key Key, ids []string, why Withdrawal) ([]string, error)
+
+	// SetPaused pauses (paused true) or resumes key, recording an
+	// EventPaused or EventResumed naming by, and reports whether it
+	// changed anything (pausing a paused resource does not). A paused
+	// resource grants nothing new, by any path; resuming hands the room
+	// to the head of the queue at once. A paused resource is never
+	// forgotten (Forget).
+	SetPaused(ctx context.Context, key Key, paused bool, by string) (bool, error)
+
+	// SetLimit sets the limit in force of key live (1 to MaxLimit),
+	// overriding what processes ask for until cleared (limit 0: the
+	// limit in force goes back to the one processes last asked for),
+	// recording an EventLimit naming by. Holders keep their leases;
+	// raised, the room goes to the head of the queue at once; lowered
+	// below the weight held, nothing is granted until the use falls
+	// under it. A resource with a live limit is never forgotten.
+	SetLimit(ctx context.Context, key Key, limit int, by string) error
 
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/governor-dev/governor/internal/safetext"
 )
@@ -115,3 +116,46 @@ const (
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
+
+// ErrWithdrawn is matched (errors.Is) by a *WithdrawnError: a waiting
+// acquire whose queue entry someone else withdrew.
+var ErrWithdrawn = errors.New("governor: waiter withdrawn")
+
+// WithdrawnError ends a waiting acquire whose queue entry was withdrawn
+// by someone else (Governor.Cancel, or a queue policy): the backend
+// recorded why as an event (a Withdrawal), and the waiter's next poll
+// found its entry gone and read that event. Nothing of the waiter is
+// left behind. errors.Is(err, ErrWithdrawn) is true.
+type WithdrawnError struct {
+	Resource string
+	WaiterID string
+	// Kind is the event kind that withdrew it (EventCancelled, or a
+	// queue policy's), By who did it, Detail why, At when (backend
+	// clock).
+	Kind   string
+	By     string
+	Detail string
+	At     time.Time
+}
+
+func (e *WithdrawnError) Error() string {
+	return fmt.Sprintf("governor: waiter %s of %s withdrawn: %s", e.WaiterID, e.Resource, e.Reason())
+}
+
+// Reason says what withdrew the waiter and who: "cancelled by alice
+// (session s, pid 1 on h): cancelled by an operator". By and Detail came
+// from the backend: they are escaped for a terminal.
+func (e *WithdrawnError) Reason() string {
+	var b strings.Builder
+	b.WriteString(safetext.Escape(e.Kind))
+	if e.By != "" {
+		fmt.Fprintf(&b, " by %s", safetext.Escape(e.By))
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, ": %s", safetext.Escape(e.Detail))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrWithdrawn) hold.
+func (e *WithdrawnError) Is(target error) bool { return target == ErrWithdrawn }

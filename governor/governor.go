@@ -230,7 +230,9 @@ type AcquireOptions struct {
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
 // leaving no waiter and no lease behind; if Close ends the wait, it
-// returns ErrClosed, leaving nothing behind either. Bad input is
+// returns ErrClosed, leaving nothing behind either; if someone withdraws
+// the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying
+// who and why. Bad input is
 // ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	req, tm, err := g.request(resource, o)
@@ -347,7 +349,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 		} else {
 			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
-				if req.Mode == Wait {
+				if req.Mode == Wait && !errors.Is(err, ErrWithdrawn) {
 					g.cancel(req)
 				}
 				if ctx.Err() != nil {
@@ -373,7 +375,8 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
+		errors.Is(err, ErrWithdrawn)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,
@@ -393,7 +396,8 @@ func (g *Governor) cancel(req Request) {
 }
 
 // reclaimDead removes holders on this host whose owner process is proven
-// dead (SPEC invariant 2) and reports whether it removed any.
+// dead (SPEC invariant 2), and the cgroups their trees left
+// (Declaration.RemoveDeadCgroup), and reports whether it removed any.
 func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 	removed := false
 	for _, h := range st.Holders {
@@ -402,6 +406,7 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 		}
 		if ok, err := g.b.Reclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {
 			removed = true
+			_ = h.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
 		}
 	}
 	return removed

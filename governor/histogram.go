@@ -14,6 +14,11 @@ const (
 	// HistogramWait is the time from an acquire call to its grant, on
 	// the acquiring process's monotonic clock: immediate grants too.
 	HistogramWait = "wait"
+	// HistogramHold is the time from an acquire call to the release of
+	// its lease (Lease.Release), on the holder's monotonic clock. Leases
+	// that ended otherwise (expired, reclaimed, taken over, detached) are
+	// not in it; Status.Holds, kept by the backend, counts them too.
+	HistogramHold = "hold"
 )
 
 // histogramBounds are the fixed upper bounds of each histogram. The
@@ -23,6 +28,9 @@ var histogramBounds = map[string][]time.Duration{
 	HistogramWait: {5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
 		time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
 		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
+	HistogramHold: {10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, time.Second,
+		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+		10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour},
 }
 
 // HistogramBounds returns the upper bounds of the buckets of histogram
@@ -51,21 +59,24 @@ func (h Histogram) Count() int64 {
 }
 
 // DefaultObserveFlush is how long a Governor gathers observations before
-// it sends them to the backend in one call per resource; Close sends what
-// is left.
+// it sends them to the backend in one call per resource (its first
+// observation is sent at once); Close sends what is left.
 const DefaultObserveFlush = time.Second
 
 // recorder gathers observations and sends them to the backend in the
-// background, at most once per DefaultObserveFlush, so that measuring a
-// grant adds no round trip to it. Close flushes synchronously; a process
-// that dies loses at most one interval's observations.
+// background, so that measuring a grant adds no round trip to it: the
+// first observation at once, later ones at most once per
+// DefaultObserveFlush. Close flushes synchronously; a process that dies
+// loses at most one interval's observations.
 type recorder struct {
-	b Backend
+	b     Backend
+	every time.Duration // DefaultObserveFlush
 
 	mu      sync.Mutex
 	pending map[recKey]*Histogram
 	timer   *time.Timer
 	closed  bool
+	started bool // a flush has been scheduled before
 
 	flushMu sync.Mutex // one flush at a time
 }
@@ -76,7 +87,7 @@ type recKey struct {
 }
 
 func newRecorder(b Backend) *recorder {
-	return &recorder{b: b, pending: map[recKey]*Histogram{}}
+	return &recorder{b: b, every: DefaultObserveFlush, pending: map[recKey]*Histogram{}}
 }
 
 // observe adds d to histogram name of key.
@@ -97,7 +108,14 @@ func (r *recorder) observe(key Key, name string, d time.Duration) {
 	h.Counts[i]++
 	h.Sum += d
 	if r.timer == nil {
-		r.timer = time.AfterFunc(DefaultObserveFlush, func() {
+		// The first goes at once, while the caller works with its grant: a
+		// short-lived process (governor run) would otherwise send it in
+		// Close, one more backend write after its release, before it exits.
+		wait := r.every
+		if !r.started {
+			wait, r.started = 0, true
+		}
+		r.timer = time.AfterFunc(wait, func() {
 			r.mu.Lock()
 			r.timer = nil
 			r.mu.Unlock()

@@ -26,6 +26,7 @@ type Lease struct {
 	weight int
 	token  int64
 	timing LeaseTiming // Heartbeat 0: it does not renew itself
+	sent   time.Time   // when the acquire that granted it was sent (local monotonic)
 
 	mu       sync.Mutex
 	expires  time.Time // backend clock
@@ -68,7 +69,7 @@ type renewReply struct {
 // grant that comes back after Close began (it raced with it) is released
 // at once: the result is ErrClosed, and nothing is left held.
 func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
-	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm,
+	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm, sent: sent,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
 	g.mu.Lock()
@@ -445,6 +446,9 @@ func (l *Lease) Release() error {
 		// Gone on the backend although our deadline had not passed: it
 		// was taken over or reclaimed.
 		return ErrLeaseLost
+	}
+	if err == nil {
+		l.g.rec.observe(l.key, HistogramHold, time.Since(l.sent))
 	}
 	return err
 }

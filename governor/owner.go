@@ -2,6 +2,7 @@ package governor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/governor-dev/governor/governor/proc"
@@ -39,6 +40,20 @@ func (d Declaration) OwnerVerdict() proc.Verdict {
 	if v != proc.Dead {
 		return v
 	}
+	return d.TreeVerdict()
+}
+
+// TreeVerdict is the part of OwnerVerdict about the command tree of a
+// `governor run`: proc.Alive when, on the host that declared it, its
+// cgroup is populated or a process carries RunID in EnvRunIDs;
+// proc.Unknown on another host or when the process table cannot be read;
+// proc.Dead otherwise (nothing declared included). The file backend asks
+// it before it reclaims a lease whose lease file nobody holds: a process
+// of the tree that closed its inherited descriptors still keeps the slot.
+func (d Declaration) TreeVerdict() proc.Verdict {
+	if d.HostID == "" || d.HostID != proc.HostID() {
+		return proc.Unknown
+	}
 	if d.Cgroup != "" && proc.CgroupPopulated(d.Cgroup) {
 		return proc.Alive
 	}
@@ -52,6 +67,37 @@ func (d Declaration) OwnerVerdict() proc.Verdict {
 		}
 	}
 	return proc.Dead
+}
+
+// RemoveDeadCgroup removes the cgroup v2 group that the command tree of
+// d's owner was born in and left behind: a `governor run` killed together
+// with its watchdog leaves its group, empty once the tree is gone. Call
+// it only once d's owner is proven dead and its lease reclaimed (as
+// Governor does after OwnerVerdict, and the file backend after its
+// lease-file proof), so that the group goes with the lease instead of
+// lingering.
+//
+// It removes nothing but that run's group: on d's host only, the group
+// named proc.RunCgroupName(d.RunID) inside the caller's own group
+// (proc.ChildCgroup: where a governor in the caller's group made it),
+// and only while it is empty — a populated group proves the owner alive,
+// and the kernel refuses to remove it anyway. Groups inside it, of runs
+// nested in the dead one, go with it. It returns nil when there is
+// nothing to remove (no group declared, another host, a group declared
+// elsewhere, already gone) and does not wait: an error means the group
+// is left, for the next reclaim or the stale sweep of the next run.
+func (d Declaration) RemoveDeadCgroup() error {
+	if d.Cgroup == "" || d.RunID == "" || d.HostID == "" || d.HostID != proc.HostID() || validRunID(d.RunID) != nil {
+		return nil
+	}
+	dir, ok := proc.ChildCgroup(proc.RunCgroupName(d.RunID))
+	if !ok || dir != d.Cgroup {
+		return nil
+	}
+	if proc.CgroupPopulated(dir) {
+		return fmt.Errorf("governor: cgroup %s of run %s is populated: its owner is not dead", dir, d.RunID)
+	}
+	return proc.RemoveCgroup(dir, 0)
 }
 
 // validRunID checks a run id to declare: one word of printable ASCII.

@@ -116,6 +116,9 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 			return out, err
 		}
 		out = append(out, l)
+		if !o.Force && !ended {
+			_ = h.RemoveDeadCgroup() // its owner was proven dead above; best effort
+		}
 	}
 	if len(out) == 0 {
 		if o.LeaseID != "" {

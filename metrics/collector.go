@@ -59,6 +59,7 @@ type Collector struct {
 	limit, inUse, drift, holders, waiters      *prometheus.Desc
 	oldestLease, oldestWaiter                  *prometheus.Desc
 	acquires, queued, wait                     *prometheus.Desc
+	hold, paused, expectedWait                 *prometheus.Desc
 	releases, lost, reclaims, takeovers        *prometheus.Desc
 	rateAllowed, rateLimited, rateRemaining    *prometheus.Desc
 	build                                      buildinfo.Info
@@ -138,6 +139,9 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.acquires = desc("governor_acquires_total", "Acquires by outcome, disjoint: acquired (granted, at once, after waiting, or by a takeover), busy (refused in fail mode). Those that had to queue are governor_acquires_queued_total.", "resource", "outcome")
 	c.queued = desc("governor_acquires_queued_total", "Acquires that had to queue (each also counted once in governor_acquires_total when granted, and not at all when it gave up).", "resource")
 	c.wait = desc("governor_acquire_wait_seconds", "Time from an acquire call to its grant, in every process (kept by the backend; sent by each process at most a second late).", "resource")
+	c.hold = desc("governor_hold_seconds", "Time from an acquire call to the release of its lease, in every process (kept by the backend; sent by each process at most a second late; leases that expired, were reclaimed or taken over are not in it).", "resource")
+	c.paused = desc("governor_paused", "1 while the resource is paused ('governor pause'): nothing new is granted.", "resource")
+	c.expectedWait = desc("governor_expected_wait_seconds", "Expected wait of a newcomer (weight 1, at the tail), from the last holds the backend measured and the weight queued ahead; absent when unknown (no hold history, or paused).", "resource")
 	c.releases = desc("governor_releases_total", "Leases released.", "resource")
 	c.lost = desc("governor_leases_lost_total", "Leases their holders declared lost (renewal failed before expiry).", "resource")
 	c.reclaims = desc("governor_reclaims_total", "Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).", "resource", "reason")
@@ -149,7 +153,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
-		c.acquires, c.queued, c.wait, c.releases, c.lost, c.reclaims, c.takeovers,
+		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
 		c.rateAllowed, c.rateLimited, c.rateRemaining} {
 		ch <- d
 	}
@@ -312,6 +316,17 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.counter(ch, c.queued, float64(k.Waited), r)
 	if h, ok := st.Histograms[governor.HistogramWait]; ok {
 		c.histogram(ch, c.wait, h, governor.HistogramBounds(governor.HistogramWait), r)
+	}
+	if h, ok := st.Histograms[governor.HistogramHold]; ok {
+		c.histogram(ch, c.hold, h, governor.HistogramBounds(governor.HistogramHold), r)
+	}
+	paused := 0.0
+	if st.Paused != nil {
+		paused = 1
+	}
+	c.gauge(ch, c.paused, paused, r)
+	if e := governor.ExpectedWait(st, 0); e.Known {
+		c.gauge(ch, c.expectedWait, e.Wait.Seconds(), r)
 	}
 	c.counter(ch, c.releases, float64(k.Released), r)
 	c.counter(ch, c.lost, float64(k.Lost), r)

@@ -497,3 +497,52 @@ func gatherValue(t *testing.T, g prometheus.Gatherer, name string, want map[stri
 	}
 	return vals[0]
 }
+
+// The hold-time histogram, the paused gauge and the expected wait of a
+// newcomer are exported per resource; the expected wait is absent when
+// unknown.
+func TestCollectorHoldPausedExpectedWait(t *testing.T) {
+	src := &fakeSource{project: "prj", statuses: map[string]governor.Status{
+		"gpu": {Key: governor.Key{Project: "prj", Resource: "gpu"}, Limit: 1, Used: 1, Now: t0,
+			Holders: []governor.Holder{{LeaseID: "a", Weight: 1, AcquiredAt: t0}},
+			Holds:   []time.Duration{10 * time.Second, 30 * time.Second},
+			Histograms: map[string]governor.Histogram{governor.HistogramHold: {
+				Counts: []int64{0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, Sum: 40 * time.Second}}},
+		"deploy": {Key: governor.Key{Project: "prj", Resource: "deploy"}, Limit: 1, Now: t0,
+			Paused: &governor.Paused{Since: t0, By: "alice"}},
+	}}
+	c := newCollector(t, src, metrics.CollectorOptions{})
+	want := `
+# HELP governor_expected_wait_seconds Expected wait of a newcomer (weight 1, at the tail), from the last holds the backend measured and the weight queued ahead; absent when unknown (no hold history, or paused).
+# TYPE governor_expected_wait_seconds gauge
+governor_expected_wait_seconds{project="prj",resource="gpu"} 20
+# HELP governor_hold_seconds Time from an acquire call to the release of its lease, in every process (kept by the backend; sent by each process at most a second late; leases that expired, were reclaimed or taken over are not in it).
+# TYPE governor_hold_seconds histogram
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="0.01"} 0
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="0.1"} 0
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="0.5"} 0
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="1"} 0
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="5"} 0
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="10"} 1
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="30"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="60"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="120"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="300"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="600"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="1800"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="3600"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="7200"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="21600"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="86400"} 2
+governor_hold_seconds_bucket{project="prj",resource="gpu",le="+Inf"} 2
+governor_hold_seconds_sum{project="prj",resource="gpu"} 40
+governor_hold_seconds_count{project="prj",resource="gpu"} 2
+# HELP governor_paused 1 while the resource is paused ('governor pause'): nothing new is granted.
+# TYPE governor_paused gauge
+governor_paused{project="prj",resource="deploy"} 1
+governor_paused{project="prj",resource="gpu"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_hold_seconds", "governor_paused", "governor_expected_wait_seconds"); err != nil {
+		t.Fatal(err)
+	}
+}

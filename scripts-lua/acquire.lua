@@ -13,7 +13,9 @@
 -- position in the queue, limit, used, queue length, drift, now ms, then
 -- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
--- not prove id (nothing changed).
+-- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
+-- not new, was withdrawn from the queue by someone else (withdrawn() in
+-- lib.lua): nothing changed.
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 if not proven(id, ARGV[11]) then
   return {-2}
@@ -21,18 +23,19 @@ end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine'}
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live'}
 local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
--- drift), nobody queued, no holder expired, and room. The same writes as
+-- drift), nobody queued, no holder expired, not held back (quarantine,
+-- paused), and room. The same writes as
 -- grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
-  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8]
+  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
@@ -94,26 +97,18 @@ if not new then
   end
 end
 
-local queue_empty = m.qlen == 0
-
--- The limit in force changes only when the resource is idle; a process
--- asking for another limit meanwhile is recorded as drift.
-local idle = m.used == 0 and queue_empty
-if m.limit ~= limit and m.limit ~= 0 and not idle then
-  if m.drift ~= limit then
-    -- Recorded once per new disagreement, before any other write.
-    slow()
-    event('drift', id, 0, string.format('a process asked for limit %d; the limit in force is %d', limit, m.limit))
-    set('drift', limit)
-  end
-else
-  if m.limit ~= limit then
-    set('limit', limit)
-  end
-  if m.drift ~= 0 and idle then
-    set('drift', 0)
+-- A waiter whose queue entry someone else withdrew learns who and why,
+-- and is not queued again.
+if not new and (m.qlen == 0 or not redis.call('ZSCORE', Q, id)) then
+  slow()
+  local kind, by, detail, at = withdrawn(id)
+  if kind then
+    return finish({-3, kind, by, detail, at})
   end
 end
+
+local queue_empty = m.qlen == 0
+in_force(limit, id, m.used == 0 and queue_empty)
 
 if weight > m.limit then
   if not new then

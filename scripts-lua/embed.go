@@ -39,6 +39,8 @@ var (
 	forget string
 	//go:embed renewmany.lua
 	renewMany string
+	//go:embed admin.lua
+	admin string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -56,6 +58,8 @@ var (
 	Forget = compose(forget)
 	// RenewMany renews many leases, each as Renew would (renewmany.lua).
 	RenewMany = "local function renew_one(KEYS, ARGV)\n" + Renew + "\nend\n" + renewMany
+	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
+	Admin = compose(admin)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

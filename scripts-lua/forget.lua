@@ -3,19 +3,21 @@
 -- ARGV: 1 retention in ms
 -- Returns 1 when every key of the resource was deleted, else 0.
 --
--- Idle: no holder and no waiter. The first call that finds the resource
--- idle marks it (S field idle = "token waited since_ms"); a grant changes
--- the token and an enqueue the waited count, so a later call that finds
+-- Idle: no holder and no waiter, not paused, no live limit (admin.lua).
+-- The first call that finds the resource idle marks it (S field idle =
+-- "token waited since_ms"); a grant changes the token and an enqueue the
+-- waited count, so a later call that finds
 -- the same mark at least the retention old knows that nothing was granted
 -- or queued in between. The last token must also lie behind the server's
 -- clock in microseconds (it does unless grants outran the clock): the
 -- next grant then takes its token from the clock (lib.lua's grant),
 -- above it.
 local retention = ARGV[1] + 0
-load({'used', 'qlen', 'minexp', 'token', 'waited'})
+load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live'})
 settle()
 local mark = redis.call('HGET', S, 'idle')
-if get('used') > 0 or get('qlen') > 0 or redis.call('ZRANGE', H, 0, 0)[1] then
+-- A paused resource, or one with a live limit (admin.lua), is kept.
+if get('used') > 0 or get('qlen') > 0 or get('paused') > 0 or get('live') > 0 or redis.call('ZRANGE', H, 0, 0)[1] then
   if mark then
     set('idle', false)
   end

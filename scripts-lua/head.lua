@@ -39,6 +39,15 @@ local REC = '%d %d %d %d '
 local REC_NUMS = '^(%d+) (%d+) (%d+) '
 local REC_TTL = '^(%d+ )%d+'
 
+-- REC_ACQ gives a holder record's acquired_ms.
+local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
+
+-- The last HOLDS (governor.HoldHistory) hold durations (ms), a ring in S:
+-- holdn counts the holds recorded, and hold N % HOLDS, under 'hold:' ..
+-- (N % HOLDS), is the duration of hold N (from 0). One small field read
+-- and two written per hold (hold() in lib.lua); status.lua reads them.
+local HOLDS = 50
+
 -- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
 -- channel declaration" (Go's reader.waiters reads it).
 -- string.format(WREC, weight, ttl, enqueued, channel) .. declaration

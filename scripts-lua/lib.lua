@@ -18,9 +18,12 @@
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
 -- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
--- back after a loss of data was detected (held_back() below). A seventh
--- key, the stats hash (observe.lua), goes to status.lua and forget.lua
--- only.
+-- back after a loss of data was detected (held_back() below).
+-- Admin state (admin.lua): paused (ms since; absent when not) and
+-- paused_by; live (a limit set live; absent when none), live_at (ms) and
+-- live_by. holdn and hold:I: the last hold durations (HOLDS in
+-- head.lua; hold()). A seventh key, the stats hash (observe.lua), goes to
+-- status.lua and forget.lua only.
 --
 -- Time is the server's (TIME), never the client's.
 --
@@ -71,7 +74,7 @@ local function num(f, x)
   if n and n == math.floor(n) then
     return n
   end
-  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' then
+  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' or f == 'paused' or f == 'live' then
     bad = bad or {}
     bad[f] = x
     return 0
@@ -172,9 +175,13 @@ local function expires(exp)
   end
 end
 
--- held_back tells whether new grants wait (quarantine); once the time
--- has passed, the mark goes.
+-- held_back tells whether new grants wait: the resource is paused
+-- (admin.lua), or in quarantine; once the quarantine's time has passed,
+-- its mark goes.
 local function held_back()
+  if (get('paused') or 0) > 0 then
+    return true
+  end
   local q = get('quarantine')
   if not q or q == 0 then
     return false
@@ -205,34 +212,115 @@ local function drop_holder(id, w)
   add('used', -w)
 end
 
+-- hold records how long the lease of record r was held (now minus its
+-- grant) in the ring of the last HOLDS (head.lua): for releases,
+-- expiries, reclaims and takeovers. A holdn that is not a number counts
+-- from 0.
+local function hold(r)
+  local acq = string.match(r, REC_ACQ)
+  if not acq then
+    return
+  end
+  local n = m.holdn
+  if n == nil then
+    n = redis.call('HGET', KEYS[2], 'holdn')
+  end
+  n = tonumber(n or 0) or 0
+  n = n - n % 1
+  set('hold:' .. string.format('%d', n % HOLDS), math.max(0, now - acq))
+  set('holdn', n + 1)
+end
+
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
-local drop_waiter, promote, prune, holders, event, ended, recount
+local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
+
+-- The event kinds that end a lease (ended()) and that withdraw a waiter
+-- (withdraw(); governor.WithdrawKinds in Go): a queue policy that drops
+-- waiters adds its kind here.
+local ENDED = {takeover = true, reclaimed = true, expired = true}
+local WITHDRAW_KINDS = {cancelled = true}
 
 local function slow()
   if promote then
     return
   end
 
-  function event(kind, id, token, detail)
+  -- by, when given, names who acted (the admin actions).
+  function event(kind, id, token, detail, by)
+    if by then
+      redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+        'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
+        'at', string.format('%d', now), 'by', by)
+      return
+    end
     redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
       'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
       'at', string.format('%d', now))
+  end
+
+  -- last_event returns the fields of the last event naming lease id
+  -- whose kind is one of kinds, or nothing.
+  local function last_event(id, kinds)
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+      local f, kv = {}, e[2]
+      for i = 1, #kv, 2 do
+        f[kv[i]] = kv[i + 1]
+      end
+      if f.lease == id and kinds[f.kind] then
+        return f
+      end
+    end
   end
 
   -- ended returns the kind, token, detail and time of the last event that
   -- ended lease id (a takeover, a reclaim, its expiry), or nothing: for
   -- the renewal of a lease that is gone, so its holder learns why.
   function ended(id)
-    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
-      local f, kv = {}, e[2]
-      for i = 1, #kv, 2 do
-        f[kv[i]] = kv[i + 1]
-      end
-      if f.lease == id and (f.kind == 'takeover' or f.kind == 'reclaimed' or f.kind == 'expired') then
-        return f.kind, f.token, f.detail, f.at
+    local f = last_event(id, ENDED)
+    if f then
+      return f.kind, f.token, f.detail, f.at
+    end
+  end
+
+  -- withdrawn returns the kind, by, detail and time of the event that
+  -- withdrew waiter id (withdraw()), or nothing: for a waiter that finds
+  -- its queue entry gone, so it learns who and why rather than queue
+  -- again.
+  function withdrawn(id)
+    local f = last_event(id, WITHDRAW_KINDS)
+    if f then
+      return f.kind, f.by or '', f.detail, f.at
+    end
+  end
+
+  -- withdraw removes those of ids that are queued, each with an event of
+  -- kind (one of WITHDRAW_KINDS) naming by and detail, written before any
+  -- other write, and wakes each on its channel; the caller hands the room
+  -- on (promote). It returns the ids withdrawn, in queue order.
+  function withdraw(ids, kind, by, detail)
+    local found = {}
+    for _, id in ipairs(ids) do
+      local seq = redis.call('ZSCORE', KEYS[3], id)
+      if seq then
+        found[#found + 1] = {seq + 0, id}
       end
     end
+    table.sort(found, function(a, b) return a[1] < b[1] end)
+    local out = {}
+    for i, f in ipairs(found) do
+      event(kind, f[2], 0, detail, by)
+      out[i] = f[2]
+    end
+    for _, id in ipairs(out) do
+      local s = redis.call('HGET', KEYS[5], id)
+      drop_waiter(id)
+      local ch = s and string.match(s, '^%d+ %d+ %d+ (%S+) ')
+      if ch then
+        redis.call('PUBLISH', ch, id)
+      end
+    end
+    return out
   end
 
   function drop_waiter(id)
@@ -297,6 +385,9 @@ local function slow()
             w, _, tok = string.match(r, REC_NUMS)
           end
           event('expired', id, tok, '')
+          if r then
+            hold(r)
+          end
           set('#' .. id, false)
           add('used', -(w or 0))
           add('reclaimed_expiry', 1)
@@ -338,6 +429,31 @@ local function slow()
       out[#out + 1] = ids[i + 1]
     end
     return out
+  end
+end
+
+-- in_force sets the limit in force for a process asking for limit asked
+-- (its waiter or lease id) on a resource idle or not: the one place that
+-- decides it. A limit set live (admin.lua) wins; otherwise the limit
+-- changes only when the resource is idle. A process asking for another
+-- limit than the one in force is recorded as drift, once per new
+-- disagreement.
+local function in_force(asked, id, idle)
+  local live = get('live') or 0
+  if live > 0 or (m.limit ~= asked and m.limit ~= 0 and not idle) then
+    if m.limit ~= asked and m.drift ~= asked then
+      slow()
+      event('drift', id, 0, string.format('a process asked for limit %d; the limit in force is %d%s', asked, m.limit,
+        live > 0 and ' (set live)' or ''))
+      set('drift', asked)
+    end
+  else
+    if m.limit ~= asked then
+      set('limit', asked)
+    end
+    if m.drift ~= 0 and idle then
+      set('drift', 0)
+    end
   end
 end
 

@@ -15,6 +15,7 @@ if tok ~= token then
   return finish(0)
 end
 slow()
+hold(r)
 drop_holder(id, w + 0)
 add('reclaimed_dead', 1)
 event('reclaimed', id, tok, 'owner dead')

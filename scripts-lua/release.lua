@@ -15,14 +15,18 @@ local v
 
 --[[fast]]
 -- Fast path: held, nobody queued, no holder expired (this one included):
--- the same writes as below, straight.
-v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id)
+-- the same writes as below, straight (hold() in lib.lua: the hold
+-- duration goes into the ring).
+v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id, 'holdn')
 do
   local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[5] and string.match(v[5], REC_NUMS)
-  if w and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 then
+  local acq, hn = w and string.match(v[5], REC_ACQ), tonumber(v[6] or 0)
+  if acq and hn and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 then
     redis.call('ZREM', H, id)
     redis.call('HSET', S, 'used', string.format('%d', used - w),
-      'released', string.format('%d', (v[2] or 0) + 1))
+      'released', string.format('%d', (v[2] or 0) + 1),
+      'hold:' .. string.format('%d', hn % HOLDS), string.format('%d', math.max(0, now - acq)),
+      'holdn', string.format('%d', hn + 1))
     redis.call('HDEL', S, '#' .. id)
     return 1
   end
@@ -31,11 +35,15 @@ end
 --[[lib]]
 
 load(F, id, v)
+if v then
+  m.holdn = v[6]
+end
 settle()
 local r = record(id)
 if not r then
   return finish(0)
 end
+hold(r)
 drop_holder(id, parse_rec(id, r) + 0)
 add('released', 1)
 if m.qlen > 0 then

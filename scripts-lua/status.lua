@@ -3,7 +3,8 @@
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
--- pairs)}.
+-- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
+-- absent)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -19,7 +20,7 @@ for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
   end
 end
 local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
-  'reclaimed_expiry', 'reclaimed_dead', 'takeovers'}
+  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at'}
 local meta = {}
 for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
   if v then
@@ -27,4 +28,12 @@ for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
     meta[#meta + 1] = v
   end
 end
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7])}
+local fields = {'paused_by', 'live_by', 'holdn'}
+for i = 0, HOLDS - 1 do
+  fields[#fields + 1] = 'hold:' .. i
+end
+local admin = redis.call('HMGET', S, unpack(fields))
+for i = 1, #fields do
+  admin[i] = admin[i] or ''
+end
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin}

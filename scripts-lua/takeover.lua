@@ -25,7 +25,9 @@ else
     return finish({0})
   end
   w = ARGV[6] + 0
-  if get('qlen') > 0 or get('used') + w > get('limit') then
+  -- New room, as a grant: not while waiters queue or grants are held
+  -- back (paused, quarantine).
+  if get('qlen') > 0 or get('used') + w > get('limit') or held_back() then
     return finish({2})
   end
 end
@@ -34,6 +36,7 @@ end
 local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
 if r then
+  hold(r)
   drop_holder(old, w)
 end
 add('takeovers', 1)

@@ -71,7 +71,15 @@ type app struct {
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Environ()}
+	if code, ok := a.watchdogMain(args); ok {
+		return code
+	}
 	root := a.rootCmd()
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		// Only a <TAB> uses what complete registers: every other command
+		// starts without walking the command tree for it.
+		a.complete(root)
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -190,7 +198,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
-		a.publishCmd(), a.touchCmd())
+		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd())
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -199,7 +207,6 @@ Exit codes, shared by every command (each command's --help lists its own):
 			addExitCodes(c, "Exit codes: 0 printed; 125 bad flags or an unknown command.")
 		}
 	}
-	a.complete(root)
 	return root
 }
 

@@ -42,7 +42,7 @@ func (a *app) complete(root *cobra.Command) {
 		switch c.CommandPath() {
 		case "governor slots", "governor events":
 			c.ValidArgsFunction = resources
-		case "governor acquire", "governor takeover":
+		case "governor acquire", "governor takeover", "governor cancel", "governor pause", "governor resume", "governor limit":
 			c.ValidArgsFunction = onlyFirst(resources)
 		case "governor renew", "governor release":
 			c.ValidArgsFunction = onlyFirst(leases)

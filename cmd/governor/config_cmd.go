@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 func (a *app) configCmd() *cobra.Command {
@@ -22,8 +27,15 @@ Exit codes: 0 this help; those of each subcommand.`,
 		Use:   "show",
 		Short: "Print every effective value and where it came from (default, file, env, flag)",
 		Long: `show prints the configuration file in use, the backend in use, and every effective
-value with its source: flag > env (GOVERNOR_*) > file > default. --json prints
-{"file", "backend", "limits", "values": [{"key", "value", "source"}]}.
+value with its source: flag > env (GOVERNOR_*) > file > default, then, for every
+resource configured or with state, the limit in force and where it came from:
+"live" (set by 'governor limit', which wins over the configuration until cleared:
+by whom and when), "asked" (by the processes that use it: exec-defaults.yaml,
+--limit) or "configured" (never used yet); when the backend does not answer, a
+line says so. --json prints {"file", "backend", "limits", "values": [{"key",
+"value", "source"}], "limits_in_force": [{"resource", "configured", "in_force",
+"source", "by", "set_at"}]} ("limits_in_force_error" when the backend did not
+answer).
 
 Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor config check').`,
 		Args: cobra.NoArgs,
@@ -43,8 +55,13 @@ Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor confi
 				for _, e := range l.Show() {
 					es = append(es, entry{e.Key, e.Value, string(e.Source)})
 				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"file": l.File, "backend": c.ResolvedBackend(),
-					"limits": c.Limits(), "values": es})
+				out := map[string]any{"file": l.File, "backend": c.ResolvedBackend(), "limits": c.Limits(), "values": es}
+				if lif, err := a.limitsInForce(cmd.Context()); err != nil {
+					out["limits_in_force_error"] = err.Error()
+				} else {
+					out["limits_in_force"] = lif
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()
 			file := l.File
@@ -56,6 +73,28 @@ Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor confi
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
 			for _, e := range l.Show() {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Value, e.Source)
+			}
+			tw.Flush()
+			lif, err := a.limitsInForce(cmd.Context())
+			if err != nil {
+				fmt.Fprintf(w, "\nlimits in force: not read: %s\n", safetext.Escape(err.Error()))
+				return nil
+			}
+			if len(lif) == 0 {
+				return nil
+			}
+			fmt.Fprintln(w)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RESOURCE\tCONFIGURED\tIN FORCE\tFROM")
+			for _, r := range lif {
+				conf, from := "-", r.Source
+				if r.Configured > 0 {
+					conf = strconv.Itoa(r.Configured)
+				}
+				if r.Source == "live" {
+					from = fmt.Sprintf("live: set by %s at %s", dash(r.By), r.SetAt.Format(time.RFC3339))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(r.Resource), conf, r.InForce, from)
 			}
 			tw.Flush()
 			return nil
@@ -92,4 +131,46 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 		},
 	})
 	return cmd
+}
+
+// limitInForce is one resource's limit in force and where it came from
+// (limitSource), for config show.
+type limitInForce struct {
+	Resource   string     `json:"resource"`
+	Configured int        `json:"configured"` // 0: not configured
+	InForce    int        `json:"in_force"`
+	Source     string     `json:"source"`
+	By         string     `json:"by,omitempty"`
+	SetAt      *time.Time `json:"set_at,omitempty"`
+}
+
+// limitsInForce reads the limit in force of every resource configured or
+// with state, waiting no longer than a few seconds for the backend.
+func (a *app) limitsInForce(ctx context.Context) ([]limitInForce, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	g, err := a.open(ctx, openOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	sts, err := a.statuses(ctx, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.load()
+	if err != nil {
+		return nil, err
+	}
+	limits := l.Config.Limits()
+	out := []limitInForce{}
+	for _, st := range sts {
+		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: limitSource(st)}
+		if lv := st.LiveLimit; lv != nil {
+			at := lv.At.UTC()
+			r.By, r.SetAt = lv.By, &at
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -10,8 +10,9 @@ import (
 // killNestedOuter runs `governor run heavy -- governor run inner -- sh -c
 // script SLEEP`, where script starts two SLEEP 60, SIGKILLs the outer
 // governor once both run, and fails t unless every process of both trees
-// is then gone. It returns the target, for what the caller checks after.
-func killNestedOuter(t *testing.T, script string) *target {
+// is then gone. It returns the target, for what the caller checks after,
+// and the cgroups the outer and the inner run declared (none without).
+func killNestedOuter(t *testing.T, script string) (*target, []string) {
 	tg := fileTarget(t, "  inner: {limit: 1}\n")
 	marker := proctest.NewMarker(t, "govrun")
 	sleep := proctest.MarkedSleep(t, marker)
@@ -22,12 +23,21 @@ func killNestedOuter(t *testing.T, script string) *target {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the inner tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
+	var groups []string
+	g := tg.governor(t)
+	for _, r := range []string{"heavy", "inner"} {
+		for _, h := range tg.status(t, g, r).Holders {
+			if h.Cgroup != "" {
+				groups = append(groups, h.Cgroup)
+			}
+		}
+	}
 	if err := c.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
 	eventually(t, 10*time.Second, "processes of the nested trees outlived the outer governor", func() bool { return len(proctest.Marked(marker)) == 0 })
-	return tg
+	return tg, groups
 }
 
 // SIGKILL of the outer governor of a nested run whose processes all carry
@@ -36,7 +46,7 @@ func killNestedOuter(t *testing.T, script string) *target {
 // setsid'd ones included, with or without cgroups. This is all macOS has
 // (no cgroup), so it runs on every path, GOVERNOR_PORTABLE included.
 func TestRunSIGKILLOfNestedGovernorsByMarkers(t *testing.T) {
-	tg := killNestedOuter(t, `setsid "$0" 60 & "$0" 60; :`)
+	tg, _ := killNestedOuter(t, `setsid "$0" 60 & "$0" 60; :`)
 	// The inner slot is free again: its holder was proven dead.
 	eventually(t, 10*time.Second, "the inner slot did not become free", func() bool {
 		code, _, _ := tg.run(t, "run", "--resource", "inner", "--", "true")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -18,11 +19,27 @@ import (
 // pipe (the first of exec.Cmd.ExtraFiles).
 const watchdogFD = 3
 
+// watchdogArgs follow runner.SelfExecutable in the command line of a
+// run's watchdog, then the run id.
+var watchdogArgs = []string{"run", "--watchdog"}
+
+// watchdogMain runs `governor run --watchdog ID` (runner.Watchdog) when
+// args are a watchdog's, and reports whether they were. Main asks it
+// before building any command: a watchdog starts with every run and uses
+// none of them.
+func (a *app) watchdogMain(args []string) (int, bool) {
+	if len(args) < len(watchdogArgs) || args[0] != watchdogArgs[0] || args[1] != watchdogArgs[1] {
+		return 0, false
+	}
+	if len(args) != len(watchdogArgs)+1 {
+		a.report(ExitFailure, errors.New("--watchdog takes the run id, and is for governor's own use"))
+		return ExitFailure, true
+	}
+	return runner.Watchdog(args[len(watchdogArgs)], os.NewFile(watchdogFD, "watchdog-pipe"), a.stderr), true
+}
+
 func (a *app) runCmd() *cobra.Command {
-	var (
-		o        runner.Options
-		watchdog bool
-	)
+	var o runner.Options
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] CMD [ARGS...]",
 		Short: "Run a command holding slots: wait or refuse when busy, stop the whole tree on timeout or lease loss",
@@ -149,7 +166,8 @@ group). Across machines you need Redis.
 
 Exit codes:
   CMD's own  the command ran (0: it succeeded); 128+N when signal N killed it
-  73         not acquired: busy with --if-busy fail, or --wait-timeout passed
+  73         not acquired: busy with --if-busy fail, or --wait-timeout passed,
+             or the wait was cancelled ('governor cancel'; the message says who)
   75         skipped: busy with --if-busy skip
   122        the lease was lost while running (taken over, expired, or no
              progress mark for --progress-timeout); the command was stopped
@@ -163,12 +181,6 @@ Exit codes:
   governor run --resource issue:2316 --limit 1 --if-busy skip -- ./fix-issue.sh 2316`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if watchdog {
-				if len(args) != 1 {
-					return exitWith(ExitFailure, fmt.Errorf("--watchdog takes the run id, and is for governor's own use"))
-				}
-				return exitCode(runner.Watchdog(args[0], os.NewFile(watchdogFD, "watchdog-pipe"), cmd.ErrOrStderr()))
-			}
 			l, err := a.load()
 			if err != nil {
 				return err
@@ -183,7 +195,7 @@ Exit codes:
 			o.Env = a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
 			o.Report = a.report
-			o.Watchdog = []string{runner.SelfExecutable(), "run", "--watchdog"}
+			o.Watchdog = append([]string{runner.SelfExecutable()}, watchdogArgs...)
 			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
 				// The watchdog (oo.PID) is declared for liveness; governor
 				// is shown as the holder, with its command.
@@ -210,8 +222,6 @@ Exit codes:
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
-	f.BoolVar(&watchdog, "watchdog", false, "internal: the watchdog of a run")
-	_ = f.MarkHidden("watchdog")
 	return cmd
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/governor/runner"
-	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -529,20 +528,43 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 	})
 }
 
-// runGroupsOrSkip skips t where governor run can make no cgroup v2 group
-// (no cgroup v2, not root), and otherwise returns a lister of the runs'
-// groups beside this process.
-func runGroupsOrSkip(t *testing.T) func() []string {
+// runCgroupsOrSkip skips t where governor run can make no cgroup v2
+// group (no cgroup v2, not root). The probe's name is this test's own:
+// tests of other packages and worktrees make and remove governor-run-*
+// groups beside it at the same time.
+func runCgroupsOrSkip(t *testing.T) {
 	t.Helper()
-	probe, ok := supervise.ChildCgroup("governor-run-probe")
-	if !ok || os.Mkdir(probe, 0o755) != nil {
-		t.Skip("no cgroup v2 group can be made here")
+	probe, ok := proc.ChildCgroup(proc.RunCgroupName(fmt.Sprintf("probe-%d-%d", os.Getpid(), time.Now().UnixNano())))
+	if !ok {
+		t.Skip("no cgroup v2 hierarchy here")
+	}
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		t.Skipf("governor run can make no cgroup here (as root it can; CI runs as root): %v", err)
 	}
 	_ = os.Remove(probe)
-	return func() []string {
-		m, _ := filepath.Glob(filepath.Join(filepath.Dir(probe), "governor-run-*"))
-		return m
+}
+
+// runCgroup returns the cgroup of the run that holds resource, as its
+// lease declares it, failing t unless the run has one and pid, a process
+// of its command, is in it. Only this group is the test's: other tests
+// make governor-run-* groups beside it at the same time.
+func runCgroup(t *testing.T, tg *target, resource string, pid int) string {
+	t.Helper()
+	st := tg.status(t, tg.governor(t), resource)
+	if len(st.Holders) != 1 || st.Holders[0].Cgroup == "" {
+		t.Fatalf("want one holder of %s declaring its run's cgroup: %+v", resource, st.Holders)
 	}
+	dir := st.Holders[0].Cgroup
+	if in, ok := proc.CgroupOf(pid); !ok || in != dir {
+		t.Fatalf("the command (pid %d) is in cgroup %q, not in its run's declared %s", pid, in, dir)
+	}
+	return dir
+}
+
+// cgroupGone reports whether the cgroup dir no longer exists.
+func cgroupGone(dir string) bool {
+	_, err := os.Stat(dir)
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // SIGKILL of governor with a descendant that no marker finds (it cleared
@@ -550,8 +572,7 @@ func runGroupsOrSkip(t *testing.T) func() []string {
 // watchdog kills the cgroup and removes it. Where no cgroup can be made
 // this is a documented limit, and the test skips.
 func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
-	groups := runGroupsOrSkip(t)
-	before := len(groups())
+	runCgroupsOrSkip(t)
 	tg := fileTarget(t, "")
 	marker := proctest.NewMarker(t, "govrun")
 	sleep := proctest.MarkedSleep(t, marker)
@@ -560,26 +581,32 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
-	if len(groups()) != before+1 {
-		t.Fatalf("cgroups of runs: %v; want one more than the %d before", groups(), before)
-	}
+	var sleeps []int
+	eventually(t, 10*time.Second, "the tree did not start", func() bool {
+		sleeps = proctest.Marked(sleep + "\x0060\x00")
+		return len(sleeps) == 2
+	})
+	group := runCgroup(t, tg, "heavy", sleeps[0])
 	if err := c.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
 	eventually(t, 10*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
-	eventually(t, 10*time.Second, "the run's cgroup was not removed", func() bool { return len(groups()) == before })
+	eventually(t, 10*time.Second, "the run's cgroup "+group+" was not removed", func() bool { return cgroupGone(group) })
 }
 
 // SIGKILL of the outer governor of a nested run: the outer watchdog kills
 // the outer group, which holds the inner governor, its watchdog and the
 // inner group; nothing is left, no group either.
 func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
-	groups := runGroupsOrSkip(t)
-	before := len(groups())
-	killNestedOuter(t, `env -i setsid "$0" 60 & "$0" 60; :`)
-	eventually(t, 10*time.Second, "the groups of the runs were not removed", func() bool { return len(groups()) == before })
+	runCgroupsOrSkip(t)
+	_, groups := killNestedOuter(t, `env -i setsid "$0" 60 & "$0" 60; :`)
+	if len(groups) != 2 {
+		t.Fatalf("the runs' cgroups: %q, want the outer and the inner one", groups)
+	}
+	for _, g := range groups {
+		eventually(t, 10*time.Second, "the run's cgroup "+g+" was not removed", func() bool { return cgroupGone(g) })
+	}
 }
 
 // INT while waiting: exit 130, no waiter and no lease left behind.
@@ -795,7 +822,15 @@ func TestRunConcurrentRecords(t *testing.T) {
 func TestRunStatusLine(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
+	// One hold of history, for the expected wait.
 	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -808,7 +843,8 @@ func TestRunStatusLine(t *testing.T) {
 	slave.Close()
 	seen := readTerminal(master)
 	eventually(t, 10*time.Second, "no status line on the terminal", func() bool {
-		return strings.Contains(seen(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, 1 of 1 in use; held by test-holder")
+		return strings.Contains(seen(), "\r\x1b[Kgovernor: waiting for heavy, 1st in queue, expected wait ~") &&
+			strings.Contains(seen(), " (from the last 1 hold), 1 of 1 in use; held by test-holder")
 	})
 	if err := l.Release(); err != nil {
 		t.Fatal(err)

@@ -55,13 +55,16 @@ Metrics (all with the label project): governor_up, governor_scrape_error,
 governor_scrape_duration_seconds, governor_build_info{version,revision,goversion};
 governor_slots_limit, governor_slots_in_use, governor_slots_limit_drift,
 governor_holders, governor_waiters, governor_oldest_lease_age_seconds,
-governor_oldest_waiter_age_seconds (gauges by resource);
+governor_oldest_waiter_age_seconds, governor_paused,
+governor_expected_wait_seconds (a newcomer's; absent when unknown) (gauges by
+resource);
 governor_acquires_total{outcome=acquired|busy} (disjoint: their sum is the
 acquires that ended), governor_acquires_queued_total, governor_releases_total,
 governor_leases_lost_total, governor_reclaims_total{reason=expired|owner_dead},
 governor_takeovers_total (counters by resource);
-governor_acquire_wait_seconds (histogram by resource: how long acquires waited,
-in every process, CLI runs included); governor_rate_allowed_total,
+governor_acquire_wait_seconds and governor_hold_seconds (histograms by
+resource: how long acquires waited, and leases were held until released, in
+every process, CLI runs included); governor_rate_allowed_total,
 governor_rate_limited_total (counters by provider),
 governor_rate_remaining{provider,limit=requests|tokens} (gauge). When the
 backend does not answer within --timeout a scrape still succeeds, with

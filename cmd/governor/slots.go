@@ -106,15 +106,78 @@ type slotsJSON struct {
 }
 
 type resourceJSON struct {
-	Resource   string         `json:"resource"`
-	Limit      int            `json:"limit"`
-	Used       int            `json:"used"`
-	Free       int            `json:"free"`
-	DriftLimit int            `json:"drift_limit,omitempty"`
-	Holders    []holderJSON   `json:"holders"`
-	Waiters    []waiterJSON   `json:"waiters"`
-	Counters   map[string]int `json:"counters"`
-	MkdirSlot  *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
+	Resource   string `json:"resource"`
+	Limit      int    `json:"limit"`
+	Used       int    `json:"used"`
+	Free       int    `json:"free"`
+	DriftLimit int    `json:"drift_limit,omitempty"`
+	// LimitSource says where the limit in force came from: "live" (set
+	// by 'governor limit': see live_limit), "asked" (by the processes
+	// that use it), or "configured" (never used yet).
+	LimitSource string         `json:"limit_source"`
+	LiveLimit   *liveLimitJSON `json:"live_limit,omitempty"`
+	Paused      *pausedJSON    `json:"paused,omitempty"`
+	// ExpectedWait is a newcomer's (weight 1, at the tail).
+	ExpectedWait estimateJSON   `json:"expected_wait"`
+	Holders      []holderJSON   `json:"holders"`
+	Waiters      []waiterJSON   `json:"waiters"`
+	Counters     map[string]int `json:"counters"`
+	MkdirSlot    *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
+}
+
+type liveLimitJSON struct {
+	Limit int       `json:"limit"`
+	By    string    `json:"by"`
+	SetAt time.Time `json:"set_at"`
+}
+
+type pausedJSON struct {
+	Since time.Time `json:"since"`
+	By    string    `json:"by"`
+}
+
+// estimateJSON is a governor.ExpectedWait: seconds is null when unknown;
+// text says it and what it rests on; holds is how many recent holds it
+// rests on.
+type estimateJSON struct {
+	Seconds         *float64 `json:"seconds"`
+	Text            string   `json:"text"`
+	Holds           int      `json:"holds"`
+	MeanHoldSeconds float64  `json:"mean_hold_seconds"`
+	Paused          bool     `json:"paused,omitempty"`
+}
+
+func toEstimateJSON(e governor.Estimate) estimateJSON {
+	out := estimateJSON{Text: e.String(), Holds: e.Holds, MeanHoldSeconds: secs(e.MeanHold), Paused: e.Paused}
+	if e.Known {
+		s := secs(e.Wait)
+		out.Seconds = &s
+	}
+	return out
+}
+
+// limitSource says where the limit in force of st came from, for slots
+// and config show: "live" (governor limit), "asked" (by the processes
+// that use it) or "configured" (never used: the configuration's).
+func limitSource(st governor.Status) string {
+	switch {
+	case st.LiveLimit != nil:
+		return "live"
+	case st.Counters.Acquired > 0 || st.Used > 0 || len(st.Waiters) > 0:
+		return "asked"
+	}
+	return "configured"
+}
+
+// liveText says, for text, that the limit in force was set live and by
+// whom; "" when it was not (it is then the one processes ask for).
+func liveText(st governor.Status) string {
+	l := st.LiveLimit
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("  LIVE LIMIT set by %s %s ago ('governor limit %s --clear' returns to the configured one)",
+		dash(l.By), governor.Ago(st.Now.Sub(l.At)), dash(st.Key.Resource))
 }
 
 type holderJSON struct {
@@ -153,6 +216,9 @@ type waiterJSON struct {
 	Weight         int       `json:"weight"`
 	EnqueuedAt     time.Time `json:"enqueued_at"`
 	WaitingSeconds float64   `json:"waiting_seconds"`
+	Command        string    `json:"command"`
+	// ExpectedWait: see governor.ExpectedWait.
+	ExpectedWait estimateJSON `json:"expected_wait"`
 }
 
 // statuses reads the named resources, or every resource with state plus
@@ -272,7 +338,13 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 	for _, st := range sts {
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
-			MkdirSlot: mkdirSlot(locks, st)}
+			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0))}
+		if l := st.LiveLimit; l != nil {
+			r.LiveLimit = &liveLimitJSON{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
+		}
+		if p := st.Paused; p != nil {
+			r.Paused = &pausedJSON{Since: p.Since.UTC(), By: p.By}
+		}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
@@ -286,7 +358,8 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 		}
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
-				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt))})
+				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt)),
+				Command: wt.Command, ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, i+1))})
 		}
 		out.Resources = append(out.Resources, r)
 	}
@@ -310,12 +383,19 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d", dash(st.Key.Resource), st.Limit, st.Used,
-			max(st.Limit-st.Used, 0), len(st.Waiters))
+		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d%s", dash(st.Key.Resource), st.Limit, st.Used,
+			max(st.Limit-st.Used, 0), len(st.Waiters), liveText(st))
 		if st.DriftLimit != 0 {
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
 		}
 		fmt.Fprintln(w)
+		if p := st.Paused; p != nil {
+			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
+				governor.Ago(st.Now.Sub(p.Since)), dash(p.By), dash(st.Key.Resource))
+		}
+		if e := governor.ExpectedWait(st, 0); !e.Fits {
+			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
+		}
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -329,10 +409,10 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR")
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND")
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
-					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)))
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
+					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), dash(wt.Command))
 			}
 			tw.Flush()
 		}

@@ -16,8 +16,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// fixedState is a resource with two holders, a waiter and drift, read at
-// a fixed instant.
+// fixedState is a resource with two holders, a waiter, drift, a live
+// limit and hold history, a paused one, and a third, read at a fixed
+// instant.
 func fixedState() []governor.Status {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	return []governor.Status{{
@@ -31,10 +32,13 @@ func fixedState() []governor.Status {
 				Declaration: governor.Declaration{Session: "conductor-B", Host: "box2", PID: 77}},
 		},
 		Waiters: []governor.Waiter{{ID: "0badc0ffee0badc0ffee0badc0ffee00", Weight: 2, EnqueuedAt: now.Add(-45 * time.Second),
-			Declaration: governor.Declaration{Session: "nightly", Host: "box1", PID: 5150}}},
-		Counters: governor.Counters{Acquired: 10, Busy: 3, Waited: 4, Released: 8, ReclaimedExpiry: 1},
+			Declaration: governor.Declaration{Session: "nightly", Host: "box1", PID: 5150, Command: "nightly-eval --token ***"}}},
+		Counters:  governor.Counters{Acquired: 10, Busy: 3, Waited: 4, Released: 8, ReclaimedExpiry: 1},
+		Holds:     []time.Duration{40 * time.Second, 20 * time.Second, 30 * time.Second},
+		LiveLimit: &governor.LiveLimit{Limit: 2, By: "ops-oncall", At: now.Add(-5 * time.Minute)},
 	}, {
 		Key: governor.Key{Project: "prj-0001", Resource: "heavy"}, Limit: 1, Used: 1, Now: now,
+		Paused: &governor.Paused{Since: now.Add(-2 * time.Minute), By: "alice"},
 		Holders: []governor.Holder{ // a governor run on another host: its command is not looked up
 			{LeaseID: "5e4f30211203f4e5d6c7b8a99a8b7c6d", Weight: 1, Token: 1793000000000003,
 				AcquiredAt: now.Add(-time.Minute), Heartbeat: now.Add(-time.Second), Expires: now.Add(29 * time.Second),

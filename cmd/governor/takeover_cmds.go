@@ -212,11 +212,13 @@ takeover (who took it, with the new lease and token), lost (a holder found it ha
 lost its lease), drift (a process asked for another limit than the one in force),
 repaired and dropped (the backend found its state contradicting itself and
 recounted it, or dropped an unreadable queue entry), quarantine (Redis lost its
-data: grants held back), unreadable (an event that could not be read, in its place).
+data: grants held back), unreadable (an event that could not be read, in its place),
+and the admin actions, each naming who did it: cancelled (a waiter withdrawn by
+'governor cancel'), paused, resumed, limit (a live limit set or cleared).
 Each resource keeps its last 1000 events.
 
---json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail"}],
-oldest first.
+--json prints one array: [{"at", "resource", "kind", "lease_id", "token", "detail",
+"by"}], oldest first ("by", who acted, only for the admin actions).
 
 Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
 events of some resource could not be read (the others are listed).`,
@@ -243,6 +245,7 @@ events of some resource could not be read (the others are listed).`,
 				LeaseID  string    `json:"lease_id"`
 				Token    int64     `json:"token"`
 				Detail   string    `json:"detail"`
+				By       string    `json:"by,omitempty"`
 			}
 			rows := []row{}
 			// One resource whose events cannot be read does not hide the
@@ -255,7 +258,7 @@ events of some resource could not be read (the others are listed).`,
 					continue
 				}
 				for _, e := range evs {
-					rows = append(rows, row{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail})
+					rows = append(rows, row{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail, e.By})
 				}
 			}
 			sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })
@@ -265,7 +268,11 @@ events of some resource could not be read (the others are listed).`,
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
 				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, dash(r.Detail))
+					detail := dash(r.Detail)
+					if r.By != "" {
+						detail += "; by " + dash(r.By)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, detail)
 				}
 				err = tw.Flush()
 			}

@@ -126,6 +126,11 @@ func Run(t *testing.T, h Harness) {
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
+		{"Withdraw", s.withdraw},
+		{"GovernorCancel", s.governorCancel},
+		{"Pause", s.pause},
+		{"LiveLimit", s.liveLimit},
+		{"Holds", s.holds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

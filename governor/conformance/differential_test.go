@@ -103,7 +103,7 @@ func openRedis(t *testing.T, addr string) governor.Backend {
 // diffOp is one step: an operation on one resource, naming leases by
 // logical ids (the same on every store).
 type diffOp struct {
-	kind     string // acquire, poll, renew, release, cancel, reclaim, takeover
+	kind     string // acquire, poll, renew, release, cancel, reclaim, takeover, withdraw, pause, resume, limit
 	resource string
 	id       string // the lease or waiter
 	newID    string // takeover: the new lease
@@ -124,6 +124,10 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("renew %s/%s ttl %v", o.resource, o.id, o.ttl)
 	case "reclaim":
 		return fmt.Sprintf("reclaim %s/%s bad token %v", o.resource, o.id, o.badToken)
+	case "pause", "resume":
+		return fmt.Sprintf("%s %s", o.kind, o.resource)
+	case "limit":
+		return fmt.Sprintf("limit %s %d", o.resource, o.limit)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }
@@ -149,7 +153,7 @@ func diffOps(rng *rand.Rand, n int) []diffOp {
 			return id
 		}
 		op := diffOp{resource: res}
-		switch k := rng.IntN(20); {
+		switch k := rng.IntN(24); {
 		case k < 7:
 			op.kind, op.id, op.wait = "acquire", fresh(), rng.IntN(2) == 0
 			op.limit, op.weight = 3, 1+rng.IntN(3)
@@ -170,9 +174,17 @@ func diffOps(rng *rand.Rand, n int) []diffOp {
 			op.kind, op.id = "cancel", pick()
 		case k < 18:
 			op.kind, op.id, op.badToken = "reclaim", pick(), rng.IntN(3) == 0
-		default:
+		case k < 20:
 			op.kind, op.id = "takeover", pick()
 			op.newID = fresh()
+		case k < 21:
+			op.kind, op.id = "withdraw", pick()
+		case k < 22:
+			op.kind = "pause"
+		case k < 23:
+			op.kind = "resume"
+		default:
+			op.kind, op.limit = "limit", rng.IntN(5) // 0 clears
 		}
 		ops = append(ops, op)
 	}
@@ -266,6 +278,14 @@ func (r *diffRun) do(o diffOp) {
 			r.granted(o.resource, o.newID, res.Token, true)
 		}
 		out = fmt.Sprintf("%s %v", errClass(err), res.Outcome)
+	case "withdraw":
+		gone, err := r.b.Withdraw(ctx, key, []string{o.id}, governor.Withdrawal{Kind: governor.EventCancelled, By: "diff", Detail: "d"})
+		out = fmt.Sprintf("%s %v", errClass(err), gone)
+	case "pause", "resume":
+		changed, err := r.b.SetPaused(ctx, key, o.kind == "pause", "diff")
+		out = fmt.Sprintf("%s %v", errClass(err), changed)
+	case "limit":
+		out = errClass(r.b.SetLimit(ctx, key, o.limit, "diff"))
 	}
 	st, err := r.b.Status(ctx, key)
 	if err != nil {
@@ -279,7 +299,7 @@ func (r *diffRun) do(o diffOp) {
 	}
 	var kinds []string
 	for _, e := range evs {
-		kinds = append(kinds, e.Kind+":"+e.LeaseID)
+		kinds = append(kinds, e.Kind+":"+e.LeaseID+":"+e.By)
 	}
 	r.log = append(r.log, out+" | events "+strings.Join(kinds, " ")+" | by token "+r.byToken())
 }
@@ -315,7 +335,13 @@ func summary(st governor.Status, refusal bool) string {
 	s := fmt.Sprintf("limit %d used %d drift %d holders [%s] waiters [%s]", st.Limit, st.Used, st.DriftLimit,
 		strings.Join(hs, " "), strings.Join(ws, " "))
 	if !refusal {
-		s += fmt.Sprintf(" counters %+v", st.Counters)
+		s += fmt.Sprintf(" counters %+v holds %d", st.Counters, len(st.Holds))
+		if st.Paused != nil {
+			s += " paused by " + st.Paused.By
+		}
+		if st.LiveLimit != nil {
+			s += fmt.Sprintf(" live %d by %s", st.LiveLimit.Limit, st.LiveLimit.By)
+		}
 	}
 	return s
 }
@@ -328,6 +354,10 @@ func errClass(err error) string {
 	var lost *governor.LeaseLostError
 	if errors.As(err, &lost) {
 		return "lost(" + lost.End.Kind + ")"
+	}
+	var gone *governor.WithdrawnError
+	if errors.As(err, &gone) {
+		return "withdrawn(" + gone.Kind + " by " + gone.By + ")"
 	}
 	for _, c := range []struct {
 		name string

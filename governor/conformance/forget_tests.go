@@ -164,8 +164,11 @@ func (s *suite) histograms(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h = mustStatus(t, b, governor.Key{Project: key.Project, Resource: "cpu"}).Histograms[governor.HistogramWait]
-	if h.Count() != 1 {
+	st := mustStatus(t, b, governor.Key{Project: key.Project, Resource: "cpu"})
+	if h := st.Histograms[governor.HistogramWait]; h.Count() != 1 {
 		t.Fatalf("wait histogram after one grant and Close: %+v, want 1 observation", h)
+	}
+	if h := st.Histograms[governor.HistogramHold]; h.Count() != 1 || len(h.Counts) != len(governor.HistogramBounds(governor.HistogramHold))+1 {
+		t.Fatalf("hold histogram after one release and Close: %+v, want 1 observation", h)
 	}
 }

@@ -54,7 +54,7 @@ func (st *state) ended(id string) *event {
 }
 
 func (e event) public() governor.Event {
-	return governor.Event{At: time.Unix(0, e.At), Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail}
+	return governor.Event{At: time.Unix(0, e.At), Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail, By: e.By}
 }
 
 // Takeover implements governor.Backend.
@@ -74,6 +74,7 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	var was holder
 	if i := holderIndex(t.st, old); i >= 0 {
 		was = t.st.Holders[i]
+		t.hold(i)
 		t.dropHolder(i)
 	} else {
 		// Ended by its expiry or a reclaim: its slot is taken if it is

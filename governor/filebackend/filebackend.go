@@ -283,6 +283,9 @@ type tx struct {
 	// them is written: removing them before would leave a written state
 	// naming a lease or waiter without the file that proves it alive.
 	unlink []string
+	// reapedDecls are the declarations of the holders reap proved dead:
+	// their cgroups go once the state without them is written.
+	reapedDecls []governor.Declaration
 }
 
 // begin opens and locks key's directory and reads its state. Without
@@ -380,12 +383,24 @@ func (t *tx) commit() error {
 		}
 		t.dirty = false
 	}
+	t.removeLeftovers()
+	return nil
+}
+
+// removeLeftovers removes, once the state is written, what crashed or
+// finished processes left behind: the files it no longer needs, the
+// cgroups of the holders reap proved dead (see
+// governor.Declaration.RemoveDeadCgroup), and what sweep finds.
+func (t *tx) removeLeftovers() {
 	for _, name := range t.unlink {
 		_ = unix.Unlinkat(t.dir, name, 0)
 	}
 	t.unlink = nil
+	for _, d := range t.reapedDecls {
+		_ = d.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
+	}
+	t.reapedDecls = nil
 	t.sweep()
-	return nil
 }
 
 // sweep removes, under the lock, a temp file of a killed writer, lease
@@ -444,6 +459,7 @@ func (t *tx) settle() {
 	for i := 0; i < len(st.Holders); {
 		if st.Holders[i].Expires <= t.now.boot {
 			t.event(governor.EventExpired, st.Holders[i].ID, st.Holders[i].Token, "")
+			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedExpiry++
 			continue
@@ -466,8 +482,10 @@ func (t *tx) settle() {
 }
 
 // reap reclaims holders whose owner is proven dead: their lease file is
-// not locked, or their grant is unclaimed and their wake-up pipe
-// orphaned. Leases this Backend holds are alive by definition.
+// not locked and the command tree they declare is not alive
+// (governor.Declaration.TreeVerdict), or their grant is unclaimed and
+// their wake-up pipe orphaned. Leases this Backend holds are alive by
+// definition.
 func (t *tx) reap() {
 	if t.reaped {
 		return
@@ -480,7 +498,11 @@ func (t *tx) reap() {
 		if !t.b.holds(t.key, h.ID) {
 			switch {
 			case h.Proof:
-				dead = leaseDead(t.dir, leasePrefix+escape(h.ID))
+				// The lease file of a `governor run` is held by its
+				// command tree, but a process of the tree may have closed
+				// it: the tree's own proof of life (its cgroup, its run
+				// id) must be gone as well.
+				dead = leaseDead(t.dir, leasePrefix+escape(h.ID)) && h.Decl.TreeVerdict() != proc.Alive
 			case h.Handed:
 				if pokePipe(t.dir, waitPrefix+escape(h.ID), false) == pipeOrphaned {
 					dead = true
@@ -489,7 +511,9 @@ func (t *tx) reap() {
 			}
 		}
 		if dead {
+			t.reapedDecls = append(t.reapedDecls, h.Decl)
 			t.event(governor.EventReclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
+			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedDead++
 			continue
@@ -516,7 +540,7 @@ func (t *tx) dropHolder(i int) {
 func (t *tx) promote() {
 	st := t.st
 	used := st.used()
-	for len(st.Waiters) > 0 {
+	for len(st.Waiters) > 0 && !st.heldBack() {
 		w := st.Waiters[0]
 		pipe := waitPrefix + escape(w.ID)
 		fits := used+w.Weight <= st.Limit
@@ -630,7 +654,7 @@ func (b *Backend) LeaseFile(key governor.Key, id string) *os.File {
 }
 
 func (t *tx) fits(weight int) bool {
-	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit
+	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit && !t.st.heldBack()
 }
 
 // Acquire implements governor.Backend.
@@ -669,18 +693,18 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		t.reap()
 		t.promote()
 	}
-	// The limit in force changes only when the resource is idle; a
-	// process asking for another limit meanwhile is recorded as drift.
-	if st.Limit == 0 || (len(st.Holders) == 0 && len(st.Waiters) == 0) {
-		if st.Limit != req.Limit || st.Drift != 0 {
-			st.Limit, st.Drift = req.Limit, 0
-			t.dirty = true
+	// A waiter whose queue entry someone else withdrew learns who and
+	// why, and is not queued again.
+	if !req.New && st.waiterIndex(req.ID) < 0 {
+		if e := st.withdrawn(req.ID); e != nil {
+			if err := t.commit(); err != nil {
+				return governor.Result{}, err
+			}
+			return governor.Result{}, &governor.WithdrawnError{Resource: req.Key.Resource, WaiterID: req.ID,
+				Kind: e.Kind, By: e.By, Detail: e.Detail, At: time.Unix(0, e.At)}
 		}
-	} else if st.Limit != req.Limit && st.Drift != req.Limit {
-		t.event(governor.EventDrift, req.ID, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d", req.Limit, st.Limit))
-		st.Drift = req.Limit
-		t.dirty = true
 	}
+	t.inForce(req.Limit, req.ID)
 	if req.Weight > st.Limit {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
@@ -812,6 +836,7 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		}
 		return governor.ErrNotHeld
 	}
+	t.hold(i)
 	t.dropHolder(i)
 	t.st.Counters.Released++
 	t.promote()
@@ -875,6 +900,7 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 		return false, t.commit()
 	}
 	t.event(governor.EventReclaimed, id, token, "owner dead")
+	t.hold(i)
 	t.dropHolder(i)
 	t.st.Counters.ReclaimedDead++
 	t.promote()

@@ -73,7 +73,8 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	}
 	t.settle()
 	st := t.st
-	if len(st.Holders) > 0 || len(st.Waiters) > 0 {
+	// A paused resource, or one with a live limit, is kept (admin.go).
+	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil {
 		if st.Idle != nil {
 			st.Idle = nil
 			t.dirty = true
@@ -95,11 +96,7 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	if err := unix.Unlinkat(t.dir, stateName, 0); err != nil && err != unix.ENOENT {
 		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(key), err)
 	}
-	for _, name := range t.unlink {
-		_ = unix.Unlinkat(t.dir, name, 0)
-	}
-	t.unlink = nil
-	t.sweep()
+	t.removeLeftovers()
 	return true, nil
 }
 

@@ -53,6 +53,24 @@ type state struct {
 	// Idle is Forget's mark: the resource was found idle then, with
 	// this token and waited count.
 	Idle *idleMark `json:"idle,omitempty"`
+	// Paused and Live are the admin state (admin.go): the resource is
+	// paused, and the limit set live.
+	Paused *pauseMark `json:"paused,omitempty"`
+	Live   *liveMark  `json:"live,omitempty"`
+	// Holds are the last hold durations (ns), oldest first, at most
+	// governor.HoldHistory.
+	Holds []int64 `json:"holds,omitempty"`
+}
+
+type pauseMark struct {
+	Since int64  `json:"since"` // wall clock, Unix nanoseconds
+	By    string `json:"by"`
+}
+
+type liveMark struct {
+	Limit int    `json:"limit"`
+	At    int64  `json:"at"` // wall clock, Unix nanoseconds
+	By    string `json:"by"`
 }
 
 type histogram struct {
@@ -72,6 +90,7 @@ type event struct {
 	Lease  string `json:"lease"`
 	Token  int64  `json:"token,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	By     string `json:"by,omitempty"`
 }
 
 type holder struct {
@@ -202,6 +221,8 @@ func (st *state) check(key governor.Key) error {
 		return fmt.Errorf("it belongs to %s/%s, not %s", st.Project, st.Resource, key)
 	case st.Limit < 0 || st.Limit > governor.MaxLimit || st.Drift < 0 || st.Token < 0:
 		return fmt.Errorf("limit %d, drift %d, token %d out of range", st.Limit, st.Drift, st.Token)
+	case st.Live != nil && (st.Live.Limit < 1 || st.Live.Limit > governor.MaxLimit):
+		return fmt.Errorf("live limit %d out of range", st.Live.Limit)
 	}
 	seen := map[string]bool{}
 	for _, h := range st.Holders {
@@ -285,6 +306,15 @@ func (c clockNow) at(inst int64) time.Time {
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
 	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
+	if p := st.Paused; p != nil {
+		s.Paused = &governor.Paused{Since: time.Unix(0, p.Since), By: p.By}
+	}
+	if l := st.Live; l != nil {
+		s.LiveLimit = &governor.LiveLimit{Limit: l.Limit, By: l.By, At: time.Unix(0, l.At)}
+	}
+	for _, d := range st.Holds {
+		s.Holds = append(s.Holds, time.Duration(d))
+	}
 	if maxHolders < 0 { // not a refusal's status, which no one reads them in
 		for name, h := range st.Histograms {
 			if s.Histograms == nil {

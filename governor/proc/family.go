@@ -2,7 +2,7 @@ package proc
 
 import (
 	"errors"
-	"path/filepath"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -26,10 +26,17 @@ func ParentPID(pid int) (int, error) {
 // listed under the thread that forked it), or nil when pid is gone or
 // the kernel does not list children.
 func Children(pid int) []int {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	// Each task's file by name: a glob would list every task's directory.
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
 	var out []int
-	for _, t := range tasks {
-		b, err := ReadFile(t)
+	for _, tid := range tids {
+		b, err := ReadFile(dir + tid + "/children")
 		if err != nil {
 			continue
 		}

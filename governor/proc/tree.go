@@ -1,27 +1,6 @@
 package proc
 
-import (
-	"bytes"
-	"errors"
-	"os"
-	"path/filepath"
-)
-
-// CgroupPopulated reports whether a process of the cgroup v2 group at dir
-// (or of a group inside it) is alive, as its cgroup.events says. A
-// missing group is not populated (never made, or removed once empty); an
-// unreadable one counts as populated: it is no proof that its processes
-// are gone.
-func CgroupPopulated(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	return !bytes.Contains(b, []byte("populated 0"))
-}
+import "os"
 
 // Marked returns the live processes, other than the caller, whose initial
 // environment has variable name listing word among its space-separated

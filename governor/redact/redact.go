@@ -14,8 +14,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
+
+// lazy compiles pattern at its first use: a program that links this
+// package and never redacts (governor run's watchdog, a second start of
+// the binary per run) does not compile them all at start.
+func lazy(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // Mark replaces a secret in the output of Args, Text and URL.
 const Mark = "***"
@@ -107,14 +115,14 @@ func urlPassword(raw string) string {
 
 // queryParam matches one parameter of a URL query: its separator, name
 // and value.
-var queryParam = regexp.MustCompile(`([?&;])([A-Za-z0-9_.\-\[\]%]+)=([^&#\s"']*)`)
+var queryParam = lazy(`([?&;])([A-Za-z0-9_.\-\[\]%]+)=([^&#\s"']*)`)
 
 func secretQuery(s string) string {
 	if !strings.ContainsAny(s, "?&") {
 		return s
 	}
-	return queryParam.ReplaceAllStringFunc(s, func(m string) string {
-		sub := queryParam.FindStringSubmatch(m)
+	return queryParam().ReplaceAllStringFunc(s, func(m string) string {
+		sub := queryParam().FindStringSubmatch(m)
 		name := sub[2]
 		if u, err := url.QueryUnescape(name); err == nil {
 			name = u
@@ -155,7 +163,7 @@ func words(args []string, depth int) []string {
 			program = p
 		}
 		var shown string
-		if i == 0 || !shellFlag.MatchString(args[i-1]) || !strings.ContainsAny(a, " \t\n") {
+		if i == 0 || !shellFlag().MatchString(args[i-1]) || !strings.ContainsAny(a, " \t\n") {
 			// Not a script: a NAME=value word's value may hold spaces.
 			shown, hide, show = word(a, program)
 			header = hide > 0 && strings.HasSuffix(a, ":")
@@ -208,7 +216,7 @@ func word(a, program string) (shown string, hideNext int, next func(string) stri
 		switch {
 		case !secretName(name):
 			// --env=API_KEY=x, --from-literal=password=x
-			if inner, _, ok := strings.Cut(value, "="); ok && envName.MatchString(inner) && secretName(inner) {
+			if inner, _, ok := strings.Cut(value, "="); ok && envName().MatchString(inner) && secretName(inner) {
 				return dashes + name + "=" + inner + "=" + Mark, 0, nil
 			}
 			return "", 0, nil
@@ -218,10 +226,10 @@ func word(a, program string) (shown string, hideNext int, next func(string) stri
 			return a, 1, nil
 		}
 	}
-	if name, ok := strings.CutSuffix(a, ":"); ok && headerName.MatchString(name) && secretName(name) {
+	if name, ok := strings.CutSuffix(a, ":"); ok && headerName().MatchString(name) && secretName(name) {
 		return a, 1, nil // a header or YAML line split into words
 	}
-	if name, _, ok := strings.Cut(a, "="); ok && envName.MatchString(name) && secretName(name) {
+	if name, _, ok := strings.Cut(a, "="); ok && envName().MatchString(name) && secretName(name) {
 		return name + "=" + Mark, 0, nil
 	}
 	return "", 0, nil
@@ -237,7 +245,7 @@ func userPassword(v string) string {
 }
 
 // shellFlag is the flag before a shell's script: -c, -lc, -ec, ...
-var shellFlag = regexp.MustCompile(`^-[A-Za-z]*c$`)
+var shellFlag = lazy(`^-[A-Za-z]*c$`)
 
 // operators separate commands in a script.
 var operators = map[string]bool{";": true, "&&": true, "||": true, "|": true, "&": true, "(": true, ")": true, "\n": true}
@@ -274,8 +282,8 @@ func isLongFlag(a string) bool {
 // envName matches the name part of a NAME=value word; headerName the name
 // of a header line.
 var (
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-	headerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+	envName    = lazy(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+	headerName = lazy(`^[A-Za-z][A-Za-z0-9_-]*$`)
 )
 
 // secretName reports whether a flag, variable, header, query parameter or
@@ -343,39 +351,39 @@ var referenceWords = map[string]bool{
 
 // secretPatterns match secrets inside any text.
 var secretPatterns = []struct {
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 	repl string
 }{
-	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Mark}, // OpenAI, Anthropic (sk-ant-...)
-	{regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mark},
-	{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Mark},            // Slack
-	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mark},              // AWS access key id
-	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Mark},                    // Google
-	{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`), Mark},                      // Hugging Face
-	{regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`), Mark},                 // GitLab
-	{regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)[^\s"']+`), "$1$2" + Mark}, // Authorization header
+	{lazy(`\bsk-[A-Za-z0-9_-]{16,}`), Mark}, // OpenAI, Anthropic (sk-ant-...)
+	{lazy(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mark},
+	{lazy(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Mark},            // Slack
+	{lazy(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mark},              // AWS access key id
+	{lazy(`\bAIza[0-9A-Za-z_-]{35}`), Mark},                    // Google
+	{lazy(`\bhf_[A-Za-z0-9]{30,}`), Mark},                      // Hugging Face
+	{lazy(`\bglpat-[A-Za-z0-9_-]{20,}`), Mark},                 // GitLab
+	{lazy(`(?i)\b(bearer|basic)(\s+)[^\s"']+`), "$1$2" + Mark}, // Authorization header
 	// The password of scheme://user:password@host.
-	{regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*):[^/@\s]+@`), "$1:" + Mark + "@"},
+	{lazy(`\b([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*):[^/@\s]+@`), "$1:" + Mark + "@"},
 }
 
 // jsonField matches a "name": value pair of JSON (the value a string or a
 // scalar), also with escaped quotes as inside a shell's double quotes.
-var jsonField = regexp.MustCompile(`(\\?")((?:[^"\\]|\\[^"])*)(\\?"\s*:\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,{}\[\]"\\][^\s,}\]"\\]*)`)
+var jsonField = lazy(`(\\?")((?:[^"\\]|\\[^"])*)(\\?"\s*:\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,{}\[\]"\\][^\s,}\]"\\]*)`)
 
 // header matches a header line, alone or as the value of a flag
 // (--header=Name: value).
-var header = regexp.MustCompile(`^(\s*(?:-{1,2}[A-Za-z][\w-]*=)?)([A-Za-z][A-Za-z0-9_-]*)(\s*:\s*)(\S.*)$`)
+var header = lazy(`^(\s*(?:-{1,2}[A-Za-z][\w-]*=)?)([A-Za-z][A-Za-z0-9_-]*)(\s*:\s*)(\S.*)$`)
 
 // text redacts one argument: patterns anywhere in it, then, if it is a
 // header line, its value, else, if it holds several words, each word.
 func text(s string, depth int) string {
 	for _, p := range secretPatterns {
-		s = p.re.ReplaceAllString(s, p.repl)
+		s = p.re().ReplaceAllString(s, p.repl)
 	}
 	s = secretQuery(s)
 	if strings.Contains(s, `"`) {
-		s = jsonField.ReplaceAllStringFunc(s, func(m string) string {
-			sub := jsonField.FindStringSubmatch(m)
+		s = jsonField().ReplaceAllStringFunc(s, func(m string) string {
+			sub := jsonField().FindStringSubmatch(m)
 			if !secretName(sub[2]) || strings.Trim(sub[4], `\"`) == Mark {
 				return m
 			}
@@ -386,7 +394,7 @@ func text(s string, depth int) string {
 			return sub[1] + sub[2] + sub[3] + q + Mark + q
 		})
 	}
-	if m := header.FindStringSubmatch(s); m != nil && !strings.Contains(m[4], "\n") && secretName(m[2]) {
+	if m := header().FindStringSubmatch(s); m != nil && !strings.Contains(m[4], "\n") && secretName(m[2]) {
 		return m[1] + m[2] + m[3] + Mark
 	}
 	if depth >= maxDepth || !strings.ContainsAny(s, " \t\n") {
@@ -500,10 +508,10 @@ func quote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	if plainArg.MatchString(s) {
+	if plainArg().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-var plainArg = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./*-]+$`)
+var plainArg = lazy(`^[A-Za-z0-9_@%+=:,./*-]+$`)

@@ -7,15 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
 var (
-	seqScript      = redis.NewScript(scripts.Seq)
-	takeoverScript = redis.NewScript(scripts.Takeover)
+	seqScript      = newScript(scripts.Seq)
+	takeoverScript = newScript(scripts.Takeover)
 )
 
 // SeqKey is the key of a sequence of project. '{' is not allowed in
@@ -112,6 +110,9 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 			LeaseID: r.str(m.Values["lease"], "the lease of event "+m.ID),
 			Detail:  r.str(m.Values["detail"], "the detail of event "+m.ID)}
 		e.Token = r.int(m.Values["token"], "the token of event "+m.ID)
+		if by, ok := m.Values["by"]; ok {
+			e.By = r.str(by, "who acted in event "+m.ID)
+		}
 		e.At = time.UnixMilli(r.int(m.Values["at"], "the time of event "+m.ID))
 		if r.err != nil {
 			e = governor.Event{Kind: governor.EventUnreadable, Detail: r.err.Error(), At: streamTime(m.ID)}

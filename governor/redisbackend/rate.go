@@ -7,13 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var rateScript = redis.NewScript(scripts.Rate)
+var rateScript = newScript(scripts.Rate)
 
 var _ governor.RateBackend = (*Backend)(nil)
 

@@ -26,13 +26,13 @@ import (
 )
 
 var (
-	acquireScript = redis.NewScript(scripts.Acquire)
-	renewScript   = redis.NewScript(scripts.Renew)
-	releaseScript = redis.NewScript(scripts.Release)
-	cancelScript  = redis.NewScript(scripts.Cancel)
-	reclaimScript = redis.NewScript(scripts.Reclaim)
-	lostScript    = redis.NewScript(scripts.Lost)
-	statusScript  = redis.NewScript(scripts.Status)
+	acquireScript = newScript(scripts.Acquire)
+	renewScript   = newScript(scripts.Renew)
+	releaseScript = newScript(scripts.Release)
+	cancelScript  = newScript(scripts.Cancel)
+	reclaimScript = newScript(scripts.Reclaim)
+	lostScript    = newScript(scripts.Lost)
+	statusScript  = newScript(scripts.Status)
 )
 
 // holdersInRefusal caps the holders a refusal reports.
@@ -185,8 +185,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 }
 
 // allScripts are the scripts New loads.
-var allScripts = []*redis.Script{acquireScript, renewScript, releaseScript, cancelScript,
-	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript,
+var allScripts = []*script{acquireScript, renewScript, releaseScript, cancelScript,
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
 	renewManyScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
@@ -215,7 +215,7 @@ func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 }
 
 // probeScript proves the server runs scripts.
-var probeScript = redis.NewScript("return 1")
+var probeScript = newScript("return 1")
 
 func (b *Backend) dispatch(ch <-chan *redis.Message) {
 	defer close(b.done)
@@ -322,6 +322,10 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	// Listed only after the script ran: a failed acquire leaves nothing.
 	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
 	res, err := acquireReply(req.Key, v)
+	var gone *governor.WithdrawnError
+	if errors.As(err, &gone) {
+		gone.WaiterID = req.ID
+	}
 	if err == nil && res.Outcome == governor.Queued {
 		r.queued.Store(req.ID, struct{}{})
 	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {

@@ -11,7 +11,7 @@ import (
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var renewManyScript = redis.NewScript(scripts.RenewMany)
+var renewManyScript = newScript(scripts.RenewMany)
 
 var _ governor.BatchRenewer = (*Backend)(nil)
 
@@ -79,7 +79,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 	}
 	run := func(pipe redis.Pipeliner) error {
 		for gi := range groups {
-			cmds[gi] = renewManyScript.EvalSha(ctx, pipe, keysOf[gi], argsOf[gi]...)
+			cmds[gi] = renewManyScript.get().EvalSha(ctx, pipe, keysOf[gi], argsOf[gi]...)
 		}
 		return nil
 	}

@@ -167,6 +167,15 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
 		return res, r.err
 	}
+	if len(v) == 5 && r.int(v[0], "the code") == -3 {
+		e := &governor.WithdrawnError{Resource: key.Resource, Kind: r.str(v[1], "the kind of the withdrawal"),
+			By: r.str(v[2], "who withdrew it"), Detail: r.str(v[3], "the detail of the withdrawal"),
+			At: time.UnixMilli(r.int(v[4], "the time of the withdrawal"))}
+		if r.err != nil {
+			return res, r.err
+		}
+		return res, e
+	}
 	if !r.length(v, 9, true) {
 		return res, r.err
 	}
@@ -203,9 +212,10 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 5, false) {
+	if !r.length(v, 6, false) {
 		return governor.Status{}, r.err
 	}
+	var paused, live, liveAt int64
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
 	meta := r.list(v[1], "the meta fields")
 	if len(meta)%2 != 0 {
@@ -235,6 +245,12 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			st.Counters.ReclaimedDead = n
 		case "takeovers":
 			st.Counters.Takeovers = n
+		case "paused":
+			paused = n
+		case "live":
+			live = n
+		case "live_at":
+			liveAt = n
 		}
 	}
 	st.Holders = r.holders(r.list(v[2], "the holders"))
@@ -246,5 +262,41 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		return governor.Status{}, r.err
 	}
 	st.Histograms = r.stats(r.list(v[4], "the stats"))
+	text := r.list(v[5], "the admin state")
+	if len(text) != 3+governor.HoldHistory {
+		r.fail("admin state: %d values; want paused_by, live_by, holdn and %d holds", len(text), governor.HoldHistory)
+		return governor.Status{}, r.err
+	}
+	if paused > 0 {
+		st.Paused = &governor.Paused{Since: time.UnixMilli(paused), By: r.str(text[0], "who paused it")}
+	}
+	if live > 0 {
+		st.LiveLimit = &governor.LiveLimit{Limit: int(live), By: r.str(text[1], "who set the live limit"), At: time.UnixMilli(liveAt)}
+	}
+	st.Holds = r.holds(text[2], text[3:])
+	if r.err != nil {
+		return governor.Status{}, r.err
+	}
 	return st, nil
+}
+
+// holds reads the ring of hold durations (HOLDS in head.lua): holdn, the
+// holds recorded, and the ring's slots (ms), into the last ones, oldest
+// first. A holdn that is not a number counts as none.
+func (r *reader) holds(holdn any, ring []any) []time.Duration {
+	s := r.str(holdn, "the count of holds")
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	size := int64(len(ring))
+	var out []time.Duration
+	for i := max(0, n-size); i < n; i++ {
+		slot := r.str(ring[i%size], "a hold duration")
+		if slot == "" {
+			continue // a slot lost: skipped
+		}
+		out = append(out, time.Duration(r.int(slot, "a hold duration"))*time.Millisecond)
+	}
+	return out
 }

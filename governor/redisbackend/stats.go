@@ -6,15 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
 var (
-	observeScript = redis.NewScript(scripts.Observe)
-	forgetScript  = redis.NewScript(scripts.Forget)
+	observeScript = newScript(scripts.Observe)
+	forgetScript  = newScript(scripts.Forget)
 )
 
 // StatsKey is the hash of a resource's backend-kept histograms; it shares

@@ -21,7 +21,8 @@
 // Exit codes (SPEC §4):
 //
 //	the command's own   it ran; 128+N when signal N killed it
-//	73                  not acquired: busy with --if-busy fail, or --wait-timeout passed
+//	73                  not acquired: busy with --if-busy fail, or --wait-timeout passed,
+//	                    or the wait was withdrawn (governor cancel), saying who
 //	75                  skipped: busy with --if-busy skip
 //	122                 a lease was lost while it ran; the tree was stopped
 //	124                 --timeout passed; the tree was stopped
@@ -100,7 +101,10 @@
 // killed, nothing kills the rest of the tree; it keeps the slot held on
 // this host while its cgroup is populated, a process carries the run id,
 // or (file backend) it keeps an inherited lease file open — until the
-// lease's TTL, since nobody renews it.
+// lease's TTL, since nobody renews it. The same-host reclaim (or
+// takeover) that finds them all gone also removes the run's empty cgroup
+// (governor.Declaration.RemoveDeadCgroup); a group that no reclaim
+// reaches goes with the start of a later run once empty for a minute.
 //
 // Limits, without a cgroup only (macOS always): a descendant that clears its
 // environment (env -i) or is not dumpable (on macOS: whose environment the

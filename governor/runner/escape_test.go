@@ -17,7 +17,7 @@ func TestHostileHolderEscaped(t *testing.T) {
 		LeaseID: "id" + safetexttest.Hostile, AcquiredAt: now.Add(-time.Minute),
 		Declaration: governor.Declaration{Session: safetexttest.Hostile, Host: safetexttest.Hostile, PID: 42, Command: "sh -c " + safetexttest.Hostile},
 	}}}
-	safetexttest.Check(t, "status line", renderStatus("heavy", governor.Result{Outcome: governor.Queued, Position: 1, Status: st}, time.Second))
+	safetexttest.Check(t, "status line", renderStatus("heavy", governor.Result{Outcome: governor.Queued, Position: 1, Status: st}, "unknown (no hold history yet)", time.Second))
 	var b bytes.Buffer
 	WriteRefusal(&b, "heavy", st)
 	safetexttest.Check(t, "refusal", b.String())

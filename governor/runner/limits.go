@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // LimitNote tells that a --limit the user gave is not the limit that
@@ -37,7 +38,12 @@ func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked
 	if err != nil {
 		return nil, err
 	}
-	if st.Limit != 0 && st.Limit != limit && (st.Used > 0 || len(st.Waiters) > 0) {
+	if l := st.LiveLimit; l != nil && st.Limit != limit {
+		// A live limit wins over what processes ask for (governor limit).
+		n.InForce = st.Limit
+		n.Source = fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
+			safetext.Escape(l.By), resource)
+	} else if st.Limit != 0 && st.Limit != limit && (st.Used > 0 || len(st.Waiters) > 0) {
 		n.InForce = st.Limit
 		n.Source = "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
 	}

@@ -16,7 +16,7 @@ import (
 // Exit codes of Run besides the command's own (SPEC §4).
 const (
 	ExitOK         = 0
-	ExitBusy       = 73  // not acquired: busy with --if-busy fail, or --wait-timeout passed
+	ExitBusy       = 73  // not acquired: busy with --if-busy fail, --wait-timeout passed, or the wait withdrawn
 	ExitSkipped    = 75  // busy with --if-busy skip
 	ExitLeaseLost  = 122 // a lease was lost while running; the command was stopped
 	ExitTimeout    = 124 // --timeout passed; the command tree was stopped

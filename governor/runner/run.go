@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redact"
 	"github.com/governor-dev/governor/governor/supervise"
 
@@ -179,7 +180,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	oo := OpenOptions{Session: r.session, Command: r.rec.Command}
 	if r.wd != nil {
 		oo.PID, oo.RunID = r.wd.pid(), r.id
-		if cg, ok := supervise.ChildCgroup(cgroupName(r.id)); ok {
+		if cg, ok := proc.ChildCgroup(proc.RunCgroupName(r.id)); ok {
 			oo.Cgroup = cg
 		}
 	}
@@ -241,7 +242,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if sl != nil {
-					sl.update(name, res)
+					sl.update(name, res, expectedWait(ctx, g, name, res.Position))
 				}
 			},
 		}})
@@ -277,6 +278,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	var busy *governor.BusyError
 	var na *NotAcquiredError
+	var gone *governor.WithdrawnError
 	switch {
 	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (acquireAll)
 		if na.Skipped {
@@ -304,6 +306,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return ExitBusy, OutcomeBusy, na
 	case errors.Is(err, governor.ErrTooHeavy):
 		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
+	case errors.As(err, &gone):
+		// Withdrawn by someone ('governor cancel', a queue policy): say
+		// who and why.
+		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
+			gone.Resource, gone.Reason())}
 	}
 	return ExitFailure, OutcomeError, err
 }
@@ -392,7 +399,7 @@ func (r *run) execute() (int, Outcome, error) {
 		KillGrace:  r.o.KillGrace,
 		ExtraFiles: extra,
 		Terminal:   supervise.ForegroundTerminal(stdin),
-		Cgroup:     cgroupName(r.id), // the watchdog finds it by the run id
+		Cgroup:     proc.RunCgroupName(r.id), // the watchdog finds it by the run id
 	})
 	switch {
 	case errors.Is(err, supervise.ErrNotFound):

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,7 @@ type statusLine struct {
 	mu       sync.Mutex
 	resource string
 	res      governor.Result
+	est      string    // the expected wait, with what it rests on; "" unknown
 	resAt    time.Time // when res came
 	queued   bool
 	shown    bool
@@ -57,11 +59,12 @@ func (s *statusLine) refresh() {
 	}
 }
 
-// update records that the run waits for resource, as r tells, and redraws.
-func (s *statusLine) update(resource string, r governor.Result) {
+// update records that the run waits for resource, as r tells, with the
+// expected wait est, and redraws.
+func (s *statusLine) update(resource string, r governor.Result, est string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resource, s.res, s.resAt, s.queued = resource, r, time.Now(), true
+	s.resource, s.res, s.est, s.resAt, s.queued = resource, r, est, time.Now(), true
 	s.drawLocked()
 }
 
@@ -70,7 +73,7 @@ func (s *statusLine) drawLocked() {
 	if !res.Status.Now.IsZero() {
 		res.Status.Now = res.Status.Now.Add(time.Since(s.resAt)) // holders age between updates
 	}
-	line := renderStatus(s.resource, res, time.Since(s.start))
+	line := renderStatus(s.resource, res, s.est, time.Since(s.start))
 	if w := s.width(); w > 1 {
 		line = truncateRunes(line, w-1) // never wrap: \r returns to the start of the last row only
 	}
@@ -91,12 +94,29 @@ func (s *statusLine) close() {
 	s.queued = false
 }
 
-// renderStatus is the text of the status line.
-func renderStatus(resource string, r governor.Result, waited time.Duration) string {
+// expectedWait is the expected wait of waiter place of resource, with
+// what it rests on (governor.ExpectedWait), for the status line; "" when
+// the status cannot be read within a second.
+func expectedWait(ctx context.Context, g *governor.Governor, resource string, place int) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := g.Status(ctx, resource)
+	if err != nil {
+		return ""
+	}
+	return governor.ExpectedWait(st, place).String()
+}
+
+// renderStatus is the text of the status line; est is the expected wait
+// ("" when unknown).
+func renderStatus(resource string, r governor.Result, est string, waited time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "governor: waiting for %s", resource)
 	if r.Position > 0 {
 		fmt.Fprintf(&b, ", %s in queue", ordinal(r.Position))
+	}
+	if est != "" {
+		fmt.Fprintf(&b, ", expected wait %s", est)
 	}
 	st := r.Status
 	if st.Limit > 0 {

@@ -19,10 +19,13 @@ func TestRenderStatus(t *testing.T) {
 			{LeaseID: "y"},
 		},
 	}}
-	got := renderStatus("heavy", r, 12*time.Second)
-	want := "governor: waiting for heavy, 2nd in queue, 1 of 1 in use; held by agent-7 (pid 42 on box, for 1m15s) and 1 more; waited 12s"
+	got := renderStatus("heavy", r, "~40s (from the last 50 holds)", 12*time.Second)
+	want := "governor: waiting for heavy, 2nd in queue, expected wait ~40s (from the last 50 holds), 1 of 1 in use; held by agent-7 (pid 42 on box, for 1m15s) and 1 more; waited 12s"
 	if got != want {
 		t.Fatalf("renderStatus =\n%q, want\n%q", got, want)
+	}
+	if got := renderStatus("heavy", r, "", 12*time.Second); strings.Contains(got, "expected") {
+		t.Fatalf("renderStatus without an estimate = %q", got)
 	}
 	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 112: "112th"} {
 		if got := ordinal(n); got != want {
@@ -37,8 +40,8 @@ func TestRenderStatus(t *testing.T) {
 func TestStatusLineRewritesInPlaceAndErases(t *testing.T) {
 	var buf proctest.SyncBuffer
 	sl := newStatusLine(&buf, func() int { return 40 })
-	sl.update("heavy", governor.Result{Position: 1})
-	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}})
+	sl.update("heavy", governor.Result{Position: 1}, "")
+	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}}, "")
 	sl.close()
 	out := buf.String()
 	if strings.Contains(out, "\n") {

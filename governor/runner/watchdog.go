@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/governor/supervise"
 )
 
 // watchdog is the process that kills the run's tree if governor dies.
@@ -78,10 +77,6 @@ func (w *watchdog) finish() {
 	case <-t.C:
 	}
 }
-
-// cgroupName is the name of the cgroup of run id's tree (see
-// supervise.Options.Cgroup).
-func cgroupName(id string) string { return "governor-run-" + id }
 
 // sweepBudget bounds how long a watchdog keeps killing: a process in
 // uninterruptible sleep may never die.
@@ -192,10 +187,10 @@ wait:
 // processes the marker sweep cannot find), then sweeps the marked
 // processes, and removes the cgroup.
 func killTree(id string) (int, error) {
-	cg, hasCgroup := supervise.ChildCgroup(cgroupName(id))
+	cg, hasCgroup := proc.ChildCgroup(proc.RunCgroupName(id))
 	var err error
 	if hasCgroup {
-		if kerr := supervise.KillCgroup(cg); kerr != nil && !errors.Is(kerr, os.ErrNotExist) {
+		if kerr := proc.KillCgroup(cg); kerr != nil && !errors.Is(kerr, os.ErrNotExist) {
 			err = fmt.Errorf("killing cgroup %s: %w", cg, kerr)
 		}
 	}
@@ -204,7 +199,7 @@ func killTree(id string) (int, error) {
 		err = serr
 	}
 	if hasCgroup {
-		if rerr := supervise.RemoveCgroup(cg, sweepBudget); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		if rerr := proc.RemoveCgroup(cg, sweepBudget); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
 			err = rerr
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // A run's group left empty for staleAge is removed by the next start; a
 // younger one is kept (its run may be starting).
 func TestStaleRunGroups(t *testing.T) {
-	dir, ok := ChildCgroup("governor-run-stale-" + uniqueSuffix())
+	dir, ok := proc.ChildCgroup(proc.RunCgroupName("stale-" + uniqueSuffix()))
 	if !ok || os.Mkdir(dir, 0o755) != nil {
 		t.Skip("no cgroup v2 group can be made here")
 	}

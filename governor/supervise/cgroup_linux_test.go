@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 )
@@ -20,7 +21,7 @@ import (
 // when this machine lets the test make none (no cgroup v2, not root).
 func cgroupOrSkip(t *testing.T, name string) string {
 	t.Helper()
-	dir, ok := supervise.ChildCgroup(name)
+	dir, ok := proc.ChildCgroup(name)
 	if !ok {
 		t.Skip("no cgroup v2 hierarchy")
 	}
@@ -118,5 +119,34 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the group of a live supervisor was removed: %v", err)
+	}
+}
+
+// TestEmptyGroupReapsOrphanZombie: a child the leader never reaped is
+// re-parented to the supervisor when the leader exits, a zombie that
+// leaves the tree's group empty; the tree's last sweep, which reads only
+// the supervisor's children then, reaps it.
+func TestEmptyGroupReapsOrphanZombie(t *testing.T) {
+	perl, err := exec.LookPath("perl")
+	if err != nil {
+		t.Skip("no perl: no command here forks a child it never reaps")
+	}
+	marker := proctest.NewMarker(t, "govcg")
+	name := "governor-test-" + marker
+	cgroupOrSkip(t, name)
+	var out strings.Builder
+	tr := start(t, supervise.Options{
+		Args:   []string{perl, "-e", `$p = fork; exit 0 unless $p; print "$p\n"; select(undef, undef, undef, 0.2)`},
+		Stdout: &out, Cgroup: name, KillGrace: testGrace,
+	})
+	if e := wait(t, tr); e.Code != 0 {
+		t.Fatalf("exit %+v", e)
+	}
+	pid := strings.TrimSpace(out.String())
+	if pid == "" {
+		t.Fatal("the leader printed no child pid")
+	}
+	if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		t.Errorf("the leader's orphan %s is left: %s", pid, b)
 	}
 }

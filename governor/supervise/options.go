@@ -51,7 +51,7 @@ type Options struct {
 	ExtraFiles []*os.File
 
 	// Cgroup names the cgroup v2 group Start makes for the tree inside the
-	// caller's own group (ChildCgroup tells its directory); empty means
+	// caller's own group (proc.ChildCgroup tells its directory); empty means
 	// "governor-" and the tree id. The tree is born in it, its death is
 	// proven by it ("populated 0") and KILL reaches all of it at once,
 	// processes that escaped attribution included. Where the group cannot

@@ -665,7 +665,7 @@ func (t *Tree) sweep() bool {
 	// what has died, is enough.
 	empty := t.cg != nil && t.leaderExited && !t.cg.populated()
 	for range 2 {
-		snap, err := proc.List()
+		snap, err := t.snapshotLocked(empty)
 		if err != nil {
 			// The process table could be read at Start. Without it the
 			// tree cannot be followed; do not wait forever for what
@@ -692,6 +692,48 @@ func (t *Tree) sweep() bool {
 	}
 	t.reapLeaderLocked()
 	return true
+}
+
+// listProcesses reads every process on the machine (proc.List; a test
+// counts the calls).
+var listProcesses = proc.List
+
+// snapshotLocked lists the processes a sweep looks at: every process on
+// the machine, or, once the tree's own cgroup is empty and the leader a
+// zombie, only this process's children. No process of the tree runs
+// then; all that is left to do is to reap the zombies re-parented to
+// this process, which are among its children: a few files to read
+// (proc.Children) instead of one per process on the machine, ~0.9 ms
+// with 90 processes. empty says the sweep found the group empty after
+// the leader's exit; a sweep woken by the leader's SIGCHLD, before
+// peekLeader has marked the exit, checks the group itself. Where the
+// kernel does not list children (no CONFIG_PROC_CHILDREN), the leader,
+// an unreaped child, is missing from the list and every process is
+// read.
+func (t *Tree) snapshotLocked(empty bool) ([]proc.Info, error) {
+	if t.cg != nil && (empty || !t.cg.populated()) {
+		if snap, ok := ownChildren(t.pid); ok {
+			return snap, nil
+		}
+	}
+	return listProcesses()
+}
+
+// ownChildren reads the stat of every child of this process, zombies
+// included, and reports whether leader is among them, exited.
+func ownChildren(leader int) ([]proc.Info, bool) {
+	pids := proc.Children(os.Getpid())
+	snap := make([]proc.Info, 0, len(pids))
+	exited := false
+	for _, pid := range pids {
+		s, err := proc.Stat(pid)
+		if err != nil {
+			continue // reaped meanwhile by another part of the program
+		}
+		exited = exited || pid == leader && s.Zombie()
+		snap = append(snap, s)
+	}
+	return snap, exited
 }
 
 // reapLeaderLocked reaps the leader, which by now is a zombie child, and

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -47,10 +48,18 @@ func KillMarked(marker string) {
 // BuildGovernor builds the governor CLI (without -race: it is the program
 // under test, not the test) into dir and returns its path.
 func BuildGovernor(dir string) (string, error) {
-	p := filepath.Join(dir, "governor")
-	out, err := exec.Command("go", "build", "-o", p, "github.com/governor-dev/governor/cmd/governor").CombinedOutput()
+	return BuildGovernorAs(dir, "governor")
+}
+
+// BuildGovernorAs is BuildGovernor into dir/name, with env added to the
+// go command's environment (CGO_ENABLED=0 for a binary without cgo).
+func BuildGovernorAs(dir, name string, env ...string) (string, error) {
+	p := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", p, "github.com/governor-dev/governor/cmd/governor")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("building governor: %v\n%s", err, out)
+		return "", fmt.Errorf("building governor %s: %v\n%s", strings.Join(env, " "), err, out)
 	}
 	return p, nil
 }

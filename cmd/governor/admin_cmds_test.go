@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// startRun starts `governor run --resource heavy --if-busy wait -- true`
+// and waits until it is queued (n waiters in all); it returns the
+// command, its stderr and its waiter.
+func startRun(t *testing.T, tg *target, g *governor.Governor, n int) (*exec.Cmd, *bytes.Buffer, governor.Waiter) {
+	t.Helper()
+	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill() })
+	var st governor.Status
+	eventually(t, 30*time.Second, "the run did not queue", func() bool {
+		st = tg.status(t, g, "heavy")
+		return len(st.Waiters) == n
+	})
+	return c, &errb, st.Waiters[n-1]
+}
+
+// waitExit waits for c and returns its exit code.
+func waitExit(t *testing.T, c *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	return -1
+}
+
+// A waiting governor run that is cancelled exits 73 saying who; bad
+// input changes nothing.
+func TestCancelEndsWaitingRun(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+		c, errb, w := startRun(t, tg, g, 1)
+		for _, bad := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"cancel", "heavy"}, 125, "exactly one of --waiter ID and --session"},
+			{[]string{"cancel", "heavy", "--waiter", w.ID, "--session", "x"}, 125, "exactly one of"},
+			{[]string{"cancel", "haevy", "--waiter", w.ID}, 125, `"haevy" is unknown`},
+			{[]string{"cancel", "heavy", "--waiter", "nobody-at-all"}, 122, "is not queued on heavy"},
+			{[]string{"cancel", "heavy", "--waiter", w.ID, "--by", "bad\x1bname"}, 125, "control characters"},
+		} {
+			code, _, stderr := tg.run(t, bad.args...)
+			if code != bad.code || !strings.Contains(stderr, bad.want) {
+				t.Fatalf("%v: exit %d, stderr %q; want %d saying %q", bad.args, code, stderr, bad.code, bad.want)
+			}
+		}
+		if st := tg.status(t, g, "heavy"); len(st.Waiters) != 1 {
+			t.Fatalf("bad input changed the queue: %+v", st.Waiters)
+		}
+		code, out, stderr := tg.run(t, "cancel", "heavy", "--waiter", w.ID[:12], "--by", "alice")
+		if code != 0 || !strings.Contains(out, "cancelled waiter "+w.ID) {
+			t.Fatalf("cancel: exit %d, out %q, stderr %q", code, out, stderr)
+		}
+		if code := waitExit(t, c); code != 73 || !strings.Contains(errb.String(), "by alice") {
+			t.Fatalf("cancelled run: exit %d, stderr %q; want 73 saying by alice", code, errb)
+		}
+		st := tg.status(t, g, "heavy")
+		if len(st.Waiters) != 0 || len(st.Holders) != 1 {
+			t.Fatalf("after cancel: %+v", st)
+		}
+		evs, err := g.Backend().Events(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, time.Time{})
+		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventCancelled || evs[len(evs)-1].By != "alice" {
+			t.Fatalf("events %+v, %v; want a cancelled event by alice", evs, err)
+		}
+		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by alice") {
+			t.Fatalf("governor events: exit %d, %q; want the cancel naming alice", code, out)
+		}
+	})
+}
+
+// A paused resource grants nothing new; slots shows it; resume serves
+// the waiting run at once.
+func TestPauseResume(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		if code, out, stderr := tg.run(t, "pause", "heavy", "--by", "carol"); code != 0 || !strings.Contains(out, "paused heavy") {
+			t.Fatalf("pause: exit %d, %q, %q", code, out, stderr)
+		}
+		c, _, _ := startRun(t, tg, g, 1)
+		code, out, _ := tg.run(t, "slots", "heavy")
+		if code != 0 || !strings.Contains(out, "PAUSED since") || !strings.Contains(out, "by carol") {
+			t.Fatalf("slots of a paused resource: %q", out)
+		}
+		code, out, _ = tg.run(t, "--json", "slots", "heavy")
+		var sj slotsJSON
+		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].Paused == nil ||
+			sj.Resources[0].Paused.By != "carol" || len(sj.Resources[0].Waiters) != 1 {
+			t.Fatalf("slots --json of a paused resource: %v %q", err, out)
+		}
+		if st := tg.status(t, g, "heavy"); st.Used != 0 {
+			t.Fatalf("a paused resource granted: %+v", st)
+		}
+		if code, out, stderr := tg.run(t, "resume", "heavy"); code != 0 || !strings.Contains(out, "resumed heavy") {
+			t.Fatalf("resume: exit %d, %q, %q", code, out, stderr)
+		}
+		if code := waitExit(t, c); code != 0 {
+			t.Fatalf("the waiting run after resume: exit %d", code)
+		}
+		if code, _, stderr := tg.run(t, "pause", "nosuch"); code != 125 || !strings.Contains(stderr, `"nosuch" is unknown`) {
+			t.Fatalf("pause of an unknown resource: exit %d, %q", code, stderr)
+		}
+	})
+}
+
+// governor limit: raising hands the room to a waiting run at once;
+// lowering below the use grants nothing until the use falls under it;
+// bad input names the value and changes nothing; --clear goes back.
+func TestLimitLive(t *testing.T) {
+	runTargets(t, "", func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		ctx := context.Background()
+		l1, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, _ := startRun(t, tg, g, 1)
+		if code, out, stderr := tg.run(t, "limit", "heavy", "2", "--by", "ops"); code != 0 || !strings.Contains(out, "set live to 2") {
+			t.Fatalf("limit heavy 2: exit %d, %q, %q", code, out, stderr)
+		}
+		if code := waitExit(t, a); code != 0 {
+			t.Fatalf("the run waiting when the limit was raised: exit %d", code)
+		}
+		if len(tg.status(t, g, "heavy").Holders) != 1 {
+			t.Fatal("the first holder lost its lease")
+		}
+		// The process asks for 1 but the live 2 is in force.
+		l2, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range [][]string{{"limit", "heavy", "0"}, {"limit", "heavy", "abc"}, {"limit", "heavy"},
+			{"limit", "heavy", "3", "--clear"}, {"limit", "heavy", "100000000"}} {
+			code, _, stderr := tg.run(t, bad...)
+			if code != 125 || (len(bad) == 3 && bad[2] != "--clear" && !strings.Contains(stderr, `"`+bad[2]+`"`)) {
+				t.Fatalf("%v: exit %d, %q; want 125 naming the value", bad, code, stderr)
+			}
+		}
+		if st := tg.status(t, g, "heavy"); st.Limit != 2 || st.LiveLimit == nil || st.LiveLimit.By != "ops" {
+			t.Fatalf("bad input changed the limit: %+v", st)
+		}
+		code, out, _ := tg.run(t, "limit", "heavy", "1")
+		if code != 0 || !strings.Contains(out, "nothing is granted until the use falls under 1") {
+			t.Fatalf("limit heavy 1 under use 2: exit %d, %q", code, out)
+		}
+		b, _, _ := startRun(t, tg, g, 1)
+		if err := l1.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if st := tg.status(t, g, "heavy"); st.Used != 1 || len(st.Waiters) != 1 {
+			t.Fatalf("granted at use %d under live limit 1: %+v", st.Used, st)
+		}
+		if err := l2.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, b); code != 0 {
+			t.Fatalf("the run waiting for the use to fall: exit %d", code)
+		}
+		code, out, _ = tg.run(t, "config", "show")
+		if code != 0 || !strings.Contains(out, "live: set by") {
+			t.Fatalf("config show does not say the limit is live: %q", out)
+		}
+		code, out, _ = tg.run(t, "limit", "heavy", "--clear")
+		if code != 0 || !strings.Contains(out, "cleared; the limit in force is 1") {
+			t.Fatalf("limit --clear: exit %d, %q", code, out)
+		}
+		code, out, _ = tg.run(t, "--json", "slots", "heavy")
+		var sj slotsJSON
+		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].LiveLimit != nil || sj.Resources[0].LimitSource != "asked" {
+			t.Fatalf("slots --json after --clear: %v %q", err, out)
+		}
+	})
+}

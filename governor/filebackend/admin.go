@@ -1,0 +1,183 @@
+package filebackend
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// The admin state (pause, live limit), the limit in force, withdrawn
+// waiters and hold durations: the twins of lib.lua's held_back,
+// in_force, withdraw, withdrawn and hold, and of admin.lua.
+
+// heldBack tells whether new grants wait: the resource is paused.
+func (st *state) heldBack() bool {
+	return st.Paused != nil
+}
+
+// inForce sets the limit in force for a process asking for limit asked
+// (its waiter or lease id): the one place that decides it. A limit set
+// live wins; otherwise the limit changes only when the resource is idle.
+// A process asking for another limit than the one in force is recorded
+// as drift, once per new disagreement.
+func (t *tx) inForce(asked int, id string) {
+	st := t.st
+	idle := len(st.Holders) == 0 && len(st.Waiters) == 0
+	if st.Live == nil && (st.Limit == 0 || idle) {
+		if st.Limit != asked || st.Drift != 0 {
+			st.Limit, st.Drift = asked, 0
+			t.dirty = true
+		}
+		return
+	}
+	if st.Limit != asked && st.Drift != asked {
+		live := ""
+		if st.Live != nil {
+			live = " (set live)"
+		}
+		t.event(governor.EventDrift, id, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d%s", asked, st.Limit, live))
+		st.Drift = asked
+		t.dirty = true
+	}
+}
+
+// hold records how long holder i was held, keeping the last
+// governor.HoldHistory: for releases, expiries, reclaims and takeovers.
+func (t *tx) hold(i int) {
+	st := t.st
+	st.Holds = append(st.Holds, max(0, t.now.boot-st.Holders[i].Acquired))
+	if n := len(st.Holds) - governor.HoldHistory; n > 0 {
+		st.Holds = append(st.Holds[:0], st.Holds[n:]...)
+	}
+	t.dirty = true
+}
+
+// withdrawn is the last recorded event that withdrew waiter id (one of
+// governor.WithdrawKinds), or nil.
+func (st *state) withdrawn(id string) *event {
+	for i := len(st.Events) - 1; i >= 0; i-- {
+		e := &st.Events[i]
+		if e.Lease == id && slices.Contains(governor.WithdrawKinds, e.Kind) {
+			return e
+		}
+	}
+	return nil
+}
+
+// eventBy records an admin action's event, naming who acted.
+func (t *tx) eventBy(kind, id, detail, by string) {
+	t.event(kind, id, 0, detail)
+	t.st.Events[len(t.st.Events)-1].By = by
+}
+
+// admin runs change on key's state in one critical section (creating
+// the state when create is set) after settling it, then commits.
+func (b *Backend) admin(ctx context.Context, key governor.Key, create bool, change func(t *tx) error) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, key, create)
+	if errors.Is(err, errNoState) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	t.settle()
+	if err := change(t); err != nil {
+		return err
+	}
+	return t.commit()
+}
+
+// Withdraw implements governor.Backend.
+func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, why governor.Withdrawal) ([]string, error) {
+	var out []string
+	err := b.admin(ctx, key, false, func(t *tx) error {
+		if !t.hasState() {
+			return nil
+		}
+		st := t.st
+		kept := st.Waiters[:0]
+		var gone []waiter
+		for _, w := range st.Waiters {
+			if slices.Contains(ids, w.ID) {
+				gone = append(gone, w)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		st.Waiters = kept
+		for _, w := range gone {
+			t.eventBy(why.Kind, w.ID, why.Detail, why.By)
+			out = append(out, w.ID)
+		}
+		t.promote()
+		// Woken once the state is written: the waiter then finds its
+		// entry gone and the event saying why.
+		defer func() {
+			for _, w := range gone {
+				pokePipe(t.dir, waitPrefix+escape(w.ID), true)
+			}
+		}()
+		return t.commit()
+	})
+	return out, err
+}
+
+// SetPaused implements governor.Backend.
+func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
+	changed := false
+	err := b.admin(ctx, key, true, func(t *tx) error {
+		st := t.st
+		switch {
+		case paused && st.Paused == nil:
+			t.eventBy(governor.EventPaused, "", "no new grant until resumed", by)
+			st.Paused = &pauseMark{Since: t.now.wall.UnixNano(), By: by}
+			changed = true
+		case !paused && st.Paused != nil:
+			t.eventBy(governor.EventResumed, "", fmt.Sprintf("paused for %d ms",
+				t.now.wall.Sub(time.Unix(0, st.Paused.Since)).Milliseconds()), by)
+			st.Paused = nil
+			changed = true
+			t.promote()
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// SetLimit implements governor.Backend.
+func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
+	return b.admin(ctx, key, true, func(t *tx) error {
+		st := t.st
+		was := st.Limit
+		switch {
+		case limit > 0:
+			t.eventBy(governor.EventLimit, "", fmt.Sprintf("limit set live to %d (was %d)", limit, was), by)
+			st.Live = &liveMark{Limit: limit, At: t.now.wall.UnixNano(), By: by}
+			st.Limit = limit
+			if st.Drift == limit {
+				st.Drift = 0
+			}
+		case st.Live != nil:
+			// Back to the limit a process asked for meanwhile (drift),
+			// else the one in force stays until a process asks for
+			// another (inForce).
+			back := cmp.Or(st.Drift, was)
+			t.eventBy(governor.EventLimit, "", fmt.Sprintf("live limit cleared; the limit in force is %d (was %d)", back, was), by)
+			st.Live, st.Limit, st.Drift = nil, back, 0
+		default:
+			return nil // no live limit to clear: nothing changes
+		}
+		t.dirty = true
+		t.promote()
+		return nil
+	})
+}
