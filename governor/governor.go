@@ -87,7 +87,10 @@ type Governor struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	closed bool
+	// gathering lists the leases whose renewal joins the batch being
+	// gathered (renewWith); nil when none is.
+	gathering *[]*Lease
+	closed    bool
 	// closing ends when Close starts, and with it every call in flight;
 	// active counts those calls, which Close waits for before it closes
 	// the backend they still need (to withdraw a waiter, to release a

@@ -191,6 +191,12 @@ func (l *Lease) heartbeat() {
 	l.joined = make(chan renewReply, 1)
 	l.mu.Unlock()
 	for {
+		// A result that came after its renewal gave up waiting for it
+		// (its context ended) is dropped.
+		select {
+		case <-l.joined:
+		default:
+		}
 		l.mu.Lock()
 		deadline := l.deadline
 		l.waiting, l.due = true, due
@@ -278,18 +284,41 @@ const maxJoined = 999
 
 // renewWith renews l, and with it, when the backend renews in batches
 // (BatchRenewer), every other heartbeating lease of g that waits for a
-// renewal due within half its heartbeat: renewed early, they are then
+// renewal due within half its heartbeat, and those whose own renewal
+// came while this one gathered (gatherFor): renewed early, they are then
 // due together, so that a process holding many leases renews them in
 // about one call per heartbeat (the backend groups them per node or
 // slot). Each lease gets its own result, as from its own Renew.
 func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
-	sent := time.Now()
 	br, ok := g.b.(BatchRenewer)
 	if !ok {
+		sent := time.Now()
 		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
 		return renewReply{sent, exp, err}
 	}
-	others := g.claimDue(l, sent)
+	g.mu.Lock()
+	if g.gathering != nil {
+		// Another lease gathers a batch: go with it.
+		*g.gathering = append(*g.gathering, l)
+		g.mu.Unlock()
+		select {
+		case r := <-l.joined:
+			return r
+		case <-ctx.Done():
+			return renewReply{time.Now(), time.Time{}, ctx.Err()}
+		}
+	}
+	var joiners []*Lease
+	g.gathering = &joiners
+	g.mu.Unlock()
+	// Leases due together fire within a few ms of each other: each would
+	// otherwise send its own call beside the batch.
+	time.Sleep(gatherFor(l.timing.Heartbeat))
+	sent := time.Now()
+	g.mu.Lock()
+	g.gathering = nil
+	others := append(joiners, g.claimDue(l, sent)...)
+	g.mu.Unlock()
 	rs := make([]Renewal, 0, 1+len(others))
 	for _, x := range append([]*Lease{l}, others...) {
 		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, TTL: x.timing.TTL})
@@ -308,11 +337,16 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	return renewReply{sent, res[0].Expires, res[0].Err}
 }
 
+// gatherFor is how long a batch of renewals waits for others due at the
+// same moment: a hundredth of the heartbeat, at most 10 ms.
+func gatherFor(heartbeat time.Duration) time.Duration {
+	return min(heartbeat/100, 10*time.Millisecond)
+}
+
 // claimDue claims, for l's renewal at now, the other leases whose
-// heartbeat waits for a renewal due within half their heartbeat.
+// heartbeat waits for a renewal due within half their heartbeat. The
+// caller holds g.mu.
 func (g *Governor) claimDue(l *Lease, now time.Time) []*Lease {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var out []*Lease
 	for x := range g.leases {
 		if x == l || x.timing.Heartbeat <= 0 {

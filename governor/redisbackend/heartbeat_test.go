@@ -23,10 +23,21 @@ type perLease struct{ governor.Backend }
 // returns the script calls (EVALSHA) per second and redis-server's CPU
 // per second over window.
 func heartbeatLoad(tb testing.TB, addr string, n int, ttl, window time.Duration, batched bool) (calls, cpu float64) {
+	return heartbeatLoadOn(tb, []string{addr}, redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16}), n, ttl, window, batched)
+}
+
+// heartbeatLoadOn is heartbeatLoad on client rdb (closed at return),
+// counting over the masters at addrs.
+func heartbeatLoadOn(tb testing.TB, addrs []string, rdb redis.UniversalClient, n int, ttl, window time.Duration, batched bool) (calls, cpu float64) {
 	tb.Helper()
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16})
 	defer rdb.Close()
+	var masters []*redis.Client
+	for _, a := range addrs {
+		m := redis.NewClient(&redis.Options{Addr: a})
+		defer m.Close()
+		masters = append(masters, m)
+	}
 	be, err := redisbackend.New(ctx, rdb)
 	if err != nil {
 		tb.Fatal(err)
@@ -48,26 +59,32 @@ func heartbeatLoad(tb testing.TB, addr string, n int, ttl, window time.Duration,
 	// Every lease's first renewal comes on its own timer; from then on
 	// renewals due close together go together.
 	time.Sleep(3 * ttl)
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		tb.Fatal(err)
+	cpu0 := 0.0
+	for _, m := range masters {
+		if err := m.ConfigResetStat(ctx).Err(); err != nil {
+			tb.Fatal(err)
+		}
+		cpu0 += serverCPU(tb, m)
 	}
-	cpu0 := serverCPU(tb, rdb)
 	start := time.Now()
 	time.Sleep(window)
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	el := time.Since(start).Seconds()
-	cpu = (serverCPU(tb, rdb) - cpu0) / el
-	for _, line := range strings.Split(info, "\n") {
-		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
-			i := strings.Index(line, "calls=")
-			v, _, _ := strings.Cut(line[i+6:], ",")
-			c, _ := strconv.ParseFloat(v, 64)
-			calls += c
+	for _, m := range masters {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cpu += serverCPU(tb, m)
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+				i := strings.Index(line, "calls=")
+				v, _, _ := strings.Cut(line[i+6:], ",")
+				c, _ := strconv.ParseFloat(v, 64)
+				calls += c
+			}
 		}
 	}
+	cpu = (cpu - cpu0) / el
 	return calls / el, cpu
 }
 
@@ -110,20 +127,32 @@ func TestHeartbeatsBatched(t *testing.T) {
 //	go test -run '^$' -bench Heartbeats -benchtime 1x ./governor/redisbackend/
 func BenchmarkHeartbeats(b *testing.B) {
 	s := redistest.Start(b)
-	for _, batched := range []bool{false, true} {
-		name := "per-lease"
-		if batched {
-			name = "batched"
-		}
-		b.Run(name, func(b *testing.B) {
-			var calls, cpu float64
-			for i := 0; i < b.N; i++ {
-				c, u := heartbeatLoad(b, s.Addr, 1000, 3*time.Second, 5*time.Second, batched)
-				calls += c
-				cpu += u
+	c := redistest.StartCluster(b, 3)
+	for _, cluster := range []bool{false, true} {
+		for _, batched := range []bool{false, true} {
+			name := "per-lease"
+			if batched {
+				name = "batched"
 			}
-			b.ReportMetric(calls/float64(b.N), "calls/s")
-			b.ReportMetric(cpu/float64(b.N)*100, "server-cpu-%")
-		})
+			if cluster {
+				name = "cluster-3-" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				var calls, cpu float64
+				for i := 0; i < b.N; i++ {
+					addrs := []string{s.Addr}
+					var rdb redis.UniversalClient = redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 16})
+					if cluster {
+						addrs = c.Addrs()
+						rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 16})
+					}
+					n, u := heartbeatLoadOn(b, addrs, rdb, 1000, 3*time.Second, 5*time.Second, batched)
+					calls += n
+					cpu += u
+				}
+				b.ReportMetric(calls/float64(b.N), "calls/s")
+				b.ReportMetric(cpu/float64(b.N)*100, "server-cpu-%")
+			})
+		}
 	}
 }
