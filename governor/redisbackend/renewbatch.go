@@ -21,12 +21,13 @@ var _ governor.BatchRenewer = (*Backend)(nil)
 const MaxRenewBatch = 100
 
 // RenewBatch implements governor.BatchRenewer: renewmany.lua renews up to
-// MaxRenewBatch leases per call, each exactly as Renew would; all calls
-// go in one pipeline. On a Cluster a call's keys must share one hash
-// slot, so leases are grouped by slot first (the pipeline then sends
-// each node its own calls): a call per slot in use (at most the number
-// of resources held) and a round trip per node; on one server, one call
-// per MaxRenewBatch leases and one round trip.
+// MaxRenewBatch leases per call, each exactly as Renew would; several
+// calls go in one pipeline, a single one alone (as Renew's does). On a
+// Cluster a call's keys must share one hash slot, so leases are grouped
+// by slot first (the pipeline then sends each node its own calls): a
+// call per slot in use (at most the number of resources held) and a
+// round trip per node; on one server, one call per MaxRenewBatch leases
+// and one round trip.
 func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []governor.RenewalResult {
 	out := make([]governor.RenewalResult, len(rs))
 	if b.closed.Load() {
@@ -77,16 +78,21 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 		}
 		keysOf[gi], argsOf[gi] = keys, args
 	}
-	run := func(pipe redis.Pipeliner) error {
-		for gi := range groups {
-			cmds[gi] = renewManyScript.get().EvalSha(ctx, pipe, keysOf[gi], argsOf[gi]...)
-		}
-		return nil
+	if len(groups) == 1 {
+		// One call: sent as Renew's is (a pipeline of one may take a
+		// connection of its own, whose handshake a slow link feels).
+		cmds[0] = renewManyScript.Run(ctx, b.rdb, keysOf[0], argsOf[0]...)
+	} else {
+		_, _ = b.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for gi := range groups {
+				cmds[gi] = renewManyScript.get().EvalSha(ctx, pipe, keysOf[gi], argsOf[gi]...)
+			}
+			return nil
+		})
 	}
-	_, _ = b.rdb.Pipelined(ctx, run)
 	for gi, g := range groups {
 		v, err := cmds[gi].Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err != nil && len(groups) > 1 && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			// Scripts flushed (a restart): this call loads it again.
 			v, err = renewManyScript.Run(ctx, b.rdb, keysOf[gi], argsOf[gi]...).Slice()
 		}
