@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,6 +125,90 @@ type Resource struct {
 	// holding the resource then also holds that slot. An absolute path
 	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
 	MkdirLock string `mapstructure:"mkdir_lock"`
+
+	// The queue policy (governor.Policy; README "Queue policies"): every
+	// process on the resource must configure the same. Priorities lists
+	// the classes, highest first; Reserve and Cap give slots per class as
+	// CLASS=N; FairWeights weighs fair keys as KEY=W; Fair turns
+	// fairness on without weights. Policy is fifo (the default) or eager.
+	Priorities   []string      `mapstructure:"priorities"`
+	Reserve      []string      `mapstructure:"reserve"`
+	Cap          []string      `mapstructure:"cap"`
+	MaxOvertakes int           `mapstructure:"max_overtakes"`
+	Fair         bool          `mapstructure:"fair"`
+	FairWeights  []string      `mapstructure:"fair_weights"`
+	FairCap      int           `mapstructure:"fair_cap"`
+	MaxQueue     int           `mapstructure:"max_queue"`
+	MaxWait      time.Duration `mapstructure:"max_wait"`
+	Policy       string        `mapstructure:"policy"`
+}
+
+// QueuePolicy returns the resource's queue policy, or an error naming
+// the key and value that do not read (the rules are governor's:
+// Validate also checks the policy against the limit).
+func (r Resource) QueuePolicy() (governor.Policy, error) {
+	p := governor.Policy{MaxOvertakes: r.MaxOvertakes, Fair: r.Fair, FairCap: r.FairCap, MaxQueue: r.MaxQueue, MaxWait: r.MaxWait}
+	switch r.Policy {
+	case "", "fifo":
+	case "eager":
+		p.Eager = true
+	default:
+		return p, fmt.Errorf("policy %q; allowed: fifo, eager", r.Policy)
+	}
+	for _, name := range r.Priorities {
+		p.Classes = append(p.Classes, governor.Class{Name: name})
+	}
+	set := func(key string, pairs []string, apply func(name string, n int) bool) error {
+		for _, kv := range pairs {
+			name, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || !apply(name, n) {
+				return fmt.Errorf("%s %q; allowed: NAME=N items (N a whole number), NAME a class of priorities for reserve and cap", key, kv)
+			}
+		}
+		return nil
+	}
+	// perClass sets field of the class named, if p has it.
+	perClass := func(field func(*governor.Class) *int) func(name string, n int) bool {
+		return func(name string, n int) bool {
+			for i := range p.Classes {
+				if p.Classes[i].Name == name {
+					*field(&p.Classes[i]) = n
+					return true
+				}
+			}
+			return false
+		}
+	}
+	if err := set("reserve", r.Reserve, perClass(func(c *governor.Class) *int { return &c.Reserve })); err != nil {
+		return p, err
+	}
+	if err := set("cap", r.Cap, perClass(func(c *governor.Class) *int { return &c.Cap })); err != nil {
+		return p, err
+	}
+	if err := set("fair_weights", r.FairWeights, func(name string, n int) bool {
+		if p.FairWeights == nil {
+			p.FairWeights = map[string]int{}
+		}
+		p.FairWeights[name] = n
+		return true
+	}); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Policies returns the queue policy of every resource that configures
+// one (see Resource.QueuePolicy), by resource name; a policy that does
+// not read is left out (Validate reports it).
+func (c Config) Policies() map[string]governor.Policy {
+	out := map[string]governor.Policy{}
+	for name, r := range c.Resources {
+		if p, err := r.QueuePolicy(); err == nil && !p.IsZero() {
+			out[name] = p
+		}
+	}
+	return out
 }
 
 // Limits returns the slot limit of every resource the configuration

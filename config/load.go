@@ -102,7 +102,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	}
 	fl := &fileLayer{lines: map[string]int{}, broken: map[string]bool{}}
 	if file != "" {
-		data, err := ReadTrusted(file, false)
+		data, err := ReadTrusted(file, AnyReader)
 		if err != nil {
 			return nil, err
 		}

@@ -70,6 +70,8 @@ func (c Config) valueOf(path []string) string {
 			return strconv.Itoa(c.Resources[path[1]].Limit)
 		case "mkdir_lock":
 			return c.Resources[path[1]].MkdirLock
+		default:
+			return showPolicy(c.Resources[path[1]], path[2])
 		}
 	}
 	return ""
@@ -108,4 +110,31 @@ func (l *Loaded) LimitOrigins() map[string]string {
 		}
 	}
 	return out
+}
+
+// showPolicy shows field of r's queue policy.
+func showPolicy(r Resource, field string) string {
+	switch field {
+	case "priorities":
+		return strings.Join(r.Priorities, ",")
+	case "reserve":
+		return strings.Join(r.Reserve, ",")
+	case "cap":
+		return strings.Join(r.Cap, ",")
+	case "fair_weights":
+		return strings.Join(r.FairWeights, ",")
+	case "max_overtakes":
+		return strconv.Itoa(r.MaxOvertakes)
+	case "fair":
+		return strconv.FormatBool(r.Fair)
+	case "fair_cap":
+		return strconv.Itoa(r.FairCap)
+	case "max_queue":
+		return strconv.Itoa(r.MaxQueue)
+	case "max_wait":
+		return r.MaxWait.String()
+	case "policy":
+		return r.Policy
+	}
+	return ""
 }

@@ -32,9 +32,9 @@ const maxTrustedFile = 1 << 20
 // file. The directories above the file are not checked: whoever can write
 // them can replace the file, but not by one that passes the owner check.
 //
-// private also refuses a file that others (not the group) can read, for
-// files that hold a secret.
-func ReadTrusted(path string, private bool) ([]byte, error) {
+// readers says who else may read it: anyone (a configuration), the
+// owner's group (a secret a group shares), or nobody (a credential).
+func ReadTrusted(path string, readers Readers) ([]byte, error) {
 	euid := os.Geteuid()
 	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
 		if st, ok := li.Sys().(*syscall.Stat_t); ok && int(st.Uid) != euid && st.Uid != 0 {
@@ -52,7 +52,7 @@ func ReadTrusted(path string, private bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: cannot read %s: %w", path, unwrapPath(err))
 	}
-	if err := trusted(path, fi, euid, private); err != nil {
+	if err := trusted(path, fi, euid, readers); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTrustedFile+1))
@@ -65,8 +65,22 @@ func ReadTrusted(path string, private bool) ([]byte, error) {
 	return data, nil
 }
 
+// Readers says who beside its owner may read a file ReadTrusted reads.
+type Readers int
+
+const (
+	// AnyReader: a file anyone may read (a configuration).
+	AnyReader Readers = iota
+	// GroupReaders: a secret the owner's group may share (a
+	// --redis-url-file); others must not read it.
+	GroupReaders
+	// OwnerOnly: a credential nobody else may read (serve's
+	// --admin-token-file).
+	OwnerOnly
+)
+
 // trusted decides whether a file with fi may be read by user euid.
-func trusted(path string, fi fs.FileInfo, euid int, private bool) error {
+func trusted(path string, fi fs.FileInfo, euid int, readers Readers) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("config: %s is not a regular file (%s)", path, fi.Mode().Type())
 	}
@@ -85,8 +99,11 @@ func trusted(path string, fi fs.FileInfo, euid int, private bool) error {
 	case perm&0o022 != 0:
 		return fmt.Errorf("%w: %s has mode %04o: writable by %s, who could change what governor does; fix: chmod go-w %s",
 			ErrUntrusted, path, perm, writers(perm), path)
-	case private && perm&0o007 != 0:
+	case readers >= GroupReaders && perm&0o007 != 0:
 		return fmt.Errorf("%w: %s has mode %04o: readable by every user, and it holds a secret; fix: chmod o-rwx %s",
+			ErrUntrusted, path, perm, path)
+	case readers == OwnerOnly && perm&0o070 != 0:
+		return fmt.Errorf("%w: %s has mode %04o: readable by its group, and it holds a credential only its owner may read; fix: chmod 600 %s",
 			ErrUntrusted, path, perm, path)
 	}
 	return nil
@@ -118,7 +135,7 @@ func userName(uid int) string {
 // or root, writable by no one else, readable by no one but the owner and
 // group. It holds the URL alone; surrounding white space is dropped.
 func ReadURLFile(path string) (string, error) {
-	data, err := ReadTrusted(path, true)
+	data, err := ReadTrusted(path, GroupReaders)
 	if err != nil {
 		return "", err
 	}
@@ -130,4 +147,36 @@ func ReadURLFile(path string) (string, error) {
 		return "", fmt.Errorf("config: %s holds several lines; write the Redis URL alone in it", path)
 	}
 	return u, nil
+}
+
+// MinTokenLen is the shortest admin token ReadTokenFile accepts: a token
+// short enough to guess is no protection.
+const MinTokenLen = 16
+
+// ReadTokenFile reads the admin token of 'governor serve'
+// (--admin-token-file), as ReadTrusted reads a credential: owned by the
+// user or root, readable and writable by nobody else (chmod 600). The
+// file holds the token alone, on one line, of at least MinTokenLen
+// printable ASCII characters without spaces; surrounding white space is
+// dropped.
+func ReadTokenFile(path string) (string, error) {
+	data, err := ReadTrusted(path, OwnerOnly)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(data))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("config: %s is empty; write the admin token in it (e.g. head -c 32 /dev/urandom | base64 > %s)", path, path)
+	case strings.ContainsAny(tok, "\n\r"):
+		return "", fmt.Errorf("config: %s holds several lines; write the admin token alone in it", path)
+	case len(tok) < MinTokenLen:
+		return "", fmt.Errorf("config: the admin token in %s has %d characters; it needs at least %d (e.g. head -c 32 /dev/urandom | base64 > %s)", path, len(tok), MinTokenLen, path)
+	}
+	for _, c := range tok {
+		if c <= ' ' || c > '~' {
+			return "", fmt.Errorf("config: the admin token in %s holds %q; allowed: printable ASCII characters without spaces", path, c)
+		}
+	}
+	return tok, nil
 }

@@ -220,6 +220,11 @@ func (c Config) problems() []*FieldError {
 		if other, dup := defined[name]; dup {
 			add("resources."+name, name, "resource %q is already defined by %s; define it once", name, other)
 		}
+		if p, err := c.Resources[name].QueuePolicy(); err != nil {
+			add("resources."+name, name, "%v", err)
+		} else if err := p.Validate(name, c.Resources[name].Limit); err != nil {
+			add("resources."+name, name, "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+		}
 	}
 
 	if !o.isBroken("lock_order") {

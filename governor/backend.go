@@ -58,6 +58,11 @@ type Declaration struct {
 	// (RemoveDeadCgroup).
 	Cgroup string `json:"cgroup,omitempty"`
 	RunID  string `json:"run,omitempty"`
+	// Priority and FairKey are the class and fair key the acquire asked
+	// for under a queue policy (see Policy), shown only: the backend
+	// decides by Request's. Empty when none was asked for.
+	Priority string `json:"prio,omitempty"`
+	FairKey  string `json:"fair,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -95,7 +100,12 @@ type Status struct {
 	// DriftLimit is a limit some process asked for that differs from the
 	// one in force (processes disagree on their configuration); 0 if none.
 	DriftLimit int
-	Counters   Counters
+	// Policy is the queue policy in force (the zero Policy: strict
+	// FIFO), and DriftPolicy the encoded policy (Policy.Encode) some
+	// process asked for that differs from it, "" if none.
+	Policy      Policy
+	DriftPolicy string
+	Counters    Counters
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
@@ -148,7 +158,18 @@ const (
 	EventReclaimed = "reclaimed" // a holder's owner was proven dead; removed
 	EventTakeover  = "takeover"  // a holder was replaced by a takeover
 	EventLost      = "lost"      // a holder declared its lease lost
-	EventDrift     = "drift"     // a process asked for another limit than the one in force
+	EventDrift     = "drift"     // a process asked for another limit or queue policy than the one in force
+	// Queue policies' events (see Policy): a waiter withdrawn because it
+	// waited max_wait (EventMaxWait, by "policy") or because a newer
+	// acquire with its supersede key replaced it (EventSuperseded, by
+	// the newer one's id) — both in WithdrawKinds, so its acquire ends
+	// with a *WithdrawnError; and a holder whose lease a newer acquire
+	// with its supersede key and cancel-in-progress ended
+	// (EventCancelledInProgress), which its renewal reports as a
+	// *LeaseLostError.
+	EventMaxWait             = "max_wait"
+	EventSuperseded          = "superseded"
+	EventCancelledInProgress = "cancelled_in_progress"
 	// EventStalled is the end a renewal or progress mark of a stalled
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
@@ -180,7 +201,7 @@ const (
 // queue entry is gone finds the last such event naming it and ends with a
 // *WithdrawnError (backends look only for these kinds; a queue policy that
 // drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
-var WithdrawKinds = []string{EventCancelled}
+var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
 
 // Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
 // kind (one of WithdrawKinds), who did it, and why.
@@ -262,6 +283,17 @@ type Request struct {
 	// dropped after it and never blocks the queue.
 	QueueTTL    time.Duration
 	Declaration Declaration
+	// Policy is the queue policy asked for (Policy.Encode; "" strict
+	// FIFO), Priority the class named, FairKey the fair key. The policy
+	// in force changes only while the resource is idle (as Limit).
+	Policy   string
+	Priority string
+	FairKey  string
+	// Supersede, when set, replaces an older waiter with the same key
+	// (it is withdrawn: ErrSuperseded); with CancelInProgress, a holder
+	// with the same key also loses its lease (EventCancelledInProgress).
+	Supersede        string
+	CancelInProgress bool
 	// New is true when ID was never sent before, so it can be neither
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).

@@ -43,6 +43,17 @@ var (
 	ErrBackend = errors.New("governor: backend error")
 	// ErrClosed reports use of a closed Governor or backend.
 	ErrClosed = errors.New("governor: closed")
+	// ErrQueueFull refuses a waiter because the resource's queue holds
+	// max_queue waiters already (see Policy). Nothing is left queued.
+	ErrQueueFull = errors.New("governor: queue full")
+	// ErrMaxWait is matched by the *WithdrawnError of a waiter dropped
+	// from the queue because it waited the resource's max_wait (see
+	// Policy; kind EventMaxWait). Nothing is left queued.
+	ErrMaxWait = errors.New("governor: dropped from the queue after max_wait")
+	// ErrSuperseded is matched by the *WithdrawnError of a waiter replaced
+	// by a newer acquire with its supersede key (AcquireOptions.Supersede;
+	// kind EventSuperseded). Nothing is left queued.
+	ErrSuperseded = errors.New("governor: superseded")
 )
 
 // BusyError is returned by a fail-mode acquire that found no room. It
@@ -58,6 +69,9 @@ func (e *BusyError) Error() string {
 	fmt.Fprintf(&b, "governor: %s busy: %d of %d in use", e.Resource, e.Status.Used, e.Status.Limit)
 	if n := len(e.Status.Waiters); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)
+	}
+	if p := e.Status.Paused; p != nil {
+		fmt.Fprintf(&b, ", paused by %s", safetext.Escape(p.By))
 	}
 	for i, h := range e.Status.Holders {
 		if i == 3 {
@@ -157,5 +171,10 @@ func (e *WithdrawnError) Reason() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrWithdrawn) hold.
-func (e *WithdrawnError) Is(target error) bool { return target == ErrWithdrawn }
+// Is makes errors.Is(err, ErrWithdrawn) hold, and for a queue policy's
+// withdrawals errors.Is(err, ErrSuperseded) (kind EventSuperseded) and
+// errors.Is(err, ErrMaxWait) (kind EventMaxWait).
+func (e *WithdrawnError) Is(target error) bool {
+	return target == ErrWithdrawn || target == ErrSuperseded && e.Kind == EventSuperseded ||
+		target == ErrMaxWait && e.Kind == EventMaxWait
+}

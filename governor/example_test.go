@@ -72,3 +72,36 @@ func ExampleGovernor_ReleaseHandle() {
 	// renew by the handle: <nil>
 	// release by the handle: <nil>
 }
+
+// A queue policy: critical keeps one of the two slots, which batch work
+// may not take even while it is free.
+func ExamplePolicy() {
+	dir, _ := os.MkdirTemp("", "governor-example")
+	defer os.RemoveAll(dir)
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, _ := governor.New(b, governor.Options{Project: "example"})
+	defer g.Close()
+	ctx := context.Background()
+	policy := governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "batch"}}}
+	opts := func(priority string) governor.AcquireOptions {
+		return governor.AcquireOptions{Limit: 2, Policy: policy, Priority: priority}
+	}
+
+	batch, _ := g.Acquire(ctx, "gpu", opts("batch"))
+	_, err = g.Acquire(ctx, "gpu", opts("batch"))
+	fmt.Println("second batch busy:", errors.Is(err, governor.ErrBusy))
+	critical, err := g.Acquire(ctx, "gpu", opts("critical"))
+	fmt.Println("critical acquired:", err == nil)
+	_, err = g.Acquire(ctx, "gpu", opts("urgent"))
+	fmt.Println(err)
+	_ = critical.Release()
+	_ = batch.Release()
+	// Output:
+	// second batch busy: true
+	// critical acquired: true
+	// governor: invalid argument: priority "urgent" for gpu; allowed: critical, batch
+}

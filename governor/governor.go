@@ -223,6 +223,23 @@ type AcquireOptions struct {
 	// Declaration.ProgressTimeout), so the heartbeat declares it lost
 	// (Done closes) within one heartbeat, while the slot is still held.
 	ProgressTimeout time.Duration
+	// Policy is the resource's queue policy (the zero value: strict
+	// FIFO). Every process on a resource must ask for the same one: the
+	// policy in force changes only while the resource is idle, and a
+	// different one asked for meanwhile is drift (Status.DriftPolicy).
+	Policy Policy
+	// Priority names this acquire's class of Policy ("": the default
+	// class, see Policy.ClassIndex); FairKey its fair key ("": none).
+	Priority string
+	FairKey  string
+	// Supersede, when set, is this acquire's supersede key: an older
+	// waiter with the same key on the resource is withdrawn (its
+	// Acquire returns ErrSuperseded); with CancelInProgress, a holder
+	// with the key loses its lease as by a takeover (its Done closes
+	// within a heartbeat, Err a *LeaseLostError of kind
+	// EventCancelledInProgress). GitHub Actions' concurrency groups.
+	Supersede        string
+	CancelInProgress bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -274,9 +291,26 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	}
 	decl := g.decl
 	decl.ProgressTimeout = o.ProgressTimeout
+	if !o.Policy.IsZero() || o.Priority != "" || o.FairKey != "" {
+		if err := o.Policy.checkRequest(resource, o.Limit, w, o.Priority, o.FairKey); err != nil {
+			return Request{}, LeaseTiming{}, err
+		}
+		if c, _ := o.Policy.ClassIndex(o.Priority); len(o.Policy.Classes) > 0 {
+			decl.Priority = o.Policy.Classes[c].Name
+		}
+		decl.FairKey = o.FairKey
+	}
+	if o.Supersede != "" && !validPolicyName(o.Supersede) {
+		return Request{}, LeaseTiming{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, PolicyNameRule)
+	}
+	if o.CancelInProgress && o.Supersede == "" {
+		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
+	}
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
-		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl}, tm, nil
+		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
+		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
+		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A
@@ -341,7 +375,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 					continue
 				}
 				if res.Outcome == Refused {
-					return nil, &BusyError{Resource: req.Key.Resource, Status: res.Status}
+					return nil, &BusyError{Resource: req.Key.Resource, Status: g.whyRefused(ctx, req, res.Status)}
 				}
 				if onQueued != nil {
 					onQueued(res)
@@ -376,10 +410,24 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 }
 
+// whyRefused returns the status of a refusal, with Paused set when the
+// resource had room but is paused: a refusal's status does not say it,
+// so a refusal despite room (paused, or a heavier waiter at the head) reads
+// the resource again; one that lacked room does not.
+func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) Status {
+	if st.Used+req.Weight > st.Limit {
+		return st
+	}
+	if full, err := g.b.Status(ctx, req.Key); err == nil {
+		st.Paused = full.Paused
+	}
+	return st
+}
+
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
-		errors.Is(err, ErrWithdrawn)
+		errors.Is(err, ErrQueueFull) || errors.Is(err, ErrWithdrawn)
 }
 
 // withdrawTimeout bounds the withdrawal of a waiter whose caller gave up,

@@ -6,7 +6,11 @@
 --       sent before: it cannot be queued or granted yet), 11 secret,
 --       12 how long to hold grants back on detecting lost data, ms (0:
 --       never; see quarantine() in lib.lua), 13 '1' when the caller saw
---       id queued here (evidence that the resource had state)
+--       id queued here (evidence that the resource had state), 14 the
+--       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
+--       priority class named, 16 the fair key ('' none), 17 the
+--       supersede key ('' none), 18 '1' to cancel a holder with it in
+--       progress
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
@@ -15,7 +19,8 @@
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
 -- not new, was withdrawn from the queue by someone else (withdrawn() in
--- lib.lua): nothing changed.
+-- lib.lua; by a queue policy too: max_wait, superseded): nothing
+-- changed; {-4, max_queue} when the policy's queue is full.
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 if not proven(id, ARGV[11]) then
   return {-2}
@@ -23,7 +28,8 @@ end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live'}
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'policy',
+  'pdrift'}
 local v
 
 --[[fast]]
@@ -36,6 +42,7 @@ if new then
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
+      and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
@@ -56,11 +63,15 @@ end
 --[[lib]]
 
 local mode, channel, decl = ARGV[5], ARGV[7], ARGV[8]
+local sup = ARGV[17] or '' -- the supersede key
 local fresh -- 1 when the resource had no state (Go then lists it again)
 loss_ms = (ARGV[12] or 0) + 0
 
 -- reply builds the reply above (read by Go's parseReply).
 local function reply(code, tok, exp, pos, n)
+  if sup ~= '' and (code == 1 or code == 2) then
+    superseding(id, sup, code == 1 and 'h' or 'w')
+  end
   if code == 1 then
     return finish({1, tok, exp, fresh})
   end
@@ -110,12 +121,97 @@ end
 local queue_empty = m.qlen == 0
 in_force(limit, id, m.used == 0 and queue_empty)
 
-if weight > m.limit then
+local idle = m.used == 0 and queue_empty
+
+-- The policy in force changes only when the resource is idle, as the
+-- limit; a process asking for another one meanwhile is recorded as
+-- drift, and served under the one in force.
+local want = ARGV[14] or ''
+if (m.policy or '') ~= want then
+  if idle then
+    set('policy', want ~= '' and want or false)
+    if m.pdrift then
+      set('pdrift', false)
+    end
+    P = nil
+  elseif (m.pdrift or '') ~= want then
+    slow()
+    event('drift', id, 0, string.format('a process asked for queue policy %q; the policy in force is %q', want, m.policy or ''))
+    set('pdrift', want)
+  end
+elseif idle and m.pdrift then
+  set('pdrift', false)
+end
+local pol = policy()
+local cls, key = 1, ''
+if pol then
+  cls, key = pol_class(ARGV[15]), ARGV[16]
+end
+
+-- The rest of acquire under a queue policy (see lib.lua's "Queue
+-- policies"): a newcomer is granted at once only when nobody waits and
+-- the policy allows it; otherwise it is queued in its class and the
+-- queue is served, which grants it if it comes first (in Fail mode it
+-- then leaves the queue again, refused, if it was not granted).
+local function acquire_policy()
+  local queued = not new and not queue_empty and redis.call('ZSCORE', Q, id)
+  if not queued then
+    if queue_empty and not held_back() and pol_allows(cls, key, weight) then
+      pol_as = {cls, key}
+      local tok, exp = grant(id, weight, ttl, decl)
+      return reply(1, tok, exp)
+    end
+    if mode ~= 'wait' and queue_empty then
+      add('busy', 1)
+      return reply(0, 0, 0, 0, ARGV[9] + 0)
+    end
+    if mode == 'wait' and P.mq > 0 and get('qlen') >= P.mq then
+      add('busy', 1)
+      return finish({-4, P.mq})
+    end
+    pol_enqueue(id, cls, key, string.format(WREC, weight, ttl, now, channel) .. decl)
+    promote()
+    local r = record(id)
+    if r then
+      local _, _, tok = parse_rec(id, r)
+      return reply(1, tok + 0, now + ttl)
+    end
+    if mode ~= 'wait' then
+      pol_as = {} -- not a max_wait drop
+      drop_waiter(id)
+      pol_as = nil
+      add('busy', 1)
+      return reply(0, 0, 0, 0, ARGV[9] + 0)
+    end
+    add('waited', 1)
+  end
+  local qexp = now + ARGV[6]
+  if P.mw > 0 then
+    local enq = string.match(redis.call('HGET', QD, '^' .. id) or '', '^%d+ %d+ (%d+) ')
+    qexp = math.min(qexp, (enq or now) + P.mw)
+  end
+  redis.call('ZADD', QE, qexp, id)
+  return reply(2, 0, 0, redis.call('ZRANK', Q, id) + 1, ARGV[9] + 0)
+end
+
+if weight > m.limit or pol and pol_never(cls, key, weight) then
   if not new then
     slow()
     drop_waiter(id)
   end
   return reply(-1)
+end
+
+-- A request with a supersede key that is not queued yet (granted, it
+-- would have been claimed above; withdrawn, it would have been told)
+-- replaces the older one with its key.
+if sup ~= '' and (new or queue_empty or not redis.call('ZSCORE', Q, id)) then
+  supersede(id, sup, ARGV[18] == '1')
+  queue_empty = get('qlen') == 0
+end
+
+if pol then
+  return acquire_policy()
 end
 
 if new or queue_empty or not redis.call('ZSCORE', Q, id) then
@@ -135,3 +231,4 @@ if new or queue_empty or not redis.call('ZSCORE', Q, id) then
 end
 redis.call('ZADD', QE, now + ARGV[6], id)
 return reply(2, 0, 0, redis.call('ZRANK', Q, id) + 1, ARGV[9] + 0)
+

@@ -7,7 +7,7 @@ local id = ARGV[1]
 if not proven(id, ARGV[2]) then
   return -1
 end
-load({'limit', 'used', 'qlen', 'minexp'}, id)
+load({'limit', 'used', 'qlen', 'minexp', 'policy'}, id)
 settle()
 slow()
 local removed = 0

@@ -4,7 +4,7 @@
 -- ARGV: 1 id, 2 token
 -- Returns 1 when removed, 0 otherwise.
 local id, token = ARGV[1], ARGV[2]
-load({'limit', 'used', 'qlen', 'minexp'}, id)
+load({'limit', 'used', 'qlen', 'minexp', 'policy'}, id)
 settle()
 local r = record(id)
 local w, _, tok

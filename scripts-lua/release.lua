@@ -10,18 +10,20 @@ end
 -- The meta fields release reads, with the record, in one HMGET (load()
 -- below, or the fast path, which reads them by position), and what the
 -- fast path read.
-local F = {'used', 'released', 'qlen', 'minexp'}
+local F = {'used', 'released', 'qlen', 'minexp', 'policy'}
 local v
 
 --[[fast]]
--- Fast path: held, nobody queued, no holder expired (this one included):
--- the same writes as below, straight (hold() in lib.lua: the hold
--- duration goes into the ring).
-v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], '#' .. id, 'holdn')
+-- Fast path: held, nobody queued, no holder expired (this one included),
+-- no queue policy (whose counts release keeps, see lib.lua): the same
+-- writes as below, straight (hold() in lib.lua: the hold duration goes
+-- into the ring).
+v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], '#' .. id, 'holdn')
 do
-  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[5] and string.match(v[5], REC_NUMS)
-  local acq, hn = w and string.match(v[5], REC_ACQ), tonumber(v[6] or 0)
-  if acq and hn and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0 then
+  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[6] and string.match(v[6], REC_NUMS)
+  local acq, hn = w and string.match(v[6], REC_ACQ), tonumber(v[7] or 0)
+  if acq and hn and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0
+      and not v[5] then
     redis.call('ZREM', H, id)
     redis.call('HSET', S, 'used', string.format('%d', used - w),
       'released', string.format('%d', (v[2] or 0) + 1),
@@ -36,7 +38,7 @@ end
 
 load(F, id, v)
 if v then
-  m.holdn = v[6]
+  m.holdn = v[7]
 end
 settle()
 local r = record(id)

@@ -4,7 +4,7 @@
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
 -- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
--- absent)}.
+-- absent), {policy in force, policy drift} ('' when none)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -36,4 +36,5 @@ local admin = redis.call('HMGET', S, unpack(fields))
 for i = 1, #fields do
   admin[i] = admin[i] or ''
 end
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin}
+local pol = redis.call('HMGET', S, 'policy', 'pdrift')
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin, {pol[1] or '', pol[2] or ''}}

@@ -10,7 +10,7 @@
 -- not held and did not end that way, or {2} when it did but there is no
 -- room for it now.
 local old, id, ttl, decl, detail = ARGV[1], ARGV[2], ARGV[3] + 0, ARGV[4], ARGV[5]
-load({'limit', 'used', 'qlen', 'minexp', 'token'}, old)
+load({'limit', 'used', 'qlen', 'minexp', 'token', 'policy'}, old)
 settle()
 local r = record(old)
 local w, _, tok
@@ -37,7 +37,13 @@ local nxt = math.max(get('token') + 1, FLOOR)
 event('takeover', old, tok, detail .. string.format(', token %d', nxt))
 if r then
   hold(r)
+  -- Under a queue policy the new lease takes the old one's class and key.
+  local a = policy() and pol_attrs(old)
   drop_holder(old, w)
+  if a then
+    local i, key = string.match(a, '^(%d+) (.*)$')
+    pol_as = i and {i + 0, key, true}
+  end
 end
 add('takeovers', 1)
 local t2, exp = grant(id, w, ttl, decl)

@@ -113,6 +113,10 @@ func TestPauseResume(t *testing.T) {
 		if code, out, stderr := tg.run(t, "pause", "heavy", "--by", "carol"); code != 0 || !strings.Contains(out, "paused heavy") {
 			t.Fatalf("pause: exit %d, %q, %q", code, out, stderr)
 		}
+		code, _, stderr := tg.run(t, "run", "--resource", "heavy", "--", "true")
+		if code != 73 || !strings.Contains(stderr, "paused by carol: nothing new is granted until 'governor resume heavy'") {
+			t.Fatalf("run --if-busy fail on a paused resource: exit %d, %q; want 73 saying it is paused", code, stderr)
+		}
 		c, _, _ := startRun(t, tg, g, 1)
 		code, out, _ := tg.run(t, "slots", "heavy")
 		if code != 0 || !strings.Contains(out, "PAUSED since") || !strings.Contains(out, "by carol") {
@@ -191,6 +195,10 @@ func TestLimitLive(t *testing.T) {
 		}
 		if code := waitExit(t, b); code != 0 {
 			t.Fatalf("the run waiting for the use to fall: exit %d", code)
+		}
+		code, _, stderr := tg.run(t, "run", "--resource", "heavy", "--limit", "3", "--", "true")
+		if code != 0 || !strings.Contains(stderr, "--limit 3 is not applied: the limit in force is 1, from a live limit set by") {
+			t.Fatalf("run --limit 3 under a live limit 1: exit %d, %q; want the note naming the live limit", code, stderr)
 		}
 		code, out, _ = tg.run(t, "config", "show")
 		if code != 0 || !strings.Contains(out, "live: set by") {

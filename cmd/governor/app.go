@@ -23,11 +23,12 @@ import (
 // Exit codes shared by run, acquire and the other commands: those of
 // SPEC §4, defined once in package runner.
 const (
-	ExitOK        = runner.ExitOK
-	ExitBusy      = runner.ExitBusy
-	ExitSkipped   = runner.ExitSkipped
-	ExitLeaseLost = runner.ExitLeaseLost
-	ExitFailure   = runner.ExitFailure
+	ExitOK         = runner.ExitOK
+	ExitBusy       = runner.ExitBusy
+	ExitSkipped    = runner.ExitSkipped
+	ExitSuperseded = runner.ExitSuperseded
+	ExitLeaseLost  = runner.ExitLeaseLost
+	ExitFailure    = runner.ExitFailure
 )
 
 // exitError carries an exit code out of a command. msg, if set, is

@@ -87,6 +87,10 @@ func (a *app) acquireCmd() *cobra.Command {
 		session     string
 		pid         int
 		progress    time.Duration
+		priority    string
+		fairKey     string
+		supersede   string
+		cancelRun   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
@@ -128,7 +132,13 @@ if its TTL is longer: 'governor renew' and 'governor touch RESOURCE@LEASE_ID'
 mark progress (the grant counts as the first); after D, renew and touch exit
 122, and the slot stays held until release or expiry.
 
-Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed;
+--priority CLASS and --fair-key KEY: where to queue on a resource with a queue
+policy (README "Queue policies"); its max_queue refuses at once and its
+max_wait drops the waiter, both exit 73 naming the bound.
+
+Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed,
+or the queue policy's max_queue or max_wait; 76 superseded while waiting
+(--supersede);
 75 busy with --if-busy skip; 125 bad flags, config or backend unreachable, or
 RESOURCE bound to the with-heavy-lock slot.`,
 		Args: cobra.ExactArgs(1),
@@ -162,7 +172,11 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			}
 			// The lease is detached at once: it lives by its TTL and
 			// 'governor renew', and never heartbeats.
-			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true, ProgressTimeout: progress}
+			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true, ProgressTimeout: progress,
+				Priority: priority, FairKey: fairKey, Supersede: supersede, CancelInProgress: cancelRun}
+			if l, err := a.load(); err == nil {
+				o.Policy = l.Config.Policies()[resource]
+			}
 			if policy == runner.IfBusyWait {
 				o.Mode = governor.Wait
 				if waitTimeout > 0 {
@@ -199,6 +213,10 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	f.IntVar(&pid, "pid", 0, "declare this process (e.g. $$) as the holder: when it dies the lease is reclaimed at once (default: none)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
 	f.DurationVar(&progress, "progress-timeout", 0, "lose the lease when no progress mark ('governor renew', 'governor touch') comes for this long (default: none)")
+	f.StringVar(&priority, "priority", "", "the priority class to queue in, when the resource's config has priorities (default: the class named default, else the lowest)")
+	f.StringVar(&supersede, "supersede", "", "supersede key: a newer acquire with the same key replaces this one while it waits (exit 76)")
+	f.BoolVar(&cancelRun, "cancel-in-progress", false, "with --supersede: also end the lease of a holder with the same key (its renewals fail, exit 122)")
+	f.StringVar(&fairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, when the resource has fairness: keys take turns")
 	return cmd
 }
 
@@ -219,6 +237,10 @@ func acquireError(resource string, err error, skip bool, waitTimeout time.Durati
 		return refusal(busy, skip)
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v", resource, waitTimeout)})
+	case errors.Is(err, governor.ErrSuperseded):
+		return exitWith(ExitSuperseded, &runner.NotAcquiredError{Msg: err.Error()})
+	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
+		return exitWith(ExitBusy, &runner.NotAcquiredError{Msg: err.Error()})
 	default:
 		return exitWith(ExitFailure, err)
 	}

@@ -70,6 +70,18 @@ resources to those. An exec run inside an exec run (an ancestor holds run or
 run:join) is part of it and takes neither. 'governor slots' shows run and
 run:join with their use.
 
+Queue policies (README "Queue policies"): a resource whose config has
+priorities, reserve, cap, fair_weights, fair_cap, max_queue or max_wait serves
+its queue by them; --priority CLASS and --fair-key KEY say where this run
+queues. A full queue (max_queue) refuses at once, exit 73 naming the bound;
+a waiter queued for max_wait is dropped, exit 73 saying so.
+
+Supersede (GitHub Actions' concurrency groups): with --supersede KEY, a newer
+run with the same KEY on a resource replaces this one while it waits: this one
+exits 76. With --cancel-in-progress too, the newer run also ends the lease of a
+running one with KEY, which stops its command as on lease loss (exit 122)
+within a heartbeat, then queues as usual.
+
 When busy: --if-busy fail (default) exits 73, skip exits 75, both naming the
 holders (session, host, pid, since, last heartbeat, expiry) and the
 'governor takeover' command; wait queues in FIFO order, up to --wait-timeout
@@ -169,6 +181,7 @@ Exit codes:
   73         not acquired: busy with --if-busy fail, or --wait-timeout passed,
              or the wait was cancelled ('governor cancel'; the message says who)
   75         skipped: busy with --if-busy skip
+  76         superseded while waiting by a newer run with its --supersede key
   122        the lease was lost while running (taken over, expired, or no
              progress mark for --progress-timeout); the command was stopped
   124        --timeout passed; the command tree was stopped
@@ -187,6 +200,7 @@ Exit codes:
 			}
 			o.Args = args
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
+			o.Policies = l.Config.Policies()
 			o.Rates = providerRates(l.Config)
 			o.MkdirLocks = l.Config.MkdirLocks()
 			if o.Tokens < 0 {
@@ -219,6 +233,10 @@ Exit codes:
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command tree after this long (exit 124)")
 	f.DurationVar(&o.ProgressTimeout, "progress-timeout", 0, "lose the lease (stop the tree, exit 122) when no progress mark ('governor touch') comes for this long (default: none)")
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, fmt.Sprintf("time between TERM and KILL when stopping the tree (default %v)", supervise.DefaultKillGrace))
+	f.StringVar(&o.Priority, "priority", "", "the priority class to queue in, on resources whose config has priorities (default: the class named default, else the lowest)")
+	f.StringVar(&o.FairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, on resources with fairness: keys take turns")
+	f.StringVar(&o.Supersede, "supersede", "", "supersede key: a newer run with the same key replaces this one while it waits (exit 76)")
+	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede: also stop a running holder with the same key, as on lease loss (it exits 122)")
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")

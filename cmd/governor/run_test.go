@@ -266,7 +266,7 @@ func TestRunHelpDocumentsExitCodesAndEnvironment(t *testing.T) {
 	if code := Main([]string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("run --help: exit %d: %s", code, &errb)
 	}
-	for _, want := range []string{"Exit codes:", "73 ", "75 ", "122 ", "124 ", "125 ", "126 ", "127 ", "128+N",
+	for _, want := range []string{"Exit codes:", "73 ", "75 ", "76 ", "122 ", "124 ", "125 ", "126 ", "127 ", "128+N",
 		"GOVERNOR_HELD", "GOVERNOR_TOKEN", "GOVERNOR_SESSION", "GOVERNOR_RUN_IDS", "watchdog", "--record", "--kill-grace"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("run --help lacks %q", want)

@@ -35,15 +35,57 @@ func (a *app) serveCmd() *cobra.Command {
 		listen    string
 		timeout   time.Duration
 		retention time.Duration
+		page      bool
+		tokenFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve Prometheus metrics (/metrics) and a health check (/healthz) for the whole project",
-		Long: `serve exposes the project's slots to Prometheus over HTTP:
+		Short: "Serve a live status page, a JSON API, Prometheus metrics (/metrics) and a health check (/healthz) for the whole project",
+		Long: `serve exposes the project's slots over HTTP:
 
+  /          a status page that updates itself every second: each resource's
+             limit, use, paused state, holders and waiters (session, host,
+             pid, command, since, last heartbeat, token, expected wait), and
+             the events of the last 24 hours; it says when the backend does
+             not answer. It loads nothing from other sites.
+  /api/v1/slots    what 'governor slots --json' prints (?resource=R, repeatable)
+  /api/v1/events   what 'governor events --json' prints (?resource=R, ?since=1h)
+  /api/v1/info     {"project", "version", "actions", "poll_seconds"}
   /metrics   the project's state, read from the backend at scrape time, plus
              this process's go_* and process_* metrics
   /healthz   200 "ok" when the backend answers within --timeout, else 503
+
+A read that fails answers {"error": "..."}: 404 for an unknown resource, 400
+for a bad parameter, 503 when the backend does not answer within --timeout.
+--page=false serves /metrics and /healthz alone.
+
+Actions. With --admin-token-file FILE, the page and the API also act:
+pause and resume a resource, set its limit live (0: back to the configured
+limit), cancel a waiter. FILE holds one token of at least 16 printable
+characters and must be readable by its owner alone (chmod 600), like any
+credential governor reads. Each action is a POST of a JSON body to
+/api/v1/pause, /api/v1/resume ({"resource"}), /api/v1/limit ({"resource",
+"limit"}) or /api/v1/cancel ({"resource", "waiter": ID} or {"resource",
+"session": S}), and is done only when, in this order:
+  1. it is not a cross-origin browser request: a Sec-Fetch-Site header other
+     than same-origin or none, or an Origin header whose host is not the one
+     the request was sent to, is refused with 403 (so another site open in
+     the same browser cannot act through it);
+  2. it carries the token in the header "Authorization: Bearer TOKEN" (401
+     without it or with a wrong one; a header, never a cookie, so that the
+     browser never adds it by itself);
+  3. its Content-Type is application/json (415) and its body names a valid
+     resource and nothing meant for another action (400).
+It answers {"action", "resource", "by"} ("cancelled": the waiter ids, for a
+cancel), and the backend records the action as an event naming who did it:
+"serve admin from ADDRESS:PORT" (the client's address). Without
+--admin-token-file, the page and the API only read: the action URLs do not
+exist (404) and the page shows no controls.
+
+On a loopback address, the page and the API answer only requests for the
+host localhost or a loopback IP (the Host header): another site cannot read
+them by pointing a name of its own at 127.0.0.1 (DNS rebinding). A proxy in
+front must then send such a Host.
 
 Values are read from the backend at scrape time, and the counters are kept by
 the backend, not by the process that acquired: one serve covers every process
@@ -82,23 +124,28 @@ the forgetting, so without a running serve nothing is forgotten.
 
 A Grafana dashboard for these metrics ships as metrics/dashboard.json.
 
-What the endpoints disclose, to anyone who can connect (there is no
+What the endpoints disclose, to anyone who can connect (reads have no
 authentication): the project's name; its resources' and providers' names,
 limits, use, holder and waiter counts, ages, wait times, counters and
 remaining rate budgets; governor's version and revision and serve's own process
 metrics (memory, open files, start time, Go version); and in /healthz, why the
-backend failed (with a Redis URL's password redacted). They do not show sessions,
-hosts, pids, commands or lease ids ('governor slots' does, to users of the
-backend). serve listens on loopback by default and warns on stderr when --listen
+backend failed (with a Redis URL's password redacted). The page and /api/v1/
+also show what 'governor slots' and 'governor events' show to users of the
+backend: sessions, hosts, pids, commands (with secrets redacted), lease ids
+(public; never a lease's secret) and tokens. /metrics and /healthz alone
+(--page=false) do not show sessions, hosts, pids, commands or lease ids.
+serve listens on loopback by default and warns on stderr when --listen
 reaches beyond it (0.0.0.0, ::, a LAN address): then firewall the port, or put
-an authenticating proxy in front.
+an authenticating proxy in front. serve speaks plain HTTP, without TLS: with
+--admin-token-file beyond loopback it warns that the token crosses the
+network readable; reach it through an SSH tunnel or a TLS-terminating proxy.
 
 A Redis backend that is down when serve starts is not an error: serve says so,
 reports governor_up 0, and connects at the first scrape that finds Redis up.
 
 serve stops gracefully on INT or TERM. Exit codes: 0 stopped by a signal;
-125 bad flags, bad configuration, a file backend that cannot open, or cannot
-listen.`,
+125 bad flags, bad configuration, an --admin-token-file that cannot be read or
+is readable by others, a file backend that cannot open, or cannot listen.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -106,6 +153,16 @@ listen.`,
 			}
 			if err := governor.ValidateRetention(retention); err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
+			}
+			var token string
+			if tokenFile != "" {
+				if !page {
+					return exitWith(ExitFailure, errors.New("--admin-token-file acts through the status page and its API: it cannot go with --page=false"))
+				}
+				var err error
+				if token, err = config.ReadTokenFile(tokenFile); err != nil {
+					return exitWith(ExitFailure, fmt.Errorf("--admin-token-file: %w", err))
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -117,6 +174,10 @@ listen.`,
 				return a.open(ctx, openOptions{})
 			}}
 			defer src.Close()
+			var admin adminActions
+			if token != "" {
+				admin = src
+			}
 			octx, cancel := context.WithTimeout(ctx, timeout)
 			_, err = src.governor(octx)
 			cancel()
@@ -139,11 +200,20 @@ listen.`,
 			if err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
 			}
+			if page {
+				mux := http.NewServeMux()
+				mux.Handle("/metrics", handler)
+				mux.Handle("/healthz", handler)
+				sp := newStatusPage(a, src, timeout, admin, token)
+				sp.loopbackHosts = loopback(ln.Addr())
+				sp.register(mux)
+				handler = mux
+			}
 			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
-			if !loopback(ln.Addr()) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "governor: warning: --listen %s reaches beyond loopback: anyone who can connect to %s reads the project's resource names, limits, use and counters, without authentication; firewall it, or listen on 127.0.0.1\n", listen, ln.Addr())
+			for _, w := range exposureWarnings(listen, ln.Addr(), page, admin != nil) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "governor: warning: "+w)
 			}
 			sweepCtx, stopSweep := context.WithCancel(ctx)
 			swept := make(chan struct{})
@@ -155,6 +225,13 @@ listen.`,
 				stopSweep()
 				<-swept
 			}()
+			if page {
+				actions := "read-only"
+				if admin != nil {
+					actions = "with actions"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "governor: status page (%s) on http://%s/\n", actions, ln.Addr())
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", src.Project(), ln.Addr())
 			select {
 			case err := <-served:
@@ -178,7 +255,26 @@ listen.`,
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
 	f.DurationVar(&retention, "resources-retention", governor.DefaultRetention,
 		fmt.Sprintf("forget a resource idle (no holder, waiter, grant or enqueue) this long (at least %v)", governor.MinRetention))
+	f.BoolVar(&page, "page", true, "serve the status page (/) and the JSON API (/api/v1/); false: /metrics and /healthz alone")
+	f.StringVar(&tokenFile, "admin-token-file", "", "enable actions (pause, resume, limit, cancel) on the page and the API for requests carrying the token in FILE (chmod 600); see above for the CSRF rule")
 	return cmd
+}
+
+// exposureWarnings are what serve says on stderr about who can reach
+// what it serves on addr (listen as given): nothing on loopback.
+func exposureWarnings(listen string, addr net.Addr, page, actions bool) []string {
+	if loopback(addr) {
+		return nil
+	}
+	what := "the project's resource names, limits, use and counters"
+	if page {
+		what += ", and on the status page and /api/v1/ the sessions, hosts, pids and commands of its holders and waiters"
+	}
+	ws := []string{fmt.Sprintf("--listen %s reaches beyond loopback: anyone who can connect to %s reads %s, without authentication; firewall it, or listen on 127.0.0.1", listen, addr, what)}
+	if actions {
+		ws = append(ws, fmt.Sprintf("--admin-token-file with --listen %s beyond loopback and no TLS: the admin token and every action cross the network in plain HTTP, readable by anyone on the way; listen on 127.0.0.1 and reach it through an SSH tunnel (ssh -L 9464:127.0.0.1:9464 HOST), or behind a TLS-terminating proxy", listen))
+	}
+	return ws
 }
 
 // loopback reports whether addr is a loopback address, reachable from
@@ -231,6 +327,48 @@ func (r *reopening) Status(ctx context.Context, resource string) (governor.Statu
 		return governor.Status{}, err
 	}
 	return g.Status(ctx, resource)
+}
+
+func (r *reopening) Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Events(ctx, resource, since)
+}
+
+var _ adminActions = (*reopening)(nil)
+
+func (r *reopening) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Cancel(ctx, resource, sel, by)
+}
+
+func (r *reopening) Pause(ctx context.Context, resource, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Pause(ctx, resource, by)
+}
+
+func (r *reopening) Resume(ctx context.Context, resource, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Resume(ctx, resource, by)
+}
+
+func (r *reopening) SetLimit(ctx context.Context, resource string, limit int, by string) error {
+	g, err := r.governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.SetLimit(ctx, resource, limit, by)
 }
 
 func (r *reopening) Rates(ctx context.Context) ([]string, error) {

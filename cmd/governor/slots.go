@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -123,6 +122,11 @@ type resourceJSON struct {
 	Waiters      []waiterJSON   `json:"waiters"`
 	Counters     map[string]int `json:"counters"`
 	MkdirSlot    *mkdirSlotJSON `json:"mkdir_slot,omitempty"`
+	// Under a queue policy: the policy in force (governor.Policy.Encode),
+	// one asked for that differs, and the weight each class holds.
+	Policy      string         `json:"policy,omitempty"`
+	DriftPolicy string         `json:"drift_policy,omitempty"`
+	ClassUse    map[string]int `json:"class_use,omitempty"`
 }
 
 type liveLimitJSON struct {
@@ -203,6 +207,8 @@ type holderJSON struct {
 	ProgressAt             *time.Time `json:"progress_at,omitempty"`
 	ProgressSeconds        *float64   `json:"progress_age_seconds,omitempty"`
 	ProgressTimeoutSeconds float64    `json:"progress_timeout_seconds,omitempty"`
+	Priority               string     `json:"priority,omitempty"`
+	FairKey                string     `json:"fair_key,omitempty"`
 }
 
 type waiterJSON struct {
@@ -219,11 +225,22 @@ type waiterJSON struct {
 	Command        string    `json:"command"`
 	// ExpectedWait: see governor.ExpectedWait.
 	ExpectedWait estimateJSON `json:"expected_wait"`
+	Priority     string       `json:"priority,omitempty"`
+	FairKey      string       `json:"fair_key,omitempty"`
+}
+
+// statusSource reads resources' state: a *governor.Governor, or serve's
+// reopening one.
+type statusSource interface {
+	Project() string
+	Resources(ctx context.Context) ([]string, error)
+	Status(ctx context.Context, resource string) (governor.Status, error)
 }
 
 // statuses reads the named resources, or every resource with state plus
-// every configured one.
-func (a *app) statuses(ctx context.Context, g *governor.Governor, names []string) ([]governor.Status, error) {
+// every configured one. A name neither configured nor with state is an
+// unknownResourceError.
+func (a *app) statuses(ctx context.Context, g statusSource, names []string) ([]governor.Status, error) {
 	have, err := g.Resources(ctx)
 	if err != nil {
 		return nil, exitWith(ExitFailure, err)
@@ -280,7 +297,7 @@ func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		b, err := json.Marshal(toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
+		b, err := json.Marshal(a.slotsReport(g.Project(), sts))
 		if err != nil {
 			return err
 		}
@@ -298,11 +315,24 @@ func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		return writeJSON(w, toSlotsJSON(g.Project(), sts, a.mkdirLocks()))
+		return writeJSON(w, a.slotsReport(g.Project(), sts))
 	}
 	writeSlots(w, g.Project(), sts, a.mkdirLocks())
 	return nil
 }
+
+// slotsReport is what 'governor slots --json' prints and /api/v1/slots
+// of 'governor serve' serves: sts in the --json schema, with their mkdir
+// slots.
+func (a *app) slotsReport(project string, sts []governor.Status) slotsJSON {
+	return toSlotsJSON(project, sts, a.mkdirLocks())
+}
+
+// unknownResourceError names a resource neither configured nor with
+// state.
+type unknownResourceError string
+
+func (e unknownResourceError) Error() string { return string(e) }
 
 // unknownResource says that resource is neither configured nor has
 // state in project, with the closest of the known names.
@@ -318,7 +348,7 @@ func unknownResource(project, resource string, known []string) error {
 	default:
 		msg += fmt.Sprintf("; %d are known: see 'governor slots'", len(known))
 	}
-	return errors.New(msg)
+	return unknownResourceError(msg)
 }
 
 // mkdirLocks are the resources bound to a mkdir slot, from the
@@ -338,7 +368,8 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 	for _, st := range sts {
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
-			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0))}
+			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
+			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: classUse(st)}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &liveLimitJSON{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
 		}
@@ -350,7 +381,7 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 				GovernorPID: h.GovernorPID, CommandPID: h.CommandPID(), Processes: h.Processes(), Weight: h.Weight, Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), HeartbeatAt: h.Heartbeat.UTC(),
 				ExpiresAt: h.Expires.UTC(), AgeSeconds: secs(st.Now.Sub(h.AcquiredAt)),
 				HeartbeatSeconds: secs(st.Now.Sub(h.Heartbeat)), ExpiresInSeconds: secs(h.Expires.Sub(st.Now)), Command: h.Command,
-				ProgressTimeoutSeconds: h.ProgressTimeout.Seconds()})
+				ProgressTimeoutSeconds: h.ProgressTimeout.Seconds(), Priority: h.Priority, FairKey: h.FairKey})
 			if !h.Progress.IsZero() {
 				at, age := h.Progress.UTC(), secs(st.Now.Sub(h.Progress))
 				r.Holders[len(r.Holders)-1].ProgressAt, r.Holders[len(r.Holders)-1].ProgressSeconds = &at, &age
@@ -359,7 +390,8 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, waiterJSON{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
 				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt)),
-				Command: wt.Command, ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, i+1))})
+				Command: wt.Command, ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, i+1)),
+				Priority: wt.Priority, FairKey: wt.FairKey})
 		}
 		out.Resources = append(out.Resources, r)
 	}
@@ -389,6 +421,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
 		}
 		fmt.Fprintln(w)
+		writePolicy(w, st)
 		if p := st.Paused; p != nil {
 			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
 				governor.Ago(st.Now.Sub(p.Since)), dash(p.By), dash(st.Key.Resource))
@@ -399,20 +432,20 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND")
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
 			for _, h := range st.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s%s\n", dash(h.LeaseID), dash(h.Session), dash(h.Host), h.Processes(),
 					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
-					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command))
+					governor.Ago(h.Expires.Sub(st.Now)), h.Token, dash(h.Command), classKey(st, h.Declaration))
 			}
 			tw.Flush()
 		}
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND")
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
 			for i, wt := range st.Waiters {
-				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
-					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), dash(wt.Command))
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", i+1, dash(short(wt.ID)), dash(wt.Session), dash(wt.Host), wt.Processes(),
+					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), dash(wt.Command), classKey(st, wt.Declaration))
 			}
 			tw.Flush()
 		}
@@ -460,4 +493,64 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(safetext.JSON(b.Bytes()))
 	return err
+}
+
+// classUse is the weight each priority class holds, by the classes its
+// holders declared; nil without classes.
+func classUse(st governor.Status) map[string]int {
+	if len(st.Policy.Classes) == 0 {
+		return nil
+	}
+	use := map[string]int{}
+	for _, c := range st.Policy.Classes {
+		use[c.Name] = 0
+	}
+	for _, h := range st.Holders {
+		if h.Priority != "" {
+			use[h.Priority] += h.Weight
+		}
+	}
+	return use
+}
+
+// writePolicy writes the queue policy in force, each class's use with
+// its reserve and cap, and a policy drift.
+func writePolicy(w io.Writer, st governor.Status) {
+	if !st.Policy.IsZero() {
+		fmt.Fprintf(w, "  policy %s", st.Policy.Encode())
+		use := classUse(st)
+		for i, c := range st.Policy.Classes {
+			sep := ", "
+			if i == 0 {
+				sep = "; classes "
+			}
+			fmt.Fprintf(w, "%s%s %d", sep, c.Name, use[c.Name])
+			if c.Reserve > 0 {
+				fmt.Fprintf(w, " (reserve %d)", c.Reserve)
+			}
+			if c.Cap > 0 {
+				fmt.Fprintf(w, " (cap %d)", c.Cap)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if st.DriftPolicy != "" {
+		fmt.Fprintf(w, "  DRIFT: a process asked for queue policy %q\n", st.DriftPolicy)
+	}
+}
+
+// classKeyHeader and classKey: the CLASS and KEY columns, under a queue
+// policy only.
+func classKeyHeader(st governor.Status) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\tCLASS\tKEY"
+}
+
+func classKey(st governor.Status, d governor.Declaration) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\t" + dash(d.Priority) + "\t" + dash(d.FairKey)
 }

@@ -229,6 +229,13 @@ func (s *suite) pause(t *testing.T) {
 	if e.By != "carol" {
 		t.Fatalf("paused event %+v, want by carol", e)
 	}
+	// A Governor's refusal says the resource is paused, and by whom.
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project})
+	_, err = g.Acquire(ctxT(t), key.Resource, governor.AcquireOptions{Limit: 2})
+	var busy *governor.BusyError
+	if !errors.As(err, &busy) || busy.Status.Paused == nil || busy.Status.Paused.By != "carol" || !strings.Contains(err.Error(), "paused by carol") {
+		t.Fatalf("Acquire on a paused resource with room: %v; want a *BusyError saying paused by carol", err)
+	}
 	// Paused resources are never forgotten.
 	if gone, err := b.Forget(ctxT(t), key, 0); err != nil || gone {
 		t.Fatalf("Forget of a paused resource = %v, %v", gone, err)

@@ -131,6 +131,18 @@ func Run(t *testing.T, h Harness) {
 		{"Pause", s.pause},
 		{"LiveLimit", s.liveLimit},
 		{"Holds", s.holds},
+		{"PolicyClassOrder", s.policyClassOrder},
+		{"PolicyReserve", s.policyReserve},
+		{"PolicyCap", s.policyCap},
+		{"PolicyAntiStarvation", s.policyAntiStarvation},
+		{"PolicyFairKeys", s.policyFairKeys},
+		{"PolicyFairCap", s.policyFairCap},
+		{"PolicyBounds", s.policyBounds},
+		{"PolicyDrift", s.policyDrift},
+		{"PolicyHammer", s.policyHammer},
+		{"PolicySupersede", s.policySupersede},
+		{"PolicyEager", s.policyEager},
+		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

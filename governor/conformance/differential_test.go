@@ -34,6 +34,23 @@ import (
 // GOVERNOR_DIFF_SEED=N replays the sequence of one seed (printed on
 // failure); GOVERNOR_DIFF_ROUNDS sets how many sequences run.
 func TestDifferential(t *testing.T) {
+	differential(t, nil)
+}
+
+// diffPolicy is the queue policy of TestDifferentialPolicy: classes with
+// a reserve and a cap, a bounded queue, eager (fairness is left out: its
+// ties between keys may go either way, by design).
+var diffPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch", Cap: 1}},
+	MaxOvertakes: 2, MaxQueue: 4, Eager: true}
+
+// TestDifferentialPolicy is TestDifferential under diffPolicy, each
+// acquire in a random class, some with a supersede key (and
+// cancel-in-progress).
+func TestDifferentialPolicy(t *testing.T) {
+	differential(t, &diffPolicy)
+}
+
+func differential(t *testing.T, policy *governor.Policy) {
 	rounds, steps := 6, 60
 	if n, err := strconv.Atoi(os.Getenv("GOVERNOR_DIFF_ROUNDS")); err == nil && n > 0 {
 		rounds = n
@@ -61,12 +78,12 @@ func TestDifferential(t *testing.T) {
 	}
 	for r := range rounds {
 		s := seed + uint64(r)
-		ops := diffOps(rand.New(rand.NewPCG(s, 0)), steps)
+		ops := diffOps(rand.New(rand.NewPCG(s, 0)), steps, policy != nil)
 		project := fmt.Sprintf("diff-%d", s)
 		var runs []*diffRun
 		for _, st := range stores {
 			b := st.open(t)
-			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}}
+			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}, policy: policy}
 			for _, op := range ops {
 				run.do(op)
 			}
@@ -112,12 +129,17 @@ type diffOp struct {
 	wait     bool
 	ttl      time.Duration // renew
 	badToken bool          // reclaim with a token the lease does not hold
+	// Under a policy: the class, and a supersede key (with cancel).
+	prio      string
+	supersede string
+	cancel    bool
 }
 
 func (o diffOp) String() string {
 	switch o.kind {
 	case "acquire":
-		return fmt.Sprintf("acquire %s/%s limit %d weight %d wait %v", o.resource, o.id, o.limit, o.weight, o.wait)
+		return fmt.Sprintf("acquire %s/%s limit %d weight %d wait %v prio %q supersede %q cancel %v", o.resource, o.id, o.limit,
+			o.weight, o.wait, o.prio, o.supersede, o.cancel)
 	case "takeover":
 		return fmt.Sprintf("takeover %s/%s by %s", o.resource, o.id, o.newID)
 	case "renew":
@@ -134,7 +156,7 @@ func (o diffOp) String() string {
 
 // diffOps draws n steps. Ids already sent are reused by the steps that
 // name a lease (and "ghost", never sent, sometimes).
-func diffOps(rng *rand.Rand, n int) []diffOp {
+func diffOps(rng *rand.Rand, n int, policy bool) []diffOp {
 	resources := []string{"r1", "r2"}
 	sent := map[string][]string{}
 	var ops []diffOp
@@ -162,6 +184,15 @@ func diffOps(rng *rand.Rand, n int) []diffOp {
 			}
 			if rng.IntN(15) == 0 {
 				op.weight = 5 // above any limit
+			}
+			if policy {
+				op.prio = []string{"critical", "default", "batch", ""}[rng.IntN(4)]
+				if op.prio == "batch" && op.weight < 5 {
+					op.weight = 1 // its cap
+				}
+				if rng.IntN(3) == 0 {
+					op.supersede, op.cancel = "s", rng.IntN(2) == 0
+				}
 			}
 		case k < 9:
 			op.kind, op.id = "poll", pick()
@@ -204,6 +235,8 @@ type diffRun struct {
 	log    []string
 	// broken: a relation this store broke on its own (tokens).
 	broken string
+	// policy: the queue policy every acquire asks for, or nil.
+	policy *governor.Policy
 }
 
 func (r *diffRun) key(res string) governor.Key {
@@ -215,9 +248,13 @@ func (r *diffRun) request(o diffOp, id string, isNew bool) governor.Request {
 	if o.wait {
 		mode = governor.Wait
 	}
-	return governor.Request{Key: r.key(o.resource), ID: id, Limit: o.limit, Weight: o.weight, TTL: 10 * time.Minute,
+	req := governor.Request{Key: r.key(o.resource), ID: id, Limit: o.limit, Weight: o.weight, TTL: 10 * time.Minute,
 		Mode: mode, QueueTTL: 10 * time.Minute, New: isNew,
 		Declaration: governor.Declaration{Session: "diff", Host: "h"}}
+	if r.policy != nil {
+		req.Policy, req.Priority, req.Supersede, req.CancelInProgress = r.policy.Encode(), o.prio, o.supersede, o.cancel
+	}
+	return req
 }
 
 // granted records a grant's token. A grant made by this very call (not
@@ -365,7 +402,8 @@ func errClass(err error) string {
 	}{
 		{"busy", governor.ErrBusy}, {"lost", governor.ErrLeaseLost}, {"not-held", governor.ErrNotHeld},
 		{"invalid", governor.ErrInvalid}, {"too-heavy", governor.ErrTooHeavy}, {"closed", governor.ErrClosed},
-		{"backend", governor.ErrBackend},
+		{"backend", governor.ErrBackend}, {"queue-full", governor.ErrQueueFull}, {"superseded", governor.ErrSuperseded},
+		{"withdrawn", governor.ErrWithdrawn},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -46,7 +46,7 @@ func (st *state) ended(id string) *event {
 			continue
 		}
 		switch e.Kind {
-		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired:
+		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired, governor.EventCancelledInProgress:
 			return e
 		}
 	}
@@ -92,10 +92,13 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 			}
 			return governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)}, nil
 		}
-		was = holder{Weight: req.Weight, Token: ev.Token}
+		// Under a queue policy it counts in no class (as in Redis: the
+		// ended lease's class is gone with it).
+		was = holder{Weight: req.Weight, Token: ev.Token, Class: -1}
 	}
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
+	h.Class, h.Key = was.Class, was.Key // under a queue policy, the old lease's class and key
 	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)

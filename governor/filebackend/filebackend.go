@@ -474,6 +474,7 @@ func (t *tx) settle() {
 		if w.Expires > t.now.boot {
 			kept = append(kept, w)
 		} else {
+			t.expireWaiter(w)
 			t.dirty = true
 		}
 	}
@@ -538,6 +539,10 @@ func (t *tx) dropHolder(i int) {
 // never starved. Each grantee alone is woken, through its own pipe; a
 // head whose pipe nobody listens to is dead and is dropped.
 func (t *tx) promote() {
+	if p, ok := t.policy(); ok {
+		t.promotePolicy(p)
+		return
+	}
 	st := t.st
 	used := st.used()
 	for len(st.Waiters) > 0 && !st.heldBack() {
@@ -679,12 +684,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		h.Heartbeat = t.now.boot
 		h.Handed = false
 		t.dirty = true
-		t.attach(h)
-		if err := t.commit(); err != nil {
-			b.forget(req.Key, req.ID)
-			return governor.Result{}, err
-		}
-		return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+		return b.granted(t, req, h)
 	}
 
 	// A newcomer may need the room of holders that died: prove them so
@@ -705,7 +705,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		}
 	}
 	t.inForce(req.Limit, req.ID)
-	if req.Weight > st.Limit {
+	t.agreePolicy(req, len(st.Holders) == 0 && len(st.Waiters) == 0)
+	p, pol := t.policy()
+	if req.Weight > st.Limit || pol && policyNever(p, st.Limit, policyClass(p, req.Priority), req.FairKey, req.Weight) {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
 			t.dirty = true
@@ -718,38 +720,64 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 			governor.ErrTooHeavy, req.Weight, req.Key.Resource, lim)
 	}
 
+	// A request with a supersede key that is not queued yet (granted, it
+	// would have been claimed above; withdrawn, it would have been told)
+	// replaces the older one with its key.
+	if req.Supersede != "" && st.waiterIndex(req.ID) < 0 {
+		t.supersede(req)
+	}
+	if pol {
+		return b.acquirePolicy(t, p, req)
+	}
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
 		if t.fits(req.Weight) {
-			h := t.grant(req.ID, req.Weight, req.TTL, req.Declaration)
-			t.attach(h)
-			if err := t.commit(); err != nil {
-				b.forget(req.Key, req.ID)
-				return governor.Result{}, err
-			}
-			return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+			return b.granted(t, req, t.grant(req.ID, req.Weight, req.TTL, req.Declaration))
 		}
 		if req.Mode != governor.Wait {
-			st.Counters.Busy++
-			t.dirty = true
-			if err := t.commit(); err != nil {
-				return governor.Result{}, err
-			}
-			return governor.Result{Outcome: governor.Refused,
-				Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+			return b.refused(t, req)
 		}
 		st.Waiters = append(st.Waiters, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL),
 			Enqueued: t.now.boot, Decl: req.Declaration})
 		st.Counters.Waited++
 		i = len(st.Waiters) - 1
 	}
-	st.Waiters[i].Expires = t.now.boot + int64(req.QueueTTL)
+	return b.queued(t, req, i, t.now.boot+int64(req.QueueTTL))
+}
+
+// queued ends an Acquire that left req queued as waiter i, its queue
+// entry refreshed to expire at exp.
+func (b *Backend) queued(t *tx, req governor.Request, i int, exp int64) (governor.Result, error) {
+	t.st.Waiters[i].Expires = exp
 	t.dirty = true
+	t.superseding(req, false)
 	if err := t.commit(); err != nil {
 		return governor.Result{}, err
 	}
 	return governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
+}
+
+// granted ends an Acquire that granted h to req.
+func (b *Backend) granted(t *tx, req governor.Request, h *holder) (governor.Result, error) {
+	t.attach(h)
+	t.superseding(req, true)
+	if err := t.commit(); err != nil {
+		b.forget(req.Key, req.ID)
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+}
+
+// refused ends a Fail-mode Acquire that found no room.
+func (b *Backend) refused(t *tx, req governor.Request) (governor.Result, error) {
+	t.st.Counters.Busy++
+	t.dirty = true
+	if err := t.commit(); err != nil {
+		return governor.Result{}, err
+	}
+	return governor.Result{Outcome: governor.Refused,
+		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)}, nil
 }
 
 // Renew implements governor.Backend.

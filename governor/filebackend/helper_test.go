@@ -31,6 +31,7 @@ const (
 	envWorkers  = "GOVERNOR_FB_WORKERS"
 	envRounds   = "GOVERNOR_FB_ROUNDS"
 	envInherit  = "GOVERNOR_FB_INHERIT"
+	envPolicy   = "GOVERNOR_FB_POLICY" // "1": race under raceLimitPolicy
 )
 
 // TestHelperProcess is not a test: the tests below run the test binary
@@ -94,10 +95,16 @@ func helperRace(b *filebackend.Backend, key governor.Key) error {
 	errs := make(chan error, workers)
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
-		go func() {
+		go func(i int) {
 			defer wg.Done()
 			for j := 0; j < rounds; j++ {
-				l, err := g.Acquire(ctx, key.Resource, governor.AcquireOptions{Limit: 2, Mode: governor.Wait})
+				o := governor.AcquireOptions{Limit: 2, Mode: governor.Wait}
+				class, fair := "-", "-"
+				if os.Getenv(envPolicy) == "1" {
+					class, fair = []string{"critical", "default", "batch"}[(i+j)%3], "k"+strconv.Itoa(i%3)
+					o.Limit, o.Policy, o.Priority, o.FairKey = 3, raceLimitPolicy, class, fair
+				}
+				l, err := g.Acquire(ctx, key.Resource, o)
 				if err != nil {
 					errs <- err
 					return
@@ -110,10 +117,10 @@ func helperRace(b *filebackend.Backend, key governor.Key) error {
 					return
 				}
 				mu.Lock()
-				fmt.Fprintf(&out, "%d %d\n", start, end)
+				fmt.Fprintf(&out, "%d %d %s %s\n", start, end, class, fair)
 				mu.Unlock()
 			}
-		}()
+		}(i)
 	}
 	wg.Wait()
 	close(errs)
@@ -122,6 +129,12 @@ func helperRace(b *filebackend.Backend, key governor.Key) error {
 	}
 	return os.WriteFile(os.Getenv(envOut), []byte(out.String()), 0o600)
 }
+
+// raceLimitPolicy is the queue policy of the race under policies
+// (limit 3): critical reserves 1, batch is capped at 1, a fair key holds
+// at most 2.
+var raceLimitPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch", Cap: 1}},
+	MaxOvertakes: 3, FairCap: 2}
 
 // helperCrash takes and frees the resource (limit 2) as fast as it can
 // from four goroutines, two waiting and two failing fast, until killed.

@@ -67,14 +67,30 @@ func mustStatus(t testing.TB, b governor.Backend, key governor.Key) governor.Sta
 // machine's monotonic clock inside the grant, never overlap more than 2
 // deep, and every worker is served.
 func TestMultiProcessNeverOverLimit(t *testing.T) {
-	const procs, workers, rounds, limit = 4, 16, 3, 2
+	multiProcessRace(t, false)
+}
+
+// TestMultiProcessPolicyInvariants: the same under a queue policy
+// (raceLimitPolicy, limit 3): never over the limit, batch never over its
+// cap, default and batch never in critical's reserve, no fair key over
+// fair_cap.
+func TestMultiProcessPolicyInvariants(t *testing.T) {
+	multiProcessRace(t, true)
+}
+
+func multiProcessRace(t *testing.T, policy bool) {
+	const procs, workers, rounds = 4, 16, 3
+	limit, pol := 2, "0"
+	if policy {
+		limit, pol = 3, "1"
+	}
 	dir := t.TempDir()
 	key := governor.Key{Project: "race", Resource: "provider:anthropic"}
 	var hs []*helper
 	for i := 0; i < procs; i++ {
 		out := filepath.Join(dir, fmt.Sprintf("intervals-%d", i))
 		hs = append(hs, startHelper(t, "race", dir, key, envOut+"="+out,
-			envWorkers+"="+strconv.Itoa(workers), envRounds+"="+strconv.Itoa(rounds)))
+			envWorkers+"="+strconv.Itoa(workers), envRounds+"="+strconv.Itoa(rounds), envPolicy+"="+pol))
 	}
 	for i, h := range hs {
 		if err := h.cmd.Wait(); err != nil {
@@ -83,8 +99,9 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 		close(h.done)
 	}
 	type event struct {
-		at    int64
-		delta int
+		at         int64
+		delta      int
+		class, key string
 	}
 	var events []event
 	for i := 0; i < procs; i++ {
@@ -96,10 +113,11 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 		n := 0
 		for sc.Scan() {
 			var a, b int64
-			if _, err := fmt.Sscan(sc.Text(), &a, &b); err != nil || b < a {
+			var class, key string
+			if _, err := fmt.Sscan(sc.Text(), &a, &b, &class, &key); err != nil || b < a {
 				t.Fatalf("bad interval %q: %v", sc.Text(), err)
 			}
-			events = append(events, event{a, +1}, event{b, -1})
+			events = append(events, event{a, +1, class, key}, event{b, -1, class, key})
 			n++
 		}
 		f.Close()
@@ -116,9 +134,16 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 		return events[i].delta < events[j].delta
 	})
 	depth, most := 0, 0
+	byClass, byKey := map[string]int{}, map[string]int{}
 	for _, e := range events {
 		depth += e.delta
 		most = max(most, depth)
+		byClass[e.class] += e.delta
+		byKey[e.key] += e.delta
+		if policy && (byClass["batch"] > 1 || byClass["default"]+byClass["batch"] > 2 || byKey[e.key] > 2) {
+			t.Fatalf("at once: batch %d (cap 1), default and batch %d (critical reserves 1 of 3), key %s %d (fair_cap 2)",
+				byClass["batch"], byClass["default"]+byClass["batch"], e.key, byKey[e.key])
+		}
 	}
 	if most > limit {
 		t.Fatalf("%d holders at once across processes, limit %d", most, limit)

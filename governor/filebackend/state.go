@@ -60,6 +60,21 @@ type state struct {
 	// Holds are the last hold durations (ns), oldest first, at most
 	// governor.HoldHistory.
 	Holds []int64 `json:"holds,omitempty"`
+	// The queue policy in force (governor.Policy.Encode), one asked for
+	// that differs, and its state (see policy.go): per class, the
+	// overtakes counted and the virtual time; per "class:key", the last
+	// tag.
+	Policy      string           `json:"policy,omitempty"`
+	PolicyDrift string           `json:"policy_drift,omitempty"`
+	Overtakes   []int            `json:"overtakes,omitempty"`
+	VTime       []int64          `json:"vtime,omitempty"`
+	KeyTags     map[string]int64 `json:"key_tags,omitempty"`
+	// The last waiter and holder with each supersede key.
+	SupersedeWaiters map[string]string `json:"supersede_waiters,omitempty"`
+	SupersedeHolders map[string]string `json:"supersede_holders,omitempty"`
+	// Policy eager: the blocked head last passed, and how often.
+	EagerHead   string `json:"eager_head,omitempty"`
+	EagerPasses int    `json:"eager_passes,omitempty"`
 }
 
 type pauseMark struct {
@@ -108,6 +123,9 @@ type holder struct {
 	Decl   governor.Declaration `json:"decl"`
 	// Progress: the last progress mark (boot clock), 0 when none came.
 	Progress int64 `json:"progress,omitempty"`
+	// Class and Key: its class (index) and fair key under a policy.
+	Class int    `json:"class,omitempty"`
+	Key   string `json:"key,omitempty"`
 }
 
 // lastProgress is h's last progress mark, the grant counting as the
@@ -138,6 +156,11 @@ type waiter struct {
 	Enqueued int64                `json:"enqueued"`
 	Expires  int64                `json:"expires"` // of the queue entry
 	Decl     governor.Declaration `json:"decl"`
+	// Class, Key and Tag: its class (index), fair key and tag under a
+	// policy (see policy.go).
+	Class int    `json:"class,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Tag   int64  `json:"tag,omitempty"`
 	// bad says why an entry of the file did not read as a waiter; begin
 	// drops it (dropBadWaiters).
 	bad string
@@ -305,7 +328,9 @@ func (c clockNow) at(inst int64) time.Time {
 // expired, are left out. At most maxHolders holders are listed, those
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
-	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall}
+	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall,
+		DriftPolicy: st.PolicyDrift}
+	s.Policy, _ = governor.ParsePolicy(st.Policy)
 	if p := st.Paused; p != nil {
 		s.Paused = &governor.Paused{Since: time.Unix(0, p.Since), By: p.By}
 	}

@@ -145,11 +145,24 @@ func runParallel(b *testing.B, par int, fn func(i int)) {
 // the next waiter (another backend, as another process) returns from
 // Acquire. Reported as p50/p99 in ms.
 func BenchmarkHandOff(b *testing.B) {
+	handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+}
+
+// BenchmarkHandOffPolicy is BenchmarkHandOff under a queue policy with
+// three classes (a reserve and a cap), fairness and fair_cap (issue 15:
+// p50/p99 within 1.5x of plain FIFO).
+func BenchmarkHandOffPolicy(b *testing.B) {
+	handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait, Policy: benchPolicy, Priority: "default", FairKey: "tenant-1"})
+}
+
+var benchPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical"}, {Name: "default"}, {Name: "batch", Cap: 1}},
+	Fair: true, FairCap: 1, MaxQueue: 1000}
+
+func handOff(b *testing.B, opts governor.AcquireOptions) {
 	s := redistest.Start(b)
 	g1 := benchGovernor(b, newClient(b, s.Addr, 4), "handoff")
 	g2 := benchGovernor(b, newClient(b, s.Addr, 4), "handoff")
 	ctx := context.Background()
-	opts := governor.AcquireOptions{Limit: 1, Mode: governor.Wait}
 	lats := make([]time.Duration, 0, b.N)
 	held, err := g1.Acquire(ctx, "baton", opts)
 	if err != nil {
@@ -285,6 +298,59 @@ func TestReleaseCommandsIndependentOfWaiters(t *testing.T) {
 	t.Logf("redis commands for one release: %d with 1 waiter, %d with 200 waiters", one, many)
 	if many != one {
 		t.Fatalf("a release ran %d commands with 200 waiters and %d with 1: it grows with the queue", many, one)
+	}
+}
+
+// TestReleaseCommandsUnderPolicy: under a queue policy too, a release
+// that hands the slot on runs as many Redis commands with 1 waiter as
+// with 200 in one fair key, and as with 200 across 50 keys and 3
+// classes (the bound is in the README, "Queue policies").
+func TestReleaseCommandsUnderPolicy(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := newClient(t, s.Addr, 4)
+	be := open(t, s.Addr)
+	classes := []string{"critical", "default", "batch"}
+	round := 0
+	count := func(waiters, keys, nclasses int) int64 {
+		round++
+		key := governor.Key{Project: "cmds", Resource: "p" + strconv.Itoa(round)}
+		req := func(id string, mode governor.Mode, class, fair string) governor.Request {
+			return governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: time.Minute, Mode: mode, QueueTTL: time.Minute,
+				Policy: benchPolicy.Encode(), Priority: class, FairKey: fair}
+		}
+		if _, err := be.Acquire(context.Background(), req("holder", governor.Fail, "critical", "k0")); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < waiters; i++ {
+			// The lowest class first, so that the head is the last queued.
+			class := classes[len(classes)-1-(i*nclasses/waiters)]
+			res, err := be.Acquire(context.Background(), req("w"+strconv.Itoa(i), governor.Wait, class, "k"+strconv.Itoa(1+i%keys)))
+			if err != nil || res.Outcome != governor.Queued {
+				t.Fatal(err, res.Outcome)
+			}
+		}
+		if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.Release(context.Background(), key, "holder", ""); err != nil {
+			t.Fatal(err)
+		}
+		info, err := rdb.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := be.Status(context.Background(), key)
+		if err != nil || len(st.Holders) != 1 {
+			t.Fatalf("after the release: %v, holders %+v", err, st.Holders)
+		}
+		return commandCalls(info)
+	}
+	count(1, 1, 1) // loads the scripts (see above)
+	one, oneKey, spread := count(1, 1, 1), count(200, 1, 1), count(200, 50, 3)
+	t.Logf("redis commands for one release under a policy: %d with 1 waiter, %d with 200 in one key, %d with 200 in 50 keys and 3 classes",
+		one, oneKey, spread)
+	if oneKey != one || spread != one {
+		t.Fatalf("a release ran %d, %d and %d commands: it grows with the queue, the keys or the classes", one, oneKey, spread)
 	}
 }
 

@@ -53,7 +53,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	switch mode {
 	case "hammer":
-		hammerWorker(g, os.Getenv("OUT"))
+		hammerWorker(g, os.Getenv("OUT"), os.Getenv("POLICY") == "1")
 	case "hold":
 		// Take the slot, say so, and wait to be killed.
 		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
@@ -72,7 +72,15 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-func hammerWorker(g *governor.Governor, out string) {
+// mpPolicy is the queue policy of the multi-process hammer under
+// policies: a reserve, a cap, fairness with a fair cap.
+var mpPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch", Cap: 1}},
+	MaxOvertakes: 3, FairWeights: map[string]int{"k0": 2}, FairCap: 2}
+
+// hammerWorker takes and releases slots from 16 goroutines and writes
+// one line per hold: "start end weight class key token", class and key
+// "-" without a policy.
+func hammerWorker(g *governor.Governor, out string, policy bool) {
 	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		os.Exit(2)
@@ -85,8 +93,17 @@ func hammerWorker(g *governor.Governor, out string) {
 			defer wg.Done()
 			for j := 0; j < 4; j++ {
 				w := 1 + (i+j)%2
+				o := governor.AcquireOptions{Limit: 3, Weight: w, Mode: governor.Wait}
+				class, key := "-", "-"
+				if policy {
+					class, key = []string{"critical", "default", "batch"}[(i+j)%3], "k"+strconv.Itoa(i%3)
+					o.Policy, o.Priority, o.FairKey = mpPolicy, class, key
+					if class != "default" {
+						o.Weight, w = 1, 1
+					}
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				l, err := g.Acquire(ctx, "provider:anthropic", governor.AcquireOptions{Limit: 3, Weight: w, Mode: governor.Wait})
+				l, err := g.Acquire(ctx, "provider:anthropic", o)
 				cancel()
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "acquire:", err)
@@ -100,7 +117,7 @@ func hammerWorker(g *governor.Governor, out string) {
 					os.Exit(3)
 				}
 				mu.Lock()
-				fmt.Fprintf(f, "%d %d %d\n", start, end, w)
+				fmt.Fprintf(f, "%d %d %d %s %s %d\n", start, end, w, class, key, l.Token())
 				mu.Unlock()
 			}
 		}(i)
@@ -122,12 +139,28 @@ func helper(t *testing.T, mode, addr, project string, extra ...string) *exec.Cmd
 // monotonic clock, strictly inside its lease; merged, the intervals never
 // carry more than 3 at once.
 func TestMultiProcessNeverOverLimit(t *testing.T) {
+	multiProcessHammer(t, false)
+}
+
+// TestMultiProcessPolicyInvariants: the same under a queue policy
+// (mpPolicy): never over the limit, batch never over its cap, the
+// classes below critical never in its reserve, no fair key over
+// fair_cap, and every token given once.
+func TestMultiProcessPolicyInvariants(t *testing.T) {
+	multiProcessHammer(t, true)
+}
+
+func multiProcessHammer(t *testing.T, policy bool) {
 	s := redistest.Start(t)
 	project := "mp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	out := filepath.Join(t.TempDir(), "intervals")
+	pol := "POLICY=0"
+	if policy {
+		pol = "POLICY=1"
+	}
 	var cmds []*exec.Cmd
 	for i := 0; i < 4; i++ {
-		c := helper(t, "hammer", s.Addr, project, "OUT="+out)
+		c := helper(t, "hammer", s.Addr, project, "OUT="+out, pol)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -139,10 +172,12 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 		}
 	}
 	type ev struct {
-		at int64
-		d  int
+		at         int64
+		d          int
+		class, key string
 	}
 	var evs []ev
+	tokens := map[int64]bool{}
 	f, err := os.Open(out)
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +186,17 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
-		var a, b int64
+		var a, b, tok int64
 		var w int
-		if _, err := fmt.Sscanf(sc.Text(), "%d %d %d", &a, &b, &w); err != nil {
+		var class, key string
+		if _, err := fmt.Sscanf(sc.Text(), "%d %d %d %s %s %d", &a, &b, &w, &class, &key, &tok); err != nil {
 			t.Fatalf("bad line %q", sc.Text())
 		}
-		evs = append(evs, ev{a, w}, ev{b, -w})
+		if tokens[tok] {
+			t.Fatalf("token %d given twice", tok)
+		}
+		tokens[tok] = true
+		evs = append(evs, ev{a, w, class, key}, ev{b, -w, class, key})
 		n++
 	}
 	if n != 4*16*4 {
@@ -169,9 +209,24 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 		return evs[i].d < evs[j].d // ends before starts at the same instant
 	})
 	cur, peak := 0, 0
+	byClass, byKey := map[string]int{}, map[string]int{}
 	for _, e := range evs {
 		cur += e.d
 		peak = max(peak, cur)
+		byClass[e.class] += e.d
+		byKey[e.key] += e.d
+		if !policy {
+			continue
+		}
+		if byClass["batch"] > 1 {
+			t.Fatalf("batch held %d at once, cap 1", byClass["batch"])
+		}
+		if byClass["default"]+byClass["batch"] > 3-1 {
+			t.Fatalf("default and batch held %d at once: critical's reserve of 1 taken", byClass["default"]+byClass["batch"])
+		}
+		if byKey[e.key] > 2 {
+			t.Fatalf("fair key %s held %d at once, fair_cap 2", e.key, byKey[e.key])
+		}
 	}
 	if peak > 3 {
 		t.Fatalf("weight %d held at once across processes, limit 3", peak)

@@ -276,6 +276,14 @@ func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKey
 	}
 }
 
+// flag is a script's boolean argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // declJSON marshals a declaration, remembering the last one.
 func (b *Backend) declJSON(d governor.Declaration) (string, error) {
 	if c := b.decl.Load(); c != nil && c.d == d {
@@ -312,7 +320,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
-		b.lossMS(r, req.TTL), wasQueued).Slice()
+		b.lossMS(r, req.TTL), wasQueued, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}

@@ -1,6 +1,7 @@
 package redisbackend
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -176,6 +177,9 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		}
 		return res, e
 	}
+	if len(v) == 2 && r.int(v[0], "the code") == -4 {
+		return res, cmp.Or(r.err, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue")))
+	}
 	if !r.length(v, 9, true) {
 		return res, r.err
 	}
@@ -212,7 +216,7 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 6, false) {
+	if !r.length(v, 7, false) {
 		return governor.Status{}, r.err
 	}
 	var paused, live, liveAt int64
@@ -274,6 +278,13 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		st.LiveLimit = &governor.LiveLimit{Limit: int(live), By: r.str(text[1], "who set the live limit"), At: time.UnixMilli(liveAt)}
 	}
 	st.Holds = r.holds(text[2], text[3:])
+	if pol := r.list(v[6], "the queue policy"); r.length(pol, 2, false) {
+		p, err := governor.ParsePolicy(r.str(pol[0], "the policy"))
+		if err != nil {
+			r.fail("%v", err)
+		}
+		st.Policy, st.DriftPolicy = p, r.str(pol[1], "the policy drift")
+	}
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}

@@ -38,7 +38,7 @@ func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked
 	if err != nil {
 		return nil, err
 	}
-	if l := st.LiveLimit; l != nil && st.Limit != limit {
+	if l := st.LiveLimit; l != nil && st.Limit != asked {
 		// A live limit wins over what processes ask for (governor limit).
 		n.InForce = st.Limit
 		n.Source = fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",

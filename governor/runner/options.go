@@ -18,6 +18,7 @@ const (
 	ExitOK         = 0
 	ExitBusy       = 73  // not acquired: busy with --if-busy fail, --wait-timeout passed, or the wait withdrawn
 	ExitSkipped    = 75  // busy with --if-busy skip
+	ExitSuperseded = 76  // a newer run with the same --supersede key replaced this waiting one
 	ExitLeaseLost  = 122 // a lease was lost while running; the command was stopped
 	ExitTimeout    = 124 // --timeout passed; the command tree was stopped
 	ExitFailure    = 125 // governor's own failure: bad options, config, backend
@@ -84,6 +85,18 @@ type Options struct {
 	// FILE:LINE"), for the note that a --limit is not applied.
 	Limits       map[string]int
 	LimitOrigins map[string]string
+	// Policies are the configured queue policies by resource name
+	// (governor.Policy); Priority (--priority) and FairKey (--fair-key)
+	// are this run's class and fair key on each resource that has one.
+	Policies map[string]governor.Policy
+	Priority string
+	FairKey  string
+	// Supersede (--supersede KEY) replaces an older waiting run with the
+	// same key, which exits ExitSuperseded; with CancelInProgress
+	// (--cancel-in-progress) a running one with the key is stopped as on
+	// lease loss (ExitLeaseLost). See governor.AcquireOptions.Supersede.
+	Supersede        string
+	CancelInProgress bool
 	// Rates are the configured rate limits by provider name: each
 	// --provider with one takes one request (and Tokens tokens) of its
 	// budget after its slot, before the command starts. When the budget

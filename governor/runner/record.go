@@ -20,6 +20,7 @@ const (
 	OutcomeRan         Outcome = "ran"         // the command ran; ExitCode is its own
 	OutcomeSkipped     Outcome = "skipped"     // busy with --if-busy skip (75)
 	OutcomeBusy        Outcome = "busy"        // busy with --if-busy fail, or --wait-timeout passed (73)
+	OutcomeSuperseded  Outcome = "superseded"  // replaced while waiting by a run with its --supersede key (76)
 	OutcomeTimeout     Outcome = "timeout"     // --timeout passed; the tree was stopped (124)
 	OutcomeLeaseLost   Outcome = "lease_lost"  // a lease was lost while running (122)
 	OutcomeInterrupted Outcome = "interrupted" // a signal ended the run before the command started (128+N)

@@ -68,6 +68,9 @@ func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
 	if n := len(st.Waiters); n > 0 {
 		msg += fmt.Sprintf(", %d waiting", n)
 	}
+	if p := st.Paused; p != nil {
+		msg += fmt.Sprintf(", paused by %s: nothing new is granted until 'governor resume %s'", safetext.Escape(p.By), busy.Resource)
+	}
 	if skip {
 		if len(st.Holders) > 0 && st.Holders[0].Session != "" {
 			msg += ", held by session " + safetext.Escape(st.Holders[0].Session)

@@ -239,6 +239,8 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
 			Limit: it.limit, Weight: it.weight, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
+			Policy: r.o.Policies[it.name], Priority: r.o.Priority, FairKey: r.o.FairKey,
+			Supersede: r.o.Supersede, CancelInProgress: r.o.CancelInProgress,
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if sl != nil {
@@ -304,6 +306,11 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			}
 		}
 		return ExitBusy, OutcomeBusy, na
+	case errors.Is(err, governor.ErrSuperseded):
+		return ExitSuperseded, OutcomeSuperseded, &NotAcquiredError{Msg: err.Error()}
+	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
+		// Not acquired, by the queue policy's bounds.
+		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: err.Error()}
 	case errors.Is(err, governor.ErrTooHeavy):
 		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
 	case errors.As(err, &gone):

@@ -1,0 +1,289 @@
+// The status page of 'governor serve': reads /api/v1/slots and
+// /api/v1/events every poll_seconds and draws them. Everything another
+// process wrote (sessions, hosts, commands) goes into the page as text,
+// never as markup.
+"use strict";
+(function () {
+  const tokenKey = "governor-admin-token";
+  const st = {
+    info: null,
+    pollMs: 1000,
+    token: sessionStorage.getItem(tokenKey) || "",
+    readAt: null, // when the backend last answered
+    cards: new Map(), // resource name -> its card
+    timer: null,
+    busy: false,
+    again: false,
+  };
+
+  function $(id) { return document.getElementById(id); }
+
+  // el builds an element; children are nodes or text.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("data-")) e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of children) e.append(c);
+    return e;
+  }
+
+  // ago writes seconds as governor's CLI does: 45s, 2m05s, 1h02m.
+  function ago(s) {
+    if (typeof s !== "number" || !isFinite(s)) return "-";
+    const neg = s < 0;
+    s = Math.round(Math.abs(s));
+    let out;
+    if (s < 60) out = s + "s";
+    else if (s < 3600) out = Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+    else out = Math.floor(s / 3600) + "h" + String(Math.floor(s / 60) % 60).padStart(2, "0") + "m";
+    return neg ? "-" + out : out;
+  }
+
+  function clock(d) { return d.toLocaleTimeString(); }
+
+  // expected is an expected wait (slots --json's expected_wait) for
+  // people: its text says what it rests on, or that it is unknown.
+  function expected(e) {
+    return (e && e.text) || "unknown";
+  }
+
+  async function getJSON(path) {
+    const ctl = new AbortController();
+    const t = setTimeout(() => ctl.abort(), 15000);
+    try {
+      const r = await fetch(path, { signal: ctl.signal, cache: "no-store" });
+      let body = null;
+      try { body = await r.json(); } catch (e) { /* not JSON: said below */ }
+      return { status: r.status, body };
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  function banner(text) {
+    const b = $("banner");
+    b.hidden = !text;
+    b.textContent = text || "";
+    $("live").classList.toggle("stale", !!text);
+    $("resources").classList.toggle("stale", !!text);
+    document.querySelector(".events").classList.toggle("stale", !!text);
+    document.body.dataset.state = text ? "down" : "live";
+  }
+
+  function shown() {
+    return st.readAt ? " What is shown was read at " + clock(st.readAt) + " and may be out of date." : "";
+  }
+
+  // poll reads the API and draws it, then comes again after pollMs. A
+  // poll asked for while one is running (after an action) runs once
+  // that one ends: one reading at a time, one timer pending.
+  async function poll() {
+    if (st.busy) { st.again = true; return; }
+    st.busy = true;
+    clearTimeout(st.timer);
+    try {
+      if (!st.info) {
+        const i = await getJSON("api/v1/info");
+        if (i.status !== 200 || !i.body) throw new Error("HTTP " + i.status + " from /api/v1/info");
+        setInfo(i.body);
+      }
+      const s = await getJSON("api/v1/slots");
+      if (s.status !== 200 || !s.body || !s.body.resources) {
+        const why = (s.body && s.body.error) || "HTTP " + s.status;
+        $("live").textContent = "backend not answering";
+        banner("The backend does not answer: " + why + "." + shown());
+      } else {
+        st.readAt = new Date();
+        drawSlots(s.body);
+        const e = await getJSON("api/v1/events?since=24h");
+        if (e.status === 200 && Array.isArray(e.body)) drawEvents(e.body);
+        banner("");
+        $("live").textContent = "live · read at " + clock(st.readAt);
+      }
+    } catch (err) {
+      $("live").textContent = "serve not answering";
+      banner("governor serve does not answer at " + location.host + " (" + (err && err.name === "AbortError" ? "no answer within 15s" : err.message) + ")." + shown());
+      st.info = null; // it may have restarted with other flags
+    } finally {
+      st.busy = false;
+    }
+    st.timer = setTimeout(poll, st.again ? 0 : st.pollMs);
+    st.again = false;
+  }
+
+  function setInfo(info) {
+    st.info = info;
+    st.pollMs = Math.max(250, (info.poll_seconds || 1) * 1000);
+    $("project").textContent = info.project;
+    document.title = "governor · " + info.project;
+    $("admin").hidden = !info.actions;
+    document.body.dataset.actions = info.actions ? "on" : "off";
+  }
+
+  function drawSlots(data) {
+    const main = $("resources");
+    const seen = new Set();
+    for (const r of data.resources) {
+      seen.add(r.resource);
+      let c = st.cards.get(r.resource);
+      if (!c) {
+        c = newCard(r.resource);
+        st.cards.set(r.resource, c);
+      }
+      fillCard(c, r);
+    }
+    for (const [name, c] of st.cards) {
+      if (!seen.has(name)) { c.root.remove(); st.cards.delete(name); }
+    }
+    // Keep the order of the API (sorted by name).
+    main.replaceChildren(...data.resources.map((r) => st.cards.get(r.resource).root));
+    if (data.resources.length === 0) main.append(el("p", { class: "empty", text: "No resource in use or configured in project " + data.project + "." }));
+  }
+
+  // newCard builds a resource's card once; its controls keep what the
+  // user types while the rest is redrawn at each poll.
+  function newCard(name) {
+    const c = {};
+    c.title = el("h2", { text: name });
+    c.badge = el("span", { class: "badge paused", hidden: true });
+    c.fill = el("div", { class: "fill" });
+    c.bar = el("div", { class: "bar", role: "meter" }, c.fill);
+    c.nums = el("p", { class: "nums" });
+    c.pause = el("button", { type: "button", class: "pause", text: "Pause" });
+    c.resume = el("button", { type: "button", class: "resume", text: "Resume" });
+    c.limit = el("input", { type: "number", min: 1, class: "limit", placeholder: "limit" });
+    c.setLimit = el("button", { type: "button", class: "set-limit", text: "Set limit" });
+    c.clearLimit = el("button", { type: "button", class: "clear-limit", text: "Configured limit" });
+    c.actions = el("div", { class: "actions" }, c.pause, c.resume, c.limit, c.setLimit, c.clearLimit);
+    c.holders = el("tbody");
+    c.waiters = el("tbody");
+    c.root = el("section", { class: "res", "data-resource": name },
+      el("div", { class: "head" }, c.title, c.badge),
+      c.bar, c.nums, c.actions,
+      el("h3", { text: "Holders" }),
+      el("div", { class: "scroll" }, el("table", { class: "holders" },
+        el("thead", {}, row("th", ["Session", "Since", "Heartbeat", "Expires in", "Token", "Weight", "Host", "PID", "Command"])), c.holders)),
+      el("h3", { text: "Waiters" }),
+      el("div", { class: "scroll" }, el("table", { class: "waiters" },
+        el("thead", {}, row("th", ["#", "Session", "Expected wait", "Waiting", "Weight", "", "Host", "PID", "Command"])), c.waiters)));
+    // Two buttons, not one toggle: what a click does never depends on a
+    // state read a second ago (another admin may have acted since).
+    c.pause.addEventListener("click", () => act("pause", { resource: name }));
+    c.resume.addEventListener("click", () => act("resume", { resource: name }));
+    c.setLimit.addEventListener("click", () => {
+      const n = Number(c.limit.value);
+      if (!c.limit.value || !Number.isInteger(n) || n < 1) { say("limit " + name + ": give a whole number of at least 1", true); return; }
+      act("limit", { resource: name, limit: n });
+    });
+    c.clearLimit.addEventListener("click", () => act("limit", { resource: name, limit: 0 }));
+    return c;
+  }
+
+  function row(cell, texts) {
+    return el("tr", {}, ...texts.map((t) => el(cell, { text: t })));
+  }
+
+  function td(text, cls) { return el("td", { text: text === "" || text == null ? "-" : String(text), class: cls || "" }); }
+
+  function fillCard(c, r) {
+    const admin = !!(st.info && st.info.actions);
+    c.paused = !!r.paused;
+    c.root.classList.toggle("paused", c.paused);
+    c.root.dataset.paused = c.paused ? "true" : "false";
+    c.badge.hidden = !c.paused;
+    c.badge.textContent = c.paused ? "paused by " + (r.paused.by || "?") + " since " + new Date(r.paused.since).toLocaleTimeString() : "";
+    const frac = r.limit > 0 ? r.used / r.limit : 0;
+    c.fill.style.width = Math.min(100, frac * 100) + "%";
+    c.fill.classList.toggle("full", frac >= 1);
+    c.fill.classList.toggle("over", frac > 1);
+    c.bar.setAttribute("aria-valuemin", "0");
+    c.bar.setAttribute("aria-valuemax", String(r.limit));
+    c.bar.setAttribute("aria-valuenow", String(r.used));
+    c.bar.title = r.used + " of " + r.limit + " in use";
+    const waiting = (r.waiters || []).length;
+    const parts = [el("b", { class: "used", text: String(r.used) }), " of limit ", el("b", { class: "limit", text: String(r.limit) }), " in use"];
+    if (r.live_limit) parts.push(el("span", { class: "source", text: " (set live by " + r.live_limit.by + ")" }));
+    else if (r.limit_source) parts.push(el("span", { class: "source", text: " (" + ({ asked: "as its users ask", configured: "configured" }[r.limit_source] || r.limit_source) + ")" }));
+    parts.push(" · free " + r.free + " · waiting " + waiting);
+    if (r.expected_wait) parts.push(" · expected wait for a newcomer: ", el("span", { class: "expected", text: expected(r.expected_wait) }));
+    if (r.drift_limit) parts.push(" · DRIFT: a process asked for limit " + r.drift_limit);
+    c.nums.replaceChildren(...parts);
+    c.actions.hidden = !admin;
+
+    c.holders.replaceChildren(...(r.holders || []).map((h) => {
+      const tr = el("tr", { class: "holder", "data-session": h.session, "data-lease": h.lease_id },
+        td(h.session, "session"), td(ago(h.age_seconds) + " ago", "since"), td(ago(h.heartbeat_age_seconds) + " ago", "heartbeat"),
+        td(ago(h.expires_in_seconds), "expires"), td(h.token, "token num"), td(h.weight, "weight num"),
+        td(h.host, "host"), td(h.processes || h.pid, "pid"), td(h.command, "command"));
+      return tr;
+    }));
+    if (!r.holders || r.holders.length === 0) c.holders.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody holds it" })));
+
+    c.waiters.replaceChildren(...(r.waiters || []).map((w) => {
+      const cancel = el("td", { class: "cancel" });
+      if (admin) {
+        const b = el("button", { type: "button", class: "cancel", text: "Cancel" });
+        b.addEventListener("click", () => act("cancel", { resource: r.resource, waiter: w.id }));
+        cancel.append(b);
+      }
+      return el("tr", { class: "waiter", "data-place": String(w.position), "data-session": w.session, "data-id": w.id },
+        td(w.position, "place num"), td(w.session, "session"), td(expected(w.expected_wait), "expected"), td(ago(w.waiting_seconds), "waiting"),
+        td(w.weight, "weight num"), cancel, td(w.host, "host"), td(w.processes || w.pid, "pid"), td(w.command, "command"));
+    }));
+    if (!r.waiters || r.waiters.length === 0) c.waiters.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody waits" })));
+  }
+
+  function drawEvents(rows) {
+    const last = rows.slice(-50).reverse();
+    document.querySelector("#events tbody").replaceChildren(...last.map((e) =>
+      el("tr", { class: "event", "data-kind": e.kind, "data-resource": e.resource },
+        td(new Date(e.at).toLocaleString(), "at"), td(e.resource, "resource"), td(e.kind, "kind"), td(e.by, "by"), td(e.lease_id, "lease"),
+        td(e.token || "", "token num"), td(e.detail, "detail"))));
+    $("events-empty").hidden = last.length > 0;
+  }
+
+  function say(text, bad) {
+    const m = $("admin-msg");
+    m.textContent = text;
+    m.classList.toggle("bad", !!bad);
+  }
+
+  // act POSTs an action with the admin token, as the API requires:
+  // the token in Authorization, a JSON body (see serve --help).
+  async function act(action, body) {
+    say(action + " " + body.resource + "…");
+    let r, b = null;
+    try {
+      r = await fetch("api/v1/" + action, {
+        method: "POST",
+        cache: "no-store",
+        headers: { "Content-Type": "application/json", "Authorization": "Bearer " + st.token },
+        body: JSON.stringify(body),
+      });
+      try { b = await r.json(); } catch (e) { /* said below */ }
+    } catch (err) {
+      say(action + " " + body.resource + ": serve does not answer (" + err.message + ")", true);
+      return;
+    }
+    if (!r.ok) {
+      say(action + " " + body.resource + " refused (HTTP " + r.status + "): " + ((b && b.error) || "no reason given"), true);
+    } else {
+      let done = action + " " + body.resource + ": done";
+      if (b && b.cancelled) done += " (" + b.cancelled.length + " waiter" + (b.cancelled.length === 1 ? "" : "s") + " cancelled)";
+      say(done);
+    }
+    poll();
+  }
+
+  $("token").value = st.token;
+  $("token").addEventListener("input", (e) => {
+    st.token = e.target.value.trim();
+    if (st.token) sessionStorage.setItem(tokenKey, st.token);
+    else sessionStorage.removeItem(tokenKey);
+  });
+  poll();
+})();
