@@ -242,6 +242,33 @@ type Event struct {
 	By string
 }
 
+// BatchRenewer is implemented by a backend that can renew many leases
+// in fewer calls than one per lease (the Redis backend: one script call
+// per batch on a server, one per hash slot on a Cluster, pipelined). A
+// Governor's heartbeats renew through it when its backend has it.
+type BatchRenewer interface {
+	// RenewBatch renews each of rs as Renew(ctx, r.Key, r.ID, r.Secret,
+	// r.TTL) would, and returns their results in the same order: each
+	// lease learns its own expiry or its own loss (ErrLeaseLost, a
+	// *LeaseLostError, ErrNotOwner); a call that failed as a whole gives
+	// each lease its error.
+	RenewBatch(ctx context.Context, rs []Renewal) []RenewalResult
+}
+
+// Renewal is one lease of a RenewBatch.
+type Renewal struct {
+	Key    Key
+	ID     string
+	Secret string
+	TTL    time.Duration
+}
+
+// RenewalResult is what Renew would have returned for one Renewal.
+type RenewalResult struct {
+	Expires time.Time
+	Err     error
+}
+
 // Mode says what an acquire does when the resource has no room.
 type Mode int
 

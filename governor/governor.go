@@ -99,8 +99,11 @@ type Governor struct {
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	// down is the degraded state of providers' resources (degraded.go).
-	down   map[string]*degraded
-	closed bool
+	down map[string]*degraded
+	// gathering lists the leases whose renewal joins the batch being
+	// gathered (renewWith); nil when none is.
+	gathering *[]*Lease
+	closed    bool
 	// closing ends when Close starts, and with it every call in flight;
 	// active counts those calls, which Close waits for before it closes
 	// the backend they still need (to withdraw a waiter, to release a
@@ -358,9 +361,21 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 	recheck := g.queueTTL / 4
 	backoff := newBackoff()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
-	defer timer.Stop()
+	// The re-check timer, made only when a wait needs one (most acquires
+	// are granted or refused at once).
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	arm := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+	}
 	req.New = true
 	start := time.Now()
 	for {
@@ -386,9 +401,9 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				// A cool-off ends with no release to wake the queue: every
 				// waiter re-checks then, and the first hands out in order.
 				if left := res.Status.coolingOff(); left > 0 && left < recheck {
-					timer.Reset(left + time.Millisecond)
+					arm(left + time.Millisecond)
 				} else {
-					timer.Reset(recheck)
+					arm(recheck)
 				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
@@ -405,7 +420,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 			// A waiter rides out a transport failure: the backend may be
 			// restarting, and re-sending the same id re-queues it.
-			timer.Reset(backoff.next())
+			arm(backoff.next())
 		}
 		select {
 		case <-ctx.Done():

@@ -43,6 +43,8 @@ var (
 	adapt string
 	//go:embed note.lua
 	note string
+	//go:embed renewmany.lua
+	renewMany string
 	//go:embed admin.lua
 	admin string
 )
@@ -63,6 +65,8 @@ var (
 	Note     = compose(note)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
+	// RenewMany renews many leases, each as Renew would (renewmany.lua).
+	RenewMany = "local function renew_one(KEYS, ARGV)\n" + Renew + "\nend\n" + renewMany
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
 	Admin = compose(admin)
 )
