@@ -97,6 +97,10 @@ type Status struct {
 	Used    int // weight held by unexpired holders
 	Holders []Holder
 	Waiters []Waiter
+	// Queued is the queue's length where Waiters is not listed: an
+	// acquire's reply reports the length only, so that a long queue costs
+	// its waiters nothing (QueueLen gives the length either way).
+	Queued int
 	// DriftLimit is a limit some process asked for that differs from the
 	// one in force (processes disagree on their configuration); 0 if none.
 	DriftLimit int
@@ -149,6 +153,9 @@ type LiveLimit struct {
 // HoldHistory is how many recent hold durations a backend keeps per
 // resource (Status.Holds).
 const HoldHistory = 50
+
+// QueueLen is the number of waiters: Waiters listed, or Queued.
+func (s Status) QueueLen() int { return max(len(s.Waiters), s.Queued) }
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {

@@ -70,7 +70,7 @@ func (e *BusyError) Error() string {
 	if c := e.Status.CoolingOff(); c != "" {
 		b.WriteString(", " + c)
 	}
-	if n := len(e.Status.Waiters); n > 0 {
+	if n := e.Status.QueueLen(); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)
 	}
 	if p := e.Status.Paused; p != nil {

@@ -73,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"GrantWithinLimit", s.grantWithinLimit},
 		{"Weights", s.weights},
 		{"TooHeavy", s.tooHeavy},
+		{"RefusalQueueLen", s.refusalQueueLen},
 		{"ReleaseByIDOnly", s.releaseByIDOnly},
 		{"RenewNeverReacquires", s.renewNeverReacquires},
 		{"BatchRenew", s.batchRenew},

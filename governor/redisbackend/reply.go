@@ -207,8 +207,9 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		r.fail("queue length %d; want 0 to %d", qlen, maxQueue)
 		return res, r.err
 	}
-	// The queue is reported by length only; Status lists it in full.
-	st.Waiters = make([]governor.Waiter, qlen)
+	// The queue is reported by length only (Status lists it in full):
+	// listing 100,000 empty waiters cost each enqueue 10 ms here.
+	st.Queued = int(qlen)
 	st.Holders = r.holders(v[10:])
 	res.Status = st
 	return res, r.err

@@ -65,7 +65,7 @@ func (e *NotAcquiredError) Unwrap() error {
 func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
 	st := busy.Status
 	msg := fmt.Sprintf("%s is busy: %d of %d in use", busy.Resource, st.Used, st.Limit)
-	if n := len(st.Waiters); n > 0 {
+	if n := st.QueueLen(); n > 0 {
 		msg += fmt.Sprintf(", %d waiting", n)
 	}
 	if p := st.Paused; p != nil {
