@@ -115,6 +115,40 @@ type Provider struct {
 	RequestsPerMinute int `mapstructure:"requests_per_minute"`
 	TokensPerMinute   int `mapstructure:"tokens_per_minute"`
 	Burst             int `mapstructure:"burst"`
+	// Adaptive makes max_concurrency the maximum of an adaptive limit
+	// (governor.Adaptive): halved on each rate-limit signal, down to
+	// AdaptiveMin (0: 1), one more after AdaptiveIncreaseEvery successes
+	// in a row (0: governor.DefaultIncreaseEvery), over every process.
+	Adaptive              bool `mapstructure:"adaptive"`
+	AdaptiveMin           int  `mapstructure:"adaptive_min"`
+	AdaptiveIncreaseEvery int  `mapstructure:"adaptive_increase_every"`
+	// OnBackendDown is the degraded-mode policy of the library's
+	// Provider.Do (governor.ParseBackendDown): closed (""), open, local:N.
+	OnBackendDown string `mapstructure:"on_backend_down"`
+	// Shadow evaluates requests_per_minute and tokens_per_minute without
+	// enforcing them: nothing waits for them, and what they would have
+	// held is counted (governor_shadow_denied_total).
+	Shadow bool `mapstructure:"shadow"`
+}
+
+// ProviderLimits are the limits of provider p for the library's
+// governor.Provider: its max concurrency (0 when it has none), rates and
+// adaptive concurrency.
+func (p Provider) ProviderLimits() governor.ProviderLimits {
+	l := governor.ProviderLimits{
+		Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
+		Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
+		Shadow:   p.Shadow,
+	}
+	if p.MaxConcurrency != nil {
+		l.MaxConcurrency = *p.MaxConcurrency
+	}
+	if p.Adaptive {
+		l.Adaptive = &governor.Adaptive{Min: p.AdaptiveMin, IncreaseEvery: p.AdaptiveIncreaseEvery}
+	}
+	// A bad value never gets here: Load refuses it (validate).
+	l.OnBackendDown, _ = governor.ParseBackendDown(p.OnBackendDown)
+	return l
 }
 
 // Resource configures any other named slot set.

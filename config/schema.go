@@ -54,6 +54,13 @@ var root = section(map[string]*schema{
 		"requests_per_minute": leaf(kindInt),
 		"tokens_per_minute":   leaf(kindInt),
 		"burst":               leaf(kindInt),
+		// adaptive concurrency (AIMD); flat keys, as a provider's name
+		// may hold dots (splitKey).
+		"adaptive":                leaf(kindBool),
+		"adaptive_min":            leaf(kindInt),
+		"adaptive_increase_every": leaf(kindInt),
+		"on_backend_down":         leaf(kindString),
+		"shadow":                  leaf(kindBool),
 	})},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
 		"limit":         leaf(kindInt),

@@ -189,6 +189,20 @@ func (c Config) problems() []*FieldError {
 				add(prefix+r.field, strconv.Itoa(r.v), "%d is not allowed; a rate must be 0 (no limit) or more", r.v)
 			}
 		}
+		if p.Adaptive && !o.isBroken(prefix+"max_concurrency", prefix+"adaptive_min", prefix+"adaptive_increase_every") {
+			max := 0
+			if p.MaxConcurrency != nil {
+				max = *p.MaxConcurrency
+			}
+			if _, err := p.ProviderLimits().Adaptive.Request(max); err != nil {
+				add(prefix+"adaptive", "true", "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+			}
+		} else if !p.Adaptive && (p.AdaptiveMin != 0 || p.AdaptiveIncreaseEvery != 0) {
+			add(prefix+"adaptive", "false", "adaptive_min or adaptive_increase_every is set but providers.%s.adaptive is not true", name)
+		}
+		if _, err := governor.ParseBackendDown(p.OnBackendDown); err != nil && !o.isBroken(prefix+"on_backend_down") {
+			add(prefix+"on_backend_down", p.OnBackendDown, "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+		}
 		if p.Burst > 0 && p.RequestsPerMinute <= 0 && p.TokensPerMinute <= 0 {
 			add(prefix+"burst", strconv.Itoa(p.Burst), "%d is set but providers.%s has no requests_per_minute or tokens_per_minute for it to apply to", p.Burst, name)
 		}

@@ -102,6 +102,10 @@ type Status struct {
 	Used    int // weight held by unexpired holders
 	Holders []Holder
 	Waiters []Waiter
+	// Queued is the queue's length where Waiters is not listed: an
+	// acquire's reply reports the length only, so that a long queue costs
+	// its waiters nothing (QueueLen gives the length either way).
+	Queued int
 	// DriftLimit is a limit some process asked for that differs from the
 	// one in force (processes disagree on their configuration); 0 if none.
 	DriftLimit int
@@ -114,6 +118,16 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
+	// CoolOff is the end of the resource's cool-off (CoolOffBackend),
+	// backend time; zero when none is in force. Only a Status the
+	// backend read in full, or the Status of a Refused or Queued
+	// Result, carries it.
+	CoolOff time.Time
+	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
+	// when the resource is not adaptive; LastSignal the last rate-limit
+	// signal (backend time; zero when none). Only a full Status.
+	Adaptive   *AdaptiveState
+	LastSignal time.Time
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 	// Paused is set while the resource is paused (Governor.Pause): it
@@ -144,6 +158,9 @@ type LiveLimit struct {
 // HoldHistory is how many recent hold durations a backend keeps per
 // resource (Status.Holds).
 const HoldHistory = 50
+
+// QueueLen is the number of waiters: Waiters listed, or Queued.
+func (s Status) QueueLen() int { return max(len(s.Waiters), s.Queued) }
 
 // Counters are kept by the backend so that short-lived processes count.
 type Counters struct {
@@ -200,6 +217,9 @@ const (
 	// EventLimit: a live limit was set, or cleared (Detail says which
 	// and the limit in force after it).
 	EventLimit = "limit"
+	// EventCoolOff: a rate-limit signal paused new grants (see
+	// CoolOffBackend); the detail says who signalled and until when.
+	EventCoolOff = "cooloff"
 )
 
 // WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
@@ -232,6 +252,33 @@ type Event struct {
 	Detail string
 	// By names who acted, for the admin actions' events; "" otherwise.
 	By string
+}
+
+// BatchRenewer is implemented by a backend that can renew many leases
+// in fewer calls than one per lease (the Redis backend: one script call
+// per batch on a server, one per hash slot on a Cluster, pipelined). A
+// Governor's heartbeats renew through it when its backend has it.
+type BatchRenewer interface {
+	// RenewBatch renews each of rs as Renew(ctx, r.Key, r.ID, r.Secret,
+	// r.TTL) would, and returns their results in the same order: each
+	// lease learns its own expiry or its own loss (ErrLeaseLost, a
+	// *LeaseLostError, ErrNotOwner); a call that failed as a whole gives
+	// each lease its error.
+	RenewBatch(ctx context.Context, rs []Renewal) []RenewalResult
+}
+
+// Renewal is one lease of a RenewBatch.
+type Renewal struct {
+	Key    Key
+	ID     string
+	Secret string
+	TTL    time.Duration
+}
+
+// RenewalResult is what Renew would have returned for one Renewal.
+type RenewalResult struct {
+	Expires time.Time
+	Err     error
 }
 
 // Mode says what an acquire does when the resource has no room.

@@ -65,15 +65,18 @@ type BusyError struct {
 	// Rule, when set, names the rule that refused although the slots
 	// asked for were free: a class's cap, a fair key's fair_cap, a higher
 	// class's reserve, waiters queued ahead (see Governor.whyRefused);
-	// "" when there was no room (Status says it) or when paused
-	// (Status.Paused says it).
+	// "" when there was no room (Status says it), when paused
+	// (Status.Paused) or cooling off (Status.CoolingOff).
 	Rule string
 }
 
 func (e *BusyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "governor: %s busy: %d of %d in use", e.Resource, e.Status.Used, e.Status.Limit)
-	if n := len(e.Status.Waiters); n > 0 {
+	if c := e.Status.CoolingOff(); c != "" {
+		b.WriteString(", " + c)
+	}
+	if n := e.Status.QueueLen(); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)
 	}
 	if p := e.Status.Paused; p != nil {

@@ -66,6 +66,14 @@ type Options struct {
 	// alive once governor and its watchdog are gone.
 	Cgroup string
 	RunID  string
+	// Log receives the loud lines of degraded mode (a provider's calls
+	// going on without the backend, and the backend back; see
+	// BackendDown); nil: the standard logger.
+	Log func(msg string)
+	// OnDegraded, if set, is called as a resource enters (true) and
+	// leaves (false) degraded mode in this process: for a
+	// governor_degraded gauge (metrics.Instruments.SetDegraded).
+	OnDegraded func(resource string, degraded bool)
 	// LockOrder lists resource prefixes in the order AcquireAll takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
@@ -85,9 +93,17 @@ type Governor struct {
 	self     proc.Self
 	rec      *recorder
 
+	log        func(string)
+	onDegraded func(string, bool)
+
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	closed bool
+	// down is the degraded state of providers' resources (degraded.go).
+	down map[string]*degraded
+	// gathering lists the leases whose renewal joins the batch being
+	// gathered (renewWith); nil when none is.
+	gathering *[]*Lease
+	closed    bool
 	// closing ends when Close starts, and with it every call in flight;
 	// active counts those calls, which Close waits for before it closes
 	// the backend they still need (to withdraw a waiter, to release a
@@ -109,6 +125,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 		return nil, invalid("nil backend %T; pass the backend that filebackend.New or redisbackend.New returned without an error", b)
 	}
 	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
+		log: opts.Log, onDegraded: opts.OnDegraded,
 		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())
 	g.rec = newRecorder(b)
@@ -243,6 +260,10 @@ type AcquireOptions struct {
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
+	// GiveUpOnBackendError, if set, ends a waiting acquire at the first
+	// failure to reach the backend (it returns that error, leaving
+	// nothing behind), instead of riding it out: for degraded mode.
+	GiveUpOnBackendError bool
 }
 
 // Acquire takes weight slots of resource. On success it returns a Lease
@@ -263,7 +284,7 @@ func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOption
 		return nil, err
 	}
 	defer g.active.Done()
-	return g.acquire(ctx, req, tm, o.OnQueued)
+	return g.acquire(ctx, req, tm, o.OnQueued, o.GiveUpOnBackendError)
 }
 
 // request checks o and returns the backend request and the lease's
@@ -334,7 +355,7 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
 }
 
-func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result)) (*Lease, error) {
+func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {
 	ctx, cancel := context.WithCancel(caller)
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
@@ -346,9 +367,21 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 	recheck := g.queueTTL / 4
 	backoff := newBackoff()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
-	defer timer.Stop()
+	// The re-check timer, made only when a wait needs one (most acquires
+	// are granted or refused at once).
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	arm := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+	}
 	req.New = true
 	start := time.Now()
 	for {
@@ -371,12 +404,18 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if onQueued != nil {
 					onQueued(res)
 				}
-				timer.Reset(recheck)
+				// A cool-off ends with no release to wake the queue: every
+				// waiter re-checks then, and the first hands out in order.
+				if left := res.Status.coolingOff(); left > 0 && left < recheck {
+					arm(left + time.Millisecond)
+				} else {
+					arm(recheck)
+				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)
 			}
 		} else {
-			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil {
+			if isFinal(err) || req.Mode == Fail || ctx.Err() != nil || giveUp {
 				if req.Mode == Wait && !errors.Is(err, ErrWithdrawn) {
 					g.cancel(req)
 				}
@@ -387,7 +426,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			}
 			// A waiter rides out a transport failure: the backend may be
 			// restarting, and re-sending the same id re-queues it.
-			timer.Reset(backoff.next())
+			arm(backoff.next())
 		}
 		select {
 		case <-ctx.Done():
@@ -402,17 +441,21 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 }
 
 // whyRefused returns the busy error of a refusal: with Paused set when
-// the resource had room but is paused, and the Rule that refused it
+// the resource had room but is paused, else the Rule that refused it
 // (refusalRule) — a refusal's status says neither, so a refusal despite
-// room reads the resource again; one that lacked room does not.
+// room reads the resource again; one that lacked room, or in a cool-off
+// (the status says it: Status.CoolingOff), does not.
 func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *BusyError {
 	e := &BusyError{Resource: req.Key.Resource, Status: st}
 	if st.Used+req.Weight > st.Limit {
 		return e
 	}
+	if e.Status.CoolingOff() != "" {
+		return e // Error says it
+	}
 	if full, err := g.b.Status(ctx, req.Key); err == nil {
 		e.Status.Paused = full.Paused
-		if full.Paused == nil {
+		if full.Paused == nil && full.CoolingOff() == "" {
 			e.Rule = refusalRule(req, full)
 		}
 	}
@@ -452,7 +495,7 @@ func refusalRule(req Request, st Status) string {
 				p.Classes[c].Name, free, reserved, strings.Join(above, ", "))
 		}
 	}
-	if n := len(st.Waiters); n > 0 {
+	if n := st.QueueLen(); n > 0 {
 		return fmt.Sprintf("the queue: %d waiting ahead", n)
 	}
 	return ""
@@ -555,7 +598,7 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	sort.SliceStable(idx, func(a, b int) bool { return g.Less(wants[idx[a]].Resource, wants[idx[b]].Resource) })
 	var got []*Lease
 	for _, i := range idx {
-		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued)
+		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued, wants[i].GiveUpOnBackendError)
 		if err != nil {
 			for j := len(got) - 1; j >= 0; j-- {
 				_ = got[j].Release()

@@ -190,8 +190,11 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 		return err
 	}
 	key := Key{g.project, h.Resource}
+	if h.Secret != "" {
+		return g.releaseOwn(ctx, key, h)
+	}
 	err := g.b.Release(ctx, key, h.ID, h.Secret)
-	if h.Secret != "" || !errors.Is(err, ErrNotOwner) {
+	if !errors.Is(err, ErrNotOwner) {
 		return err
 	}
 	if err := g.enter(); err != nil {
@@ -226,6 +229,27 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 	defer cancel()
 	return g.b.Release(ctx, key, req.ID, req.Secret)
+}
+
+// releaseOwn releases the lease h proves and records how long it was
+// held (HistogramHold, on the backend's clock), as Lease.Release does for
+// the process that acquired it: a lease taken by 'governor acquire' and
+// freed by 'governor release' counts too. The hold is read before the
+// release; a lease that cannot be read is released all the same.
+func (g *Governor) releaseOwn(ctx context.Context, key Key, h Handle) error {
+	var held time.Duration
+	if st, err := g.b.Status(ctx, key); err == nil {
+		for _, x := range st.Holders {
+			if x.LeaseID == h.ID {
+				held = st.Now.Sub(x.AcquiredAt)
+			}
+		}
+	}
+	err := g.b.Release(ctx, key, h.ID, h.Secret)
+	if err == nil && held > 0 {
+		g.rec.observe(key, HistogramHold, held)
+	}
+	return err
 }
 
 // RenewHandle extends the lease h names to now+ttl (0: the lease's own

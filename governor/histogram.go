@@ -14,10 +14,12 @@ const (
 	// HistogramWait is the time from an acquire call to its grant, on
 	// the acquiring process's monotonic clock: immediate grants too.
 	HistogramWait = "wait"
-	// HistogramHold is the time from an acquire call to the release of
-	// its lease (Lease.Release), on the holder's monotonic clock. Leases
-	// that ended otherwise (expired, reclaimed, taken over, detached) are
-	// not in it; Status.Holds, kept by the backend, counts them too.
+	// HistogramHold is how long a lease was held until its release: by
+	// Lease.Release (from the acquire call, on the holder's monotonic
+	// clock) or by its handle with the secret (Governor.ReleaseHandle,
+	// 'governor release': from the grant, on the backend's clock). Leases
+	// that ended otherwise (expired, reclaimed, taken over) are not in it;
+	// Status.Holds, kept by the backend, counts them too.
 	HistogramHold = "hold"
 )
 

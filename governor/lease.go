@@ -3,6 +3,7 @@ package governor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -45,6 +46,23 @@ type Lease struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	renewed chan struct{} // capacity 1: a value after each successful renewal
+
+	// Batched renewals (renewWith): waiting is true while the heartbeat
+	// waits for its next renewal, due then; claimed, when another
+	// lease's renewal took this one along, whose result then arrives on
+	// joined (made when the heartbeat starts: most leases never start
+	// one).
+	waiting bool
+	due     time.Time
+	claimed bool
+	joined  chan renewReply // capacity 1
+}
+
+// renewReply is the result of one lease's renewal sent at sent.
+type renewReply struct {
+	sent time.Time
+	exp  time.Time
+	err  error
 }
 
 // newLease makes a grant a Lease, heartbeating (a lease without a
@@ -157,21 +175,36 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 // waited for the first renewal). One timer per round spans both the wait
 // and the renewal in flight: a renewal that hangs (a partition, a client
 // that ignores its context) cannot keep the lease from being declared
-// lost at its deadline.
+// lost at its deadline. Another lease's renewal may take this one along
+// (renewWith) while it waits: its result then ends the wait.
 func (l *Lease) heartbeat() {
 	defer close(l.stopped)
+	defer func() {
+		l.mu.Lock()
+		l.waiting = false
+		l.mu.Unlock()
+	}()
 	renew := time.NewTimer(0)
 	defer renew.Stop()
 	backoff := newBackoff()
-	type reply struct {
-		exp time.Time
-		err error
-	}
+	due := time.Now()
+	l.mu.Lock()
+	l.joined = make(chan renewReply, 1)
+	l.mu.Unlock()
 	for {
+		// A result that came after its renewal gave up waiting for it
+		// (its context ended) is dropped.
+		select {
+		case <-l.joined:
+		default:
+		}
 		l.mu.Lock()
 		deadline := l.deadline
+		l.waiting, l.due = true, due
 		l.mu.Unlock()
 		lost := time.NewTimer(time.Until(deadline))
+		var r renewReply
+		joined := false
 		select {
 		case <-l.stop:
 			lost.Stop()
@@ -179,41 +212,56 @@ func (l *Lease) heartbeat() {
 		case <-lost.C:
 			l.lose(ErrLeaseLost, lostNoRenewal)
 			return
+		case r = <-l.joined:
+			joined = true
 		case <-renew.C:
 		}
-		sent := time.Now()
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		done := make(chan reply, 1)
-		go func() {
-			exp, err := l.g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
-			done <- reply{exp, err}
-		}()
-		var r reply
-		select {
-		case <-l.stop:
-			cancel()
-			lost.Stop()
-			return
-		case <-lost.C:
-			cancel()
-			l.lose(ErrLeaseLost, lostNoRenewal)
-			return
-		case r = <-done:
-			cancel()
-			lost.Stop()
+		if !joined {
+			l.mu.Lock()
+			claimed := l.claimed
+			l.waiting = false
+			l.mu.Unlock()
+			// Claimed just as its own time came: the other lease's
+			// renewal carries it; wait for that one.
+			done := (<-chan renewReply)(l.joined)
+			cancel := context.CancelFunc(func() {})
+			if !claimed {
+				var ctx context.Context
+				ctx, cancel = context.WithDeadline(context.Background(), deadline)
+				own := make(chan renewReply, 1)
+				go func() { own <- l.g.renewWith(ctx, l) }()
+				done = own
+			}
+			select {
+			case <-l.stop:
+				cancel()
+				lost.Stop()
+				return
+			case <-lost.C:
+				cancel()
+				l.lose(ErrLeaseLost, lostNoRenewal)
+				return
+			case r = <-done:
+				cancel()
+			}
 		}
+		lost.Stop()
+		l.mu.Lock()
+		l.waiting, l.claimed = false, false
+		l.mu.Unlock()
+		var next time.Duration
 		switch {
 		case r.err == nil:
 			backoff.reset()
 			l.mu.Lock()
 			l.expires = r.exp
-			l.deadline = sent.Add(l.timing.TTL - l.timing.SafetyMargin)
+			l.deadline = r.sent.Add(l.timing.TTL - l.timing.SafetyMargin)
 			l.mu.Unlock()
 			select {
 			case l.renewed <- struct{}{}:
 			default:
 			}
-			renew.Reset(l.nextRenewal())
+			next = l.nextRenewal()
 		case errors.Is(r.err, ErrLeaseLost), errors.Is(r.err, ErrNotHeld):
 			// The backend may say what ended it (a takeover names who).
 			var ended *LeaseLostError
@@ -225,9 +273,97 @@ func (l *Lease) heartbeat() {
 			return
 		default:
 			// Transport trouble: retry soon; the deadline decides.
-			renew.Reset(min(backoff.next(), l.nextRenewal()))
+			next = min(backoff.next(), l.nextRenewal())
+		}
+		renew.Reset(next)
+		due = time.Now().Add(next)
+	}
+}
+
+// maxJoined caps the leases one renewal takes along.
+const maxJoined = 999
+
+// renewWith renews l, and with it, when the backend renews in batches
+// (BatchRenewer), every other heartbeating lease of g that waits for a
+// renewal due within half its heartbeat, and those whose own renewal
+// came while this one gathered (gatherFor): renewed early, they are then
+// due together, so that a process holding many leases renews them in
+// about one call per heartbeat (the backend groups them per node or
+// slot). Each lease gets its own result, as from its own Renew.
+func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
+	br, ok := g.b.(BatchRenewer)
+	if !ok {
+		sent := time.Now()
+		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
+		return renewReply{sent, exp, err}
+	}
+	g.mu.Lock()
+	if g.gathering != nil {
+		// Another lease gathers a batch: go with it.
+		*g.gathering = append(*g.gathering, l)
+		g.mu.Unlock()
+		select {
+		case r := <-l.joined:
+			return r
+		case <-ctx.Done():
+			return renewReply{time.Now(), time.Time{}, ctx.Err()}
 		}
 	}
+	var joiners []*Lease
+	g.gathering = &joiners
+	g.mu.Unlock()
+	// Leases due together fire within a few ms of each other: each would
+	// otherwise send its own call beside the batch.
+	time.Sleep(gatherFor(l.timing.Heartbeat))
+	sent := time.Now()
+	g.mu.Lock()
+	g.gathering = nil
+	others := append(joiners, g.claimDue(l, sent)...)
+	g.mu.Unlock()
+	rs := make([]Renewal, 0, 1+len(others))
+	for _, x := range append([]*Lease{l}, others...) {
+		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, TTL: x.timing.TTL})
+	}
+	res := br.RenewBatch(ctx, rs)
+	if len(res) != len(rs) {
+		err := fmt.Errorf("%w: RenewBatch of %d leases returned %d results", ErrBackend, len(rs), len(res))
+		res = make([]RenewalResult, len(rs))
+		for i := range res {
+			res[i].Err = err
+		}
+	}
+	for i, x := range others {
+		x.joined <- renewReply{sent, res[i+1].Expires, res[i+1].Err}
+	}
+	return renewReply{sent, res[0].Expires, res[0].Err}
+}
+
+// gatherFor is how long a batch of renewals waits for others due at the
+// same moment: a hundredth of the heartbeat, at most 10 ms.
+func gatherFor(heartbeat time.Duration) time.Duration {
+	return min(heartbeat/100, 10*time.Millisecond)
+}
+
+// claimDue claims, for l's renewal at now, the other leases whose
+// heartbeat waits for a renewal due within half their heartbeat. The
+// caller holds g.mu.
+func (g *Governor) claimDue(l *Lease, now time.Time) []*Lease {
+	var out []*Lease
+	for x := range g.leases {
+		if x == l || x.timing.Heartbeat <= 0 {
+			continue
+		}
+		x.mu.Lock()
+		if x.waiting && !x.claimed && x.due.Sub(now) <= x.timing.Heartbeat/2 {
+			x.claimed = true
+			out = append(out, x)
+		}
+		x.mu.Unlock()
+		if len(out) == maxJoined {
+			break
+		}
+	}
+	return out
 }
 
 // stopHeartbeat stops the heartbeat and waits until it no longer runs.

@@ -36,6 +36,11 @@ type RateRequest struct {
 	Tokens    RateLimit
 	NRequests int64 // usually 1
 	NTokens   int64 // the estimate; settle the actual with RateAdjust
+	// Shadow evaluates the limits without enforcing them: a reservation
+	// they would deny is allowed, marked ShadowDenied and counted
+	// (RateStatus.ShadowDenied), and charges nothing; one they allow is
+	// charged as ever, so the decisions are those the limits would make.
+	Shadow bool
 }
 
 // RateResult is a decision: a denial is data, not an error.
@@ -46,6 +51,13 @@ type RateResult struct {
 	// Remaining budget after this reservation; -1 where unlimited.
 	RemainingRequests int64
 	RemainingTokens   int64
+	// CoolOff, when the reservation was denied because the key is
+	// cooling off (CoolOffBackend), is the cool-off's end (backend
+	// time); zero otherwise.
+	CoolOff time.Time
+	// ShadowDenied: a Shadow reservation the limits would have denied
+	// (Allowed is true; RetryAfter says how long it would have waited).
+	ShadowDenied bool
 }
 
 // RateBackend is the part of the contract for rate limits. Time is the
@@ -77,9 +89,11 @@ type RateStatus struct {
 	// Remaining budget now under those limits; -1 where unlimited.
 	RemainingRequests int64
 	RemainingTokens   int64
-	// Allowed and Limited count the reservations granted and denied.
-	Allowed int64
-	Limited int64
+	// Allowed and Limited count the reservations granted and denied;
+	// ShadowDenied the Shadow reservations the limits would have denied.
+	Allowed      int64
+	Limited      int64
+	ShadowDenied int64
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }
@@ -99,6 +113,16 @@ type ProviderLimits struct {
 	MaxConcurrency int
 	Requests       RateLimit
 	Tokens         RateLimit
+	// Adaptive, when set, makes MaxConcurrency the maximum of an
+	// adaptive limit (see Adaptive).
+	Adaptive *Adaptive
+	// OnBackendDown is what calls do while the backend cannot be reached
+	// (zero: DownClosed, they wait for it as ever).
+	OnBackendDown BackendDown
+	// Shadow evaluates Requests and Tokens without enforcing them (see
+	// RateRequest.Shadow): calls never wait for rate budget, and those
+	// the limits would have held are counted (RateStatus.ShadowDenied).
+	Shadow bool
 }
 
 // ProviderResourcePrefix starts the resource of every provider.
@@ -117,6 +141,12 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // Do waits for a concurrency slot, then for rate budget for one request
 // and estimate tokens, runs fn with a context cancelled if the lease is
 // lost, settles the tokens fn reports it used, and releases the slot.
+//
+// When fn's error carries a RateLimited (see SignalFromHTTP), Do pauses
+// the provider fleet-wide (Governor.CoolOff) for its RetryAfter, or the
+// default: every Do, acquire and `governor run --provider` of the
+// provider, in every process, waits for the cool-off to end, and then
+// the queue hands out slots in order. Do returns fn's error.
 //
 // The slot comes first: a caller holding budget but waiting for a slot
 // would waste budget that others could use, and the number waiting on
@@ -138,9 +168,42 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	if estimate < 0 {
 		return invalid("token estimate %d; allowed: 0 or more", estimate)
 	}
+	if a := p.limits.Adaptive; a != nil {
+		if _, err := a.Request(p.limits.MaxConcurrency); err != nil {
+			return err
+		}
+	}
+	pol := p.limits.OnBackendDown
+	if pol.Mode == DownLocal && (pol.Local < 1 || pol.Local > MaxLimit) {
+		return invalid("on_backend_down local:%d; allowed: local:1 to local:%d", pol.Local, MaxLimit)
+	}
+	// Degraded mode (degraded.go): while this process finds the backend
+	// down, calls go on as pol allows; each call first checks whether it
+	// is back.
+	degradedRun := func(cause error) error {
+		d := p.g.enterDegraded(p.resource, pol, cause)
+		_, err := p.g.runDegraded(ctx, d, pol, fn)
+		return err
+	}
+	if pol.Mode != DownClosed && p.g.isDegraded(p.resource) {
+		pctx, cancel := context.WithTimeout(ctx, degradedProbe)
+		_, perr := p.g.b.Status(pctx, Key{p.g.project, p.resource})
+		cancel()
+		if perr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return degradedRun(perr)
+		}
+		p.g.leaveDegraded(ctx, p.resource, pol)
+	}
 	work := ctx
 	if p.limits.MaxConcurrency > 0 {
-		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait})
+		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
+			GiveUpOnBackendError: pol.Mode != DownClosed})
+		if pol.Mode != DownClosed && isDown(ctx, err) {
+			return degradedRun(err)
+		}
 		if err != nil {
 			return err
 		}
@@ -150,21 +213,62 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 		defer cancel()
 	}
 	key := Key{p.g.project, p.resource}
+	// Every provider reserves, rate limits or not: the rate key also
+	// applies the provider's cool-off and the budget learned from its
+	// responses (Learn).
 	if ok {
-		if err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-			NRequests: 1, NTokens: estimate}); err != nil {
+		err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+			NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
+		if pol.Mode != DownClosed && isDown(work, err) {
+			return degradedRun(err)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	used, err := fn(work)
+	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	defer cancel()
 	if ok && p.limits.Tokens.Rate > 0 && used != estimate {
-		actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
-		defer cancel()
 		if aerr := rb.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
+	if _, rerr := p.Report(actx, err); rerr != nil {
+		if err == nil {
+			return rerr
+		}
+		err = fmt.Errorf("%w (%v)", err, rerr)
+	}
 	return err
+}
+
+// Report tells the provider's fleet-wide state how a call ended, as Do
+// does after each: an outcome carrying a RateLimited is a rate-limit
+// signal (a cool-off for its RetryAfter, or the default, and with
+// Adaptive one halving of the limit), nil a success (with Adaptive,
+// counted towards one more slot), anything else nothing. It returns the
+// end of the cool-off in force after a signal (backend time). For
+// callers that run the call themselves (governor run, governor backoff).
+func (p *Provider) Report(ctx context.Context, outcome error) (time.Time, error) {
+	rl, limited := signalled(outcome)
+	var end time.Time
+	if limited {
+		var err error
+		if end, err = p.g.CoolOff(ctx, p.resource, rl.RetryAfter, rl.Reason); err != nil {
+			return end, fmt.Errorf("the cool-off the rate-limit signal asks for was not recorded: %w", err)
+		}
+	}
+	if a := p.limits.Adaptive; a != nil && (limited || outcome == nil) {
+		req, err := a.Request(p.limits.MaxConcurrency)
+		if err == nil {
+			err = p.g.adapt(ctx, p.resource, req, limited)
+		}
+		if err != nil {
+			return end, fmt.Errorf("the adaptive limit was not updated: %w", err)
+		}
+	}
+	return end, nil
 }
 
 // TryRate reserves rate budget once: a denial is data (Allowed false,

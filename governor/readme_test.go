@@ -19,6 +19,7 @@ var readmeImports = map[string]string{
 	"context":      "context",
 	"errors":       "errors",
 	"fmt":          "fmt",
+	"http":         "net/http",
 	"time":         "time",
 	"governor":     "github.com/governor-dev/governor/governor",
 	"redisbackend": "github.com/governor-dev/governor/governor/redisbackend",
@@ -38,6 +39,7 @@ func main() {
 		os.Exit(1)
 	}
 	_ = ask
+	_ = complete
 	fmt.Println("error:", err)
 }
 `

@@ -63,6 +63,9 @@ type Collector struct {
 	releases, lost, reclaims, takeovers        *prometheus.Desc
 	rateAllowed, rateLimited, rateRemaining    *prometheus.Desc
 	build                                      buildinfo.Info
+	// Rate-limit signals: the adaptive limit and its configured
+	// maximum, the cool-off left, the last signal; shadow limits.
+	adaptiveLimit, adaptiveMax, coolOff, lastSignal, shadowDenied *prometheus.Desc
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -128,11 +131,16 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 		"version", "revision", "goversion")
 	c.rateAllowed = desc("governor_rate_allowed_total", "Rate-limit reservations granted (kept by the backend: every process counts).", "provider")
 	c.rateLimited = desc("governor_rate_limited_total", "Rate-limit reservations denied (kept by the backend: every process counts).", "provider")
+	c.shadowDenied = desc("governor_shadow_denied_total", "Reservations a shadow rate limit (providers.NAME.shadow) would have held or refused; none was (kept by the backend: every process counts).", "provider")
 	c.rateRemaining = desc("governor_rate_remaining", "Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.", "provider", "limit")
 	c.limit = desc("governor_slots_limit", "Slots of the resource: the limit in force, or the configured one before first use.", "resource")
 	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
 	c.drift = desc("governor_slots_limit_drift", "A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.", "resource")
 	c.holders = desc("governor_holders", "Leases held.", "resource")
+	c.adaptiveLimit = desc("governor_adaptive_limit", "The limit adaptive concurrency (AIMD) holds a provider at, fleet-wide: halved on each rate-limit signal, one more after a run of successes; absent when not adaptive.", "resource")
+	c.adaptiveMax = desc("governor_adaptive_limit_max", "The configured maximum (max_concurrency) the adaptive limit runs under; absent when not adaptive.", "resource")
+	c.coolOff = desc("governor_cooloff_seconds", "Seconds left of the resource's cool-off after a rate-limit signal (governor backoff, Provider.Do); 0 when none.", "resource")
+	c.lastSignal = desc("governor_last_signal_timestamp_seconds", "When the last rate-limit signal for the resource came (Unix seconds); absent when none came.", "resource")
 	c.waiters = desc("governor_waiters", "Acquires queued, waiting for slots.", "resource")
 	c.oldestLease = desc("governor_oldest_lease_age_seconds", "Age of the oldest held lease; 0 if none.", "resource")
 	c.oldestWaiter = desc("governor_oldest_waiter_age_seconds", "How long the longest-queued acquire has waited so far; 0 if none.", "resource")
@@ -154,7 +162,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
-		c.rateAllowed, c.rateLimited, c.rateRemaining} {
+		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied} {
 		ch <- d
 	}
 }
@@ -286,6 +294,7 @@ func (c *Collector) emitRate(ch chan<- prometheus.Metric, rs governor.RateStatus
 	p := strings.TrimPrefix(rs.Key.Resource, "provider:")
 	c.counter(ch, c.rateAllowed, float64(rs.Allowed), p)
 	c.counter(ch, c.rateLimited, float64(rs.Limited), p)
+	c.counter(ch, c.shadowDenied, float64(rs.ShadowDenied), p)
 	if rs.Requests.Rate > 0 && rs.RemainingRequests >= 0 {
 		c.gauge(ch, c.rateRemaining, float64(rs.RemainingRequests), p, "requests")
 	}
@@ -333,6 +342,24 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.counter(ch, c.reclaims, float64(k.ReclaimedExpiry), r, "expired")
 	c.counter(ch, c.reclaims, float64(k.ReclaimedDead), r, "owner_dead")
 	c.counter(ch, c.takeovers, float64(k.Takeovers), r)
+	c.emitSignals(ch, st)
+}
+
+// emitSignals sends what rate-limit signals did to st's resource.
+func (c *Collector) emitSignals(ch chan<- prometheus.Metric, st governor.Status) {
+	r := st.Key.Resource
+	if a := st.Adaptive; a != nil {
+		c.gauge(ch, c.adaptiveLimit, float64(a.Limit), r)
+		c.gauge(ch, c.adaptiveMax, float64(a.Max), r)
+	}
+	left := 0.0
+	if st.CoolingOff() != "" {
+		left = st.CoolOff.Sub(st.Now).Seconds()
+	}
+	c.gauge(ch, c.coolOff, left, r)
+	if !st.LastSignal.IsZero() {
+		c.gauge(ch, c.lastSignal, float64(st.LastSignal.UnixMilli())/1000, r)
+	}
 }
 
 func (c *Collector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,9 +105,14 @@ func fixedState() *fakeSource {
 			Key: governor.Key{Project: "prj", Resource: "issue:7"}, Limit: 1, Now: t0,
 			Counters: governor.Counters{Acquired: 2, Released: 2},
 		},
+		"provider:anthropic": {
+			Key: governor.Key{Project: "prj", Resource: "provider:anthropic"}, Limit: 2, Now: t0,
+			Adaptive: &governor.AdaptiveState{Limit: 2, Max: 8, Successes: 5},
+			CoolOff:  t0.Add(1500 * time.Millisecond), LastSignal: t0.Add(-10 * time.Second),
+		},
 	}, rates: map[string]governor.RateStatus{
 		"provider:anthropic": {Requests: governor.PerMinute(50), Tokens: governor.PerMinute(40000),
-			RemainingRequests: 3, RemainingTokens: 1200, Allowed: 20, Limited: 4},
+			RemainingRequests: 3, RemainingTokens: 1200, Allowed: 20, Limited: 4, ShadowDenied: 7},
 		"embeddings": {Requests: governor.PerMinute(10), RemainingRequests: 9, RemainingTokens: -1, Allowed: 1},
 	}}
 }
@@ -136,6 +142,7 @@ governor_acquire_wait_seconds_count{project="prj",resource="gpu"} 8
 # TYPE governor_acquires_queued_total counter
 governor_acquires_queued_total{project="prj",resource="gpu"} 5
 governor_acquires_queued_total{project="prj",resource="issue:7"} 0
+governor_acquires_queued_total{project="prj",resource="provider:anthropic"} 0
 governor_acquires_queued_total{project="prj",resource="run"} 0
 # HELP governor_acquires_total Acquires by outcome, disjoint: acquired (granted, at once, after waiting, or by a takeover), busy (refused in fail mode). Those that had to queue are governor_acquires_queued_total.
 # TYPE governor_acquires_total counter
@@ -143,27 +150,33 @@ governor_acquires_total{outcome="acquired",project="prj",resource="gpu"} 11
 governor_acquires_total{outcome="busy",project="prj",resource="gpu"} 3
 governor_acquires_total{outcome="acquired",project="prj",resource="issue:7"} 2
 governor_acquires_total{outcome="busy",project="prj",resource="issue:7"} 0
+governor_acquires_total{outcome="acquired",project="prj",resource="provider:anthropic"} 0
 governor_acquires_total{outcome="acquired",project="prj",resource="run"} 0
+governor_acquires_total{outcome="busy",project="prj",resource="provider:anthropic"} 0
 governor_acquires_total{outcome="busy",project="prj",resource="run"} 0
 # HELP governor_holders Leases held.
 # TYPE governor_holders gauge
 governor_holders{project="prj",resource="gpu"} 2
 governor_holders{project="prj",resource="issue:7"} 0
+governor_holders{project="prj",resource="provider:anthropic"} 0
 governor_holders{project="prj",resource="run"} 0
 # HELP governor_leases_lost_total Leases their holders declared lost (renewal failed before expiry).
 # TYPE governor_leases_lost_total counter
 governor_leases_lost_total{project="prj",resource="gpu"} 1
 governor_leases_lost_total{project="prj",resource="issue:7"} 0
+governor_leases_lost_total{project="prj",resource="provider:anthropic"} 0
 governor_leases_lost_total{project="prj",resource="run"} 0
 # HELP governor_oldest_lease_age_seconds Age of the oldest held lease; 0 if none.
 # TYPE governor_oldest_lease_age_seconds gauge
 governor_oldest_lease_age_seconds{project="prj",resource="gpu"} 90
 governor_oldest_lease_age_seconds{project="prj",resource="issue:7"} 0
+governor_oldest_lease_age_seconds{project="prj",resource="provider:anthropic"} 0
 governor_oldest_lease_age_seconds{project="prj",resource="run"} 0
 # HELP governor_oldest_waiter_age_seconds How long the longest-queued acquire has waited so far; 0 if none.
 # TYPE governor_oldest_waiter_age_seconds gauge
 governor_oldest_waiter_age_seconds{project="prj",resource="gpu"} 12.5
 governor_oldest_waiter_age_seconds{project="prj",resource="issue:7"} 0
+governor_oldest_waiter_age_seconds{project="prj",resource="provider:anthropic"} 0
 governor_oldest_waiter_age_seconds{project="prj",resource="run"} 0
 # HELP governor_rate_allowed_total Rate-limit reservations granted (kept by the backend: every process counts).
 # TYPE governor_rate_allowed_total counter
@@ -184,12 +197,15 @@ governor_reclaims_total{project="prj",reason="expired",resource="gpu"} 2
 governor_reclaims_total{project="prj",reason="owner_dead",resource="gpu"} 4
 governor_reclaims_total{project="prj",reason="expired",resource="issue:7"} 0
 governor_reclaims_total{project="prj",reason="owner_dead",resource="issue:7"} 0
+governor_reclaims_total{project="prj",reason="expired",resource="provider:anthropic"} 0
 governor_reclaims_total{project="prj",reason="expired",resource="run"} 0
+governor_reclaims_total{project="prj",reason="owner_dead",resource="provider:anthropic"} 0
 governor_reclaims_total{project="prj",reason="owner_dead",resource="run"} 0
 # HELP governor_releases_total Leases released.
 # TYPE governor_releases_total counter
 governor_releases_total{project="prj",resource="gpu"} 8
 governor_releases_total{project="prj",resource="issue:7"} 2
+governor_releases_total{project="prj",resource="provider:anthropic"} 0
 governor_releases_total{project="prj",resource="run"} 0
 # HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
 # TYPE governor_scrape_error gauge
@@ -198,21 +214,25 @@ governor_scrape_error{project="prj"} 0
 # TYPE governor_slots_in_use gauge
 governor_slots_in_use{project="prj",resource="gpu"} 3
 governor_slots_in_use{project="prj",resource="issue:7"} 0
+governor_slots_in_use{project="prj",resource="provider:anthropic"} 0
 governor_slots_in_use{project="prj",resource="run"} 0
 # HELP governor_slots_limit Slots of the resource: the limit in force, or the configured one before first use.
 # TYPE governor_slots_limit gauge
 governor_slots_limit{project="prj",resource="gpu"} 4
 governor_slots_limit{project="prj",resource="issue:7"} 1
+governor_slots_limit{project="prj",resource="provider:anthropic"} 2
 governor_slots_limit{project="prj",resource="run"} 3
 # HELP governor_slots_limit_drift A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.
 # TYPE governor_slots_limit_drift gauge
 governor_slots_limit_drift{project="prj",resource="gpu"} 5
 governor_slots_limit_drift{project="prj",resource="issue:7"} 0
+governor_slots_limit_drift{project="prj",resource="provider:anthropic"} 0
 governor_slots_limit_drift{project="prj",resource="run"} 0
 # HELP governor_takeovers_total Holders replaced by a takeover.
 # TYPE governor_takeovers_total counter
 governor_takeovers_total{project="prj",resource="gpu"} 6
 governor_takeovers_total{project="prj",resource="issue:7"} 0
+governor_takeovers_total{project="prj",resource="provider:anthropic"} 0
 governor_takeovers_total{project="prj",resource="run"} 0
 # HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
 # TYPE governor_up gauge
@@ -221,6 +241,7 @@ governor_up{project="prj"} 1
 # TYPE governor_waiters gauge
 governor_waiters{project="prj",resource="gpu"} 1
 governor_waiters{project="prj",resource="issue:7"} 0
+governor_waiters{project="prj",resource="provider:anthropic"} 0
 governor_waiters{project="prj",resource="run"} 0
 `
 
@@ -387,6 +408,7 @@ governor_scrape_error{project="prj"} 1
 # HELP governor_slots_limit Slots of the resource: the limit in force, or the configured one before first use.
 # TYPE governor_slots_limit gauge
 governor_slots_limit{project="prj",resource="issue:7"} 1
+governor_slots_limit{project="prj",resource="provider:anthropic"} 2
 # HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
 # TYPE governor_up gauge
 governor_up{project="prj"} 1
@@ -496,6 +518,42 @@ func gatherValue(t *testing.T, g prometheus.Gatherer, name string, want map[stri
 		t.Fatalf("%s%v: %d series, want 1", name, want, len(vals))
 	}
 	return vals[0]
+}
+
+// TestMetricsSignals: the adaptive limit against its configured maximum,
+// the cool-off left and the last signal are exported for the resources
+// that have them; every resource has a cool-off gauge (0: none).
+func TestMetricsSignals(t *testing.T) {
+	c := newCollector(t, fixedState(), metrics.CollectorOptions{})
+	want := `
+# HELP governor_adaptive_limit The limit adaptive concurrency (AIMD) holds a provider at, fleet-wide: halved on each rate-limit signal, one more after a run of successes; absent when not adaptive.
+# TYPE governor_adaptive_limit gauge
+governor_adaptive_limit{project="prj",resource="provider:anthropic"} 2
+# HELP governor_adaptive_limit_max The configured maximum (max_concurrency) the adaptive limit runs under; absent when not adaptive.
+# TYPE governor_adaptive_limit_max gauge
+governor_adaptive_limit_max{project="prj",resource="provider:anthropic"} 8
+# HELP governor_cooloff_seconds Seconds left of the resource's cool-off after a rate-limit signal (governor backoff, Provider.Do); 0 when none.
+# TYPE governor_cooloff_seconds gauge
+governor_cooloff_seconds{project="prj",resource="gpu"} 0
+governor_cooloff_seconds{project="prj",resource="issue:7"} 0
+governor_cooloff_seconds{project="prj",resource="provider:anthropic"} 1.5
+# HELP governor_last_signal_timestamp_seconds When the last rate-limit signal for the resource came (Unix seconds); absent when none came.
+# TYPE governor_last_signal_timestamp_seconds gauge
+governor_last_signal_timestamp_seconds{project="prj",resource="provider:anthropic"} ` + strconv.FormatInt(t0.Add(-10*time.Second).Unix(), 10) + `
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_adaptive_limit", "governor_adaptive_limit_max",
+		"governor_cooloff_seconds", "governor_last_signal_timestamp_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	shadow := `
+# HELP governor_shadow_denied_total Reservations a shadow rate limit (providers.NAME.shadow) would have held or refused; none was (kept by the backend: every process counts).
+# TYPE governor_shadow_denied_total counter
+governor_shadow_denied_total{project="prj",provider="anthropic"} 7
+governor_shadow_denied_total{project="prj",provider="embeddings"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(shadow), "governor_shadow_denied_total"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The hold-time histogram, the paused gauge and the expected wait of a

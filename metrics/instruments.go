@@ -34,7 +34,8 @@ func seconds(ds []time.Duration) []float64 {
 // register through prometheus.WrapRegistererWith(prometheus.Labels{
 // "project": g.Project()}, reg).
 type Instruments struct {
-	wait *prometheus.HistogramVec
+	wait     *prometheus.HistogramVec
+	degraded *prometheus.GaugeVec
 }
 
 // NewInstruments registers governor_wait_seconds{resource} in reg and
@@ -47,6 +48,7 @@ func NewInstruments(reg prometheus.Registerer) (*Instruments, error) {
 		Help:    "Time from an acquire call to its grant, in the process that waited.",
 		Buckets: DefaultWaitBuckets,
 	}, []string{"resource"})
+	reused := false
 	if err := reg.Register(wait); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
@@ -56,9 +58,43 @@ func NewInstruments(reg prometheus.Registerer) (*Instruments, error) {
 		if !ok {
 			return nil, err
 		}
-		wait = existing
+		wait, reused = existing, true
 	}
-	return &Instruments{wait: wait}, nil
+	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "governor_degraded",
+		Help: "1 while this process runs a provider's calls without the backend (on_backend_down open or local:N), else 0.",
+	}, []string{"resource"})
+	if err := reg.Register(degraded); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			if !reused {
+				reg.Unregister(wait)
+			}
+			return nil, err
+		}
+		existing, ok := are.ExistingCollector.(*prometheus.GaugeVec)
+		if !ok {
+			if !reused {
+				reg.Unregister(wait)
+			}
+			return nil, err
+		}
+		degraded = existing
+	}
+	return &Instruments{wait: wait, degraded: degraded}, nil
+}
+
+// SetDegraded sets governor_degraded{resource}: pass it as
+// governor.Options.OnDegraded.
+func (in *Instruments) SetDegraded(resource string, degraded bool) {
+	if in == nil {
+		return
+	}
+	v := 0.0
+	if degraded {
+		v = 1
+	}
+	in.degraded.WithLabelValues(resource).Set(v)
 }
 
 // ObserveWait records that an acquire of resource was granted after d.

@@ -14,8 +14,9 @@
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
--- position in the queue, limit, used, queue length, drift, now ms, then
--- (id, record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
+-- position in the queue, limit, used, queue length, drift, now ms, end
+-- of the cool-off ms (0: none; see cooling() in lib.lua), then (id,
+-- record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
 -- not new, was withdrawn from the queue by someone else (withdrawn() in
@@ -29,20 +30,20 @@ local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below, or the fast
 -- path, which reads them by position), and what the fast path read.
 local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'policy',
-  'pdrift'}
+  'pdrift', 'cooloff', 'adapt', 'adapt_max'}
 local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
 -- drift), nobody queued, no holder expired, not held back (quarantine,
--- paused), and room. The same writes as
+-- paused, cooling off), and room. The same writes as
 -- grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
+      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max((v[4] or 0) + 1, FLOOR)
     local exp = now + ttl
@@ -76,7 +77,7 @@ local function reply(code, tok, exp, pos, n)
     return finish({1, tok, exp, fresh})
   end
   flush()
-  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now}
+  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0}
   if n and n > 0 then
     slow()
     for _, v in ipairs(holders(n)) do

@@ -37,6 +37,14 @@ var (
 	takeover string
 	//go:embed forget.lua
 	forget string
+	//go:embed cooloff.lua
+	cooloff string
+	//go:embed adapt.lua
+	adapt string
+	//go:embed note.lua
+	note string
+	//go:embed renewmany.lua
+	renewMany string
 	//go:embed admin.lua
 	admin string
 )
@@ -52,8 +60,13 @@ var (
 	Lost     = compose(lost)
 	Status   = compose(status)
 	Takeover = compose(takeover)
+	CoolOff  = compose(cooloff)
+	Adapt    = compose(adapt)
+	Note     = compose(note)
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = compose(forget)
+	// RenewMany renews many leases, each as Renew would (renewmany.lua).
+	RenewMany = "local function renew_one(KEYS, ARGV)\n" + Renew + "\nend\n" + renewMany
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
 	Admin = compose(admin)
 )

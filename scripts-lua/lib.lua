@@ -18,14 +18,20 @@
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
 -- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
--- back after a loss of data was detected (held_back() below).
+-- back after a loss of data was detected, and cooloff (ms) until the end
+-- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
+-- held_back() below).
 -- Admin state (admin.lua): paused (ms since; absent when not) and
 -- paused_by; live (a limit set live; absent when none), live_at (ms) and
 -- live_by. holdn and hold:I: the last hold durations (HOLDS in
 -- head.lua; hold()). Queue policies (issue 15): policy (the one in
 -- force), pdrift (one asked for that differs), the per-class and per-key
 -- counts, holders' '@' fields and supersede's '%w'/'%h' fields: see
--- "Queue policies" and "Supersede" at the end of this file. A seventh
+-- "Queue policies" and "Supersede" at the end of this file.
+-- Adaptive concurrency (adapt.lua): adapt (the limit AIMD holds), adapt_max
+-- (the configured maximum it runs under), adapt_ok (successes since the
+-- last change); signal_at (ms): the last rate-limit signal (cooloff.lua);
+-- cooloff (ms): the end of a cool-off (cooling()). A seventh
 -- key, the stats hash (observe.lua), goes to status.lua and forget.lua
 -- only.
 --
@@ -78,7 +84,8 @@ local function num(f, x)
   if n and n == math.floor(n) then
     return n
   end
-  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' or f == 'paused' or f == 'live' then
+  if f == 'used' or f == 'qlen' or f == 'minexp' or f == 'quarantine' or f == 'paused' or f == 'live'
+      or f == 'cooloff' then
     bad = bad or {}
     bad[f] = x
     return 0
@@ -183,11 +190,26 @@ local function expires(exp)
   end
 end
 
+-- cooling tells whether the resource is cooling off after a provider's
+-- rate-limit signal (cooloff.lua); once the time has passed, the mark
+-- goes.
+local function cooling()
+  local c = get('cooloff')
+  if not c or c == 0 then
+    return false
+  end
+  if now < c then
+    return true
+  end
+  set('cooloff', false)
+  return false
+end
+
 -- held_back tells whether new grants wait: the resource is paused
--- (admin.lua), or in quarantine; once the quarantine's time has passed,
--- its mark goes.
+-- (admin.lua), cooling off (cooling()), or in quarantine; once the
+-- quarantine's time has passed, its mark goes.
 local function held_back()
-  if (get('paused') or 0) > 0 then
+  if (get('paused') or 0) > 0 or cooling() then
     return true
   end
   local q = get('quarantine')
@@ -476,14 +498,36 @@ local function slow()
   end
 end
 
+-- adaptive sets the limit in force to the one AIMD holds (adapt,
+-- adapt.lua) when the resource is adaptive under the maximum asked, and
+-- tells whether it did: a process asking for that maximum then agrees
+-- with the limit in force (no drift). A process asking for another
+-- maximum leaves it to in_force's rules (adapt.lua starts over on it).
+local function adaptive(asked)
+  local a = get('adapt') or 0
+  if a <= 0 or get('adapt_max') ~= asked then
+    return false
+  end
+  if m.limit ~= a then
+    set('limit', a)
+  end
+  if m.drift ~= 0 then
+    set('drift', 0)
+  end
+  return true
+end
+
 -- in_force sets the limit in force for a process asking for limit asked
 -- (its waiter or lease id) on a resource idle or not: the one place that
--- decides it. A limit set live (admin.lua) wins; otherwise the limit
--- changes only when the resource is idle. A process asking for another
--- limit than the one in force is recorded as drift, once per new
--- disagreement.
+-- decides it. A limit set live (admin.lua) wins, then the one AIMD
+-- holds (adaptive()); otherwise the limit changes only when the resource
+-- is idle. A process asking for another limit than the one in force is
+-- recorded as drift, once per new disagreement.
 local function in_force(asked, id, idle)
   local live = get('live') or 0
+  if live == 0 and adaptive(asked) then
+    return
+  end
   if live > 0 or (m.limit ~= asked and m.limit ~= 0 and not idle) then
     if m.limit ~= asked and m.drift ~= asked then
       slow()

@@ -3,16 +3,30 @@
 -- KEYS: 1 the rate state hash (fields rq, tk: theoretical arrival times;
 --       it expires when it no longer matters), 2 the counters hash
 --       (allowed, limited, and lim: the limits of the last reservation,
---       "rate period_us burst" of requests then of tokens; kept)
--- ARGV: 1 mode ('reserve' | 'adjust' | 'status'),
+--       "rate period_us burst" of requests then of tokens; kept),
+--       3 (reserve only; optional) the state hash of the resource of the
+--       same name, whose field cooloff (ms, see cooloff.lua) denies every
+--       reservation until it has passed
+--       The counters hash also keeps the budget learned from the
+--       provider's responses (learn): lrq, ltk the requests and tokens
+--       it still accepts, lrq_at, ltk_at until when (us); reserve takes
+--       a cost off them, and denies one they do not cover until then.
+-- ARGV: 1 mode ('reserve' | 'adjust' | 'status' | 'learn'),
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
 --       (adjust: only the tokens arguments count; cost is the delta;
---       status: none counts)
+--       10 '1' for a shadow reservation (reserve: see shadow_denied);
+--       status: none counts; learn: 2 requests remaining, 3 their reset
+--       in us, 6 tokens remaining, 7 their reset in us, a remaining
+--       below 0 not reported)
 -- Returns reserve: {allowed 0|1, retry after us (-1: cost above burst),
---   remaining requests, remaining tokens} (numbers as strings);
---   adjust: 1; status: {allowed, limited, lim or '', remaining requests,
---   remaining tokens (-1: no limit), now us}, read without changes.
+--   remaining requests, remaining tokens} (numbers as strings), and a
+--   fifth field, the cool-off's end in ms, when a cool-off denied it;
+--   a shadow reservation the limits deny: {1, retry, remaining requests,
+--   remaining tokens, '0', '1'} (allowed, and counted in shadow_denied);
+--   adjust and learn: 1; status: {allowed, limited, lim or '', remaining requests,
+--   remaining tokens (-1: no limit), now us, shadow_denied}, read without
+--   changes.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local K = KEYS[1]
@@ -81,12 +95,22 @@ if ARGV[1] == 'status' then
       rem[i] = r
     end
   end
-  return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now)}
+  return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now),
+    redis.call('HGET', KEYS[2], 'shadow_denied') or '0'}
 end
 
 local a = {}
 for i = 2, 9 do
   a[i] = tonumber(ARGV[i])
+end
+
+if ARGV[1] == 'learn' then
+  for _, d in ipairs({{'lrq', 2, 3}, {'ltk', 6, 7}}) do
+    if a[d[2]] >= 0 and a[d[3]] > 0 then
+      redis.call('HSET', KEYS[2], d[1], fmt(a[d[2]]), d[1] .. '_at', fmt(now + a[d[3]]))
+    end
+  end
+  return 1
 end
 
 if ARGV[1] == 'adjust' then
@@ -107,10 +131,50 @@ if ARGV[1] == 'adjust' then
   return 1
 end
 
+-- A cool-off denies without charging anything.
+if KEYS[3] then
+  local c = tonumber(redis.call('HGET', KEYS[3], 'cooloff') or '')
+  if c and c * 1000 > now then
+    redis.call('HINCRBY', KEYS[2], 'limited', 1)
+    return {0, fmt(c * 1000 - now), '0', '0', fmt(c)}
+  end
+end
+
 local ok1, retry1, rem1, tat1 = reserve('rq', a[2], a[3], a[4], a[5])
 local ok2, retry2, rem2, tat2 = reserve('tk', a[6], a[7], a[8], a[9])
+-- Shadow (ARGV[10] '1'): the limits are evaluated and a denial counted
+-- (shadow_denied), never enforced; what they allow is charged, so that
+-- the decisions are those the limits would make.
+local shadow = ARGV[10] == '1'
+local function shadow_denied(retry)
+  redis.call('HINCRBY', KEYS[2], 'shadow_denied', 1)
+  return {1, fmt(retry), fmt(rem1), fmt(rem2), '0', '1'}
+end
 if retry1 == -1 or retry2 == -1 then
+  if shadow then
+    return shadow_denied(-1)
+  end
   return {0, '-1', fmt(rem1), fmt(rem2)} -- a cost above a burst: no change
+end
+-- The learned budget (learn): the stricter of it and the limits decides.
+local lb = redis.call('HMGET', KEYS[2], 'lrq', 'lrq_at', 'ltk', 'ltk_at')
+local spend = {}
+for i, d in ipairs({{'lrq', 1, a[5]}, {'ltk', 3, a[9]}}) do
+  local left, at = tonumber(lb[d[2]]), tonumber(lb[d[2] + 1])
+  if left and at and at > now then
+    local ok, retry, rem = true, 0, left - d[3]
+    if rem < 0 then
+      ok, retry, rem = false, at - now, 0
+    elseif d[3] > 0 then
+      spend[#spend + 1] = d[1]
+      spend[#spend + 1] = fmt(rem)
+    end
+    if i == 1 then
+      ok1, retry1, rem1 = ok1 and ok, math.max(retry1, retry), math.min(rem1 < 0 and rem or rem1, rem)
+    else
+      ok2, retry2, rem2 = ok2 and ok, math.max(retry2, retry), math.min(rem2 < 0 and rem or rem2, rem)
+    end
+  end
 end
 redis.call('HSET', KEYS[2], 'lim', table.concat({ARGV[2], ARGV[3], ARGV[4], ARGV[6], ARGV[7], ARGV[8]}, ' '))
 if ok1 and ok2 then
@@ -127,12 +191,18 @@ if ok1 and ok2 then
     redis.call('HSET', K, unpack(set))
     expire({tat1 or now, tat2 or now})
   end
+  if #spend > 0 then
+    redis.call('HSET', KEYS[2], unpack(spend))
+  end
   redis.call('HINCRBY', KEYS[2], 'allowed', 1)
   return {1, '0', fmt(rem1), fmt(rem2)}
 end
 local retry = retry1
 if retry2 == -1 or (retry1 ~= -1 and retry2 > retry1) then
   retry = retry2
+end
+if shadow then
+  return shadow_denied(retry)
 end
 redis.call('HINCRBY', KEYS[2], 'limited', 1)
 return {0, fmt(retry), fmt(rem1), fmt(rem2)}

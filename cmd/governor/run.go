@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -169,6 +168,14 @@ when nested), start, granted, end. Lines without "kind" (older governor) are
 end lines. FILE must be a regular file or absent: a symlink, FIFO, device or
 directory is refused (125); a new FILE is created 0600.
 
+Provider rate limits: after a rate-limit signal for provider P (a 429 seen
+by 'governor backoff P', by the Go library's Provider.Do, or by a run with
+--backoff-exit-code N whose command exited N), P cools off fleet-wide on the
+backend's clock: --provider P waits until the end (--if-busy fail: 73, saying
+until when), and then the queue is served in order. --backoff-exit-code N
+reports the command's exit code N as that signal for each --provider (the
+default cool-off, with jitter); the run still exits N.
+
 Who is coordinated: with the file backend (no Redis), the slots are those of
 one state dir, by default your own (~/.local/state/governor), so run
 coordinates your own processes only: another Unix user's runs do not see
@@ -202,7 +209,7 @@ Exit codes:
 			o.Args = args
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Policies = l.Config.Policies()
-			o.Rates = providerRates(l.Config)
+			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
 			o.MkdirLocks = l.Config.MkdirLocks()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
@@ -226,6 +233,7 @@ Exit codes:
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
+	f.IntVar(&o.BackoffExitCode, "backoff-exit-code", 0, "the command exiting with this code (1-255) is a rate-limit signal: each --provider cools off fleet-wide (see 'governor backoff')")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.BoolVar(&o.Shareable, "shareable", false, "hold the run lock and accept --join runs beside this one")
 	f.BoolVar(&o.Join, "join", false, "take one join slot (run:join) instead of the run lock: run beside a --shareable run")
@@ -252,15 +260,21 @@ func exitCode(code int) error {
 	return exitWith(code, nil)
 }
 
+// providerLimits maps each configured provider to its limits.
+func providerLimits(c config.Config) map[string]governor.ProviderLimits {
+	ls := map[string]governor.ProviderLimits{}
+	for name, p := range c.Providers {
+		ls[name] = p.ProviderLimits()
+	}
+	return ls
+}
+
 // providerRates maps providers.<name>.requests_per_minute,
 // tokens_per_minute and burst (of requests) to rate limits.
 func providerRates(c config.Config) map[string]runner.ProviderRate {
 	rates := map[string]runner.ProviderRate{}
-	for name, p := range c.Providers {
-		rates[name] = runner.ProviderRate{
-			Requests: governor.RateLimit{Rate: int64(p.RequestsPerMinute), Period: time.Minute, Burst: int64(p.Burst)},
-			Tokens:   governor.RateLimit{Rate: int64(p.TokensPerMinute), Period: time.Minute},
-		}
+	for name, l := range providerLimits(c) {
+		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens, Shadow: l.Shadow}
 	}
 	return rates
 }

@@ -107,8 +107,11 @@ governor_takeovers_total (counters by resource);
 governor_acquire_wait_seconds and governor_hold_seconds (histograms by
 resource: how long acquires waited, and leases were held until released, in
 every process, CLI runs included); governor_rate_allowed_total,
-governor_rate_limited_total (counters by provider),
-governor_rate_remaining{provider,limit=requests|tokens} (gauge). When the
+governor_rate_limited_total, governor_shadow_denied_total (counters by provider),
+governor_rate_remaining{provider,limit=requests|tokens} (gauge);
+governor_cooloff_seconds (seconds left of a cool-off after a rate-limit signal),
+governor_last_signal_timestamp_seconds, and for adaptive providers
+governor_adaptive_limit and governor_adaptive_limit_max (gauges by resource). When the
 backend does not answer within --timeout a scrape still succeeds, with
 governor_up 0; a series that could not be read is left out of that scrape,
 never sent lower than before. Scrapes that arrive while the page is being

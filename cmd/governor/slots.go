@@ -39,6 +39,11 @@ Exec runs: "run" is the project's run lock and "run:join" its join slots (see
 'governor run --help'); 'governor slots --project P' shows them, with the
 provider:* slots, for project P.
 
+A provider's rate-limit signals ('governor backoff', 'governor run
+--backoff-exit-code', the library's Provider.Do) show as a cool-off in force and
+its end, the time of the last signal, and for an adaptive provider
+(providers.NAME.adaptive) the limit AIMD holds against the configured one.
+
 A resource bound to the with-heavy-lock slot (resources.NAME.mkdir_lock) also
 shows DIR/slot.d: free, or held with the pid and cmd the holder wrote, marked
 "HELD outside governor" when no lease of the resource names that pid (the old
@@ -49,7 +54,8 @@ nothing removes it silently.
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
-"clear"}}]}; times are RFC 3339 and durations are seconds. Fields are only ever
+"clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
+"last_signal_at"}]}; times are RFC 3339 and durations are seconds. Fields are only ever
 added, never renamed.
 
 --watch reads again every second until interrupted. On a terminal it redraws the
@@ -111,8 +117,9 @@ type resourceJSON struct {
 	Free       int    `json:"free"`
 	DriftLimit int    `json:"drift_limit,omitempty"`
 	// LimitSource says where the limit in force came from: "live" (set
-	// by 'governor limit': see live_limit), "asked" (by the processes
-	// that use it), or "configured" (never used yet).
+	// by 'governor limit': see live_limit), "adaptive" (held by AIMD:
+	// see adaptive), "asked" (by the processes that use it), or
+	// "configured" (never used yet).
 	LimitSource string         `json:"limit_source"`
 	LiveLimit   *liveLimitJSON `json:"live_limit,omitempty"`
 	Paused      *pausedJSON    `json:"paused,omitempty"`
@@ -127,6 +134,10 @@ type resourceJSON struct {
 	Policy      string         `json:"policy,omitempty"`
 	DriftPolicy string         `json:"drift_policy,omitempty"`
 	ClassUse    map[string]int `json:"class_use,omitempty"`
+	// Adaptive concurrency and rate-limit signals (governor backoff).
+	Adaptive     *governor.AdaptiveState `json:"adaptive,omitempty"`
+	CoolOffUntil *time.Time              `json:"cool_off_until,omitempty"`
+	LastSignalAt *time.Time              `json:"last_signal_at,omitempty"`
 }
 
 type liveLimitJSON struct {
@@ -161,12 +172,15 @@ func toEstimateJSON(e governor.Estimate) estimateJSON {
 }
 
 // limitSource says where the limit in force of st came from, for slots
-// and config show: "live" (governor limit), "asked" (by the processes
+// and config show: "live" (governor limit), "adaptive" (held by AIMD
+// after rate-limit signals: see adaptive), "asked" (by the processes
 // that use it) or "configured" (never used: the configuration's).
 func limitSource(st governor.Status) string {
 	switch {
 	case st.LiveLimit != nil:
 		return "live"
+	case st.Adaptive != nil && st.Adaptive.Limit == st.Limit:
+		return "adaptive"
 	case st.Counters.Acquired > 0 || st.Used > 0 || len(st.Waiters) > 0:
 		return "asked"
 	}
@@ -372,12 +386,21 @@ func toSlotsJSON(project string, sts []governor.Status, locks map[string]string)
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
 			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
-			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: st.ClassUse()}
+			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: st.ClassUse(),
+			Adaptive: st.Adaptive}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &liveLimitJSON{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
 		}
 		if p := st.Paused; p != nil {
 			r.Paused = &pausedJSON{Since: p.Since.UTC(), By: p.By}
+		}
+		if st.CoolingOff() != "" {
+			at := st.CoolOff.UTC()
+			r.CoolOffUntil = &at
+		}
+		if !st.LastSignal.IsZero() {
+			at := st.LastSignal.UTC()
+			r.LastSignalAt = &at
 		}
 		for _, h := range st.Holders {
 			r.Holders = append(r.Holders, holderJSON{LeaseID: h.LeaseID, Session: h.Session, Host: h.Host, PID: h.PID,
@@ -436,6 +459,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		if e := governor.ExpectedWait(st, 0); !e.Fits {
 			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
 		}
+		writeSignals(w, st)
 		writeMkdirSlot(w, mkdirSlot(locks, st))
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -548,4 +572,18 @@ func classKey(st governor.Status, d governor.Declaration) string {
 		return ""
 	}
 	return "\t" + dash(d.Priority) + "\t" + dash(d.FairKey)
+}
+
+// writeSignals writes what rate-limit signals did to st: the adaptive
+// limit against the configured one, a cool-off in force, the last signal.
+func writeSignals(w io.Writer, st governor.Status) {
+	if a := st.Adaptive; a != nil {
+		fmt.Fprintf(w, "  adaptive: limit %d of configured %d (%d successes towards one more)\n", a.Limit, a.Max, a.Successes)
+	}
+	if c := st.CoolingOff(); c != "" {
+		fmt.Fprintf(w, "  %s\n", strings.ToUpper(c[:1])+c[1:])
+	}
+	if !st.LastSignal.IsZero() {
+		fmt.Fprintf(w, "  last rate-limit signal %s ago\n", governor.Ago(st.Now.Sub(st.LastSignal)))
+	}
 }

@@ -52,6 +52,21 @@ func (s *suite) weights(t *testing.T) {
 	}
 }
 
+// refusalQueueLen: a refusal and a queued acquire report the queue's
+// length (Status.QueueLen), which busy messages quote.
+func (s *suite) refusalQueueLen(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "queue-len"}
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	mustAcquire(t, b, req(key, 1, 1, governor.Wait), governor.Queued)
+	if res := mustAcquire(t, b, req(key, 1, 1, governor.Wait), governor.Queued); res.Status.QueueLen() != 2 {
+		t.Fatalf("second waiter: queue length %d, want 2", res.Status.QueueLen())
+	}
+	if res := mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused); res.Status.QueueLen() != 2 {
+		t.Fatalf("refusal: queue length %d, want 2", res.Status.QueueLen())
+	}
+}
+
 func (s *suite) tooHeavy(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "heavy"}

@@ -73,8 +73,10 @@ func Run(t *testing.T, h Harness) {
 		{"GrantWithinLimit", s.grantWithinLimit},
 		{"Weights", s.weights},
 		{"TooHeavy", s.tooHeavy},
+		{"RefusalQueueLen", s.refusalQueueLen},
 		{"ReleaseByIDOnly", s.releaseByIDOnly},
 		{"RenewNeverReacquires", s.renewNeverReacquires},
+		{"BatchRenew", s.batchRenew},
 		{"OwnerSecret", s.ownerSecret},
 		{"GovernorReleaseHandle", s.governorReleaseHandle},
 		{"ExpiryFreesSlot", s.expiryFreesSlot},
@@ -91,6 +93,7 @@ func Run(t *testing.T, h Harness) {
 		{"Counters", s.counters},
 		{"LeaseHeartbeat", s.leaseHeartbeat},
 		{"LeaseLostClosesDone", s.leaseLostClosesDone},
+		{"BatchedHeartbeats", s.batchedHeartbeats},
 		{"WaitAcrossBackends", s.waitAcrossBackends},
 		{"GovernorFIFO", s.governorFIFO},
 		{"CancelledWaitLeavesNothing", s.cancelledWaitLeavesNothing},
@@ -142,6 +145,12 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyCancelExpires", s.policyCancelExpires},
 		{"PolicyEager", s.policyEager},
 		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
+		{"CoolOffHoldsBack", s.coolOffHoldsBack},
+		{"CoolOffProvider", s.coolOffProvider},
+		{"AdaptiveAIMD", s.adaptiveAIMD},
+		{"AdaptiveProvider", s.adaptiveProvider},
+		{"LearnedBudget", s.learnedBudget},
+		{"ShadowRates", s.shadowRates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

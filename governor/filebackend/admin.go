@@ -22,11 +22,15 @@ func (st *state) heldBack() bool {
 
 // inForce sets the limit in force for a process asking for limit asked
 // (its waiter or lease id): the one place that decides it. A limit set
-// live wins; otherwise the limit changes only when the resource is idle.
+// live wins, then the one AIMD holds (adaptive); otherwise the limit
+// changes only when the resource is idle.
 // A process asking for another limit than the one in force is recorded
 // as drift, once per new disagreement.
 func (t *tx) inForce(asked int, id string) {
 	st := t.st
+	if st.Live == nil && t.adaptive(asked) {
+		return
+	}
 	idle := len(st.Holders) == 0 && len(st.Waiters) == 0
 	if st.Live == nil && (st.Limit == 0 || idle) {
 		if st.Limit != asked || st.Drift != 0 {

@@ -545,7 +545,7 @@ func (t *tx) promote() {
 	}
 	st := t.st
 	used := st.used()
-	for len(st.Waiters) > 0 && !st.heldBack() {
+	for len(st.Waiters) > 0 && !t.heldBack() {
 		w := st.Waiters[0]
 		pipe := waitPrefix + escape(w.ID)
 		fits := used+w.Weight <= st.Limit
@@ -659,7 +659,7 @@ func (b *Backend) LeaseFile(key governor.Key, id string) *os.File {
 }
 
 func (t *tx) fits(weight int) bool {
-	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit && !t.st.heldBack()
+	return len(t.st.Waiters) == 0 && t.st.used()+weight <= t.st.Limit && !t.heldBack()
 }
 
 // Acquire implements governor.Backend.
@@ -965,19 +965,25 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 	if err := ctx.Err(); err != nil {
 		return governor.Status{}, err
 	}
-	dir, err := b.openResource(key.Project, key.Resource, false)
-	if errors.Is(err, errNoState) {
-		return governor.Status{Key: key, Now: b.now().wall}, nil
-	}
-	if err != nil {
-		return governor.Status{}, err
-	}
-	defer unix.Close(dir)
-	st, err := b.load(dir, key)
-	if err != nil {
-		return governor.Status{}, err
+	st, err := b.peek(key)
+	if err != nil || st == nil {
+		return governor.Status{Key: key, Now: b.now().wall}, err
 	}
 	return st.status(key, b.now(), b.boot, -1), nil
+}
+
+// peek reads key's state without locking (the state file is replaced
+// atomically, so it is always whole): nil when key has no state.
+func (b *Backend) peek(key governor.Key) (*state, error) {
+	dir, err := b.openResource(key.Project, key.Resource, false)
+	if errors.Is(err, errNoState) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	return b.load(dir, key)
 }
 
 // Resources implements governor.Backend: the resources of project that

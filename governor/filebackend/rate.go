@@ -2,12 +2,9 @@ package filebackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/gcra"
@@ -34,17 +31,44 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	defer t.end()
 	st, now := t.st, t.now.boot
+	// A cool-off of the resource of the same name denies without
+	// charging anything.
+	if end, err := b.coolOffOf(req.Key, t.now); err != nil {
+		return governor.RateResult{}, err
+	} else if !end.IsZero() {
+		st.RateLimited++
+		t.dirty = true
+		return governor.RateResult{RetryAfter: end.Sub(t.now.wall), CoolOff: end}, t.commit()
+	}
 	rq := gcra.Reserve(limit(req.Requests), st.RateRequests, now, req.NRequests)
 	tk := gcra.Reserve(limit(req.Tokens), st.RateTokens, now, req.NTokens)
+	// Shadow (req.Shadow): a denial is counted, never enforced, and
+	// charges nothing; the twin of rate.lua's shadow_denied.
+	if (rq.RetryAfter < 0 || tk.RetryAfter < 0) && req.Shadow {
+		st.RateShadow++
+		t.dirty = true
+		return governor.RateResult{Allowed: true, ShadowDenied: true, RemainingRequests: rq.Remaining, RemainingTokens: tk.Remaining}, t.commit()
+	}
 	if rq.RetryAfter < 0 || tk.RetryAfter < 0 {
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
+	// The learned budget (RateLearn): the stricter of it and the limits
+	// decides; the twin of rate.lua's.
+	lrq := learned(&rq, st.LearnedRequests, st.LearnedRequestsUntil, now, req.NRequests)
+	ltk := learned(&tk, st.LearnedTokens, st.LearnedTokensUntil, now, req.NTokens)
 	res := governor.RateResult{Allowed: rq.Allowed && tk.Allowed, RemainingRequests: rq.Remaining, RemainingTokens: tk.Remaining}
 	st.RateRequestsLimit, st.RateTokensLimit = req.Requests, req.Tokens
 	if res.Allowed {
+		lrq(&st.LearnedRequests)
+		ltk(&st.LearnedTokens)
 		st.RateRequests, st.RateTokens = rq.TAT, tk.TAT
 		st.RateAllowed++
+	} else if req.Shadow {
+		res.Allowed, res.ShadowDenied = true, true
+		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
+		res.RemainingRequests, res.RemainingTokens = 0, 0
+		st.RateShadow++
 	} else {
 		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
 		res.RemainingRequests, res.RemainingTokens = 0, 0
@@ -80,21 +104,15 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 	}
 	now := b.now()
 	rs := governor.RateStatus{Key: key, Now: now.wall, RemainingRequests: -1, RemainingTokens: -1}
-	k := governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}
-	dir, err := b.openResource(k.Project, k.Resource, false)
-	if errors.Is(err, errNoState) {
+	st, err := b.peek(governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource})
+	if err != nil {
+		return governor.RateStatus{}, err
+	}
+	if st == nil {
 		return rs, nil
 	}
-	if err != nil {
-		return governor.RateStatus{}, err
-	}
-	defer unix.Close(dir)
-	st, err := b.load(dir, k)
-	if err != nil {
-		return governor.RateStatus{}, err
-	}
 	rs.Requests, rs.Tokens = st.RateRequestsLimit, st.RateTokensLimit
-	rs.Allowed, rs.Limited = st.RateAllowed, st.RateLimited
+	rs.Allowed, rs.Limited, rs.ShadowDenied = st.RateAllowed, st.RateLimited, st.RateShadow
 	rs.RemainingRequests = remaining(rs.Requests, st.RateRequests, now.boot)
 	rs.RemainingTokens = remaining(rs.Tokens, st.RateTokens, now.boot)
 	return rs, nil
@@ -123,4 +141,47 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// learned applies a learned budget of left until until (boot clock) to
+// d, the configured limit's decision for cost at now: a budget in force
+// that does not cover cost denies until then, and the remaining is the
+// smaller. It returns what takes the cost off the budget once the
+// reservation is granted.
+func learned(d *gcra.Decision, left, until, now, cost int64) func(*int64) {
+	if until <= now {
+		return func(*int64) {}
+	}
+	rem := left - cost
+	if rem < 0 {
+		d.Allowed, d.RetryAfter, d.Remaining = false, max(d.RetryAfter, until-now), 0
+		return func(*int64) {}
+	}
+	if d.Remaining < 0 || rem < d.Remaining {
+		d.Remaining = rem
+	}
+	return func(b *int64) { *b = rem }
+}
+
+var _ governor.BudgetBackend = (*Backend)(nil)
+
+// RateLearn implements governor.BudgetBackend.
+func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+	if b.isClosed() {
+		return governor.ErrClosed
+	}
+	t, err := b.begin(ctx, governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}, true)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	st := t.st
+	if lb.RemainingRequests >= 0 && lb.ResetRequests > 0 {
+		st.LearnedRequests, st.LearnedRequestsUntil = lb.RemainingRequests, t.now.boot+int64(lb.ResetRequests)
+	}
+	if lb.RemainingTokens >= 0 && lb.ResetTokens > 0 {
+		st.LearnedTokens, st.LearnedTokensUntil = lb.RemainingTokens, t.now.boot+int64(lb.ResetTokens)
+	}
+	t.dirty = true
+	return t.commit()
 }

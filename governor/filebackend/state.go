@@ -45,6 +45,13 @@ type state struct {
 	RateTokens   int64 `json:"rate_tokens,omitempty"`
 	RateAllowed  int64 `json:"rate_allowed,omitempty"`
 	RateLimited  int64 `json:"rate_limited,omitempty"`
+	RateShadow   int64 `json:"rate_shadow_denied,omitempty"`
+	// The budget learned from the provider's responses (RateLearn):
+	// what it still accepts, and until when (boot clock; 0: none).
+	LearnedRequests      int64 `json:"learned_requests,omitempty"`
+	LearnedRequestsUntil int64 `json:"learned_requests_until,omitempty"`
+	LearnedTokens        int64 `json:"learned_tokens,omitempty"`
+	LearnedTokensUntil   int64 `json:"learned_tokens_until,omitempty"`
 	// The limits of the last reservation, for RateStatus.
 	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
 	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`
@@ -75,6 +82,13 @@ type state struct {
 	// Policy eager: the blocked head last passed, and how often.
 	EagerHead   string `json:"eager_head,omitempty"`
 	EagerPasses int    `json:"eager_passes,omitempty"`
+	// CoolOff is the end of the resource's cool-off (boot clock; see
+	// cooloff.go), 0 when none; SignalAt the last rate-limit signal
+	// (wall clock, Unix nanoseconds).
+	CoolOff  int64 `json:"cool_off,omitempty"`
+	SignalAt int64 `json:"signal_at,omitempty"`
+	// Adaptive is the AIMD state (cooloff.go), nil when not adaptive.
+	Adaptive *governor.AdaptiveState `json:"adaptive,omitempty"`
 }
 
 type pauseMark struct {
@@ -343,8 +357,11 @@ func (c clockNow) at(inst int64) time.Time {
 // that expire first (all when maxHolders < 0).
 func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders int) governor.Status {
 	s := governor.Status{Key: key, Limit: st.Limit, DriftLimit: st.Drift, Counters: st.Counters, Now: now.wall,
-		DriftPolicy: st.PolicyDrift}
+		DriftPolicy: st.PolicyDrift, CoolOff: st.coolOffEnd(now, boot), Adaptive: st.adaptiveStatus()}
 	s.Policy, _ = governor.ParsePolicy(st.Policy)
+	if st.SignalAt != 0 {
+		s.LastSignal = time.Unix(0, st.SignalAt)
+	}
 	if p := st.Paused; p != nil {
 		s.Paused = &governor.Paused{Since: time.Unix(0, p.Since), By: p.By}
 	}

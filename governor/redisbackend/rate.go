@@ -33,26 +33,36 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	}
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
-	v, err := rateScript.Run(ctx, b.rdb, RateKeys(req.Key), args...).Slice()
+	if req.Shadow {
+		args = append(args, "1")
+	}
+	// The third key carries the cool-off (see cooloff.lua).
+	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1])
+	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
 	b.registerRate(ctx, req.Key)
 	r := &reader{op: "rate reserve", key: req.Key}
-	if !r.length(v, 4, false) {
+	if len(v) != 5 && len(v) != 6 && !r.length(v, 4, false) { // 5: denied by a cool-off; 6: shadow denied
 		return governor.RateResult{}, r.err
 	}
+	var coolOff time.Time
+	if len(v) == 5 {
+		coolOff = time.UnixMilli(r.int(v[4], "the end of the cool-off"))
+	}
+	shadowDenied := len(v) == 6 && r.int(v[5], "the shadow verdict") == 1
 	res := governor.RateResult{Allowed: r.int(v[0], "the verdict") == 1, RemainingRequests: r.int(v[2], "the requests left"),
 		RemainingTokens: r.int(v[3], "the tokens left")}
 	retry := r.int(v[1], "the retry time")
 	if r.err != nil {
 		return governor.RateResult{}, r.err
 	}
-	if retry < 0 {
+	if retry < 0 && !shadowDenied {
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
-	res.RetryAfter = usec(retry)
+	res.RetryAfter, res.CoolOff, res.ShadowDenied = usec(max(retry, 0)), coolOff, shadowDenied
 	return res, nil
 }
 
@@ -75,10 +85,11 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 		return governor.RateStatus{}, wrap("rate status", err)
 	}
 	r := &reader{op: "rate status", key: key}
-	if !r.length(v, 6, false) {
+	if !r.length(v, 7, false) {
 		return governor.RateStatus{}, r.err
 	}
 	rs := governor.RateStatus{Key: key, Allowed: r.int(v[0], "the allowed count"), Limited: r.int(v[1], "the limited count"),
+		ShadowDenied:      r.int(v[6], "the shadow denied count"),
 		RemainingRequests: r.int(v[3], "the requests left"), RemainingTokens: r.int(v[4], "the tokens left"),
 		Now: time.UnixMicro(r.int(v[5], "the time"))}
 	limits := r.str(v[2], "the limits")
@@ -123,3 +134,15 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 }
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+
+var _ governor.BudgetBackend = (*Backend)(nil)
+
+// RateLearn implements governor.BudgetBackend.
+func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+	if b.closed.Load() {
+		return governor.ErrClosed
+	}
+	args := []any{"learn", lb.RemainingRequests, lb.ResetRequests.Microseconds(), 0, 0,
+		lb.RemainingTokens, lb.ResetTokens.Microseconds(), 0, 0}
+	return wrap("rate learn", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
+}

@@ -184,9 +184,13 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	return be, nil
 }
 
-// allScripts are the scripts New loads.
+// allScripts are the scripts New loads. Those of rate-limit signals
+// (cooloff.lua, adapt.lua, note.lua) are left to their first run
+// (EVALSHA, then EVAL): they are rare, and every script loaded here is a
+// round trip each process pays at open when the server lacks it.
 var allScripts = []*script{acquireScript, renewScript, releaseScript, cancelScript,
-	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript}
+	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
+	renewManyScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
@@ -359,14 +363,25 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 		return time.Time{}, governor.ErrClosed
 	}
 	rk := b.resource(key)
+	v, err := renewScript.Run(ctx, b.rdb, rk.keys, b.renewArgs(rk, id, secret, ttl, mode)...).Slice()
+	if err != nil {
+		return time.Time{}, wrap("renew", err)
+	}
+	return renewReply(rk, key, id, v)
+}
+
+// renewArgs are renew.lua's ARGV for lease id of rk.
+func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, ttl time.Duration, mode string) []any {
 	loss := b.lossMS(rk, ttl)
 	if _, ok := rk.held.Load(id); !ok {
 		loss = 0
 	}
-	v, err := renewScript.Run(ctx, b.rdb, rk.keys, id, ttl.Milliseconds(), secret, mode, loss).Slice()
-	if err != nil {
-		return time.Time{}, wrap("renew", err)
-	}
+	return []any{id, ttl.Milliseconds(), secret, mode, loss}
+}
+
+// renewReply reads renew.lua's reply v for lease id of key (rk its keys),
+// forgetting the lease as held when it is lost.
+func renewReply(rk *resourceKeys, key governor.Key, id string, v []any) (time.Time, error) {
 	if len(v) == 1 && v[0] == int64(-1) {
 		return time.Time{}, governor.NotOwner(key, id)
 	}

@@ -185,12 +185,13 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	if len(v) == 2 && r.int(v[0], "the code") == -4 {
 		return res, cmp.Or(r.err, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue")))
 	}
-	if !r.length(v, 9, true) {
+	if !r.length(v, 10, true) {
 		return res, r.err
 	}
 	code := r.int(v[0], "the code")
 	st := governor.Status{Key: key, Limit: int(r.int(v[4], "the limit")), Used: int(r.int(v[5], "the weight used")),
 		DriftLimit: int(r.int(v[7], "the drift limit")), Now: time.UnixMilli(r.int(v[8], "the time"))}
+	st.CoolOff = coolOffEnd(r.int(v[9], "the end of the cool-off"), st.Now)
 	qlen := r.int(v[6], "the queue length")
 	if r.err != nil {
 		return res, r.err
@@ -211,11 +212,21 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		r.fail("queue length %d; want 0 to %d", qlen, maxQueue)
 		return res, r.err
 	}
-	// The queue is reported by length only; Status lists it in full.
-	st.Waiters = make([]governor.Waiter, qlen)
-	st.Holders = r.holders(v[9:])
+	// The queue is reported by length only (Status lists it in full):
+	// listing 100,000 empty waiters cost each enqueue 10 ms here.
+	st.Queued = int(qlen)
+	st.Holders = r.holders(v[10:])
 	res.Status = st
 	return res, r.err
+}
+
+// coolOffEnd is the end of a cool-off stored as ms, or zero when it
+// has passed (or none was stored).
+func coolOffEnd(ms int64, now time.Time) time.Time {
+	if t := time.UnixMilli(ms); ms > 0 && t.After(now) {
+		return t
+	}
+	return time.Time{}
 }
 
 // statusReply reads status.lua's reply.
@@ -224,7 +235,7 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	if !r.length(v, 7, false) {
 		return governor.Status{}, r.err
 	}
-	var paused, live, liveAt int64
+	var paused, live, liveAt, adapt, adaptMax, adaptOK int64
 	st := governor.Status{Key: key, Now: time.UnixMilli(r.int(v[0], "the time"))}
 	meta := r.list(v[1], "the meta fields")
 	if len(meta)%2 != 0 {
@@ -260,6 +271,16 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			live = n
 		case "live_at":
 			liveAt = n
+		case "cooloff":
+			st.CoolOff = coolOffEnd(n, st.Now)
+		case "adapt":
+			adapt = n
+		case "adapt_max":
+			adaptMax = n
+		case "adapt_ok":
+			adaptOK = n
+		case "signal_at":
+			st.LastSignal = time.UnixMilli(n)
 		}
 	}
 	st.Holders = r.holders(r.list(v[2], "the holders"))
@@ -281,6 +302,9 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	}
 	if live > 0 {
 		st.LiveLimit = &governor.LiveLimit{Limit: int(live), By: r.str(text[1], "who set the live limit"), At: time.UnixMilli(liveAt)}
+	}
+	if adapt > 0 {
+		st.Adaptive = &governor.AdaptiveState{Limit: int(adapt), Max: int(adaptMax), Successes: int(adaptOK)}
 	}
 	st.Holds = r.holds(text[2], text[3:])
 	if pol := r.list(v[6], "the queue policy"); r.length(pol, 2, false) {

@@ -166,7 +166,7 @@ func acquireOp(name string, limit, weight int, ttl time.Duration, mode governor.
 				Declaration: governor.Declaration{Session: "twin", Host: "h", PID: 7}})
 			return fmt.Sprintf("%v token %d expires %d position %d used %d limit %d holders %d waiters %d err %v",
 				res.Outcome, res.Token, res.Expires.UnixMilli(), res.Position, res.Status.Used, res.Status.Limit,
-				len(res.Status.Holders), len(res.Status.Waiters), err)
+				len(res.Status.Holders), res.Status.QueueLen(), err)
 		}}
 }
 

@@ -43,7 +43,7 @@ func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked
 		n.InForce = st.Limit
 		n.Source = fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
 			safetext.Escape(l.By), resource)
-	} else if st.Limit != 0 && st.Limit != limit && (st.Used > 0 || len(st.Waiters) > 0) {
+	} else if st.Limit != 0 && st.Limit != limit && (st.Used > 0 || st.QueueLen() > 0) {
 		n.InForce = st.Limit
 		n.Source = "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
 	}

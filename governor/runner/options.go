@@ -106,6 +106,15 @@ type Options struct {
 	// Tokens is the token estimate to reserve from each provider's
 	// tokens-per-minute budget (--tokens).
 	Tokens int64
+	// ProviderLimits are the configured limits by provider name, for
+	// what a run reports after its command (Provider.Report): adaptive
+	// concurrency counts its successes and halves on its signals.
+	ProviderLimits map[string]governor.ProviderLimits
+	// BackoffExitCode, when not 0, makes the command exiting with it a
+	// rate-limit signal for each of Providers (--backoff-exit-code): a
+	// fleet-wide cool-off of the default length (governor.CoolOff). The
+	// run still exits with the command's code.
+	BackoffExitCode int
 	// Limit is the limit of every resource Limits does not have (--limit);
 	// 0 means such a resource is an error.
 	Limit int
@@ -184,6 +193,7 @@ type Options struct {
 type ProviderRate struct {
 	Requests governor.RateLimit
 	Tokens   governor.RateLimit
+	Shadow   bool // evaluated and counted, never enforced
 }
 
 func (p ProviderRate) limited() bool { return p.Requests.Rate > 0 || p.Tokens.Rate > 0 }
@@ -294,6 +304,9 @@ func plan(o *Options) ([]*item, error) {
 		if d.v < 0 {
 			return nil, fmt.Errorf("%s %v is not allowed; use a positive duration such as 30s", d.flag, d.v)
 		}
+	}
+	if o.BackoffExitCode != 0 && (o.BackoffExitCode < 1 || o.BackoffExitCode > 255 || len(o.Providers) == 0) {
+		return nil, fmt.Errorf("--backoff-exit-code %d is not allowed; use 1 to 255, with --provider NAME (the provider the exit code signals for)", o.BackoffExitCode)
 	}
 	if o.Limit != 0 && governor.ValidateLimit("every resource", o.Limit) != nil {
 		return nil, fmt.Errorf("--limit %d is not allowed; use 1 to %d", o.Limit, governor.MaxLimit)

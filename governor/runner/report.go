@@ -120,11 +120,14 @@ func AcquireFailed(ctx context.Context, g *governor.Governor, err error, skip bo
 func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
 	st := busy.Status
 	msg := fmt.Sprintf("%s is busy: %d of %d in use", busy.Resource, st.Used, st.Limit)
-	if n := len(st.Waiters); n > 0 {
+	if n := st.QueueLen(); n > 0 {
 		msg += fmt.Sprintf(", %d waiting", n)
 	}
 	if p := st.Paused; p != nil {
 		msg += fmt.Sprintf(", paused by %s: nothing new is granted until 'governor resume %s'", safetext.Escape(p.By), busy.Resource)
+	}
+	if c := st.CoolingOff(); c != "" {
+		msg += ", " + c
 	}
 	if busy.Rule != "" {
 		msg += "; refused by " + busy.Rule

@@ -140,7 +140,37 @@ func (r *run) run(ctx context.Context) int {
 	r.rec.Granted = time.Now()
 	r.writeRecord(KindGrant)
 	code, outcome, err := r.execute()
+	if outcome == OutcomeRan {
+		r.report(ctx, code)
+	}
 	return r.finish(code, outcome, err)
+}
+
+// report tells each --provider how the command ended (Provider.Report):
+// the exit code BackoffExitCode is a rate-limit signal, a fleet-wide
+// cool-off of the default length (said on stderr); 0 is a success (for
+// adaptive concurrency). A failure to record it is said too; the run's
+// exit code stays the command's.
+func (r *run) report(ctx context.Context, code int) {
+	var outcome error
+	switch {
+	case r.o.BackoffExitCode > 0 && code == r.o.BackoffExitCode:
+		outcome = governor.RateLimited{Reason: fmt.Sprintf("the command exited %d (--backoff-exit-code)", code)}
+	case code != 0:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), governor.DefaultReleaseTimeout)
+	defer cancel()
+	for _, p := range r.o.Providers {
+		end, err := r.g.Provider(p, r.o.ProviderLimits[p]).Report(ctx, outcome)
+		switch {
+		case err != nil:
+			fmt.Fprintf(r.stderr, "governor: provider %s: %s\n", p, safetext.Escape(err.Error()))
+		case outcome != nil:
+			fmt.Fprintf(r.stderr, "governor: provider %s: the command exited %d (--backoff-exit-code): %s\n", p, code,
+				governor.CoolOffNote(end, time.Until(end)))
+		}
+	}
 }
 
 // fail ends a run that has acquired nothing and started nothing.
@@ -291,7 +321,7 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 			continue
 		}
 		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
-			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens}
+			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens, Shadow: rl.Shadow}
 		if mode == governor.Wait {
 			start := time.Now()
 			err := g.WaitRate(ctx, req)
@@ -313,6 +343,9 @@ func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governo
 		if !res.Allowed {
 			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
 				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
+			if !res.CoolOff.IsZero() {
+				na.Msg = fmt.Sprintf("provider %s: %s", p, governor.CoolOffNote(res.CoolOff, res.RetryAfter))
+			}
 			if r.o.IfBusy == IfBusySkip {
 				na.Msg += "; skipped (--if-busy skip)"
 				na.Skipped = true

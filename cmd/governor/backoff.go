@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+func (a *app) backoffCmd() *cobra.Command {
+	var retryAfter time.Duration
+	cmd := &cobra.Command{
+		Use:   "backoff PROVIDER [--retry-after D]",
+		Short: "Report a provider's rate-limit signal: the provider cools off for every process",
+		Long: `backoff reports that provider PROVIDER refused a call for its rate limits (an
+HTTP 429 or 529), so that every process of the project backs off, not only the
+one that saw it: the provider cools off until --retry-after D from now on the
+backend's clock (the provider's retry-after; without it, ` + governor.DefaultCoolOff.String() + ` plus up to a
+quarter more at random, so that the fleet's next calls do not all come at
+once). A cool-off already in force that ends later is kept. A provider
+with adaptive concurrency (providers.NAME.adaptive) also has its limit halved.
+
+During a cool-off 'governor run --provider PROVIDER', 'governor acquire
+provider:PROVIDER' and the library's Provider.Do grant nothing new: they wait
+for its end, or with --if-busy fail exit 73 saying until when; holders keep
+their slots. At the end the queue is served in FIFO order. 'governor events
+provider:PROVIDER' shows each cool-off and who asked for it.
+
+An agent in any language reports a 429 with it, or runs its calls under
+'governor run --provider PROVIDER --backoff-exit-code N' and exits N.
+
+Exit codes: 0 the cool-off is recorded (its end printed); 125 bad input or
+backend unreachable.`,
+		Example: `  governor backoff anthropic --retry-after 20s
+  governor backoff openai`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if retryAfter < 0 || retryAfter > governor.MaxRetryAfter {
+				return exitWith(ExitFailure, fmt.Errorf("--retry-after %v; allowed: 0 (the default) to %v", retryAfter, governor.MaxRetryAfter))
+			}
+			if args[0] == "" {
+				return exitWith(ExitFailure, errors.New(`provider ""; give a provider name such as anthropic`))
+			}
+			resource := governor.ProviderResource(args[0])
+			if err := governor.ValidateResource(resource); err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
+			g, err := a.open(cmd.Context(), openOptions{Command: "governor backoff " + args[0]})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			p := g.Provider(args[0], providerLimits(l.Config)[args[0]])
+			end, err := p.Report(cmd.Context(), governor.RateLimited{RetryAfter: retryAfter, Reason: "governor backoff"})
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "provider %s: %s\n", args[0], governor.CoolOffNote(end, time.Until(end)))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&retryAfter, "retry-after", 0, "how long the provider asked to wait (default: "+governor.DefaultCoolOff.String()+" with jitter)")
+	return cmd
+}

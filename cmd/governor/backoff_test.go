@@ -1,0 +1,113 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBackoff: 'governor backoff P' pauses P for every process: a run
+// --provider P with --if-busy fail exits 73 saying until when (a
+// provider with slots, and a rates-only one), a waiting run starts once
+// the cool-off is over; bad input is 125.
+func TestBackoff(t *testing.T) {
+	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n  openai:\n    requests_per_minute: 600\n"
+	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		for _, p := range []string{"anthropic", "openai"} {
+			code, out, errs := tg.run(t, "backoff", p, "--retry-after", "3s")
+			if code != 0 || !strings.Contains(out, "provider "+p+": cooling off after a rate-limit signal until ") {
+				t.Fatalf("backoff %s: exit %d %q %q", p, code, out, errs)
+			}
+			code, _, errs = tg.run(t, "run", "--provider", p, "--", "true")
+			if code != 73 || !strings.Contains(errs, "cooling off after a rate-limit signal until ") {
+				t.Fatalf("run --provider %s during the cool-off: exit %d %q; want 73 saying until when", p, code, errs)
+			}
+			if p == "anthropic" {
+				code, _, errs = tg.run(t, "acquire", "provider:"+p)
+				if code != 73 || !strings.Contains(errs, "cooling off after a rate-limit signal until ") {
+					t.Fatalf("acquire provider:%s during the cool-off: exit %d %q; want 73 saying until when", p, code, errs)
+				}
+			}
+			start := time.Now()
+			if code, _, errs := tg.run(t, "run", "--provider", p, "--if-busy", "wait", "--wait-timeout", "60s", "--", "true"); code != 0 {
+				t.Fatalf("waiting run --provider %s: exit %d %q", p, code, errs)
+			} else if time.Since(start) < time.Second {
+				// The cool-off is 3s on the backend's clock: a run that did
+				// not wait at all ignored it.
+				t.Fatalf("waiting run --provider %s started after %v, inside the cool-off", p, time.Since(start))
+			}
+		}
+		for _, bad := range [][]string{{"backoff", "anthropic", "--retry-after", "-1s"}, {"backoff", "anthropic", "--retry-after", "25h"},
+			{"backoff", ""}, {"backoff"}, {"run", "--provider", "anthropic", "--backoff-exit-code", "256", "--", "true"},
+			{"run", "--resource", "heavy", "--backoff-exit-code", "3", "--", "true"}} {
+			if code, _, errs := tg.run(t, bad...); code != 125 {
+				t.Errorf("%q: exit %d %q; want 125", bad, code, errs)
+			}
+		}
+	})
+}
+
+// TestRunBackoffExitCode: a command exiting with --backoff-exit-code N
+// is a rate-limit signal for its providers: the run exits N, says so,
+// and the next run of the provider is refused for the cool-off; any
+// other exit code signals nothing.
+func TestRunBackoffExitCode(t *testing.T) {
+	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n"
+	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 1"); code != 1 || errs != "" {
+			t.Fatalf("exit 1: run exit %d %q", code, errs)
+		}
+		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--", "true"); code != 0 {
+			t.Fatalf("after an exit code that is no signal: exit %d %q", code, errs)
+		}
+		code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 42")
+		if code != 42 || !strings.Contains(errs, "provider anthropic: the command exited 42 (--backoff-exit-code): cooling off") {
+			t.Fatalf("exit 42: run exit %d %q; want 42 and the cool-off said", code, errs)
+		}
+		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--", "true"); code != 73 || !strings.Contains(errs, "cooling off") {
+			t.Fatalf("after the signal: exit %d %q; want 73 cooling off", code, errs)
+		}
+		if code, out, _ := tg.run(t, "events", "provider:anthropic"); code != 0 || !strings.Contains(out, "cooloff") || !strings.Contains(out, "--backoff-exit-code") {
+			t.Fatalf("events: exit %d %q; want the cool-off and its reason", code, out)
+		}
+	})
+}
+
+// TestRunAdaptive: with providers.P.adaptive, a signal (exit code
+// --backoff-exit-code) halves P's limit in force for every process, and
+// a run of successful runs adds one back; slots shows the adaptive limit
+// against the configured one and the last signal; bad adaptive settings
+// are named by config check.
+func TestRunAdaptive(t *testing.T) {
+	cfg := "providers:\n  anthropic:\n    max_concurrency: 4\n    adaptive: true\n    adaptive_min: 1\n    adaptive_increase_every: 2\n"
+	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 42"); code != 42 {
+			t.Fatalf("signal: exit %d %q", code, errs)
+		}
+		g := tg.governor(t)
+		if st := tg.status(t, g, "provider:anthropic"); st.Limit != 2 || st.Adaptive == nil || st.Adaptive.Max != 4 || st.LastSignal.IsZero() {
+			t.Fatalf("after a signal: limit %d, adaptive %+v, last signal %v; want 2 of 4", st.Limit, st.Adaptive, st.LastSignal)
+		}
+		code, out, _ := tg.run(t, "slots", "provider:anthropic")
+		if code != 0 || !strings.Contains(out, "adaptive: limit 2 of configured 4") || !strings.Contains(out, "last rate-limit signal") {
+			t.Fatalf("slots: exit %d\n%s", code, out)
+		}
+		for i := 0; i < 2; i++ {
+			if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--if-busy", "wait", "--wait-timeout", "60s", "--", "true"); code != 0 {
+				t.Fatalf("success %d: exit %d %q", i, code, errs)
+			}
+		}
+		if st := tg.status(t, g, "provider:anthropic"); st.Limit != 3 || st.Adaptive.Limit != 3 {
+			t.Fatalf("after two successes: limit %d, adaptive %+v; want 3", st.Limit, st.Adaptive)
+		}
+	})
+	bad := "providers:\n  a:\n    adaptive: true\n  b:\n    max_concurrency: 2\n    adaptive: true\n    adaptive_min: 3\n  c:\n    max_concurrency: 2\n    adaptive_increase_every: 5\n  d:\n    on_backend_down: sometimes\n"
+	tg := fileTarget(t, bad)
+	code, _, errs := tg.run(t, "config", "check")
+	for _, want := range []string{"providers.a.adaptive", "max concurrency", "providers.b.adaptive", "adaptive min 3; allowed: 1 to the max concurrency 2",
+		"providers.c.adaptive", "providers.c.adaptive is not true", "providers.d.on_backend_down", `on_backend_down "sometimes"; allowed: closed, open, local:N`} {
+		if code != 125 || !strings.Contains(errs, want) {
+			t.Errorf("config check: exit %d, %q does not name %q", code, errs, want)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// DefaultCoolOff is the cool-off after a rate-limit signal that did not
+// say how long to wait; up to a quarter more is added at random, so that
+// the fleet's probes after it do not all arrive in the same instant.
+const DefaultCoolOff = 5 * time.Second
+
+// CoolOffBackend is the part of the contract for fleet-wide cool-offs
+// after a provider's rate-limit signal. Time is the backend's.
+type CoolOffBackend interface {
+	// CoolOff pauses key until now+d: no new grant of its slots (a
+	// Fail acquire is Refused, a Wait acquire queues in FIFO order and
+	// is granted, in order, once the cool-off ends) and no rate
+	// reservation of the rate key of the same name (denied with
+	// RetryAfter the time left). Holders keep their leases. A cool-off
+	// in force that ends later is kept, never shortened. It records an
+	// EventCoolOff whose detail is reason, and returns the end of the
+	// cool-off in force (backend time). d is 1ms to MaxRetryAfter (the
+	// Governor checks it).
+	CoolOff(ctx context.Context, key Key, d time.Duration, reason string) (time.Time, error)
+}
+
+// CoolOffBackend reports whether the Governor's backend keeps cool-offs.
+func (g *Governor) coolOffBackend() (CoolOffBackend, error) {
+	cb, ok := g.b.(CoolOffBackend)
+	if !ok {
+		return nil, fmt.Errorf("%w: the backend %T keeps no cool-offs", ErrInvalid, g.b)
+	}
+	return cb, nil
+}
+
+// CoolOff pauses resource, fleet-wide, for d on the backend's clock (d
+// 0: DefaultCoolOff plus up to a quarter more at random); see
+// CoolOffBackend. A provider's resource is ProviderResource(name). It
+// returns the end of the cool-off in force, which may be later than
+// asked. A d below zero or above MaxRetryAfter is ErrInvalid and
+// changes nothing.
+func (g *Governor) CoolOff(ctx context.Context, resource string, d time.Duration, reason string) (time.Time, error) {
+	if err := ValidateResource(resource); err != nil {
+		return time.Time{}, err
+	}
+	d, err := coolOffFor(d)
+	if err != nil {
+		return time.Time{}, err
+	}
+	cb, err := g.coolOffBackend()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if reason == "" {
+		reason = "rate-limit signal"
+	}
+	return cb.CoolOff(ctx, Key{g.project, resource}, d, fmt.Sprintf("%s (session %s)", reason, g.decl.Session))
+}
+
+// coolOffFor checks a cool-off's length: 0 is DefaultCoolOff with
+// jitter, and what remains is at least 1ms.
+func coolOffFor(d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0 || d > MaxRetryAfter:
+		return 0, invalid("cool-off %v; allowed: 0 (the default, %v with jitter) to %v", d, DefaultCoolOff, MaxRetryAfter)
+	case d == 0:
+		return DefaultCoolOff + time.Duration(rand.Int64N(int64(DefaultCoolOff/4))), nil
+	}
+	return max(d, time.Millisecond), nil
+}
+
+// signalled returns the cool-off err asks for when it carries a
+// RateLimited.
+func signalled(err error) (RateLimited, bool) {
+	var rl RateLimited
+	if err == nil || !errors.As(err, &rl) {
+		return RateLimited{}, false
+	}
+	return rl, true
+}
+
+// CoolOffNote says that a resource is cooling off until end, left from
+// now: the one wording of every message about a cool-off.
+func CoolOffNote(end time.Time, left time.Duration) string {
+	return fmt.Sprintf("cooling off after a rate-limit signal until %s (%v from now)",
+		end.UTC().Format(time.RFC3339Nano), left.Round(time.Millisecond))
+}
+
+// CoolingOff says that st's resource is cooling off and until when, or
+// "" when it is not.
+func (st Status) CoolingOff() string {
+	if left := st.coolingOff(); left > 0 {
+		return CoolOffNote(st.CoolOff, left)
+	}
+	return ""
+}
+
+// coolingOff tells how long st's cool-off has left (0: none).
+func (st Status) coolingOff() time.Duration {
+	if st.CoolOff.IsZero() || !st.CoolOff.After(st.Now) {
+		return 0
+	}
+	return st.CoolOff.Sub(st.Now)
+}
