@@ -362,10 +362,12 @@ func summary(st governor.Status, refusal bool) string {
 	}
 	sort.Strings(hs)
 	var ws []string
-	for _, w := range st.Waiters {
-		if refusal {
+	if refusal {
+		for range st.QueueLen() { // a reply may list it or count it (Status.Queued)
 			ws = append(ws, "?")
-		} else {
+		}
+	} else {
+		for _, w := range st.Waiters {
 			ws = append(ws, fmt.Sprintf("%s:%d", w.ID, w.Weight))
 		}
 	}
