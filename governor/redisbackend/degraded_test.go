@@ -49,8 +49,10 @@ func TestDegradedModes(t *testing.T) {
 	}
 	closed, open, local := provider("closed", "closed"), provider("open", "open"), provider("local", "local:2")
 	// run calls p n times at once, each call 100ms, and returns how many
-	// ran, the peak at once, and the errors.
-	run := func(p *governor.Provider, n int, timeout time.Duration) (ran, peak int64, errs []error) {
+	// ran, the peak at once, and the errors. With gather, each call stays
+	// in until all n are in at once (or 10s pass): a peak below n then
+	// proves a limit, not a slow machine.
+	run := func(p *governor.Provider, n int, timeout time.Duration, gather ...bool) (ran, peak int64, errs []error) {
 		var in atomic.Int64
 		var wg sync.WaitGroup
 		var emu sync.Mutex
@@ -70,6 +72,9 @@ func TestDegradedModes(t *testing.T) {
 					}
 					atomic.AddInt64(&ran, 1)
 					time.Sleep(100 * time.Millisecond)
+					for end := time.Now().Add(10 * time.Second); len(gather) > 0 && atomic.LoadInt64(&peak) < int64(n) && time.Now().Before(end); {
+						time.Sleep(10 * time.Millisecond)
+					}
 					in.Add(-1)
 					return 0, nil
 				})
@@ -93,7 +98,7 @@ func TestDegradedModes(t *testing.T) {
 	if ran, _, errs := run(closed, 2, 2*time.Second); ran != 0 || len(errs) != 2 {
 		t.Fatalf("closed, backend down: ran %d, errors %v; want nothing run, both ended by their deadline", ran, errs)
 	}
-	if ran, peak, errs := run(open, 5, 20*time.Second); ran != 5 || peak != 5 || errs != nil {
+	if ran, peak, errs := run(open, 5, 20*time.Second, true); ran != 5 || peak != 5 || errs != nil {
 		t.Fatalf("open, backend down: ran %d (peak %d at once), %v; want all 5 through", ran, peak, errs)
 	}
 	if ran, peak, errs := run(local, 6, 20*time.Second); ran != 6 || peak != 2 || errs != nil {
