@@ -277,7 +277,11 @@ func (t *Tree) stop(reason error, grace time.Duration) {
 		reason = ErrStopped
 	}
 	t.mu.Lock()
-	if !t.leaderExited && t.stopReason == nil {
+	// A leader already reaped by a job-control wait (portable path) has
+	// exited, although peekLeader may not have seen it yet: Stop did not
+	// stop it (seen under load: Wait said stopped for a leader that had
+	// exited with its own code).
+	if !t.leaderExited && !t.leaderReaped && t.stopReason == nil {
 		t.stopReason = reason
 	}
 	t.stopping = true
