@@ -166,12 +166,20 @@ func (g *Governor) Held(ctx context.Context, resource, id string) (Holder, error
 	if err != nil {
 		return Holder{}, err
 	}
-	for _, x := range st.Holders {
-		if x.LeaseID == id {
-			return x, nil
-		}
+	if x, ok := st.holder(id); ok {
+		return x, nil
 	}
 	return Holder{}, fmt.Errorf("%w: lease %s of %s", ErrNotHeld, id, key)
+}
+
+// holder returns the holder of lease id in st, if it is listed.
+func (st Status) holder(id string) (Holder, bool) {
+	for _, x := range st.Holders {
+		if x.LeaseID == id {
+			return x, true
+		}
+	}
+	return Holder{}, false
 }
 
 // ReleaseHandle frees the lease h names, on behalf of a process that does
@@ -205,18 +213,13 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 	if err != nil {
 		return err
 	}
-	var target *Holder
-	for i := range st.Holders {
-		if st.Holders[i].LeaseID == h.ID {
-			target = &st.Holders[i]
-		}
-	}
-	if target == nil {
+	target, ok := st.holder(h.ID)
+	if !ok {
 		return fmt.Errorf("%w: lease %s of %s", ErrNotHeld, h.ID, key)
 	}
 	if !force {
-		if reason := g.alive(ctx, key, *target); reason != "" {
-			return &OwnerAliveError{Resource: h.Resource, Holder: *target, Now: st.Now, Reason: reason}
+		if reason := g.alive(ctx, key, target); reason != "" {
+			return &OwnerAliveError{Resource: h.Resource, Holder: target, Now: st.Now, Reason: reason}
 		}
 	}
 	req, _, err := g.request(h.Resource, AcquireOptions{Limit: max(st.Limit, target.Weight), Weight: target.Weight, NoHeartbeat: true})
@@ -239,10 +242,8 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 func (g *Governor) releaseOwn(ctx context.Context, key Key, h Handle) error {
 	var held time.Duration
 	if st, err := g.b.Status(ctx, key); err == nil {
-		for _, x := range st.Holders {
-			if x.LeaseID == h.ID {
-				held = st.Now.Sub(x.AcquiredAt)
-			}
+		if x, ok := st.holder(h.ID); ok {
+			held = st.Now.Sub(x.AcquiredAt)
 		}
 	}
 	err := g.b.Release(ctx, key, h.ID, h.Secret)
