@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 // Defaults for keys no source sets. The lease's are governor's: the

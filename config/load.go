@@ -16,7 +16,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/governor/mkdirslot"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // Source says where a value came from.

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/mkdirslot"
-	"github.com/governor-dev/governor/governor/redact"
+	"github.com/governor-dev/governor/internal/mkdirslot"
+	"github.com/governor-dev/governor/internal/redact"
 )
 
 // origin records where Load found each value.

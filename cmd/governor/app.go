@@ -16,7 +16,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/safetext"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 // completionTimeout bounds the backend reads of one <TAB>: a backend that

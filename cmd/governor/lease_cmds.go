@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 // parseHandle reads a lease handle (governor.ParseHandle), exiting 125

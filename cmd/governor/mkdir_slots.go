@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/mkdirslot"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // mkdirSlotJSON is the with-heavy-lock slot of a resource bound to one

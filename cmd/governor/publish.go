@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/publish"
+	"github.com/governor-dev/governor/internal/publish"
 )
 
 func (a *app) publishCmd() *cobra.Command {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/runner"
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 // watchdogFD is the descriptor on which `governor run --watchdog` gets its

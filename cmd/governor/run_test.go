@@ -23,7 +23,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 func ExampleStart() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/mkdirslot"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // heldSlot is a mkdir slot this run made, and the resource it is bound to.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 const project = "runnertest"

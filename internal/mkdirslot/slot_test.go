@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/governor-dev/governor/governor/mkdirslot"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // helperEnv makes the test binary a TryAcquire on the named directory,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/governor-dev/governor/governor/redact"
+	"github.com/governor-dev/governor/internal/redact"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/mkdirslot"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // HeldLease is a lease held by a run, as its descendants see it in

@@ -3,7 +3,7 @@ package supervise_test
 import (
 	"testing"
 
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 func TestExitCode(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/governor/publish"
+	"github.com/governor-dev/governor/internal/publish"
 )
 
 // helperEnv makes the test binary a publisher of the file it names to the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/runner"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 // The grant record is on file before the command starts, with the wait on

@@ -20,8 +20,8 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/governor/redact"
-	"github.com/governor-dev/governor/governor/supervise"
+	"github.com/governor-dev/governor/internal/redact"
+	"github.com/governor-dev/governor/internal/supervise"
 
 	"github.com/governor-dev/governor/internal/safetext"
 )
