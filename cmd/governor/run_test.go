@@ -23,9 +23,9 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
-	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 // The governor binary, built once on first use: `governor run` is tested

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/internal/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 // cgroupOrSkip returns the group a tree named name will get, or skips

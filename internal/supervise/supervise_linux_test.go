@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/internal/supervise"
 	"github.com/governor-dev/governor/internal/proctest"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 // Generous deadlines: the machine may be loaded; only upper bounds are
