@@ -1,0 +1,85 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/nearest"
+)
+
+// StatusSource reads resources' state: a *governor.Governor, or serve's
+// reopening one.
+type StatusSource interface {
+	Project() string
+	Resources(ctx context.Context) ([]string, error)
+	Status(ctx context.Context, resource string) (governor.Status, error)
+}
+
+// Statuses reads the named resources, or every resource with state plus
+// every one limits configures (configured limits by name). A resource
+// never used yet shows its configured limit. A name neither configured
+// nor with state is an UnknownResourceError; nothing is read then.
+func Statuses(ctx context.Context, g StatusSource, names []string, limits map[string]int) ([]governor.Status, error) {
+	have, err := g.Resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, n := range have {
+		known[n] = true
+	}
+	for n := range limits {
+		known[n] = true
+	}
+	all := make([]string, 0, len(known))
+	for n := range known {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if len(names) == 0 {
+		names = all
+	}
+	for _, n := range names {
+		if !known[n] {
+			return nil, unknownResource(g.Project(), n, all)
+		}
+	}
+	var out []governor.Status
+	for _, n := range names {
+		st, err := g.Status(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if st.Limit == 0 {
+			st.Limit = limits[n] // never used yet: show the configured limit
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// UnknownResourceError names a resource neither configured nor with
+// state.
+type UnknownResourceError string
+
+func (e UnknownResourceError) Error() string { return string(e) }
+
+// unknownResource says that resource is neither configured nor has
+// state in project, with the closest of the known names.
+func unknownResource(project, resource string, known []string) error {
+	msg := fmt.Sprintf("resource %q is unknown in project %s: it is not configured and has no state", resource, project)
+	switch near := nearest.Names(resource, known); {
+	case len(near) > 0:
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	case len(known) == 0:
+		msg += "; no resource is configured or in use"
+	case len(known) <= 20:
+		msg += "; known: " + strings.Join(known, ", ")
+	default:
+		msg += fmt.Sprintf("; %d are known: see 'governor slots'", len(known))
+	}
+	return UnknownResourceError(msg)
+}
