@@ -73,10 +73,21 @@ cancel), and the backend records the action as an event naming who did it:
 --admin-token-file, the page and the API only read: the action URLs do not
 exist (404) and the page shows no controls.
 
-On a loopback address, the page and the API answer only requests for the
-host localhost or a loopback IP (the Host header): another site cannot read
-them by pointing a name of its own at 127.0.0.1 (DNS rebinding). A proxy in
-front must then send such a Host.
+On a loopback address, every path (the page, the API, /metrics, /healthz)
+answers only requests for the host localhost or a loopback IP (the Host
+header): another site cannot read them by pointing a name of its own at
+127.0.0.1 (DNS rebinding). A proxy in front must then send such a Host.
+
+Loopback still means every user of this machine: on a host with other
+accounts serve warns so once at start. --unix PATH listens on a unix socket
+instead, created 0600 (only you, and root, can connect: curl --unix-socket
+PATH http://localhost/); PATH must not exist, or be a socket of yours that
+nothing listens on any more (a killed serve's), which is replaced; serve
+removes it when it stops. See docs/operator.md.
+
+A client gets 5 s to send its request's headers (at most 16 KiB, else 431)
+and 10 s for the whole request; an idle keep-alive connection is closed
+after a minute. A resource named twice in ?resource= is shown once.
 
 Values are read from the backend at scrape time, and the counters are kept by
 the backend, not by the process that acquired: one serve covers every process

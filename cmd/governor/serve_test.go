@@ -325,6 +325,8 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--timeout", "0s"}, "--timeout"},
 		{[]string{"serve", "extra"}, "unknown command"},
 		{[]string{"serve", "--resources-retention", "10ms"}, "--resources-retention"},
+		{[]string{"serve", "--unix", "/tmp/g.sock", "--listen", "127.0.0.1:0"}, "give one of them"},
+		{[]string{"serve", "--unix", "/"}, "--unix /: exists and is not a socket"},
 	} {
 		code, _, errs := serveCLI(t, append(global, tc.args...)...)
 		if code != ExitFailure || !strings.Contains(errs, tc.want) {

@@ -67,22 +67,7 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	}
 	defer ln.Close()
-	handler := metrics.Handler(reg(c), c)
-	if o.Page {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", handler)
-		mux.Handle("/healthz", handler)
-		var admin Admin
-		if o.Token != "" {
-			admin = o.Source
-		}
-		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, Admin: admin, Token: o.Token}).Register(mux)
-		handler = mux
-	}
-	if loopback(ln.Addr()) {
-		handler = LoopbackOnly(handler)
-	}
-	srv := newHTTPServer(handler, defaultLimits)
+	srv := newHTTPServer(handler(o, c, loopback(ln.Addr())), defaultLimits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	for _, w := range exposureWarnings(o, ln.Addr(), otherUsers) {
@@ -121,6 +106,28 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintln(o.Stderr, "governor: serve stopped")
 	return nil
+}
+
+// handler is everything serve serves: /metrics and /healthz from c, the
+// page and the API with o.Page; on a loopback listener (loop), for
+// loopback Hosts only, on every path.
+func handler(o Options, c *metrics.Collector, loop bool) http.Handler {
+	h := metrics.Handler(reg(c), c)
+	if o.Page {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", h)
+		mux.Handle("/healthz", h)
+		var admin Admin
+		if o.Token != "" {
+			admin = o.Source
+		}
+		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, Admin: admin, Token: o.Token}).Register(mux)
+		h = mux
+	}
+	if loop {
+		h = LoopbackOnly(h)
+	}
+	return h
 }
 
 // serverLimits bound what one client can hold of serve: a slow client

@@ -38,6 +38,7 @@ type EventSource interface {
 // error then names each such resource, beside the rows that were read.
 // When nothing could be listed at all, rows is nil.
 func ReadEvents(ctx context.Context, src EventSource, names []string, from time.Time) ([]Event, error) {
+	names = unique(names)
 	if len(names) == 0 {
 		var err error
 		if names, err = src.Resources(ctx); err != nil {

@@ -19,7 +19,7 @@ type StatusSource interface {
 }
 
 // Statuses reads the named resources, or every resource with state plus
-// every one limits configures (configured limits by name). A resource
+// every one limits configures (configured limits by name), each once. A resource
 // never used yet shows its configured limit. A name neither configured
 // nor with state is an UnknownResourceError; nothing is read then.
 func Statuses(ctx context.Context, g StatusSource, names []string, limits map[string]int) ([]governor.Status, error) {
@@ -39,6 +39,7 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 		all = append(all, n)
 	}
 	sort.Strings(all)
+	names = unique(names)
 	if len(names) == 0 {
 		names = all
 	}
@@ -59,6 +60,20 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// unique is names without repeats, in their first order: a resource
+// named twice (slots a a, ?resource=a&resource=a) is read and shown once.
+func unique(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // UnknownResourceError names a resource neither configured nor with
