@@ -100,7 +100,8 @@ flags, bad config or backend unreachable.`,
 }
 
 // statuses reads the named resources, or every resource with state plus
-// every configured one (view.Statuses), failing with 125.
+// every configured one (view.Statuses), failing with 125. Statuses come
+// with an error naming the resources whose state could not be read.
 func (a *app) statuses(ctx context.Context, g view.StatusSource, names []string) ([]governor.Status, error) {
 	l, err := a.load()
 	if err != nil {
@@ -108,7 +109,7 @@ func (a *app) statuses(ctx context.Context, g view.StatusSource, names []string)
 	}
 	sts, err := view.Statuses(ctx, g, names, l.Config.Limits())
 	if err != nil {
-		return nil, exitWith(ExitFailure, err)
+		return sts, exitWith(ExitFailure, err)
 	}
 	return sts, nil
 }
@@ -121,28 +122,30 @@ func (a *app) watchSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		fmt.Fprint(w, "\033[H\033[2J")
 		return a.printSlots(ctx, w, g, names)
 	}
-	sts, err := a.statuses(ctx, g, names)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return view.WriteJSONLine(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()))
-	}
-	fmt.Fprintf(w, "-- %s\n", time.Now().UTC().Format(time.RFC3339))
-	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks())
-	return nil
+	return a.writeSlots(ctx, w, g, names, view.WriteJSONLine, "-- "+time.Now().UTC().Format(time.RFC3339)+"\n")
 }
 
 func (a *app) printSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string) error {
+	return a.writeSlots(ctx, w, g, names, writeJSON, "")
+}
+
+// writeSlots writes one reading with enc under --json, else as a table
+// after head. A resource that could not be read is listed as such, and
+// fails the command (125) once the others are written, as events does.
+func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor, names []string, enc func(io.Writer, any) error, head string) error {
 	sts, err := a.statuses(ctx, g, names)
-	if err != nil {
+	if sts == nil && err != nil {
 		return err
 	}
 	if a.json {
-		return writeJSON(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()))
+		if werr := enc(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()).Skipping(err)); werr != nil {
+			return werr
+		}
+		return err
 	}
-	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks())
-	return nil
+	fmt.Fprint(w, head)
+	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks(), err)
+	return err
 }
 
 // mkdirLocks are the resources bound to a mkdir slot, from the

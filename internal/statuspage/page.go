@@ -141,11 +141,12 @@ func (p *Page) slots(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()
 	sts, err := view.Statuses(ctx, p.src, r.URL.Query()["resource"], p.limits)
-	if err != nil {
+	if sts == nil && err != nil {
 		writeAPIError(w, readStatus(err), err)
 		return
 	}
-	writeAPI(w, http.StatusOK, view.SlotsOf(p.src.Project(), sts, p.locks))
+	// Resources that could not be read are named under "unreadable".
+	writeAPI(w, http.StatusOK, view.SlotsOf(p.src.Project(), sts, p.locks).Skipping(err))
 }
 
 // events serves what 'governor events --json' prints, for the resources

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"errors"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -10,6 +11,9 @@ import (
 type Slots struct {
 	Project   string     `json:"project"`
 	Resources []Resource `json:"resources"`
+	// Unreadable are the resources whose state could not be read
+	// (Statuses' UnreadableError); absent when every one was.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 type Resource struct {
@@ -191,4 +195,14 @@ func Counters(c governor.Counters) map[string]int {
 	return map[string]int{"acquired": int(c.Acquired), "busy": int(c.Busy), "waited": int(c.Waited),
 		"released": int(c.Released), "lost": int(c.Lost), "reclaimed_expired": int(c.ReclaimedExpiry),
 		"reclaimed_owner_dead": int(c.ReclaimedDead), "takeovers": int(c.Takeovers)}
+}
+
+// Skipping is s naming the resources err (an *UnreadableError from
+// Statuses; else nothing) says could not be read.
+func (s Slots) Skipping(err error) Slots {
+	var ue *UnreadableError
+	if errors.As(err, &ue) {
+		s.Unreadable = ue.unreadable()
+	}
+	return s
 }

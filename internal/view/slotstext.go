@@ -1,6 +1,7 @@
 package view
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,12 +12,25 @@ import (
 )
 
 // WriteSlots writes the table of `governor slots` for sts, with the
-// mkdir slot of each resource locks binds to one.
-func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string) {
-	if len(sts) == 0 {
+// mkdir slot of each resource locks binds to one. err, when it is an
+// *UnreadableError, names the resources that could not be read, each on
+// a line of its own after the others.
+func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string, err error) {
+	var ue *UnreadableError
+	if !errors.As(err, &ue) && len(sts) == 0 {
 		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
 		return
 	}
+	writeStatuses(w, sts, locks)
+	for i, u := range ue.unreadable() {
+		if i > 0 || len(sts) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  UNREADABLE: %s\n", Dash(u.Resource), Dash(u.Error))
+	}
+}
+
+func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) {
 	for i, st := range sts {
 		if i > 0 {
 			fmt.Fprintln(w)

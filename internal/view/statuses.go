@@ -2,6 +2,7 @@ package view
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,7 +22,10 @@ type StatusSource interface {
 // Statuses reads the named resources, or every resource with state plus
 // every one limits configures (configured limits by name), each once. A resource
 // never used yet shows its configured limit. A name neither configured
-// nor with state is an UnknownResourceError; nothing is read then.
+// nor with state is an UnknownResourceError; nothing is read then. A
+// resource whose state the backend answers with an error for (one key of
+// the wrong type) does not hide the others: they are returned with an
+// *UnreadableError naming it.
 func Statuses(ctx context.Context, g StatusSource, names []string, limits map[string]int) ([]governor.Status, error) {
 	have, err := g.Resources(ctx)
 	if err != nil {
@@ -48,9 +52,17 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 			return nil, unknownResource(g.Project(), n, all)
 		}
 	}
-	var out []governor.Status
+	out := make([]governor.Status, 0, len(names))
+	var bad []Unreadable
 	for _, n := range names {
 		st, err := g.Status(ctx, n)
+		if errors.Is(err, governor.ErrBackend) {
+			// The backend answered, with an error about this resource's
+			// state (a key of the wrong type, a corrupt file): the
+			// others are still readable.
+			bad = append(bad, Unreadable{Resource: n, Error: strings.TrimPrefix(err.Error(), "governor: ")})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +71,42 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 		}
 		out = append(out, st)
 	}
+	if bad != nil {
+		return out, &UnreadableError{Resources: bad}
+	}
 	return out, nil
+}
+
+// Unreadable is a resource whose state the backend could not read, in
+// `slots --json` beside the others.
+type Unreadable struct {
+	Resource string `json:"resource"`
+	Error    string `json:"error"`
+}
+
+// UnreadableError names the resources Statuses skipped because their
+// state could not be read; the statuses returned with it are the others'.
+type UnreadableError struct {
+	Resources []Unreadable
+}
+
+// unreadable is e's resources; none for a nil e.
+func (e *UnreadableError) unreadable() []Unreadable {
+	if e == nil {
+		return nil
+	}
+	return e.Resources
+}
+
+func (e *UnreadableError) Error() string {
+	var b strings.Builder
+	for i, u := range e.Resources {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "the state of %s cannot be read (skipped; the others are listed): %s", u.Resource, u.Error)
+	}
+	return b.String()
 }
 
 // unique is names without repeats, in their first order: a resource
