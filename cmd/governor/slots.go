@@ -50,7 +50,10 @@ nothing removes it silently.
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
 "clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
-"last_signal_at"}]}; times are RFC 3339 and durations are seconds. Fields are only ever
+"last_signal_at", "policy", "policy_text", "drift_policy", "drift_policy_text",
+"drifted_acquires"}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
+and durations are seconds. A queue policy is shown as the configuration spells
+it ("policy_text"; "policy" is the stored encoding). Fields are only ever
 added, never renamed.
 
 --watch reads again every second until interrupted. On a terminal it redraws the
@@ -61,8 +64,12 @@ line per second (JSON Lines), else one block per second, each opened by a line
 A RESOURCE named that is neither configured nor has state is an error naming the
 closest known names.
 
+A resource whose state cannot be read (a key of the wrong type) does not hide
+the others: it is listed as UNREADABLE with the reason ("unreadable" in --json).
+
 Exit codes: 0 listed (with --watch: interrupted); 125 an unknown RESOURCE, bad
-flags, bad config or backend unreachable.`,
+flags, bad config, backend unreachable, or the state of some resource could
+not be read (the others are listed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			g, err := a.open(ctx, openOptions{})

@@ -37,9 +37,12 @@ type Resource struct {
 	MkdirSlot    *MkdirSlot     `json:"mkdir_slot,omitempty"`
 	// Under a queue policy: the policy in force (governor.Policy.Encode),
 	// one asked for that differs, and the weight each class holds.
-	Policy      string         `json:"policy,omitempty"`
-	DriftPolicy string         `json:"drift_policy,omitempty"`
-	ClassUse    map[string]int `json:"class_use,omitempty"`
+	Policy      string `json:"policy,omitempty"`
+	DriftPolicy string `json:"drift_policy,omitempty"`
+	// The same as the configuration spells them (PolicyText).
+	PolicyText      string         `json:"policy_text,omitempty"`
+	DriftPolicyText string         `json:"drift_policy_text,omitempty"`
+	ClassUse        map[string]int `json:"class_use,omitempty"`
 	// Adaptive concurrency and rate-limit signals (governor backoff).
 	Adaptive     *governor.AdaptiveState `json:"adaptive,omitempty"`
 	CoolOffUntil *time.Time              `json:"cool_off_until,omitempty"`
@@ -149,7 +152,8 @@ func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slo
 		r := Resource{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []Holder{}, Waiters: []Waiter{}, Counters: Counters(st.Counters),
 			MkdirSlot: mkdirSlotOf(locks, st), LimitSource: LimitSource(st), ExpectedWait: estimateOf(governor.ExpectedWait(st, 0)),
-			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: st.ClassUse(),
+			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy,
+			PolicyText: PolicyText(st.Policy), DriftPolicyText: encodedPolicyText(st.DriftPolicy), ClassUse: st.ClassUse(),
 			Adaptive: st.Adaptive}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &LiveLimit{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}

@@ -104,7 +104,7 @@ func short(id string) string {
 // its reserve and cap, and a policy drift.
 func writePolicy(w io.Writer, st governor.Status) {
 	if !st.Policy.IsZero() {
-		fmt.Fprintf(w, "  policy %s", st.Policy.Encode())
+		fmt.Fprintf(w, "  policy %s", PolicyText(st.Policy))
 		use := st.ClassUse()
 		for i, c := range st.Policy.Classes {
 			sep := ", "
@@ -122,7 +122,7 @@ func writePolicy(w io.Writer, st governor.Status) {
 		fmt.Fprintln(w)
 	}
 	if st.DriftPolicy != "" {
-		fmt.Fprintf(w, "  DRIFT: a process asked for queue policy %q\n", st.DriftPolicy)
+		fmt.Fprintf(w, "  DRIFT: a process asked for queue policy %s\n", encodedPolicyText(st.DriftPolicy))
 	}
 }
 
