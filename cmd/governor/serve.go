@@ -105,7 +105,9 @@ resource);
 governor_acquires_total{outcome=acquired|busy} (disjoint: their sum is the
 acquires that ended), governor_acquires_queued_total, governor_releases_total,
 governor_leases_lost_total, governor_reclaims_total{reason=expired|owner_dead},
-governor_takeovers_total (counters by resource);
+governor_takeovers_total, governor_drift_events_total (acquires that asked for
+another limit or queue policy than the one in force, one per new disagreement,
+as the backend records them in its events) (counters by resource);
 governor_acquire_wait_seconds and governor_hold_seconds (histograms by
 resource: how long acquires waited, and leases were held until released, in
 every process, CLI runs included); governor_rate_allowed_total,

@@ -50,8 +50,8 @@ nothing removes it silently.
 "free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
 "clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
-"last_signal_at", "policy", "policy_text", "drift_policy", "drift_policy_text",
-"drifted_acquires"}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
+"last_signal_at", "policy", "policy_text", "drift_policy",
+"drift_policy_text"}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
 and durations are seconds. A queue policy is shown as the configuration spells
 it ("policy_text"; "policy" is the stored encoding). Fields are only ever
 added, never renamed.

@@ -38,7 +38,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) 
 		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d%s", Dash(st.Key.Resource), st.Limit, st.Used,
 			max(st.Limit-st.Used, 0), len(st.Waiters), liveText(st))
 		if st.DriftLimit != 0 {
-			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d", st.DriftLimit)
+			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d, not the %d in force (the first stored wins)", st.DriftLimit, st.Limit)
 		}
 		fmt.Fprintln(w)
 		writePolicy(w, st)
