@@ -42,6 +42,10 @@ func (a *app) serveCmd() *cobra.Command {
   /api/v1/slots    what 'governor slots --json' prints (?resource=R, repeatable)
   /api/v1/events   what 'governor events --json' prints (?resource=R, ?since=1h)
   /api/v1/info     {"project", "version", "actions", "poll_seconds"}
+  /api/v1/history  what serve's own reads of the backend (every second) saw of
+             each resource over the last hour, in 10 s steps (use, limit,
+             waiters, cool-off), and its wait-time distribution: the page's
+             charts (?resource=R, repeatable)
   /metrics   the project's state, read from the backend at scrape time, plus
              this process's go_* and process_* metrics
   /healthz   200 "ok" when the backend answers within --timeout, else 503

@@ -47,6 +47,7 @@ type Page struct {
 	limits  map[string]int    // the configured limits (view.Statuses)
 	locks   map[string]string // the configured mkdir slots (view.SlotsOf)
 	version string
+	hist    *History // nil: no history kept (an empty one is served)
 
 	// admin is nil on a read-only page: no action is registered.
 	admin Admin
@@ -62,6 +63,7 @@ type PageOptions struct {
 	Limits  map[string]int    // configured limits by resource
 	Locks   map[string]string // configured mkdir slots by resource
 	Version string            // governor's, for /api/v1/info
+	History *History          // what serve's polls saw (nil: none)
 	// Admin acts for requests carrying Token (not empty); nil: read-only.
 	Admin Admin
 	Token string
@@ -69,7 +71,7 @@ type PageOptions struct {
 
 // NewPage returns the page of src.
 func NewPage(src Source, o PageOptions) *Page {
-	p := &Page{src: src, timeout: o.Timeout, limits: o.Limits, locks: o.Locks, version: o.Version,
+	p := &Page{src: src, timeout: o.Timeout, limits: o.Limits, locks: o.Locks, version: o.Version, hist: o.History,
 		admin: o.Admin, csrf: http.NewCrossOriginProtection()}
 	if o.Admin != nil {
 		p.tokenSum = sha256.Sum256([]byte(o.Token))
@@ -86,6 +88,7 @@ func (p *Page) Register(mux *http.ServeMux) {
 	handle("GET /api/v1/info", p.info)
 	handle("GET /api/v1/slots", p.slots)
 	handle("GET /api/v1/events", p.events)
+	handle("GET /api/v1/history", p.history)
 	if p.admin == nil {
 		return // read-only: the actions are not there at all (404)
 	}

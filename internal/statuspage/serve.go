@@ -67,7 +67,8 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	}
 	defer ln.Close()
-	srv := newHTTPServer(handler(o, c, loopback(ln.Addr())), defaultLimits)
+	hist := NewHistory(o.Limits)
+	srv := newHTTPServer(handler(o, c, hist, loopback(ln.Addr())), defaultLimits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	for _, w := range exposureWarnings(o, ln.Addr(), otherUsers) {
@@ -79,9 +80,17 @@ func Serve(ctx context.Context, o Options) error {
 		defer close(swept)
 		o.Source.Sweep(sweepCtx, o.Retention, o.Timeout, o.Stderr)
 	}()
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		if o.Page {
+			hist.Run(sweepCtx, o.Source, o.Timeout)
+		}
+	}()
 	defer func() {
 		stopSweep()
 		<-swept
+		<-polled
 	}()
 	if o.Page {
 		actions := "read-only"
@@ -111,7 +120,7 @@ func Serve(ctx context.Context, o Options) error {
 // handler is everything serve serves: /metrics and /healthz from c, the
 // page and the API with o.Page; on a loopback listener (loop), for
 // loopback Hosts only, on every path.
-func handler(o Options, c *metrics.Collector, loop bool) http.Handler {
+func handler(o Options, c *metrics.Collector, hist *History, loop bool) http.Handler {
 	h := metrics.Handler(reg(c), c)
 	if o.Page {
 		mux := http.NewServeMux()
@@ -121,7 +130,7 @@ func handler(o Options, c *metrics.Collector, loop bool) http.Handler {
 		if o.Token != "" {
 			admin = o.Source
 		}
-		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, Admin: admin, Token: o.Token}).Register(mux)
+		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, History: hist, Admin: admin, Token: o.Token}).Register(mux)
 		h = mux
 	}
 	if loop {

@@ -56,7 +56,7 @@ func serveHandler(t *testing.T, o Options, loop bool) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return handler(o, c, loop)
+	return handler(o, c, NewHistory(nil), loop)
 }
 
 // On loopback, every path answers only for a loopback Host: /metrics and
