@@ -14,8 +14,10 @@ import (
 // waiters and hold durations: the twins of lib.lua's held_back,
 // in_force, withdraw, withdrawn and hold, and of admin.lua.
 
-// heldBack tells whether new grants wait: the resource is paused.
-func (st *state) heldBack() bool {
+// paused tells whether the resource is paused. Whether new grants wait
+// is tx.heldBack's to tell (paused, or cooling off): a call of this
+// one instead was the cool-off-under-policy drift (issue 24.10).
+func (st *state) paused() bool {
 	return st.Paused != nil
 }
 

@@ -31,10 +31,10 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 }
 
 // heldBack tells whether new grants wait: the admin state holds them
-// back (state.heldBack), or the resource is cooling off; the twin of
+// back (state.paused), or the resource is cooling off; the twin of
 // lib.lua's held_back.
 func (t *tx) heldBack() bool {
-	return t.st.heldBack() || t.coolingOff()
+	return t.st.paused() || t.coolingOff()
 }
 
 // coolingOff tells whether the resource is cooling off; once the time

@@ -258,7 +258,7 @@ func (t *tx) classHead(p governor.Policy, c int, capped bool) int {
 // promotePolicy is promote under a policy.
 func (t *tx) promotePolicy(p governor.Policy) {
 	st := t.st
-	for len(st.Waiters) > 0 && st.used() < st.Limit && !st.heldBack() {
+	for len(st.Waiters) > 0 && st.used() < st.Limit && !t.heldBack() {
 		i := t.nextPolicy(p)
 		if i < 0 {
 			return
@@ -335,7 +335,7 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
 		empty := len(st.Waiters) == 0
-		if ok, _ := t.policyAllows(p, c, key, req.Weight); empty && ok && !st.heldBack() {
+		if ok, _ := t.policyAllows(p, c, key, req.Weight); empty && ok && !t.heldBack() {
 			h := t.grantPolicy(p, req.ID, req.Weight, req.TTL, req.Declaration, c, key)
 			return b.granted(t, req, h)
 		}
