@@ -47,7 +47,7 @@ func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) 
 	t.inForce(req.Limit, req.ID)
 	t.agreePolicy(req, len(st.Holders) == 0 && len(st.Waiters) == 0)
 	p, pol := t.policy()
-	if req.Weight > st.Limit || pol && policyNever(p, st.Limit, policyClass(p, req.Priority), req.FairKey, req.Weight) {
+	if req.Weight > st.Limit || pol && p.Never(st.Limit, p.ClassOf(req.Priority), req.FairKey, req.Weight) != governor.PolicyAllows {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
 			t.dirty = true
