@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
 )
@@ -56,8 +57,8 @@ const (
 // come after it queue behind it. An exec run inside an exec run takes
 // none of the two (execRunInside).
 const (
-	DefaultResource = "run"
-	JoinResource    = "run:join"
+	DefaultResource = config.RunResource
+	JoinResource    = config.RunJoinResource
 )
 
 // If-busy policies.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
 
@@ -36,12 +37,8 @@ type NotAcquiredError struct {
 	Store []StoreFlag
 }
 
-// StoreFlag is one global flag of the takeover hint: --Name Value, or,
-// when Env is set, --Name "$Env" (the value came from that environment
-// variable, and may hold a secret).
-type StoreFlag struct {
-	Name, Value, Env string
-}
+// StoreFlag is one global flag of the takeover hint (config.StoreFlag).
+type StoreFlag = config.StoreFlag
 
 // storeArgs is flags as shell words.
 func storeArgs(flags []StoreFlag) string {
