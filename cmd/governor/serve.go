@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/metrics"
 )
@@ -192,9 +193,9 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 				Page: page, Token: token, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(), Version: version(),
 				Source: src, Redis: l.Config.ResolvedBackend() == config.BackendRedis, Stderr: cmd.ErrOrStderr()})
 			if err != nil {
-				var ee *exitError
+				var ee *exitcode.Error
 				if errors.As(err, &ee) {
-					return err
+					return err // the backend's opening said its code
 				}
 				return exitWith(ExitFailure, err)
 			}
