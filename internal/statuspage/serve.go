@@ -97,9 +97,9 @@ func Serve(ctx context.Context, o Options) error {
 		if o.Token != "" {
 			actions = "with actions"
 		}
-		fmt.Fprintf(o.Stderr, "governor: status page (%s) on %s/\n", actions, where)
+		fmt.Fprintf(o.Stderr, "governor: status page (%s) on %s\n", actions, where("/"))
 	}
-	fmt.Fprintf(o.Stderr, "governor: serving project %s on %s/metrics\n", o.Source.Project(), where)
+	fmt.Fprintf(o.Stderr, "governor: serving project %s on %s\n", o.Source.Project(), where("/metrics"))
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
