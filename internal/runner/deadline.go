@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +53,7 @@ func (p stopPlan) cause() *stopCause {
 }
 
 // The watchdog protocol, one line at a time on the pipe: "deadline TERM
-// KILL" (readings of proc.MachineClock, in nanoseconds: the clock both
+// KILL" (readings of proc.SleepClock, in nanoseconds: the clock both
 // processes share, never wall time) after each renewal, and "done" once
 // nothing is left to guard.
 const (
@@ -65,12 +64,12 @@ const (
 func (p stopPlan) message() string {
 	// One reading of each clock, taken together: the two instants keep
 	// their distance exactly.
-	mono, now := proc.MachineClock(), time.Now()
+	mono, now := proc.SleepClock(), time.Now()
 	return fmt.Sprintf("%s %d %d\n", msgDeadline, mono+p.term.Sub(now), mono+p.kill.Sub(now))
 }
 
 // machinePlan is a stop plan as the watchdog receives it: readings of
-// proc.MachineClock.
+// proc.SleepClock.
 type machinePlan struct {
 	term, kill time.Duration
 }
@@ -89,29 +88,6 @@ func parseLine(line string) (done bool, p machinePlan, err error) {
 		}
 	}
 	return false, p, fmt.Errorf("unexpected line %q on the watchdog pipe; expected %q or %q", line, msgDone, msgDeadline+" TERM KILL")
-}
-
-// readLines sends each line read from r on out, then the read error
-// (io.EOF when governor closed its end, or died) on errc.
-func readLines(r io.Reader, out chan<- string, errc chan<- error) {
-	var buf []byte
-	b := make([]byte, 256)
-	for {
-		n, err := r.Read(b)
-		buf = append(buf, b[:n]...)
-		for {
-			i := strings.IndexByte(string(buf), '\n')
-			if i < 0 {
-				break
-			}
-			out <- string(buf[:i])
-			buf = buf[i+1:]
-		}
-		if err != nil {
-			errc <- err
-			return
-		}
-	}
 }
 
 // planStop makes the stop plan of the run's leases as they are now and
