@@ -166,7 +166,11 @@ func Watchdog(id string, pipe *os.File, stderr io.Writer) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
+	return watch(id, pipe, stderr, term)
+}
 
+// watch is Watchdog once the signals are set: term ends it with a sweep.
+func watch(id string, pipe *os.File, stderr io.Writer, term <-chan os.Signal) int {
 	fd := int(pipe.Fd())
 	defer runtime.KeepAlive(pipe)
 	if err := unix.SetNonblock(fd, true); err != nil {

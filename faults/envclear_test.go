@@ -1,0 +1,65 @@
+package faults_test
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Issue 24.3: without a cgroup (the portable path; non-root; macOS) the
+// watchdog found the tree only by the run id in each process's
+// environment, so a worker started through `sh -c 'env -i … worker'`
+// worked on beside the next holder when governor was stopped or killed.
+// The watchdog now knows the tree from the members governor sends with
+// each plan, the leader's process group and parent links.
+
+// envClearedWorker is a command whose worker, the shell's child, has
+// cleared its environment: it carries no run id.
+func (w *runWorld) envClearedWorker(work string) []string {
+	return []string{"sh", "-c", `env -i "$@"; exit $?`, "sh",
+		"PATH=" + os.Getenv("PATH"), helperEnv + "=progress", "OUT=" + w.out, "WHO=first", "WORK=" + work, os.Args[0]}
+}
+
+// Governor is stopped (SIGSTOP) past its deadline: the watchdog stops
+// the env -i worker by it; the next run's work never overlaps.
+func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
+	forEachWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
+		first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, w.envClearedWorker("2m")...)
+		expectLine(t, out, "working", time.Minute)
+		// The members line after the worker was attributed (a scan a
+		// second, a plan every heartbeat) is not needed: the group and
+		// the parent links hold it too.
+		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
+		if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		w.second()
+		if err := first.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, first, errb); code != 122 {
+			t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
+		}
+		checkSpans(t, progressSpans(t, w.out), 1)
+		t.Logf("first run's stderr:\n%s", errb)
+	})
+}
+
+// Governor alone is killed (SIGKILL): its watchdog, whose pipe reaches
+// end of file, kills the env -i worker before the slot is free (file
+// backend: the lease file the worker inherited; Redis: the watchdog is
+// the declared owner); the next run's work never overlaps.
+func TestEnvClearedWorkerGovernorKilled(t *testing.T) {
+	forEachWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
+		first, out, errb := w.run("first", nil, nil, w.envClearedWorker("2m")...)
+		expectLine(t, out, "working", time.Minute)
+		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
+		if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		w.second()
+		checkSpans(t, progressSpans(t, w.out), 1)
+		_ = errb // written to by the watchdog, which may outlive governor
+	})
+}
