@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,4 +63,44 @@ func TestEnvClearedWorkerGovernorKilled(t *testing.T) {
 		checkSpans(t, progressSpans(t, w.out), 1)
 		_ = errb // written to by the watchdog, which may outlive governor
 	})
+}
+
+// A worker that left the tree altogether — its own session (setsid), its
+// environment cleared, orphaned when the shell exits — is found by no
+// scan on the portable path. On the file backend it still holds the
+// lease file it inherited: the run checks that lock before releasing
+// and keeps the slot, renewed, until the worker has exited (before, the
+// run returned at once and the next was granted beside the worker).
+func TestEscapedWorkerKeepsLeaseFileSlot(t *testing.T) {
+	for _, portable := range []bool{false, true} {
+		name := "file"
+		if portable {
+			name += "/portable"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := newRunWorld(t, "file", portable, "lease:\n  ttl: 30s\n")
+			cmd := []string{"sh", "-c", `(setsid env -i "$@" &); sleep 2; exit 0`, "sh",
+				"PATH=" + os.Getenv("PATH"), helperEnv + "=progress", "OUT=" + w.out, "WHO=first", "WORK=5s", os.Args[0]}
+			first, out, errb := w.run("first", nil, nil, cmd...)
+			go func() {
+				for range out {
+				}
+			}()
+			eventually(t, time.Minute, "the first command's progress", func() bool {
+				b, _ := os.ReadFile(w.out)
+				return strings.Count(string(b), "\n") >= 3
+			})
+			w.second()
+			if code := waitExit(t, first, errb); code != 0 {
+				t.Fatalf("first run: exit %d\n%s", code, errb)
+			}
+			checkSpans(t, progressSpans(t, w.out), 1)
+			if !portable {
+				return // the cgroup held the worker: the tree was not gone
+			}
+			if !strings.Contains(errb.String(), "still holds the lease file") {
+				t.Fatalf("first run did not say why it kept the slot:\n%s", errb)
+			}
+		})
+	}
 }

@@ -58,7 +58,10 @@ type run struct {
 	g       *governor.Governor
 	leases  []*governor.Lease // acquired by this run, in acquisition order
 	slots   []heldSlot        // mkdir slots made by this run, in acquisition order
-	waited  time.Duration
+	// checkLock: the command got its own description of the lease's
+	// file, to be checked before the release (awaitLeaseFile)
+	checkLock map[*governor.Lease]bool
+	waited    time.Duration
 }
 
 // Run runs the command of o holding its slots, as `governor run` does (see
@@ -78,7 +81,7 @@ func Run(ctx context.Context, o Options) int {
 		}
 		o.Stderr = lw
 	}
-	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8)}
+	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8), checkLock: map[*governor.Lease]bool{}}
 	if r.env == nil {
 		r.env = os.Environ()
 	}
@@ -376,8 +379,12 @@ func (r *run) execute() (int, Outcome, error) {
 	for _, l := range r.leases {
 		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 		if lf != nil {
-			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
+			f, checkable := treeLockFile(lf.LeaseFile(l.Key(), l.ID()))
+			if f != nil {
 				extra = append(extra, f)
+			}
+			if checkable {
+				r.checkLock[l] = true // see awaitLeaseFile
 			}
 		}
 	}
@@ -587,8 +594,14 @@ func (r *run) killGrace() time.Duration {
 func (r *run) releaseAll() (lost []string) {
 	for i := len(r.leases) - 1; i >= 0; i-- {
 		l := r.leases[i]
+		released, ok := r.awaitLeaseFile(l)
+		if !ok {
+			continue // detached: an escaped process holds its lease file
+		}
 		r.releaseSlot(l.Resource()) // a mkdir slot goes before its lease
-		switch err := l.Release(); {
+		err := l.Release()
+		released()
+		switch {
 		case errors.Is(err, governor.ErrLeaseLost):
 			lost = append(lost, l.Resource())
 		case err != nil:
