@@ -115,9 +115,20 @@ const sweepBudget = 30 * time.Second
 // suspend is acted on within pollCap of the resume.
 const pollCap = 250 * time.Millisecond
 
-// planClock is the clock the watchdog reads its plans on (a test
-// fakes a suspend with it).
-var planClock = proc.SleepClock
+// The clocks the watchdog reads its plans on (machinePlan): a test fakes
+// a suspend with them.
+var (
+	planClock    = proc.SleepClock
+	machineClock = proc.MachineClock
+)
+
+// now reads the current plan's clock.
+func (g *guard) now() time.Duration {
+	if g.plan.machine {
+		return machineClock()
+	}
+	return planClock()
+}
 
 // Watchdog is the body of the watchdog process that Run starts (`governor
 // run --watchdog ID`). It reads pipe (descriptor 3 of that process), a
@@ -126,8 +137,10 @@ var planClock = proc.SleepClock
 // With each plan Run writes the processes its supervisor has attributed
 // to the command tree, "members PID:START ..." (the leader first), and
 // after each renewal of the run's leases their stop plan, "deadline TERM
-// KILL", as readings of proc.SleepClock (CLOCK_BOOTTIME on Linux,
-// CLOCK_MONOTONIC on macOS: both run on while the machine sleeps). The
+// KILL CLOCK", as readings of proc.SleepClock (CLOCK_BOOTTIME on Linux,
+// CLOCK_MONOTONIC on macOS: both run on while the machine sleeps, as
+// Redis's clock does), or on the file backend of proc.MachineClock (its
+// expiries stop in a suspend as governor's clock does). The
 // tree, as the watchdog finds it (knownTree.find), is those members under
 // their identity, the leader's process group while a member is in it,
 // the processes whose initial environment lists id in GOVERNOR_RUN_IDS,
@@ -282,12 +295,12 @@ func (g *guard) untilNext() time.Duration {
 	if !g.termed {
 		next = g.plan.term
 	}
-	return min(max(next-planClock(), 0), pollCap)
+	return min(max(next-g.now(), 0), pollCap)
 }
 
 // act carries out the plan's TERM or KILL if its instant has passed.
 func (g *guard) act() {
-	now := planClock()
+	now := g.now()
 	if !g.armed || now < g.plan.term {
 		return
 	}

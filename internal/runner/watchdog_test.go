@@ -151,7 +151,7 @@ func (ww *watchWorld) send(line string) {
 
 // plan sends a plan whose TERM and KILL are at kill on the fake clock.
 func (ww *watchWorld) plan(kill time.Duration) {
-	ww.send(fmt.Sprintf("%s %d %d", msgDeadline, kill, kill))
+	ww.send(fmt.Sprintf("%s %d %d %s", msgDeadline, kill, kill, clockSleep))
 }
 
 func (ww *watchWorld) done() int {
