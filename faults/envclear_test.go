@@ -2,10 +2,15 @@ package faults_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/usertest"
 )
 
 // Issue 24.3: without a cgroup (the portable path; non-root; macOS) the
@@ -19,13 +24,81 @@ import (
 // cleared its environment: it carries no run id.
 func (w *runWorld) envClearedWorker(work string) []string {
 	return []string{"sh", "-c", `env -i "$@"; exit $?`, "sh",
-		"PATH=" + os.Getenv("PATH"), helperEnv + "=progress", "OUT=" + w.out, "WHO=first", "WORK=" + work, os.Args[0]}
+		"PATH=" + os.Getenv("PATH"), helperEnv + "=progress", "OUT=" + w.out, "WHO=first", "WORK=" + work, w.testBin}
+}
+
+// forEachEnvClearWorld is forEachWorld, and each backend again as a
+// second Unix user, who gets no cgroup on Linux either: the case of the
+// issue, which the portable path only stands in for.
+func forEachEnvClearWorld(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)) {
+	forEachWorld(t, lease, fn)
+	for _, kind := range []string{"file", "redis"} {
+		t.Run(kind+"/non-root", func(t *testing.T) {
+			fn(t, newUserRunWorld(t, kind, lease))
+		})
+	}
+}
+
+// newUserRunWorld is a runWorld whose runs are a second Unix user's, in a
+// directory of theirs (usertest.SharedDir), with copies of governor and
+// of this test binary they can execute. The world's backend (for
+// status) is set on Redis only: root does not open another user's state
+// dir.
+func newUserRunWorld(t *testing.T, kind, lease string) *runWorld {
+	u := usertest.New(t)
+	shared := usertest.SharedDir(t)
+	own := func(p string) {
+		if err := os.Chown(p, u.UID, u.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir := func(name string) string {
+		p := filepath.Join(shared, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		own(p)
+		return p
+	}
+	file := func(name string, b []byte, mode os.FileMode) string {
+		p := filepath.Join(shared, name)
+		if err := os.WriteFile(p, b, mode); err != nil {
+			t.Fatal(err)
+		}
+		own(p)
+		return p
+	}
+	readAll := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	project := uniq("runkill")
+	w := &runWorld{t: t, kind: kind, user: u, dir: mkdir("work"),
+		bin:     file("governor", readAll(governorBin(t)), 0o755),
+		testBin: file("faults.test", readAll(os.Args[0]), 0o755),
+		out:     file("progress", nil, 0o600),
+		key:     governor.Key{Project: project, Resource: "heavy"}}
+	cfg := file("exec-defaults.yaml", []byte("project: "+project+"\n"+lease), 0o600)
+	w.args = []string{"--config", cfg}
+	switch kind {
+	case "file":
+		w.args = append(w.args, "--backend", "file", "--dir", mkdir("state"))
+	default:
+		s := redistest.Start(t)
+		w.args = append(w.args, "--backend", "redis", "--redis-url", s.URL())
+		w.backend = backend(t, client(t, s.Addr))
+	}
+	w.env = cleanEnv("OUT="+w.out, "HOME="+mkdir("home"))
+	return w
 }
 
 // Governor is stopped (SIGSTOP) past its deadline: the watchdog stops
 // the env -i worker by it; the next run's work never overlaps.
 func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
-	forEachWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
+	forEachEnvClearWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, w.envClearedWorker("2m")...)
 		expectLine(t, out, "working", time.Minute)
 		// The members line after the worker was attributed (a scan a
@@ -52,7 +125,7 @@ func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
 // backend: the lease file the worker inherited; Redis: the watchdog is
 // the declared owner); the next run's work never overlaps.
 func TestEnvClearedWorkerGovernorKilled(t *testing.T) {
-	forEachWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
+	forEachEnvClearWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", nil, nil, w.envClearedWorker("2m")...)
 		expectLine(t, out, "working", time.Minute)
 		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
