@@ -99,24 +99,10 @@ func newUserRunWorld(t *testing.T, kind, lease string) *runWorld {
 // the env -i worker by it; the next run's work never overlaps.
 func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
 	forEachEnvClearWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
-		first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, w.envClearedWorker("2m")...)
-		expectLine(t, out, "working", time.Minute)
 		// The members line after the worker was attributed (a scan a
 		// second, a plan every heartbeat) is not needed: the group and
 		// the parent links hold it too.
-		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
-		if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		w.second()
-		if err := first.Process.Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
-		if code := waitExit(t, first, errb); code != 122 {
-			t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
-		}
-		checkSpans(t, progressSpans(t, w.out), 1)
-		t.Logf("first run's stderr:\n%s", errb)
+		w.pausedGovernorNeverOverlaps(w.envClearedWorker("2m"))
 	})
 }
 

@@ -220,22 +220,30 @@ func waitExit(t *testing.T, c *exec.Cmd, errb *bytes.Buffer) int {
 // overlaps. Resumed, governor exits 122.
 func TestPausedGovernorWorkNeverOverlaps(t *testing.T) {
 	forEachWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
-		first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, worker("WORK=2m")...)
-		expectLine(t, out, "working", time.Minute)
-		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
-		if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		w.second()
-		if err := first.Process.Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
-		if code := waitExit(t, first, errb); code != 122 {
-			t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
-		}
-		checkSpans(t, progressSpans(t, w.out), 1)
-		t.Logf("first run's stderr:\n%s", errb)
+		w.pausedGovernorNeverOverlaps(worker("WORK=2m"))
 	})
+}
+
+// pausedGovernorNeverOverlaps runs command, stops governor (SIGSTOP)
+// while it works, runs the next holder, resumes governor, and checks that
+// it exits 122 and that the two commands' work never overlapped.
+func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
+	t := w.t
+	first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, command...)
+	expectLine(t, out, "working", time.Minute)
+	eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
+	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w.second()
+	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, first, errb); code != 122 {
+		t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
+	}
+	checkSpans(t, progressSpans(t, w.out), 1)
+	t.Logf("first run's stderr:\n%s", errb)
 }
 
 // Case 2: the watchdog, one of the declared processes, is killed while

@@ -113,8 +113,8 @@ func (r *run) planStop() (stopPlan, bool) {
 		ds[l.Resource()] = l.Deadline()
 	}
 	p, ok := planStop(ds, r.killGrace())
-	_, p.local = r.g.Backend().(leaseFiler)
 	if ok && r.wd != nil {
+		_, p.local = r.g.Backend().(leaseFiler)
 		r.wd.send(p)
 	}
 	return p, ok

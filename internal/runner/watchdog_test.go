@@ -1,18 +1,17 @@
 package runner
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/proctest"
 )
 
 func TestKnownTreeFind(t *testing.T) {
@@ -90,26 +89,9 @@ type watchWorld struct {
 	child  *exec.Cmd
 	r, w   *os.File // the watchdog's end of the pipe, governor's
 	clock  atomic.Int64
-	stderr syncBuffer
+	stderr proctest.SyncBuffer
 	exited chan int
 	waited chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newWatchWorld(t *testing.T) *watchWorld {
