@@ -5,8 +5,9 @@
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet), 11 secret,
 --       12 how long to hold grants back on detecting lost data, ms (0:
---       never; see quarantine() in lib.lua), 13 '1' when the caller saw
---       id queued here (evidence that the resource had state), 14 the
+--       never; see quarantine() in lib.lua), 13 the server time (ms) of
+--       the last reply that told the caller id was queued here ('0':
+--       none; evidence that the resource had state then), 14 the
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
 --       priority class named, 16 the fair key ('' none), 17 the
 --       supersede key ('' none), 18 '1' to cancel a holder with it in
@@ -89,8 +90,20 @@ end
 
 load(F, not new and id, v)
 fresh = m.limit == 0 and 1 or 0
-if fresh == 1 and ARGV[13] == '1' then
-  quarantine(string.format('waiter %s re-queued into a resource without state', id))
+local qat = (ARGV[13] or 0) + 0
+if qat > 0 then
+  -- A waiter seen queued at qat, now missing from the queue of a state
+  -- born after qat (its incarnation, lib.lua), outlived its state: a
+  -- newcomer made the new one.
+  if fresh == 1 then
+    quarantine(string.format('waiter %s re-queued into a resource without state', id))
+  elseif get('inc') > qat * 1000 + 999 and not redis.call('ZSCORE', Q, id) then
+    quarantine(string.format('waiter %s, queued at %d ms, re-queued into a state born at %d ms', id, qat,
+      math.floor(get('inc') / 1000)))
+  end
+end
+if fresh == 1 then
+  set('inc', FLOOR)
 end
 settle()
 

@@ -46,6 +46,9 @@ elseif op == 'resume' then
 elseif op == 'limit' then
   local limit, was = ARGV[3] + 0, get('limit')
   if limit > 0 then
+    if was == 0 then
+      set('inc', FLOOR) -- the state is born here (lib.lua)
+    end
     event('limit', '', 0, string.format('limit set live to %d (was %d)', limit, was), by)
     set('live', limit)
     set('live_at', now)

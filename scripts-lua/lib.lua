@@ -17,7 +17,11 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
+-- takeovers; inc, the state's incarnation: FLOOR (head.lua) when it was
+-- born (the first acquire or live limit on a resource without state), so
+-- that a lease whose token, or a waiter whose queued time, predates it
+-- outlived the state it was granted or queued in (quarantine()); idle is
+-- forget.lua's mark; quarantine (ms) holds new grants
 -- back after a loss of data was detected, and cooloff (ms) until the end
 -- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
 -- held_back() below).

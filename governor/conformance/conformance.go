@@ -124,6 +124,8 @@ func Run(t *testing.T, h Harness) {
 		{"DamagedEventReported", s.damagedEvent},
 		{"DamagedOverLimitNotStuck", s.damagedOverLimit},
 		{"LostDataHeldBack", s.lostDataHeldBack},
+		{"LostDataNewcomer", s.lostDataNewcomer},
+		{"LostDataWaiterNewcomer", s.lostDataWaiterNewcomer},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
