@@ -55,6 +55,7 @@ type Backend struct {
 	allowEviction bool
 	noQuarantine  bool
 	warn          func(string)
+	evict         evictWatch // see watchEviction
 
 	// closed: every call after Close is governor.ErrClosed, even on a
 	// client that stays open (it belongs to the caller).

@@ -100,6 +100,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			out[i] = b.renewManyReply(rs[i], v, j, err)
 		}
 	}
+	b.watchEviction(ctx, rs)
 	return out
 }
 
