@@ -301,8 +301,15 @@ type Request struct {
 	Secret string
 	Limit  int
 	Weight int
-	TTL    time.Duration
-	Mode   Mode
+	// Exclusive takes the whole limit in force at grant time, whatever
+	// Weight says (it is Limit, for the checks made before the backend):
+	// the backend resolves it in the atomic step that grants, so that a
+	// limit set live, or one in force that differs from Limit (drift),
+	// leaves nobody beside an exclusive holder and never makes it too
+	// heavy.
+	Exclusive bool
+	TTL       time.Duration
+	Mode      Mode
 	// QueueTTL bounds how long a waiter entry lives without being
 	// refreshed by another Acquire with the same ID: a dead waiter is
 	// dropped after it and never blocks the queue.

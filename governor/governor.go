@@ -217,7 +217,8 @@ type AcquireOptions struct {
 	Limit int
 	// Weight is the slots to take (default 1).
 	Weight int
-	// Exclusive takes the whole limit.
+	// Exclusive takes the whole limit: the limit in force when it is
+	// granted (see Request.Exclusive), which may differ from Limit.
 	Exclusive bool
 	// Mode: Fail (default) or Wait.
 	Mode Mode
@@ -331,7 +332,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
 	secret, id := newSecret()
-	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
+	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w, Exclusive: o.Exclusive,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
 		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
 		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil

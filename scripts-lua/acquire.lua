@@ -11,7 +11,9 @@
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
 --       priority class named, 16 the fair key ('' none), 17 the
 --       supersede key ('' none), 18 '1' to cancel a holder with it in
---       progress
+--       progress, 19 '1' exclusive: the weight is the limit in force at
+--       grant (ARGV 3 is the limit asked for; queued, its record says
+--       weight 0: see weight_of() in lib.lua)
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
@@ -134,6 +136,11 @@ end
 
 local queue_empty = m.qlen == 0
 in_force(limit, id, m.used == 0 and queue_empty)
+local exclusive = ARGV[19] == '1'
+if exclusive then
+  weight = m.limit
+end
+local qweight = exclusive and 0 or weight -- the weight a queue record says
 
 local idle = m.used == 0 and queue_empty
 
@@ -183,7 +190,7 @@ local function acquire_policy()
       add('busy', 1)
       return finish({-4, P.mq})
     end
-    pol_enqueue(id, cls, key, string.format(WREC, weight, ttl, now, channel) .. decl)
+    pol_enqueue(id, cls, key, string.format(WREC, qweight, ttl, now, channel) .. decl)
     promote()
     local r = record(id)
     if r then
@@ -239,7 +246,7 @@ if new or queue_empty or not redis.call('ZSCORE', Q, id) then
   end
   add('seq', 1)
   redis.call('ZADD', Q, m.seq, id)
-  redis.call('HSET', QD, id, string.format(WREC, weight, ttl, now, channel) .. decl)
+  redis.call('HSET', QD, id, string.format(WREC, qweight, ttl, now, channel) .. decl)
   add('qlen', 1)
   add('waited', 1)
 end

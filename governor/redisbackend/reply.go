@@ -288,6 +288,11 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		st.Used += h.Weight
 	}
 	st.Waiters = r.waiters(r.list(v[3], "the waiters"))
+	for i := range st.Waiters {
+		if st.Waiters[i].Weight == 0 {
+			st.Waiters[i].Weight = st.Limit // exclusive: the limit in force (WREC in head.lua)
+		}
+	}
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}
