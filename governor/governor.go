@@ -393,6 +393,9 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
+				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
+					continue // not acquired: queue again, within ctx
+				}
 				g.rec.observe(req.Key, HistogramWait, time.Since(start))
 				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
