@@ -123,6 +123,11 @@ type Status struct {
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
 	CoolOff time.Time
+	// Quarantine is the end of a quarantine after lost data (the Redis
+	// backend holds new grants back: see EventQuarantine), backend
+	// time; zero when none is in force. As CoolOff, in a full Status or
+	// a Refused or Queued Result's.
+	Quarantine time.Time
 	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
 	// when the resource is not adaptive; LastSignal the last rate-limit
 	// signal (backend time; zero when none). Only a full Status.

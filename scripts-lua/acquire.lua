@@ -18,7 +18,8 @@
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
--- of the cool-off ms (0: none; see cooling() in lib.lua), then (id,
+-- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
+-- quarantine ms (0: none; see quarantine() in lib.lua), then (id,
 -- record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
@@ -80,7 +81,8 @@ local function reply(code, tok, exp, pos, n)
     return finish({1, tok, exp, fresh})
   end
   flush()
-  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0}
+  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,
+    get('quarantine') or 0}
   if n and n > 0 then
     slow()
     for _, v in ipairs(holders(n)) do

@@ -311,5 +311,12 @@ func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
 	}
 	late := req(key, 1, 1, governor.Fail)
 	late.TTL, late.New = a.TTL, true
-	mustAcquire(t, other, late, governor.Refused)
+	res := mustAcquire(t, other, late, governor.Refused)
+	// The refusal says why (issue 25.12): a quarantine is in force.
+	if !res.Status.Quarantine.After(res.Status.Now) {
+		t.Fatalf("refused in a quarantine: Status.Quarantine %v, now %v; want the quarantine's end", res.Status.Quarantine, res.Status.Now)
+	}
+	if st := mustStatus(t, other, key); !st.Quarantine.After(st.Now) {
+		t.Fatalf("Status in a quarantine: Quarantine %v, now %v; want its end", st.Quarantine, st.Now)
+	}
 }
