@@ -45,15 +45,18 @@ local v
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
+  -- A field that holds no number (tonumber nil) is the full path's to
+  -- name (num() in lib.lua).
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
-  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
+  local last, n = tonumber(v[4] or 0), tonumber(v[5] or 0)
+  if tonumber(v[1] or 0) == limit and tonumber(v[6] or 0) == 0 and tonumber(v[3] or 0) == 0 and not v[8] and not v[9]
+      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
-    local tok = math.max((v[4] or 0) + 1, FLOOR)
+    local tok = math.max(last + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     local rec = string.format(REC, weight, ttl, tok, now) .. ARGV[8]
-    local acquired = string.format('%d', (v[5] or 0) + 1)
+    local acquired = string.format('%d', n + 1)
     if exp < minexp then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec, 'minexp', string.format('%d', exp))
