@@ -22,7 +22,7 @@ type CancelSelector struct {
 	Session  string
 }
 
-// maxActor bounds the length of who acts (an admin action's by).
+// maxActor bounds the length of an admin action's label (its by).
 const maxActor = 200
 
 // Identity names this Governor as the actor of an admin action: user,
@@ -38,7 +38,9 @@ func (g *Governor) Identity() string {
 	return fmt.Sprintf("%s (session %s, pid %d on %s)", name, g.decl.Session, g.self.PID, g.self.Host)
 }
 
-// actor is who acts: by, checked, or "" for this Governor's identity.
+// actor is who acts: this Governor's Identity (the OS user, session,
+// pid and host, which by cannot forge), and by, checked, beside it as a
+// label ("" for none).
 func (g *Governor) actor(by string) (string, error) {
 	if by == "" {
 		return g.Identity(), nil
@@ -51,7 +53,7 @@ func (g *Governor) actor(by string) (string, error) {
 			return "", invalid("actor %q; allowed: printable text, no control characters", by)
 		}
 	}
-	return by, nil
+	return fmt.Sprintf("%s as %q", g.Identity(), by), nil
 }
 
 // admin checks resource and by for an admin action and returns the key
@@ -69,7 +71,8 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 
 // Cancel withdraws the waiters of resource that sel picks (a WaiterID
 // may be a prefix, of at least 8 characters, of one waiter's id), recording for
-// each an EventCancelled naming by ("" means this Governor's Identity).
+// each an EventCancelled naming this Governor's Identity, with by as a
+// label beside it ("" none).
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
 // withdrawn, in queue order. None to withdraw is ErrNoWaiter; a bad
@@ -152,7 +155,7 @@ func pickWaiters(ws []Waiter, sel CancelSelector) ([]Waiter, int) {
 }
 
 // Pause stops resource granting anything new, by any path, recording an
-// EventPaused naming by ("" means this Governor's Identity). Holders keep
+// EventPaused naming this Governor's Identity, labelled by ("" none). Holders keep
 // their leases and finish; waiters keep their place. Pausing a paused
 // resource changes nothing. Bad input is ErrInvalid, changing nothing.
 func (g *Governor) Pause(ctx context.Context, resource, by string) error {
@@ -164,7 +167,8 @@ func (g *Governor) Pause(ctx context.Context, resource, by string) error {
 	return err
 }
 
-// Resume undoes Pause, recording an EventResumed naming by: the room the
+// Resume undoes Pause, recording an EventResumed naming this Governor's
+// Identity, labelled by ("" none): the room the
 // resource has goes to the head of the queue at once. Resuming a resource
 // that is not paused changes nothing. Bad input is ErrInvalid, changing
 // nothing.
@@ -186,7 +190,7 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 // resource is idle. Holders keep their leases; raised, the room goes to
 // the head of the queue at once; lowered below the weight held, nothing
 // is granted until the use falls under it. It records an EventLimit
-// naming by ("" means this Governor's Identity). Bad input is
+// naming this Governor's Identity, labelled by ("" none). Bad input is
 // ErrInvalid, changing nothing.
 func (g *Governor) SetLimit(ctx context.Context, resource string, limit int, by string) error {
 	key, who, err := g.admin(resource, by)

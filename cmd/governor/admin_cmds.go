@@ -55,7 +55,7 @@ func (a *app) printAfter(ctx context.Context, w io.Writer, g *governor.Governor,
 	return nil
 }
 
-const byUsage = "who acts, as recorded in the event (default: your user, session, host and pid)"
+const byUsage = "a label for who acts, recorded beside your user, session, host and pid (which the event always names)"
 
 func (a *app) cancelCmd() *cobra.Command {
 	var sel governor.CancelSelector
