@@ -136,6 +136,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExclusiveLiveLimit", s.exclusiveLiveLimit},
 		{"ExclusiveDrift", s.exclusiveDrift},
 		{"ExclusiveQueuedResolvedAtGrant", s.exclusiveQueuedResolvedAtGrant},
+		{"ClearLimitToConfigured", s.clearLimitToConfigured},
 		{"Holds", s.holds},
 		{"PolicyClassOrder", s.policyClassOrder},
 		{"PolicyReserve", s.policyReserve},

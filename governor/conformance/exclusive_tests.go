@@ -100,3 +100,44 @@ func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
 	}
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
 }
+
+// clearLimitToConfigured: clearing a live limit with the configured one
+// (LimitClearer) puts it in force at once, not when the resource is next
+// idle (issue 25.5): the next release hands off under it.
+func (s *suite) clearLimitToConfigured(t *testing.T) {
+	b := s.h.Open(t)
+	lc, ok := b.(governor.LimitClearer)
+	if !ok {
+		t.Skip("this backend cannot clear to a given limit")
+	}
+	key := governor.Key{Project: project(), Resource: "api"}
+	h1 := req(key, 1, 1, governor.Fail)
+	mustAcquire(t, b, h1, governor.Granted)
+	if err := b.SetLimit(ctxT(t), key, 3, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	h2, h3 := req(key, 3, 1, governor.Fail), req(key, 3, 1, governor.Fail)
+	mustAcquire(t, b, h2, governor.Granted)
+	mustAcquire(t, b, h3, governor.Granted)
+	w := req(key, 3, 1, governor.Wait) // asks for the live limit: no drift to go back to
+	mustAcquire(t, b, w, governor.Queued)
+	w.New = false
+	if err := lc.ClearLimit(ctxT(t), key, 1, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, b, key); st.Limit != 1 || st.LiveLimit != nil {
+		t.Fatalf("cleared back to the configured 1: limit %d live %+v", st.Limit, st.LiveLimit)
+	}
+	for _, h := range []governor.Request{h1, h2} {
+		if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if st := mustStatus(t, b, key); len(st.Waiters) != 1 {
+			t.Fatalf("granted with use %d under the configured limit 1", st.Used)
+		}
+	}
+	if err := b.Release(ctxT(t), key, h3.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, w, governor.Granted)
+}
