@@ -367,6 +367,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		notify = ch
 	}
 	recheck := g.queueTTL / 4
+	maxWait := requestMaxWait(req)
 	backoff := newBackoff()
 	// The re-check timer, made only when a wait needs one (most acquires
 	// are granted or refused at once).
@@ -413,7 +414,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if left := res.Status.coolingOff(); left > 0 && left < recheck {
 					arm(left + time.Millisecond)
 				} else {
-					arm(recheck)
+					arm(nextRecheck(recheck, maxWait, time.Since(start)))
 				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)

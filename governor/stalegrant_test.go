@@ -2,6 +2,7 @@ package governor_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +92,35 @@ func TestStaleGrantNotAcquired(t *testing.T) {
 	}
 	if !time.Now().Before(l.Deadline()) {
 		t.Fatalf("the lease returned is past its deadline %v", l.Deadline())
+	}
+}
+
+// TestMaxWaitAtDeadline: a waiter under a policy's max_wait is dropped at
+// its deadline (issue 25.10), not at its next re-check (QueueTTL/4, 8 s
+// here): its acquire ends with the max_wait withdrawal well before the
+// re-check would come.
+func TestMaxWaitAtDeadline(t *testing.T) {
+	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(fb, governor.Options{Project: "p", QueueTTL: 32 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	pol := governor.Policy{MaxWait: 200 * time.Millisecond}
+	ctx := context.Background()
+	h, err := g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	wctx, cancel := context.WithTimeout(ctx, 4*time.Second) // half the re-check
+	defer cancel()
+	_, err = g.Acquire(wctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol, Mode: governor.Wait})
+	var w *governor.WithdrawnError
+	if !errors.As(err, &w) || w.Kind != governor.EventMaxWait {
+		t.Fatalf("a waiter past max_wait: %v; want a max_wait withdrawal before the next re-check", err)
 	}
 }
