@@ -118,8 +118,12 @@ wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
 outlives the command tree) and cmd written inside in the wrapper's form, so
 that the old wrapper and governor exclude each other. The command sees
 HEAVY_LOCK_HELD (the pid in slot.d), so a nested wrapper does not take it
-again; with HEAVY_LOCK_HELD already non-empty, governor takes neither the lease
-nor the slot, and does not wait. Release removes slot.d only while its pid file
+again. With HEAVY_LOCK_HELD already non-empty, governor still takes its lease
+(unless GOVERNOR_HELD proves an ancestor holds it) and skips only the slot, and
+only while slot.d names a live ancestor (the wrapper, or the run that made it);
+otherwise it says so and takes the slot. DIR must be changeable by root or you
+alone (group- or world-writable only with the sticky bit), else it is refused
+(125); slot.d is never followed through a link. Release removes slot.d only while its pid file
 still holds what governor wrote. A slot.d naming a pid that no longer exists is
 reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
 (EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,

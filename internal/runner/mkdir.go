@@ -24,7 +24,9 @@ type heldSlot struct {
 // and right after the lease of a resource bound to a mkdir slot
 // (Options.MkdirLocks) that slot, before any later resource: the lease
 // queues governor processes FIFO, and only its holder then contends with
-// the wrapper for slot.d. On failure it releases what it took, in reverse,
+// the wrapper for slot.d. The slot is skipped (the lease still taken) only
+// while an ancestor holds it (mkdirslot.HeldByAncestor); a
+// HEAVY_LOCK_HELD that does not prove it is said, and the slot taken. On failure it releases what it took, in reverse,
 // and returns the error; the slots it made are in r.slots.
 func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode) ([]*governor.Lease, error) {
 	if !slices.ContainsFunc(wants, func(w governor.Want) bool { return r.o.MkdirLocks[w.Resource] != "" }) {
@@ -62,6 +64,11 @@ func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []gove
 		got, seg = append(got, ls...), nil
 		if dir == "" {
 			continue
+		}
+		if ok, why := mkdirslot.HeldByAncestor(dir, getenv(r.env, mkdirslot.EnvHeld)); ok {
+			continue // an ancestor holds the slot: the lease alone is this run's
+		} else if why != "" {
+			fmt.Fprintf(r.stderr, "governor: %s: %s; taking the slot\n", w.Resource, why)
 		}
 		s, err := r.takeSlot(ctx, w.Resource, dir, mode)
 		if err != nil {
