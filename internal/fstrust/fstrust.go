@@ -27,3 +27,18 @@ func DirProblem(uid, mode uint32, euid int) string {
 	}
 	return ""
 }
+
+// FileProblem returns "" when only root or the user euid can write a file
+// owned by uid with mode; otherwise what lets another user write it, as a
+// phrase to follow "FILE is": "owned by uid N", or "writable by group or
+// others (mode 0664)".
+func FileProblem(uid, mode uint32, euid int) string {
+	perm := mode & 0o7777
+	switch {
+	case uid != 0 && int(uid) != euid:
+		return fmt.Sprintf("owned by uid %d, neither root nor you (uid %d)", uid, euid)
+	case perm&0o022 != 0:
+		return fmt.Sprintf("writable by group or others (mode %04o)", perm)
+	}
+	return ""
+}

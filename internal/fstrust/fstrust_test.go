@@ -29,3 +29,24 @@ func TestDirProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestFileProblem(t *testing.T) {
+	const me = 1000
+	for _, tc := range []struct {
+		uid, mode uint32
+		want      string
+	}{
+		{me, 0o600, ""},
+		{me, 0o644, ""},
+		{0, 0o644, ""},
+		{me, 0o664, "writable by group or others (mode 0664)"},
+		{0, 0o666, "mode 0666"},
+		{me, 0o1666, "mode 1666"},
+		{1001, 0o600, "owned by uid 1001"},
+	} {
+		got := fstrust.FileProblem(tc.uid, tc.mode, me)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("FileProblem(uid %d, mode %04o) = %q; want %q", tc.uid, tc.mode, got, tc.want)
+		}
+	}
+}
