@@ -548,3 +548,32 @@ func TestHeavyLockSecondUsersSlot(t *testing.T) {
 		t.Errorf("slot.d made in a refused DIR: %v", err)
 	}
 }
+
+// $HEAVY_LOCK_DIR alone (issue 25.2): a seed-000 user exports it and types
+// README's first example with no mkdir_lock configured; heavy, the
+// wrapper's slot name, shares the wrapper's slot: refused while the
+// wrapper holds it, then waits its turn, saying once where the binding
+// came from. The work intervals never overlap.
+func TestHeavyLockDirAloneBindsHeavy(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "heavy-lock")
+	tg := fileTarget(t, "")
+	env := []string{"HEAVY_LOCK_DIR=" + lock}
+	times := filepath.Join(t.TempDir(), "times")
+	w := wrapperCmd(t, lock, nil, "sh", "-c", spanScript, "wrapper", times, "1")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitForPID(t, lock)
+	code, _, errs := execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--limit", "1", "--", "true"))
+	if code != 73 || !strings.Contains(errs, "held by pid "+pid) {
+		t.Errorf("README's example while the wrapper holds the slot: exit %d, stderr %s; want 73 naming the wrapper", code, errs)
+	}
+	code, _, errs = execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--limit", "1", "--wait-timeout", "60s", "--", "sh", "-c", spanScript, "governor", times, "0.2"))
+	if code != 0 || strings.Count(errs, "shares the with-heavy-lock slot in "+lock+" ($HEAVY_LOCK_DIR is set") != 1 {
+		t.Errorf("exit %d, stderr %s; want 0, saying once that $HEAVY_LOCK_DIR binds heavy", code, errs)
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkDisjoint(t, times, 2)
+}

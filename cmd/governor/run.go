@@ -113,7 +113,8 @@ empty, and KILL reaches all of it at once.
 
 The with-heavy-lock slot: a resource bound to it in exec-defaults.yaml
 (resources: {heavy: {limit: 1, mkdir_lock: DIR}}; $HEAVY_LOCK_DIR, when set,
-overrides DIR) is taken as its lease and then, before any later resource, the
+overrides DIR; with no mkdir_lock configured, $HEAVY_LOCK_DIR binds heavy, the
+wrapper's slot name, unless heavy's limit is not 1, and a run says so once) is taken as its lease and then, before any later resource, the
 wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
 outlives the command tree) and cmd written inside in the wrapper's form, so
 that the old wrapper and governor exclude each other. The command sees
@@ -214,7 +215,7 @@ Exit codes:
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Policies = l.Config.Policies()
 			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
-			o.MkdirLocks = l.Config.MkdirLocks()
+			o.MkdirLocks, o.MkdirLockNotes = l.Config.MkdirLocks(), l.Config.MkdirLockNotes()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
 			}

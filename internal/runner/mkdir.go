@@ -32,6 +32,11 @@ func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []gove
 	if !slices.ContainsFunc(wants, func(w governor.Want) bool { return r.o.MkdirLocks[w.Resource] != "" }) {
 		return g.AcquireAll(ctx, wants)
 	}
+	for _, w := range wants {
+		if n := r.o.MkdirLockNotes[w.Resource]; n != "" {
+			fmt.Fprintf(r.stderr, "governor: %s\n", n)
+		}
+	}
 	sorted := slices.Clone(wants)
 	slices.SortStableFunc(sorted, func(a, b governor.Want) int {
 		switch {

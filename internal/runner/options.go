@@ -127,6 +127,9 @@ type Options struct {
 	// the lock order; its command sees HEAVY_LOCK_HELD; the slot (not
 	// the lease) is skipped while slot.d names a live ancestor.
 	MkdirLocks map[string]string
+	// MkdirLockNotes, by resource, is said on stderr before its slot is
+	// taken (a binding nothing in the configuration shows).
+	MkdirLockNotes map[string]string
 
 	// Shareable (--shareable) holds the run lock (DefaultResource) and
 	// accepts joiners; Join (--join) takes one join slot (JoinResource)
