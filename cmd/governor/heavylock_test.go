@@ -136,8 +136,9 @@ func TestHeavyLockSharedWithWrapper(t *testing.T) {
 		t.Errorf("--if-busy skip while the wrapper holds it: exit %d, stderr %s; want 75", code, errs)
 	}
 	code, out, errs := execCode(t, governorCmd(tg, env, "slots", "heavy"))
-	if code != 0 || !strings.Contains(out, "mkdir slot "+filepath.Join(lock, "slot.d")+": held, pid "+pid+", cmd: sh -c") || !strings.Contains(out, "HELD outside governor") {
-		t.Errorf("slots while the wrapper holds it: exit %d, stderr %s:\n%s", code, errs, out)
+	if code != 0 || !strings.Contains(out, "mkdir slot "+filepath.Join(lock, "slot.d")+": held, pid "+pid+", cmd: sh -c") || !strings.Contains(out, "HELD outside governor") ||
+		!strings.Contains(out, "heavy  limit 1  in use 1  free 0  waiting 0") {
+		t.Errorf("slots while the wrapper holds it: exit %d, stderr %s:\n%s; want heavy in use 1 free 0 (issue 25.3)", code, errs, out)
 	}
 	code, _, errs = execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "sh", "-c", spanScript, "g1", times, "0.3"))
 	if code != 0 {
@@ -444,6 +445,9 @@ func TestHeavyLockSlotsJSON(t *testing.T) {
 	m := got.Resources[0].MkdirSlot
 	if m == nil || m.Path != slot || m.State != "held" || m.PID != os.Getpid() || m.Cmd != "python3 eval.py" || !m.OutsideGovernor || m.Stuck {
 		t.Errorf("mkdir_slot = %+v; want held outside governor by pid %d", m, os.Getpid())
+	}
+	if r := got.Resources[0]; r.Used != 1 || r.Free != 0 {
+		t.Errorf("used %d, free %d; want the wrapper's hold in use: 1, 0 (issue 25.3)", r.Used, r.Free)
 	}
 }
 

@@ -24,14 +24,15 @@ type mkdirSlotJSON struct {
 	Clear           string    `json:"clear,omitempty"`  // the command that clears a stuck one
 }
 
-// mkdirSlot reads the slot bound to st's resource, or nil if none is.
-func mkdirSlot(locks map[string]string, st governor.Status) *mkdirSlotJSON {
+// mkdirSlot reads the slot bound to st's resource, or nil if none is,
+// and counts a hold outside governor in st.Used (mkdirslot.AddHold).
+func mkdirSlot(locks map[string]string, st *governor.Status) *mkdirSlotJSON {
 	dir := locks[st.Key.Resource]
 	if dir == "" {
 		return nil
 	}
-	h, err := mkdirslot.Inspect(dir)
-	out := &mkdirSlotJSON{Path: h.Path, State: h.State.String(), PID: h.PID, Cmd: h.Cmd, Since: h.Since.UTC()}
+	h, outside, err := mkdirslot.AddHold(st, dir)
+	out := &mkdirSlotJSON{Path: h.Path, State: h.State.String(), PID: h.PID, Cmd: h.Cmd, Since: h.Since.UTC(), OutsideGovernor: outside}
 	if err != nil {
 		out.State = "unreadable: " + err.Error()
 		return out
@@ -39,12 +40,6 @@ func mkdirSlot(locks map[string]string, st governor.Status) *mkdirSlotJSON {
 	if h.State == mkdirslot.Free {
 		out.Since = time.Time{}
 		return out
-	}
-	out.OutsideGovernor = true
-	for _, x := range st.Holders {
-		if h.PID != 0 && x.PID == h.PID {
-			out.OutsideGovernor = false
-		}
 	}
 	if h.Stuck(time.Now()) {
 		out.Stuck = true

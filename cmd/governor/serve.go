@@ -194,7 +194,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
 			}
-			c, err := metrics.NewCollector(src, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
+			c, err := metrics.NewCollector(src, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits(), MkdirLocks: l.Config.MkdirLocks()})
 			if err != nil {
 				return exitWith(ExitFailure, err)
 			}

@@ -383,9 +383,10 @@ func (a *app) mkdirLocks() map[string]string {
 func toSlotsJSON(project string, sts []governor.Status, locks map[string]string) slotsJSON {
 	out := slotsJSON{Project: project, Resources: []resourceJSON{}}
 	for _, st := range sts {
+		m := mkdirSlot(locks, &st) // first: the wrapper's hold counts in use
 		r := resourceJSON{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []holderJSON{}, Waiters: []waiterJSON{}, Counters: counterMap(st.Counters),
-			MkdirSlot: mkdirSlot(locks, st), LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
+			MkdirSlot: m, LimitSource: limitSource(st), ExpectedWait: toEstimateJSON(governor.ExpectedWait(st, 0)),
 			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy, ClassUse: st.ClassUse(),
 			Adaptive: st.Adaptive}
 		if l := st.LiveLimit; l != nil {
@@ -445,6 +446,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		m := mkdirSlot(locks, &st) // first: the wrapper's hold counts in use
 		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d%s", dash(st.Key.Resource), st.Limit, st.Used,
 			max(st.Limit-st.Used, 0), len(st.Waiters), liveText(st))
 		if st.DriftLimit != 0 {
@@ -460,7 +462,7 @@ func writeSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
 		}
 		writeSignals(w, st)
-		writeMkdirSlot(w, mkdirSlot(locks, st))
+		writeMkdirSlot(w, m)
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
