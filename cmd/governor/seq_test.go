@@ -20,7 +20,9 @@ func TestSeqNextExitCodes(t *testing.T) {
 		return strings.Fields(out)[0]
 	}
 	older, newer := acquire("a"), acquire("b")
-	seq := func(handle string) (int, string, string) { return cli(t, append(g, "seq", "next", "v", "--lease", handle)...) }
+	seq := func(handle string) (int, string, string) {
+		return cli(t, append(g, "seq", "next", "v", "--lease", handle)...)
+	}
 	if code, out, errs := seq(newer); code != 0 || strings.TrimSpace(out) != "1" {
 		t.Fatalf("seq next with the newer lease: exit %d, %q, %s; want 1", code, out, errs)
 	}
