@@ -581,3 +581,42 @@ func TestHeavyLockDirAloneBindsHeavy(t *testing.T) {
 	}
 	checkDisjoint(t, times, 2)
 }
+
+// A governor run inside the wrapper takes heavy's lease; a run that
+// holds that lease while it waits for the wrapper's slot would then wait
+// for it forever, and it for that run. The waiting run gives the lease up
+// to the run inside the wrapper and queues again: everyone ends, and the
+// work intervals never overlap.
+func TestHeavyLockWaiterYieldsToRunInsideWrapper(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	times := filepath.Join(t.TempDir(), "times")
+	goFile := filepath.Join(t.TempDir(), "go")
+	inner := strings.Join(append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "heavy", "--wait-timeout", "30s", "--"), " ")
+	w := wrapperCmd(t, lock, nil, "sh", "-c", `while [ ! -e "$0" ]; do sleep 0.05; done; `+inner+` sh -c '`+spanScript+`' inner "$1" 0.2`, goFile, times)
+	var werr bytes.Buffer
+	w.Stderr = &werr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForPID(t, lock)
+	g := governorCmd(tg, env, "run", "--resource", "heavy", "--wait-timeout", "60s", "--", "sh", "-c", spanScript, "outside", times, "0.2")
+	var gerr bytes.Buffer
+	g.Stderr = &gerr
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the outside run holds heavy's lease", func() bool {
+		_, out, _ := execCode(t, governorCmd(tg, env, "slots", "heavy"))
+		return strings.Contains(out, "heavy  limit 1  in use 1") && strings.Contains(out, "HOLDER")
+	})
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(); err != nil {
+		t.Errorf("the wrapper's command (governor inside it): %v, %s", err, &werr)
+	}
+	if err := g.Wait(); err != nil || !strings.Contains(gerr.String(), "giving the lease up to it") {
+		t.Errorf("the outside run: %v, stderr %s; want 0, having given the lease up", err, &gerr)
+	}
+	checkDisjoint(t, times, 2)
+}

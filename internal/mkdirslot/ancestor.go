@@ -31,15 +31,24 @@ func HeldByAncestor(dir, value string) (bool, string) {
 	case h.State != Held:
 		return false, fmt.Sprintf("%s=%s, but %s", EnvHeld, value, h.Describe())
 	}
-	p := os.Getpid()
+	if Descends(os.Getpid(), h.PID) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("%s=%s, but %s, which is not an ancestor of this process (a value exported earlier proves nothing)", EnvHeld, value, h.Describe())
+}
+
+// Descends reports whether process ancestor is on the chain of parents of
+// process pid (not pid itself), as this host's process table shows it now.
+func Descends(pid, ancestor int) bool {
+	p := pid
 	for range maxAncestors {
 		s, err := proc.Stat(p)
 		if err != nil || s.PPID <= 0 || s.PPID == p {
-			break
+			return false
 		}
-		if p = s.PPID; p == h.PID {
-			return true, ""
+		if p = s.PPID; p == ancestor {
+			return true
 		}
 	}
-	return false, fmt.Sprintf("%s=%s, but %s, which is not an ancestor of this process (a value exported earlier proves nothing)", EnvHeld, value, h.Describe())
+	return false
 }
