@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-
-	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // HeavyResource is the name by which the with-heavy-lock wrapper's users
@@ -17,7 +15,7 @@ const HeavyResource = "heavy"
 
 // implicitHeavyOrigin is the origin of HeavyResource's binding when it
 // came from $HEAVY_LOCK_DIR alone.
-const implicitHeavyOrigin = "env " + mkdirslot.EnvDir + " (no mkdir_lock configured: " + HeavyResource + " is the wrapper's slot)"
+const implicitHeavyOrigin = "env " + EnvHeavyLockDir + " (no mkdir_lock configured: " + HeavyResource + " is the wrapper's slot)"
 
 // implicitHeavyLock returns resources.heavy.mkdir_lock = dir (and limit 1
 // when no layer gives one) when no layer binds any resource to a mkdir
@@ -59,7 +57,7 @@ func (c Config) MkdirLockNotes() map[string]string {
 		}
 		out[name] = fmt.Sprintf("%s: shares the with-heavy-lock slot in %s ($%s is set and no mkdir_lock is configured); "+
 			"to make it explicit, or to bind another resource, set resources.<name>.mkdir_lock in exec-defaults.yaml",
-			name, r.MkdirLock, mkdirslot.EnvDir)
+			name, r.MkdirLock, EnvHeavyLockDir)
 	}
 	return out
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // Source says where a value came from.
@@ -296,7 +294,7 @@ func xdgDir(env map[string]string, name, fallback string) string {
 
 func defaultDir(env map[string]string) string {
 	if dir := xdgDir(env, "XDG_STATE_HOME", filepath.Join(".local", "state")); dir != "" {
-		return filebackend.StateDirUnder(dir)
+		return governor.StateDirUnder(dir)
 	}
 	return ""
 }
@@ -350,7 +348,7 @@ func isMkdirLock(path []string) bool {
 // sets: the wrapper's variable moves the slot of governor too. When no
 // layer sets one, it binds HeavyResource (implicitHeavyLock).
 func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
-	dir := env[mkdirslot.EnvDir]
+	dir := env[EnvHeavyLockDir]
 	if dir == "" {
 		return nil
 	}
@@ -360,7 +358,7 @@ func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
 		for _, s := range layer {
 			if key := dotted(s.path); isMkdirLock(s.path) && !seen[key] {
 				seen[key] = true
-				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + mkdirslot.EnvDir})
+				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + EnvHeavyLockDir})
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/safetext"
 )
 
@@ -113,9 +114,9 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.load()
 			if err != nil {
-				var ee *exitError
+				var ee *exitcode.Error
 				if a.json && errors.As(err, &ee) {
-					problems := strings.Split(ee.err.Error(), "\n")
+					problems := strings.Split(ee.Err.Error(), "\n")
 					_ = writeJSON(cmd.OutOrStdout(), map[string]any{"ok": false, "problems": problems})
 				}
 				return err
