@@ -129,7 +129,8 @@ still holds what governor wrote. A slot.d naming a pid that no longer exists is
 reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
 (EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,
 so a waiting run looks again every 250ms; governor waiters queue FIFO on the
-lease first, so only the first of them polls.
+lease first, so only the first of them polls, and it gives the lease up to a
+run inside the wrapper that queues for it (else each would wait for the other).
 
 A holder that is alive but stuck: with --progress-timeout D the command must mark
 progress at least every D, by running 'governor touch' (no argument: it marks
