@@ -16,9 +16,6 @@ import (
 	"github.com/governor-dev/governor/internal/fstrust"
 )
 
-// holdersInRefusal caps the holders a refusal reports, as in Redis.
-const holdersInRefusal = 16
-
 // closeTimeout bounds the critical sections Close and Notify run on their
 // own context.
 const closeTimeout = 5 * time.Second
