@@ -58,7 +58,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		fmt.Fprintf(o.Stderr, "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
 	}
-	c, err := metrics.NewCollector(o.Source, metrics.CollectorOptions{Timeout: o.Timeout, Limits: o.Limits})
+	c, err := metrics.NewCollector(o.Source, metrics.CollectorOptions{Timeout: o.Timeout, Limits: o.Limits, MkdirLocks: o.Locks})
 	if err != nil {
 		return err
 	}
