@@ -1,6 +1,9 @@
 package scripts
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // fastMarker opens an operation's fast path; libMarker closes it.
 const fastMarker = "--[[fast]]\n"
@@ -10,9 +13,9 @@ const fastMarker = "--[[fast]]\n"
 // helpers. They are for tests, which prove that both ways leave the same
 // state; governor never runs them.
 var (
-	AcquireSlow = compose(withoutFast(acquire))
-	RenewSlow   = compose(withoutFast(renew))
-	ReleaseSlow = compose(withoutFast(release))
+	AcquireSlow = sync.OnceValue(func() string { return compose(withoutFast(acquire)) })
+	RenewSlow   = sync.OnceValue(func() string { return compose(withoutFast(renew)) })
+	ReleaseSlow = sync.OnceValue(func() string { return compose(withoutFast(release)) })
 )
 
 // withoutFast drops op's fast path; an op without the markers is

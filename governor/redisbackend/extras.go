@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	seqScript      = newScript(scripts.Seq)
+	seqScript      = newScript(func() string { return scripts.Seq })
 	takeoverScript = newScript(scripts.Takeover)
 )
 

@@ -11,7 +11,7 @@ import (
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var rateScript = newScript(scripts.Rate)
+var rateScript = newScript(func() string { return scripts.Rate })
 
 var _ governor.RateBackend = (*Backend)(nil)
 

@@ -221,7 +221,7 @@ func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 }
 
 // probeScript proves the server runs scripts.
-var probeScript = newScript("return 1")
+var probeScript = newScript(func() string { return "return 1" })
 
 func (b *Backend) dispatch(ch <-chan *redis.Message) {
 	defer close(b.done)

@@ -15,9 +15,9 @@ type script struct {
 	get func() *redis.Script
 }
 
-// newScript wraps src, hashed at the first Run.
-func newScript(src string) *script {
-	return &script{get: sync.OnceValue(func() *redis.Script { return redis.NewScript(src) })}
+// newScript wraps the source src returns, built and hashed at the first Run.
+func newScript(src func() string) *script {
+	return &script{get: sync.OnceValue(func() *redis.Script { return redis.NewScript(src()) })}
 }
 
 // Run is redis.Script.Run: EVALSHA, and EVAL when the server does not

@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	observeScript = newScript(scripts.Observe)
+	observeScript = newScript(func() string { return scripts.Observe })
 	forgetScript  = newScript(scripts.Forget)
 )
 
