@@ -50,7 +50,8 @@ local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
 local HOLDS = 50
 
 -- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
--- channel declaration" (Go's reader.waiters reads it).
+-- channel declaration" (Go's reader.waiters reads it); weight 0: an
+-- exclusive waiter, which takes the limit in force when granted.
 -- string.format(WREC, weight, ttl, enqueued, channel) .. declaration
 -- writes one; string.match(r, WREC_ALL) gives every field.
 local WREC = '%d %d %d %s '

@@ -17,7 +17,11 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
+-- takeovers; inc, the state's incarnation: FLOOR (head.lua) when it was
+-- born (the first acquire or live limit on a resource without state), so
+-- that a lease whose token, or a waiter whose queued time, predates it
+-- outlived the state it was granted or queued in (quarantine()); idle is
+-- forget.lua's mark; quarantine (ms) holds new grants
 -- back after a loss of data was detected, and cooloff (ms) until the end
 -- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
 -- held_back() below).
@@ -288,6 +292,17 @@ local function cancelled(r)
   return string.find(r, CIP, 1, true) ~= nil
 end
 
+-- weight_of is the weight a waiter's record says, w (a string): the
+-- limit in force for an exclusive waiter (0; head.lua's WREC), resolved
+-- when it is granted.
+local function weight_of(w)
+  w = w + 0
+  if w == 0 then
+    return get('limit')
+  end
+  return w
+end
+
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
@@ -424,7 +439,7 @@ local function slow()
         drop_waiter(head)
         event('dropped', head, 0, string.format('queue entry without a readable record: %q', s or '(none)'))
       else
-        w = w + 0
+        w = weight_of(w)
         if m.used + w > limit then
           return
         end
@@ -893,8 +908,8 @@ function policy()
         event('dropped', id, 0, string.format('queue entry without a readable record: %q %q', v[1] or '(none)', v[2] or '(none)'))
         return 'again'
       end
-      if P.fc == 0 or key == '' or kget(key) + w <= P.fc then
-        return id, w + 0, ttl + 0, ch, decl, key, tag + 0
+      if P.fc == 0 or key == '' or kget(key) + weight_of(w) <= P.fc then
+        return id, weight_of(w), ttl + 0, ch, decl, key, tag + 0
       end
     end
   end
@@ -922,9 +937,9 @@ function policy()
       pol_read[id] = {v[2], v[1]}
       local w, ttl, _, ch, decl = string.match(v[1] or '', WREC_ALL)
       local _, tag, _, key = string.match(v[2] or '', '^(%d+) (%d+) (%d+) (.*)$')
-      if w and tag and pol_allows(i, key, w + 0) then
+      if w and tag and pol_allows(i, key, weight_of(w)) then
         set('ep', string.format('%s %d', head, n + 1))
-        return id, w + 0, ttl + 0, ch, decl, key, tag + 0
+        return id, weight_of(w), ttl + 0, ch, decl, key, tag + 0
       end
     end
   end

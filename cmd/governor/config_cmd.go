@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 func (a *app) configCmd() *cobra.Command {
@@ -113,9 +115,9 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.load()
 			if err != nil {
-				var ee *exitError
+				var ee *exitcode.Error
 				if a.json && errors.As(err, &ee) {
-					problems := strings.Split(ee.err.Error(), "\n")
+					problems := strings.Split(ee.Err.Error(), "\n")
 					_ = writeJSON(cmd.OutOrStdout(), map[string]any{"ok": false, "problems": problems})
 				}
 				return err
@@ -163,7 +165,7 @@ Exit codes: 0 printed; 125 bad flags.`,
 }
 
 // limitInForce is one resource's limit in force and where it came from
-// (limitSource), for config show.
+// (view.LimitSource), for config show.
 type limitInForce struct {
 	Resource   string     `json:"resource"`
 	Configured int        `json:"configured"` // 0: not configured
@@ -194,7 +196,7 @@ func (a *app) limitsInForce(ctx context.Context) ([]limitInForce, error) {
 	limits := l.Config.Limits()
 	out := []limitInForce{}
 	for _, st := range sts {
-		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: limitSource(st)}
+		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: view.LimitSource(st)}
 		if lv := st.LiveLimit; lv != nil {
 			at := lv.At.UTC()
 			r.By, r.SetAt = lv.By, &at

@@ -48,30 +48,11 @@ func DefaultDir() string {
 }
 
 // RootDir is the state dir of a root run whose home is not root's.
-const RootDir = "/run/governor"
+const RootDir = governor.StateRootDir
 
-// StateDirUnder is the default state dir under base ($XDG_STATE_HOME or
-// ~/.local/state): base/governor, except for root when base (or its
-// nearest existing parent) is not owned by root, as a user's HOME kept by
-// sudo is: then RootDir, so that root never makes root-owned dirs in a
-// home that breaks its user's own governor.
-func StateDirUnder(base string) string {
-	if os.Geteuid() == 0 {
-		for p := base; ; p = filepath.Dir(p) {
-			var st unix.Stat_t
-			if err := unix.Stat(p, &st); err == nil {
-				if st.Uid != 0 {
-					return RootDir
-				}
-				break
-			}
-			if p == filepath.Dir(p) {
-				break
-			}
-		}
-	}
-	return filepath.Join(base, "governor")
-}
+// StateDirUnder is the default state dir under base: see
+// governor.StateDirUnder.
+func StateDirUnder(base string) string { return governor.StateDirUnder(base) }
 
 // Backend keeps governor's state in files under one directory. It is
 // safe for concurrent use; several Backends on one directory, in one

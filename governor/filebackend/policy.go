@@ -299,7 +299,7 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 			}
 			return governor.Result{}, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, req.Key.Resource, p.MaxQueue)
 		}
-		t.enqueuePolicy(p, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL), Enqueued: t.now.boot,
+		t.enqueuePolicy(p, waiter{ID: req.ID, Weight: req.Weight, Exclusive: req.Exclusive, TTL: int64(req.TTL), Enqueued: t.now.boot,
 			Expires: t.now.boot + int64(req.QueueTTL), Decl: req.Declaration, Class: c, Key: key})
 		t.promotePolicy(p)
 		if h := st.holder(req.ID); h != nil {

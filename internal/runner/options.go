@@ -10,20 +10,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
-// Exit codes of Run besides the command's own (SPEC §4).
+// Exit codes of Run besides the command's own (SPEC §4): package
+// exitcode's.
 const (
-	ExitOK         = 0
-	ExitBusy       = 73  // not acquired: busy with --if-busy fail, --wait-timeout passed, or the wait withdrawn
-	ExitSkipped    = 75  // busy with --if-busy skip
-	ExitSuperseded = 76  // a newer run with the same --supersede key replaced this waiting one
-	ExitLeaseLost  = 122 // a lease was lost while running; the command was stopped
-	ExitTimeout    = 124 // --timeout passed; the command tree was stopped
-	ExitFailure    = 125 // governor's own failure: bad options, config, backend
-	ExitCannotExec = 126 // the command cannot be executed
-	ExitNotFound   = 127 // the command was not found
+	ExitOK         = exitcode.OK
+	ExitBusy       = exitcode.Busy
+	ExitSkipped    = exitcode.Skipped
+	ExitSuperseded = exitcode.Superseded
+	ExitLeaseLost  = exitcode.LeaseLost
+	ExitTimeout    = exitcode.Timeout
+	ExitFailure    = exitcode.Failure
+	ExitCannotExec = exitcode.CannotExec
+	ExitNotFound   = exitcode.NotFound
 )
 
 // Environment variables that Run reads and sets for the command.
@@ -54,8 +57,8 @@ const (
 // come after it queue behind it. An exec run inside an exec run takes
 // none of the two (execRunInside).
 const (
-	DefaultResource = "run"
-	JoinResource    = "run:join"
+	DefaultResource = config.RunResource
+	JoinResource    = config.RunJoinResource
 )
 
 // If-busy policies.
@@ -240,6 +243,9 @@ func ResolveIfBusy(ifBusy string, waitTimeout time.Duration) (string, error) {
 type Resource struct {
 	Name   string
 	Weight int // 0: 1, or the whole limit with Exclusive
+	// Every takes every slot: the whole limit in force when granted (a
+	// plain exec run's join slots), decided by the backend as Exclusive.
+	Every bool
 }
 
 // ParseResource reads a --resource spec: NAME, or NAME:WEIGHT. Resource
@@ -281,8 +287,11 @@ type item struct {
 	weight int // resolved: 1..limit
 	limit  int
 	nested bool // an ancestor run holds it
-	held   HeldLease
-	lease  *governor.Lease
+	// exclusive: weight is the limit, and the backend makes it the
+	// limit in force at grant (governor.Request.Exclusive).
+	exclusive bool
+	held      HeldLease
+	lease     *governor.Lease
 }
 
 // plan validates o, resolves o.IfBusy (ResolveIfBusy), and returns the
@@ -366,7 +375,7 @@ func plan(o *Options) ([]*item, error) {
 		case err != nil:
 			return nil, err
 		}
-		items = append(items, &item{name: r.Name, weight: w, limit: limit})
+		items = append(items, &item{name: r.Name, weight: w, limit: limit, exclusive: o.Exclusive || r.Every})
 	}
 	return items, nil
 }
@@ -391,7 +400,7 @@ func execRun(o *Options, plain bool) ([]Resource, error) {
 	case !plain:
 		return nil, nil
 	case hasJoin:
-		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins}}, nil
+		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins, Every: true}}, nil
 	}
 	return []Resource{{Name: DefaultResource}}, nil
 }
