@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 )
 
@@ -21,5 +22,5 @@ func TestHostileHolderEscaped(t *testing.T) {
 	var b bytes.Buffer
 	WriteRefusal(&b, "heavy", st)
 	safetexttest.Check(t, "refusal", b.String())
-	safetexttest.Check(t, "skip", Refused(&governor.BusyError{Resource: "heavy", Status: st}, true).Error())
+	safetexttest.Check(t, "skip", acquire.Refused(&governor.BusyError{Resource: "heavy", Status: st}, true).Error())
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redact"
 	"github.com/governor-dev/governor/internal/supervise"
@@ -53,12 +55,12 @@ type run struct {
 	recf   *os.File
 	sigs   chan os.Signal
 
-	items   []*item
+	plan    *acquire.Plan
 	session string
 	wd      *watchdog
 	g       *governor.Governor
-	leases  []*governor.Lease // acquired by this run, in acquisition order
-	slots   []heldSlot        // mkdir slots made by this run, in acquisition order
+	held    *acquire.Held     // once acquired
+	leases  []*governor.Lease // acquired by this run, in acquisition order (held.Leases)
 	waited  time.Duration
 }
 
@@ -67,7 +69,7 @@ type run struct {
 // own, or one of the Exit constants. Every message, refusals included,
 // goes to o.Stderr. When Run returns, the command's whole process tree is
 // gone, every lease this invocation acquired is released, the Governor
-// that o.Open returned is closed and the end record (if any) is written. Run
+// it opened is closed and the end record (if any) is written. Run
 // catches INT, TERM, HUP and QUIT for its duration (signal.Notify).
 func Run(ctx context.Context, o Options) int {
 	if _, isFile := o.Stderr.(*os.File); o.Stderr != nil && !isFile {
@@ -83,6 +85,7 @@ func Run(ctx context.Context, o Options) int {
 	if r.env == nil {
 		r.env = os.Environ()
 	}
+	r.o.Env = r.env
 	if r.stderr == nil {
 		r.stderr = os.Stderr
 	}
@@ -106,14 +109,11 @@ func (r *run) run(ctx context.Context) int {
 		}
 		r.recf = f
 	}
-	items, err := plan(&r.o)
+	p, err := plan(&r.o)
 	if err != nil {
 		return r.fail(ExitFailure, err)
 	}
-	r.items = items
-	if r.o.Open == nil {
-		return r.fail(ExitFailure, errors.New("runner: Options.Open is nil"))
-	}
+	r.plan = p
 	if commandMissing(r.o.Args[0], r.env) {
 		return r.finish(ExitNotFound, OutcomeError, fmt.Errorf("%s: command not found", r.o.Args[0]))
 	}
@@ -123,7 +123,7 @@ func (r *run) run(ctx context.Context) int {
 
 	// The default session names governor, not the watchdog declared as
 	// the holder's pid.
-	r.session = Session(r.o.Session, r.env)
+	r.session = connect.Session(r.o.Session, r.env)
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
 	}
@@ -163,7 +163,8 @@ func (r *run) report(ctx context.Context, code int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), governor.DefaultReleaseTimeout)
 	defer cancel()
 	for _, p := range r.o.Providers {
-		end, err := r.g.Provider(p, r.o.ProviderLimits[p]).Report(ctx, outcome)
+		def, _ := r.o.Config.Catalog().Provider(p)
+		end, err := r.g.Provider(p, def.Limits).Report(ctx, outcome)
 		switch {
 		case err != nil:
 			fmt.Fprintf(r.stderr, "governor: provider %s: %s\n", p, safetext.Escape(err.Error()))
@@ -200,175 +201,71 @@ func (r *run) acquire(ctx context.Context) (int, Outcome, error) {
 		return res.code, res.outcome, res.err
 	case sig := <-r.sigs:
 		cancel()
-		<-done // the acquire withdraws its waiter and releases partial grants
-		r.releaseAll()
+		<-done         // the acquire withdraws its waiter and releases partial grants
+		r.releaseAll() // what it got just before the signal
 		n := int(sig.(syscall.Signal))
 		return 128 + n, OutcomeInterrupted, fmt.Errorf("interrupted by %s while waiting for slots; nothing is held", signalName(sig))
 	}
 }
 
 func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
-	oo := OpenOptions{Session: r.session, Command: r.rec.Command}
+	oo := connect.Options{Session: r.session, Command: r.rec.Command, GovernorPID: os.Getpid(), Warn: r.o.Warn}
+	if oo.Warn == nil {
+		oo.Warn = func(msg string) { fmt.Fprintln(r.stderr, msg) }
+	}
 	if r.wd != nil {
+		// The watchdog is declared for liveness; governor is shown as the
+		// holder, with its command.
 		oo.PID, oo.RunID = r.wd.pid(), r.id
 		if cg, ok := proc.ChildCgroup(proc.RunCgroupName(r.id)); ok {
 			oo.Cgroup = cg
 		}
 	}
-	g, err := r.o.Open(ctx, oo)
+	g, err := connect.Open(ctx, r.o.Config, r.env, oo)
 	if err != nil {
 		return ExitFailure, OutcomeError, err
 	}
 	r.g = g
 	r.rec.Project, r.rec.Session = g.Project(), g.Session()
 
-	held, err := HeldFromEnv(r.env)
-	if err != nil {
-		fmt.Fprintf(r.stderr, "governor: ignoring a malformed entry of the environment: %v\n", err)
-	}
-	byKey := map[governor.Key]HeldLease{}
-	for _, h := range held {
-		byKey[h.Key] = h
-	}
-	var wants []governor.Want
-	mode := governor.Fail
-	if r.o.IfBusy == IfBusyWait { // resolved by plan
-		mode = governor.Wait
-	}
-	var sl *statusLine    // drawn only while AcquireAll waits
-	var waitingFor string // the resource last queued for, for a --wait-timeout message
-	inside, err := r.execRunInside(ctx, g.Project(), byKey)
-	if err != nil {
-		return ExitFailure, OutcomeError, err
-	}
-	for _, it := range r.items {
-		k := governor.Key{Project: g.Project(), Resource: it.name}
-		if inside && isExecRun(it.name) {
-			it.nested, it.held = true, byKey[k] // part of the ancestor's exec run
-			continue
-		}
-		if h, ok := byKey[k]; ok {
-			err := ProvenHeld(ctx, g, h)
-			if err == nil {
-				it.nested, it.held = true, h
-				continue
-			}
-			if !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld) {
-				return ExitFailure, OutcomeError, err
-			}
-			fmt.Fprintf(r.stderr, "governor: %s: %s; acquiring %s\n", EnvHeld, safetext.Escape(err.Error()), it.name)
-		}
-		if r.o.MkdirLocks[it.name] != "" && HeavyLockHeld(r.env) {
-			it.nested = true // an ancestor holds the mkdir slot, and so the resource
-			continue
-		}
-		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
-			// At once, before any wait. A failed read is the acquire's
-			// to report.
-			fmt.Fprintf(r.stderr, "governor: %s\n", note.Message)
-		}
-		name := it.name
-		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
-			Limit: it.limit, Weight: it.weight, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
-			Policy: r.o.Policies[it.name], Priority: r.o.Priority, FairKey: r.o.FairKey,
-			Supersede: r.o.Supersede, CancelInProgress: r.o.CancelInProgress,
-			OnQueued: func(res governor.Result) {
-				waitingFor = name
-				if sl != nil {
-					sl.update(name, res, expectedWait(ctx, g, name, res.Position))
-				}
-			},
-		}})
-	}
-	wctx := ctx
-	if mode == governor.Wait && r.o.WaitTimeout > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, r.o.WaitTimeout)
-		defer cancel()
-	}
-	if len(wants) == 0 {
-		return r.takeBudget(wctx, g, mode)
-	}
-	if fd, ok := terminal(r.stderr); ok && mode == governor.Wait {
+	var sl *statusLine // drawn only while the acquire waits
+	if fd, ok := terminal(r.stderr); ok && r.plan.IfBusy() == acquire.IfBusyWait {
 		sl = newStatusLine(r.stderr, func() int { return columns(fd) })
 	}
-	start := time.Now()
-	leases, err := r.acquireAll(wctx, g, wants, mode)
-	r.waited = time.Since(start)
+	_, tty := terminal(r.stderr) // as the status line: only on a terminal (--quiet prints nothing)
+	ev := acquire.Events{
+		OnNote: func(msg string) { fmt.Fprintf(r.stderr, "governor: %s\n", msg) },
+		OnQueued: func(name string, res governor.Result) {
+			if sl != nil {
+				sl.update(name, res, expectedWait(ctx, g, name, res.Position))
+			}
+		},
+		OnMkdirWait: func(msg string) {
+			if tty {
+				fmt.Fprintf(r.stderr, "governor: %s\n", msg)
+			}
+		},
+	}
+	if r.wd != nil {
+		r.plan.SetHolder(r.wd.pid(), r.rec.Command)
+	} else {
+		r.plan.SetHolder(0, r.rec.Command)
+	}
+	held, err := r.plan.Acquire(ctx, g, ev)
+	r.waited = r.plan.Waited()
 	if sl != nil {
 		sl.close()
 	}
-	if err == nil {
-		r.leases = leases
-		for _, l := range leases {
-			for _, it := range r.items {
-				if it.name == l.Resource() {
-					it.lease = l
-				}
-			}
-		}
-		return r.takeBudget(wctx, g, mode)
+	if err != nil {
+		code := exitcode.For(err)
+		return code, OutcomeOf(code), err
 	}
-	err = AcquireFailed(ctx, g, err, r.o.IfBusy == IfBusySkip, r.o.WaitTimeout, waitingFor)
-	code := exitcode.For(err)
-	return code, OutcomeOf(code), err
-}
-
-// takeBudget takes one request (and the token estimate) of each
-// --provider's rate budget, after its slot. A spent budget is handled as a
-// busy slot: fail 73, skip 75, wait until it allows (or --wait-timeout).
-func (r *run) takeBudget(ctx context.Context, g *governor.Governor, mode governor.Mode) (int, Outcome, error) {
-	for _, p := range r.o.Providers {
-		rl, ok := r.o.Rates[p]
-		if !ok || !rl.limited() {
-			continue
-		}
-		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(p)},
-			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: r.o.Tokens, Shadow: rl.Shadow}
-		if mode == governor.Wait {
-			start := time.Now()
-			err := g.WaitRate(ctx, req)
-			r.waited += time.Since(start)
-			switch {
-			case err == nil:
-				continue
-			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.o.WaitTimeout > 0:
-				return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", p, r.o.WaitTimeout)}
-			case errors.Is(err, governor.ErrTooHeavy), errors.Is(err, governor.ErrInvalid):
-				return ExitFailure, OutcomeError, err
-			}
-			return ExitFailure, OutcomeError, err
-		}
-		res, err := g.TryRate(ctx, req)
-		if err != nil {
-			return ExitFailure, OutcomeError, err
-		}
-		if !res.Allowed {
-			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
-				p, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
-			if !res.CoolOff.IsZero() {
-				na.Msg = fmt.Sprintf("provider %s: %s", p, governor.CoolOffNote(res.CoolOff, res.RetryAfter))
-			}
-			if r.o.IfBusy == IfBusySkip {
-				na.Msg += "; skipped (--if-busy skip)"
-				na.Skipped = true
-				return ExitSkipped, OutcomeSkipped, na
-			}
-			return ExitBusy, OutcomeBusy, na
-		}
-	}
+	r.held, r.leases = held, held.Leases()
 	return -1, "", nil
 }
 
 // execute starts the command and supervises it until its tree is gone.
 func (r *run) execute() (int, Outcome, error) {
-	held, _ := HeldFromEnv(r.env)
-	var mine []HeldLease
-	for _, h := range held {
-		if !r.acquiredHere(h.Key) {
-			mine = append(mine, h)
-		}
-	}
 	var extra []*os.File
 	defer func() {
 		for _, f := range extra {
@@ -377,7 +274,6 @@ func (r *run) execute() (int, Outcome, error) {
 	}()
 	lf, _ := r.g.Backend().(leaseFiler)
 	for _, l := range r.leases {
-		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 		if lf != nil {
 			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
 				extra = append(extra, f)
@@ -394,7 +290,7 @@ func (r *run) execute() (int, Outcome, error) {
 	r.planStop() // the watchdog has the plan before the command runs
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,
-		Env:        r.slotEnv(childEnv(r.env, mine, r.session, runIDs)),
+		Env:        childEnv(r.env, r.held.Env(), r.session, runIDs),
 		Stdin:      r.o.Stdin,
 		Stdout:     r.o.Stdout,
 		Stderr:     r.o.Stderr,
@@ -434,15 +330,6 @@ func dupFile(f *os.File) *os.File {
 		return nil
 	}
 	return os.NewFile(uintptr(nfd), f.Name())
-}
-
-func (r *run) acquiredHere(k governor.Key) bool {
-	for _, l := range r.leases {
-		if l.Key() == k {
-			return true
-		}
-	}
-	return false
 }
 
 // supervise forwards signals, enforces --timeout, watches the leases and
@@ -582,20 +469,20 @@ func (r *run) killGrace() time.Duration {
 	return supervise.DefaultKillGrace
 }
 
-// releaseAll releases this run's leases in reverse acquisition order and
-// reports whether one had been lost.
+// releaseAll releases what this run acquired (acquire.Held.Release) and
+// returns the resources whose lease had been lost.
 func (r *run) releaseAll() (lost []string) {
-	for i := len(r.leases) - 1; i >= 0; i-- {
-		l := r.leases[i]
-		r.releaseSlot(l.Resource()) // a mkdir slot goes before its lease
-		switch err := l.Release(); {
-		case errors.Is(err, governor.ErrLeaseLost):
-			lost = append(lost, l.Resource())
-		case err != nil:
-			fmt.Fprintf(r.stderr, "governor: releasing %s: %v (it expires after its TTL)\n", l.Resource(), err)
-		}
+	if r.held == nil {
+		return nil
 	}
-	return lost
+	var re *acquire.ReleaseError
+	if err := r.held.Release(context.Background()); errors.As(err, &re) {
+		for _, err := range re.Failed {
+			fmt.Fprintf(r.stderr, "governor: %v\n", err)
+		}
+		return re.Lost
+	}
+	return nil
 }
 
 // finish releases, lets the watchdog go, closes the Governor, writes the
@@ -638,17 +525,21 @@ func (r *run) writeRecord(kind RecordKind) {
 	rec := r.rec
 	rec.Kind = kind
 	rec.WaitSeconds = r.waited.Seconds()
-	rec.Nested = len(r.items) > 0
-	rec.Resources = make([]RecordResource, 0, len(r.items))
-	for _, it := range r.items {
-		rr := RecordResource{Name: it.name, Weight: it.weight, Limit: it.limit, Nested: it.nested}
+	var items []*acquire.Item
+	if r.plan != nil {
+		items = r.plan.Items()
+	}
+	rec.Nested = len(items) > 0
+	rec.Resources = make([]RecordResource, 0, len(items))
+	for _, it := range items {
+		rr := RecordResource{Name: it.Name, Weight: it.Weight, Limit: it.Limit, Nested: it.Nested}
 		switch {
-		case it.nested:
-			rr.Lease, rr.Token = it.held.LeaseID, it.held.Token
-		case it.lease != nil:
-			rr.Lease, rr.Token = it.lease.ID(), it.lease.Token()
+		case it.Nested:
+			rr.Lease, rr.Token = it.Held.LeaseID, it.Held.Token
+		case it.Lease != nil:
+			rr.Lease, rr.Token = it.Lease.ID(), it.Lease.Token()
 		}
-		rec.Nested = rec.Nested && it.nested
+		rec.Nested = rec.Nested && it.Nested
 		rec.Resources = append(rec.Resources, rr)
 	}
 	rec.Start, rec.Granted, rec.End = rec.Start.UTC(), rec.Granted.UTC(), rec.End.UTC()
@@ -704,21 +595,6 @@ func signalName(sig os.Signal) string {
 		return "SIGQUIT"
 	}
 	return sig.String()
-}
-
-// shellQuote quotes s for a POSIX shell unless it needs no quoting.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func newID() string {
