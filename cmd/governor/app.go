@@ -17,8 +17,8 @@ import (
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // Exit codes shared by run, acquire and the other commands: those of
@@ -89,7 +89,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // report tells why a command ends with code: the one place every
 // failure is written on stderr. With --json it is one JSON object on one
 // line, {"exit_code", "error"} (and "resource" and "holders" when the
-// slots were not acquired); without, runner.WriteReport's text. With
+// slots were not acquired); without, words.WriteReport's text. With
 // --quiet, not getting the slots (73, 75) is told by the exit code alone.
 // A nil err writes nothing: the command has said all there is.
 func (a *app) report(code int, err error) {
@@ -105,7 +105,7 @@ func (a *app) report(code int, err error) {
 		if notAcquired && a.loaded != nil {
 			na.Store = a.loaded.StoreFlags() // the takeover hint acts on this store
 		}
-		runner.WriteReport(a.stderr, err)
+		words.WriteReport(a.stderr, err)
 		return
 	}
 	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}

@@ -48,6 +48,15 @@ func (e *NotAcquiredError) ExitCode() int {
 	return exitcode.Busy
 }
 
+// Holders are what the report of e lists (words.Refusal): the holders
+// of a refusal or of a wait that timed out, not of a skip.
+func (e *NotAcquiredError) Holders() (*governor.BusyError, []config.StoreFlag) {
+	if e.Skipped || e.Busy == nil {
+		return nil, nil
+	}
+	return e.Busy, e.Store
+}
+
 func (e *NotAcquiredError) Unwrap() error {
 	if e.Busy == nil {
 		return nil

@@ -6,10 +6,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/governor-dev/governor/internal/acquire"
-
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/exitcode"
 )
@@ -92,7 +91,7 @@ type Options struct {
 
 	// Report, when set, is given the error that ends the run (nil when
 	// there is none) and the exit code, instead of Run writing it on
-	// Stderr with WriteReport. Not getting the slots is an
+	// Stderr with words.WriteReport. Not getting the slots is an
 	// *acquire.NotAcquiredError. The cause of stopping the tree
 	// (--timeout, a lost lease) then comes at the end too, not as the
 	// stop begins.
