@@ -95,3 +95,19 @@ func TestTakeoverConfiguredLimitWinsOverFlag(t *testing.T) {
 		t.Fatalf("events after the takeover: exit %d, %s %s; want no drift to --limit 3", code, out, errs)
 	}
 }
+
+// The limit note states the limit in force as the backend serves it
+// (governor.LimitInForce): a provider's adaptive limit, halved by a
+// rate-limit signal, is in force for a process asking its maximum, and
+// the note says so (it said nothing: NoteLimit had no adaptive branch).
+func TestLimitNoteStatesTheAdaptiveLimit(t *testing.T) {
+	g := pipelineStore(t, "providers:\n  p: {max_concurrency: 4, adaptive: true}\n")
+	if code, _, errs := cli(t, append(g, "backoff", "p", "--retry-after", "1ms")...); code != 0 {
+		t.Fatalf("backoff: exit %d, %s", code, errs)
+	}
+	code, _, errs := cli(t, append(g, "acquire", "provider:p", "--limit", "4", "--ttl", "1m", "--if-busy", "wait", "--wait-timeout", "1m")...)
+	want := "provider:p: --limit 4 is not applied: the limit in force is 2, from adaptive concurrency"
+	if code != 0 || !strings.Contains(errs, want) {
+		t.Fatalf("acquire --limit 4 under an adaptive limit 2: exit %d, stderr %q; want %q", code, errs, want)
+	}
+}
