@@ -119,14 +119,31 @@ func (e *ReleaseError) Error() string {
 // Release releases everything this call took, in reverse acquisition
 // order, each mkdir slot just before its lease. It returns nil, or a
 // *ReleaseError. Leases release with their own bounded context.
-func (h *Held) Release(ctx context.Context) error {
+func (h *Held) Release(ctx context.Context) error { return h.ReleaseWith(ctx, nil) }
+
+// ReleaseWith releases as Release does, asking before(l) first for each
+// lease (nil: release all): ok false leaves that lease, and its mkdir
+// slot, held (a run whose lease file an escaped process still holds);
+// after, when not nil, is called once the lease is released.
+func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (after func(), ok bool)) error {
 	var re ReleaseError
 	for i := len(h.leases) - 1; i >= 0; i-- {
 		l := h.leases[i]
+		after := func() {}
+		if before != nil {
+			var ok bool
+			if after, ok = before(l); !ok {
+				continue // detached: left held
+			}
+		}
 		if err := h.releaseSlot(l.Resource()); err != nil {
 			re.Failed = append(re.Failed, err)
 		}
-		switch err := l.Release(); {
+		err := l.Release()
+		if after != nil {
+			after()
+		}
+		switch {
 		case errors.Is(err, governor.ErrLeaseLost):
 			re.Lost = append(re.Lost, l.Resource())
 		case err != nil:
@@ -196,7 +213,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		}
 		name := it.Name
 		wants = append(wants, governor.Want{Resource: it.Name, AcquireOptions: governor.AcquireOptions{
-			Limit: it.Limit, Weight: it.Weight, Mode: mode, TTL: p.req.TTL, NoHeartbeat: p.req.Detached,
+			Limit: it.Limit, Weight: it.Weight, Exclusive: it.Exclusive, Mode: mode, TTL: p.req.TTL, NoHeartbeat: p.req.Detached,
 			ProgressTimeout: p.req.ProgressTimeout,
 			Policy:          it.Policy, Priority: p.req.Priority, FairKey: p.req.FairKey,
 			Supersede: p.req.Supersede, CancelInProgress: p.req.CancelInProgress,

@@ -98,9 +98,12 @@ type Request struct {
 // Item is one resource of a plan: what to take, with which limit, and
 // once acquired, how it is held.
 type Item struct {
-	Name      string
-	Weight    int // resolved: 1..Limit
-	Limit     int // the limit this process asks (LimitFor)
+	Name   string
+	Weight int // resolved: 1..Limit
+	Limit  int // the limit this process asks (LimitFor)
+	// Exclusive: Weight is the limit, and the backend makes it the limit
+	// in force at grant (governor.Request.Exclusive).
+	Exclusive bool
 	Origin    string
 	Policy    governor.Policy
 	MkdirLock string
@@ -248,7 +251,7 @@ func (p *Plan) item(cat *config.Catalog, r Resource) (*Item, error) {
 	case err != nil:
 		return nil, err
 	}
-	return &Item{Name: r.Name, Weight: w, Limit: limit, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock}, nil
+	return &Item{Name: r.Name, Weight: w, Limit: limit, Exclusive: req.Exclusive || r.Every, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock}, nil
 }
 
 // policyProblem refuses --priority on a resource without priority
@@ -340,6 +343,9 @@ func ResolveIfBusy(ifBusy string, waitTimeout time.Duration) (string, error) {
 type Resource struct {
 	Name   string
 	Weight int // 0: 1, or the whole limit with Exclusive
+	// Every takes every slot: the whole limit in force when granted (a
+	// plain exec run's join slots), decided by the backend as Exclusive.
+	Every bool
 }
 
 // ParseResource reads a --resource spec: NAME, or NAME:WEIGHT. Resource
@@ -397,7 +403,7 @@ func execRun(cat *config.Catalog, req Request, none bool) ([]Resource, error) {
 	case !plain:
 		return nil, nil
 	case hasJoin:
-		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins}}, nil
+		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins, Every: true}}, nil
 	}
 	return []Resource{{Name: DefaultResource}}, nil
 }

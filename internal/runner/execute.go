@@ -44,8 +44,12 @@ func (r *run) execute() (int, Outcome, error) {
 	lf, _ := r.g.Backend().(leaseFiler)
 	for _, l := range r.leases {
 		if lf != nil {
-			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
+			f, checkable := treeLockFile(lf.LeaseFile(l.Key(), l.ID()))
+			if f != nil {
 				extra = append(extra, f)
+			}
+			if checkable {
+				r.checkLock[l] = true // see awaitLeaseFile
 			}
 		}
 	}
@@ -75,6 +79,9 @@ func (r *run) execute() (int, Outcome, error) {
 		return ExitCannotExec, OutcomeError, fmt.Errorf("%s: cannot execute: %s", r.o.Args[0], strings.TrimPrefix(err.Error(), supervise.ErrNotExecutable.Error()+": "))
 	case err != nil:
 		return ExitFailure, OutcomeError, err
+	}
+	if r.wd != nil {
+		r.wd.follow(tree) // each plan names the tree's processes
 	}
 	return r.supervise(tree)
 }
@@ -194,7 +201,7 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			if planned && w.exit.Signal != 0 && time.Now().After(plan.term) {
 				// Killed while governor could not act (it was stopped past
 				// the plan's TERM instant): the watchdog's doing.
-				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog stopped the command tree (%s) by that deadline, before another holder could be granted the slot",
+				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog killed the command tree (%s); its message above says whether every process of it was gone",
 					plan.resource, w.exit.Signal)
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil

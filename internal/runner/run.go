@@ -37,7 +37,10 @@ type run struct {
 	g       *governor.Governor
 	held    *acquire.Held     // once acquired
 	leases  []*governor.Lease // acquired by this run, in acquisition order (held.Leases)
-	waited  time.Duration
+	// checkLock: the command got its own description of the lease's
+	// file, to be checked before the release (awaitLeaseFile)
+	checkLock map[*governor.Lease]bool
+	waited    time.Duration
 }
 
 // Run runs the command of o holding its slots, as `governor run` does (see
@@ -57,7 +60,7 @@ func Run(ctx context.Context, o Options) int {
 		}
 		o.Stderr = lw
 	}
-	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8)}
+	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8), checkLock: map[*governor.Lease]bool{}}
 	if r.env == nil {
 		r.env = os.Environ()
 	}
@@ -240,14 +243,16 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	return -1, "", nil
 }
 
-// releaseAll releases what this run acquired (acquire.Held.Release) and
-// returns the resources whose lease had been lost.
+// releaseAll releases what this run acquired (acquire.Held.ReleaseWith),
+// each lease once its file is no longer held by an escaped process
+// (awaitLeaseFile: else it stays held), and returns the resources whose
+// lease had been lost.
 func (r *run) releaseAll() (lost []string) {
 	if r.held == nil {
 		return nil
 	}
 	var re *acquire.ReleaseError
-	if err := r.held.Release(context.Background()); errors.As(err, &re) {
+	if err := r.held.ReleaseWith(context.Background(), r.awaitLeaseFile); errors.As(err, &re) {
 		for _, err := range re.Failed {
 			fmt.Fprintf(r.stderr, "governor: %v\n", err)
 		}
