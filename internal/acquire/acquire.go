@@ -201,10 +201,6 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 			}
 			ev.note(fmt.Sprintf("%s: %s; acquiring %s", EnvHeld, safetext.Escape(err.Error()), it.Name))
 		}
-		if it.MkdirLock != "" && HeavyLockHeld(p.req.Env) {
-			it.Nested = true // an ancestor holds the mkdir slot, and so the resource
-			continue
-		}
 		if note, err := NoteLimit(ctx, g, it.Name, p.req.Limit, it.Limit, it.Origin); err == nil && note != nil {
 			// At once, before any wait. A failed read is the acquire's
 			// to report.

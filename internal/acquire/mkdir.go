@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/mkdirslot"
 	"github.com/governor-dev/governor/internal/words"
 )
@@ -25,6 +26,15 @@ type heldSlot struct {
 // and right after the lease of a resource bound to a mkdir slot that
 // slot, before any later resource: the lease queues governor processes
 // FIFO, and only its holder then contends with the wrapper for slot.d.
+// The slot is skipped (the lease still taken) only while an ancestor
+// holds it (mkdirslot.HeldByAncestor); a HEAVY_LOCK_HELD that does not
+// prove it is said, and the slot taken.
+//
+// A call that holds the lease and waits for the slot gives the lease up
+// (errYield) when a descendant of the slot's holder queues for it: that
+// is a governor run inside the wrapper, which the wrapper waits for, and
+// holding on would deadlock both. It then queues again, behind it.
+//
 // On failure it releases what it took, in reverse, and returns the
 // error.
 func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode, ev Events) error {
@@ -39,6 +49,35 @@ func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []gov
 		h.took(ls)
 		return err
 	}
+	for _, it := range h.plan.items {
+		if it.MkdirNote != "" && slices.ContainsFunc(wants, func(w governor.Want) bool { return w.Resource == it.Name }) {
+			ev.note(it.MkdirNote)
+		}
+	}
+	for {
+		err := h.acquireInOrder(ctx, g, wants, mode, ev, dirs)
+		var y *yieldError
+		if !errors.As(err, &y) {
+			return err
+		}
+		ev.note(fmt.Sprintf("%s: a run inside the slot's holder (pid %d: %s) queues for the lease this run held while waiting for the slot; "+
+			"giving the lease up to it and queueing again", y.resource, y.holder, y.cmd))
+	}
+}
+
+// yieldError is how takeSlot gives the lease up (see acquireAll).
+type yieldError struct {
+	resource string
+	holder   int    // the slot's holder
+	cmd      string // its command, escaped (mkdirslot.Holder.Cmd)
+}
+
+func (e *yieldError) Error() string {
+	return fmt.Sprintf("%s: yielding to a run inside the slot's holder (pid %d)", e.resource, e.holder)
+}
+
+// acquireInOrder is one try of acquireAll.
+func (h *Held) acquireInOrder(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode, ev Events, dirs map[string]string) error {
 	sorted := slices.Clone(wants)
 	slices.SortStableFunc(sorted, func(a, b governor.Want) int {
 		switch {
@@ -66,7 +105,12 @@ func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []gov
 		if dir == "" {
 			continue
 		}
-		s, err := h.plan.takeSlot(ctx, w.Resource, dir, mode, ev)
+		if ok, why := mkdirslot.HeldByAncestor(dir, Getenv(h.plan.req.Env, mkdirslot.EnvHeld)); ok {
+			continue // an ancestor holds the slot: the lease alone is this call's
+		} else if why != "" {
+			ev.note(fmt.Sprintf("%s: %s; taking the slot", w.Resource, why))
+		}
+		s, err := h.plan.takeSlot(ctx, g, w.Resource, dir, mode, ev)
 		if err != nil {
 			_ = h.Release(context.WithoutCancel(ctx))
 			return err
@@ -74,6 +118,37 @@ func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []gov
 		h.slots = append(h.slots, heldSlot{resource: w.Resource, slot: s, pid: h.plan.slotPID()})
 	}
 	return nil
+}
+
+// watchForInsiders cancels ctx with a yieldError when a process of this
+// host descending from the holder of dir's slot queues for resource's
+// lease (see acquireAll); it looks every mkdirslot.PollInterval until ctx
+// is done.
+func watchForInsiders(ctx context.Context, cancel context.CancelCauseFunc, g *governor.Governor, resource, dir string) {
+	self := proc.HostID()
+	t := time.NewTicker(mkdirslot.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h, err := mkdirslot.Inspect(dir)
+		if err != nil || h.State != mkdirslot.Held {
+			continue
+		}
+		st, err := g.Status(ctx, resource)
+		if err != nil {
+			continue
+		}
+		for _, w := range st.Waiters {
+			if w.HostID == self && w.PID > 0 && mkdirslot.Descends(w.PID, h.PID) {
+				cancel(&yieldError{resource: resource, holder: h.PID, cmd: h.Cmd})
+				return
+			}
+		}
+	}
 }
 
 // slotPID is the pid a mkdir slot names: Request.HolderPID, else
@@ -87,16 +162,23 @@ func (p *Plan) slotPID() int {
 
 // takeSlot takes the mkdir slot in dir bound to resource: at once, or
 // polling every mkdirslot.PollInterval in Wait mode.
-func (p *Plan) takeSlot(ctx context.Context, resource, dir string, mode governor.Mode, ev Events) (*mkdirslot.Slot, error) {
+func (p *Plan) takeSlot(ctx context.Context, g *governor.Governor, resource, dir string, mode governor.Mode, ev Events) (*mkdirslot.Slot, error) {
 	pid := p.slotPID()
 	if mode == governor.Wait {
 		var last mkdirslot.Holder
-		s, err := mkdirslot.Acquire(ctx, dir, pid, p.req.Command, func(h mkdirslot.Holder) {
+		wctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go watchForInsiders(wctx, cancel, g, resource, dir)
+		s, err := mkdirslot.Acquire(wctx, dir, pid, p.req.Command, func(h mkdirslot.Holder) {
 			last = h
 			if ev.OnMkdirWait != nil {
 				ev.OnMkdirWait(fmt.Sprintf("%s: waiting for its mkdir slot: %s", resource, describeSlot(resource, h)))
 			}
 		})
+		var y *yieldError
+		if errors.As(context.Cause(wctx), &y) && ctx.Err() == nil {
+			return nil, y
+		}
 		if errors.Is(err, context.DeadlineExceeded) && p.req.WaitTimeout > 0 {
 			return nil, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v: %s", resource, p.req.WaitTimeout, describeSlot(resource, last))}
 		}

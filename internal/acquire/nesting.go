@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // Environment variables the pipeline reads (what ancestors hold) and
@@ -168,14 +167,4 @@ func Getenv(env []string, key string) string {
 		}
 	}
 	return ""
-}
-
-// HeavyLockHeld reports whether HEAVY_LOCK_HELD is non-empty in env: an
-// ancestor (the with-heavy-lock wrapper, or a governor run that made the
-// slot) holds the machine's mkdir slot, so a resource bound to it
-// (config ResourceDef.MkdirLock) is neither acquired nor waited for, as for a
-// lease in GOVERNOR_HELD. The variable is the wrapper's and proves
-// nothing by itself; the wrapper trusts it the same way.
-func HeavyLockHeld(env []string) bool {
-	return Getenv(env, mkdirslot.EnvHeld) != ""
 }

@@ -107,6 +107,7 @@ type Item struct {
 	Origin    string
 	Policy    governor.Policy
 	MkdirLock string
+	MkdirNote string // said before the slot is taken (a binding nothing in the configuration shows)
 	// Nested is true when an ancestor holds it (Held is its lease, as
 	// GOVERNOR_HELD names it; empty for a mkdir slot HEAVY_LOCK_HELD
 	// says an ancestor holds); Lease is the lease taken otherwise.
@@ -251,7 +252,7 @@ func (p *Plan) item(cat *config.Catalog, r Resource) (*Item, error) {
 	case err != nil:
 		return nil, err
 	}
-	return &Item{Name: r.Name, Weight: w, Limit: limit, Exclusive: req.Exclusive || r.Every, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock}, nil
+	return &Item{Name: r.Name, Weight: w, Limit: limit, Exclusive: req.Exclusive || r.Every, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock, MkdirNote: def.MkdirNote}, nil
 }
 
 // policyProblem refuses --priority on a resource without priority
