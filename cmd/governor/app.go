@@ -180,9 +180,9 @@ Exit codes, shared by every command (each command's --help lists its own):
 	f.StringVar(&a.dir, "dir", "", "file backend state directory (env GOVERNOR_DIR)")
 	f.StringVar(&a.project, "project", "", "namespace of every resource (env GOVERNOR_PROJECT)")
 	f.BoolVar(&a.json, "json", false, "machine-readable output")
-	f.Var(boolFlag{&a.allowEviction}, "allow-eviction", "run on a Redis whose maxmemory-policy can evict governor's keys (config redis.allow_eviction; see README)")
+	f.Var(boolFlag{&a.allowEviction}, "allow-eviction", "run on a Redis whose maxmemory-policy can evict governor's keys (config redis.allow_eviction; see docs/redis.md)")
 	f.Lookup("allow-eviction").NoOptDefVal = "true"
-	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see README)")
+	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see docs/redis.md)")
 	f.Lookup("loss-quarantine").NoOptDefVal = "true"
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))

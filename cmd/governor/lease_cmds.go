@@ -125,7 +125,7 @@ mark progress (the grant counts as the first); after D, renew and touch exit
 122, and the slot stays held until release or expiry.
 
 --priority CLASS and --fair-key KEY: where to queue on a resource with a queue
-policy (README "Queue policies"); its max_queue refuses at once and its
+policy (docs/queue-policies.md); its max_queue refuses at once and its
 max_wait drops the waiter, both exit 73 naming the bound.
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed,

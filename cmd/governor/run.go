@@ -66,7 +66,7 @@ resources to those. An exec run inside an exec run (an ancestor holds run or
 run:join) is part of it and takes neither. 'governor slots' shows run and
 run:join with their use.
 
-Queue policies (README "Queue policies"): a resource whose config has
+Queue policies (docs/queue-policies.md): a resource whose config has
 priorities, reserve, cap, fair_weights, fair_cap, max_queue or max_wait serves
 its queue by them; --priority CLASS and --fair-key KEY say where this run
 queues. A full queue (max_queue) refuses at once, exit 73 naming the bound;
