@@ -223,6 +223,11 @@ class Bridge:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._reader.join(10)
+        try:
+            self._in.close()
+        except OSError:
+            pass
         with _bridges_lock:
             if self in _bridges:
                 _bridges.remove(self)
