@@ -23,11 +23,11 @@ import (
 const deadline = 60 * time.Second
 
 // store opens a backend on one shared store, for every bridge of a test.
-type store func(t *testing.T) governor.Backend
+type store func(t testing.TB) governor.Backend
 
-func fileStore(t *testing.T) store {
+func fileStore(t testing.TB) store {
 	dir := t.TempDir()
-	return func(t *testing.T) governor.Backend {
+	return func(t testing.TB) governor.Backend {
 		b, err := filebackend.New(dir, filebackend.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -36,9 +36,9 @@ func fileStore(t *testing.T) store {
 	}
 }
 
-func redisStore(t *testing.T) store {
+func redisStore(t testing.TB) store {
 	srv := redistest.Start(t)
-	return func(t *testing.T) governor.Backend {
+	return func(t testing.TB) governor.Backend {
 		rdb, err := redisbackend.NewClient("redis://" + srv.Addr)
 		if err != nil {
 			t.Fatal(err)
@@ -53,14 +53,14 @@ func redisStore(t *testing.T) store {
 
 // client is one bridge served over pipes, and its reader.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	in     *io.PipeWriter
 	msgs   chan map[string]any
 	done   chan error
 	nextID int
 }
 
-func start(t *testing.T, st store) *client {
+func start(t testing.TB, st store) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -62,7 +62,7 @@ class Bridge:
         self.dead: Optional[str] = None
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                         close_fds=True, bufsize=0)
+                                         close_fds=True, bufsize=-1)
         except OSError as e:
             raise errors.BackendError("cannot start the governor bridge %r: %s" % (argv[0], e)) from None
         self._out = self.proc.stdin
@@ -107,6 +107,7 @@ class Bridge:
         try:
             with self._wlock:
                 self._out.write(line.encode())
+                self._out.flush()
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
         return rid, p
