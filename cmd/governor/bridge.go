@@ -47,7 +47,6 @@ config, or stdin could not be read.`,
 					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})
 				},
 				Acquire:        bridge.InterimPipeline(a.limitFor),
-				Code:           bridge.InterimCode,
 				LimitFor:       a.limitFor,
 				ProviderLimits: func(name string) governor.ProviderLimits { return limits[name] },
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
@@ -106,7 +107,7 @@ func opTakeover(ctx context.Context, s *server, req request) (any, error) {
 	}
 	if err != nil {
 		if errors.Is(err, governor.ErrOwnerAlive) || errors.Is(err, governor.ErrNotHeld) {
-			return nil, &protoError{kind: kindBusy, code: codeBusy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
+			return nil, &protoError{kind: kindBusy, code: exitcode.Busy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
 		}
 		return nil, err
 	}

@@ -76,7 +76,6 @@ func start(t testing.TB, st store) *client {
 			}
 			return flag, "", nil
 		},
-		Code:           bridge.InterimCode,
 		ProviderLimits: func(string) governor.ProviderLimits { return governor.ProviderLimits{} },
 	}
 	cfg.Acquire = bridge.InterimPipeline(cfg.LimitFor)

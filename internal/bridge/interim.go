@@ -6,32 +6,10 @@ package bridge
 
 import (
 	"context"
-	"errors"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/runner"
 )
-
-type codedError struct {
-	code int
-	err  error
-}
-
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
-
-// InterimCode maps an error to its exit-code meaning until
-// internal/exitcode is on main.
-func InterimCode(err error) int {
-	var ce *codedError
-	switch {
-	case errors.As(err, &ce):
-		return ce.code
-	case errors.Is(err, governor.ErrLeaseLost), errors.Is(err, governor.ErrNotHeld):
-		return codeLost
-	}
-	return codeFailure
-}
 
 // InterimPipeline takes a's resources with g.AcquireAll, nesting those
 // GOVERNOR_HELD in a.Env names.
@@ -84,8 +62,7 @@ func InterimPipeline(limitFor func(resource string, flag int) (int, string, erro
 			if len(wants) > 0 {
 				waiting = wants[len(wants)-1].Resource
 			}
-			code, _, rerr := runner.AcquireFailed(ctx, g, err, ifBusy == "skip", a.WaitTimeout.D(), waiting)
-			return nil, &codedError{code: code, err: rerr}
+			return nil, runner.AcquireFailed(ctx, g, err, ifBusy == "skip", a.WaitTimeout.D(), waiting)
 		}
 		held.leases = ls
 		held.watch()
