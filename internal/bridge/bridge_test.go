@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
@@ -78,7 +79,7 @@ func start(t testing.TB, st store) *client {
 		},
 		ProviderLimits: func(string) governor.ProviderLimits { return governor.ProviderLimits{} },
 	}
-	cfg.Acquire = bridge.InterimPipeline(cfg.LimitFor)
+	cfg.Acquire = bridge.InterimPipeline(emptyCatalog(t), cfg.LimitFor)
 	go func() {
 		err := bridge.Serve(context.Background(), inR, outW, cfg)
 		outW.Close()
@@ -301,4 +302,14 @@ func TestStdinEOFReleasesEverything(t *testing.T) {
 		a.close()
 		b.call("acquire", map[string]any{"resources": []string{"e1", "e2", "e3"}, "limit": 1})
 	})
+}
+
+// emptyCatalog is the catalog of a configuration with no file.
+func emptyCatalog(t testing.TB) *config.Catalog {
+	dir := t.TempDir()
+	l, err := config.Load(config.LoadOptions{Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir}, Getwd: func() (string, error) { return dir, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Catalog()
 }
