@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +313,35 @@ func emptyCatalog(t testing.TB) *config.Catalog {
 		t.Fatal(err)
 	}
 	return l.Catalog()
+}
+
+// TestClientDeathEndsTheBridge: a client that died while its stdin pipe
+// stays open (a forked child kept the write end) is seen by its pid, and
+// everything it held is released.
+func TestClientDeathEndsTheBridge(t *testing.T) {
+	st := fileStore(t)
+	child := exec.Command("sleep", "600")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _, _ = child.Process.Wait() })
+	a, b := start(t, st), start(t, st)
+	a.call("hello", map[string]any{"protocol": 1, "pid": child.Process.Pid})
+	b.hello()
+	a.call("acquire", map[string]any{"resources": []string{"d"}, "limit": 1})
+	id := b.send("acquire", map[string]any{"resources": []string{"d"}, "limit": 1, "if_busy": "wait"})
+	b.event("queued")
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = child.Process.Wait()
+	select {
+	case err := <-a.done:
+		a.done <- err
+	case <-time.After(deadline):
+		t.Fatal("the bridge of a dead client did not end")
+	}
+	if r := b.reply(id); r["ok"] != true {
+		t.Fatalf("the waiter after the client's death: %v", r)
+	}
 }
