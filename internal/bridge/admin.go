@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // leaseSet is a Held of plain heartbeating leases: what a takeover took.
@@ -143,54 +144,33 @@ func opSlots(ctx context.Context, s *server, req request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Project   string         `json:"project"`
-		Resources []resourceView `json:"resources"`
-	}{Project: s.g.Project(), Resources: []resourceView{}}
+	sts := make([]governor.Status, 0, len(names))
 	for _, name := range names {
 		st, err := s.g.Status(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		out.Resources = append(out.Resources, viewOf(name, st))
+		sts = append(sts, st)
 	}
-	return out, nil
+	return view.SlotsOf(s.g.Project(), sts, nil), nil
 }
 
-type eventView struct {
-	At       time.Time `json:"at"`
-	Resource string    `json:"resource"`
-	Kind     string    `json:"kind"`
-	LeaseID  string    `json:"lease_id,omitempty"`
-	Token    int64     `json:"token,omitempty"`
-	Detail   string    `json:"detail,omitempty"`
-	By       string    `json:"by,omitempty"`
-}
-
+// opEvents is 'governor events --json': the events of the resources
+// named (all when none), oldest first.
 func opEvents(ctx context.Context, s *server, req request) (any, error) {
 	var a resourcesArgs
 	if err := decodeArgs(req.Args, &a); err != nil {
-		return nil, err
-	}
-	names, err := s.resources(ctx, a.Resources)
-	if err != nil {
 		return nil, err
 	}
 	var from time.Time
 	if a.Since > 0 {
 		from = time.Now().Add(-a.Since.D())
 	}
-	out := []eventView{}
-	for _, name := range names {
-		evs, err := s.g.Events(ctx, name, from)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			out = append(out, eventView{At: e.At.UTC(), Resource: name, Kind: e.Kind, LeaseID: e.LeaseID, Token: e.Token, Detail: e.Detail, By: e.By})
-		}
+	rows, err := view.ReadEvents(ctx, s.g, a.Resources, from)
+	if err != nil {
+		return nil, err
 	}
-	return map[string]any{"events": out}, nil
+	return map[string]any{"events": rows}, nil
 }
 
 type adminArgs struct {
