@@ -113,18 +113,24 @@ empty, and KILL reaches all of it at once.
 
 The with-heavy-lock slot: a resource bound to it in exec-defaults.yaml
 (resources: {heavy: {limit: 1, mkdir_lock: DIR}}; $HEAVY_LOCK_DIR, when set,
-overrides DIR) is taken as its lease and then, before any later resource, the
+overrides DIR; with no mkdir_lock configured, $HEAVY_LOCK_DIR binds heavy, the
+wrapper's slot name, unless heavy's limit is not 1, and a run says so once) is taken as its lease and then, before any later resource, the
 wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
 outlives the command tree) and cmd written inside in the wrapper's form, so
 that the old wrapper and governor exclude each other. The command sees
 HEAVY_LOCK_HELD (the pid in slot.d), so a nested wrapper does not take it
-again; with HEAVY_LOCK_HELD already non-empty, governor takes neither the lease
-nor the slot, and does not wait. Release removes slot.d only while its pid file
+again. With HEAVY_LOCK_HELD already non-empty, governor still takes its lease
+(unless GOVERNOR_HELD proves an ancestor holds it) and skips only the slot, and
+only while slot.d names a live ancestor (the wrapper, or the run that made it);
+otherwise it says so and takes the slot. DIR must be changeable by root or you
+alone (group- or world-writable only with the sticky bit), else it is refused
+(125); slot.d is never followed through a link. Release removes slot.d only while its pid file
 still holds what governor wrote. A slot.d naming a pid that no longer exists is
 reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
 (EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,
 so a waiting run looks again every 250ms; governor waiters queue FIFO on the
-lease first, so only the first of them polls.
+lease first, so only the first of them polls, and it gives the lease up to a
+run inside the wrapper that queues for it (else each would wait for the other).
 
 A holder that is alive but stuck: with --progress-timeout D the command must mark
 progress at least every D, by running 'governor touch' (no argument: it marks
@@ -210,7 +216,7 @@ Exit codes:
 			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
 			o.Policies = l.Config.Policies()
 			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
-			o.MkdirLocks = l.Config.MkdirLocks()
+			o.MkdirLocks, o.MkdirLockNotes = l.Config.MkdirLocks(), l.Config.MkdirLockNotes()
 			if o.Tokens < 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
 			}

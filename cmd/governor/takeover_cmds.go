@@ -150,15 +150,18 @@ Exit codes: 0 this help; those of each subcommand.`}
 		Use:   "next NAME [--lease RESOURCE@LEASE_ID.SECRET]",
 		Short: "Print the next number of sequence NAME, for the holder of a lease",
 		Long: `next prints the next number (from 1) of sequence NAME. The lease must be held, and
-its fencing token must be at least the newest token already used for NAME: a
-holder whose lease was taken over is refused (exit 73), so two sessions never get
-the same number, also across takeovers. The handle must carry the lease's SECRET (as
+its fencing token must be at least the newest token already used for NAME, so two
+sessions never get the same number, also across takeovers. One rule for the
+refusals: a lease that is no longer held (expired, released, or taken over: a
+takeover ends the old lease) exits 122, as renew and run do for a lost lease; a
+lease still held whose token is older than one NAME already saw (a newer lease,
+of this resource or another, wrote NAME) exits 73: this lease must not write it. The handle must carry the lease's SECRET (as
 acquire printed it, or as GOVERNOR_HELD gives it to a run's command). Without
 --lease it is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
 
-Exit codes: 0 printed; 73 stale token (the lease was taken over); 122 the lease is
-not held; 125 bad input (a handle without its secret included) or backend
-unreachable.`,
+Exit codes: 0 printed; 73 the lease is held but its token is older than one NAME
+already saw; 122 the lease is not held (expired, released or taken over); 125 bad
+input (a handle without its secret included) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg, err := a.leaseArg([]string{lease})
@@ -175,14 +178,15 @@ unreachable.`,
 			case errors.Is(err, governor.ErrNotOwner):
 				return notOwner(public(h), err)
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", public(h)))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over); stop writing", public(h)))
 			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
 			token := holder.Token
 			n, err := g.NextSeq(cmd.Context(), args[0], token)
 			if errors.Is(err, governor.ErrStaleToken) {
-				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w; the lease was taken over, stop writing", args[0], err))
+				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w: lease %s (token %d) is held, but a newer lease's token already used %s; "+
+					"this lease must not write it", args[0], err, public(h), token, args[0]))
 			}
 			if err != nil {
 				return exitWith(ExitFailure, err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // HeldLease is a lease held by a run, as its descendants see it in
@@ -186,14 +185,4 @@ func childEnv(env []string, held []HeldLease, session string, runIDs string) []s
 	}
 	h, t := FormatHeld(held)
 	return append(out, EnvHeld+"="+h, EnvToken+"="+t, EnvSession+"="+session, EnvRunIDs+"="+runIDs)
-}
-
-// HeavyLockHeld reports whether HEAVY_LOCK_HELD is non-empty in env: an
-// ancestor (the with-heavy-lock wrapper, or a governor run that made the
-// slot) holds the machine's mkdir slot, so a resource bound to it
-// (Options.MkdirLocks) is neither acquired nor waited for, as for a
-// lease in GOVERNOR_HELD. The variable is the wrapper's and proves
-// nothing by itself; the wrapper trusts it the same way.
-func HeavyLockHeld(env []string) bool {
-	return getenv(env, mkdirslot.EnvHeld) != ""
 }

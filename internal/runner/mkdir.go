@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
@@ -24,12 +25,50 @@ type heldSlot struct {
 // and right after the lease of a resource bound to a mkdir slot
 // (Options.MkdirLocks) that slot, before any later resource: the lease
 // queues governor processes FIFO, and only its holder then contends with
-// the wrapper for slot.d. On failure it releases what it took, in reverse,
-// and returns the error; the slots it made are in r.slots.
+// the wrapper for slot.d. The slot is skipped (the lease still taken) only
+// while an ancestor holds it (mkdirslot.HeldByAncestor); a
+// HEAVY_LOCK_HELD that does not prove it is said, and the slot taken.
+//
+// A run that holds the lease and waits for the slot gives the lease up
+// (errYield) when a descendant of the slot's holder queues for it: that
+// is a governor run inside the wrapper, which the wrapper waits for, and
+// holding on would deadlock both. It then queues again, behind it.
+//
+// On failure it releases what it took, in reverse, and returns the
+// error; the slots it made are in r.slots.
 func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode) ([]*governor.Lease, error) {
 	if !slices.ContainsFunc(wants, func(w governor.Want) bool { return r.o.MkdirLocks[w.Resource] != "" }) {
 		return g.AcquireAll(ctx, wants)
 	}
+	for _, w := range wants {
+		if n := r.o.MkdirLockNotes[w.Resource]; n != "" {
+			fmt.Fprintf(r.stderr, "governor: %s\n", n)
+		}
+	}
+	for {
+		got, err := r.acquireInOrder(ctx, g, wants, mode)
+		var y *yieldError
+		if !errors.As(err, &y) {
+			return got, err
+		}
+		fmt.Fprintf(r.stderr, "governor: %s: a run inside the slot's holder (pid %d: %s) queues for the lease this run held while waiting for the slot; "+
+			"giving the lease up to it and queueing again\n", y.resource, y.holder, y.cmd)
+	}
+}
+
+// yieldError is how takeSlot gives the lease up (see acquireAll).
+type yieldError struct {
+	resource string
+	holder   int    // the slot's holder
+	cmd      string // its command, escaped (mkdirslot.Holder.Cmd)
+}
+
+func (e *yieldError) Error() string {
+	return fmt.Sprintf("%s: yielding to a run inside the slot's holder (pid %d)", e.resource, e.holder)
+}
+
+// acquireInOrder is one try of acquireAll.
+func (r *run) acquireInOrder(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode) ([]*governor.Lease, error) {
 	sorted := slices.Clone(wants)
 	slices.SortStableFunc(sorted, func(a, b governor.Want) int {
 		switch {
@@ -63,7 +102,12 @@ func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []gove
 		if dir == "" {
 			continue
 		}
-		s, err := r.takeSlot(ctx, w.Resource, dir, mode)
+		if ok, why := mkdirslot.HeldByAncestor(dir, getenv(r.env, mkdirslot.EnvHeld)); ok {
+			continue // an ancestor holds the slot: the lease alone is this run's
+		} else if why != "" {
+			fmt.Fprintf(r.stderr, "governor: %s: %s; taking the slot\n", w.Resource, why)
+		}
+		s, err := r.takeSlot(ctx, g, w.Resource, dir, mode)
 		if err != nil {
 			return undo(err)
 		}
@@ -76,17 +120,24 @@ func (r *run) acquireAll(ctx context.Context, g *governor.Governor, wants []gove
 // polling every mkdirslot.PollInterval with --if-busy wait. The pid
 // written is the one declared as the holder of the leases (the watchdog's,
 // which outlives the command tree), else governor's.
-func (r *run) takeSlot(ctx context.Context, resource, dir string, mode governor.Mode) (*mkdirslot.Slot, error) {
+func (r *run) takeSlot(ctx context.Context, g *governor.Governor, resource, dir string, mode governor.Mode) (*mkdirslot.Slot, error) {
 	pid := r.slotPID()
 	if mode == governor.Wait {
 		var last mkdirslot.Holder
 		_, tty := terminal(r.stderr) // as the status line: only on a terminal (--quiet prints nothing)
-		s, err := mkdirslot.Acquire(ctx, dir, pid, r.rec.Command, func(h mkdirslot.Holder) {
+		wctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go watchForInsiders(wctx, cancel, g, resource, dir)
+		s, err := mkdirslot.Acquire(wctx, dir, pid, r.rec.Command, func(h mkdirslot.Holder) {
 			last = h
 			if tty {
 				fmt.Fprintf(r.stderr, "governor: %s: waiting for its mkdir slot: %s\n", resource, describeSlot(resource, h))
 			}
 		})
+		var y *yieldError
+		if errors.As(context.Cause(wctx), &y) && ctx.Err() == nil {
+			return nil, y
+		}
 		if errors.Is(err, context.DeadlineExceeded) && r.o.WaitTimeout > 0 {
 			return nil, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired within --wait-timeout %v: %s", resource, r.o.WaitTimeout, describeSlot(resource, last))}
 		}
@@ -108,6 +159,37 @@ func (r *run) takeSlot(ctx context.Context, resource, dir string, mode governor.
 		na.Skipped = true
 	}
 	return nil, na
+}
+
+// watchForInsiders cancels ctx with a yieldError when a process of this
+// host descending from the holder of dir's slot queues for resource's
+// lease (see acquireAll); it looks every mkdirslot.PollInterval until ctx
+// is done.
+func watchForInsiders(ctx context.Context, cancel context.CancelCauseFunc, g *governor.Governor, resource, dir string) {
+	self := proc.HostID()
+	t := time.NewTicker(mkdirslot.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h, err := mkdirslot.Inspect(dir)
+		if err != nil || h.State != mkdirslot.Held {
+			continue
+		}
+		st, err := g.Status(ctx, resource)
+		if err != nil {
+			continue
+		}
+		for _, w := range st.Waiters {
+			if w.HostID == self && w.PID > 0 && mkdirslot.Descends(w.PID, h.PID) {
+				cancel(&yieldError{resource: resource, holder: h.PID, cmd: h.Cmd})
+				return
+			}
+		}
+	}
 }
 
 // slotPID is the pid a mkdir slot of this run names: the one declared as

@@ -127,9 +127,12 @@ type Options struct {
 	// MkdirLocks binds resources to the mkdir slot of the with-heavy-lock
 	// wrapper (package mkdirslot), by resource name: the directory holding
 	// slot.d. Such a resource is taken as its lease and then the slot, in
-	// the lock order; its command sees HEAVY_LOCK_HELD; when
-	// HEAVY_LOCK_HELD is already set, an ancestor holds it (nested).
+	// the lock order; its command sees HEAVY_LOCK_HELD; the slot (not
+	// the lease) is skipped while slot.d names a live ancestor.
 	MkdirLocks map[string]string
+	// MkdirLockNotes, by resource, is said on stderr before its slot is
+	// taken (a binding nothing in the configuration shows).
+	MkdirLockNotes map[string]string
 
 	// Shareable (--shareable) holds the run lock (DefaultResource) and
 	// accepts joiners; Join (--join) takes one join slot (JoinResource)

@@ -261,10 +261,6 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			}
 			fmt.Fprintf(r.stderr, "governor: %s: %s; acquiring %s\n", EnvHeld, safetext.Escape(err.Error()), it.name)
 		}
-		if r.o.MkdirLocks[it.name] != "" && HeavyLockHeld(r.env) {
-			it.nested = true // an ancestor holds the mkdir slot, and so the resource
-			continue
-		}
 		if note, err := NoteLimit(ctx, g, it.name, r.o.Limit, it.limit, r.o.LimitOrigins[it.name]); err == nil && note != nil {
 			// At once, before any wait. A failed read is the acquire's
 			// to report.
