@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
@@ -35,8 +36,8 @@ func InterimPipeline(cat *config.Catalog, limitFor func(resource string, flag in
 				return nil, badRequest("%v", err)
 			}
 			if def, ok := cat.Resource(r.Name); ok && def.MkdirLock != "" {
-				if !runner.HeavyLockHeld(a.EnvList()) {
-					return nil, badRequest("resource %s is bound to the mkdir slot in %s (resources.%s.mkdir_lock): this bridge cannot take it yet (internal/acquire); run inside with-heavy-lock or 'governor run --resource %s'", r.Name, def.MkdirLock, r.Name, r.Name)
+				if ok, why := mkdirslot.HeldByAncestor(def.MkdirLock, a.Env[mkdirslot.EnvHeld]); !ok {
+					return nil, badRequest("resource %s is bound to the mkdir slot in %s (resources.%s.mkdir_lock): this bridge cannot take it yet (internal/acquire); run inside with-heavy-lock or 'governor run --resource %s' %s", r.Name, def.MkdirLock, r.Name, r.Name, why)
 				}
 				held.nested = append(held.nested, r.Name)
 				continue
