@@ -255,15 +255,19 @@ func TestRunNestedNeedsTheSecret(t *testing.T) {
 	}
 	defer l.Release()
 	other, _ := governorSecret(t)
-	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
+	for name, c := range map[string]struct{ secret, says string }{
+		"no secret":              {"", "without the secret that proves it"},
+		"another lease's secret": {other, "with a secret that does not prove it"},
+	} {
+		secret := c.secret
 		held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: secret, Token: l.Token()}})
 		o, stdout, stderr := f.options(t, "echo", "ran")
 		o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens)
 		if code := runner.Run(context.Background(), o); code != runner.ExitBusy {
 			t.Fatalf("%s: exit %d, want %d (busy); stdout %q, stderr %s", name, code, runner.ExitBusy, stdout, stderr)
 		}
-		if stdout.Len() != 0 || !strings.Contains(stderr.String(), "without the secret that proves it") {
-			t.Fatalf("%s: stdout %q, stderr %s", name, stdout, stderr)
+		if stdout.Len() != 0 || !strings.Contains(stderr.String(), c.says) {
+			t.Fatalf("%s: stdout %q, stderr %s; want it to say %q", name, stdout, stderr, c.says)
 		}
 	}
 	if st := status(t, f, "heavy"); len(st.Holders) != 1 || st.Counters.Acquired != 1 || st.Counters.Busy != 2 {
