@@ -101,6 +101,9 @@ type Options struct {
 	// it has released. See governor.AcquireOptions.Supersede.
 	Supersede        string
 	CancelInProgress bool
+	// CancelOthers (--force) lets CancelInProgress stop a running holder
+	// of another OS user (governor.AcquireOptions.CancelOthers).
+	CancelOthers bool
 	// Rates are the configured rate limits by provider name: each
 	// --provider with one takes one request (and Tokens tokens) of its
 	// budget after its slot, before the command starts. When the budget

@@ -271,7 +271,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
 			Limit: it.limit, Weight: it.weight, Exclusive: it.exclusive, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
 			Policy: r.o.Policies[it.name], Priority: r.o.Priority, FairKey: r.o.FairKey,
-			Supersede: r.o.Supersede, CancelInProgress: r.o.CancelInProgress,
+			Supersede: r.o.Supersede, CancelInProgress: r.o.CancelInProgress, CancelOthers: r.o.CancelOthers,
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if sl != nil {
