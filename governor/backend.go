@@ -238,6 +238,16 @@ const (
 // drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
 var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
 
+// EndedKinds are the event kinds that end a lease its holder did not
+// release: a renewal of a lease that is gone reports the last such event
+// naming it (a *LeaseLostError), and a takeover of a lease that expired
+// or was reclaimed finds it. lib.lua's ENDED lists the same kinds.
+var EndedKinds = []string{EventTakeover, EventReclaimed, EventExpired, EventCancelledInProgress}
+
+// RefusalHolders caps the holders a refusal's status lists, on every
+// backend.
+const RefusalHolders = 16
+
 // Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
 // kind (one of WithdrawKinds), who did it, and why.
 type Withdrawal struct {

@@ -186,6 +186,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 			g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
 		}
 	}
+	g.watchSuspend()
 	return g, nil
 }
 

@@ -22,8 +22,9 @@ local FLOOR = sec * 1000000 + usec
 -- releases, cancels or claims lease id first checks proven(id, secret)
 -- (governor.OwnerProven in Go) and changes nothing when it fails. Ids of
 -- other lengths were granted before secrets and need none.
+local IDLEN = 40 -- governor.IDLen
 local function proven(id, secret)
-  return #id ~= 40 or redis.sha1hex(secret) == id
+  return #id ~= IDLEN or redis.sha1hex(secret) == id
 end
 
 -- minexp when H is empty: later than any expiry.

@@ -307,11 +307,14 @@ end
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
 
--- The event kinds that end a lease (ended()) and that withdraw a waiter
--- (withdraw(); governor.WithdrawKinds in Go): a queue policy that drops
--- waiters adds its kind here.
+-- The event kinds that end a lease (ended(); governor.EndedKinds in Go)
+-- and that withdraw a waiter (withdraw(); governor.WithdrawKinds): a
+-- queue policy that drops waiters adds its kind here. The constants
+-- copied from Go are pinned by scripts-lua/constants_test.go.
 local ENDED = {takeover = true, reclaimed = true, expired = true, cancelled_in_progress = true}
 local WITHDRAW_KINDS = {cancelled = true, superseded = true, max_wait = true}
+-- The events kept per resource (governor.MaxEvents).
+local MAX_EVENTS = 1000
 
 local function slow()
   if promote then
@@ -321,12 +324,12 @@ local function slow()
   -- by, when given, names who acted (the admin actions).
   function event(kind, id, token, detail, by)
     if by then
-      redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+      redis.call('XADD', KEYS[6], 'MAXLEN', '~', MAX_EVENTS, '*',
         'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
         'at', string.format('%d', now), 'by', by)
       return
     end
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', MAX_EVENTS, '*',
       'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
       'at', string.format('%d', now))
   end
@@ -334,7 +337,7 @@ local function slow()
   -- last_event returns the fields of the last event naming lease id
   -- whose kind is one of kinds, or nothing.
   local function last_event(id, kinds)
-    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', MAX_EVENTS)) do
       local f, kv = {}, e[2]
       for i = 1, #kv, 2 do
         f[kv[i]] = kv[i + 1]
@@ -668,7 +671,8 @@ end
 -- and with fair_cap up to governor.PolicySkip HMGETs more in a class
 -- whose head's key is at its cap: bounded, whatever the number of
 -- waiters and keys.
-local BAND, QUANT, SKIP = 562949953421312, 720720, 8
+local BAND, QUANT, SKIP = 562949953421312, 720720, 8 -- QUANT, SKIP: governor.PolicyQuant, governor.PolicySkip
+local EAGER, OVERTAKES = 8, 10 -- governor.EagerPasses, governor.DefaultMaxOvertakes
 local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
 local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_eager
 
@@ -692,7 +696,7 @@ function policy()
   if #P.c == 0 then
     P.c[1] = {name = '', r = 0, cap = 0}
   end
-  P.k = (string.match(s, ';k=(%d+)') or 10) + 0
+  P.k = (string.match(s, ';k=(%d+)') or OVERTAKES) + 0
   P.fair = string.find(s, ';fair=1;', 1, true) ~= nil
   P.fc = (string.match(s, ';fc=(%d+)') or 0) + 0
   P.eager = string.find(s, ';e=1;', 1, true) ~= nil
@@ -923,7 +927,7 @@ function policy()
     end
     local was, n = string.match(ep or '', '^(%S+) (%d+)$')
     n = was == head and n + 0 or 0
-    if n >= 8 then
+    if n >= EAGER then
       return nil
     end
     local ids = redis.call('ZRANGEBYSCORE', KEYS[3], (i - 1) * BAND, '(' .. string.format('%d', i * BAND),

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // The admin actions: cancel, pause, resume, limit. Each names the
@@ -47,7 +48,7 @@ func (a *app) printAfter(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		return writeJSON(w, toSlotsJSON(g.Project(), sts, nil).Resources[0])
+		return writeJSON(w, view.SlotsOf(g.Project(), sts, nil).Resources[0])
 	}
 	fmt.Fprintln(w, msg)
 	return nil

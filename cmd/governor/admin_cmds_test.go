@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // startRun starts `governor run --resource heavy --if-busy wait -- true`
@@ -152,7 +153,7 @@ func TestPauseResume(t *testing.T) {
 			t.Fatalf("slots of a paused resource: %q", out)
 		}
 		code, out, _ = tg.run(t, "--json", "slots", "heavy")
-		var sj slotsJSON
+		var sj view.Slots
 		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].Paused == nil ||
 			!strings.HasSuffix(sj.Resources[0].Paused.By, `as "carol"`) || len(sj.Resources[0].Waiters) != 1 {
 			t.Fatalf("slots --json of a paused resource: %v %q", err, out)
@@ -238,7 +239,7 @@ func TestLimitLive(t *testing.T) {
 			t.Fatalf("limit --clear: exit %d, %q", code, out)
 		}
 		code, out, _ = tg.run(t, "--json", "slots", "heavy")
-		var sj slotsJSON
+		var sj view.Slots
 		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].LiveLimit != nil || sj.Resources[0].LimitSource != "asked" {
 			t.Fatalf("slots --json after --clear: %v %q", err, out)
 		}

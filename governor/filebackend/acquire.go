@@ -93,7 +93,7 @@ func (b *Backend) queued(t *tx, req governor.Request, i int, exp int64) (governo
 	t.dirty = true
 	t.superseding(req, false)
 	return committed(t, governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)})
+		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
 }
 
 // granted ends an Acquire that granted h to req.
@@ -112,5 +112,5 @@ func (b *Backend) refused(t *tx, req governor.Request) (governor.Result, error) 
 	t.st.Counters.Busy++
 	t.dirty = true
 	return committed(t, governor.Result{Outcome: governor.Refused,
-		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)})
+		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
 }

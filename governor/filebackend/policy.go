@@ -15,10 +15,6 @@ import (
 // fair key; the weight each class and key holds is summed from the
 // holders when needed.
 
-// Tags: a waiter's tag is max(class virtual time, key's last tag) +
-// policyQuant / key weight (integers, as the Redis scripts').
-const policyQuant = 720720
-
 // policy returns the policy in force, parsed.
 func (t *tx) policy() (governor.Policy, bool) {
 	if t.st.Policy == "" {
@@ -125,7 +121,7 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 		tk = w.Key
 	}
 	kt := fmt.Sprintf("%d:%s", w.Class, tk)
-	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(policyQuant/p.FairWeight(tk))
+	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(governor.PolicyQuant/p.FairWeight(tk))
 	st.KeyTags[kt] = w.Tag
 	i := len(st.Waiters)
 	for i > 0 && (st.Waiters[i-1].Class > w.Class || st.Waiters[i-1].Class == w.Class && st.Waiters[i-1].Tag > w.Tag) {

@@ -36,7 +36,7 @@ var (
 )
 
 // holdersInRefusal caps the holders a refusal reports.
-const holdersInRefusal = 16
+const holdersInRefusal = governor.RefusalHolders
 
 // Prefix starts every key and channel governor owns.
 const Prefix = "gov:"
