@@ -206,7 +206,7 @@ const (
 	// lease reports (see Declaration.ProgressTimeout); the backend does
 	// not record it: the holder's lost event does.
 	EventStalled = "stalled"
-	// The backend found its state contradicting itself (see the README's
+	// The backend found its state contradicting itself (see docs/redis.md,
 	// "State that contradicts itself"):
 	EventRepaired   = "repaired"   // a count was recomputed from the truth (the holders)
 	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
