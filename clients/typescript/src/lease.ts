@@ -1,0 +1,101 @@
+// A held lease: its token and handle, an AbortSignal aborted on loss, and
+// release through `await using` (Symbol.asyncDispose).
+import type { Bridge, BridgeEvent } from "./bridge.js";
+import { LeaseLost, Withdrawn } from "./errors.js";
+
+// Node 20 has no Symbol.asyncDispose of its own.
+(Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
+
+export interface HeldResource {
+  resource: string;
+  handle: string;
+  token: number;
+  nested: boolean;
+}
+
+export class Lease implements AsyncDisposable {
+  /** The bridge-local lease id ("L1"). */
+  readonly id: string;
+  readonly resources: HeldResource[];
+  /** What a child process needs to nest inside this lease (GOVERNOR_HELD, HEAVY_LOCK_HELD). */
+  readonly env: Record<string, string>;
+  private readonly bridge: Bridge;
+  private readonly controller = new AbortController();
+  private released = false;
+  private off: () => void;
+
+  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string> }) {
+    this.bridge = bridge;
+    this.id = result.lease;
+    this.resources = result.resources ?? [];
+    this.env = result.env ?? {};
+    this.off = bridge.onEvent((e) => this.onEvent(e));
+    if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
+  }
+
+  private onEvent(e: BridgeEvent): void {
+    if (e.event === "bridge_exit") {
+      this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
+    } else if (e.lease === this.id && (e.event === "lost" || e.event === "withdrawn")) {
+      const cls = e.event === "lost" ? LeaseLost : Withdrawn;
+      this.lose(new cls(String(e.reason ?? e.message ?? `lease ${this.id} ${e.event}`), 122, e.event, e));
+    }
+  }
+
+  private lose(err: Error): void {
+    this.off();
+    if (!this.controller.signal.aborted) this.controller.abort(err);
+  }
+
+  /** Aborted (with a LeaseLost as its reason) the moment the lease is lost: pass it to fetch. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  /** True once the lease is lost. */
+  get lost(): boolean {
+    return this.controller.signal.aborted && !this.released;
+  }
+  /** The fencing token of the first resource (strictly increasing per resource). */
+  get token(): number {
+    return this.resources[0]?.token ?? 0;
+  }
+  /** RESOURCE@LEASE_ID.SECRET of the first resource. */
+  get handle(): string {
+    return this.resources[0]?.handle ?? "";
+  }
+
+  /** Throw the loss reason if the lease is lost. */
+  throwIfLost(): void {
+    if (this.lost) throw this.controller.signal.reason;
+  }
+
+  /** Mark progress (for a progress timeout). */
+  async touch(): Promise<void> {
+    await this.bridge.call("touch", { lease: this.id });
+  }
+
+  /** The next number of the fenced sequence NAME, under this lease. */
+  async seqNext(name: string): Promise<number> {
+    const r = await this.bridge.call("seq_next", { lease: this.id, name });
+    return typeof r === "number" ? r : (r.value ?? r.next ?? r.seq);
+  }
+
+  /** Free the slots. Safe to call twice, and after a loss. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.off();
+    const wasLost = this.controller.signal.aborted;
+    if (!wasLost) this.controller.abort(new LeaseLost(`lease ${this.id} released`, 122, "released"));
+    if (this.bridge.dead) return;
+    try {
+      await this.bridge.call("release", { lease: this.id });
+    } catch (err) {
+      if (!wasLost) throw err;
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}
