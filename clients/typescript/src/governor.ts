@@ -6,7 +6,7 @@ import { Withdrawn } from "./errors.js";
 import { Lease } from "./lease.js";
 import { Provider } from "./provider.js";
 
-/** A duration: milliseconds, or a Go duration string ("10m", "1.5s"). */
+/** A duration: milliseconds (as setTimeout), or a string like "10m", "1.5s", "250ms". */
 export type Duration = number | string;
 
 export interface GovernorOptions {
@@ -44,6 +44,8 @@ export interface AcquireOptions {
   ttl?: Duration;
   progressTimeout?: Duration;
   session?: string;
+  /** Tokens to reserve from a provider's tokens_per_minute budget. */
+  tokens?: number;
   /** Hold the exec-run lock and accept joiners (governor run --shareable). */
   shareable?: boolean;
   /** Take a join slot beside a shareable run (governor run --join). */
@@ -52,19 +54,62 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
-export type TakeoverOptions = { force?: boolean; reason?: string };
-
-/** A duration as the bridge takes it: a Go duration string. */
-export function goDuration(d: Duration | undefined): string | undefined {
-  if (d === undefined) return undefined;
-  if (typeof d === "number") {
-    if (!Number.isFinite(d) || d < 0) throw new RangeError(`duration ${d}: want milliseconds >= 0 or a string like "10s"`);
-    return `${d}ms`;
-  }
-  return d;
+export interface TakeoverOptions {
+  resource?: string;
+  leaseId?: string;
+  session?: string;
+  /** Take it even if its owner may be alive. */
+  force?: boolean;
+  ttl?: Duration;
+  limit?: number;
 }
 
-function acquireArgs(resources: string[], o: AcquireOptions): Record<string, unknown> {
+/** `governor slots --json`'s object. */
+export interface SlotsResult {
+  project: string;
+  resources: { resource: string; limit: number; used: number; free: number; holders: any[]; waiters: any[]; [k: string]: unknown }[];
+  [k: string]: unknown;
+}
+
+/** Run fn holding lease; release it after; a loss during fn is thrown. */
+export async function holding<T>(lease: Lease, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
+  try {
+    const result = await fn(lease);
+    lease.throwIfLost();
+    return result;
+  } finally {
+    await lease.release();
+  }
+}
+
+const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A duration as the bridge takes it: seconds. */
+export function seconds(d: Duration | undefined): number | undefined {
+  if (d === undefined) return undefined;
+  let ms: number;
+  if (typeof d === "number") {
+    ms = d;
+  } else {
+    const parts = [...d.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+    if (d === "0") ms = 0;
+    else if (parts.length === 0 || parts.map((p) => p[0]).join("") !== d)
+      throw new RangeError(`duration "${d}": want milliseconds or a string like "1h30m", "10s", "250ms"`);
+    else ms = parts.reduce((sum, p) => sum + Number(p[1]) * unitMs[p[2]], 0);
+  }
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`duration ${d}: want milliseconds >= 0 or a string like "10s"`);
+  return ms / 1000;
+}
+
+/** The nesting variables of this process (what an enclosing governor run holds). */
+function nestingEnv(env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const k of ["GOVERNOR_HELD", "HEAVY_LOCK_HELD"]) if (env[k]) out[k] = env[k]!;
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The acquire op's args (docs/bridge-protocol.md) for these options. */
+export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
   let ifBusy = o.ifBusy;
   if (o.wait !== undefined) {
     if (ifBusy !== undefined && (ifBusy === "wait") !== o.wait)
@@ -74,9 +119,8 @@ function acquireArgs(resources: string[], o: AcquireOptions): Record<string, unk
   if (ifBusy !== undefined && !["fail", "wait", "skip"].includes(ifBusy))
     throw new TypeError(`acquire: ifBusy "${ifBusy}": want fail, wait or skip`);
   return {
-    resources,
     if_busy: ifBusy,
-    wait_timeout: goDuration(o.waitTimeout),
+    wait_timeout: seconds(o.waitTimeout),
     weight: o.weight,
     exclusive: o.exclusive,
     limit: o.limit,
@@ -84,11 +128,14 @@ function acquireArgs(resources: string[], o: AcquireOptions): Record<string, unk
     fair_key: o.fairKey,
     supersede: o.supersede,
     cancel_in_progress: o.cancelInProgress,
-    ttl: goDuration(o.ttl),
-    progress_timeout: goDuration(o.progressTimeout),
+    ttl: seconds(o.ttl),
+    progress_timeout: seconds(o.progressTimeout),
     session: o.session,
     shareable: o.shareable,
     join: o.join,
+    tokens: o.tokens,
+    env: nestingEnv(process.env),
+    command: process.argv.join(" "),
   };
 }
 
@@ -129,9 +176,12 @@ export class Governor {
    */
   async acquire(resource: string | string[], opts: AcquireOptions = {}): Promise<Lease> {
     const resources = typeof resource === "string" ? [resource] : resource;
-    const args = acquireArgs(resources, opts);
+    return this.acquireOp("acquire", { resources, ...acquireArgs(opts) }, resources.join(","), opts.signal);
+  }
+
+  /** An acquire-like op: cancelled through cancel_request when signal aborts. */
+  async acquireOp(op: string, args: Record<string, unknown>, what: string, signal?: AbortSignal): Promise<Lease> {
     const bridge = await this.connect();
-    const signal = opts.signal;
     signal?.throwIfAborted();
     let reqId = 0;
     const onAbort = () => {
@@ -139,11 +189,11 @@ export class Governor {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      const result = await bridge.call("acquire", args, (id) => (reqId = id));
+      const result = await bridge.call(op, args, (id) => (reqId = id));
       const lease = new Lease(bridge, result);
       if (signal?.aborted) {
         await lease.release();
-        throw new Withdrawn(`acquire ${resources.join(",")}: cancelled by the caller`, 73, "withdrawn");
+        throw new Withdrawn(`${op} ${what}: cancelled by the caller`, 125, "cancelled");
       }
       return lease;
     } finally {
@@ -151,14 +201,13 @@ export class Governor {
     }
   }
 
-  /** Run fn holding the slot; released when fn settles. */
+  /**
+   * Run fn holding the slot; released when fn settles. Should the lease be
+   * lost while fn runs (lease.signal aborts), the LeaseLost is thrown even if
+   * fn returned: its work may have run beyond the slot.
+   */
   async withSlot<T>(resource: string | string[], opts: AcquireOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
-    const lease = await this.acquire(resource, opts);
-    try {
-      return await fn(lease);
-    } finally {
-      await lease.release();
-    }
+    return holding(await this.acquire(resource, opts), fn);
   }
 
   /** The provider gate for NAME (resource provider:NAME). */
@@ -167,28 +216,37 @@ export class Governor {
   }
 
   /** Each resource's limit, use, holders and waiters (as `governor slots --json`). */
-  async slots(resource?: string): Promise<any> {
-    return this.call("slots", { resource });
+  async slots(...resources: string[]): Promise<SlotsResult> {
+    return this.call("slots", { resources });
   }
 
-  async events(resource?: string): Promise<any> {
-    return this.call("events", { resource });
+  /** Takeovers, reclaims and lost leases (as `governor events --json`); since: how far back. */
+  async events(resources: string[] = [], opts: { since?: Duration } = {}): Promise<{ events: any[] }> {
+    return this.call("events", { resources, since: seconds(opts.since) });
   }
 
-  /** Report a rate-limit signal: PROVIDER cools off for every process. */
-  async backoff(provider: string, opts: { retryAfter?: Duration } = {}): Promise<any> {
-    return this.call("backoff", { provider, retry_after: goDuration(opts.retryAfter) });
+  /** Report a rate-limit signal: PROVIDER cools off for every process (`governor backoff`). */
+  async backoff(provider: string, opts: { retryAfter?: Duration } = {}): Promise<{ until: string }> {
+    return this.call("backoff", { provider, retry_after: seconds(opts.retryAfter) });
   }
 
-  async takeover(target: string, opts: TakeoverOptions = {}): Promise<any> {
-    return this.call("takeover", { target, force: opts.force, reason: opts.reason });
+  /**
+   * Take over a lease (by resource and leaseId, or every lease of a session):
+   * the new lease is held here, with a higher token; the old holder loses it.
+   */
+  async takeover(opts: TakeoverOptions): Promise<Lease & { taken: any[] }> {
+    const args = { resource: opts.resource, lease_id: opts.leaseId, session: opts.session, force: opts.force, ttl: seconds(opts.ttl), limit: opts.limit };
+    const bridge = await this.connect();
+    const result = await bridge.call("takeover", args);
+    return Object.assign(new Lease(bridge, result), { taken: result.taken ?? [] });
   }
 
-  async cancel(resource: string, opts: { reason?: string } = {}): Promise<any> {
-    return this.call("cancel", { resource, reason: opts.reason });
+  /** Withdraw waiters of resource (one by waiter id, or a session's). */
+  async cancel(resource: string, opts: { waiter?: string; session?: string } = {}): Promise<{ cancelled: number }> {
+    return this.call("cancel", { resource, waiter: opts.waiter, session: opts.session });
   }
-  async pause(resource: string): Promise<any> {
-    return this.call("pause", { resource });
+  async pause(resource: string, opts: { reason?: string } = {}): Promise<void> {
+    return this.call("pause", { resource, reason: opts.reason });
   }
   async resume(resource: string): Promise<any> {
     return this.call("resume", { resource });

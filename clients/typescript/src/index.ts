@@ -3,7 +3,7 @@
 import { Governor, type AcquireOptions } from "./governor.js";
 import type { Lease } from "./lease.js";
 
-export { Governor, goDuration, type AcquireOptions, type Duration, type GovernorOptions, type TakeoverOptions } from "./governor.js";
+export { Governor, holding, seconds, type AcquireOptions, type Duration, type GovernorOptions, type SlotsResult, type TakeoverOptions } from "./governor.js";
 export { Lease, type HeldResource } from "./lease.js";
 export { Provider, type ProviderRunOptions } from "./provider.js";
 export { findBinary, platformPackage } from "./binary.js";
@@ -35,6 +35,6 @@ export function withSlot<T>(resource: string | string[], opts: AcquireOptions, f
 export function provider(name: string) {
   return defaultGovernor().provider(name);
 }
-export function slots(resource?: string) {
-  return defaultGovernor().slots(resource);
+export function slots(...resources: string[]) {
+  return defaultGovernor().slots(...resources);
 }

@@ -1,16 +1,21 @@
 // A held lease: its token and handle, an AbortSignal aborted on loss, and
 // release through `await using` (Symbol.asyncDispose).
 import type { Bridge, BridgeEvent } from "./bridge.js";
-import { LeaseLost, Withdrawn } from "./errors.js";
+import { LeaseLost } from "./errors.js";
 
 // Node 20 has no Symbol.asyncDispose of its own.
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
 
 export interface HeldResource {
   resource: string;
+  /** RESOURCE@LEASE_ID.SECRET: the proof of holding; keep it to yourself. */
   handle: string;
+  lease_id: string;
   token: number;
+  weight: number;
+  /** Held by an ancestor (GOVERNOR_HELD), not acquired again. */
   nested: boolean;
+  expires_at?: string;
 }
 
 export class Lease implements AsyncDisposable {
@@ -24,11 +29,18 @@ export class Lease implements AsyncDisposable {
   private released = false;
   private off: () => void;
 
-  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string> }) {
+  /** Seconds spent waiting. */
+  readonly waited: number;
+  /** The limit / ignored-env notes the CLI prints. */
+  readonly notes: string[];
+
+  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[] }) {
     this.bridge = bridge;
     this.id = result.lease;
     this.resources = result.resources ?? [];
     this.env = result.env ?? {};
+    this.waited = result.waited ?? 0;
+    this.notes = result.notes ?? [];
     this.off = bridge.onEvent((e) => this.onEvent(e));
     if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
   }
@@ -36,9 +48,9 @@ export class Lease implements AsyncDisposable {
   private onEvent(e: BridgeEvent): void {
     if (e.event === "bridge_exit") {
       this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
-    } else if (e.lease === this.id && (e.event === "lost" || e.event === "withdrawn")) {
-      const cls = e.event === "lost" ? LeaseLost : Withdrawn;
-      this.lose(new cls(String(e.reason ?? e.message ?? `lease ${this.id} ${e.event}`), 122, e.event, e));
+    } else if (e.event === "lost" && e.lease === this.id) {
+      const what = typeof e.resource === "string" ? ` (${e.resource})` : "";
+      this.lose(new LeaseLost(`lease ${this.id}${what} was lost: ${e.reason ?? "unknown"}`, 122, "lost", e));
     }
   }
 
@@ -74,24 +86,30 @@ export class Lease implements AsyncDisposable {
     await this.bridge.call("touch", { lease: this.id });
   }
 
-  /** The next number of the fenced sequence NAME, under this lease. */
-  async seqNext(name: string): Promise<number> {
-    const r = await this.bridge.call("seq_next", { lease: this.id, name });
-    return typeof r === "number" ? r : (r.value ?? r.next ?? r.seq);
+  /**
+   * The next number of the fenced sequence NAME, fenced by the token of
+   * resource (default the first): Busy once a takeover made the token stale.
+   */
+  async seqNext(name: string, resource?: string): Promise<number> {
+    const r = await this.bridge.call("seq_next", { lease: this.id, name, resource });
+    return r.number;
   }
 
-  /** Free the slots. Safe to call twice, and after a loss. */
+  /**
+   * Free the slots. Safe to call twice, and after a loss (the loss was told
+   * by signal; release does not throw it again).
+   */
   async release(): Promise<void> {
     if (this.released) return;
+    const wasLost = this.controller.signal.aborted;
     this.released = true;
     this.off();
-    const wasLost = this.controller.signal.aborted;
     if (!wasLost) this.controller.abort(new LeaseLost(`lease ${this.id} released`, 122, "released"));
     if (this.bridge.dead) return;
     try {
       await this.bridge.call("release", { lease: this.id });
     } catch (err) {
-      if (!wasLost) throw err;
+      if (!(err instanceof LeaseLost)) throw err;
     }
   }
 

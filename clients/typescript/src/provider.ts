@@ -1,13 +1,13 @@
 // A provider gate: the provider's concurrency slot and rate reservation
 // around one call, and the call's outcome reported (a 429 or 529 cools the
 // provider off for every process).
-import type { AcquireOptions, Governor } from "./governor.js";
-import { goDuration } from "./governor.js";
-import { Lease } from "./lease.js";
+import type { AcquireOptions, Duration, Governor } from "./governor.js";
+import { acquireArgs, holding, seconds } from "./governor.js";
+import type { Lease } from "./lease.js";
 
 export interface ProviderRunOptions extends AcquireOptions {
-  /** Tokens to reserve from the provider's tokens_per_minute budget. */
-  tokens?: number;
+  /** Tokens the call used (settles the reservation), when known after the call. */
+  usedTokens?: (result: unknown) => number | undefined;
 }
 
 /** What a call's outcome looks like to the gate: a fetch Response, or an error carrying one's status. */
@@ -54,38 +54,48 @@ export class Provider {
    * its headers (retry-after, ...).
    */
   async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
-    const lease = await this.gov.acquire(`provider:${this.name}`, { wait: true, ...opts, tokens: opts.tokens } as AcquireOptions);
-    try {
+    const { usedTokens, ...acq } = opts;
+    const lease = await this.acquire({ wait: true, ...acq });
+    return holding(lease, async () => {
       let result: T;
       try {
         result = await fn(lease);
       } catch (err) {
-        await this.report(httpOf(err), lease);
+        await this.report(lease, err);
         throw err;
       }
-      await this.report(httpOf(result), lease);
+      await this.report(lease, result, usedTokens?.(result));
       return result;
-    } finally {
-      await lease.release();
-    }
+    });
   }
 
-  /** Report one call's outcome: an HTTP status and headers, or ok when there is none. */
-  async report(http: HttpLike | undefined, lease?: Lease): Promise<void> {
-    const args: Record<string, unknown> = { provider: this.name, lease: lease?.id };
+  /** The gate slot and rate reservation, held until the lease is released. */
+  async acquire(opts: AcquireOptions = {}): Promise<Lease> {
+    const { join, shareable, ...rest } = acquireArgs(opts);
+    if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
+    return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
+  }
+
+  /**
+   * Report the outcome of the call made under lease: outcome is a fetch
+   * Response (or an error with .status or .response); 429 and 529 are a
+   * rate-limit signal, with the response's headers (retry-after, ...).
+   */
+  async report(lease: Lease, outcome: unknown, usedTokens?: number): Promise<{ cooloff_until?: string }> {
+    const http = httpOf(outcome);
+    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens };
     if (http && (http.status === 429 || http.status === 529)) {
       args.outcome = "rate_limited";
       args.status = http.status;
       args.headers = headerObject(http.headers);
     } else {
       args.outcome = "ok";
-      if (http) args.status = http.status;
     }
-    await this.gov.call("provider_report", args);
+    return this.gov.call("provider_report", args);
   }
 
-  /** Report a rate-limit signal by hand: the provider cools off for retryAfter (default: the CLI's). */
-  async backoff(retryAfter?: number | string): Promise<void> {
-    await this.gov.call("provider_report", { provider: this.name, outcome: "rate_limited", retry_after: goDuration(retryAfter) });
+  /** Report a rate-limit signal by hand (`governor backoff`): the provider cools off for every process. */
+  async backoff(retryAfter?: Duration): Promise<{ until: string }> {
+    return this.gov.backoff(this.name, { retryAfter });
   }
 }
