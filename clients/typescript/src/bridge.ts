@@ -37,6 +37,7 @@ export class Bridge {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private listeners = new Set<(e: BridgeEvent) => void>();
+  private lostLeases = new Map<string, BridgeEvent>();
   private holds = 0;
   private deadError: GovernorError | undefined;
   /** The bridge's pid and governor version, from hello. */
@@ -64,7 +65,7 @@ export class Bridge {
   private async hello(): Promise<void> {
     const r = await this.send("hello", { protocol: PROTOCOL, client: CLIENT, pid: process.pid });
     if (r.protocol !== PROTOCOL) {
-      this.close();
+      void this.close();
       throw new ProtocolError(
         `governor bridge speaks protocol ${r.protocol}, this client (${CLIENT}) speaks protocol ${PROTOCOL}`,
         125,
@@ -75,14 +76,17 @@ export class Bridge {
     this.version = r.version;
   }
 
-  /** Keep the event loop alive only while a request is outstanding. */
-  private ref(): void {
+  /**
+   * Keep the event loop alive only while a request is outstanding or a
+   * lease is held (Lease calls ref on grant, unrefOne on release or loss).
+   */
+  ref(): void {
     if (this.holds++ === 0) {
       this.child.ref();
       (this.child.stdout as any)?.ref?.();
     }
   }
-  private unrefOne(): void {
+  unrefOne(): void {
     if (--this.holds === 0) this.unref();
   }
   private unref(): void {
@@ -108,7 +112,19 @@ export class Bridge {
       else p.reject(fromWire((msg.error ?? { code: 125, kind: "failure", message: "error without detail" }) as WireError));
       return;
     }
-    if (typeof msg.event === "string") for (const l of this.listeners) l(msg as BridgeEvent);
+    if (typeof msg.event === "string") {
+      // A loss can come before the code awaiting the acquire's reply made
+      // its Lease (same read, or the next): kept for it (takeLost).
+      if (msg.event === "lost" && typeof msg.lease === "string") this.lostLeases.set(msg.lease, msg);
+      for (const l of this.listeners) l(msg as BridgeEvent);
+    }
+  }
+
+  /** The lost event of lease id, if one came (and forget it). */
+  takeLost(id: string): BridgeEvent | undefined {
+    const e = this.lostLeases.get(id);
+    this.lostLeases.delete(id);
+    return e;
   }
 
   private die(err: GovernorError): void {
@@ -147,9 +163,14 @@ export class Bridge {
     return this.send(op, args, onId);
   }
 
-  /** End stdin: the bridge releases everything and exits. */
-  close(): void {
-    this.child.stdin!.end();
+  /** End stdin: the bridge releases everything and exits; resolves on its exit. */
+  close(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+    this.ref(); // keep the process alive until the bridge is gone
+    return new Promise((resolve) => {
+      this.child.once("exit", () => resolve());
+      this.child.stdin!.end();
+    });
   }
 
   /** For tests: the bridge process. */

@@ -259,10 +259,7 @@ export class Governor {
   async close(): Promise<void> {
     const b = this.bridge;
     if (!b || b.dead) return;
-    await new Promise<void>((resolve) => {
-      b.process.once("exit", () => resolve());
-      b.close();
-    });
+    await b.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -27,6 +27,7 @@ export class Lease implements AsyncDisposable {
   private readonly bridge: Bridge;
   private readonly controller = new AbortController();
   private released = false;
+  private ended = false;
   private off: () => void;
 
   /** Seconds spent waiting. */
@@ -42,21 +43,33 @@ export class Lease implements AsyncDisposable {
     this.waited = result.waited ?? 0;
     this.notes = result.notes ?? [];
     this.off = bridge.onEvent((e) => this.onEvent(e));
-    if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
+    bridge.ref();
+    const lost = bridge.takeLost(this.id);
+    if (lost) this.onEvent(lost);
+    else if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
   }
 
   private onEvent(e: BridgeEvent): void {
     if (e.event === "bridge_exit") {
       this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
     } else if (e.event === "lost" && e.lease === this.id) {
+      this.bridge.takeLost(this.id);
       const what = typeof e.resource === "string" ? ` (${e.resource})` : "";
       this.lose(new LeaseLost(`lease ${this.id}${what} was lost: ${e.reason ?? "unknown"}`, 122, "lost", e));
     }
   }
 
   private lose(err: Error): void {
-    this.off();
+    this.end();
     if (!this.controller.signal.aborted) this.controller.abort(err);
+  }
+
+  /** Stop listening, and stop keeping the process alive (once). */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.off();
+    this.bridge.unrefOne();
   }
 
   /** Aborted (with a LeaseLost as its reason) the moment the lease is lost: pass it to fetch. */
@@ -103,7 +116,7 @@ export class Lease implements AsyncDisposable {
     if (this.released) return;
     const wasLost = this.controller.signal.aborted;
     this.released = true;
-    this.off();
+    this.end();
     if (!wasLost) this.controller.abort(new LeaseLost(`lease ${this.id} released`, 122, "released"));
     if (this.bridge.dead) return;
     try {
