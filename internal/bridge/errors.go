@@ -1,0 +1,115 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// The error kinds of the protocol (docs/bridge-protocol.md, Errors).
+const (
+	kindBusy       = "busy"
+	kindSkipped    = "skipped"
+	kindWithdrawn  = "withdrawn"
+	kindSuperseded = "superseded"
+	kindLost       = "lost"
+	kindFailure    = "failure"
+	kindProtocol   = "protocol"
+	kindBackend    = "backend"
+	kindCancelled  = "cancelled"
+)
+
+// Exit-code meanings carried in an error's code (internal/exitcode).
+const (
+	codeBusy       = 73
+	codeSkipped    = 75
+	codeSuperseded = 76
+	codeLost       = 122
+	codeFailure    = 125
+)
+
+// errorMsg is the error object of a reply.
+type errorMsg struct {
+	Code       int      `json:"code"`
+	Kind       string   `json:"kind"`
+	Message    string   `json:"message"`
+	Resource   string   `json:"resource,omitempty"`
+	Rule       string   `json:"rule,omitempty"`
+	Holders    []holder `json:"holders,omitempty"`
+	RetryAfter *float64 `json:"retry_after,omitempty"`
+}
+
+// protoError is an error that already knows its kind and code: bad
+// requests, protocol errors, unknown leases.
+type protoError struct {
+	kind string
+	code int
+	msg  string
+}
+
+func (e *protoError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &protoError{kind: kindFailure, code: codeFailure, msg: fmt.Sprintf(format, args...)}
+}
+
+func protocolError(format string, args ...any) error {
+	return &protoError{kind: kindProtocol, code: codeFailure, msg: fmt.Sprintf(format, args...)}
+}
+
+func lostError(format string, args ...any) error {
+	return &protoError{kind: kindLost, code: codeLost, msg: fmt.Sprintf(format, args...)}
+}
+
+// errCancelled ends a request cancelled by cancel_request.
+var errCancelled = &protoError{kind: kindCancelled, code: codeFailure, msg: "cancelled by cancel_request"}
+
+// toWire is the error object for err: its code through code (the CLI's
+// mapping of an error to its exit code), its kind, the CLI's message and,
+// for a refusal, the resource, rule and holders.
+func toWire(err error, code func(error) int) *errorMsg {
+	var pe *protoError
+	if errors.As(err, &pe) {
+		return &errorMsg{Code: pe.code, Kind: pe.kind, Message: pe.msg}
+	}
+	e := &errorMsg{Code: code(err), Message: strings.TrimPrefix(err.Error(), "governor: ")}
+	var busy *governor.BusyError
+	var gone *governor.WithdrawnError
+	switch {
+	case errors.As(err, &busy):
+		e.Resource, e.Rule = busy.Resource, busy.Rule
+		e.Holders = holders(busy.Status)
+		if until := busy.Status.CoolOff; until.After(busy.Status.Now) {
+			s := until.Sub(busy.Status.Now).Seconds()
+			e.RetryAfter = &s
+		}
+	case errors.As(err, &gone):
+		e.Resource = gone.Resource
+	}
+	e.Kind = kindOf(err, e.Code)
+	return e
+}
+
+// kindOf is the protocol's word for an error with exit code code.
+func kindOf(err error, code int) string {
+	switch {
+	case code == codeSkipped:
+		return kindSkipped
+	case code == codeSuperseded || errors.Is(err, governor.ErrSuperseded):
+		return kindSuperseded
+	case errors.Is(err, governor.ErrWithdrawn):
+		return kindWithdrawn
+	case code == codeBusy:
+		return kindBusy
+	case code == codeLost || errors.Is(err, governor.ErrLeaseLost) || errors.Is(err, governor.ErrNotHeld):
+		return kindLost
+	case errors.Is(err, governor.ErrInvalid), errors.Is(err, governor.ErrTooHeavy), errors.Is(err, governor.ErrNotOwner):
+		return kindFailure
+	case errors.Is(err, context.Canceled):
+		return kindCancelled
+	}
+	return kindBackend
+}
