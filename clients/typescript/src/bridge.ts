@@ -43,9 +43,12 @@ export class Bridge {
   /** The bridge's pid and governor version, from hello. */
   pid = 0;
   version = "";
+  backend = "";
+  project = "";
+  session = "";
   readonly ready: Promise<void>;
 
-  constructor(bin: string, args: string[], env: NodeJS.ProcessEnv) {
+  constructor(bin: string, args: string[], env: NodeJS.ProcessEnv, session?: string) {
     this.child = spawn(bin, ["bridge", ...args], { stdio: ["pipe", "pipe", "inherit"], env });
     live.add(this.child);
     killAllOnExit();
@@ -59,11 +62,11 @@ export class Bridge {
     lines.on("line", (line) => this.onLine(line));
     lines.on("close", () => this.die(new LeaseLost("governor bridge closed its output", 122, "lost")));
     this.unref();
-    this.ready = this.hello();
+    this.ready = this.hello(session);
   }
 
-  private async hello(): Promise<void> {
-    const r = await this.send("hello", { protocol: PROTOCOL, client: CLIENT, pid: process.pid });
+  private async hello(session: string | undefined): Promise<void> {
+    const r = await this.send("hello", { protocol: PROTOCOL, client: CLIENT, pid: process.pid, session });
     if (r.protocol !== PROTOCOL) {
       void this.close();
       throw new ProtocolError(
@@ -74,6 +77,9 @@ export class Bridge {
     }
     this.pid = r.pid;
     this.version = r.version;
+    this.backend = r.backend;
+    this.project = r.project;
+    this.session = r.session;
   }
 
   /**

@@ -20,6 +20,8 @@ export interface GovernorOptions {
   project?: string;
   /** exec-defaults.yaml to read (--config). */
   config?: string;
+  /** The session every lease declares (default $GOVERNOR_SESSION, else HOST:PID); takeover by session names it. */
+  session?: string;
   /** The governor binary (default: $GOVERNOR_BIN, the platform package, PATH). */
   bin?: string;
   /** Environment for the bridge (default process.env). */
@@ -43,7 +45,6 @@ export interface AcquireOptions {
   cancelInProgress?: boolean;
   ttl?: Duration;
   progressTimeout?: Duration;
-  session?: string;
   /** Tokens to reserve from a provider's tokens_per_minute budget. */
   tokens?: number;
   /** Hold the exec-run lock and accept joiners (governor run --shareable). */
@@ -130,12 +131,10 @@ export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
     cancel_in_progress: o.cancelInProgress,
     ttl: seconds(o.ttl),
     progress_timeout: seconds(o.progressTimeout),
-    session: o.session,
     shareable: o.shareable,
     join: o.join,
     tokens: o.tokens,
     env: nestingEnv(process.env),
-    command: process.argv.join(" "),
   };
 }
 
@@ -158,7 +157,7 @@ export class Governor {
       if (o.redisUrlFile !== undefined) args.push("--redis-url-file", o.redisUrlFile);
       if (o.config !== undefined) args.push("--config", o.config);
       if (o.project !== undefined) args.push("--project", o.project);
-      this.bridge = new Bridge(o.bin ?? findBinary(env), args, env);
+      this.bridge = new Bridge(o.bin ?? findBinary(env), args, env, o.session);
     }
     const b = this.bridge;
     await b.ready;

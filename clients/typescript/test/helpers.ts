@@ -111,8 +111,10 @@ export class Worker {
   private lines: string[] = [];
   private waiters: { prefix: string; resolve(l: string): void; reject(e: Error): void }[] = [];
   readonly exited: Promise<number | null>;
+  readonly env: Record<string, string>;
 
   constructor(env: Record<string, string>) {
+    this.env = env;
     this.child = spawn(process.execPath, [join(here, "worker.js")], {
       stdio: ["ignore", "pipe", "inherit"],
       env: { ...process.env, GOVERNOR_BIN: governorBin(), ...env },
