@@ -201,6 +201,16 @@ export class Governor {
   }
 
   /**
+   * The exec-run slots, as `governor run` with no --resource takes them:
+   * plain, the run lock and every join slot (busy beside any run);
+   * shareable, the run lock only (accepts joiners); join, one join slot
+   * (runs beside a shareable run). resources are taken with them.
+   */
+  async execRun(opts: AcquireOptions = {}, ...resources: string[]): Promise<Lease> {
+    return this.acquireOp("acquire", { resources, ...acquireArgs(opts) }, "exec run", opts.signal);
+  }
+
+  /**
    * Run fn holding the slot; released when fn settles. Should the lease be
    * lost while fn runs (lease.signal aborts), the LeaseLost is thrown even if
    * fn returned: its work may have run beyond the slot.
