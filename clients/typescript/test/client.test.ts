@@ -3,6 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Governor, Busy, Skipped, Superseded, Withdrawn, LeaseLost, BackendError, ProtocolError, GovernorError, seconds, findBinary } from "../src/index.js";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { platformPackage } from "../src/index.js";
 import { fakeBin } from "./helpers.js";
 
 test("a bridge speaking another protocol is refused, naming both versions", async () => {
@@ -109,10 +112,22 @@ test("bad options are refused naming the value and what is allowed, before any r
   assert.equal(seconds("250ms"), 0.25);
 });
 
-test("the binary: GOVERNOR_BIN first, then PATH; a clear error when neither", () => {
+test("the binary: GOVERNOR_BIN first, then the platform package, then PATH; a clear error when none", () => {
   assert.equal(findBinary({ GOVERNOR_BIN: "/bin/sh", PATH: "" }), "/bin/sh");
   assert.throws(() => findBinary({ GOVERNOR_BIN: "/nonexistent/governor", PATH: "" }), /GOVERNOR_BIN=\/nonexistent\/governor is not an executable/);
   const bin = fakeBin();
-  assert.equal(findBinary({ PATH: `/nonexistent:${bin.replace(/\/governor$/, "")}` }), bin);
-  assert.throws(() => findBinary({ PATH: "/nonexistent" }), /set GOVERNOR_BIN, install @governor\/cli-/);
+  const path = `/nonexistent:${bin.replace(/\/governor$/, "")}`;
+  let pkg: string | undefined;
+  try {
+    pkg = createRequire(import.meta.url).resolve(`${platformPackage()}/package.json`);
+  } catch {
+    // not installed (the source tree): PATH is next
+  }
+  if (pkg) {
+    // Installed from the packages (CI): the platform package's binary wins over PATH.
+    assert.equal(findBinary({ PATH: path }), join(dirname(pkg), "bin", "governor"));
+  } else {
+    assert.equal(findBinary({ PATH: path }), bin);
+    assert.throws(() => findBinary({ PATH: "/nonexistent" }), /set GOVERNOR_BIN, install @governor\/cli-/);
+  }
 });

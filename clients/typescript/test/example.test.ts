@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { backends, governorBin, here, root, tmp } from "./helpers.js";
+import { backends, here, root, tmp } from "./helpers.js";
 
 const all = await backends();
 after(async () => {
@@ -18,7 +18,7 @@ const runner = join(here, "..", "examples", "exec-runner", "runner.js");
 const config = join(root, "examples", "exec-runner", "exec-defaults.yaml");
 
 function run(env: Record<string, string>, ...args: string[]) {
-  const child = spawn(process.execPath, [runner, ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, GOVERNOR_BIN: governorBin(), CONFIG: config, ...env } });
+  const child = spawn(process.execPath, [runner, ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, CONFIG: config, ...env } });
   let text = "";
   const started = new Promise<void>((resolve) => child.stdout!.on("data", (d) => ((text += d), text.includes("running") || text.includes("refused") ? resolve() : undefined)));
   const done = new Promise<{ code: number | null; text: string }>((resolve) => child.on("exit", (code) => resolve({ code, text })));

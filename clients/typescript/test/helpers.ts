@@ -8,15 +8,14 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
+import { findBinary } from "../src/index.js";
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, "..", "..");
 
-/** The governor binary under test: $GOVERNOR_BIN (the CI sets it, or the platform package is used). */
+/** The governor binary under test: $GOVERNOR_BIN, else the installed platform package's (as the client finds it). */
 export function governorBin(): string {
-  const bin = process.env.GOVERNOR_BIN;
-  if (!bin) throw new Error("set GOVERNOR_BIN to the governor binary to test (go build -o /tmp/governor ./cmd/governor)");
-  return bin;
+  return findBinary();
 }
 
 export function tmp(prefix = "gov-ts-"): string {
@@ -117,7 +116,7 @@ export class Worker {
     this.env = env;
     this.child = spawn(process.execPath, [join(here, "worker.js")], {
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, GOVERNOR_BIN: governorBin(), ...env },
+      env: { ...process.env, ...env },
     });
     createInterface({ input: this.child.stdout! }).on("line", (l) => {
       this.lines.push(l);
