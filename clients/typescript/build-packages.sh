@@ -33,7 +33,7 @@ for target in "${targets[@]}"; do
   name="@governor/cli-$goos-$arch"
   dir="$out/cli-$goos-$arch"
   mkdir -p "$dir/bin"
-  (cd "$repo" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath -ldflags '-s -w' -o "$dir/bin/governor" ./cmd/governor)
+  (cd "$repo" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -ldflags '-s -w' -o "$dir/bin/governor" ./cmd/governor)
   cat >"$dir/package.json" <<JSON
 {
   "name": "$name",
