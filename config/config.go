@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/runner"
 )
 
 // Defaults for keys no source sets. The lease's are governor's: the
@@ -33,9 +32,17 @@ const (
 
 // Resource names derived from the configuration.
 const (
-	RunResource            = runner.DefaultResource          // the run lock: limit 1
-	RunJoinResource        = runner.JoinResource             // join slots: run.max_concurrent_runs - 1
+	RunResource            = "run"                           // the run lock: limit 1
+	RunJoinResource        = "run:join"                      // join slots: run.max_concurrent_runs - 1
 	ProviderResourcePrefix = governor.ProviderResourcePrefix // providers.<name>.max_concurrency
+)
+
+// The with-heavy-lock wrapper's variables (package mkdirslot has the
+// same names: a test pins them): HEAVY_LOCK_DIR moves every mkdir_lock,
+// HEAVY_LOCK_HELD says an ancestor holds the slot.
+const (
+	EnvHeavyLockDir  = "HEAVY_LOCK_DIR"
+	EnvHeavyLockHeld = "HEAVY_LOCK_HELD"
 )
 
 // Bounds on values, decided in package governor.
@@ -319,6 +326,13 @@ func (c Config) ResolvedBackend() string {
 	return c.Backend
 }
 
+// StoreFlag is one global flag of a command to paste elsewhere: --Name
+// Value, or, when Env is set, --Name "$Env" (the value came from that
+// environment variable, and may hold a secret).
+type StoreFlag struct {
+	Name, Value, Env string
+}
+
 // StoreFlags are the global flags that select the store this
 // configuration selects, for a command to be pasted elsewhere (the
 // takeover hint of a refusal): --config with the file read, --backend
@@ -328,14 +342,14 @@ func (c Config) ResolvedBackend() string {
 // to the variable; from a flag: with its password redacted, to be filled
 // in; from the file: --config carries it). The project is not among
 // them: the refusal names the resource's own.
-func (l *Loaded) StoreFlags() []runner.StoreFlag {
-	var out []runner.StoreFlag
+func (l *Loaded) StoreFlags() []StoreFlag {
+	var out []StoreFlag
 	if l.File != "" {
-		out = append(out, runner.StoreFlag{Name: "config", Value: l.File})
+		out = append(out, StoreFlag{Name: "config", Value: l.File})
 	}
 	c := l.Config
 	if src := l.Sources["backend"]; src == SourceEnv || src == SourceFlag {
-		out = append(out, runner.StoreFlag{Name: "backend", Value: c.ResolvedBackend()})
+		out = append(out, StoreFlag{Name: "backend", Value: c.ResolvedBackend()})
 	}
 	if c.ResolvedBackend() == BackendRedis {
 		switch l.Sources["redis.url"] {
@@ -344,14 +358,14 @@ func (l *Loaded) StoreFlags() []runner.StoreFlag {
 			if c.origin != nil && c.origin.settings["redis.url"] != nil {
 				env = strings.TrimPrefix(c.origin.settings["redis.url"].origin, "env ")
 			}
-			out = append(out, runner.StoreFlag{Name: "redis-url", Env: env})
+			out = append(out, StoreFlag{Name: "redis-url", Env: env})
 		case SourceFlag:
-			out = append(out, runner.StoreFlag{Name: "redis-url", Value: RedactURL(c.RedisURL())})
+			out = append(out, StoreFlag{Name: "redis-url", Value: RedactURL(c.RedisURL())})
 		}
 		return out
 	}
 	if dir, err := filepath.Abs(c.File.Dir); err == nil && c.File.Dir != "" {
-		out = append(out, runner.StoreFlag{Name: "dir", Value: dir})
+		out = append(out, StoreFlag{Name: "dir", Value: dir})
 	}
 	return out
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // Source says where a value came from.
@@ -296,7 +294,7 @@ func xdgDir(env map[string]string, name, fallback string) string {
 
 func defaultDir(env map[string]string) string {
 	if dir := xdgDir(env, "XDG_STATE_HOME", filepath.Join(".local", "state")); dir != "" {
-		return filebackend.StateDirUnder(dir)
+		return governor.StateDirUnder(dir)
 	}
 	return ""
 }
@@ -349,7 +347,7 @@ func isMkdirLock(path []string) bool {
 // environment's layer for each resources.<name>.mkdir_lock that a layer
 // sets: the wrapper's variable moves the slot of governor too.
 func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
-	dir := env[mkdirslot.EnvDir]
+	dir := env[EnvHeavyLockDir]
 	if dir == "" {
 		return nil
 	}
@@ -359,7 +357,7 @@ func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
 		for _, s := range layer {
 			if key := dotted(s.path); isMkdirLock(s.path) && !seen[key] {
 				seen[key] = true
-				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + mkdirslot.EnvDir})
+				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + EnvHeavyLockDir})
 			}
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/mkdirslot"
 	"github.com/governor-dev/governor/internal/redact"
 )
 
@@ -222,7 +221,7 @@ func (c Config) problems() []*FieldError {
 			case !filepath.IsAbs(dir):
 				add(lk, dir, "%q is not an absolute path", dir)
 			case mkdirBound != "":
-				add(lk, dir, "%q: only one resource may be bound to a mkdir slot (%s and %s are one variable each), and %s already is; remove one", dir, mkdirslot.EnvDir, mkdirslot.EnvHeld, mkdirBound)
+				add(lk, dir, "%q: only one resource may be bound to a mkdir slot (%s and %s are one variable each), and %s already is; remove one", dir, EnvHeavyLockDir, EnvHeavyLockHeld, mkdirBound)
 			}
 			if l := c.Resources[name].Limit; l != 1 && !o.isBroken(key) && !o.missing(key) {
 				add(key, strconv.Itoa(l), "%d is not allowed with mkdir_lock: the mkdir slot is one slot; use limit 1", l)

@@ -468,32 +468,26 @@ func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *Busy
 // fair_cap, the reserves of the classes above, waiters queued ahead.
 // "" when none applies (the state changed since).
 func refusalRule(req Request, st Status) string {
-	p := st.Policy
-	c, _ := p.ClassIndex(req.Priority)
-	use := st.ClassUse()
-	if len(p.Classes) > 0 {
-		name := p.Classes[c].Name
-		if cp := p.Classes[c].Cap; cp > 0 && use[name]+req.Weight > cp {
-			return fmt.Sprintf("the cap of class %s: it holds %d of its cap %d", name, use[name], cp)
-		}
-	}
-	if p.FairCap > 0 && req.FairKey != "" {
-		if k := st.KeyUse(req.FairKey); k+req.Weight > p.FairCap {
-			return fmt.Sprintf("fair_cap: fair key %s holds %d of its fair_cap %d", req.FairKey, k, p.FairCap)
-		}
-	}
-	if len(p.Classes) > 0 {
-		reserved, above := 0, []string{}
-		for _, hc := range p.Classes[:c] {
-			if r := hc.Reserve - use[hc.Name]; r > 0 {
-				reserved += r
-				above = append(above, fmt.Sprintf("%s %d", hc.Name, r))
+	p, u := st.Policy, st.PolicyUse()
+	c := p.ClassOf(req.Priority)
+	switch p.Admit(u, c, req.FairKey, req.Weight) {
+	case PolicyCapped:
+		cl := p.Classes[c]
+		return fmt.Sprintf("the cap of class %s: it holds %d of its cap %d", cl.Name, u.Classes[c], cl.Cap)
+	case PolicyFairCapped:
+		return fmt.Sprintf("fair_cap: fair key %s holds %d of its fair_cap %d", req.FairKey, u.Keys[req.FairKey], p.FairCap)
+	case PolicyReserved:
+		var above []string
+		unused := p.UnusedReserves(u, c)
+		for j, r := range unused {
+			if r > 0 {
+				above = append(above, fmt.Sprintf("%s %d", p.Classes[j].Name, r))
 			}
 		}
-		if free := st.Limit - st.Used; free-req.Weight < reserved {
-			return fmt.Sprintf("the reserve of the classes above %s: %d free, %d of them reserved (%s)",
-				p.Classes[c].Name, free, reserved, strings.Join(above, ", "))
-		}
+		return fmt.Sprintf("the reserve of the classes above %s: %d free, %d of them reserved (%s)",
+			p.Classes[c].Name, u.Limit-u.Used, sum(unused), strings.Join(above, ", "))
+	case PolicyFull:
+		return "" // the state changed since: no room now
 	}
 	if n := st.QueueLen(); n > 0 {
 		return fmt.Sprintf("the queue: %d waiting ahead", n)

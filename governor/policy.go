@@ -374,18 +374,10 @@ func (st Status) KeyUse(key string) int {
 	return n
 }
 
-// reservedAbove is the sum of the reserves of the classes above class.
-func (p Policy) reservedAbove(class int) int {
-	n := 0
-	for j := 0; j < class && j < len(p.Classes); j++ {
-		n += p.Classes[j].Reserve
-	}
-	return n
-}
-
 // checkRequest checks what an acquire asks of p: its priority names a
 // class, its fair key reads, and its weight can ever be granted in its
-// class (within its cap and the limit less the reserves above it).
+// class (Never: within its cap, the limit less the reserves above it,
+// and the fair_cap).
 func (p Policy) checkRequest(resource string, limit, weight int, priority, fairKey string) error {
 	if err := p.Validate(resource, limit); err != nil {
 		return err
@@ -400,17 +392,15 @@ func (p Policy) checkRequest(resource string, limit, weight int, priority, fairK
 	if fairKey != "" && !validPolicyName(fairKey) {
 		return invalid("fair key %q for %s; allowed: %s", fairKey, resource, PolicyNameRule)
 	}
-	if len(p.Classes) > 0 {
-		if cp := p.Classes[c].Cap; cp > 0 && weight > cp {
-			return fmt.Errorf("%w: weight %d for %s; class %s is capped at %d", ErrTooHeavy, weight, resource, p.Classes[c].Name, cp)
-		}
-		if r := p.reservedAbove(c); weight > limit-r {
-			return fmt.Errorf("%w: weight %d for %s; class %s may use at most %d of %d (the classes above reserve %d)",
-				ErrTooHeavy, weight, resource, p.Classes[c].Name, limit-r, limit, r)
-		}
-	}
-	if p.FairCap > 0 && weight > p.FairCap {
-		return fmt.Errorf("%w: weight %d for %s; one fair key may hold at most %d (fair_cap)", ErrTooHeavy, weight, resource, p.FairCap)
+	switch p.Never(limit, c, fairKey, weight) {
+	case PolicyCapped:
+		return fmt.Errorf("%w: weight %d for %s; class %s is capped at %d", ErrTooHeavy, weight, resource, p.Classes[c].Name, p.Classes[c].Cap)
+	case PolicyReserved: // only with classes: weight is within the limit
+		r := p.reservedAbove(c)
+		return fmt.Errorf("%w: weight %d for %s; class %s may use at most %d of %d (the classes above reserve %d)",
+			ErrTooHeavy, weight, resource, p.Classes[c].Name, limit-r, limit, r)
+	case PolicyFairCapped:
+		return fmt.Errorf("%w: weight %d for %s; fair key %s may hold at most %d (fair_cap)", ErrTooHeavy, weight, resource, fairKey, p.FairCap)
 	}
 	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +46,15 @@ func main() {
 }
 `
 
-// TestREADMEGo compiles, vets and runs the README's Go blocks: every block
+// docsWithGo are the pages whose Go blocks TestREADMEGo builds, and what
+// each must show.
+var docsWithGo = map[string]string{
+	"README.md":         "the gate in an agent",
+	"docs/library.md":   "the library example",
+	"docs/providers.md": "the provider gate",
+}
+
+// TestREADMEGo compiles, vets and runs the Go blocks of README and docs: every block
 // is a complete declaration, put in one package main with the imports it
 // uses, built in the module through an overlay (nothing is written into
 // the source tree).
@@ -56,13 +66,17 @@ func TestREADMEGo(t *testing.T) {
 	if err != nil {
 		t.Skip("no go tool on PATH")
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)\n```\n").FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) < 2 {
-		t.Fatalf("found %d Go blocks in README.md, want the library example and the gate", len(blocks))
+	var blocks [][]string
+	for _, name := range slices.Sorted(maps.Keys(docsWithGo)) {
+		text, err := os.ReadFile(filepath.Join("..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := regexp.MustCompile("(?s)\n```go\n(.*?)\n```\n").FindAllStringSubmatch(string(text), -1)
+		if len(found) == 0 {
+			t.Fatalf("found no Go block in %s, want %s", name, docsWithGo[name])
+		}
+		blocks = append(blocks, found...)
 	}
 	var body strings.Builder
 	for _, b := range blocks {
@@ -72,7 +86,7 @@ func TestREADMEGo(t *testing.T) {
 	// The imports are the packages the code (not its comments) names.
 	f, err := parser.ParseFile(token.NewFileSet(), "README.md", "package main\n"+body.String(), 0)
 	if err != nil {
-		t.Fatalf("README's Go blocks do not parse: %v", err)
+		t.Fatalf("the Go blocks of README and docs do not parse: %v", err)
 	}
 	used := map[string]bool{"os": true}
 	ast.Inspect(f, func(n ast.Node) bool {

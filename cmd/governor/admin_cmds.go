@@ -30,15 +30,13 @@ func (a *app) adminTarget(ctx context.Context, resource string) (*governor.Gover
 	return g, nil
 }
 
-// adminError maps an admin action's error to its exit code.
+// adminError is an admin action's error: no such waiter to cancel exits
+// 122, the rest as exitcode.For maps them.
 func adminError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, governor.ErrNoWaiter):
+	if errors.Is(err, governor.ErrNoWaiter) {
 		return exitWith(ExitLeaseLost, err)
 	}
-	return exitWith(ExitFailure, err)
+	return err
 }
 
 // printAfter prints resource's state after an action: msg, or with

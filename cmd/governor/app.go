@@ -16,39 +16,25 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // Exit codes shared by run, acquire and the other commands: those of
-// SPEC §4, defined once in package runner.
+// SPEC §4, defined once in package exitcode.
 const (
-	ExitOK         = runner.ExitOK
-	ExitBusy       = runner.ExitBusy
-	ExitSkipped    = runner.ExitSkipped
-	ExitSuperseded = runner.ExitSuperseded
-	ExitLeaseLost  = runner.ExitLeaseLost
-	ExitFailure    = runner.ExitFailure
+	ExitOK         = exitcode.OK
+	ExitBusy       = exitcode.Busy
+	ExitSkipped    = exitcode.Skipped
+	ExitSuperseded = exitcode.Superseded
+	ExitLeaseLost  = exitcode.LeaseLost
+	ExitFailure    = exitcode.Failure
 )
 
-// exitError carries an exit code out of a command. msg, if set, is
-// printed on stderr; code 0 never reaches here.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
 // exitWith returns an error that makes Main exit with code, printing err
-// when it is not nil.
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+// when it is not nil: for a failure whose code the command decides.
+func exitWith(code int, err error) error { return exitcode.With(code, err) }
 
 // app holds what every command shares: global flags, streams, and the
 // loaded configuration.
@@ -86,13 +72,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	code := ExitFailure
-	var ee *exitError
-	switch {
-	case err == nil:
+	code := exitcode.For(err)
+	if code == ExitOK {
 		return ExitOK
-	case errors.As(err, &ee):
-		code, err = ee.code, ee.err
+	}
+	if ee := (*exitcode.Error)(nil); errors.As(err, &ee) {
+		err = ee.Err // nil: the command has said all there is
 	}
 	if !a.json {
 		a.json = jsonFlag(args) // cobra finds an unknown command before parsing flags
@@ -175,8 +160,12 @@ Exit codes, shared by every command (each command's --help lists its own):
   0    done
   73   not acquired: busy, or --wait-timeout passed (also a refused takeover or a stale token)
   75   skipped: busy with --if-busy skip
+  76   superseded while waiting by a newer one with the same --supersede key
   122  the lease was lost
-  125  governor's own failure: bad flags, bad config, unknown resource, backend unreachable`,
+  124  run: --timeout passed; the command tree was stopped
+  125  governor's own failure: bad flags, bad config, unknown resource, backend unreachable
+  126  run: the command cannot be executed
+  127  run: the command was not found`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

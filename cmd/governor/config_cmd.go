@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/safetext"
 )
 
@@ -112,9 +114,9 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.load()
 			if err != nil {
-				var ee *exitError
+				var ee *exitcode.Error
 				if a.json && errors.As(err, &ee) {
-					problems := strings.Split(ee.err.Error(), "\n")
+					problems := strings.Split(ee.Err.Error(), "\n")
 					_ = writeJSON(cmd.OutOrStdout(), map[string]any{"ok": false, "problems": problems})
 				}
 				return err
@@ -130,7 +132,35 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 			return nil
 		},
 	})
+	cmd.AddCommand(configSchemaCmd())
 	return cmd
+}
+
+// configSchemaCmd prints the JSON Schema of exec-defaults.yaml.
+func configSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of exec-defaults.yaml, for editors",
+		Long: `schema prints the JSON Schema (draft 2020-12) of exec-defaults.yaml, made from the
+same schema 'config check' walks: every key and the shape of its value. The
+repository keeps a copy, config/exec-defaults.schema.json (a test keeps it equal to
+this output). Point an editor at it with the config's first line:
+
+  # yaml-language-server: $schema=` + config.SchemaID + `
+
+or a local copy: governor config schema > exec-defaults.schema.json, then
+  # yaml-language-server: $schema=./exec-defaults.schema.json
+
+What the schema cannot say (a limit's range, a policy's spelling) is still
+'config check's to say.
+
+Exit codes: 0 printed; 125 bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := cmd.OutOrStdout().Write(config.JSONSchema())
+			return err
+		},
+	}
 }
 
 // limitInForce is one resource's limit in force and where it came from

@@ -68,14 +68,6 @@ func (b *ifBusy) Set(s string) error {
 	return nil
 }
 
-// refusal is the exit error for busy (73) or skip (75), as run's.
-func refusal(busy *governor.BusyError, skip bool) error {
-	if skip {
-		return exitWith(ExitSkipped, runner.Refused(busy, true))
-	}
-	return exitWith(ExitBusy, runner.Refused(busy, false))
-}
-
 func (a *app) acquireCmd() *cobra.Command {
 	var (
 		weight      int
@@ -188,8 +180,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			}
 			l, err := g.Acquire(ctx, resource, o)
 			if err != nil {
-				code, _, err := runner.AcquireFailed(cmd.Context(), g, err, policy == runner.IfBusySkip, waitTimeout, resource)
-				return exitWith(code, err)
+				return runner.AcquireFailed(cmd.Context(), g, err, policy == runner.IfBusySkip, waitTimeout, resource)
 			}
 			l.Detach()
 			if a.json {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/publish"
 )
 
@@ -78,10 +77,8 @@ Exit codes:
 			switch {
 			case errors.Is(err, publish.ErrExists):
 				return exitWith(ExitBusy, err)
-			case errors.Is(err, governor.ErrLeaseLost):
-				return exitWith(ExitLeaseLost, err)
 			case err != nil:
-				return exitWith(ExitFailure, err)
+				return err // exitcode.For: a lost lease 122, else 125
 			}
 			if a.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"published": dst, "bytes": res.Bytes, "method": res.Method, "stale_removed": res.Stale})

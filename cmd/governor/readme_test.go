@@ -13,22 +13,29 @@ import (
 // README.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	return docBlock(t, "README.md", heading)
+}
+
+// docBlock returns the first fenced code block after heading in page, a
+// path from the repository's root (README.md, docs/cli.md).
+func docBlock(t *testing.T, page, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", page))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	_, after, ok := strings.Cut("\n"+string(b), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no heading %q", heading)
+		t.Fatalf("%s has no heading %q", page, heading)
 	}
 	_, after, ok = strings.Cut(after, "```")
 	if !ok {
-		t.Fatalf("README: no code block after %q", heading)
+		t.Fatalf("%s: no code block after %q", page, heading)
 	}
 	_, after, _ = strings.Cut(after, "\n") // the info string
 	block, _, ok := strings.Cut(after, "```")
 	if !ok {
-		t.Fatalf("README: unterminated code block after %q", heading)
+		t.Fatalf("%s: unterminated code block after %q", page, heading)
 	}
 	return block
 }
@@ -42,7 +49,7 @@ func TestREADMEShellLease(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
-	block := readmeBlock(t, "### Leases in shell scripts")
+	block := readmeBlock(t, "### A lease in a shell script")
 	// governor on PATH is a shim that logs each call, then runs the
 	// binary; the config is found in the working directory, as a user's.
 	dir := t.TempDir()
@@ -119,7 +126,7 @@ func readmeEnv(t *testing.T) (dir string, env []string) {
 // ./cmd/governor`, on a fresh home: it runs on the embedded default and
 // prints the command's output.
 func TestREADMEFirstCommand(t *testing.T) {
-	block := strings.TrimSpace(readmeBlock(t, "on Linux and macOS, see [Platforms](#platforms)):**"))
+	block := strings.TrimSpace(readmeBlock(t, "on Linux and macOS, see [Platforms](docs/platforms.md)):**"))
 	cmdline, ok := strings.CutPrefix(block, "go run ./cmd/governor ")
 	if !ok || strings.Contains(cmdline, "\n") {
 		t.Fatalf("README's first command is not one `go run ./cmd/governor` line: %q", block)
@@ -135,7 +142,7 @@ func TestREADMEFirstCommand(t *testing.T) {
 
 // The README's exec-defaults.yaml example passes `config check`.
 func TestREADMEConfigExample(t *testing.T) {
-	block := readmeBlock(t, "## Configuration (`exec-defaults.yaml`)")
+	block := docBlock(t, "docs/configuration.md", "# Configuration (`exec-defaults.yaml`)")
 	dir, env := readmeEnv(t)
 	p := filepath.Join(dir, "exec-defaults.yaml")
 	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {

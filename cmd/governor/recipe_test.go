@@ -11,21 +11,21 @@ import (
 )
 
 // readmeRecipe returns the shell block that follows the marker
-// "<!-- recipe: NAME" in the README.
+// "<!-- recipe: NAME" in docs/cli.md (README's map links it).
 func readmeRecipe(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "<!-- recipe: "+name)
 	if !ok {
-		t.Fatalf("README has no recipe %q", name)
+		t.Fatalf("docs/cli.md has no recipe %q", name)
 	}
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	block, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatalf("README recipe %q has no shell block", name)
+		t.Fatalf("docs/cli.md recipe %q has no shell block", name)
 	}
 	return block
 }

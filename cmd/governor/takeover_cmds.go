@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/runner"
 )
 
 func (a *app) takeoverCmd() *cobra.Command {
@@ -123,14 +124,12 @@ failure (73 or 125), after printing the leases it took.`,
 			}
 			var busy *governor.BusyError
 			switch {
-			case err == nil:
-				return nil
 			case errors.As(err, &busy) && len(ls) == 0:
-				return refusal(busy, false)
-			case errors.As(err, &busy), errors.Is(err, governor.ErrOwnerAlive), errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitBusy, err)
+				return runner.Refused(busy, false)
+			case errors.Is(err, governor.ErrNotHeld):
+				return exitWith(ExitBusy, err) // nothing to take over
 			}
-			return exitWith(ExitFailure, err)
+			return err // exitcode.For: busy and an owner alive 73, else 125
 		},
 	}
 	f := cmd.Flags()

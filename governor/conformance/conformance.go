@@ -147,6 +147,7 @@ func Run(t *testing.T, h Harness) {
 		{"PolicyStarvingNotInReserve", s.policyStarvingNotInReserve},
 		{"CoolOffHoldsBack", s.coolOffHoldsBack},
 		{"CoolOffProvider", s.coolOffProvider},
+		{"CoolOffUnderPolicy", s.coolOffUnderPolicy},
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
 		{"LearnedBudget", s.learnedBudget},

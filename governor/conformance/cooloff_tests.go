@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -178,5 +179,50 @@ func (s *suite) coolOffProvider(t *testing.T) {
 		case <-time.After(45 * time.Second):
 			t.Fatalf("%+v: Do still waiting after the cool-off ended", limits)
 		}
+	}
+}
+
+// coolOffUnderPolicy: under a queue policy a cool-off holds back as it
+// does without one — a Fail acquire finding the queue empty and the slot
+// free is refused, a Wait one queues, a release hands nothing on — and
+// once it ends the queue is served by class, FIFO within a class, the
+// lowest waiter re-checking first not passing the others.
+func (s *suite) coolOffUnderPolicy(t *testing.T) {
+	b := s.h.Open(t)
+	cb := coolOffBackend(t, b)
+	key := governor.Key{Project: project(), Resource: "provider:fake"}
+	h := preq(key, 1, 1, governor.Fail, three, "batch", "")
+	mustAcquire(t, b, h, governor.Granted)
+	d := s.coolOffLength()
+	end, err := cb.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
+	if err != nil {
+		t.Fatalf("CoolOff: %v", err)
+	}
+	release(t, b, key, h.ID)
+	if res := mustAcquire(t, b, preq(key, 1, 1, governor.Fail, three, "critical", ""), governor.Refused); !near(res.Status.CoolOff, end, d) {
+		t.Fatalf("refusal during the cool-off: status CoolOff %v, want %v", res.Status.CoolOff, end)
+	}
+	ws := []governor.Request{
+		preq(key, 1, 1, governor.Wait, three, "batch", ""),
+		preq(key, 1, 1, governor.Wait, three, "default", ""),
+		preq(key, 1, 1, governor.Wait, three, "critical", ""),
+		preq(key, 1, 1, governor.Wait, three, "default", ""),
+	}
+	for i := range ws {
+		mustAcquire(t, b, ws[i], governor.Queued)
+		ws[i].New = false
+	}
+	mustAcquire(t, b, ws[0], governor.Queued) // nothing handed on
+	if got := grantedOf(t, b, key, ws); len(got) != 0 {
+		t.Fatalf("waiters %v granted during the cool-off", got)
+	}
+
+	s.h.Advance(t, d+10*time.Millisecond)
+	// The batch waiter re-checks first: the critical one is served first.
+	mustAcquire(t, b, ws[0], governor.Queued)
+	mustAcquire(t, b, ws[2], governor.Granted)
+	rest := []governor.Request{ws[0], ws[1], ws[3]}
+	if got, want := fmt.Sprint(serveOrder(t, b, key, ws[2].ID, rest)), "[1 2 0]"; got != want {
+		t.Fatalf("after the cool-off, served %s of (batch, default, default), want %s (class, then FIFO)", got, want)
 	}
 }

@@ -3,7 +3,6 @@ package filebackend
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -15,8 +14,10 @@ import (
 // waiters and hold durations: the twins of lib.lua's held_back,
 // in_force, withdraw, withdrawn and hold, and of admin.lua.
 
-// heldBack tells whether new grants wait: the resource is paused.
-func (st *state) heldBack() bool {
+// paused tells whether the resource is paused. Whether new grants wait
+// is tx.heldBack's to tell (paused, or cooling off): a call of this
+// one instead was the cool-off-under-policy drift (issue 24.10).
+func (st *state) paused() bool {
 	return st.Paused != nil
 }
 
@@ -79,34 +80,13 @@ func (t *tx) eventBy(kind, id, detail, by string) {
 	t.st.Events[len(t.st.Events)-1].By = by
 }
 
-// admin runs change on key's state in one critical section (creating
-// the state when create is set) after settling it, then commits.
-func (b *Backend) admin(ctx context.Context, key governor.Key, create bool, change func(t *tx) error) error {
-	if b.isClosed() {
-		return governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, create)
-	if errors.Is(err, errNoState) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer t.end()
-	t.settle()
-	if err := change(t); err != nil {
-		return err
-	}
-	return t.commit()
-}
-
 // Withdraw implements governor.Backend.
 func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, why governor.Withdrawal) ([]string, error) {
-	var out []string
-	err := b.admin(ctx, key, false, func(t *tx) error {
+	return within(ctx, b, key, section{settle: true}, func(t *tx) ([]string, error) {
 		if !t.hasState() {
-			return nil
+			return nil, nil
 		}
+		var out []string
 		st := t.st
 		kept := st.Waiters[:0]
 		var gone []waiter
@@ -130,16 +110,15 @@ func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, 
 				pokePipe(t.dir, waitPrefix+escape(w.ID), true)
 			}
 		}()
-		return t.commit()
+		return committed(t, out)
 	})
-	return out, err
 }
 
 // SetPaused implements governor.Backend.
 func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
-	changed := false
-	err := b.admin(ctx, key, true, func(t *tx) error {
+	return within(ctx, b, key, section{create: true, settle: true}, func(t *tx) (bool, error) {
 		st := t.st
+		changed := false
 		switch {
 		case paused && st.Paused == nil:
 			t.eventBy(governor.EventPaused, "", "no new grant until resumed", by)
@@ -152,14 +131,13 @@ func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, 
 			changed = true
 			t.promote()
 		}
-		return nil
+		return committed(t, changed)
 	})
-	return changed, err
 }
 
 // SetLimit implements governor.Backend.
 func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
-	return b.admin(ctx, key, true, func(t *tx) error {
+	return b.do(ctx, key, section{create: true, settle: true}, func(t *tx) error {
 		st := t.st
 		was := st.Limit
 		switch {
@@ -178,10 +156,10 @@ func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by 
 			t.eventBy(governor.EventLimit, "", fmt.Sprintf("live limit cleared; the limit in force is %d (was %d)", back, was), by)
 			st.Live, st.Limit, st.Drift = nil, back, 0
 		default:
-			return nil // no live limit to clear: nothing changes
+			return t.commit() // no live limit to clear: nothing changes
 		}
 		t.dirty = true
 		t.promote()
-		return nil
+		return t.commit()
 	})
 }

@@ -13,34 +13,28 @@ var _ governor.CoolOffBackend = (*Backend)(nil)
 // CoolOff implements governor.CoolOffBackend, on the machine's
 // monotonic clock shared by every process.
 func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
-	if b.isClosed() {
-		return time.Time{}, governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, true)
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer t.end()
-	st := t.st
-	if staleBoot(st.Boot, b.boot) {
-		st.CoolOff = 0 // of an earlier boot: a clock that means nothing now
-	}
-	st.SignalAt = t.now.wall.UnixNano()
-	t.dirty = true
-	if end := t.now.boot + int64(d); end > st.CoolOff {
-		st.CoolOff = end
-		t.event(governor.EventCoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
+	return within(ctx, b, key, section{create: true}, func(t *tx) (time.Time, error) {
+		st := t.st
+		if staleBoot(st.Boot, b.boot) {
+			st.CoolOff = 0 // of an earlier boot: a clock that means nothing now
+		}
+		st.SignalAt = t.now.wall.UnixNano()
 		t.dirty = true
-	}
-	end := t.now.at(st.CoolOff)
-	return end, t.commit()
+		if end := t.now.boot + int64(d); end > st.CoolOff {
+			st.CoolOff = end
+			t.event(governor.EventCoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
+			t.dirty = true
+		}
+		end := t.now.at(st.CoolOff)
+		return end, t.commit()
+	})
 }
 
 // heldBack tells whether new grants wait: the admin state holds them
-// back (state.heldBack), or the resource is cooling off; the twin of
+// back (state.paused), or the resource is cooling off; the twin of
 // lib.lua's held_back.
 func (t *tx) heldBack() bool {
-	return t.st.heldBack() || t.coolingOff()
+	return t.st.paused() || t.coolingOff()
 }
 
 // coolingOff tells whether the resource is cooling off; once the time
@@ -82,16 +76,13 @@ var _ governor.AdaptiveBackend = (*Backend)(nil)
 
 // Adapt implements governor.AdaptiveBackend: the twin of adapt.lua.
 func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.AdaptRequest) (governor.AdaptiveState, error) {
-	if b.isClosed() {
-		return governor.AdaptiveState{}, governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, true)
-	if err != nil {
-		return governor.AdaptiveState{}, err
-	}
-	defer t.end()
+	return within(ctx, b, key, section{create: true, settle: true}, func(t *tx) (governor.AdaptiveState, error) {
+		return t.adapt(req)
+	})
+}
+
+func (t *tx) adapt(req governor.AdaptRequest) (governor.AdaptiveState, error) {
 	st := t.st
-	t.settle()
 	a := governor.AdaptiveState{Limit: req.Max, Max: req.Max}
 	if st.Adaptive != nil && st.Adaptive.Max == req.Max && st.Adaptive.Limit > 0 {
 		a = *st.Adaptive
@@ -142,14 +133,8 @@ var _ governor.DegradedBackend = (*Backend)(nil)
 
 // NoteDegraded implements governor.DegradedBackend.
 func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
-	if b.isClosed() {
-		return governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, true)
-	if err != nil {
-		return err
-	}
-	defer t.end()
-	t.event(governor.EventDegraded, "", 0, detail)
-	return t.commit()
+	return b.do(ctx, key, section{create: true}, func(t *tx) error {
+		t.event(governor.EventDegraded, "", 0, detail)
+		return t.commit()
+	})
 }

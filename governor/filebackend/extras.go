@@ -2,12 +2,9 @@ package filebackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
 )
@@ -59,18 +56,11 @@ func (e event) public() governor.Event {
 
 // Takeover implements governor.Backend.
 func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
-	if b.isClosed() {
-		return governor.Result{}, governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, false)
-	if errors.Is(err, errNoState) {
-		return governor.Result{}, governor.ErrNotHeld
-	}
-	if err != nil {
-		return governor.Result{}, err
-	}
-	defer t.end()
-	t.settle()
+	s := section{settle: true, absent: func() error { return governor.ErrNotHeld }}
+	return within(ctx, b, key, s, func(t *tx) (governor.Result, error) { return b.takeover(t, key, old, req) })
+}
+
+func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Request) (governor.Result, error) {
 	var was holder
 	if i := holderIndex(t.st, old); i >= 0 {
 		was = t.st.Holders[i]
@@ -81,16 +71,10 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 		// free, and the takeover recorded all the same.
 		ev := t.st.ended(old)
 		if ev == nil || (ev.Kind != governor.EventExpired && ev.Kind != governor.EventReclaimed) {
-			if err := t.commit(); err != nil {
-				return governor.Result{}, err
-			}
-			return governor.Result{}, governor.ErrNotHeld
+			return governor.Result{}, t.commitThen(governor.ErrNotHeld)
 		}
 		if !t.fits(req.Weight) {
-			if err := t.commit(); err != nil {
-				return governor.Result{}, err
-			}
-			return governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)}, nil
+			return committed(t, governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)})
 		}
 		// Under a queue policy it counts in no class (as in Redis: the
 		// ended lease's class is gone with it).
@@ -111,47 +95,23 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 
 // NextSeq implements governor.Backend.
 func (b *Backend) NextSeq(ctx context.Context, project, name string, token int64) (int64, error) {
-	if b.isClosed() {
-		return 0, governor.ErrClosed
-	}
 	key := governor.Key{Project: project, Resource: seqPrefix + name}
-	t, err := b.begin(ctx, key, true)
-	if err != nil {
-		return 0, err
-	}
-	defer t.end()
-	st := t.st
-	if token < st.SeqToken {
-		return 0, fmt.Errorf("%w: token %d is older than %d, already used for sequence %s", governor.ErrStaleToken, token, st.SeqToken, name)
-	}
-	st.SeqToken = token
-	st.Seq++
-	t.dirty = true
-	n := st.Seq
-	if err := t.commit(); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return within(ctx, b, key, section{create: true}, func(t *tx) (int64, error) {
+		st := t.st
+		if token < st.SeqToken {
+			return 0, fmt.Errorf("%w: token %d is older than %d, already used for sequence %s", governor.ErrStaleToken, token, st.SeqToken, name)
+		}
+		st.SeqToken = token
+		st.Seq++
+		t.dirty = true
+		return committed(t, st.Seq)
+	})
 }
 
 // Events implements governor.Backend.
 func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time) ([]governor.Event, error) {
-	if b.isClosed() {
-		return nil, governor.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	dir, err := b.openResource(key.Project, key.Resource, false)
-	if errors.Is(err, errNoState) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dir)
-	st, err := b.load(dir, key)
-	if err != nil {
+	st, err := b.read(ctx, key)
+	if err != nil || st == nil {
 		return nil, err
 	}
 	var out []governor.Event

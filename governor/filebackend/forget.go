@@ -2,7 +2,6 @@ package filebackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,20 +14,17 @@ import (
 // resource's state file. A resource without one (forgotten since the
 // observations were made) takes none.
 func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, counts []int64, sum time.Duration) error {
-	if b.isClosed() {
-		return governor.ErrClosed
-	}
-	t, err := b.begin(ctx, key, false)
-	if errors.Is(err, errNoState) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer t.end()
-	if !t.hasState() {
-		return nil
-	}
+	return b.do(ctx, key, section{}, func(t *tx) error {
+		if !t.hasState() {
+			return nil
+		}
+		t.observe(name, counts, sum)
+		return t.commit()
+	})
+}
+
+// observe adds counts and sum to histogram name.
+func (t *tx) observe(name string, counts []int64, sum time.Duration) {
 	st := t.st
 	if st.Histograms == nil {
 		st.Histograms = map[string]*histogram{}
@@ -46,7 +42,6 @@ func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, co
 	}
 	h.Sum += int64(sum)
 	t.dirty = true
-	return t.commit()
 }
 
 // Forget implements governor.Backend. It removes the state file and
@@ -54,24 +49,21 @@ func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, co
 // process may be waiting for the lock); Resources lists only
 // directories with a state file.
 func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.Duration) (bool, error) {
-	if b.isClosed() {
-		return false, governor.ErrClosed
-	}
-	if isSeq(key.Resource) {
+	if isSeq(key.Resource) && !b.isClosed() {
 		return false, nil // a sequence's or rate limit's state: kept
 	}
-	t, err := b.begin(ctx, key, false)
-	if errors.Is(err, errNoState) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer t.end()
-	if !t.hasState() {
-		return false, nil // forgotten already, or never written
-	}
-	t.settle()
+	return within(ctx, b, key, section{}, func(t *tx) (bool, error) {
+		if !t.hasState() {
+			return false, nil // forgotten already, or never written
+		}
+		t.settle()
+		return t.forgetIdle(retention)
+	})
+}
+
+// forgetIdle removes the state file of a resource idle for retention,
+// marking when it became idle first.
+func (t *tx) forgetIdle(retention time.Duration) (bool, error) {
 	st := t.st
 	// A paused resource, or one with a live limit, is kept (admin.go).
 	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil {
@@ -94,7 +86,7 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 		return false, t.commit()
 	}
 	if err := unix.Unlinkat(t.dir, stateName, 0); err != nil && err != unix.ENOENT {
-		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(key), err)
+		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(t.key), err)
 	}
 	t.removeLeftovers()
 	return true, nil

@@ -41,15 +41,10 @@ func (b *Backend) listen(ctx context.Context, key governor.Key, id string, ch ch
 	if b.isClosed() {
 		return nil, governor.ErrClosed
 	}
-	dir, err := b.openResource(key.Project, key.Resource, true)
-	if err != nil {
-		return nil, err
-	}
 	// Made under the lock, so that no sweep sees the pipe before it is
 	// open and takes it for a dead waiter's.
-	lock, err := b.lock(ctx, dir, key)
+	dir, lock, err := b.lockResource(ctx, key, true)
 	if err != nil {
-		unix.Close(dir)
 		return nil, err
 	}
 	defer unix.Close(lock)

@@ -54,73 +54,26 @@ func (t *tx) agreePolicy(req governor.Request, idle bool) {
 	}
 }
 
-// policyClass is the class of a request under p: the one it names, or,
-// when p lacks it (drift), the one of no name.
-func policyClass(p governor.Policy, priority string) int {
-	if c, ok := p.ClassIndex(priority); ok {
-		return c
-	}
-	c, _ := p.ClassIndex("")
-	return c
-}
-
 func classCount(p governor.Policy) int { return max(1, len(p.Classes)) }
 
-// classUse returns the weight held by each class and by each fair key.
-func (st *state) classUse(n int) ([]int, map[string]int) {
-	cu, ku := make([]int, n), map[string]int{}
+// policyUse is what st's holders hold, by class and by fair key.
+func (st *state) policyUse(p governor.Policy) governor.PolicyUse {
+	n := classCount(p)
+	u := governor.PolicyUse{Limit: st.Limit, Used: st.used(), Classes: make([]int, n), Keys: map[string]int{}}
 	for _, h := range st.Holders {
 		if h.Class >= 0 && h.Class < n {
-			cu[h.Class] += h.Weight
+			u.Classes[h.Class] += h.Weight
 		}
 		if h.Key != "" {
-			ku[h.Key] += h.Weight
+			u.Keys[h.Key] += h.Weight
 		}
 	}
-	return cu, ku
+	return u
 }
 
-// policyNever tells a weight that class c and key can never be granted.
-func policyNever(p governor.Policy, limit, c int, key string, w int) bool {
-	r := 0
-	for j := 0; j < c; j++ {
-		r += p.Classes[j].Reserve
-	}
-	return (len(p.Classes) > 0 && p.Classes[c].Cap > 0 && w > p.Classes[c].Cap) || w > limit-r ||
-		(p.FairCap > 0 && key != "" && w > p.FairCap)
-}
-
-// Why a refusal by policyAllows blocks the classes below: the free
-// slots, or a reserve ("": it does not, a cap refused).
-const (
-	stopFit     = "fit"
-	stopReserve = "reserve"
-)
-
-// policyAllows tells whether class c, key, weight w may be granted now;
-// stops tells why a refusal blocks the classes below (stopFit,
-// stopReserve), "" when it does not (a cap).
-func (t *tx) policyAllows(p governor.Policy, c int, key string, w int) (ok bool, stops string) {
-	st := t.st
-	cu, ku := st.classUse(classCount(p))
-	if len(p.Classes) > 0 && p.Classes[c].Cap > 0 && cu[c]+w > p.Classes[c].Cap {
-		return false, ""
-	}
-	if p.FairCap > 0 && key != "" && ku[key]+w > p.FairCap {
-		return false, ""
-	}
-	reserved := 0
-	for j := 0; j < c; j++ {
-		reserved += max(0, p.Classes[j].Reserve-cu[j])
-	}
-	free := st.Limit - st.used()
-	if w > free {
-		return false, stopFit
-	}
-	if free-w < reserved {
-		return false, stopReserve
-	}
-	return true, ""
+// admit is governor.Policy.Admit on the state as it is.
+func (t *tx) admit(p governor.Policy, c int, key string, w int) governor.PolicyVerdict {
+	return p.Admit(t.st.policyUse(p), c, key, w)
 }
 
 // eager (policy eager): waiter head of class c does not fit; returns the
@@ -144,7 +97,7 @@ func (t *tx) eager(p governor.Policy, c, head int) int {
 			continue
 		}
 		seen++
-		if ok, _ := t.policyAllows(p, c, w.Key, w.Weight); ok {
+		if t.admit(p, c, w.Key, w.Weight) == governor.PolicyAllows {
 			st.EagerHead, st.EagerPasses = id, n+1
 			t.dirty = true
 			return j
@@ -213,18 +166,18 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 			continue
 		}
 		w := st.Waiters[i]
-		ok, stops := t.policyAllows(p, c, w.Key, w.Weight)
-		if ok {
+		v := t.admit(p, c, w.Key, w.Weight)
+		if v == governor.PolicyAllows {
 			return i
 		}
-		if stops == stopFit && p.Eager {
+		if v == governor.PolicyFull && p.Eager {
 			if j := t.eager(p, c, i); j >= 0 {
 				return j
 			}
 		}
 		// The starving class's head stops the others only when the free
 		// slots stop it (a reserve is not its to wait for).
-		if stops == stopFit || stops != "" && c != first {
+		if v == governor.PolicyFull || v.BlocksBelow() && c != first {
 			return -1
 		}
 	}
@@ -236,7 +189,7 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 // -1.
 func (t *tx) classHead(p governor.Policy, c int, capped bool) int {
 	st := t.st
-	_, ku := st.classUse(classCount(p))
+	ku := st.policyUse(p).Keys
 	seen := 0
 	for i, w := range st.Waiters {
 		if w.Class != c {
@@ -258,7 +211,7 @@ func (t *tx) classHead(p governor.Policy, c int, capped bool) int {
 // promotePolicy is promote under a policy.
 func (t *tx) promotePolicy(p governor.Policy) {
 	st := t.st
-	for len(st.Waiters) > 0 && st.used() < st.Limit && !st.heldBack() {
+	for len(st.Waiters) > 0 && st.used() < st.Limit && !t.heldBack() {
 		i := t.nextPolicy(p)
 		if i < 0 {
 			return
@@ -331,11 +284,11 @@ func (t *tx) queueExpiry(w waiter, queueTTL time.Duration) int64 {
 // neither granted nor too heavy (lib.lua's acquire_policy).
 func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) (governor.Result, error) {
 	st := t.st
-	c, key := policyClass(p, req.Priority), req.FairKey
+	c, key := p.ClassOf(req.Priority), req.FairKey
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
 		empty := len(st.Waiters) == 0
-		if ok, _ := t.policyAllows(p, c, key, req.Weight); empty && ok && !st.heldBack() {
+		if empty && t.admit(p, c, key, req.Weight) == governor.PolicyAllows && !t.heldBack() {
 			h := t.grantPolicy(p, req.ID, req.Weight, req.TTL, req.Declaration, c, key)
 			return b.granted(t, req, h)
 		}

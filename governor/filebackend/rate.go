@@ -22,14 +22,17 @@ func limit(l governor.RateLimit) gcra.Limit {
 // RateReserve implements governor.RateBackend, on the machine's
 // monotonic clock shared by every process.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
-	if b.isClosed() {
-		return governor.RateResult{}, governor.ErrClosed
-	}
-	t, err := b.begin(ctx, governor.Key{Project: req.Key.Project, Resource: ratePrefix + req.Key.Resource}, true)
-	if err != nil {
-		return governor.RateResult{}, err
-	}
-	defer t.end()
+	return within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
+		return b.reserve(t, req)
+	})
+}
+
+// rateKey is the pseudo-resource that holds key's rate limit.
+func rateKey(key governor.Key) governor.Key {
+	return governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}
+}
+
+func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult, error) {
 	st, now := t.st, t.now.boot
 	// A cool-off of the resource of the same name denies without
 	// charging anything.
@@ -80,31 +83,19 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 
 // RateAdjust implements governor.RateBackend.
 func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
-	if b.isClosed() {
-		return governor.ErrClosed
-	}
-	t, err := b.begin(ctx, governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}, true)
-	if err != nil {
-		return err
-	}
-	defer t.end()
-	t.st.RateTokens = gcra.Adjust(limit(tokens), t.st.RateTokens, t.now.boot, delta)
-	t.dirty = true
-	return t.commit()
+	return b.do(ctx, rateKey(key), section{create: true}, func(t *tx) error {
+		t.st.RateTokens = gcra.Adjust(limit(tokens), t.st.RateTokens, t.now.boot, delta)
+		t.dirty = true
+		return t.commit()
+	})
 }
 
 // RateStatus implements governor.RateBackend. It reads without locking:
 // the state file is replaced atomically.
 func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
-	if b.isClosed() {
-		return governor.RateStatus{}, governor.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return governor.RateStatus{}, err
-	}
+	st, err := b.read(ctx, rateKey(key))
 	now := b.now()
 	rs := governor.RateStatus{Key: key, Now: now.wall, RemainingRequests: -1, RemainingTokens: -1}
-	st, err := b.peek(governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource})
 	if err != nil {
 		return governor.RateStatus{}, err
 	}
@@ -167,21 +158,15 @@ var _ governor.BudgetBackend = (*Backend)(nil)
 
 // RateLearn implements governor.BudgetBackend.
 func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
-	if b.isClosed() {
-		return governor.ErrClosed
-	}
-	t, err := b.begin(ctx, governor.Key{Project: key.Project, Resource: ratePrefix + key.Resource}, true)
-	if err != nil {
-		return err
-	}
-	defer t.end()
-	st := t.st
-	if lb.RemainingRequests >= 0 && lb.ResetRequests > 0 {
-		st.LearnedRequests, st.LearnedRequestsUntil = lb.RemainingRequests, t.now.boot+int64(lb.ResetRequests)
-	}
-	if lb.RemainingTokens >= 0 && lb.ResetTokens > 0 {
-		st.LearnedTokens, st.LearnedTokensUntil = lb.RemainingTokens, t.now.boot+int64(lb.ResetTokens)
-	}
-	t.dirty = true
-	return t.commit()
+	return b.do(ctx, rateKey(key), section{create: true}, func(t *tx) error {
+		st := t.st
+		if lb.RemainingRequests >= 0 && lb.ResetRequests > 0 {
+			st.LearnedRequests, st.LearnedRequestsUntil = lb.RemainingRequests, t.now.boot+int64(lb.ResetRequests)
+		}
+		if lb.RemainingTokens >= 0 && lb.ResetTokens > 0 {
+			st.LearnedTokens, st.LearnedTokensUntil = lb.RemainingTokens, t.now.boot+int64(lb.ResetTokens)
+		}
+		t.dirty = true
+		return t.commit()
+	})
 }

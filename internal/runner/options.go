@@ -10,20 +10,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
-// Exit codes of Run besides the command's own (SPEC §4).
+// Exit codes of Run besides the command's own (SPEC §4): package
+// exitcode's.
 const (
-	ExitOK         = 0
-	ExitBusy       = 73  // not acquired: busy with --if-busy fail, --wait-timeout passed, or the wait withdrawn
-	ExitSkipped    = 75  // busy with --if-busy skip
-	ExitSuperseded = 76  // a newer run with the same --supersede key replaced this waiting one
-	ExitLeaseLost  = 122 // a lease was lost while running; the command was stopped
-	ExitTimeout    = 124 // --timeout passed; the command tree was stopped
-	ExitFailure    = 125 // governor's own failure: bad options, config, backend
-	ExitCannotExec = 126 // the command cannot be executed
-	ExitNotFound   = 127 // the command was not found
+	ExitOK         = exitcode.OK
+	ExitBusy       = exitcode.Busy
+	ExitSkipped    = exitcode.Skipped
+	ExitSuperseded = exitcode.Superseded
+	ExitLeaseLost  = exitcode.LeaseLost
+	ExitTimeout    = exitcode.Timeout
+	ExitFailure    = exitcode.Failure
+	ExitCannotExec = exitcode.CannotExec
+	ExitNotFound   = exitcode.NotFound
 )
 
 // Environment variables that Run reads and sets for the command.
@@ -54,8 +57,8 @@ const (
 // come after it queue behind it. An exec run inside an exec run takes
 // none of the two (execRunInside).
 const (
-	DefaultResource = "run"
-	JoinResource    = "run:join"
+	DefaultResource = config.RunResource
+	JoinResource    = config.RunJoinResource
 )
 
 // If-busy policies.

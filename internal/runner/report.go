@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 
 	"github.com/governor-dev/governor/internal/safetext"
 )
@@ -26,18 +28,17 @@ type NotAcquiredError struct {
 	// Skipped is true for --if-busy skip: the expected outcome of a cron
 	// job, told in one line.
 	Skipped bool
+	// Superseded is true for a waiter replaced by a newer one with its
+	// --supersede key.
+	Superseded bool
 	// Store are the global flags that select the store the refusal came
 	// from, added to the 'governor takeover' hint so that pasting it acts
 	// on the same store (the CLI sets them from its configuration).
 	Store []StoreFlag
 }
 
-// StoreFlag is one global flag of the takeover hint: --Name Value, or,
-// when Env is set, --Name "$Env" (the value came from that environment
-// variable, and may hold a secret).
-type StoreFlag struct {
-	Name, Value, Env string
-}
+// StoreFlag is one global flag of the takeover hint (config.StoreFlag).
+type StoreFlag = config.StoreFlag
 
 // storeArgs is flags as shell words.
 func storeArgs(flags []StoreFlag) string {
@@ -54,6 +55,18 @@ func storeArgs(flags []StoreFlag) string {
 
 func (e *NotAcquiredError) Error() string { return e.Msg }
 
+// ExitCode is the exit code of not acquiring (exitcode.For asks it):
+// skipped, superseded, else busy.
+func (e *NotAcquiredError) ExitCode() int {
+	switch {
+	case e.Skipped:
+		return exitcode.Skipped
+	case e.Superseded:
+		return exitcode.Superseded
+	}
+	return exitcode.Busy
+}
+
 func (e *NotAcquiredError) Unwrap() error {
 	if e.Busy == nil {
 		return nil
@@ -61,31 +74,24 @@ func (e *NotAcquiredError) Unwrap() error {
 	return e.Busy
 }
 
-// AcquireFailed maps the error of an acquire that got no slots to its
-// exit code, outcome and the error to report: the one home of this
-// mapping, for `governor run` and `governor acquire` alike. ctx is the
-// caller's own context, not the wait's: once it has ended (a signal),
-// its error is reported. skip is --if-busy skip; waitTimeout the
-// --wait-timeout; waitingFor the resource waited for when the wait
-// timed out ("" when unknown), whose state, read with g, then lists the
-// holders.
-func AcquireFailed(ctx context.Context, g *governor.Governor, err error, skip bool, waitTimeout time.Duration, waitingFor string) (int, Outcome, error) {
+// AcquireFailed is the error to report for an acquire that got no
+// slots, for `governor run` and `governor acquire` alike; its exit code
+// is exitcode.For's. ctx is the caller's own context, not the wait's:
+// once it has ended (a signal), its error is reported. skip is --if-busy
+// skip; waitTimeout the --wait-timeout; waitingFor the resource waited
+// for when the wait timed out ("" when unknown), whose state, read with
+// g, then lists the holders.
+func AcquireFailed(ctx context.Context, g *governor.Governor, err error, skip bool, waitTimeout time.Duration, waitingFor string) error {
 	var busy *governor.BusyError
 	var na *NotAcquiredError
 	var gone *governor.WithdrawnError
 	switch {
 	case errors.As(err, &na) && na.Busy == nil: // a mkdir slot (run's acquireAll)
-		if na.Skipped {
-			return ExitSkipped, OutcomeSkipped, na
-		}
-		return ExitBusy, OutcomeBusy, na
+		return na
 	case errors.As(err, &busy):
-		if skip {
-			return ExitSkipped, OutcomeSkipped, Refused(busy, true)
-		}
-		return ExitBusy, OutcomeBusy, Refused(busy, false)
+		return Refused(busy, skip)
 	case ctx.Err() != nil:
-		return ExitFailure, OutcomeError, ctx.Err() // after a signal, acquire reports that instead
+		return ctx.Err() // after a signal, acquire reports that instead
 	case errors.Is(err, context.DeadlineExceeded):
 		na := &NotAcquiredError{Msg: fmt.Sprintf("not acquired within --wait-timeout %v", waitTimeout)}
 		if waitingFor != "" {
@@ -97,21 +103,35 @@ func AcquireFailed(ctx context.Context, g *governor.Governor, err error, skip bo
 				na.Busy = &governor.BusyError{Resource: waitingFor, Status: st}
 			}
 		}
-		return ExitBusy, OutcomeBusy, na
+		return na
 	case errors.Is(err, governor.ErrSuperseded):
-		return ExitSuperseded, OutcomeSuperseded, &NotAcquiredError{Msg: err.Error()}
+		return &NotAcquiredError{Msg: err.Error(), Superseded: true}
 	case errors.Is(err, governor.ErrQueueFull), errors.Is(err, governor.ErrMaxWait):
 		// Not acquired, by the queue policy's bounds.
-		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: err.Error()}
+		return &NotAcquiredError{Msg: err.Error()}
 	case errors.Is(err, governor.ErrTooHeavy):
-		return ExitFailure, OutcomeError, fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
+		return fmt.Errorf("%w (the limit in force differs from the configured one: see 'governor slots')", err)
 	case errors.As(err, &gone):
 		// Withdrawn by someone ('governor cancel', a queue policy): say
 		// who and why.
-		return ExitBusy, OutcomeBusy, &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
+		return &NotAcquiredError{Msg: fmt.Sprintf("%s: not acquired: the wait was %s; nothing is held",
 			gone.Resource, gone.Reason())}
 	}
-	return ExitFailure, OutcomeError, err
+	return err
+}
+
+// OutcomeOf is the record outcome of a run that ends with code before
+// its command ran.
+func OutcomeOf(code int) Outcome {
+	switch code {
+	case exitcode.Busy:
+		return OutcomeBusy
+	case exitcode.Skipped:
+		return OutcomeSkipped
+	case exitcode.Superseded:
+		return OutcomeSuperseded
+	}
+	return OutcomeError
 }
 
 // Refused is the NotAcquiredError of a fail-mode refusal (skip false) or

@@ -20,6 +20,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redact"
 	"github.com/governor-dev/governor/internal/supervise"
 
@@ -308,7 +309,9 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		}
 		return r.takeBudget(wctx, g, mode)
 	}
-	return AcquireFailed(ctx, g, err, r.o.IfBusy == IfBusySkip, r.o.WaitTimeout, waitingFor)
+	err = AcquireFailed(ctx, g, err, r.o.IfBusy == IfBusySkip, r.o.WaitTimeout, waitingFor)
+	code := exitcode.For(err)
+	return code, OutcomeOf(code), err
 }
 
 // takeBudget takes one request (and the token estimate) of each

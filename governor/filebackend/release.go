@@ -1,0 +1,77 @@
+package filebackend
+
+import (
+	"context"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Release implements governor.Backend.
+func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret string) error {
+	notHeld := func() error {
+		b.forget(key, id)
+		return governor.ErrNotHeld
+	}
+	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}, absent: notHeld}, func(t *tx) error {
+		i := holderIndex(t.st, id)
+		if i < 0 {
+			return t.commitThen(notHeld())
+		}
+		t.hold(i)
+		t.dropHolder(i)
+		t.st.Counters.Released++
+		t.promote()
+		return t.commit()
+	})
+}
+
+func holderIndex(st *state, id string) int {
+	for i := range st.Holders {
+		if st.Holders[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Cancel implements governor.Backend.
+func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret string) error {
+	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}}, func(t *tx) error {
+		if i := t.st.waiterIndex(id); i >= 0 {
+			t.st.Waiters = append(t.st.Waiters[:i], t.st.Waiters[i+1:]...)
+			t.dirty = true
+		}
+		if i := holderIndex(t.st, id); i >= 0 {
+			t.dropHolder(i)
+			t.st.Counters.Released++
+		}
+		t.promote()
+		return t.commit()
+	})
+}
+
+// Reclaim implements governor.Backend.
+func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+	return within(ctx, b, key, section{settle: true}, func(t *tx) (bool, error) {
+		i := holderIndex(t.st, id)
+		if i < 0 || t.st.Holders[i].Token != token {
+			return false, t.commit()
+		}
+		t.event(governor.EventReclaimed, id, token, "owner dead")
+		t.hold(i)
+		t.dropHolder(i)
+		t.st.Counters.ReclaimedDead++
+		t.promote()
+		return committed(t, true)
+	})
+}
+
+// CountLost implements governor.Backend.
+func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
+	return b.do(ctx, key, section{create: true, settle: true}, func(t *tx) error {
+		t.event(governor.EventLost, id, token, reason)
+		t.st.Counters.Lost++
+		t.dirty = true
+		return t.commit()
+	})
+}

@@ -1,0 +1,50 @@
+package filebackend
+
+import (
+	"context"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Renew implements governor.Backend.
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, func(h *holder, now int64) {
+		if ttl == 0 {
+			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
+		}
+		h.Expires = now + int64(ttl)
+		h.Heartbeat = now
+	})
+}
+
+// Touch implements governor.Backend.
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, func(h *holder, now int64) { h.Progress = now })
+}
+
+// renew applies change (given the boot clock's now) to held lease id
+// that secret proves and that is neither cancelled in progress nor
+// stalled, and returns its expiry.
+func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, change func(h *holder, now int64)) (time.Time, error) {
+	s := section{settle: true, owner: &owner{id, secret}, absent: func() error {
+		b.forget(key, id)
+		return governor.ErrLeaseLost
+	}}
+	return within(ctx, b, key, s, func(t *tx) (time.Time, error) {
+		h := t.st.holder(id)
+		var fail error
+		if h == nil {
+			b.forget(key, id)
+			fail = t.st.lost(key, id)
+		} else {
+			fail = h.refused(key, t.now)
+		}
+		if fail != nil {
+			return time.Time{}, t.commitThen(fail)
+		}
+		change(h, t.now.boot)
+		t.dirty = true
+		return committed(t, t.now.at(h.Expires))
+	})
+}

@@ -1,0 +1,36 @@
+package governor
+
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// StateRootDir is the file backend's state dir of a root run whose home
+// is not root's.
+const StateRootDir = "/run/governor"
+
+// StateDirUnder is the file backend's default state dir under base
+// ($XDG_STATE_HOME or ~/.local/state): base/governor, except for root
+// when base (or its nearest existing parent) is not owned by root, as a
+// user's HOME kept by sudo is: then StateRootDir, so that root never
+// makes root-owned dirs in a home that breaks its user's own governor.
+// The configuration (package config) and the file backend both ask it.
+func StateDirUnder(base string) string {
+	if os.Geteuid() == 0 {
+		for p := base; ; p = filepath.Dir(p) {
+			var st unix.Stat_t
+			if err := unix.Stat(p, &st); err == nil {
+				if st.Uid != 0 {
+					return StateRootDir
+				}
+				break
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+	}
+	return filepath.Join(base, "governor")
+}
