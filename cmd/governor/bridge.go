@@ -46,8 +46,7 @@ config, or stdin could not be read.`,
 				Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
 					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})
 				},
-				Acquire:        bridge.InterimPipeline(a.limitFor),
-				Code:           bridge.InterimCode,
+				Acquire:        bridge.InterimPipeline(l.Catalog(), a.limitFor),
 				LimitFor:       a.limitFor,
 				ProviderLimits: func(name string) governor.ProviderLimits { return limits[name] },
 			}

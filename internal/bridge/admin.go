@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
@@ -106,7 +107,7 @@ func opTakeover(ctx context.Context, s *server, req request) (any, error) {
 	}
 	if err != nil {
 		if errors.Is(err, governor.ErrOwnerAlive) || errors.Is(err, governor.ErrNotHeld) {
-			return nil, &protoError{kind: kindBusy, code: codeBusy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
+			return nil, &protoError{kind: kindBusy, code: exitcode.Busy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
 		}
 		return nil, err
 	}
@@ -125,17 +126,22 @@ type resourcesArgs struct {
 	Since     Seconds  `json:"since"`
 }
 
+// resources is names, or every resource of the project when it is empty.
+func (s *server) resources(ctx context.Context, names []string) ([]string, error) {
+	if len(names) > 0 {
+		return names, nil
+	}
+	return s.g.Resources(ctx)
+}
+
 func opSlots(ctx context.Context, s *server, req request) (any, error) {
 	var a resourcesArgs
 	if err := decodeArgs(req.Args, &a); err != nil {
 		return nil, err
 	}
-	names := a.Resources
-	if len(names) == 0 {
-		var err error
-		if names, err = s.g.Resources(ctx); err != nil {
-			return nil, err
-		}
+	names, err := s.resources(ctx, a.Resources)
+	if err != nil {
+		return nil, err
 	}
 	out := struct {
 		Project   string         `json:"project"`
@@ -166,12 +172,9 @@ func opEvents(ctx context.Context, s *server, req request) (any, error) {
 	if err := decodeArgs(req.Args, &a); err != nil {
 		return nil, err
 	}
-	names := a.Resources
-	if len(names) == 0 {
-		var err error
-		if names, err = s.g.Resources(ctx); err != nil {
-			return nil, err
-		}
+	names, err := s.resources(ctx, a.Resources)
+	if err != nil {
+		return nil, err
 	}
 	var from time.Time
 	if a.Since > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 // The error kinds of the protocol (docs/bridge-protocol.md, Errors).
@@ -20,15 +21,6 @@ const (
 	kindProtocol   = "protocol"
 	kindBackend    = "backend"
 	kindCancelled  = "cancelled"
-)
-
-// Exit-code meanings carried in an error's code (internal/exitcode).
-const (
-	codeBusy       = 73
-	codeSkipped    = 75
-	codeSuperseded = 76
-	codeLost       = 122
-	codeFailure    = 125
 )
 
 // errorMsg is the error object of a reply.
@@ -53,19 +45,19 @@ type protoError struct {
 func (e *protoError) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) error {
-	return &protoError{kind: kindFailure, code: codeFailure, msg: fmt.Sprintf(format, args...)}
+	return &protoError{kind: kindFailure, code: exitcode.Failure, msg: fmt.Sprintf(format, args...)}
 }
 
 func protocolError(format string, args ...any) error {
-	return &protoError{kind: kindProtocol, code: codeFailure, msg: fmt.Sprintf(format, args...)}
+	return &protoError{kind: kindProtocol, code: exitcode.Failure, msg: fmt.Sprintf(format, args...)}
 }
 
 func lostError(format string, args ...any) error {
-	return &protoError{kind: kindLost, code: codeLost, msg: fmt.Sprintf(format, args...)}
+	return &protoError{kind: kindLost, code: exitcode.LeaseLost, msg: fmt.Sprintf(format, args...)}
 }
 
 // errCancelled ends a request cancelled by cancel_request.
-var errCancelled = &protoError{kind: kindCancelled, code: codeFailure, msg: "cancelled by cancel_request"}
+var errCancelled = &protoError{kind: kindCancelled, code: exitcode.Failure, msg: "cancelled by cancel_request"}
 
 // toWire is the error object for err: its code through code (the CLI's
 // mapping of an error to its exit code), its kind, the CLI's message and,
@@ -96,15 +88,15 @@ func toWire(err error, code func(error) int) *errorMsg {
 // kindOf is the protocol's word for an error with exit code code.
 func kindOf(err error, code int) string {
 	switch {
-	case code == codeSkipped:
+	case code == exitcode.Skipped:
 		return kindSkipped
-	case code == codeSuperseded || errors.Is(err, governor.ErrSuperseded):
+	case code == exitcode.Superseded || errors.Is(err, governor.ErrSuperseded):
 		return kindSuperseded
 	case errors.Is(err, governor.ErrWithdrawn):
 		return kindWithdrawn
-	case code == codeBusy:
+	case code == exitcode.Busy:
 		return kindBusy
-	case code == codeLost || errors.Is(err, governor.ErrLeaseLost) || errors.Is(err, governor.ErrNotHeld):
+	case code == exitcode.LeaseLost || errors.Is(err, governor.ErrLeaseLost) || errors.Is(err, governor.ErrNotHeld):
 		return kindLost
 	case errors.Is(err, governor.ErrInvalid), errors.Is(err, governor.ErrTooHeavy), errors.Is(err, governor.ErrNotOwner):
 		return kindFailure

@@ -6,36 +6,18 @@ package bridge
 
 import (
 	"context"
-	"errors"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
-type codedError struct {
-	code int
-	err  error
-}
-
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
-
-// InterimCode maps an error to its exit-code meaning until
-// internal/exitcode is on main.
-func InterimCode(err error) int {
-	var ce *codedError
-	switch {
-	case errors.As(err, &ce):
-		return ce.code
-	case errors.Is(err, governor.ErrLeaseLost), errors.Is(err, governor.ErrNotHeld):
-		return codeLost
-	}
-	return codeFailure
-}
-
 // InterimPipeline takes a's resources with g.AcquireAll, nesting those
 // GOVERNOR_HELD in a.Env names.
-func InterimPipeline(limitFor func(resource string, flag int) (int, string, error)) Pipeline {
+// A resource bound to a mkdir slot (resources.NAME.mkdir_lock) nests
+// under HEAVY_LOCK_HELD and is refused otherwise: taking the lease
+// without the slot would let the with-heavy-lock wrapper run beside it.
+func InterimPipeline(cat *config.Catalog, limitFor func(resource string, flag int) (int, string, error)) Pipeline {
 	return func(ctx context.Context, g *governor.Governor, a AcquireArgs, ev Events) (Held, error) {
 		ifBusy, err := runner.ResolveIfBusy(a.IfBusy, a.WaitTimeout.D())
 		if err != nil {
@@ -51,6 +33,13 @@ func InterimPipeline(limitFor func(resource string, flag int) (int, string, erro
 			r, err := runner.ParseResource(spec, nil)
 			if err != nil {
 				return nil, badRequest("%v", err)
+			}
+			if def, ok := cat.Resource(r.Name); ok && def.MkdirLock != "" {
+				if !runner.HeavyLockHeld(a.EnvList()) {
+					return nil, badRequest("resource %s is bound to the mkdir slot in %s (resources.%s.mkdir_lock): this bridge cannot take it yet (internal/acquire); run inside with-heavy-lock or 'governor run --resource %s'", r.Name, def.MkdirLock, r.Name, r.Name)
+				}
+				held.nested = append(held.nested, r.Name)
+				continue
 			}
 			if nestedIn(anc, g.Project(), r.Name) {
 				held.nested = append(held.nested, r.Name)
@@ -84,8 +73,7 @@ func InterimPipeline(limitFor func(resource string, flag int) (int, string, erro
 			if len(wants) > 0 {
 				waiting = wants[len(wants)-1].Resource
 			}
-			code, _, rerr := runner.AcquireFailed(ctx, g, err, ifBusy == "skip", a.WaitTimeout.D(), waiting)
-			return nil, &codedError{code: code, err: rerr}
+			return nil, runner.AcquireFailed(ctx, g, err, ifBusy == "skip", a.WaitTimeout.D(), waiting)
 		}
 		held.leases = ls
 		held.watch()

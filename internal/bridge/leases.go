@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
@@ -118,7 +119,7 @@ func (s *server) watch(l *lease) {
 		}
 		l.state, l.why = stateLost, resource+": "+why
 		l.mu.Unlock()
-		_ = s.out.send(lostEvent{Event: "lost", Lease: l.id, Resource: resource, Reason: why, Code: codeLost})
+		_ = s.out.send(lostEvent{Event: "lost", Lease: l.id, Resource: resource, Reason: why, Code: exitcode.LeaseLost})
 		releaseHeld(l.held)
 	}()
 }
@@ -274,7 +275,7 @@ func opSeqNext(ctx context.Context, s *server, req request) (any, error) {
 	}
 	n, err := s.g.NextSeq(ctx, a.Name, gl.Token())
 	if errors.Is(err, governor.ErrStaleToken) {
-		return nil, &protoError{kind: kindBusy, code: codeBusy,
+		return nil, &protoError{kind: kindBusy, code: exitcode.Busy,
 			msg: fmt.Sprintf("sequence %s: refused: %v; the lease was taken over, stop writing", a.Name, err)}
 	}
 	if err != nil {

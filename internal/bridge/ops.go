@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,13 @@ type queuedEvent struct {
 	QueueLen int    `json:"queue_len"`
 }
 
+type withdrawnEvent struct {
+	Event    string `json:"event"`
+	Request  int64  `json:"request"`
+	Resource string `json:"resource"`
+	By       string `json:"by"`
+}
+
 type grantedEvent struct {
 	Event   string `json:"event"`
 	Request int64  `json:"request"`
@@ -81,6 +89,10 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 		},
 	}
 	held, err := s.c.Acquire(ctx, s.g, a, ev)
+	var gone *governor.WithdrawnError
+	if errors.As(err, &gone) {
+		_ = s.out.send(withdrawnEvent{Event: "withdrawn", Request: id, Resource: gone.Resource, By: gone.By})
+	}
 	if err != nil {
 		return nil, err
 	}

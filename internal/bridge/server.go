@@ -12,6 +12,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 // Config is what a bridge needs from its command.
@@ -24,8 +25,6 @@ type Config struct {
 	Open func(ctx context.Context, pid int, session string) (*governor.Governor, error)
 	// Acquire is the acquire pipeline.
 	Acquire Pipeline
-	// Code maps an error to its exit-code meaning (internal/exitcode.For).
-	Code func(error) int
 	// LimitFor is the limit of resource, configured or asked (flag) as
 	// the CLI's --limit: for takeover.
 	LimitFor func(resource string, flag int) (limit int, origin string, err error)
@@ -194,12 +193,8 @@ func (s *server) answer(id int64, result any, err error) {
 	}
 }
 
-func (s *server) code(err error) int {
-	if s.c.Code == nil {
-		return codeFailure
-	}
-	return s.c.Code(err)
-}
+// code is err's exit-code meaning: the CLI's one mapping.
+func (s *server) code(err error) int { return exitcode.For(err) }
 
 type helloArgs struct {
 	Protocol int    `json:"protocol"`

@@ -480,7 +480,7 @@ class Governor:
     def _bridge(self) -> Bridge:
         with self._lock:
             b = self._bridge_obj
-            if b is None or b.dead is not None or b.pid_owner != os.getpid():
+            if b is None or b.dead is not None or b.pid_owner != os.getpid():  # a forked child starts its own
                 env = dict(os.environ)
                 if self._redis_url:
                     env["GOVERNOR_REDIS_URL"] = self._redis_url

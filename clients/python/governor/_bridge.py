@@ -18,6 +18,7 @@ CLIENT = "python/0.1.0"
 
 _bridges: "List[Bridge]" = []  # every live bridge of this process, for fork
 _bridges_lock = threading.Lock()
+_orphans: "List[Any]" = []  # a forked child's copies of its parent's pipes (Bridge._forked)
 
 
 def find_binary() -> str:
@@ -62,7 +63,7 @@ class Bridge:
         self.dead: Optional[str] = None
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                         close_fds=True, bufsize=0)
+                                         close_fds=True, bufsize=-1)
         except OSError as e:
             raise errors.BackendError("cannot start the governor bridge %r: %s" % (argv[0], e)) from None
         self._out = self.proc.stdin
@@ -107,6 +108,7 @@ class Bridge:
         try:
             with self._wlock:
                 self._out.write(line.encode())
+                self._out.flush()
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
         return rid, p
@@ -238,11 +240,16 @@ class Bridge:
         process's."""
         self.dead = "it belongs to the parent process (this is a forked child)"
         self._pending, self._leases = {}, {}
+        # The file objects are not closed: their locks may be held by the
+        # parent's threads, which do not exist here, so closing them could
+        # hang. Their descriptors are closed, and the objects are kept
+        # forever, so that no finalizer closes a reused descriptor.
         for f in (self._out, self._in):
             try:
-                f.close()
+                os.close(f.fileno())
             except (OSError, ValueError):
                 pass
+        _orphans.append((self._out, self._in, self.proc))
 
 
 def result_of(reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -117,7 +118,13 @@ class ClientTests(support.FileCase):
                 os.write(w, bytes([code]))
                 os._exit(0)
             os.close(w)
+            ready, _, _ = select.select([r], [], [], support.DEADLINE)
+            if not ready:
+                support.kill(pid)
+                os.waitpid(pid, 0)
+                self.fail("the forked child hung: it used its parent's bridge")
             code = os.read(r, 1)
+            os.close(r)
             os.waitpid(pid, 0)
             self.assertEqual(code, b"\x00", "child: 2 got the parent's slot, 3 shared its bridge, 4 failed")
             self.assertFalse(lease.lost.is_set())
@@ -129,7 +136,7 @@ class ClientTests(support.FileCase):
         async def body() -> str:
             async with g.aslot("as", limit=1, ttl=2) as lease:
                 other.takeover("as", lease_id=lease.resources[0]["lease_id"], force=True, limit=1).release()
-                await asyncio.sleep(support.DEADLINE)
+                await asyncio.sleep(5)
                 return "ran on"
             return "not reached"
         with self.assertRaises(governor.LeaseLost):
@@ -168,7 +175,7 @@ class ClientTests(support.FileCase):
                 "    print(l.nested, l.token)\n")
         out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
                               sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                             timeout=support.DEADLINE)
+                             timeout=5)
         self.assertEqual(out.returncode, 0, out.stderr)
         nested, token = out.stdout.split("]")
         self.assertEqual(nested + "]", "['heavy']")
