@@ -19,6 +19,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/usertest"
 )
 
 // Issue 17, cases 1-3: the protected work of a `governor run` never
@@ -91,6 +92,9 @@ type runWorld struct {
 	backend  governor.Backend
 	kind     string // file or redis
 	portable bool
+	user     *usertest.User // runs as this user, if set (newUserRunWorld)
+	dir      string         // the runs' working directory, if set
+	testBin  string         // this test binary, as the runs can execute it
 }
 
 // forEachWorld runs fn on the file backend and on Redis, each on Linux's
@@ -111,7 +115,7 @@ func forEachWorld(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)
 
 func newRunWorld(t *testing.T, kind string, portable bool, lease string) *runWorld {
 	project := uniq("runkill")
-	w := &runWorld{t: t, bin: governorBin(t), kind: kind, portable: portable,
+	w := &runWorld{t: t, bin: governorBin(t), kind: kind, portable: portable, testBin: os.Args[0],
 		out: filepath.Join(t.TempDir(), "progress"), key: governor.Key{Project: project, Resource: "heavy"}}
 	cfg := runConfig(t, project, lease)
 	w.args = []string{"--config", cfg}
@@ -150,6 +154,10 @@ func (w *runWorld) run(who string, flags []string, env []string, command ...stri
 	c := exec.Command(w.bin, args...)
 	c.Env = append(append(append([]string(nil), w.env...), "WHO="+who), env...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if w.user != nil {
+		c.SysProcAttr.Credential = w.user.Command("").SysProcAttr.Credential
+	}
+	c.Dir = w.dir
 	var errb bytes.Buffer
 	c.Stderr = &errb
 	out := lines(t, c)
@@ -161,8 +169,11 @@ func (w *runWorld) run(who string, flags []string, env []string, command ...stri
 }
 
 // worker is the command line of a progress helper for w.run.
-func worker(env ...string) []string {
-	return append([]string{"env", helperEnv + "=progress"}, append(env, os.Args[0])...)
+func worker(env ...string) []string { return workerAt(os.Args[0], env...) }
+
+// workerAt is worker running the test binary at bin.
+func workerAt(bin string, env ...string) []string {
+	return append([]string{"env", helperEnv + "=progress"}, append(env, bin)...)
 }
 
 // holder returns the one holder of the world's resource.
@@ -177,7 +188,7 @@ func (w *runWorld) holder() governor.Holder {
 // second runs the next holder: it waits for the slot and works for 1s.
 func (w *runWorld) second() {
 	t := w.t
-	c, out, errb := w.run("second", []string{"--if-busy", "wait", "--wait-timeout", "2m"}, nil, worker("WORK=1s")...)
+	c, out, errb := w.run("second", []string{"--if-busy", "wait", "--wait-timeout", "2m"}, nil, workerAt(w.testBin, "WORK=1s")...)
 	expectLine(t, out, "working", 3*time.Minute)
 	if err := c.Wait(); err != nil {
 		t.Fatalf("second run: %v\n%s", err, errb)
@@ -209,22 +220,30 @@ func waitExit(t *testing.T, c *exec.Cmd, errb *bytes.Buffer) int {
 // overlaps. Resumed, governor exits 122.
 func TestPausedGovernorWorkNeverOverlaps(t *testing.T) {
 	forEachWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
-		first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, worker("WORK=2m")...)
-		expectLine(t, out, "working", time.Minute)
-		eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
-		if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		w.second()
-		if err := first.Process.Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
-		if code := waitExit(t, first, errb); code != 122 {
-			t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
-		}
-		checkSpans(t, progressSpans(t, w.out), 1)
-		t.Logf("first run's stderr:\n%s", errb)
+		w.pausedGovernorNeverOverlaps(worker("WORK=2m"))
 	})
+}
+
+// pausedGovernorNeverOverlaps runs command, stops governor (SIGSTOP)
+// while it works, runs the next holder, resumes governor, and checks that
+// it exits 122 and that the two commands' work never overlapped.
+func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
+	t := w.t
+	first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, command...)
+	expectLine(t, out, "working", time.Minute)
+	eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
+	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w.second()
+	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, first, errb); code != 122 {
+		t.Fatalf("resumed run: exit %d, want 122\n%s", code, errb)
+	}
+	checkSpans(t, progressSpans(t, w.out), 1)
+	t.Logf("first run's stderr:\n%s", errb)
 }
 
 // Case 2: the watchdog, one of the declared processes, is killed while

@@ -22,7 +22,7 @@ type CancelSelector struct {
 	Session  string
 }
 
-// maxActor bounds the length of who acts (an admin action's by).
+// maxActor bounds the length of an admin action's label (its by).
 const maxActor = 200
 
 // Identity names this Governor as the actor of an admin action: user,
@@ -38,7 +38,9 @@ func (g *Governor) Identity() string {
 	return fmt.Sprintf("%s (session %s, pid %d on %s)", name, g.decl.Session, g.self.PID, g.self.Host)
 }
 
-// actor is who acts: by, checked, or "" for this Governor's identity.
+// actor is who acts: this Governor's Identity (the OS user, session,
+// pid and host, which by cannot forge), and by, checked, beside it as a
+// label ("" for none).
 func (g *Governor) actor(by string) (string, error) {
 	if by == "" {
 		return g.Identity(), nil
@@ -51,7 +53,7 @@ func (g *Governor) actor(by string) (string, error) {
 			return "", invalid("actor %q; allowed: printable text, no control characters", by)
 		}
 	}
-	return by, nil
+	return fmt.Sprintf("%s as %q", g.Identity(), by), nil
 }
 
 // admin checks resource and by for an admin action and returns the key
@@ -69,7 +71,8 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 
 // Cancel withdraws the waiters of resource that sel picks (a WaiterID
 // may be a prefix, of at least 8 characters, of one waiter's id), recording for
-// each an EventCancelled naming by ("" means this Governor's Identity).
+// each an EventCancelled naming this Governor's Identity, with by as a
+// label beside it ("" none).
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
 // withdrawn, in queue order. None to withdraw is ErrNoWaiter; a bad
@@ -152,7 +155,7 @@ func pickWaiters(ws []Waiter, sel CancelSelector) ([]Waiter, int) {
 }
 
 // Pause stops resource granting anything new, by any path, recording an
-// EventPaused naming by ("" means this Governor's Identity). Holders keep
+// EventPaused naming this Governor's Identity, labelled by ("" none). Holders keep
 // their leases and finish; waiters keep their place. Pausing a paused
 // resource changes nothing. Bad input is ErrInvalid, changing nothing.
 func (g *Governor) Pause(ctx context.Context, resource, by string) error {
@@ -164,7 +167,8 @@ func (g *Governor) Pause(ctx context.Context, resource, by string) error {
 	return err
 }
 
-// Resume undoes Pause, recording an EventResumed naming by: the room the
+// Resume undoes Pause, recording an EventResumed naming this Governor's
+// Identity, labelled by ("" none): the room the
 // resource has goes to the head of the queue at once. Resuming a resource
 // that is not paused changes nothing. Bad input is ErrInvalid, changing
 // nothing.
@@ -177,7 +181,39 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 	return err
 }
 
-// SetLimit sets the limit in force live; limit 0 clears it (back to the configured limit).
+// LimitClearer is implemented by a backend that can clear a live limit
+// and put a given limit in force in the same step (both backends do).
+type LimitClearer interface {
+	// ClearLimit clears key's live limit, as SetLimit(ctx, key, 0, by),
+	// and puts back (1 to MaxLimit) in force at once: the next release
+	// hands off under it. Without a live limit it changes nothing.
+	ClearLimit(ctx context.Context, key Key, back int, by string) error
+}
+
+// ClearLimit clears resource's live limit and puts configured (the limit
+// the configuration gives it; 0 when it gives none) in force at once, so
+// that the next release hands off under it, recording an EventLimit as
+// SetLimit does. With configured 0, or a backend that is no
+// LimitClearer, it is SetLimit(ctx, resource, 0, by). Bad input is
+// ErrInvalid, changing nothing.
+func (g *Governor) ClearLimit(ctx context.Context, resource string, configured int, by string) error {
+	lc, ok := g.b.(LimitClearer)
+	if configured == 0 || !ok {
+		return g.SetLimit(ctx, resource, 0, by)
+	}
+	key, who, err := g.admin(resource, by)
+	if err != nil {
+		return err
+	}
+	if err := ValidateLimit(resource, configured); err != nil {
+		return fmt.Errorf("%w (the configured limit to clear back to)", err)
+	}
+	return lc.ClearLimit(ctx, key, configured, who)
+}
+
+// SetLimit sets the limit in force live; limit 0 clears it (back to the
+// limit a process asked for meanwhile; ClearLimit goes back to the
+// configured one).
 //
 // A live limit (1 to MaxLimit) wins over the limit processes ask for
 // (AcquireOptions.Limit, exec-defaults.yaml, --limit) until cleared;
@@ -186,7 +222,7 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 // resource is idle. Holders keep their leases; raised, the room goes to
 // the head of the queue at once; lowered below the weight held, nothing
 // is granted until the use falls under it. It records an EventLimit
-// naming by ("" means this Governor's Identity). Bad input is
+// naming this Governor's Identity, labelled by ("" none). Bad input is
 // ErrInvalid, changing nothing.
 func (g *Governor) SetLimit(ctx context.Context, resource string, limit int, by string) error {
 	key, who, err := g.admin(resource, by)

@@ -123,6 +123,11 @@ type Status struct {
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
 	CoolOff time.Time
+	// Quarantine is the end of a quarantine after lost data (the Redis
+	// backend holds new grants back: see EventQuarantine), backend
+	// time; zero when none is in force. As CoolOff, in a full Status or
+	// a Refused or Queued Result's.
+	Quarantine time.Time
 	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
 	// when the resource is not adaptive; LastSignal the last rate-limit
 	// signal (backend time; zero when none). Only a full Status.
@@ -228,6 +233,16 @@ const (
 // drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
 var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
 
+// EndedKinds are the event kinds that end a lease its holder did not
+// release: a renewal of a lease that is gone reports the last such event
+// naming it (a *LeaseLostError), and a takeover of a lease that expired
+// or was reclaimed finds it. lib.lua's ENDED lists the same kinds.
+var EndedKinds = []string{EventTakeover, EventReclaimed, EventExpired, EventCancelledInProgress}
+
+// RefusalHolders caps the holders a refusal's status lists, on every
+// backend.
+const RefusalHolders = 16
+
 // Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
 // kind (one of WithdrawKinds), who did it, and why.
 type Withdrawal struct {
@@ -301,8 +316,15 @@ type Request struct {
 	Secret string
 	Limit  int
 	Weight int
-	TTL    time.Duration
-	Mode   Mode
+	// Exclusive takes the whole limit in force at grant time, whatever
+	// Weight says (it is Limit, for the checks made before the backend):
+	// the backend resolves it in the atomic step that grants, so that a
+	// limit set live, or one in force that differs from Limit (drift),
+	// leaves nobody beside an exclusive holder and never makes it too
+	// heavy.
+	Exclusive bool
+	TTL       time.Duration
+	Mode      Mode
 	// QueueTTL bounds how long a waiter entry lives without being
 	// refreshed by another Acquire with the same ID: a dead waiter is
 	// dropped after it and never blocks the queue.

@@ -1,7 +1,9 @@
 package governor
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -30,11 +32,14 @@ type Estimate struct {
 //
 // It rests on the hold durations the backend measured (Status.Holds, the
 // last HoldHistory grants to release, expiry, reclaim or takeover, of
-// any process) and the weight queued ahead: the resource frees on
-// average Limit slots per mean hold, and the waiter is granted once the
-// weight held and queued ahead of it, plus its own, has fallen under the
-// limit. Holders' ages and weights are not told apart; a waiter that
-// fits at once waits 0.
+// any process), on how long each current holder has held, and on the
+// weight queued ahead: each held slot is expected to free once its holder
+// has held the mean hold (at once if it already has), each free slot once
+// a waiter ahead has taken it and held it the mean, and every slot again
+// each mean hold after; the waiter is granted once the weight held and
+// queued ahead of it, plus its own, has fallen under the limit. As time
+// passes (st.Now later) the estimate counts down. A waiter that fits at
+// once waits 0. It is a pure function of st.
 func ExpectedWait(st Status, place int) Estimate {
 	var e Estimate
 	for _, d := range st.Holds {
@@ -66,12 +71,53 @@ func ExpectedWait(st Status, place int) Estimate {
 		return e
 	}
 	e.Known = true
-	e.Wait = time.Duration(int64(need) * int64(e.MeanHold) / int64(st.Limit))
+	e.Wait = untilFreed(st, need, e.MeanHold)
 	return e
 }
 
+// untilFreed is how long until need slots of st have freed, when every
+// slot frees each mean hold: a held one first when its holder has held
+// mean, a free one (or one held by a holder st does not list) after a
+// full mean.
+func untilFreed(st Status, need int, mean time.Duration) time.Duration {
+	type slots struct {
+		first time.Duration // when they first free
+		n     int
+	}
+	var all []slots
+	listed := 0
+	for _, h := range st.Holders {
+		first := mean
+		if !h.AcquiredAt.IsZero() && !st.Now.IsZero() {
+			first = max(mean-st.Now.Sub(h.AcquiredAt), 0)
+		}
+		all = append(all, slots{first, h.Weight})
+		listed += h.Weight
+	}
+	if rest := max(st.Limit, st.Used) - listed; rest > 0 {
+		all = append(all, slots{mean, rest})
+	}
+	slices.SortStableFunc(all, func(a, b slots) int { return cmp.Compare(a.first, b.first) })
+	total := 0
+	for _, s := range all {
+		total += s.n
+	}
+	if total <= 0 {
+		return 0
+	}
+	rounds, i := (need-1)/total, (need-1)%total
+	for _, s := range all {
+		if i < s.n {
+			return time.Duration(rounds)*mean + s.first
+		}
+		i -= s.n
+	}
+	return time.Duration(rounds+1) * mean // cannot happen: i < total
+}
+
 // String says the estimate and what it rests on: "~40s (from the last 50
-// holds)", "now", "unknown (no hold history yet)", "unknown (paused)".
+// holds)", "now", "any moment (holders past the mean hold of 30s, from
+// the last 50 holds)", "unknown (no hold history yet)", "unknown (paused)".
 func (e Estimate) String() string {
 	switch {
 	case e.Paused:
@@ -86,6 +132,9 @@ func (e Estimate) String() string {
 	holds := "holds"
 	if e.Holds == 1 {
 		holds = "hold"
+	}
+	if e.Wait == 0 && e.MeanHold > 0 {
+		return fmt.Sprintf("any moment (holders past the mean hold of %s, from the last %d %s)", Ago(e.MeanHold), e.Holds, holds)
 	}
 	return fmt.Sprintf("~%s (from the last %d %s)", Ago(e.Wait), e.Holds, holds)
 }

@@ -183,6 +183,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 			g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
 		}
 	}
+	g.watchSuspend()
 	return g, nil
 }
 
@@ -217,7 +218,8 @@ type AcquireOptions struct {
 	Limit int
 	// Weight is the slots to take (default 1).
 	Weight int
-	// Exclusive takes the whole limit.
+	// Exclusive takes the whole limit: the limit in force when it is
+	// granted (see Request.Exclusive), which may differ from Limit.
 	Exclusive bool
 	// Mode: Fail (default) or Wait.
 	Mode Mode
@@ -331,7 +333,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
 	secret, id := newSecret()
-	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w,
+	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w, Exclusive: o.Exclusive,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
 		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
 		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil
@@ -366,6 +368,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		notify = ch
 	}
 	recheck := g.queueTTL / 4
+	maxWait := requestMaxWait(req)
 	backoff := newBackoff()
 	// The re-check timer, made only when a wait needs one (most acquires
 	// are granted or refused at once).
@@ -392,6 +395,9 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
+				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
+					continue // not acquired: queue again, within ctx
+				}
 				g.rec.observe(req.Key, HistogramWait, time.Since(start))
 				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
@@ -409,7 +415,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 				if left := res.Status.coolingOff(); left > 0 && left < recheck {
 					arm(left + time.Millisecond)
 				} else {
-					arm(recheck)
+					arm(nextRecheck(recheck, maxWait, time.Since(start)))
 				}
 			default:
 				return nil, fmt.Errorf("%w: acquire of %s: unknown outcome %v", ErrBackend, req.Key, res.Outcome)

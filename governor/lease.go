@@ -97,6 +97,33 @@ func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTim
 	return l, nil
 }
 
+// errStaleGrant: a grant whose reply came after its lease's local
+// deadline could not be renewed in time (Governor.fresh).
+var errStaleGrant = errors.New("governor: the grant arrived after its lease's deadline")
+
+// fresh checks a grant whose request was sent at sent: one whose reply
+// came after the lease's local deadline (this process, or the backend,
+// stalled longer than the TTL allows) is not trusted as held: it is
+// renewed once, and held (the renewal's send time and expiry returned)
+// only if that renewal comes back before its own deadline; otherwise it
+// is released (a fresh bounded context) and errStaleGrant says to ask
+// again, so that nobody starts work on a lease the backend may have
+// handed on.
+func (g *Governor) fresh(ctx context.Context, req Request, tm LeaseTiming, sent, exp time.Time) (time.Time, time.Time, error) {
+	if time.Since(sent) < tm.TTL-tm.SafetyMargin {
+		return sent, exp, nil
+	}
+	again := time.Now()
+	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, tm.TTL)
+	if err == nil && time.Since(again) < tm.TTL-tm.SafetyMargin {
+		return again, exp, nil
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	defer cancel()
+	_ = g.b.Release(rctx, req.Key, req.ID, req.Secret)
+	return sent, exp, errStaleGrant
+}
+
 // ID is the lease id. It is public (others see it in Status, busy
 // errors and events); Handle, with the secret, proves ownership.
 func (l *Lease) ID() string { return l.id }

@@ -102,6 +102,11 @@ const (
 	// EagerPasses bounds how often lighter waiters pass one blocked head
 	// under the eager policy.
 	EagerPasses = 8
+	// PolicyQuant is the fair queueing quantum: a waiter's tag is
+	// max(class virtual time, its key's last tag) + PolicyQuant / its
+	// key's weight, in integers (720720 is divisible by every weight up
+	// to 16 and by many more).
+	PolicyQuant = 720720
 	// DefaultClassName names the class of a waiter without a priority,
 	// when the policy has a class of that name; otherwise it is the
 	// lowest class.

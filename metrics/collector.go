@@ -67,6 +67,9 @@ type Collector struct {
 	// maximum, the cool-off left, the last signal; shadow limits.
 	adaptiveLimit, adaptiveMax, coolOff, lastSignal, shadowDenied *prometheus.Desc
 
+	drifted *prometheus.Desc
+	drifts  driftCount
+
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
 }
@@ -82,6 +85,7 @@ type snapshot struct {
 	answered bool                  // the backend listed the resources
 	statuses []governor.Status     // the resources read, by name
 	rates    []governor.RateStatus // the rate keys read, by name
+	drifts   map[string]int        // drift events by resource (EventSource)
 	err      error                 // the first read that failed, if any
 }
 
@@ -154,6 +158,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.lost = desc("governor_leases_lost_total", "Leases their holders declared lost (renewal failed before expiry).", "resource")
 	c.reclaims = desc("governor_reclaims_total", "Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).", "resource", "reason")
 	c.takeovers = desc("governor_takeovers_total", "Holders replaced by a takeover.", "resource")
+	c.drifted = desc("governor_drift_events_total", "Acquires that asked for another limit or queue policy than the one in force (the first stored wins), counted as the backend records them: one drift event per new disagreement, seen by this serve from the events the backend keeps.", "resource")
 	return c, nil
 }
 
@@ -162,7 +167,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
-		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied} {
+		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted} {
 		ch <- d
 	}
 }
@@ -187,6 +192,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, rs := range s.rates {
 		c.emitRate(ch, rs)
+	}
+	for r, n := range s.drifts {
+		c.counter(ch, c.drifted, float64(n), r)
 	}
 }
 
@@ -262,6 +270,13 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 	}
 	if rs, ok := c.src.(RateSource); ok && ctx.Err() == nil {
 		c.readRates(ctx, rs, &s)
+	}
+	if es, ok := c.src.(EventSource); ok && ctx.Err() == nil {
+		read := make([]string, 0, len(s.statuses))
+		for _, st := range s.statuses {
+			read = append(read, st.Key.Resource)
+		}
+		s.drifts = c.drifts.read(ctx, es, read, &s)
 	}
 	return s
 }

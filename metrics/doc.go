@@ -35,6 +35,7 @@
 //	governor_leases_lost_total{resource}
 //	governor_reclaims_total{resource,reason}      reason: expired, owner_dead
 //	governor_takeovers_total{resource}
+//	governor_drift_events_total{resource}         acquires that asked another limit or policy (drift events)
 //	governor_rate_allowed_total{provider}         rate reservations granted
 //	governor_rate_limited_total{provider}         rate reservations denied
 //	governor_rate_remaining{provider,limit}       budget left now; limit: requests, tokens

@@ -5,17 +5,21 @@
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet), 11 secret,
 --       12 how long to hold grants back on detecting lost data, ms (0:
---       never; see quarantine() in lib.lua), 13 '1' when the caller saw
---       id queued here (evidence that the resource had state), 14 the
+--       never; see quarantine() in lib.lua), 13 the server time (ms) of
+--       the last reply that told the caller id was queued here ('0':
+--       none; evidence that the resource had state then), 14 the
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
 --       priority class named, 16 the fair key ('' none), 17 the
 --       supersede key ('' none), 18 '1' to cancel a holder with it in
---       progress
+--       progress, 19 '1' exclusive: the weight is the limit in force at
+--       grant (ARGV 3 is the limit asked for; queued, its record says
+--       weight 0: see weight_of() in lib.lua)
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
--- of the cool-off ms (0: none; see cooling() in lib.lua), then (id,
+-- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
+-- quarantine ms (0: none; see quarantine() in lib.lua), then (id,
 -- record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
@@ -41,15 +45,18 @@ local v
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
+  -- A field that holds no number (tonumber nil) is the full path's to
+  -- name (num() in lib.lua).
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
-  if (v[1] or 0) + 0 == limit and tonumber(v[6] or 0) == 0 and (v[3] or 0) + 0 == 0 and not v[8] and not v[9]
-      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
+  local last, n = tonumber(v[4] or 0), tonumber(v[5] or 0)
+  if tonumber(v[1] or 0) == limit and tonumber(v[6] or 0) == 0 and tonumber(v[3] or 0) == 0 and not v[8] and not v[9]
+      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
-    local tok = math.max((v[4] or 0) + 1, FLOOR)
+    local tok = math.max(last + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
     local rec = string.format(REC, weight, ttl, tok, now) .. ARGV[8]
-    local acquired = string.format('%d', (v[5] or 0) + 1)
+    local acquired = string.format('%d', n + 1)
     if exp < minexp then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec, 'minexp', string.format('%d', exp))
@@ -77,7 +84,8 @@ local function reply(code, tok, exp, pos, n)
     return finish({1, tok, exp, fresh})
   end
   flush()
-  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0}
+  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,
+    get('quarantine') or 0}
   if n and n > 0 then
     slow()
     for _, v in ipairs(holders(n)) do
@@ -89,8 +97,20 @@ end
 
 load(F, not new and id, v)
 fresh = m.limit == 0 and 1 or 0
-if fresh == 1 and ARGV[13] == '1' then
-  quarantine(string.format('waiter %s re-queued into a resource without state', id))
+local qat = (ARGV[13] or 0) + 0
+if qat > 0 then
+  -- A waiter seen queued at qat, now missing from the queue of a state
+  -- born after qat (its incarnation, lib.lua), outlived its state: a
+  -- newcomer made the new one.
+  if fresh == 1 then
+    quarantine(string.format('waiter %s re-queued into a resource without state', id))
+  elseif get('inc') > qat * 1000 + 999 and not redis.call('ZSCORE', Q, id) then
+    quarantine(string.format('waiter %s, queued at %d ms, re-queued into a state born at %d ms', id, qat,
+      math.floor(get('inc') / 1000)))
+  end
+end
+if fresh == 1 then
+  set('inc', FLOOR)
 end
 settle()
 
@@ -121,6 +141,11 @@ end
 
 local queue_empty = m.qlen == 0
 in_force(limit, id, m.used == 0 and queue_empty)
+local exclusive = ARGV[19] == '1'
+if exclusive then
+  weight = m.limit
+end
+local qweight = exclusive and 0 or weight -- the weight a queue record says
 
 local idle = m.used == 0 and queue_empty
 
@@ -170,7 +195,7 @@ local function acquire_policy()
       add('busy', 1)
       return finish({-4, P.mq})
     end
-    pol_enqueue(id, cls, key, string.format(WREC, weight, ttl, now, channel) .. decl)
+    pol_enqueue(id, cls, key, string.format(WREC, qweight, ttl, now, channel) .. decl)
     promote()
     local r = record(id)
     if r then
@@ -226,7 +251,7 @@ if new or queue_empty or not redis.call('ZSCORE', Q, id) then
   end
   add('seq', 1)
   redis.call('ZADD', Q, m.seq, id)
-  redis.call('HSET', QD, id, string.format(WREC, weight, ttl, now, channel) .. decl)
+  redis.call('HSET', QD, id, string.format(WREC, qweight, ttl, now, channel) .. decl)
   add('qlen', 1)
   add('waited', 1)
 end

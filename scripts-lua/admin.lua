@@ -5,7 +5,8 @@
 --   'withdraw': 3 event kind (one of WITHDRAW_KINDS in lib.lua), 4 detail,
 --               5.. waiter ids
 --   'pause', 'resume': nothing more
---   'limit': 3 the live limit (0: clear it)
+--   'limit': 3 the live limit (0: clear it), 4 when clearing, the limit
+--            to put in force at once (the configured one; 0: see below)
 -- Returns for 'withdraw' the ids withdrawn, in queue order (withdraw() in
 -- lib.lua); for 'pause' and 'resume' 1 when it changed the state, else 0;
 -- for 'limit' the limit in force after it.
@@ -46,6 +47,9 @@ elseif op == 'resume' then
 elseif op == 'limit' then
   local limit, was = ARGV[3] + 0, get('limit')
   if limit > 0 then
+    if was == 0 then
+      set('inc', FLOOR) -- the state is born here (lib.lua)
+    end
     event('limit', '', 0, string.format('limit set live to %d (was %d)', limit, was), by)
     set('live', limit)
     set('live_at', now)
@@ -55,9 +59,13 @@ elseif op == 'limit' then
       set('drift', 0)
     end
   elseif (get('live') or 0) > 0 then
-    -- Back to the limit a process asked for meanwhile (drift), else the
-    -- one in force stays until a process asks for another (in_force()).
-    local back = get('drift') > 0 and get('drift') or was
+    -- Back to the limit given (the configured one), else to the one a
+    -- process asked for meanwhile (drift), else the one in force stays
+    -- until a process asks for another (in_force()).
+    local back = (ARGV[4] or 0) + 0
+    if back <= 0 then
+      back = get('drift') > 0 and get('drift') or was
+    end
     event('limit', '', 0, string.format('live limit cleared; the limit in force is %d (was %d)', back, was), by)
     set('live', false)
     set('live_at', false)

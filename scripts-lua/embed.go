@@ -47,6 +47,8 @@ var (
 	renewMany string
 	//go:embed admin.lua
 	admin string
+	//go:embed quarantine.lua
+	quarantine string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -69,6 +71,9 @@ var (
 	RenewMany = "local function renew_one(KEYS, ARGV)\n" + Renew + "\nend\n" + renewMany
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
 	Admin = compose(admin)
+	// Quarantine holds new grants back on evidence of lost data found
+	// outside a script (an eviction).
+	Quarantine = compose(quarantine)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

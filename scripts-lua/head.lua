@@ -22,8 +22,9 @@ local FLOOR = sec * 1000000 + usec
 -- releases, cancels or claims lease id first checks proven(id, secret)
 -- (governor.OwnerProven in Go) and changes nothing when it fails. Ids of
 -- other lengths were granted before secrets and need none.
+local IDLEN = 40 -- governor.IDLen
 local function proven(id, secret)
-  return #id ~= 40 or redis.sha1hex(secret) == id
+  return #id ~= IDLEN or redis.sha1hex(secret) == id
 end
 
 -- minexp when H is empty: later than any expiry.
@@ -49,7 +50,8 @@ local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
 local HOLDS = 50
 
 -- A waiter's record, in QD under its id: "weight ttl_ms enqueued_ms
--- channel declaration" (Go's reader.waiters reads it).
+-- channel declaration" (Go's reader.waiters reads it); weight 0: an
+-- exclusive waiter, which takes the limit in force when granted.
 -- string.format(WREC, weight, ttl, enqueued, channel) .. declaration
 -- writes one; string.match(r, WREC_ALL) gives every field.
 local WREC = '%d %d %d %s '

@@ -17,7 +17,11 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; idle is forget.lua's mark; quarantine (ms) holds new grants
+-- takeovers; inc, the state's incarnation: FLOOR (head.lua) when it was
+-- born (the first acquire or live limit on a resource without state), so
+-- that a lease whose token, or a waiter whose queued time, predates it
+-- outlived the state it was granted or queued in (quarantine()); idle is
+-- forget.lua's mark; quarantine (ms) holds new grants
 -- back after a loss of data was detected, and cooloff (ms) until the end
 -- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
 -- held_back() below).
@@ -288,15 +292,29 @@ local function cancelled(r)
   return string.find(r, CIP, 1, true) ~= nil
 end
 
+-- weight_of is the weight a waiter's record says, w (a string): the
+-- limit in force for an exclusive waiter (0; head.lua's WREC), resolved
+-- when it is granted.
+local function weight_of(w)
+  w = w + 0
+  if w == 0 then
+    return get('limit')
+  end
+  return w
+end
+
 -- Helpers of the contended paths (something expired, waiters queued, a
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
 
--- The event kinds that end a lease (ended()) and that withdraw a waiter
--- (withdraw(); governor.WithdrawKinds in Go): a queue policy that drops
--- waiters adds its kind here.
+-- The event kinds that end a lease (ended(); governor.EndedKinds in Go)
+-- and that withdraw a waiter (withdraw(); governor.WithdrawKinds): a
+-- queue policy that drops waiters adds its kind here. The constants
+-- copied from Go are pinned by scripts-lua/constants_test.go.
 local ENDED = {takeover = true, reclaimed = true, expired = true, cancelled_in_progress = true}
 local WITHDRAW_KINDS = {cancelled = true, superseded = true, max_wait = true}
+-- The events kept per resource (governor.MaxEvents).
+local MAX_EVENTS = 1000
 
 local function slow()
   if promote then
@@ -306,12 +324,12 @@ local function slow()
   -- by, when given, names who acted (the admin actions).
   function event(kind, id, token, detail, by)
     if by then
-      redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+      redis.call('XADD', KEYS[6], 'MAXLEN', '~', MAX_EVENTS, '*',
         'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
         'at', string.format('%d', now), 'by', by)
       return
     end
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', 1000, '*',
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', MAX_EVENTS, '*',
       'kind', kind, 'lease', id, 'token', token or '0', 'detail', detail or '',
       'at', string.format('%d', now))
   end
@@ -319,7 +337,7 @@ local function slow()
   -- last_event returns the fields of the last event naming lease id
   -- whose kind is one of kinds, or nothing.
   local function last_event(id, kinds)
-    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1000)) do
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', MAX_EVENTS)) do
       local f, kv = {}, e[2]
       for i = 1, #kv, 2 do
         f[kv[i]] = kv[i + 1]
@@ -421,7 +439,7 @@ local function slow()
         drop_waiter(head)
         event('dropped', head, 0, string.format('queue entry without a readable record: %q', s or '(none)'))
       else
-        w = w + 0
+        w = weight_of(w)
         if m.used + w > limit then
           return
         end
@@ -653,7 +671,8 @@ end
 -- and with fair_cap up to governor.PolicySkip HMGETs more in a class
 -- whose head's key is at its cap: bounded, whatever the number of
 -- waiters and keys.
-local BAND, QUANT, SKIP = 562949953421312, 720720, 8
+local BAND, QUANT, SKIP = 562949953421312, 720720, 8 -- QUANT, SKIP: governor.PolicyQuant, governor.PolicySkip
+local EAGER, OVERTAKES = 8, 10 -- governor.EagerPasses, governor.DefaultMaxOvertakes
 local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
 local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_eager
 
@@ -677,7 +696,7 @@ function policy()
   if #P.c == 0 then
     P.c[1] = {name = '', r = 0, cap = 0}
   end
-  P.k = (string.match(s, ';k=(%d+)') or 10) + 0
+  P.k = (string.match(s, ';k=(%d+)') or OVERTAKES) + 0
   P.fair = string.find(s, ';fair=1;', 1, true) ~= nil
   P.fc = (string.match(s, ';fc=(%d+)') or 0) + 0
   P.eager = string.find(s, ';e=1;', 1, true) ~= nil
@@ -889,8 +908,8 @@ function policy()
         event('dropped', id, 0, string.format('queue entry without a readable record: %q %q', v[1] or '(none)', v[2] or '(none)'))
         return 'again'
       end
-      if P.fc == 0 or key == '' or kget(key) + w <= P.fc then
-        return id, w + 0, ttl + 0, ch, decl, key, tag + 0
+      if P.fc == 0 or key == '' or kget(key) + weight_of(w) <= P.fc then
+        return id, weight_of(w), ttl + 0, ch, decl, key, tag + 0
       end
     end
   end
@@ -908,7 +927,7 @@ function policy()
     end
     local was, n = string.match(ep or '', '^(%S+) (%d+)$')
     n = was == head and n + 0 or 0
-    if n >= 8 then
+    if n >= EAGER then
       return nil
     end
     local ids = redis.call('ZRANGEBYSCORE', KEYS[3], (i - 1) * BAND, '(' .. string.format('%d', i * BAND),
@@ -918,9 +937,9 @@ function policy()
       pol_read[id] = {v[2], v[1]}
       local w, ttl, _, ch, decl = string.match(v[1] or '', WREC_ALL)
       local _, tag, _, key = string.match(v[2] or '', '^(%d+) (%d+) (%d+) (.*)$')
-      if w and tag and pol_allows(i, key, w + 0) then
+      if w and tag and pol_allows(i, key, weight_of(w)) then
         set('ep', string.format('%s %d', head, n + 1))
-        return id, w + 0, ttl + 0, ch, decl, key, tag + 0
+        return id, weight_of(w), ttl + 0, ch, decl, key, tag + 0
       end
     end
   end

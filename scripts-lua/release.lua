@@ -21,12 +21,12 @@ local v
 v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], '#' .. id, 'holdn')
 do
   local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[6] and string.match(v[6], REC_NUMS)
-  local acq, hn = w and string.match(v[6], REC_ACQ), tonumber(v[7] or 0)
-  if acq and hn and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0
+  local acq, hn, rel = w and string.match(v[6], REC_ACQ), tonumber(v[7] or 0), tonumber(v[2] or 0)
+  if acq and hn and rel and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0
       and not v[5] then
     redis.call('ZREM', H, id)
     redis.call('HSET', S, 'used', string.format('%d', used - w),
-      'released', string.format('%d', (v[2] or 0) + 1),
+      'released', string.format('%d', rel + 1),
       'hold:' .. string.format('%d', hn % HOLDS), string.format('%d', math.max(0, now - acq)),
       'holdn', string.format('%d', hn + 1))
     redis.call('HDEL', S, '#' .. id)

@@ -4,7 +4,9 @@
 -- KEYS: see lib.lua.
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret, 4 't' to mark
 --       progress, 5 how long to hold grants back on detecting lost data,
---       ms (0: never; see quarantine() in lib.lua)
+--       ms (0: never; see quarantine() in lib.lua), 6 the lease's fencing
+--       token as its holder knows it ('0': unknown): a lease gone from a
+--       state born after it (inc, lib.lua) outlived its state
 -- Returns {1, expiry ms} when renewed (or marked); when the lease is not
 -- held, {0, kind, token, detail, time ms} of the event that ended it (see
 -- ended() in lib.lua), or {0} when none is recorded; {0, 'stalled', ...}
@@ -62,8 +64,12 @@ if r and not redis.call('ZSCORE', H, id) then
   r = false
 end
 if not r then
+  local tok = (ARGV[6] or 0) + 0
   if get('limit') == 0 then
     quarantine(string.format('holder %s renewed into a resource without state', id))
+  elseif tok > 0 and get('inc') > tok then
+    quarantine(string.format('holder %s (token %d) renewed into a state born after its grant (incarnation %d)', id, tok,
+      get('inc')))
   end
   slow()
   local kind, tok, detail, at = ended(id)

@@ -20,7 +20,7 @@ for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
   end
 end
 local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
-  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at', 'cooloff',
+  'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at', 'cooloff', 'quarantine',
   'adapt', 'adapt_max', 'adapt_ok', 'signal_at'}
 local meta = {}
 for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // The admin actions: cancel, pause, resume, limit. Each names the
@@ -47,13 +48,13 @@ func (a *app) printAfter(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		return writeJSON(w, toSlotsJSON(g.Project(), sts, nil).Resources[0])
+		return writeJSON(w, view.SlotsOf(g.Project(), sts, nil).Resources[0])
 	}
 	fmt.Fprintln(w, msg)
 	return nil
 }
 
-const byUsage = "who acts, as recorded in the event (default: your user, session, host and pid)"
+const byUsage = "a label for who acts, recorded beside your user, session, host and pid (which the event always names)"
 
 func (a *app) cancelCmd() *cobra.Command {
 	var sel governor.CancelSelector
@@ -197,9 +198,11 @@ Precedence: a live limit wins over the limit processes ask for (exec-defaults.ya
 limits, 'governor run --limit', the library's AcquireOptions.Limit) until it is
 cleared; a process asking for another limit meanwhile is shown as DRIFT in
 'governor slots'. Without a live limit, the limit in force is the one processes ask
-for, and it changes only while the resource is idle. Cleared, the limit in force
-goes back to the one a process asked for meanwhile, or stays until a process asks
-for another while the resource is idle. 'governor slots' and 'governor config
+for, and it changes only while the resource is idle. Cleared, the configured limit
+(exec-defaults.yaml) is in force at once: the next release hands off under it; for
+a resource the configuration does not name, the limit in force goes back to the one
+a process asked for meanwhile, or stays until a process asks for another while the
+resource is idle. 'governor slots' and 'governor config
 show' show where the limit in force came from (live: by whom and when). A resource
 with a live limit is never forgotten.
 
@@ -230,7 +233,15 @@ unreachable; nothing changed.`,
 				return err
 			}
 			defer g.Close()
-			if err := g.SetLimit(ctx, args[0], limit, by); err != nil {
+			set := func() error { return g.SetLimit(ctx, args[0], limit, by) }
+			if clear {
+				l, err := a.load()
+				if err != nil {
+					return err
+				}
+				set = func() error { return g.ClearLimit(ctx, args[0], l.Config.Limits()[args[0]], by) }
+			}
+			if err := set(); err != nil {
 				return adminError(err)
 			}
 			st, err := g.Status(ctx, args[0])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // startRun starts `governor run --resource heavy --if-busy wait -- true`
@@ -96,7 +97,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "cancelled waiter "+w.ID) {
 			t.Fatalf("cancel: exit %d, out %q, stderr %q", code, out, stderr)
 		}
-		if code := waitExit(t, c); code != 73 || !strings.Contains(errb.String(), "by alice") {
+		if code := waitExit(t, c); code != 73 || !strings.Contains(errb.String(), `as "alice"`) {
 			t.Fatalf("cancelled run: exit %d, stderr %q; want 73 saying by alice", code, errb)
 		}
 		st := tg.status(t, g, "heavy")
@@ -104,10 +105,10 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 			t.Fatalf("after cancel: %+v", st)
 		}
 		evs, err := g.Backend().Events(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, time.Time{})
-		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventCancelled || evs[len(evs)-1].By != "alice" {
+		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventCancelled || !strings.HasSuffix(evs[len(evs)-1].By, `) as "alice"`) || !strings.Contains(evs[len(evs)-1].By, "(session ") {
 			t.Fatalf("events %+v, %v; want a cancelled event by alice", evs, err)
 		}
-		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by alice") {
+		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by ") || !strings.Contains(out, `as "alice"`) {
 			t.Fatalf("governor events: exit %d, %q; want the cancel naming alice", code, out)
 		}
 	})
@@ -128,7 +129,7 @@ func TestCancelEndsWaitingAcquire(t *testing.T) {
 			t.Fatalf("cancel: exit %d, out %q, stderr %q", code, out, stderr)
 		}
 		if code := waitExit(t, c); code != 73 || !strings.Contains(errb.String(), "heavy: not acquired: the wait was") ||
-			!strings.Contains(errb.String(), "by alice") {
+			!strings.Contains(errb.String(), `as "alice"`) {
 			t.Fatalf("cancelled acquire: exit %d, stderr %q; want 73 saying it was not acquired, by alice", code, errb)
 		}
 	})
@@ -143,18 +144,18 @@ func TestPauseResume(t *testing.T) {
 			t.Fatalf("pause: exit %d, %q, %q", code, out, stderr)
 		}
 		code, _, stderr := tg.run(t, "run", "--resource", "heavy", "--", "true")
-		if code != 73 || !strings.Contains(stderr, "paused by carol: nothing new is granted until 'governor resume heavy'") {
+		if code != 73 || !strings.Contains(stderr, `as "carol": nothing new is granted until 'governor resume heavy'`) {
 			t.Fatalf("run --if-busy fail on a paused resource: exit %d, %q; want 73 saying it is paused", code, stderr)
 		}
 		c, _, _ := startRun(t, tg, g, 1)
 		code, out, _ := tg.run(t, "slots", "heavy")
-		if code != 0 || !strings.Contains(out, "PAUSED since") || !strings.Contains(out, "by carol") {
+		if code != 0 || !strings.Contains(out, "PAUSED since") || !strings.Contains(out, `as "carol"`) {
 			t.Fatalf("slots of a paused resource: %q", out)
 		}
 		code, out, _ = tg.run(t, "--json", "slots", "heavy")
-		var sj slotsJSON
+		var sj view.Slots
 		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].Paused == nil ||
-			sj.Resources[0].Paused.By != "carol" || len(sj.Resources[0].Waiters) != 1 {
+			!strings.HasSuffix(sj.Resources[0].Paused.By, `as "carol"`) || len(sj.Resources[0].Waiters) != 1 {
 			t.Fatalf("slots --json of a paused resource: %v %q", err, out)
 		}
 		if st := tg.status(t, g, "heavy"); st.Used != 0 {
@@ -205,7 +206,7 @@ func TestLimitLive(t *testing.T) {
 				t.Fatalf("%v: exit %d, %q; want 125 naming the value", bad, code, stderr)
 			}
 		}
-		if st := tg.status(t, g, "heavy"); st.Limit != 2 || st.LiveLimit == nil || st.LiveLimit.By != "ops" {
+		if st := tg.status(t, g, "heavy"); st.Limit != 2 || st.LiveLimit == nil || !strings.HasSuffix(st.LiveLimit.By, `as "ops"`) {
 			t.Fatalf("bad input changed the limit: %+v", st)
 		}
 		code, out, _ := tg.run(t, "limit", "heavy", "1")
@@ -238,7 +239,7 @@ func TestLimitLive(t *testing.T) {
 			t.Fatalf("limit --clear: exit %d, %q", code, out)
 		}
 		code, out, _ = tg.run(t, "--json", "slots", "heavy")
-		var sj slotsJSON
+		var sj view.Slots
 		if err := json.Unmarshal([]byte(out), &sj); code != 0 || err != nil || sj.Resources[0].LiveLimit != nil || sj.Resources[0].LimitSource != "asked" {
 			t.Fatalf("slots --json after --clear: %v %q", err, out)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // Exit codes shared by run, acquire and the other commands: those of
@@ -110,7 +111,7 @@ func (a *app) report(code int, err error) {
 	}
 	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
 	if notAcquired && na.Busy != nil {
-		r := toSlotsJSON("", []governor.Status{na.Busy.Status}, nil).Resources[0]
+		r := view.SlotsOf("", []governor.Status{na.Busy.Status}, nil).Resources[0]
 		e.Resource, e.Holders = na.Busy.Resource, r.Holders
 	}
 	b, jerr := json.Marshal(e)
@@ -134,10 +135,10 @@ func jsonFlag(args []string) bool {
 
 // errorJSON is the stable --json schema of a failure, on stderr.
 type errorJSON struct {
-	ExitCode int          `json:"exit_code"`
-	Error    string       `json:"error"`
-	Resource string       `json:"resource,omitempty"`
-	Holders  []holderJSON `json:"holders,omitempty"`
+	ExitCode int           `json:"exit_code"`
+	Error    string        `json:"error"`
+	Resource string        `json:"resource,omitempty"`
+	Holders  []view.Holder `json:"holders,omitempty"`
 }
 
 func (a *app) rootCmd() *cobra.Command {

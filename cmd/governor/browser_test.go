@@ -250,6 +250,11 @@ func tokenFile(t *testing.T) string {
 	return p
 }
 
+// tablesFit is true when every table of every card is as wide as its
+// card or narrower, and no card is wider than its place.
+const tablesFit = `[...document.querySelectorAll("section.res table")].every((t) => t.scrollWidth <= t.parentElement.clientWidth + 1 && t.parentElement.scrollWidth <= t.parentElement.clientWidth + 1) &&
+	[...document.querySelectorAll("section.res")].every((c) => c.scrollWidth <= c.clientWidth + 1)`
+
 // controlsShown is true when the page shows a button or a field.
 const controlsShown = `[...document.querySelectorAll("button, input")].some((e) => e.getClientRects().length > 0)`
 
@@ -294,8 +299,19 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	}
 	b.until("waiter-1 holding", holderShown("gpu", "waiter-1")+` && !`+holderShown("gpu", "holder-1"))
 	b.until("waiter-2 moved up", waiterAt("gpu", "waiter-2", 1)+" && "+waiterCount("gpu", 1))
-	b.until("waiter-2's expected wait, from holder-1's hold", card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.expected').textContent.match(/^~\S+ \(from the last 1 hold\)$/) !== null`)
+	b.until("waiter-2's expected wait, from holder-1's hold", card("gpu")+`.querySelector('tr.waiter[data-session="waiter-2"] td.expected').textContent.match(/^(~\S+ \(|any moment \(holders past the mean hold of \S+, )from the last 1 hold\)$/) !== null`)
 	b.shot("moved-up")
+
+	// At 1,100 px, every table fits its card (nothing cut off behind a
+	// scroll bar the eye does not see), and the card's charts draw: use,
+	// waiters and cool-offs over the last hour, and the wait-time
+	// distribution (waiter-1 waited before its grant).
+	b.do("1,100 px", chromedp.EmulateViewport(1100, 900))
+	b.until("every table inside its card at 1,100 px", tablesFit)
+	b.until("gpu's history chart drawn", card("gpu")+`.querySelector('svg.history path.use')?.getAttribute("d")?.length > 10 && !!`+card("gpu")+`.querySelector('svg.history path.waiters')`)
+	b.until("gpu's wait-time distribution drawn", card("gpu")+`.querySelectorAll('svg.waits rect.wbar').length > 0`)
+	b.shot("desktop-1100")
+	b.do("desktop width", chromedp.EmulateViewport(1280, 900))
 
 	gpu := `section.res[data-resource="gpu"] `
 	msg := `document.getElementById("admin-msg")`

@@ -14,6 +14,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 func (a *app) configCmd() *cobra.Command {
@@ -164,7 +165,7 @@ Exit codes: 0 printed; 125 bad flags.`,
 }
 
 // limitInForce is one resource's limit in force and where it came from
-// (limitSource), for config show.
+// (view.LimitSource), for config show.
 type limitInForce struct {
 	Resource   string     `json:"resource"`
 	Configured int        `json:"configured"` // 0: not configured
@@ -195,7 +196,7 @@ func (a *app) limitsInForce(ctx context.Context) ([]limitInForce, error) {
 	limits := l.Config.Limits()
 	out := []limitInForce{}
 	for _, st := range sts {
-		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: limitSource(st)}
+		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: view.LimitSource(st)}
 		if lv := st.LiveLimit; lv != nil {
 			at := lv.At.UTC()
 			r.By, r.SetAt = lv.By, &at

@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/usertest"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // intruder runs the governor binary as a second Unix user against the
@@ -96,7 +97,7 @@ func TestSecondUserCannotForgeALease(t *testing.T) {
 
 	// What the intruder sees: the public lease id.
 	code, out, errs := in.run(t, nil, "--json", "slots", "heavy")
-	var sj slotsJSON
+	var sj view.Slots
 	if code != 0 || json.Unmarshal([]byte(out), &sj) != nil || len(sj.Resources) != 1 || len(sj.Resources[0].Holders) != 1 {
 		t.Fatalf("slots as %s: exit %d, %s %s", in.user.Name, code, out, errs)
 	}

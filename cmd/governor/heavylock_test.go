@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // heavyTarget is a file-backend target whose resource heavy is bound to
@@ -413,7 +415,7 @@ func TestHeavyLockSlotsJSON(t *testing.T) {
 	os.WriteFile(filepath.Join(slot, "pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	os.WriteFile(filepath.Join(slot, "cmd"), []byte("python3 eval.py\n"), 0o644)
 	code, out, errs := execCode(t, governorCmd(tg, env, "--json", "slots", "heavy"))
-	var got slotsJSON
+	var got view.Slots
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Resources) != 1 {
 		t.Fatalf("slots --json: exit %d, %v, stderr %s:\n%s", code, err, errs, out)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // slots and refusals show a governor run's own pid and its command's,
@@ -27,12 +28,12 @@ func testHolderProcessesShown(t *testing.T, tg *target) {
 	defer func() { _ = c.Process.Signal(os.Interrupt); _ = c.Wait() }()
 	gpid := c.Process.Pid
 	var (
-		h               holderJSON
+		h               view.Holder
 		sleep, watchdog int
 	)
 	eventually(t, 20*time.Second, "the run holds heavy and its command is sleep", func() bool {
 		code, out, _ := cli(t, append(tg.global(), "--json", "slots", "heavy")...)
-		var sj slotsJSON
+		var sj view.Slots
 		if code != 0 || json.Unmarshal([]byte(out), &sj) != nil || len(sj.Resources[0].Holders) != 1 {
 			return false
 		}

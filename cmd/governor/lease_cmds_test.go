@@ -10,6 +10,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // cli runs Main in-process and returns exit code, stdout and stderr.
@@ -82,7 +83,7 @@ func TestAcquireRenewRelease(t *testing.T) {
 			t.Fatalf("renew: exit %d %s", code, errs)
 		}
 		code, out, _ = cli(t, append(g, "--json", "slots", "heavy")...)
-		var sj slotsJSON
+		var sj view.Slots
 		if code != 0 || json.Unmarshal([]byte(out), &sj) != nil || len(sj.Resources) != 1 || len(sj.Resources[0].Holders) != 1 {
 			t.Fatalf("slots --json: exit %d, %s", code, out)
 		}

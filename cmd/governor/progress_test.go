@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // envTarget runs governor with tg's store given by the environment
@@ -94,7 +96,7 @@ func TestAcquireProgressTimeout(t *testing.T) {
 			}
 		}
 		_, js, _ := cli(t, append(g, "slots", "heavy", "--json")...)
-		var sj slotsJSON
+		var sj view.Slots
 		if err := json.Unmarshal([]byte(js), &sj); err != nil || len(sj.Resources) != 1 || len(sj.Resources[0].Holders) != 1 {
 			t.Fatalf("slots --json: %v %s", err, js)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // fileGlobal is the global flags of a CLI on a fresh file backend and a
@@ -82,7 +83,7 @@ func TestSlotsJSONHasEveryCounter(t *testing.T) {
 		v.Field(i).SetInt(int64(100 + i))
 	}
 	got := map[int]bool{}
-	for _, n := range counterMap(c) {
+	for _, n := range view.Counters(c) {
 		got[n] = true
 	}
 	for i := range v.NumField() {

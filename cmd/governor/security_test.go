@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -114,38 +113,6 @@ func writeFile(t *testing.T, content string, mode os.FileMode) string {
 		t.Fatal(err)
 	}
 	return f.Name()
-}
-
-// slots prints what other processes declared escaped, in text and JSON;
-// JSON keeps the data.
-func TestSlotsEscapesHostileDeclarations(t *testing.T) {
-	sts := fixedState()
-	h := &sts[0].Holders[0]
-	h.Session, h.Host, h.Command, h.LeaseID = safetexttest.Hostile, safetexttest.Hostile, safetexttest.Hostile, "id"+safetexttest.Hostile
-	w := &sts[0].Waiters[0]
-	w.Session, w.Host, w.ID = safetexttest.Hostile, safetexttest.Hostile, safetexttest.Hostile
-	sts[0].Key.Resource = "r" + safetexttest.Hostile
-
-	var text bytes.Buffer
-	writeSlots(&text, "p", sts, nil)
-	safetexttest.Check(t, "slots", text.String())
-	if !strings.Contains(text.String(), `evil\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eRTL\nFAKE LINE\rOVER\xff`) {
-		t.Errorf("slots does not show the escaped session:\n%s", text.String())
-	}
-
-	var js bytes.Buffer
-	if err := writeJSON(&js, toSlotsJSON("p", sts, nil)); err != nil {
-		t.Fatal(err)
-	}
-	safetexttest.Check(t, "slots --json", js.String())
-	var back slotsJSON
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
-		t.Fatal(err)
-	}
-	// encoding/json turns the invalid byte into U+FFFD, and keeps the rest.
-	if want := strings.ToValidUTF8(safetexttest.Hostile, "\uFFFD"); back.Resources[0].Holders[0].Session != want {
-		t.Errorf("--json session = %q, want %q", back.Resources[0].Holders[0].Session, want)
-	}
 }
 
 // A hostile session and command, declared by one governor process, reach

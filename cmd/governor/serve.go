@@ -4,31 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/metrics"
 )
 
 // DefaultListen is where `governor serve` listens without --listen.
 const DefaultListen = "127.0.0.1:9464"
-
-// shutdownTimeout bounds how long serve waits for scrapes in progress
-// after INT or TERM.
-const shutdownTimeout = 10 * time.Second
 
 func (a *app) serveCmd() *cobra.Command {
 	var (
@@ -37,6 +28,7 @@ func (a *app) serveCmd() *cobra.Command {
 		retention time.Duration
 		page      bool
 		tokenFile string
+		unix      string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -51,6 +43,10 @@ func (a *app) serveCmd() *cobra.Command {
   /api/v1/slots    what 'governor slots --json' prints (?resource=R, repeatable)
   /api/v1/events   what 'governor events --json' prints (?resource=R, ?since=1h)
   /api/v1/info     {"project", "version", "actions", "poll_seconds"}
+  /api/v1/history  what serve's own reads of the backend (every second) saw of
+             each resource over the last hour, in 10 s steps (use, limit,
+             waiters, cool-off), and its wait-time distribution: the page's
+             charts (?resource=R, repeatable)
   /metrics   the project's state, read from the backend at scrape time, plus
              this process's go_* and process_* metrics
   /healthz   200 "ok" when the backend answers within --timeout, else 503
@@ -82,10 +78,21 @@ cancel), and the backend records the action as an event naming who did it:
 --admin-token-file, the page and the API only read: the action URLs do not
 exist (404) and the page shows no controls.
 
-On a loopback address, the page and the API answer only requests for the
-host localhost or a loopback IP (the Host header): another site cannot read
-them by pointing a name of its own at 127.0.0.1 (DNS rebinding). A proxy in
-front must then send such a Host.
+On a loopback address, every path (the page, the API, /metrics, /healthz)
+answers only requests for the host localhost or a loopback IP (the Host
+header): another site cannot read them by pointing a name of its own at
+127.0.0.1 (DNS rebinding). A proxy in front must then send such a Host.
+
+Loopback still means every user of this machine: on a host with other
+accounts serve warns so once at start. --unix PATH listens on a unix socket
+instead, created 0600 (only you, and root, can connect: curl --unix-socket
+PATH http://localhost/); PATH must not exist, or be a socket of yours that
+nothing listens on any more (a killed serve's), which is replaced; serve
+removes it when it stops. See docs/operator.md.
+
+A client gets 5 s to send its request's headers (at most 16 KiB, else 431)
+and 10 s for the whole request; an idle keep-alive connection is closed
+after a minute. A resource named twice in ?resource= is shown once.
 
 Values are read from the backend at scrape time, and the counters are kept by
 the backend, not by the process that acquired: one serve covers every process
@@ -103,7 +110,9 @@ resource);
 governor_acquires_total{outcome=acquired|busy} (disjoint: their sum is the
 acquires that ended), governor_acquires_queued_total, governor_releases_total,
 governor_leases_lost_total, governor_reclaims_total{reason=expired|owner_dead},
-governor_takeovers_total (counters by resource);
+governor_takeovers_total, governor_drift_events_total (acquires that asked for
+another limit or queue policy than the one in force, one per new disagreement,
+as the backend records them in its events) (counters by resource);
 governor_acquire_wait_seconds and governor_hold_seconds (histograms by
 resource: how long acquires waited, and leases were held until released, in
 every process, CLI runs included); governor_rate_allowed_total,
@@ -157,6 +166,9 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 			if err := governor.ValidateRetention(retention); err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
 			}
+			if unix != "" && cmd.Flags().Changed("listen") {
+				return exitWith(ExitFailure, fmt.Errorf("--unix %s and --listen %s: give one of them", unix, listen))
+			}
 			var token string
 			if tokenFile != "" {
 				if !page {
@@ -173,258 +185,30 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 			if err != nil {
 				return err
 			}
-			src := &reopening{project: l.Config.Project, open: func(ctx context.Context) (*governor.Governor, error) {
+			src := statuspage.NewReopening(l.Config.Project, func(ctx context.Context) (*governor.Governor, error) {
 				return a.open(ctx, openOptions{})
-			}}
+			})
 			defer src.Close()
-			var admin adminActions
-			if token != "" {
-				admin = src
-			}
-			octx, cancel := context.WithTimeout(ctx, timeout)
-			_, err = src.governor(octx)
-			cancel()
+			err = statuspage.Serve(ctx, statuspage.Options{Listen: listen, Unix: unix, Timeout: timeout, Retention: retention,
+				Page: page, Token: token, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(), Version: version(),
+				Source: src, Redis: l.Config.ResolvedBackend() == config.BackendRedis, Stderr: cmd.ErrOrStderr()})
 			if err != nil {
-				// A Redis that is down now may come up later (an
-				// exporter often starts first): serve, report
-				// governor_up 0, and connect at a later scrape. A
-				// file backend that cannot open is a setup error.
-				if l.Config.ResolvedBackend() != config.BackendRedis {
-					return err
+				var ee *exitcode.Error
+				if errors.As(err, &ee) {
+					return err // the backend's opening said its code
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
-			}
-			c, err := metrics.NewCollector(src, metrics.CollectorOptions{Timeout: timeout, Limits: l.Config.Limits()})
-			if err != nil {
 				return exitWith(ExitFailure, err)
 			}
-			handler := metrics.Handler(reg(c), c)
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("--listen %s: %w", listen, err))
-			}
-			if page {
-				mux := http.NewServeMux()
-				mux.Handle("/metrics", handler)
-				mux.Handle("/healthz", handler)
-				sp := newStatusPage(a, src, timeout, admin, token)
-				sp.loopbackHosts = loopback(ln.Addr())
-				sp.register(mux)
-				handler = mux
-			}
-			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
-			for _, w := range exposureWarnings(listen, ln.Addr(), page, admin != nil) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "governor: warning: "+w)
-			}
-			sweepCtx, stopSweep := context.WithCancel(ctx)
-			swept := make(chan struct{})
-			go func() {
-				defer close(swept)
-				src.sweep(sweepCtx, retention, timeout, cmd.ErrOrStderr())
-			}()
-			defer func() {
-				stopSweep()
-				<-swept
-			}()
-			if page {
-				actions := "read-only"
-				if admin != nil {
-					actions = "with actions"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "governor: status page (%s) on http://%s/\n", actions, ln.Addr())
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "governor: serving project %s on http://%s/metrics\n", src.Project(), ln.Addr())
-			select {
-			case err := <-served:
-				return exitWith(ExitFailure, fmt.Errorf("serve: %w", err))
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("shutdown: %w", err))
-			}
-			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return exitWith(ExitFailure, fmt.Errorf("serve: %w", err))
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "governor: serve stopped")
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
+	f.StringVar(&unix, "unix", "", "listen on a unix socket at PATH instead, that only you can connect to (0600); see above")
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
 	f.DurationVar(&retention, "resources-retention", governor.DefaultRetention,
 		fmt.Sprintf("forget a resource idle (no holder, waiter, grant or enqueue) this long (at least %v)", governor.MinRetention))
 	f.BoolVar(&page, "page", true, "serve the status page (/) and the JSON API (/api/v1/); false: /metrics and /healthz alone")
 	f.StringVar(&tokenFile, "admin-token-file", "", "enable actions (pause, resume, limit, cancel) on the page and the API for requests carrying the token in FILE (chmod 600); see above for the CSRF rule")
 	return cmd
-}
-
-// exposureWarnings are what serve says on stderr about who can reach
-// what it serves on addr (listen as given): nothing on loopback.
-func exposureWarnings(listen string, addr net.Addr, page, actions bool) []string {
-	if loopback(addr) {
-		return nil
-	}
-	what := "the project's resource names, limits, use and counters"
-	if page {
-		what += ", and on the status page and /api/v1/ the sessions, hosts, pids and commands of its holders and waiters"
-	}
-	ws := []string{fmt.Sprintf("--listen %s reaches beyond loopback: anyone who can connect to %s reads %s, without authentication; firewall it, or listen on 127.0.0.1", listen, addr, what)}
-	if actions {
-		ws = append(ws, fmt.Sprintf("--admin-token-file with --listen %s beyond loopback and no TLS: the admin token and every action cross the network in plain HTTP, readable by anyone on the way; listen on 127.0.0.1 and reach it through an SSH tunnel (ssh -L 9464:127.0.0.1:9464 HOST), or behind a TLS-terminating proxy", listen))
-	}
-	return ws
-}
-
-// loopback reports whether addr is a loopback address, reachable from
-// this machine only. An unspecified address (0.0.0.0, ::) listens on every
-// interface, so it is not.
-func loopback(addr net.Addr) bool {
-	ta, ok := addr.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
-}
-
-// reopening is the metrics source of serve: a Governor opened on first use,
-// and again on a later use while opening fails, so that serve can start
-// before its Redis does.
-type reopening struct {
-	project string
-	open    func(context.Context) (*governor.Governor, error)
-
-	mu sync.Mutex
-	g  *governor.Governor
-}
-
-var _ metrics.RateSource = (*reopening)(nil)
-
-func (r *reopening) governor(ctx context.Context) (*governor.Governor, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.g == nil {
-		g, err := r.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r.g = g
-	}
-	return r.g, nil
-}
-
-func (r *reopening) Project() string { return r.project }
-
-func (r *reopening) Resources(ctx context.Context) ([]string, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Resources(ctx)
-}
-
-func (r *reopening) Status(ctx context.Context, resource string) (governor.Status, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return governor.Status{}, err
-	}
-	return g.Status(ctx, resource)
-}
-
-func (r *reopening) Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Events(ctx, resource, since)
-}
-
-var _ adminActions = (*reopening)(nil)
-
-func (r *reopening) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Cancel(ctx, resource, sel, by)
-}
-
-func (r *reopening) Pause(ctx context.Context, resource, by string) error {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.Pause(ctx, resource, by)
-}
-
-func (r *reopening) Resume(ctx context.Context, resource, by string) error {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.Resume(ctx, resource, by)
-}
-
-func (r *reopening) SetLimit(ctx context.Context, resource string, limit int, by string) error {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.SetLimit(ctx, resource, limit, by)
-}
-
-func (r *reopening) Rates(ctx context.Context) ([]string, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Rates(ctx)
-}
-
-func (r *reopening) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
-	g, err := r.governor(ctx)
-	if err != nil {
-		return governor.RateStatus{}, err
-	}
-	return g.RateStatus(ctx, name)
-}
-
-// sweep forgets idle resources every governor.SweepInterval until ctx
-// ends, saying on stderr when a sweep fails; a backend that does not
-// answer is tried again at the next turn.
-func (r *reopening) sweep(ctx context.Context, retention, timeout time.Duration, stderr io.Writer) {
-	t := time.NewTicker(governor.SweepInterval(retention))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
-		if g, err := r.governor(sctx); err == nil {
-			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", strings.TrimPrefix(err.Error(), "governor: "))
-			}
-		}
-		cancel()
-	}
-}
-
-// reg returns the registry serve exposes: c, and this process's go_* and
-// process_* metrics.
-func reg(c *metrics.Collector) *prometheus.Registry {
-	r := prometheus.NewRegistry()
-	r.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return r
-}
-
-// Close closes the Governor if one was opened.
-func (r *reopening) Close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.g != nil {
-		_ = r.g.Close()
-	}
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/statuspage"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // fakeAdmin records the actions it is asked for, and answers err.
@@ -66,7 +68,7 @@ const testToken = "test-admin-token-0123456789"
 
 // pageServer serves the status page of a file backend with admin (nil:
 // read-only) on 127.0.0.1.
-func pageServer(t *testing.T, admin adminActions) *httptest.Server {
+func pageServer(t *testing.T, admin statuspage.Admin) *httptest.Server {
 	t.Helper()
 	a := &app{backend: "file", dir: filepath.Join(t.TempDir(), "state"), configFile: serveConfig(t), env: os.Environ()}
 	g, err := a.open(context.Background(), openOptions{})
@@ -74,11 +76,14 @@ func pageServer(t *testing.T, admin adminActions) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	l, err := a.load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	sp := newStatusPage(a, g, 5*time.Second, admin, testToken)
-	sp.loopbackHosts = true // as serve on 127.0.0.1
-	sp.register(mux)
-	s := httptest.NewServer(mux)
+	statuspage.NewPage(g, statuspage.PageOptions{Timeout: 5 * time.Second, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(),
+		Version: version(), Admin: admin, Token: testToken}).Register(mux)
+	s := httptest.NewServer(statuspage.LoopbackOnly(mux)) // as serve on 127.0.0.1
 	t.Cleanup(s.Close)
 	return s
 }
@@ -213,7 +218,7 @@ func TestStatusPageReadOnly(t *testing.T) {
 			t.Errorf("POST %s on a read-only page: %d; want 404", path, code)
 		}
 	}
-	var info infoJSON
+	var info statuspage.Info
 	getJSON(t, s.URL+"/api/v1/info", 200, &info)
 	if info.Actions || info.Project != "servetest" {
 		t.Errorf("info %+v; want project servetest, no actions", info)
@@ -283,7 +288,7 @@ func TestStatusPageAPIIsTheCLIs(t *testing.T) {
 		if w.exited() >= 0 {
 			t.Fatalf("the waiter ended: exit %d, %s", w.exited(), w.errb.String())
 		}
-		var s slotsJSON
+		var s view.Slots
 		getJSON(t, p.base+"/api/v1/slots?resource=gpu", 200, &s)
 		return len(s.Resources) == 1 && len(s.Resources[0].Waiters) == 1
 	})
@@ -310,13 +315,13 @@ func TestStatusPageAPIIsTheCLIs(t *testing.T) {
 	}
 	same("/api/v1/events", "events", "--json")
 	same("/api/v1/events?since=1h", "events", "--json", "--since", "1h")
-	var evs []eventJSON
+	var evs []view.Event
 	getJSON(t, p.base+"/api/v1/events", 200, &evs)
 	if len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventTakeover {
 		t.Errorf("events %+v; want the takeover last", evs)
 	}
 
-	var e apiError
+	var e statuspage.APIError
 	getJSON(t, p.base+"/api/v1/slots?resource=gpux", 404, &e)
 	if !strings.Contains(e.Error, `"gpux" is unknown`) || !strings.Contains(e.Error, "did you mean gpu") {
 		t.Errorf("unknown resource: %q", e.Error)
@@ -433,38 +438,6 @@ func (c *childProc) stop(t *testing.T) {
 	default:
 		_ = c.cmd.Process.Kill()
 		<-c.done
-	}
-}
-
-// serve warns when it listens where other machines can connect, more so
-// with actions: the token would cross the network in plain HTTP.
-func TestServeExposureWarnings(t *testing.T) {
-	lan := &net.TCPAddr{IP: net.IPv4(192, 168, 1, 10), Port: 9464}
-	lo := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9464}
-	for _, tc := range []struct {
-		addr          net.Addr
-		page, actions bool
-		want          []string // one string per warning, each in it
-	}{
-		{lo, true, true, nil},
-		{lo, false, false, nil},
-		{lan, false, false, []string{"reaches beyond loopback"}},
-		{lan, true, false, []string{"sessions, hosts, pids and commands"}},
-		{lan, true, true, []string{"sessions, hosts, pids and commands", "no TLS: the admin token"}},
-	} {
-		ws := exposureWarnings("HOST:9464", tc.addr, tc.page, tc.actions)
-		if len(ws) != len(tc.want) {
-			t.Errorf("%v page %v actions %v: %q; want %d warnings", tc.addr, tc.page, tc.actions, ws, len(tc.want))
-			continue
-		}
-		for i, w := range tc.want {
-			if !strings.Contains(ws[i], w) {
-				t.Errorf("%v page %v actions %v: warning %q lacks %q", tc.addr, tc.page, tc.actions, ws[i], w)
-			}
-		}
-		if !tc.page && len(ws) > 0 && strings.Contains(ws[0], "sessions") {
-			t.Errorf("--page=false warns of sessions shown: %q", ws[0])
-		}
 	}
 }
 
@@ -590,9 +563,9 @@ func TestServeActionsLive(t *testing.T) {
 	if !strings.Contains(p.before, "status page (with actions) on "+p.base+"/") {
 		t.Errorf("serve's stderr %q does not say the page has actions", p.before)
 	}
-	gpu := func() resourceJSON {
+	gpu := func() view.Resource {
 		t.Helper()
-		var s slotsJSON
+		var s view.Slots
 		getJSON(t, p.base+"/api/v1/slots?resource=gpu", 200, &s)
 		return s.Resources[0]
 	}

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 func (a *app) takeoverCmd() *cobra.Command {
@@ -232,7 +230,7 @@ events of some resource could not be read (the others are listed).`,
 			if since > 0 {
 				from = time.Now().Add(-since)
 			}
-			rows, err := readEvents(cmd.Context(), g, args, from)
+			rows, err := view.ReadEvents(cmd.Context(), g, args, from)
 			if rows == nil {
 				return exitWith(ExitFailure, err)
 			}
@@ -240,16 +238,7 @@ events of some resource could not be read (the others are listed).`,
 			if a.json {
 				err = writeJSON(cmd.OutOrStdout(), rows)
 			} else {
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
-				for _, r := range rows {
-					detail := dash(r.Detail)
-					if r.By != "" {
-						detail += "; by " + dash(r.By)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), dash(r.Resource), dash(r.Kind), dash(r.LeaseID), r.Token, detail)
-				}
-				err = tw.Flush()
+				err = view.WriteEvents(cmd.OutOrStdout(), rows)
 			}
 			if err == nil && failed != nil {
 				err = exitWith(ExitFailure, failed)
@@ -259,52 +248,4 @@ events of some resource could not be read (the others are listed).`,
 	}
 	cmd.Flags().DurationVar(&since, "since", 0, "only events in this past duration, e.g. 1h (default: all kept)")
 	return cmd
-}
-
-// eventJSON is one event in the stable --json schema of 'governor
-// events', which /api/v1/events of 'governor serve' serves too.
-type eventJSON struct {
-	At       time.Time `json:"at"`
-	Resource string    `json:"resource"`
-	Kind     string    `json:"kind"`
-	LeaseID  string    `json:"lease_id"`
-	Token    int64     `json:"token"`
-	Detail   string    `json:"detail"`
-	// By names who acted, for an admin action's event (cancelled,
-	// paused, resumed, limit).
-	By string `json:"by,omitempty"`
-}
-
-// eventSource reads events: a *governor.Governor, or serve's reopening one.
-type eventSource interface {
-	Resources(ctx context.Context) ([]string, error)
-	Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error)
-}
-
-// readEvents returns the events of the resources names (every resource
-// with state when none is named) at or after from, oldest first. One
-// resource whose events cannot be read does not hide the others': the
-// error then names each such resource, beside the rows that were read.
-// When nothing could be listed at all, rows is nil.
-func readEvents(ctx context.Context, src eventSource, names []string, from time.Time) ([]eventJSON, error) {
-	if len(names) == 0 {
-		var err error
-		if names, err = src.Resources(ctx); err != nil {
-			return nil, err
-		}
-	}
-	rows := []eventJSON{}
-	var failed []error
-	for _, n := range names {
-		evs, err := src.Events(ctx, n, from)
-		if err != nil {
-			failed = append(failed, fmt.Errorf("events of %s: %w", n, err))
-			continue
-		}
-		for _, e := range evs {
-			rows = append(rows, eventJSON{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail, e.By})
-		}
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })
-	return rows, errors.Join(failed...)
 }

@@ -229,3 +229,94 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 		t.Fatalf("token after the loss %d, not above %d from before", rw.Token, ra.Token)
 	}
 }
+
+// lostDataNewcomer: after the store forgot everything, a newcomer that
+// arrives before anyone renews finds no state and is granted (nothing
+// can tell it), but its fresh state does not hide the loss: the state
+// is born anew (its incarnation), so the forgotten holder's renewal and
+// the queued waiter's re-queue, both older than it, are evidence; grants
+// are held back (a quarantine event) and the waiter is not granted
+// beside the forgotten holder, even once the newcomer has released,
+// until the longest TTL has passed.
+func (s *suite) lostDataNewcomer(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL, a.New = 2*time.Second, true
+	mustAcquire(t, b, a, governor.Granted)
+	w := req(key, 1, 1, governor.Wait)
+	w.TTL, w.New = a.TTL, true
+	mustAcquire(t, b, w, governor.Queued)
+	s.h.Lose(t)
+	s.h.Advance(t, 10*time.Millisecond) // a restart takes time
+	n := req(key, 1, 1, governor.Fail)
+	n.TTL, n.New = a.TTL, true
+	other := s.h.Open(t)
+	mustAcquire(t, other, n, governor.Granted)
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
+	}
+	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.New = false
+	if res, err := b.Acquire(ctxT(t), w); err != nil || res.Outcome != governor.Queued {
+		t.Fatalf("the waiter re-queuing after the loss and the newcomer's release: %v %v, want queued (held back)", res.Outcome, err)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quarantined := false
+	for _, e := range evs {
+		quarantined = quarantined || e.Kind == governor.EventQuarantine
+	}
+	if !quarantined {
+		t.Fatalf("events after the loss = %+v, want a quarantine", evs)
+	}
+	s.h.Advance(t, 3*time.Second)
+	mustAcquire(t, b, w, governor.Granted)
+}
+
+// lostDataWaiterNewcomer: as lostDataNewcomer, with the waiter alone
+// telling: its re-queue into a state born after it was queued holds
+// grants back although nobody renewed.
+func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	a := req(key, 1, 1, governor.Fail)
+	a.TTL, a.New = 2*time.Second, true
+	mustAcquire(t, b, a, governor.Granted)
+	w := req(key, 1, 1, governor.Wait)
+	w.TTL, w.New = a.TTL, true
+	mustAcquire(t, b, w, governor.Queued)
+	s.h.Lose(t)
+	s.h.Advance(t, 10*time.Millisecond)
+	other := s.h.Open(t)
+	n := req(key, 1, 1, governor.Fail)
+	n.TTL, n.New = a.TTL, true
+	mustAcquire(t, other, n, governor.Granted)
+	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.New = false
+	if res, err := b.Acquire(ctxT(t), w); err != nil || res.Outcome != governor.Queued {
+		t.Fatalf("the waiter re-queuing into a state born after it: %v %v, want queued (held back)", res.Outcome, err)
+	}
+	late := req(key, 1, 1, governor.Fail)
+	late.TTL, late.New = a.TTL, true
+	res := mustAcquire(t, other, late, governor.Refused)
+	// The refusal says why (issue 25.12): a quarantine is in force.
+	if !res.Status.Quarantine.After(res.Status.Now) {
+		t.Fatalf("refused in a quarantine: Status.Quarantine %v, now %v; want the quarantine's end", res.Status.Quarantine, res.Status.Now)
+	}
+	if st := mustStatus(t, other, key); !st.Quarantine.After(st.Now) {
+		t.Fatalf("Status in a quarantine: Quarantine %v, now %v; want its end", st.Quarantine, st.Now)
+	}
+}

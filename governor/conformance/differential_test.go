@@ -133,13 +133,14 @@ type diffOp struct {
 	prio      string
 	supersede string
 	cancel    bool
+	exclusive bool // the whole limit in force at grant (Request.Exclusive)
 }
 
 func (o diffOp) String() string {
 	switch o.kind {
 	case "acquire":
-		return fmt.Sprintf("acquire %s/%s limit %d weight %d wait %v prio %q supersede %q cancel %v", o.resource, o.id, o.limit,
-			o.weight, o.wait, o.prio, o.supersede, o.cancel)
+		return fmt.Sprintf("acquire %s/%s limit %d weight %d wait %v prio %q supersede %q cancel %v exclusive %v", o.resource, o.id, o.limit,
+			o.weight, o.wait, o.prio, o.supersede, o.cancel, o.exclusive)
 	case "takeover":
 		return fmt.Sprintf("takeover %s/%s by %s", o.resource, o.id, o.newID)
 	case "renew":
@@ -184,6 +185,8 @@ func diffOps(rng *rand.Rand, n int, policy bool) []diffOp {
 			}
 			if rng.IntN(15) == 0 {
 				op.weight = 5 // above any limit
+			} else if rng.IntN(6) == 0 {
+				op.exclusive, op.weight = true, op.limit // under a live or drifted limit too
 			}
 			if policy {
 				op.prio = []string{"critical", "default", "batch", ""}[rng.IntN(4)]
@@ -248,7 +251,7 @@ func (r *diffRun) request(o diffOp, id string, isNew bool) governor.Request {
 	if o.wait {
 		mode = governor.Wait
 	}
-	req := governor.Request{Key: r.key(o.resource), ID: id, Limit: o.limit, Weight: o.weight, TTL: 10 * time.Minute,
+	req := governor.Request{Key: r.key(o.resource), ID: id, Limit: o.limit, Weight: o.weight, Exclusive: o.exclusive, TTL: 10 * time.Minute,
 		Mode: mode, QueueTTL: 10 * time.Minute, New: isNew,
 		Declaration: governor.Declaration{Session: "diff", Host: "h"}}
 	if r.policy != nil {

@@ -45,6 +45,9 @@ func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) 
 		}
 	}
 	t.inForce(req.Limit, req.ID)
+	if req.Exclusive {
+		req.Weight = st.Limit // the limit in force, now (Request.Exclusive)
+	}
 	t.agreePolicy(req, len(st.Holders) == 0 && len(st.Waiters) == 0)
 	p, pol := t.policy()
 	if req.Weight > st.Limit || pol && p.Never(st.Limit, p.ClassOf(req.Priority), req.FairKey, req.Weight) != governor.PolicyAllows {
@@ -73,7 +76,7 @@ func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) 
 		if req.Mode != governor.Wait {
 			return b.refused(t, req)
 		}
-		st.Waiters = append(st.Waiters, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL),
+		st.Waiters = append(st.Waiters, waiter{ID: req.ID, Weight: req.Weight, Exclusive: req.Exclusive, TTL: int64(req.TTL),
 			Enqueued: t.now.boot, Decl: req.Declaration})
 		st.Counters.Waited++
 		i = len(st.Waiters) - 1
@@ -88,7 +91,7 @@ func (b *Backend) queued(t *tx, req governor.Request, i int, exp int64) (governo
 	t.dirty = true
 	t.superseding(req, false)
 	return committed(t, governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)})
+		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
 }
 
 // granted ends an Acquire that granted h to req.
@@ -107,5 +110,5 @@ func (b *Backend) refused(t *tx, req governor.Request) (governor.Result, error) 
 	t.st.Counters.Busy++
 	t.dirty = true
 	return committed(t, governor.Result{Outcome: governor.Refused,
-		Status: t.st.status(req.Key, t.now, b.boot, holdersInRefusal)})
+		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
 }

@@ -137,6 +137,19 @@ func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, 
 
 // SetLimit implements governor.Backend.
 func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
+	return b.setLimit(ctx, key, limit, 0, by)
+}
+
+var _ governor.LimitClearer = (*Backend)(nil)
+
+// ClearLimit implements governor.LimitClearer.
+func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
+	return b.setLimit(ctx, key, 0, back, by)
+}
+
+// setLimit sets limit live, or with 0 clears the live limit, back to back
+// when it is above 0 (as admin.lua).
+func (b *Backend) setLimit(ctx context.Context, key governor.Key, limit, back int, by string) error {
 	return b.do(ctx, key, section{create: true, settle: true}, func(t *tx) error {
 		st := t.st
 		was := st.Limit
@@ -149,10 +162,10 @@ func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by 
 				st.Drift = 0
 			}
 		case st.Live != nil:
-			// Back to the limit a process asked for meanwhile (drift),
-			// else the one in force stays until a process asks for
-			// another (inForce).
-			back := cmp.Or(st.Drift, was)
+			// Back to the limit given (the configured one), else to the
+			// one a process asked for meanwhile (drift), else the one in
+			// force stays until a process asks for another (inForce).
+			back := cmp.Or(max(back, 0), st.Drift, was)
 			t.eventBy(governor.EventLimit, "", fmt.Sprintf("live limit cleared; the limit in force is %d (was %d)", back, was), by)
 			st.Live, st.Limit, st.Drift = nil, back, 0
 		default:

@@ -15,9 +15,6 @@ import (
 	"github.com/governor-dev/governor/governor/proc"
 )
 
-// holdersInRefusal caps the holders a refusal reports, as in Redis.
-const holdersInRefusal = 16
-
 // closeTimeout bounds the critical sections Close and Notify run on their
 // own context.
 const closeTimeout = 5 * time.Second

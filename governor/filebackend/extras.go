@@ -3,6 +3,7 @@ package filebackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,11 +40,7 @@ func (st *state) lost(key governor.Key, id string) error {
 func (st *state) ended(id string) *event {
 	for i := len(st.Events) - 1; i >= 0; i-- {
 		e := &st.Events[i]
-		if e.Lease != id {
-			continue
-		}
-		switch e.Kind {
-		case governor.EventTakeover, governor.EventReclaimed, governor.EventExpired, governor.EventCancelledInProgress:
+		if e.Lease == id && slices.Contains(governor.EndedKinds, e.Kind) {
 			return e
 		}
 	}
@@ -74,7 +71,7 @@ func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Req
 			return governor.Result{}, t.commitThen(governor.ErrNotHeld)
 		}
 		if !t.fits(req.Weight) {
-			return committed(t, governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, holdersInRefusal)})
+			return committed(t, governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, governor.RefusalHolders)})
 		}
 		// Under a queue policy it counts in no class (as in Redis: the
 		// ended lease's class is gone with it).

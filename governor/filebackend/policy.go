@@ -15,10 +15,6 @@ import (
 // fair key; the weight each class and key holds is summed from the
 // holders when needed.
 
-// Tags: a waiter's tag is max(class virtual time, key's last tag) +
-// policyQuant / key weight (integers, as the Redis scripts').
-const policyQuant = 720720
-
 // policy returns the policy in force, parsed.
 func (t *tx) policy() (governor.Policy, bool) {
 	if t.st.Policy == "" {
@@ -125,7 +121,7 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 		tk = w.Key
 	}
 	kt := fmt.Sprintf("%d:%s", w.Class, tk)
-	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(policyQuant/p.FairWeight(tk))
+	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(governor.PolicyQuant/p.FairWeight(tk))
 	st.KeyTags[kt] = w.Tag
 	i := len(st.Waiters)
 	for i > 0 && (st.Waiters[i-1].Class > w.Class || st.Waiters[i-1].Class == w.Class && st.Waiters[i-1].Tag > w.Tag) {
@@ -303,7 +299,7 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 			}
 			return governor.Result{}, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, req.Key.Resource, p.MaxQueue)
 		}
-		t.enqueuePolicy(p, waiter{ID: req.ID, Weight: req.Weight, TTL: int64(req.TTL), Enqueued: t.now.boot,
+		t.enqueuePolicy(p, waiter{ID: req.ID, Weight: req.Weight, Exclusive: req.Exclusive, TTL: int64(req.TTL), Enqueued: t.now.boot,
 			Expires: t.now.boot + int64(req.QueueTTL), Decl: req.Declaration, Class: c, Key: key})
 		t.promotePolicy(p)
 		if h := st.holder(req.ID); h != nil {

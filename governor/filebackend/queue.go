@@ -103,11 +103,25 @@ func (t *tx) dropHolder(i int) {
 	t.dirty = true
 }
 
+// weighExclusive makes every exclusive waiter (governor.Request.Exclusive)
+// weigh the limit in force, which a live limit, an idle resource's new
+// limit or AIMD may have changed since it queued: before any grant, so
+// that it is granted the limit in force then (lib.lua's weight_of).
+func (t *tx) weighExclusive() {
+	st := t.st
+	for i := range st.Waiters {
+		if w := &st.Waiters[i]; w.Exclusive && st.Limit > 0 && w.Weight != st.Limit {
+			w.Weight, t.dirty = st.Limit, true
+		}
+	}
+}
+
 // promote hands free weight to the head of the queue, in order, while it
 // fits: the head blocks lighter waiters behind it, so a heavy waiter is
 // never starved. Each grantee alone is woken, through its own pipe; a
 // head whose pipe nobody listens to is dead and is dropped.
 func (t *tx) promote() {
+	t.weighExclusive()
 	if p, ok := t.policy(); ok {
 		t.promotePolicy(p)
 		return

@@ -178,12 +178,15 @@ func (h *holder) stalled(key governor.Key, now clockNow) error {
 }
 
 type waiter struct {
-	ID       string               `json:"id"`
-	Weight   int                  `json:"weight"`
-	TTL      int64                `json:"ttl"` // of the lease it will be granted, ns
-	Enqueued int64                `json:"enqueued"`
-	Expires  int64                `json:"expires"` // of the queue entry
-	Decl     governor.Declaration `json:"decl"`
+	ID     string `json:"id"`
+	Weight int    `json:"weight"`
+	// Exclusive: it takes the limit in force when granted
+	// (governor.Request.Exclusive); Weight follows it (weighExclusive).
+	Exclusive bool                 `json:"exclusive,omitempty"`
+	TTL       int64                `json:"ttl"` // of the lease it will be granted, ns
+	Enqueued  int64                `json:"enqueued"`
+	Expires   int64                `json:"expires"` // of the queue entry
+	Decl      governor.Declaration `json:"decl"`
 	// Class, Key and Tag: its class (index), fair key and tag under a
 	// policy (see policy.go).
 	Class int    `json:"class,omitempty"`
@@ -411,7 +414,11 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 	}
 	for _, w := range st.Waiters {
 		if w.Expires > now.boot && w.bad == "" {
-			s.Waiters = append(s.Waiters, governor.Waiter{ID: w.ID, Weight: w.Weight,
+			ww := w.Weight
+			if w.Exclusive && st.Limit > 0 {
+				ww = st.Limit // the limit in force, as when it is granted
+			}
+			s.Waiters = append(s.Waiters, governor.Waiter{ID: w.ID, Weight: ww,
 				EnqueuedAt: now.at(w.Enqueued), Declaration: w.Decl})
 		}
 	}

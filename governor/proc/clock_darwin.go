@@ -10,3 +10,10 @@ const (
 	MachineClockID   = unix.CLOCK_UPTIME_RAW
 	MachineClockName = "CLOCK_UPTIME_RAW"
 )
+
+// SleepClockID is macOS's CLOCK_MONOTONIC (mach_continuous_time), which
+// runs on while the machine sleeps (see SleepClock).
+const (
+	SleepClockID   = unix.CLOCK_MONOTONIC
+	SleepClockName = "CLOCK_MONOTONIC"
+)

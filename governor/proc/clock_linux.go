@@ -8,3 +8,10 @@ const (
 	MachineClockID   = unix.CLOCK_MONOTONIC
 	MachineClockName = "CLOCK_MONOTONIC"
 )
+
+// SleepClockID is CLOCK_BOOTTIME, which runs on while the machine is
+// suspended (see SleepClock).
+const (
+	SleepClockID   = unix.CLOCK_BOOTTIME
+	SleepClockName = "CLOCK_BOOTTIME"
+)

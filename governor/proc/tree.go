@@ -12,6 +12,11 @@ func Marked(name, word string) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	return MarkedIn(all, name, word), nil
+}
+
+// MarkedIn is Marked among the processes of all (a List).
+func MarkedIn(all []Info, name, word string) []Info {
 	self := os.Getpid()
 	var out []Info
 	for _, p := range all {
@@ -20,5 +25,5 @@ func Marked(name, word string) ([]Info, error) {
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out
 }

@@ -58,11 +58,23 @@ func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, 
 
 // SetLimit implements governor.Backend: admin.lua's limit.
 func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
+	return b.setLimit(ctx, key, limit, 0, by)
+}
+
+var _ governor.LimitClearer = (*Backend)(nil)
+
+// ClearLimit implements governor.LimitClearer: admin.lua's limit with the
+// limit to go back to.
+func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
+	return b.setLimit(ctx, key, 0, back, by)
+}
+
+func (b *Backend) setLimit(ctx context.Context, key governor.Key, limit, back int, by string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
 	rk := b.resource(key)
-	if err := adminScript.Run(ctx, b.rdb, rk.keys, "limit", by, strconv.Itoa(limit)).Err(); err != nil {
+	if err := adminScript.Run(ctx, b.rdb, rk.keys, "limit", by, strconv.Itoa(limit), strconv.Itoa(back)).Err(); err != nil {
 		return wrap("limit", err)
 	}
 	if limit > 0 {

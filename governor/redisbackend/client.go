@@ -1,7 +1,9 @@
 package redisbackend
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +22,24 @@ import (
 // deadline (ContextTimeoutEnabled): a renewal stuck on a partition must
 // not outlive its lease's local deadline.
 func NewClient(rawURL string) (redis.UniversalClient, error) {
+	c, err := newClient(rawURL)
+	return c, hidePasswords(err)
+}
+
+// userPassword is user:password@ anywhere in a text.
+var userPassword = regexp.MustCompile(`([^\s:/@?&=]*):[^\s@/]+@`)
+
+// hidePasswords returns err with every user:password@ in its text shown
+// as user:***@: go-redis's parse errors quote the URL, or the part that
+// did not parse (?addr=u:PW@…), whole.
+func hidePasswords(err error) error {
+	if err == nil || !userPassword.MatchString(err.Error()) {
+		return err
+	}
+	return errors.New(userPassword.ReplaceAllString(err.Error(), "$1:***@"))
+}
+
+func newClient(rawURL string) (redis.UniversalClient, error) {
 	scheme, rest, _ := strings.Cut(rawURL, "://")
 	base, topology, _ := strings.Cut(scheme, "+")
 	plain := base + "://" + rest

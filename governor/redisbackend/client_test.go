@@ -47,6 +47,17 @@ func TestNewClientTopologies(t *testing.T) {
 	}
 }
 
+// A URL that does not parse is not echoed with its password (issue
+// 24.17): go-redis quotes the URL, or the ?addr= that failed, whole.
+func TestNewClientErrorHidesPasswords(t *testing.T) {
+	for _, u := range []string{"redis+cluster://h:1?addr=u:PW@x:2", "redis://u:PW@h:bad"} {
+		_, err := redisbackend.NewClient(u)
+		if err == nil || strings.Contains(err.Error(), "PW") || !strings.Contains(err.Error(), "u:***@") {
+			t.Errorf("NewClient(%q) = %v; want an error showing u:***@", u, err)
+		}
+	}
+}
+
 func TestOwnClient(t *testing.T) {
 	m := miniredis.RunT(t)
 	for _, own := range []bool{false, true} {

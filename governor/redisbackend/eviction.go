@@ -38,7 +38,10 @@ func (b *Backend) checkEviction(ctx context.Context) error {
 		bad      []string
 		unknown  []string
 		checkOne = func(ctx context.Context, c *redis.Client) error {
-			policy, err := evictionPolicy(ctx, c)
+			policy, evicted, err := evictionState(ctx, c)
+			if err == nil {
+				b.evict.noteEvicted(c.Options().Addr, evicted) // the watch's first count
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -77,19 +80,4 @@ func (b *Backend) checkEviction(ctx context.Context) error {
 			governor.ErrBackend, strings.Join(bad, ", "), safePolicy)
 	}
 	return nil
-}
-
-// evictionPolicy returns the maxmemory_policy line of INFO memory, or ""
-// when it has none.
-func evictionPolicy(ctx context.Context, c *redis.Client) (string, error) {
-	info, err := c.Info(ctx, "memory").Result()
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
-			return v, nil
-		}
-	}
-	return "", nil
 }

@@ -60,7 +60,7 @@ func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, re
 	res := governor.Result{Outcome: governor.Granted, Token: r.int(v[1], "the token"), Expires: time.UnixMilli(r.int(v[2], "the expiry"))}
 	if r.err == nil {
 		rk.held.Delete(old)
-		rk.held.Store(req.ID, struct{}{})
+		rk.held.Store(req.ID, res.Token)
 	}
 	return res, r.err
 }

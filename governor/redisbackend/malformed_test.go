@@ -48,3 +48,36 @@ func TestMalformedRecordNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedMetaNamed: a meta field that holds no number (limit abc,
+// written by something else) is a governor.ErrBackend naming the key and
+// the field, on the fast paths too, never a raw Lua arithmetic error
+// (issue 25.12).
+func TestMalformedMetaNamed(t *testing.T) {
+	for _, field := range []string{"limit", "drift", "token", "acquired", "released"} {
+		t.Run(field, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			b := open(t, m.Addr())
+			ctx := context.Background()
+			key := governor.Key{Project: "p", Resource: "r"}
+			held := governor.Request{Key: key, ID: "held", Limit: 2, Weight: 1, TTL: time.Minute, QueueTTL: time.Minute, New: true}
+			if res, err := b.Acquire(ctx, held); err != nil || res.Outcome != governor.Granted {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			m.HSet(redisbackend.Keys(key)[1], field, "abc")
+			check := func(op string, err error) {
+				t.Helper()
+				if err == nil {
+					return // this operation does not read the field
+				}
+				if !errors.Is(err, governor.ErrBackend) || strings.Contains(err.Error(), "arithmetic") ||
+					!strings.Contains(err.Error(), redisbackend.Keys(key)[1]) || !strings.Contains(err.Error(), field) {
+					t.Fatalf("%s with %s abc: %v; want ErrBackend naming the key and the field", op, field, err)
+				}
+			}
+			_, err := b.Acquire(ctx, governor.Request{Key: key, ID: "other", Limit: 2, Weight: 1, TTL: time.Minute, QueueTTL: time.Minute, New: true})
+			check("Acquire", err)
+			check("Release", b.Release(ctx, key, held.ID, ""))
+		})
+	}
+}

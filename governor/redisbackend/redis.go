@@ -36,7 +36,7 @@ var (
 )
 
 // holdersInRefusal caps the holders a refusal reports.
-const holdersInRefusal = 16
+const holdersInRefusal = governor.RefusalHolders
 
 // Prefix starts every key and channel governor owns.
 const Prefix = "gov:"
@@ -55,6 +55,7 @@ type Backend struct {
 	allowEviction bool
 	noQuarantine  bool
 	warn          func(string)
+	evict         evictWatch // see watchEviction
 
 	// closed: every call after Close is governor.ErrClosed, even on a
 	// client that stays open (it belongs to the caller).
@@ -80,14 +81,16 @@ type resourceKeys struct {
 	// the resource's data lost (see LossQuarantine).
 	maxTTL atomic.Int64
 	// queued lists the waiter ids this backend saw queued on the
-	// resource (id -> struct{}), until granted, refused or cancelled:
-	// such a waiter re-queuing into a resource without state proves the
-	// state was lost.
+	// resource (id -> the server time, ms, of the last reply saying so),
+	// until granted, refused or cancelled: such a waiter re-queuing into
+	// a resource without state, or into a state born after that time
+	// (its incarnation, lib.lua), proves the state was lost.
 	queued sync.Map
 	// held lists the leases this backend was granted on the resource
-	// (id -> struct{}), until released or lost: such a lease renewing
-	// into a resource without state proves the state was lost (a renewal
-	// of a lease id from elsewhere, as the CLI's renew, proves nothing).
+	// (id -> its fencing token), until released or lost: such a lease
+	// renewing into a resource without state, or into a state born after
+	// its token, proves the state was lost (a renewal of a lease id from
+	// elsewhere, as the CLI's renew, proves nothing: it has no token).
 	held sync.Map
 }
 
@@ -315,15 +318,16 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		mode = "wait"
 	}
 	r := b.resource(req.Key)
-	isNew, wasQueued := "0", "0"
+	isNew, queuedAt := "0", int64(0)
 	if req.New {
 		isNew = "1"
-	} else if _, ok := r.queued.Load(req.ID); ok {
-		wasQueued = "1"
+	} else if at, ok := r.queued.Load(req.ID); ok {
+		queuedAt = at.(int64)
 	}
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
-		b.lossMS(r, req.TTL), wasQueued, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress)).Slice()
+		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
+		flag(req.Exclusive)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
@@ -338,12 +342,12 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		gone.WaiterID = req.ID
 	}
 	if err == nil && res.Outcome == governor.Queued {
-		r.queued.Store(req.ID, struct{}{})
-	} else if wasQueued == "1" || err == nil && res.Outcome != governor.Queued {
+		r.queued.Store(req.ID, res.Status.Now.UnixMilli())
+	} else if queuedAt > 0 || err == nil && res.Outcome != governor.Queued {
 		r.queued.Delete(req.ID)
 	}
 	if err == nil && res.Outcome == governor.Granted {
-		r.held.Store(req.ID, struct{}{})
+		r.held.Store(req.ID, res.Token)
 	}
 	return res, err
 }
@@ -372,11 +376,13 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 
 // renewArgs are renew.lua's ARGV for lease id of rk.
 func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, ttl time.Duration, mode string) []any {
-	loss := b.lossMS(rk, ttl)
-	if _, ok := rk.held.Load(id); !ok {
+	loss, token := b.lossMS(rk, ttl), int64(0)
+	if t, ok := rk.held.Load(id); ok {
+		token = t.(int64)
+	} else {
 		loss = 0
 	}
-	return []any{id, ttl.Milliseconds(), secret, mode, loss}
+	return []any{id, ttl.Milliseconds(), secret, mode, loss, token}
 }
 
 // renewReply reads renew.lua's reply v for lease id of key (rk its keys),

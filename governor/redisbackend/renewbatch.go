@@ -58,7 +58,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 		}
 		groups = chunks(all)
 	}
-	const perLease = 5 // renew.lua's ARGV
+	const perLease = 6 // renew.lua's ARGV
 	cmds := make([]*redis.Cmd, len(groups))
 	keysOf := make([][]string, len(groups))
 	argsOf := make([][]any, len(groups))
@@ -100,6 +100,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			out[i] = b.renewManyReply(rs[i], v, j, err)
 		}
 	}
+	b.watchEviction(ctx, rs)
 	return out
 }
 

@@ -185,13 +185,14 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	if len(v) == 2 && r.int(v[0], "the code") == -4 {
 		return res, cmp.Or(r.err, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue")))
 	}
-	if !r.length(v, 10, true) {
+	if !r.length(v, 11, true) {
 		return res, r.err
 	}
 	code := r.int(v[0], "the code")
 	st := governor.Status{Key: key, Limit: int(r.int(v[4], "the limit")), Used: int(r.int(v[5], "the weight used")),
 		DriftLimit: int(r.int(v[7], "the drift limit")), Now: time.UnixMilli(r.int(v[8], "the time"))}
 	st.CoolOff = coolOffEnd(r.int(v[9], "the end of the cool-off"), st.Now)
+	st.Quarantine = coolOffEnd(r.int(v[10], "the end of the quarantine"), st.Now)
 	qlen := r.int(v[6], "the queue length")
 	if r.err != nil {
 		return res, r.err
@@ -215,13 +216,13 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	// The queue is reported by length only (Status lists it in full):
 	// listing 100,000 empty waiters cost each enqueue 10 ms here.
 	st.Queued = int(qlen)
-	st.Holders = r.holders(v[10:])
+	st.Holders = r.holders(v[11:])
 	res.Status = st
 	return res, r.err
 }
 
-// coolOffEnd is the end of a cool-off stored as ms, or zero when it
-// has passed (or none was stored).
+// coolOffEnd is the end of a cool-off (or a quarantine) stored as ms,
+// or zero when it has passed (or none was stored).
 func coolOffEnd(ms int64, now time.Time) time.Time {
 	if t := time.UnixMilli(ms); ms > 0 && t.After(now) {
 		return t
@@ -273,6 +274,8 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			liveAt = n
 		case "cooloff":
 			st.CoolOff = coolOffEnd(n, st.Now)
+		case "quarantine":
+			st.Quarantine = coolOffEnd(n, st.Now)
 		case "adapt":
 			adapt = n
 		case "adapt_max":
@@ -288,6 +291,11 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		st.Used += h.Weight
 	}
 	st.Waiters = r.waiters(r.list(v[3], "the waiters"))
+	for i := range st.Waiters {
+		if st.Waiters[i].Weight == 0 {
+			st.Waiters[i].Weight = st.Limit // exclusive: the limit in force (WREC in head.lua)
+		}
+	}
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}

@@ -45,12 +45,17 @@ const maxDepth = 3
 //     ({"api_key": "..."});
 //   - the passwords of well-known clients: mysql and mariadb -pPASS,
 //     redis-cli -a PASS, curl -u user:PASS (also --user and -U), sshpass
-//     -p PASS;
-//   - in any URL, the password of user:password@ and the values of secret
-//     query parameters (?api_key=, &token=, ?password=);
+//     -p PASS, docker (podman, nerdctl) login -p PASS;
+//   - in any URL, the password of user:password@, a token as its user
+//     (https://TOKEN@host: a user of 20 or more characters), the values
+//     of secret query parameters (?api_key=, &token=, ?password=) and the
+//     password of a query value that is itself user:password@host
+//     (?addr=u:PW@h, well formed or not);
 //   - anything shaped like a provider key (sk-..., sk-ant-..., ghp_...,
-//     github_pat_..., xoxb-..., AKIA..., AIza..., hf_..., glpat-...), and the
-//     token after "Bearer " or "Basic ";
+//     github_pat_..., xoxb-..., AKIA..., AIza..., hf_..., glpat-...,
+//     sk_live_..., rk_test_...), JWTs (eyJ....eyJ....sig), Telegram bot
+//     tokens (botID:TOKEN, as in api.telegram.org URLs), and the token
+//     after "Bearer " or "Basic ";
 //   - all of the above inside an argument of several words, such as the
 //     script of sh -c 'KEY=x make' or ssh's remote command, word by word.
 //     (A NAME=value argument with spaces that does not follow -c is taken
@@ -58,7 +63,7 @@ const maxDepth = 3
 //
 // A name names a secret when its last word is one of key, token, secret,
 // password, passwd, pass, pwd, passphrase, credential(s), auth,
-// authorization, cookie, apikey, bearer, signature, sig, or any of its words contains
+// authorization, cookie, apikey, bearer, signature, sig, pat, or any of its words contains
 // secret, password, passwd, apikey or credential. Words are split at '-',
 // '_', '.' and camelCase, and matched case-insensitively, so --max-tokens,
 // --tokenizer and KEYBOARD are shown. A name whose last word is file, path,
@@ -108,9 +113,32 @@ func urlPassword(raw string) string {
 	}
 	user, _, hasPassword := strings.Cut(rest[:at], ":")
 	if !hasPassword {
+		if isTokenUser(user) {
+			return prefix + Mark + rest[at:]
+		}
 		return raw
 	}
 	return prefix + user + ":" + Mark + rest[at:]
+}
+
+// isTokenUser tells a URL's user that is a token (tokenUser).
+func isTokenUser(user string) bool { return tokenUserRe().MatchString(user) }
+
+var tokenUserRe = lazy(`^` + tokenUser + `$`)
+
+// valuePassword hides the password of a query value that is itself
+// user:password@host (a Cluster's or Sentinel's ?addr=, well formed or
+// not).
+func valuePassword(v string) (string, bool) {
+	at := strings.LastIndexByte(v, '@')
+	if at < 0 {
+		return v, false
+	}
+	user, pw, ok := strings.Cut(v[:at], ":")
+	if !ok || pw == "" || pw == Mark {
+		return v, false
+	}
+	return user + ":" + Mark + v[at:], true
 }
 
 // queryParam matches one parameter of a URL query: its separator, name
@@ -126,6 +154,9 @@ func secretQuery(s string) string {
 		name := sub[2]
 		if u, err := url.QueryUnescape(name); err == nil {
 			name = u
+		}
+		if v, ok := valuePassword(sub[3]); ok {
+			return sub[1] + sub[2] + "=" + v
 		}
 		if sub[3] == "" || sub[3] == Mark || !secretName(name) {
 			return m
@@ -161,6 +192,8 @@ func words(args []string, depth int) []string {
 		}
 		if p := clientName(a); p != "" {
 			program = p
+		} else if program == "docker" && a == "login" {
+			program = "docker login" // its -p is the password (elsewhere, a port)
 		}
 		var shown string
 		if i == 0 || !shellFlag().MatchString(args[i-1]) || !strings.ContainsAny(a, " \t\n") {
@@ -188,6 +221,13 @@ func word(a, program string) (shown string, hideNext int, next func(string) stri
 	case "redis-cli":
 		if a == "-a" {
 			return a, 1, nil
+		}
+	case "docker login":
+		if a == "-p" {
+			return a, 1, nil
+		}
+		if v, ok := strings.CutPrefix(a, "-p"); ok && v != "" && !strings.HasPrefix(a, "--") {
+			return "-p" + Mark, 0, nil
 		}
 	case "sshpass":
 		if a == "-p" {
@@ -260,6 +300,8 @@ func clientName(w string) string {
 		return "redis-cli"
 	case base == "curl" || base == "sshpass":
 		return base
+	case base == "docker" || base == "podman" || base == "nerdctl":
+		return "docker"
 	}
 	return ""
 }
@@ -339,6 +381,7 @@ var secretWords = map[string]bool{
 	"passphrase": true, "credential": true, "credentials": true,
 	"auth": true, "authorization": true, "cookie": true, "bearer": true,
 	"signature": true, "sig": true, // of a presigned URL (X-Amz-Signature, sig=)
+	"pat": true, // a personal access token (--pat, GH_PAT)
 }
 
 // secretParts are never innocent inside a word (SECRETKEY, MYPASSWORD).
@@ -356,15 +399,25 @@ var secretPatterns = []struct {
 }{
 	{lazy(`\bsk-[A-Za-z0-9_-]{16,}`), Mark}, // OpenAI, Anthropic (sk-ant-...)
 	{lazy(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mark},
-	{lazy(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Mark},            // Slack
-	{lazy(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mark},              // AWS access key id
-	{lazy(`\bAIza[0-9A-Za-z_-]{35}`), Mark},                    // Google
-	{lazy(`\bhf_[A-Za-z0-9]{30,}`), Mark},                      // Hugging Face
-	{lazy(`\bglpat-[A-Za-z0-9_-]{20,}`), Mark},                 // GitLab
-	{lazy(`(?i)\b(bearer|basic)(\s+)[^\s"']+`), "$1$2" + Mark}, // Authorization header
+	{lazy(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Mark},                                 // Slack
+	{lazy(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mark},                                   // AWS access key id
+	{lazy(`\bAIza[0-9A-Za-z_-]{35}`), Mark},                                         // Google
+	{lazy(`\bhf_[A-Za-z0-9]{30,}`), Mark},                                           // Hugging Face
+	{lazy(`\bglpat-[A-Za-z0-9_-]{20,}`), Mark},                                      // GitLab
+	{lazy(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`), Mark},                          // Stripe
+	{lazy(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mark}, // a JWT
+	{lazy(`\b(bot)?[0-9]{6,}:[A-Za-z0-9_-]{30,}`), "$1" + Mark},                     // a Telegram bot token (api.telegram.org/botID:TOKEN)
+	{lazy(`(?i)\b(bearer|basic)(\s+)[^\s"']+`), "$1$2" + Mark},                      // Authorization header
 	// The password of scheme://user:password@host.
 	{lazy(`\b([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*):[^/@\s]+@`), "$1:" + Mark + "@"},
+	// A token as the user of scheme://TOKEN@host, no password (git's
+	// https://TOKEN@github.com).
+	{lazy(`\b([A-Za-z][A-Za-z0-9+.-]*://)` + tokenUser + `@`), "${1}" + Mark + "@"},
 }
+
+// tokenUser is a URL's user that is taken for a token rather than a
+// name: 20 or more of the characters tokens are made of.
+const tokenUser = `[A-Za-z0-9_.~-]{20,}`
 
 // jsonField matches a "name": value pair of JSON (the value a string or a
 // scalar), also with escaped quotes as inside a shell's double quotes.

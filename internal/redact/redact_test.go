@@ -126,6 +126,32 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// Issue 24.17: the shapes the previous rules missed.
+func TestArgsMore(t *testing.T) {
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+	tg := "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+	for _, tt := range []struct{ name, in, want string }{
+		{"--pat", "gh-tool --pat abc123def", "gh-tool --pat ***"},
+		{"--pat=", "gh-tool --pat=abc123def --path /x", "gh-tool --pat=*** --path /x"},
+		{"GH_PAT=", "GH_PAT=abc123 make", "GH_PAT=*** make"},
+		{"token as URL user", "git clone https://" + github + "@github.com/o/r.git", "git clone https://***@github.com/o/r.git"},
+		{"plain token as URL user", "git push https://abcdefghij0123456789xyz@example.com/r", "git push https://***@example.com/r"},
+		{"docker login -p", "docker login -u me -p hunter2 registry.example.com", "docker login -u me -p *** registry.example.com"},
+		{"docker login -pX", "docker login -u me -phunter2 r.example.com", "docker login -u me -p*** r.example.com"},
+		{"docker run -p is a port", "docker run -p 8080:80 img", "docker run -p 8080:80 img"},
+		{"JWT", "curl -d token=x " + jwt, "curl -d token=*** ***"},
+		{"JWT alone", "client " + jwt, "client ***"},
+		{"stripe", "pay sk_live_4eC39HqLyjWDarjtT1zdp7dc", "pay ***"},
+		{"stripe test", "pay --k rk_test_4eC39HqLyjWDarjtT1zdp7dc", "pay --k ***"},
+		{"telegram URL", "curl https://api.telegram.org/bot" + tg + "/sendMessage", "curl https://api.telegram.org/bot***/sendMessage"},
+		{"telegram token", "notify " + tg, "notify ***"},
+	} {
+		if got := redact.Args(strings.Fields(tt.in)); got != tt.want {
+			t.Errorf("%s: Args(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestURL(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"redis://h:6379/0", "redis://h:6379/0"},
@@ -143,6 +169,13 @@ func TestURL(t *testing.T) {
 		{"redis://h?pass%77ord=pw", "redis://h?pass%77ord=***"}, // an escaped name
 		{"redis://h?dial_timeout=3s&client_name=x", "redis://h?dial_timeout=3s&client_name=x"},
 		{"", ""},
+		// Issue 24.17: a token as the user, a password inside ?addr=.
+		{"https://" + github + "@github.com/o/r.git", "https://***@github.com/o/r.git"},
+		{"https://x0123456789abcdefghijk@git.example.com/r", "https://***@git.example.com/r"},
+		{"ssh://git@github.com/o/r", "ssh://git@github.com/o/r"},
+		{"redis+cluster://h:1?addr=u:PW@x:2", "redis+cluster://h:1?addr=u:***@x:2"},
+		{"redis+cluster://h:1?addr=u:PW@", "redis+cluster://h:1?addr=u:***@"},
+		{"redis+sentinel://h?master_name=m&addr=h2:1&addr=u:PW@h3:2", "redis+sentinel://h?master_name=m&addr=h2:1&addr=u:***@h3:2"},
 	}
 	for _, tt := range tests {
 		if got := redact.URL(tt.in); got != tt.want {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,12 @@ import (
 type stopPlan struct {
 	term, kill time.Time
 	resource   string // of the lease whose deadline kill is
+	// local: the backend expires leases on this machine's clock, which
+	// stops in a suspend as this process's does (the file backend): the
+	// plan is kept on proc.MachineClock. Otherwise (Redis, on its own
+	// clock, which a suspend of this machine does not stop) it is kept on
+	// proc.SleepClock, so that a suspend past the deadline kills the tree.
+	local bool
 }
 
 // planStop is the stop plan of the leases' earliest deadline, taken just
@@ -54,25 +59,33 @@ func (p stopPlan) cause() *stopCause {
 }
 
 // The watchdog protocol, one line at a time on the pipe: "deadline TERM
-// KILL" (readings of proc.MachineClock, in nanoseconds: the clock both
-// processes share, never wall time) after each renewal, and "done" once
-// nothing is left to guard.
+// KILL CLOCK" after each renewal — readings, in nanoseconds, of a clock
+// both processes share (never wall time): CLOCK "sleep" is
+// proc.SleepClock, "machine" proc.MachineClock (stopPlan.local) — and
+// "done" once nothing is left to guard.
 const (
-	msgDeadline = "deadline"
-	msgDone     = "done"
+	msgDeadline  = "deadline"
+	msgDone      = "done"
+	clockSleep   = "sleep"
+	clockMachine = "machine"
 )
 
 func (p stopPlan) message() string {
 	// One reading of each clock, taken together: the two instants keep
 	// their distance exactly.
-	mono, now := proc.MachineClock(), time.Now()
-	return fmt.Sprintf("%s %d %d\n", msgDeadline, mono+p.term.Sub(now), mono+p.kill.Sub(now))
+	clock, name := proc.SleepClock, clockSleep
+	if p.local {
+		clock, name = proc.MachineClock, clockMachine
+	}
+	mono, now := clock(), time.Now()
+	return fmt.Sprintf("%s %d %d %s\n", msgDeadline, mono+p.term.Sub(now), mono+p.kill.Sub(now), name)
 }
 
 // machinePlan is a stop plan as the watchdog receives it: readings of
-// proc.MachineClock.
+// proc.SleepClock, or of proc.MachineClock when machine is set.
 type machinePlan struct {
 	term, kill time.Duration
+	machine    bool
 }
 
 // parseLine reads one line of the protocol: done, or a deadline.
@@ -81,37 +94,15 @@ func parseLine(line string) (done bool, p machinePlan, err error) {
 	switch {
 	case len(f) == 1 && f[0] == msgDone:
 		return true, p, nil
-	case len(f) == 3 && f[0] == msgDeadline:
+	case len(f) == 4 && f[0] == msgDeadline && (f[3] == clockSleep || f[3] == clockMachine):
 		t, err1 := strconv.ParseInt(f[1], 10, 64)
 		k, err2 := strconv.ParseInt(f[2], 10, 64)
 		if err1 == nil && err2 == nil && t <= k {
-			return false, machinePlan{time.Duration(t), time.Duration(k)}, nil
+			return false, machinePlan{time.Duration(t), time.Duration(k), f[3] == clockMachine}, nil
 		}
 	}
-	return false, p, fmt.Errorf("unexpected line %q on the watchdog pipe; expected %q or %q", line, msgDone, msgDeadline+" TERM KILL")
-}
-
-// readLines sends each line read from r on out, then the read error
-// (io.EOF when governor closed its end, or died) on errc.
-func readLines(r io.Reader, out chan<- string, errc chan<- error) {
-	var buf []byte
-	b := make([]byte, 256)
-	for {
-		n, err := r.Read(b)
-		buf = append(buf, b[:n]...)
-		for {
-			i := strings.IndexByte(string(buf), '\n')
-			if i < 0 {
-				break
-			}
-			out <- string(buf[:i])
-			buf = buf[i+1:]
-		}
-		if err != nil {
-			errc <- err
-			return
-		}
-	}
+	return false, p, fmt.Errorf("unexpected line %q on the watchdog pipe; expected %q or %q", line, msgDone,
+		msgDeadline+" TERM KILL "+clockSleep+"|"+clockMachine)
 }
 
 // planStop makes the stop plan of the run's leases as they are now and
@@ -123,6 +114,7 @@ func (r *run) planStop() (stopPlan, bool) {
 	}
 	p, ok := planStop(ds, r.killGrace())
 	if ok && r.wd != nil {
+		_, p.local = r.g.Backend().(leaseFiler)
 		r.wd.send(p)
 	}
 	return p, ok

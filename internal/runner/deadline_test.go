@@ -42,7 +42,7 @@ func TestWatchdogLines(t *testing.T) {
 	if done, _, err := parseLine(msgDone); !done || err != nil {
 		t.Fatalf("done: %v %v", done, err)
 	}
-	for _, bad := range []string{"", "deadline 1", "deadline 2 1", "deadline x y", "done now"} {
+	for _, bad := range []string{"", "deadline 1", "deadline 2 1 sleep", "deadline x y sleep", "deadline 1 2", "deadline 1 2 wall", "done now"} {
 		if _, _, err := parseLine(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -88,7 +88,7 @@
 //     as the leases declare the old one.
 //   - Deadlines: after each renewal Run sends the watchdog the leases'
 //     stop plan (TERM, then KILL by the earliest local deadline), as
-//     readings of proc.MachineClock. If governor is stopped (SIGSTOP)
+//     readings of proc.SleepClock. If governor is stopped (SIGSTOP)
 //     and no newer plan comes, the watchdog stops the tree by the
 //     deadline, before the backend can grant the slot elsewhere; Run
 //     stops it from the same plan when renewals fail (see [Watchdog]).

@@ -112,8 +112,11 @@ func ProvenHeld(ctx context.Context, g *governor.Governor, h HeldLease) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, governor.ErrNotOwner):
+	case errors.Is(err, governor.ErrNotOwner) && h.Secret == "":
 		return fmt.Errorf("lease %s of %s is named without the secret that proves it (a lease id alone is public): %w",
+			h.LeaseID, h.Key.Resource, governor.ErrNotOwner)
+	case errors.Is(err, governor.ErrNotOwner):
+		return fmt.Errorf("lease %s of %s is named with a secret that does not prove it (a wrong or altered entry): %w",
 			h.LeaseID, h.Key.Resource, governor.ErrNotOwner)
 	case errors.Is(err, governor.ErrNotHeld):
 		return fmt.Errorf("lease %s of %s is no longer held: %w", h.LeaseID, h.Key.Resource, governor.ErrNotHeld)

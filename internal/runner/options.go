@@ -243,6 +243,9 @@ func ResolveIfBusy(ifBusy string, waitTimeout time.Duration) (string, error) {
 type Resource struct {
 	Name   string
 	Weight int // 0: 1, or the whole limit with Exclusive
+	// Every takes every slot: the whole limit in force when granted (a
+	// plain exec run's join slots), decided by the backend as Exclusive.
+	Every bool
 }
 
 // ParseResource reads a --resource spec: NAME, or NAME:WEIGHT. Resource
@@ -284,8 +287,11 @@ type item struct {
 	weight int // resolved: 1..limit
 	limit  int
 	nested bool // an ancestor run holds it
-	held   HeldLease
-	lease  *governor.Lease
+	// exclusive: weight is the limit, and the backend makes it the
+	// limit in force at grant (governor.Request.Exclusive).
+	exclusive bool
+	held      HeldLease
+	lease     *governor.Lease
 }
 
 // plan validates o, resolves o.IfBusy (ResolveIfBusy), and returns the
@@ -369,7 +375,7 @@ func plan(o *Options) ([]*item, error) {
 		case err != nil:
 			return nil, err
 		}
-		items = append(items, &item{name: r.Name, weight: w, limit: limit})
+		items = append(items, &item{name: r.Name, weight: w, limit: limit, exclusive: o.Exclusive || r.Every})
 	}
 	return items, nil
 }
@@ -394,7 +400,7 @@ func execRun(o *Options, plain bool) ([]Resource, error) {
 	case !plain:
 		return nil, nil
 	case hasJoin:
-		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins}}, nil
+		return []Resource{{Name: DefaultResource}, {Name: JoinResource, Weight: joins, Every: true}}, nil
 	}
 	return []Resource{{Name: DefaultResource}}, nil
 }

@@ -59,7 +59,10 @@ type run struct {
 	g       *governor.Governor
 	leases  []*governor.Lease // acquired by this run, in acquisition order
 	slots   []heldSlot        // mkdir slots made by this run, in acquisition order
-	waited  time.Duration
+	// checkLock: the command got its own description of the lease's
+	// file, to be checked before the release (awaitLeaseFile)
+	checkLock map[*governor.Lease]bool
+	waited    time.Duration
 }
 
 // Run runs the command of o holding its slots, as `governor run` does (see
@@ -79,7 +82,7 @@ func Run(ctx context.Context, o Options) int {
 		}
 		o.Stderr = lw
 	}
-	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8)}
+	r := &run{o: o, env: o.Env, stderr: o.Stderr, sigs: make(chan os.Signal, 8), checkLock: map[*governor.Lease]bool{}}
 	if r.env == nil {
 		r.env = os.Environ()
 	}
@@ -269,7 +272,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		}
 		name := it.name
 		wants = append(wants, governor.Want{Resource: it.name, AcquireOptions: governor.AcquireOptions{
-			Limit: it.limit, Weight: it.weight, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
+			Limit: it.limit, Weight: it.weight, Exclusive: it.exclusive, Mode: mode, ProgressTimeout: r.o.ProgressTimeout,
 			Policy: r.o.Policies[it.name], Priority: r.o.Priority, FairKey: r.o.FairKey,
 			Supersede: r.o.Supersede, CancelInProgress: r.o.CancelInProgress,
 			OnQueued: func(res governor.Result) {
@@ -379,8 +382,12 @@ func (r *run) execute() (int, Outcome, error) {
 	for _, l := range r.leases {
 		mine = append(mine, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 		if lf != nil {
-			if f := dupFile(lf.LeaseFile(l.Key(), l.ID())); f != nil {
+			f, checkable := treeLockFile(lf.LeaseFile(l.Key(), l.ID()))
+			if f != nil {
 				extra = append(extra, f)
+			}
+			if checkable {
+				r.checkLock[l] = true // see awaitLeaseFile
 			}
 		}
 	}
@@ -410,6 +417,9 @@ func (r *run) execute() (int, Outcome, error) {
 		return ExitCannotExec, OutcomeError, fmt.Errorf("%s: cannot execute: %s", r.o.Args[0], strings.TrimPrefix(err.Error(), supervise.ErrNotExecutable.Error()+": "))
 	case err != nil:
 		return ExitFailure, OutcomeError, err
+	}
+	if r.wd != nil {
+		r.wd.follow(tree) // each plan names the tree's processes
 	}
 	return r.supervise(tree)
 }
@@ -538,7 +548,7 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			if planned && w.exit.Signal != 0 && time.Now().After(plan.term) {
 				// Killed while governor could not act (it was stopped past
 				// the plan's TERM instant): the watchdog's doing.
-				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog stopped the command tree (%s) by that deadline, before another holder could be granted the slot",
+				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog killed the command tree (%s); its message above says whether every process of it was gone",
 					plan.resource, w.exit.Signal)
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
@@ -587,8 +597,14 @@ func (r *run) killGrace() time.Duration {
 func (r *run) releaseAll() (lost []string) {
 	for i := len(r.leases) - 1; i >= 0; i-- {
 		l := r.leases[i]
+		released, ok := r.awaitLeaseFile(l)
+		if !ok {
+			continue // detached: an escaped process holds its lease file
+		}
 		r.releaseSlot(l.Resource()) // a mkdir slot goes before its lease
-		switch err := l.Release(); {
+		err := l.Release()
+		released()
+		switch {
 		case errors.Is(err, governor.ErrLeaseLost):
 			lost = append(lost, l.Resource())
 		case err != nil:

@@ -26,7 +26,7 @@ type statusLine struct {
 	mu       sync.Mutex
 	resource string
 	res      governor.Result
-	est      string    // the expected wait, with what it rests on; "" unknown
+	est      estimate  // what the expected wait rests on
 	resAt    time.Time // when res came
 	queued   bool
 	shown    bool
@@ -60,8 +60,8 @@ func (s *statusLine) refresh() {
 }
 
 // update records that the run waits for resource, as r tells, with the
-// expected wait est, and redraws.
-func (s *statusLine) update(resource string, r governor.Result, est string) {
+// expected wait est rests on, and redraws.
+func (s *statusLine) update(resource string, r governor.Result, est estimate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resource, s.res, s.est, s.resAt, s.queued = resource, r, est, time.Now(), true
@@ -73,7 +73,7 @@ func (s *statusLine) drawLocked() {
 	if !res.Status.Now.IsZero() {
 		res.Status.Now = res.Status.Now.Add(time.Since(s.resAt)) // holders age between updates
 	}
-	line := renderStatus(s.resource, res, s.est, time.Since(s.start))
+	line := renderStatus(s.resource, res, s.est.text(time.Now()), time.Since(s.start))
 	if w := s.width(); w > 1 {
 		line = truncateRunes(line, w-1) // never wrap: \r returns to the start of the last row only
 	}
@@ -94,17 +94,36 @@ func (s *statusLine) close() {
 	s.queued = false
 }
 
-// expectedWait is the expected wait of waiter place of resource, with
-// what it rests on (governor.ExpectedWait), for the status line; "" when
-// the status cannot be read within a second.
-func expectedWait(ctx context.Context, g *governor.Governor, resource string, place int) string {
+// estimate is what the status line's expected wait rests on: the
+// resource's status read when the queue last moved, and the waiter's
+// place. Redrawn later, the estimate counts down (the holders have held
+// longer, governor.ExpectedWait) until the next move.
+type estimate struct {
+	st    *governor.Status // nil: unknown
+	place int
+	at    time.Time // when st was read
+}
+
+// text is the expected wait at now, with what it rests on; "" unknown.
+func (e estimate) text(now time.Time) string {
+	if e.st == nil {
+		return ""
+	}
+	st := *e.st
+	st.Now = st.Now.Add(now.Sub(e.at))
+	return governor.ExpectedWait(st, e.place).String()
+}
+
+// expectedWait reads what the expected wait of waiter place of resource
+// rests on (unknown when the status cannot be read within a second).
+func expectedWait(ctx context.Context, g *governor.Governor, resource string, place int) estimate {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	st, err := g.Status(ctx, resource)
 	if err != nil {
-		return ""
+		return estimate{}
 	}
-	return governor.ExpectedWait(st, place).String()
+	return estimate{st: &st, place: place, at: time.Now()}
 }
 
 // renderStatus is the text of the status line; est is the expected wait

@@ -40,8 +40,8 @@ func TestRenderStatus(t *testing.T) {
 func TestStatusLineRewritesInPlaceAndErases(t *testing.T) {
 	var buf proctest.SyncBuffer
 	sl := newStatusLine(&buf, func() int { return 40 })
-	sl.update("heavy", governor.Result{Position: 1}, "")
-	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}}, "")
+	sl.update("heavy", governor.Result{Position: 1}, estimate{})
+	sl.update("heavy", governor.Result{Position: 1, Status: governor.Status{Limit: 1, Used: 1}}, estimate{})
 	sl.close()
 	out := buf.String()
 	if strings.Contains(out, "\n") {
@@ -69,5 +69,32 @@ func TestNoStatusLineOffTerminal(t *testing.T) {
 	defer f.Close()
 	if _, ok := terminal(f); ok {
 		t.Fatal("a regular file is a terminal")
+	}
+}
+
+// Between moves of the queue the expected wait counts down: the holder
+// has held longer. A holder 8s into a 10s mean hold leaves ~2s; drawn a
+// second later, ~1s.
+func TestStatusLineExpectedWaitTicks(t *testing.T) {
+	read := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	st := governor.Status{Limit: 1, Used: 1, Now: read,
+		Holders: []governor.Holder{{Weight: 1, AcquiredAt: read.Add(-8 * time.Second)}},
+		Holds:   []time.Duration{10 * time.Second}}
+	e := estimate{st: &st, place: 1, at: read}
+	st.Waiters = []governor.Waiter{{ID: "me", Weight: 1}}
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, "~2s (from the last 1 hold)"},
+		{time.Second, "~1s (from the last 1 hold)"},
+		{3 * time.Second, "any moment (holders past the mean hold of 10s, from the last 1 hold)"},
+	} {
+		if got := e.text(read.Add(tc.after)); got != tc.want {
+			t.Errorf("%v after the read: %q; want %q", tc.after, got, tc.want)
+		}
+	}
+	if got := (estimate{}).text(read); got != "" {
+		t.Errorf("unknown: %q; want empty", got)
 	}
 }

@@ -1,17 +1,23 @@
 package runner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/supervise"
 )
 
 // watchdog is the process that kills the run's tree if governor dies.
@@ -19,6 +25,9 @@ type watchdog struct {
 	cmd    *exec.Cmd
 	pipe   *os.File // the write end; governor's death closes it
 	exited chan struct{}
+
+	mu   sync.Mutex
+	tree *supervise.Tree // the command tree, once started (follow)
 }
 
 // startWatchdog runs argv with id appended, the read end of a pipe as
@@ -55,9 +64,26 @@ func (w *watchdog) pid() int { return w.cmd.Process.Pid }
 // watchdog that does not read (stopped itself) does not hold governor
 // up: the write gives up after a moment, and the watchdog keeps the
 // earlier plan, which is never later than this one.
+//
+// The plan goes with the members of the command tree (membersMessage),
+// in one write, so that the watchdog knows the tree as of each plan.
 func (w *watchdog) send(p stopPlan) {
+	w.mu.Lock()
+	tree := w.tree
+	w.mu.Unlock()
+	msg := p.message()
+	if tree != nil {
+		msg = membersMessage(tree.Members()) + msg
+	}
 	_ = w.pipe.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = io.WriteString(w.pipe, p.message())
+	_, _ = io.WriteString(w.pipe, msg)
+}
+
+// follow makes every later plan carry the members of tree.
+func (w *watchdog) follow(tree *supervise.Tree) {
+	w.mu.Lock()
+	w.tree = tree
+	w.mu.Unlock()
 }
 
 // finish ends the watchdog once nothing is left to guard (the tree is
@@ -82,33 +108,68 @@ func (w *watchdog) finish() {
 // uninterruptible sleep may never die.
 const sweepBudget = 30 * time.Second
 
+// pollCap bounds each wait of the watchdog: it looks at the pipe, at
+// SIGTERM and at the machine clock at least this often. Waits run on
+// CLOCK_MONOTONIC, which stops while the machine is suspended; the plan's
+// clock (proc.SleepClock) does not, so a deadline that passed during a
+// suspend is acted on within pollCap of the resume.
+const pollCap = 250 * time.Millisecond
+
+// The clocks the watchdog reads its plans on (machinePlan): a test fakes
+// a suspend with them.
+var (
+	planClock    = proc.SleepClock
+	machineClock = proc.MachineClock
+)
+
+// now reads the current plan's clock.
+func (g *guard) now() time.Duration {
+	if g.plan.machine {
+		return machineClock()
+	}
+	return planClock()
+}
+
 // Watchdog is the body of the watchdog process that Run starts (`governor
 // run --watchdog ID`). It reads pipe (descriptor 3 of that process), a
 // line at a time, until Run writes "done", and exits 0.
 //
-// After each renewal of the run's leases Run writes their stop plan,
-// "deadline TERM KILL", as readings of proc.MachineClock. If no newer
-// plan comes by TERM and governor is stopped (SIGSTOP: it cannot stop
-// the tree itself) while its command works on, Watchdog sends TERM and
-// CONT to every process whose initial environment lists id in
-// GOVERNOR_RUN_IDS (a tree stopped with governor, Ctrl-Z, is left
-// alone until KILL); by
-// KILL (the leases' local deadline, before the backend could grant the
-// slots elsewhere) it kills the run's cgroup, if any, and SIGKILLs those
-// processes — whether governor is stopped or not — then waits for the
-// pipe again.
+// With each plan Run writes the processes its supervisor has attributed
+// to the command tree, "members PID:START ..." (the leader first), and
+// after each renewal of the run's leases their stop plan, "deadline TERM
+// KILL CLOCK", as readings of proc.SleepClock (CLOCK_BOOTTIME on Linux,
+// CLOCK_MONOTONIC on macOS: both run on while the machine sleeps, as
+// Redis's clock does), or on the file backend of proc.MachineClock (its
+// expiries stop in a suspend as governor's clock does). The
+// tree, as the watchdog finds it (knownTree.find), is those members under
+// their identity, the leader's process group while a member is in it,
+// the processes whose initial environment lists id in GOVERNOR_RUN_IDS,
+// and every descendant of those by its parent link: it holds a
+// descendant that cleared its environment (env -i) on every system.
+//
+// Every plan in the pipe is read before a deadline is acted on: a
+// watchdog resumed after a stop (SIGSTOP, a suspend) past its deadline
+// finds there the newer plans governor sent meanwhile. If no newer plan
+// has come by TERM and governor is stopped (SIGSTOP: it cannot stop the
+// tree itself) while its command works on, Watchdog sends TERM and CONT
+// to every process of the tree (a tree stopped with governor, Ctrl-Z, is
+// left alone until KILL); by KILL (the leases' local deadline, before the
+// backend could grant the slots elsewhere) it kills the run's cgroup, if
+// any, and SIGKILLs the tree — whether governor is stopped or not — then
+// waits for the pipe again. It says on stderr why it did either.
 //
 // If the pipe reaches end of file first, governor has died — SIGKILL
 // included — and Watchdog kills the run's cgroup, if any, and SIGKILLs,
-// under its identity (pid and start time, proc.Kill), every process
-// whose initial environment lists id in GOVERNOR_RUN_IDS, until two
-// scans in a row find none; it reports what it did on stderr. The pipe,
-// whose write end only governor holds (close-on-exec), is how the
-// watchdog learns of governor's death on every system: its end of file
-// is the same event as a kqueue NOTE_EXIT on governor's pid would be on
-// macOS, with no pid to be reused meanwhile. SIGTERM makes it sweep at
-// once; INT, HUP and QUIT are ignored. It returns the exit code for the
-// process: 0, or 125 on bad arguments or an incomplete sweep.
+// each under its identity (pid and start time, proc.Kill), the processes
+// of the tree until two scans in a row find none; it reports what it did
+// on stderr, and says "stopped" only once no process of the tree is left
+// (sweepBudget bounds the wait). The pipe, whose write end only governor
+// holds (close-on-exec), is how the watchdog learns of governor's death
+// on every system: its end of file is the same event as a kqueue
+// NOTE_EXIT on governor's pid would be on macOS, with no pid to be reused
+// meanwhile. SIGTERM makes it sweep at once; INT, HUP and QUIT are
+// ignored. It returns the exit code for the process: 0, or 125 on bad
+// arguments, an unreadable pipe or an incomplete sweep.
 func Watchdog(id string, pipe *os.File, stderr io.Writer) int {
 	if id == "" || strings.ContainsAny(id, " \t\n") {
 		fmt.Fprintf(stderr, "governor: watchdog: run id %q: expected the id Run passes\n", id)
@@ -118,83 +179,185 @@ func Watchdog(id string, pipe *os.File, stderr io.Writer) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
+	return watch(id, pipe, stderr, term)
+}
 
-	lines := make(chan string)
-	ended := make(chan error, 1)
-	go readLines(pipe, lines, ended)
-
-	var plan machinePlan
-	termed := false // TERM's instant of the current plan has passed
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	arm := func() {
-		next := plan.kill
-		if !termed {
-			next = plan.term
-		}
-		timer.Reset(max(next-proc.MachineClock(), 0))
+// watch is Watchdog once the signals are set: term ends it with a sweep.
+func watch(id string, pipe *os.File, stderr io.Writer, term <-chan os.Signal) int {
+	fd := int(pipe.Fd())
+	defer runtime.KeepAlive(pipe)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		fmt.Fprintf(stderr, "governor: watchdog of run %s: the pipe: %v\n", id, err)
+		return ExitFailure
 	}
+	g := &guard{id: id, stderr: stderr}
 	why := "governor exited without releasing"
-wait:
 	for {
+		// Read everything governor wrote before looking at a deadline.
+		switch g.drain(fd) {
+		case pipeDone:
+			return ExitOK
+		case pipeEnded:
+			return g.final(why)
+		}
 		select {
-		case line := <-lines:
-			done, p, err := parseLine(line)
-			switch {
-			case err != nil:
-				fmt.Fprintf(stderr, "governor: watchdog of run %s: %v\n", id, err)
-			case done:
-				return ExitOK
-			default:
-				plan, termed = p, false
-				arm()
-			}
-		case <-ended:
-			break wait
 		case <-term:
-			why = "the watchdog got SIGTERM"
-			break wait
-		case <-timer.C:
-			if !termed && proc.MachineClock() < plan.kill {
-				termed = true
-				if governorStopped() {
-					if n := termWorking(id); n > 0 {
-						fmt.Fprintf(stderr, "governor: watchdog of run %s: governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline\n", id, os.Getppid(), n)
-					}
+			return g.final("the watchdog got SIGTERM")
+		default:
+		}
+		g.act()
+		wait := g.untilNext()
+		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int((wait+time.Millisecond-1)/time.Millisecond))
+	}
+}
+
+// guard is the watchdog's state: the latest plan and what it knows of
+// the tree.
+type guard struct {
+	id     string
+	stderr io.Writer
+	tree   knownTree
+	plan   machinePlan
+	armed  bool // a plan is to be acted on
+	termed bool // TERM's instant of the current plan has passed
+	buf    []byte
+}
+
+type pipeState int
+
+const (
+	pipeOpen  pipeState = iota // nothing more to read for now
+	pipeDone                   // governor wrote "done"
+	pipeEnded                  // end of file (governor died) or a read error
+)
+
+// drain reads what the pipe holds without waiting and takes in each
+// complete line: a members line adds to the tree, a plan replaces the
+// plan.
+func (g *guard) drain(fd int) pipeState {
+	b := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, b)
+		if n > 0 {
+			g.buf = append(g.buf, b[:n]...)
+			for {
+				i := bytes.IndexByte(g.buf, '\n')
+				if i < 0 {
+					break
 				}
-				arm()
-				continue
+				line := string(g.buf[:i])
+				g.buf = g.buf[i+1:]
+				if g.take(line) {
+					return pipeDone
+				}
 			}
-			killed, err := killTree(id)
-			if killed > 0 || err != nil {
-				fmt.Fprintf(stderr, "governor: watchdog of run %s: no lease renewal came by the leases' deadline; killed %d processes of its command%s\n", id, killed, errSuffix(err))
+			continue
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return pipeOpen
+		case err != nil:
+			fmt.Fprintf(g.stderr, "governor: watchdog of run %s: reading the pipe: %v\n", g.id, err)
+		}
+		return pipeEnded
+	}
+}
+
+// take takes in one line and reports whether it was "done".
+func (g *guard) take(line string) bool {
+	if strings.HasPrefix(line, msgMembers+" ") {
+		if err := g.tree.parseMembers(line); err != nil {
+			fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %v\n", g.id, err)
+		}
+		return false
+	}
+	done, p, err := parseLine(line)
+	switch {
+	case err != nil:
+		fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %v\n", g.id, err)
+	case done:
+		return true
+	default:
+		g.plan, g.armed, g.termed = p, true, false
+	}
+	return false
+}
+
+// untilNext is how long to wait for the next look: until the plan's next
+// instant, at most pollCap.
+func (g *guard) untilNext() time.Duration {
+	if !g.armed {
+		return pollCap
+	}
+	next := g.plan.kill
+	if !g.termed {
+		next = g.plan.term
+	}
+	return min(max(next-g.now(), 0), pollCap)
+}
+
+// act carries out the plan's TERM or KILL if its instant has passed.
+func (g *guard) act() {
+	now := g.now()
+	if !g.armed || now < g.plan.term {
+		return
+	}
+	if !g.termed && now < g.plan.kill {
+		g.termed = true
+		if governorStopped() {
+			if n := g.termWorking(); n > 0 {
+				fmt.Fprintf(g.stderr, "governor: watchdog of run %s: governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline\n", g.id, os.Getppid(), n)
 			}
 		}
+		return
 	}
-	killed, err := killTree(id)
-	if killed > 0 {
-		fmt.Fprintf(stderr, "governor: watchdog of run %s: %s; killed %d processes of its command\n", id, why, killed)
+	if now < g.plan.kill {
+		return
+	}
+	g.armed = false // until a newer plan comes
+	killed, err := g.killTree()
+	if killed > 0 || err != nil {
+		fmt.Fprintf(g.stderr, "governor: watchdog of run %s: no lease renewal came by the leases' deadline (governor %s); killed %d processes of its command%s\n",
+			g.id, governorState(), killed, g.stoppedSuffix(err))
+	}
+}
+
+// final kills the tree once governor is gone (or the watchdog told to
+// stop), says why, and returns the exit code.
+func (g *guard) final(why string) int {
+	killed, err := g.killTree()
+	if killed > 0 || err != nil {
+		fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %s; killed %d processes of its command%s\n", g.id, why, killed, g.stoppedSuffix(err))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "governor: watchdog of run %s: %v\n", id, err)
 		return ExitFailure
 	}
 	return ExitOK
 }
 
+// stoppedSuffix says whether the tree is gone: only when the sweep found
+// no process of it left.
+func (g *guard) stoppedSuffix(err error) string {
+	if err != nil {
+		return "; " + err.Error()
+	}
+	return "; no process of it is left"
+}
+
 // killTree kills run id's cgroup, where it has one (it holds the
-// processes the marker sweep cannot find), then sweeps the marked
-// processes, and removes the cgroup.
-func killTree(id string) (int, error) {
-	cg, hasCgroup := proc.ChildCgroup(proc.RunCgroupName(id))
+// processes no scan can attribute), then sweeps the tree, and removes the
+// cgroup.
+func (g *guard) killTree() (int, error) {
+	cg, hasCgroup := proc.ChildCgroup(proc.RunCgroupName(g.id))
 	var err error
 	if hasCgroup {
 		if kerr := proc.KillCgroup(cg); kerr != nil && !errors.Is(kerr, os.ErrNotExist) {
 			err = fmt.Errorf("killing cgroup %s: %w", cg, kerr)
 		}
 	}
-	killed, serr := sweep(id)
+	killed, serr := g.sweep()
 	if serr != nil && err == nil {
 		err = serr
 	}
@@ -213,64 +376,37 @@ func governorStopped() bool {
 	return err == nil && s.Stopped() && !s.Zombie()
 }
 
-// termWorking sends TERM and CONT to every process marked with id, each
+// governorState names governor's state for a message.
+func governorState() string {
+	if governorStopped() {
+		return fmt.Sprintf("pid %d is stopped", os.Getppid())
+	}
+	return fmt.Sprintf("pid %d runs but renewed nothing", os.Getppid())
+}
+
+// termWorking sends TERM and CONT to every process of the tree, each
 // under its identity, unless every one of them is stopped (a job stop,
 // Ctrl-Z, stops governor and its command together: a stopped tree does
 // no work, and is left to the KILL at the deadline, which a job stopped
 // only briefly never meets). It returns how many it signalled.
-func termWorking(id string) int {
-	marked, err := proc.Marked(EnvRunIDs, id)
+func (g *guard) termWorking() int {
+	live, err := g.tree.live(g.id)
 	if err != nil {
 		return 0
 	}
 	working := false
-	for _, p := range marked {
+	for _, p := range live {
 		working = working || !p.Stopped()
 	}
 	if !working {
 		return 0
 	}
 	n := 0
-	for _, p := range marked {
+	for _, p := range live {
 		if proc.Kill(p.PID, p.Start, syscall.SIGTERM) == nil {
 			n++
 			_ = proc.Kill(p.PID, p.Start, syscall.SIGCONT)
 		}
 	}
 	return n
-}
-
-func errSuffix(err error) string {
-	if err != nil {
-		return "; " + err.Error()
-	}
-	return ""
-}
-
-// sweep kills the processes marked with id until two scans in a row find
-// none, or sweepBudget has passed.
-func sweep(id string) (int, error) {
-	deadline := time.Now().Add(sweepBudget)
-	killed, quiet := 0, 0
-	pause := time.NewTimer(0)
-	defer pause.Stop()
-	<-pause.C
-	for quiet < 2 {
-		n, err := killMarked(id)
-		if err != nil {
-			return killed, err
-		}
-		killed += n
-		if n == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		if time.Now().After(deadline) {
-			return killed, errors.New("processes of the command were still running after " + sweepBudget.String())
-		}
-		pause.Reset(10 * time.Millisecond)
-		<-pause.C
-	}
-	return killed, nil
 }

@@ -30,7 +30,7 @@ func TestPortableJobStopKeepsReapedLeadersStatus(t *testing.T) {
 	seen := func(cond func(proc.Info) bool) {
 		t.Helper()
 		for i := 0; i < 2000; i++ {
-			if s, err := proc.Stat(tr.Pid()); err == nil && cond(s) {
+			if s, err := proc.Stat(tr.Members()[0].PID); err == nil && cond(s) {
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -44,7 +44,7 @@ func TestPortableJobStopKeepsReapedLeadersStatus(t *testing.T) {
 	if !ok || sig != syscall.SIGSTOP {
 		t.Fatalf("job stop = %v, %v; want SIGSTOP, true", sig, ok)
 	}
-	if err := syscall.Kill(tr.Pid(), syscall.SIGCONT); err != nil {
+	if err := syscall.Kill(tr.Members()[0].PID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	seen(proc.Info.Zombie)

@@ -391,9 +391,9 @@ func TestStopAfterLeaderExited(t *testing.T) {
 		tr := start(t, sh(t, marker, `(setsid "$SLEEP" 1000 &); "$SLEEP" 1000 & exit 7`))
 		<-tr.Done()
 		waitFor(t, "the leftovers", func() bool { return len(proctest.Marked("sleep-"+marker)) == 2 })
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(tr.Pid()) + "/stat")
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(tr.Members()[0].PID) + "/stat")
 		if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
-			t.Fatalf("leader %d should be an unreaped zombie: %q, %v", tr.Pid(), b, err)
+			t.Fatalf("leader %d should be an unreaped zombie: %q, %v", tr.Members()[0].PID, b, err)
 		}
 		stop(t, tr, nil)
 		if left := proctest.Marked(marker); len(left) != 0 {
@@ -443,7 +443,7 @@ func TestHelperTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Stdout.WriteString(strconv.Itoa(tr.Pid()) + "\n")
+	os.Stdout.WriteString(strconv.Itoa(tr.Members()[0].PID) + "\n")
 	time.Sleep(deadline) // killed long before
 }
 

@@ -20,8 +20,14 @@ func Start(opts Options) (*Tree, error) {
 	return nil, fmt.Errorf("supervise: %w on this system", errors.ErrUnsupported)
 }
 
-// Pid returns 0.
-func (t *Tree) Pid() int { return 0 }
+// A Member is a process of a tree, by pid and start time.
+type Member struct {
+	PID   int
+	Start uint64
+}
+
+// Members returns nil.
+func (t *Tree) Members() []Member { return nil }
 
 // Done returns a closed channel.
 func (t *Tree) Done() <-chan struct{} {

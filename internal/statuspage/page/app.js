@@ -14,7 +14,13 @@
     timer: null,
     busy: false,
     again: false,
+    history: new Map(), // resource name -> its history (GET /api/v1/history)
+    historyAt: 0, // when the history was last read (ms)
   };
+
+  // historyEveryMs is how often the page reads the history: serve folds
+  // its polls into 10 s steps.
+  const historyEveryMs = 5000;
 
   function $(id) { return document.getElementById(id); }
 
@@ -42,6 +48,9 @@
     else out = Math.floor(s / 3600) + "h" + String(Math.floor(s / 60) % 60).padStart(2, "0") + "m";
     return neg ? "-" + out : out;
   }
+
+  // dur is a duration in seconds, below a second in ms.
+  function dur(s) { return s < 1 ? Math.round(s * 1000) + "ms" : ago(s); }
 
   function clock(d) { return d.toLocaleTimeString(); }
 
@@ -98,6 +107,13 @@
         banner("The backend does not answer: " + why + "." + shown());
       } else {
         st.readAt = new Date();
+        if (Date.now() - st.historyAt >= historyEveryMs) {
+          const h = await getJSON("api/v1/history");
+          if (h.status === 200 && h.body && Array.isArray(h.body.resources)) {
+            st.history = new Map(h.body.resources.map((r) => [r.resource, r]));
+            st.historyAt = Date.now();
+          }
+        }
         drawSlots(s.body);
         const e = await getJSON("api/v1/events?since=24h");
         if (e.status === 200 && Array.isArray(e.body)) drawEvents(e.body);
@@ -139,8 +155,12 @@
     for (const [name, c] of st.cards) {
       if (!seen.has(name)) { c.root.remove(); st.cards.delete(name); }
     }
-    // Keep the order of the API (sorted by name).
-    main.replaceChildren(...data.resources.map((r) => st.cards.get(r.resource).root));
+    // Keep the order of the API (sorted by name); resources whose state
+    // could not be read after them, named.
+    main.replaceChildren(...data.resources.map((r) => st.cards.get(r.resource).root),
+      ...(data.unreadable || []).map((u) => el("section", { class: "res unreadable", "data-resource": u.resource },
+        el("div", { class: "head" }, el("h2", { text: u.resource }), el("span", { class: "badge bad", text: "unreadable" })),
+        el("p", { class: "nums", text: u.error }))));
     if (data.resources.length === 0) main.append(el("p", { class: "empty", text: "No resource in use or configured in project " + data.project + "." }));
   }
 
@@ -161,9 +181,17 @@
     c.actions = el("div", { class: "actions" }, c.pause, c.resume, c.limit, c.setLimit, c.clearLimit);
     c.holders = el("tbody");
     c.waiters = el("tbody");
+    c.drift = el("span", { class: "badge drift", hidden: true });
+    c.history = svg("svg", { class: "history", viewBox: "0 0 360 48", preserveAspectRatio: "none", role: "img" });
+    c.waits = svg("svg", { class: "waits", viewBox: "0 0 180 48", preserveAspectRatio: "none", role: "img" });
+    c.historyNote = el("p", { class: "legend" });
+    c.waitsNote = el("p", { class: "legend" });
     c.root = el("section", { class: "res", "data-resource": name },
-      el("div", { class: "head" }, c.title, c.badge),
+      el("div", { class: "head" }, c.title, c.badge, c.drift),
       c.bar, c.nums, c.actions,
+      el("div", { class: "charts" },
+        el("figure", {}, c.history, c.historyNote),
+        el("figure", {}, c.waits, c.waitsNote)),
       el("h3", { text: "Holders" }),
       el("div", { class: "scroll" }, el("table", { class: "holders" },
         el("thead", {}, row("th", ["Session", "Since", "Heartbeat", "Expires in", "Token", "Weight", "Host", "PID", "Command"])), c.holders)),
@@ -181,6 +209,55 @@
     });
     c.clearLimit.addEventListener("click", () => act("limit", { resource: name, limit: 0 }));
     return c;
+  }
+
+  // svg builds an SVG element: drawn by the page itself, from data,
+  // with no inline style (the CSP allows none) and nothing loaded.
+  // (The SVG namespace is read from an <svg> of the page, parsed as one,
+  // rather than written here as a URL.)
+  function svg(tag, attrs, ...children) {
+    const e = document.createElementNS($("svg-ns").namespaceURI, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const c of children) e.append(c);
+    return e;
+  }
+
+  // drawHistory draws a resource's last hour (use, waiters, cool-offs,
+  // from serve's polls) and its wait-time distribution (the backend's
+  // histogram) into card c.
+  function drawHistory(c, h) {
+    const pts = (h && h.points) || [];
+    const W = 360, H = 48, step = 10, now = Date.now();
+    const top = Math.max(1, ...pts.map((p) => Math.max(p.limit, p.used, p.waiters)));
+    const x = (p) => Math.max(0, Math.min(W, W - (now - Date.parse(p.at)) / 1000 / step));
+    const y = (v) => H - 2 - (v / top) * (H - 4);
+    const line = (f) => pts.map((p, i) => (i ? "L" : "M") + x(p).toFixed(1) + "," + y(f(p)).toFixed(1) + "h" + (pts.length === 1 ? 4 : 1)).join("");
+    const cool = pts.filter((p) => p.cool_off).map((p) => svg("rect", { class: "cooloff", x: x(p).toFixed(1), y: 0, width: 1, height: H }));
+    const kids = [...cool];
+    if (pts.length) {
+      kids.push(svg("path", { class: "limit", d: line((p) => p.limit) }));
+      kids.push(svg("path", { class: "use", d: line((p) => p.used) }));
+      kids.push(svg("path", { class: "waiters", d: line((p) => p.waiters) }));
+    }
+    kids.push(svg("title", {}, "the last hour, in 10 s steps"));
+    c.history.replaceChildren(...kids);
+    const most = (f) => pts.reduce((m, p) => Math.max(m, f(p)), 0);
+    c.historyNote.replaceChildren(pts.length ? "last hour: " : "no history yet (serve keeps it from its polls)",
+      ...(pts.length ? [el("span", { class: "key use", text: "in use" }), " (most " + most((p) => p.used) + "), ",
+        el("span", { class: "key waiters", text: "waiting" }), " (most " + most((p) => p.waiters) + ")",
+        cool.length ? el("span", { class: "key cooloff", text: ", cooling off" }) : ""] : []));
+
+    const w = h && h.wait;
+    const counts = (w && w.counts) || [];
+    const peak = Math.max(1, ...counts);
+    const bw = 180 / Math.max(1, counts.length);
+    const bars = counts.map((n, i) => n > 0 ? svg("rect", { class: "wbar", x: (i * bw + 1).toFixed(1), width: Math.max(1, bw - 2).toFixed(1),
+      y: (H - 2 - (n / peak) * (H - 4)).toFixed(1), height: ((n / peak) * (H - 4)).toFixed(1) },
+      svg("title", {}, n + " waited " + (i < w.bounds_seconds.length ? "up to " + dur(w.bounds_seconds[i]) : "longer"))) : null).filter(Boolean);
+    c.waits.replaceChildren(...bars, svg("path", { class: "axis", d: "M0," + (H - 1) + "H180" }));
+    c.waitsNote.textContent = w && w.count > 0
+      ? "waits of " + w.count + " acquires, " + dur(w.bounds_seconds[0]) + " to " + dur(w.bounds_seconds[w.bounds_seconds.length - 1]) + "+; mean " + dur(w.sum_seconds / w.count)
+      : "no acquire has waited yet";
   }
 
   function row(cell, texts) {
@@ -210,8 +287,15 @@
     else if (r.limit_source) parts.push(el("span", { class: "source", text: " (" + ({ asked: "as its users ask", configured: "configured" }[r.limit_source] || r.limit_source) + ")" }));
     parts.push(" · free " + r.free + " · waiting " + waiting);
     if (r.expected_wait) parts.push(" · expected wait for a newcomer: ", el("span", { class: "expected", text: expected(r.expected_wait) }));
-    if (r.drift_limit) parts.push(" · DRIFT: a process asked for limit " + r.drift_limit);
+    const drift = [];
+    if (r.drift_limit) drift.push("a process asked for limit " + r.drift_limit + ", not the " + r.limit + " in force");
+    if (r.drift_policy) drift.push("a process asked for queue policy " + (r.drift_policy_text || r.drift_policy));
+    c.drift.hidden = drift.length === 0;
+    c.drift.textContent = drift.length ? "DRIFT: " + drift.join("; ") : "";
+    c.root.classList.toggle("drifted", drift.length > 0);
+    if (r.policy_text) parts.push(" · policy " + r.policy_text);
     c.nums.replaceChildren(...parts);
+    drawHistory(c, st.history.get(r.resource));
     c.actions.hidden = !admin;
 
     c.holders.replaceChildren(...(r.holders || []).map((h) => {

@@ -1,0 +1,36 @@
+package faults_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Issue 24.5: the watchdog is stopped (SIGSTOP) past the TTL while
+// governor renews throughout, then resumed. Its pipe holds the newer
+// plans beside the stale deadline; it reads them first and leaves the
+// healthy run alone (before, its stale timer usually won: exit 137, no
+// message).
+func TestStoppedWatchdogResumedKillsNothing(t *testing.T) {
+	const ttl = 2 * time.Second
+	forEachWorld(t, "lease:\n  ttl: 2s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
+		first, out, errb := w.run("first", nil, nil, worker("WORK=8s")...)
+		expectLine(t, out, "working", time.Minute)
+		h := w.holder()
+		if h.PID == 0 || h.PID == first.Process.Pid {
+			t.Fatalf("declared pid %d: want the watchdog's, not governor's (%d)", h.PID, first.Process.Pid)
+		}
+		if err := syscall.Kill(h.PID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		// Stopped well past the deadline of the last plan it read; the
+		// wait sets up the case, it decides nothing.
+		<-time.After(3 * ttl)
+		if err := syscall.Kill(h.PID, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, first, errb); code != 0 {
+			t.Fatalf("run whose watchdog was stopped and resumed: exit %d, want 0\n%s", code, errb)
+		}
+	})
+}

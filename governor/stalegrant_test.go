@@ -1,0 +1,126 @@
+package governor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
+)
+
+// stallingGrants delays the reply of its first grant until the lease's
+// TTL has passed since the request was sent (a backend, or this process,
+// stalled longer than the TTL), and makes that lease's renewal fail as
+// one the backend expired would; it counts the grants and releases.
+type stallingGrants struct {
+	governor.Backend
+	ttl time.Duration
+
+	mu        sync.Mutex
+	stalledID string
+	grants    int
+	released  []string
+}
+
+func (b *stallingGrants) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	sent := time.Now()
+	res, err := b.Backend.Acquire(ctx, req)
+	if err != nil || res.Outcome != governor.Granted {
+		return res, err
+	}
+	b.mu.Lock()
+	b.grants++
+	first := b.grants == 1
+	if first {
+		b.stalledID = req.ID
+	}
+	b.mu.Unlock()
+	if first {
+		for time.Since(sent) < b.ttl {
+			time.Sleep(b.ttl - time.Since(sent))
+		}
+	}
+	return res, nil
+}
+
+func (b *stallingGrants) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+	b.mu.Lock()
+	stalled := id == b.stalledID && len(b.released) == 0
+	b.mu.Unlock()
+	if stalled {
+		return time.Time{}, governor.ErrLeaseLost
+	}
+	return b.Backend.Renew(ctx, key, id, secret, ttl)
+}
+
+func (b *stallingGrants) Release(ctx context.Context, key governor.Key, id, secret string) error {
+	b.mu.Lock()
+	b.released = append(b.released, id)
+	b.mu.Unlock()
+	return b.Backend.Release(ctx, key, id, secret)
+}
+
+// TestStaleGrantNotAcquired: a grant whose reply arrives after its
+// lease's local deadline, and which cannot be renewed, is not acquired:
+// it is released and asked for again (issue 24.18), so the lease
+// returned is one whose deadline lies ahead.
+func TestStaleGrantNotAcquired(t *testing.T) {
+	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := governor.MinTTL
+	b := &stallingGrants{Backend: fb, ttl: ttl}
+	g, err := governor.New(b, governor.Options{Project: "p", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	l, err := g.Acquire(context.Background(), "r", governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	b.mu.Lock()
+	grants, released := b.grants, append([]string(nil), b.released...)
+	b.mu.Unlock()
+	if grants != 2 || len(released) != 1 || released[0] != b.stalledID {
+		t.Fatalf("grants %d, released %v; want the stale grant released and a second grant", grants, released)
+	}
+	if !time.Now().Before(l.Deadline()) {
+		t.Fatalf("the lease returned is past its deadline %v", l.Deadline())
+	}
+}
+
+// TestMaxWaitAtDeadline: a waiter under a policy's max_wait is dropped at
+// its deadline (issue 25.10), not at its next re-check (QueueTTL/4, 8 s
+// here): its acquire ends with the max_wait withdrawal well before the
+// re-check would come.
+func TestMaxWaitAtDeadline(t *testing.T) {
+	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(fb, governor.Options{Project: "p", QueueTTL: 32 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	pol := governor.Policy{MaxWait: 200 * time.Millisecond}
+	ctx := context.Background()
+	h, err := g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	wctx, cancel := context.WithTimeout(ctx, 4*time.Second) // half the re-check
+	defer cancel()
+	_, err = g.Acquire(wctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol, Mode: governor.Wait})
+	var w *governor.WithdrawnError
+	if !errors.As(err, &w) || w.Kind != governor.EventMaxWait {
+		t.Fatalf("a waiter past max_wait: %v; want a max_wait withdrawal before the next re-check", err)
+	}
+}

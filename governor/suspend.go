@@ -1,0 +1,101 @@
+package governor
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/governor-dev/governor/governor/proc"
+)
+
+// A lease's local deadline is kept on Go's monotonic clock, and its
+// timers run on it: CLOCK_MONOTONIC on Linux, mach_absolute_time on
+// macOS, both stopped while the machine is suspended. A backend on its
+// own clock (Redis, even on this machine: it expires keys by wall time)
+// runs on through a suspend, so after one longer than the TTL it may
+// have granted the slot elsewhere while every timer of this process
+// says the lease is still held, until its next renewal is refused.
+// watchSuspend closes that gap: it compares Go's clock with the
+// sleep-inclusive one (proc.SleepClock: CLOCK_BOOTTIME, macOS's
+// CLOCK_MONOTONIC) every suspendTick, and when the two part by more than
+// suspendSlack — the machine was suspended that long — it declares lost
+// every lease whose deadline, moved on by the suspend, has passed.
+
+// suspendTick bounds how long after a resume a lease whose deadline
+// passed in the suspend is still taken for held.
+const (
+	suspendTick  = 250 * time.Millisecond
+	suspendSlack = 50 * time.Millisecond
+)
+
+// lostSuspended is why a lease was declared lost by watchSuspend.
+const lostSuspended = "the machine was suspended past its deadline"
+
+// sleepClock holds the sleep-inclusive clock watchSuspend reads (a test
+// fakes a suspend with it); nil means proc.SleepClock.
+var sleepClock atomic.Pointer[func() time.Duration]
+
+func readSleepClock() time.Duration {
+	if f := sleepClock.Load(); f != nil {
+		return (*f)()
+	}
+	return proc.SleepClock()
+}
+
+// machineClocked is implemented by a backend whose expiries run on this
+// machine's clock that stops in a suspend, as Go's does (the file
+// backend): a suspend moves its expiries with the holders' deadlines, so
+// it needs no watch (and a watch would declare lost leases it still
+// holds).
+type machineClocked interface {
+	ExpiresOnMachineClock() bool
+}
+
+// watchSuspend starts the suspend watch of g (see above), unless g's
+// backend is machineClocked. It ends when g closes; Close waits for it.
+func (g *Governor) watchSuspend() {
+	if mc, ok := g.b.(machineClocked); ok && mc.ExpiresOnMachineClock() {
+		return
+	}
+	g.active.Add(1)
+	go func() {
+		defer g.active.Done()
+		tick := time.NewTicker(suspendTick)
+		defer tick.Stop()
+		mono, sleep := time.Now(), readSleepClock()
+		for {
+			select {
+			case <-g.closing.Done():
+				return
+			case <-tick.C:
+			}
+			m, s := time.Now(), readSleepClock()
+			suspended := (s - sleep) - m.Sub(mono)
+			mono, sleep = m, s
+			if suspended > suspendSlack {
+				g.loseSuspended(m, suspended)
+			}
+		}
+	}()
+}
+
+// loseSuspended declares lost every lease of g whose deadline, as of now
+// on Go's clock, is nearer than suspended: on the backend's clock it has
+// passed. A lease renewed after the resume but before this look is
+// declared lost too (its renewal may have come after another holder's
+// grant: it proves nothing about the time between).
+func (g *Governor) loseSuspended(now time.Time, suspended time.Duration) {
+	g.mu.Lock()
+	ls := make([]*Lease, 0, len(g.leases))
+	for l := range g.leases {
+		ls = append(ls, l)
+	}
+	g.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		passed := l.err == nil && !l.released && l.deadline.Sub(now) < suspended
+		l.mu.Unlock()
+		if passed {
+			l.lose(ErrLeaseLost, lostSuspended)
+		}
+	}
+}

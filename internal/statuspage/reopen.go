@@ -1,0 +1,152 @@
+package statuspage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/metrics"
+)
+
+// NewReopening returns the source of project that open opens.
+func NewReopening(project string, open func(context.Context) (*governor.Governor, error)) *Reopening {
+	return &Reopening{project: project, open: open}
+}
+
+// Reopening is the metrics source of serve: a Governor opened on first use,
+// and again on a later use while opening fails, so that serve can start
+// before its Redis does.
+type Reopening struct {
+	project string
+	open    func(context.Context) (*governor.Governor, error)
+
+	mu sync.Mutex
+	g  *governor.Governor
+}
+
+var _ metrics.RateSource = (*Reopening)(nil)
+
+// Governor returns the Governor, opening it if it is not yet.
+func (r *Reopening) Governor(ctx context.Context) (*governor.Governor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.g == nil {
+		g, err := r.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.g = g
+	}
+	return r.g, nil
+}
+
+func (r *Reopening) Project() string { return r.project }
+
+func (r *Reopening) Resources(ctx context.Context) ([]string, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Resources(ctx)
+}
+
+func (r *Reopening) Status(ctx context.Context, resource string) (governor.Status, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return governor.Status{}, err
+	}
+	return g.Status(ctx, resource)
+}
+
+func (r *Reopening) Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Events(ctx, resource, since)
+}
+
+var _ Admin = (*Reopening)(nil)
+
+func (r *Reopening) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Cancel(ctx, resource, sel, by)
+}
+
+func (r *Reopening) Pause(ctx context.Context, resource, by string) error {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Pause(ctx, resource, by)
+}
+
+func (r *Reopening) Resume(ctx context.Context, resource, by string) error {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Resume(ctx, resource, by)
+}
+
+func (r *Reopening) SetLimit(ctx context.Context, resource string, limit int, by string) error {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return err
+	}
+	return g.SetLimit(ctx, resource, limit, by)
+}
+
+func (r *Reopening) Rates(ctx context.Context) ([]string, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Rates(ctx)
+}
+
+func (r *Reopening) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
+	g, err := r.Governor(ctx)
+	if err != nil {
+		return governor.RateStatus{}, err
+	}
+	return g.RateStatus(ctx, name)
+}
+
+// Sweep forgets idle resources every governor.SweepInterval until ctx
+// ends, saying on stderr when a sweep fails; a backend that does not
+// answer is tried again at the next turn.
+func (r *Reopening) Sweep(ctx context.Context, retention, timeout time.Duration, stderr io.Writer) {
+	t := time.NewTicker(governor.SweepInterval(retention))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
+		if g, err := r.Governor(sctx); err == nil {
+			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", strings.TrimPrefix(err.Error(), "governor: "))
+			}
+		}
+		cancel()
+	}
+}
+
+// Close closes the Governor if one was opened.
+func (r *Reopening) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.g != nil {
+		_ = r.g.Close()
+	}
+}

@@ -1,0 +1,76 @@
+package view
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// Event is one event in the stable --json schema of 'governor
+// events', which /api/v1/events of 'governor serve' serves too.
+type Event struct {
+	At       time.Time `json:"at"`
+	Resource string    `json:"resource"`
+	Kind     string    `json:"kind"`
+	LeaseID  string    `json:"lease_id"`
+	Token    int64     `json:"token"`
+	Detail   string    `json:"detail"`
+	// By names who acted, for an admin action's event (cancelled,
+	// paused, resumed, limit).
+	By string `json:"by,omitempty"`
+}
+
+// EventSource reads events: a *governor.Governor, or serve's reopening one.
+type EventSource interface {
+	Resources(ctx context.Context) ([]string, error)
+	Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error)
+}
+
+// ReadEvents returns the events of the resources names (every resource
+// with state when none is named) at or after from, oldest first. One
+// resource whose events cannot be read does not hide the others': the
+// error then names each such resource, beside the rows that were read.
+// When nothing could be listed at all, rows is nil.
+func ReadEvents(ctx context.Context, src EventSource, names []string, from time.Time) ([]Event, error) {
+	names = unique(names)
+	if len(names) == 0 {
+		var err error
+		if names, err = src.Resources(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rows := []Event{}
+	var failed []error
+	for _, n := range names {
+		evs, err := src.Events(ctx, n, from)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("events of %s: %w", n, err))
+			continue
+		}
+		for _, e := range evs {
+			rows = append(rows, Event{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail, e.By})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })
+	return rows, errors.Join(failed...)
+}
+
+// WriteEvents writes the table of 'governor events' for rows.
+func WriteEvents(w io.Writer, rows []Event) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tRESOURCE\tEVENT\tLEASE\tTOKEN\tDETAIL")
+	for _, r := range rows {
+		detail := Dash(r.Detail)
+		if r.By != "" {
+			detail += "; by " + Dash(r.By)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.At.Local().Format("2006-01-02 15:04:05"), Dash(r.Resource), Dash(r.Kind), Dash(r.LeaseID), r.Token, detail)
+	}
+	return tw.Flush()
+}

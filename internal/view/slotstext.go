@@ -1,0 +1,168 @@
+package view
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// WriteSlots writes the table of `governor slots` for sts, with the
+// mkdir slot of each resource locks binds to one. err, when it is an
+// *UnreadableError, names the resources that could not be read, each on
+// a line of its own after the others.
+func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string, err error) {
+	var ue *UnreadableError
+	if !errors.As(err, &ue) && len(sts) == 0 {
+		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
+		return
+	}
+	writeStatuses(w, sts, locks)
+	for i, u := range ue.unreadable() {
+		if i > 0 || len(sts) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  UNREADABLE: %s\n", Dash(u.Resource), Dash(u.Error))
+	}
+}
+
+func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) {
+	for i, st := range sts {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d%s", Dash(st.Key.Resource), st.Limit, st.Used,
+			max(st.Limit-st.Used, 0), len(st.Waiters), liveText(st))
+		if st.DriftLimit != 0 {
+			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d, not the %d in force (the first stored wins)", st.DriftLimit, st.Limit)
+		}
+		fmt.Fprintln(w)
+		writePolicy(w, st)
+		if p := st.Paused; p != nil {
+			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
+				governor.Ago(st.Now.Sub(p.Since)), Dash(p.By), Dash(st.Key.Resource))
+		}
+		if e := governor.ExpectedWait(st, 0); !e.Fits {
+			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
+		}
+		writeSignals(w, st)
+		writeMkdirSlot(w, mkdirSlotOf(locks, st))
+		if len(st.Holders) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
+			for _, h := range st.Holders {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s%s\n", Dash(h.LeaseID), Dash(h.Session), Dash(h.Host), h.Processes(),
+					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
+					governor.Ago(h.Expires.Sub(st.Now)), h.Token, Dash(h.Command), classKey(st, h.Declaration))
+			}
+			tw.Flush()
+			for _, h := range st.Holders {
+				if !h.Cancelled.IsZero() {
+					fmt.Fprintf(w, "  %s: cancelled in progress %s ago; held until its work has stopped and it is released\n",
+						Dash(h.LeaseID), governor.Ago(st.Now.Sub(h.Cancelled)))
+				}
+			}
+		}
+		if len(st.Waiters) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
+			for i, wt := range st.Waiters {
+				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", i+1, Dash(short(wt.ID)), Dash(wt.Session), Dash(wt.Host), wt.Processes(),
+					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), Dash(wt.Command), classKey(st, wt.Declaration))
+			}
+			tw.Flush()
+		}
+	}
+}
+
+// progress is a holder's last progress mark for the PROGRESS column:
+// "40s ago", with "/5m00s" when it has a progress timeout; "-" when it
+// has neither a timeout nor a mark.
+func progress(now time.Time, h governor.Holder) string {
+	if h.Progress.IsZero() {
+		return "-"
+	}
+	s := governor.Ago(now.Sub(h.Progress)) + " ago"
+	if h.ProgressTimeout > 0 {
+		s += " /" + governor.Ago(h.ProgressTimeout)
+	}
+	return s
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// writePolicy writes the queue policy in force, each class's use with
+// its reserve and cap, and a policy drift.
+func writePolicy(w io.Writer, st governor.Status) {
+	if !st.Policy.IsZero() {
+		fmt.Fprintf(w, "  policy %s", PolicyText(st.Policy))
+		use := st.ClassUse()
+		for i, c := range st.Policy.Classes {
+			sep := ", "
+			if i == 0 {
+				sep = "; classes "
+			}
+			fmt.Fprintf(w, "%s%s %d", sep, c.Name, use[c.Name])
+			if c.Reserve > 0 {
+				fmt.Fprintf(w, " (reserve %d)", c.Reserve)
+			}
+			if c.Cap > 0 {
+				fmt.Fprintf(w, " (cap %d)", c.Cap)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if st.DriftPolicy != "" {
+		fmt.Fprintf(w, "  DRIFT: a process asked for queue policy %s\n", encodedPolicyText(st.DriftPolicy))
+	}
+}
+
+// classKeyHeader and classKey: the CLASS and KEY columns, under a queue
+// policy only.
+func classKeyHeader(st governor.Status) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\tCLASS\tKEY"
+}
+
+func classKey(st governor.Status, d governor.Declaration) string {
+	if st.Policy.IsZero() {
+		return ""
+	}
+	return "\t" + Dash(d.Priority) + "\t" + Dash(d.FairKey)
+}
+
+// writeSignals writes what rate-limit signals did to st: the adaptive
+// limit against the configured one, a cool-off in force, the last signal.
+func writeSignals(w io.Writer, st governor.Status) {
+	if a := st.Adaptive; a != nil {
+		fmt.Fprintf(w, "  adaptive: limit %d of configured %d (%d successes towards one more)\n", a.Limit, a.Max, a.Successes)
+	}
+	if c := st.CoolingOff(); c != "" {
+		fmt.Fprintf(w, "  %s\n", strings.ToUpper(c[:1])+c[1:])
+	}
+	if !st.LastSignal.IsZero() {
+		fmt.Fprintf(w, "  last rate-limit signal %s ago\n", governor.Ago(st.Now.Sub(st.LastSignal)))
+	}
+}
+
+// liveText says, for text, that the limit in force was set live and by
+// whom; "" when it was not (it is then the one processes ask for).
+func liveText(st governor.Status) string {
+	l := st.LiveLimit
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("  LIVE LIMIT set by %s %s ago ('governor limit %s --clear' returns to the configured one)",
+		Dash(l.By), governor.Ago(st.Now.Sub(l.At)), Dash(st.Key.Resource))
+}
