@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import dataclasses
 import datetime
@@ -275,14 +276,12 @@ class _Slot:
         if self.record:
             self.record.granted(self.lease)
         if self.stop_on_lost and threading.current_thread() is threading.main_thread():
-            import _thread
             self.lease.on_lost(self._interrupt)
         return self.lease
 
     def _interrupt(self) -> None:
         if self.lease is not None and not self.lease.released:
             self._interrupted = True
-            import _thread
             _thread.interrupt_main()
 
     def __exit__(self, et: Any, exc: Optional[BaseException], tb: Any) -> bool:

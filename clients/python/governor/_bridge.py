@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -59,7 +58,6 @@ class Bridge:
         self._next = 0
         self._pending: Dict[int, _Pending] = {}
         self._leases: Dict[str, Any] = {}  # bridge lease id -> Lease
-        self._requests: Dict[int, _Pending] = self._pending
         self.dead: Optional[str] = None
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
@@ -285,6 +283,3 @@ def bridge_argv(binary: str, *, dir: Optional[str] = None, config: Optional[str]
             argv += [flag, str(v)]
     return argv
 
-
-def python_version_ok() -> bool:
-    return sys.version_info >= (3, 9)
