@@ -345,7 +345,8 @@ func isMkdirLock(path []string) bool {
 
 // heavyLockDir returns, when $HEAVY_LOCK_DIR is set, a setting of the
 // environment's layer for each resources.<name>.mkdir_lock that a layer
-// sets: the wrapper's variable moves the slot of governor too.
+// sets: the wrapper's variable moves the slot of governor too. When no
+// layer sets one, it binds HeavyResource (implicitHeavyLock).
 func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
 	dir := env[EnvHeavyLockDir]
 	if dir == "" {
@@ -360,6 +361,9 @@ func heavyLockDir(env map[string]string, layers ...[]*setting) []*setting {
 				out = append(out, &setting{path: s.path, value: dir, raw: dir, source: SourceEnv, origin: "env " + EnvHeavyLockDir})
 			}
 		}
+	}
+	if len(out) == 0 {
+		return implicitHeavyLock(dir, layers...)
 	}
 	return out
 }

@@ -52,10 +52,25 @@ func TestMkdirLock(t *testing.T) {
 		t.Errorf("flag over HEAVY_LOCK_DIR: %q", got)
 	}
 
-	// HEAVY_LOCK_DIR without a bound resource binds nothing.
+	// HEAVY_LOCK_DIR without a bound resource binds heavy, the wrapper's
+	// slot name (issue 25.2), and says so; unless heavy is configured as
+	// something else (a limit other than 1).
 	e = newEnv(t, "HEAVY_LOCK_DIR=/srv/heavy-lock")
-	if l, _, err := e.loadFile("resources:\n  heavy: {limit: 1}\n"); err != nil || len(l.Config.MkdirLocks()) != 0 {
-		t.Errorf("HEAVY_LOCK_DIR alone: %v, %v", l.Config.MkdirLocks(), err)
+	for _, yaml := range []string{"resources:\n  heavy: {limit: 1}\n", "resources:\n  other: {limit: 2}\n", ""} {
+		l, _, err := e.loadFile(yaml)
+		if err != nil || !maps.Equal(l.Config.MkdirLocks(), map[string]string{"heavy": "/srv/heavy-lock"}) {
+			t.Fatalf("HEAVY_LOCK_DIR alone, %q: %+v, %v; want heavy bound", yaml, l, err)
+		}
+		if n := l.Config.MkdirLockNotes()["heavy"]; !strings.Contains(n, "/srv/heavy-lock") || !strings.Contains(n, "HEAVY_LOCK_DIR") {
+			t.Errorf("MkdirLockNotes()[heavy] = %q", n)
+		}
+	}
+	if l, _, err := e.loadFile("resources:\n  heavy: {limit: 3}\n"); err != nil || len(l.Config.MkdirLocks()) != 0 {
+		t.Errorf("HEAVY_LOCK_DIR with heavy at limit 3: %v, %v; want nothing bound", l.Config.MkdirLocks(), err)
+	}
+	l, _, err = e.loadFile("resources:\n  heavy: {limit: 1, mkdir_lock: /tmp/x}\n")
+	if err != nil || l.Config.MkdirLockNotes()["heavy"] != "" {
+		t.Errorf("configured mkdir_lock: note %q, %v; want none", l.Config.MkdirLockNotes()["heavy"], err)
 	}
 }
 

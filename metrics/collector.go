@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/buildinfo"
+	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
 // DefaultTimeout bounds the backend reads of one scrape when
@@ -44,6 +45,11 @@ type CollectorOptions struct {
 	// config.Config.Limits returns). Each is reported even before any
 	// process used it, with this limit while the backend has none.
 	Limits map[string]int
+	// MkdirLocks binds resources to the with-heavy-lock slot (what
+	// config.Config.MkdirLocks returns): a hold of the slot outside
+	// governor counts in governor_slots_in_use, and
+	// governor_mkdir_slot_held_outside says it.
+	MkdirLocks map[string]string
 }
 
 // Collector is a prometheus.Collector that reads one project's state from
@@ -54,9 +60,11 @@ type Collector struct {
 	src     Source
 	timeout time.Duration
 	limits  map[string]int
+	mkdir   map[string]string
 
 	up, scrapeError, scrapeDuration, buildInfo *prometheus.Desc
 	limit, inUse, drift, holders, waiters      *prometheus.Desc
+	mkdirOutside                               *prometheus.Desc
 	oldestLease, oldestWaiter                  *prometheus.Desc
 	acquires, queued, wait                     *prometheus.Desc
 	hold, paused, expectedWait                 *prometheus.Desc
@@ -84,6 +92,7 @@ type flight struct {
 type snapshot struct {
 	answered bool                  // the backend listed the resources
 	statuses []governor.Status     // the resources read, by name
+	outside  map[string]bool       // bound to a mkdir slot: held outside governor
 	rates    []governor.RateStatus // the rate keys read, by name
 	drifts   map[string]int        // drift events by resource (EventSource)
 	err      error                 // the first read that failed, if any
@@ -119,7 +128,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("%w: metrics: scrape timeout %v; it must be positive (0: %v)", governor.ErrInvalid, opts.Timeout, DefaultTimeout)
 	}
-	c := &Collector{src: src, timeout: opts.Timeout, limits: maps.Clone(opts.Limits)}
+	c := &Collector{src: src, timeout: opts.Timeout, limits: maps.Clone(opts.Limits), mkdir: maps.Clone(opts.MkdirLocks)}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -138,7 +147,8 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.shadowDenied = desc("governor_shadow_denied_total", "Reservations a shadow rate limit (providers.NAME.shadow) would have held or refused; none was (kept by the backend: every process counts).", "provider")
 	c.rateRemaining = desc("governor_rate_remaining", "Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.", "provider", "limit")
 	c.limit = desc("governor_slots_limit", "Slots of the resource: the limit in force, or the configured one before first use.", "resource")
-	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases.", "resource")
+	c.inUse = desc("governor_slots_in_use", "Weight held by unexpired leases, and the with-heavy-lock slot's hold outside governor for a resource bound to it.", "resource")
+	c.mkdirOutside = desc("governor_mkdir_slot_held_outside", "1 while the with-heavy-lock slot bound to the resource (mkdir_lock) is held outside governor (the wrapper), else 0; absent for other resources.", "resource")
 	c.drift = desc("governor_slots_limit_drift", "A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.", "resource")
 	c.holders = desc("governor_holders", "Leases held.", "resource")
 	c.adaptiveLimit = desc("governor_adaptive_limit", "The limit adaptive concurrency (AIMD) holds a provider at, fleet-wide: halved on each rate-limit signal, one more after a run of successes; absent when not adaptive.", "resource")
@@ -165,7 +175,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 // Describe sends every Desc the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
-		c.limit, c.inUse, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
+		c.limit, c.inUse, c.mkdirOutside, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
 		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted} {
 		ch <- d
@@ -189,6 +199,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.gauge(ch, c.buildInfo, 1, c.build.Version, c.build.Revision, c.build.GoVersion)
 	for _, st := range s.statuses {
 		c.emit(ch, st)
+		if o, ok := s.outside[st.Key.Resource]; ok {
+			c.gauge(ch, c.mkdirOutside, b2f(o), st.Key.Resource)
+		}
 	}
 	for _, rs := range s.rates {
 		c.emitRate(ch, rs)
@@ -265,6 +278,17 @@ func (c *Collector) readBackend(ctx context.Context) snapshot {
 		st.Key.Resource = n
 		if st.Limit == 0 {
 			st.Limit = names[n] // never used yet: report the configured limit
+		}
+		if dir := c.mkdir[n]; dir != "" {
+			_, outside, err := mkdirslot.AddHold(&st, dir)
+			if err != nil {
+				s.failed(ctx, fmt.Errorf("metrics: mkdir slot of %s: %w", n, err))
+			} else {
+				if s.outside == nil {
+					s.outside = map[string]bool{}
+				}
+				s.outside[n] = outside
+			}
 		}
 		s.statuses = append(s.statuses, st)
 	}

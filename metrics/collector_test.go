@@ -210,7 +210,7 @@ governor_releases_total{project="prj",resource="run"} 0
 # HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
 # TYPE governor_scrape_error gauge
 governor_scrape_error{project="prj"} 0
-# HELP governor_slots_in_use Weight held by unexpired leases.
+# HELP governor_slots_in_use Weight held by unexpired leases, and the with-heavy-lock slot's hold outside governor for a resource bound to it.
 # TYPE governor_slots_in_use gauge
 governor_slots_in_use{project="prj",resource="gpu"} 3
 governor_slots_in_use{project="prj",resource="issue:7"} 0

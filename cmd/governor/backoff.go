@@ -1,17 +1,24 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/nearest"
 )
 
 func (a *app) backoffCmd() *cobra.Command {
 	var retryAfter time.Duration
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "backoff PROVIDER [--retry-after D]",
 		Short: "Report a provider's rate-limit signal: the provider cools off for every process",
@@ -32,8 +39,14 @@ provider:PROVIDER' shows each cool-off and who asked for it.
 An agent in any language reports a 429 with it, or runs its calls under
 'governor run --provider PROVIDER --backoff-exit-code N' and exits N.
 
-Exit codes: 0 the cool-off is recorded (its end printed); 125 bad input or
-backend unreachable.`,
+PROVIDER must be configured (providers.NAME) or already have state in the
+backend (used by 'governor run --provider NAME'): a typo would otherwise cool off
+a provider nobody uses and leave the real one unthrottled. Another name is
+refused, naming the configured providers, and nothing is created; --force cools
+it off anyway.
+
+Exit codes: 0 the cool-off is recorded (its end printed); 125 bad input (an
+unknown PROVIDER without --force) or backend unreachable.`,
 		Example: `  governor backoff anthropic --retry-after 20s
   governor backoff openai`,
 		Args: cobra.ExactArgs(1),
@@ -57,7 +70,13 @@ backend unreachable.`,
 				return err
 			}
 			defer g.Close()
-			p := g.Provider(args[0], providerLimits(l.Config)[args[0]])
+			if !force {
+				if err := knownProvider(cmd.Context(), g, l.Config, args[0]); err != nil {
+					return err
+				}
+			}
+			def, _ := l.Catalog().Provider(args[0])
+			p := g.Provider(args[0], def.Limits)
 			end, err := p.Report(cmd.Context(), governor.RateLimited{RetryAfter: retryAfter, Reason: "governor backoff"})
 			if err != nil {
 				return exitWith(ExitFailure, err)
@@ -67,5 +86,33 @@ backend unreachable.`,
 		},
 	}
 	cmd.Flags().DurationVar(&retryAfter, "retry-after", 0, "how long the provider asked to wait (default: "+governor.DefaultCoolOff.String()+" with jitter)")
+	cmd.Flags().BoolVar(&force, "force", false, "cool off PROVIDER even if it is neither configured nor has state")
 	return cmd
+}
+
+// knownProvider refuses (125) a provider that is neither configured nor
+// has state in the backend, naming the configured ones.
+func knownProvider(ctx context.Context, g *governor.Governor, c config.Config, name string) error {
+	configured := slices.Sorted(maps.Keys(c.Providers))
+	if slices.Contains(configured, name) {
+		return nil
+	}
+	have, err := g.Resources(ctx)
+	if err != nil {
+		return exitWith(ExitFailure, err)
+	}
+	if slices.Contains(have, governor.ProviderResource(name)) {
+		return nil
+	}
+	msg := fmt.Sprintf("provider %q is not configured (providers.NAME) and has no state: nothing cooled off", name)
+	switch {
+	case len(configured) == 0:
+		msg += "; no provider is configured"
+	default:
+		msg += "; configured: " + strings.Join(configured, ", ")
+		if near := nearest.Names(name, configured); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, " or ") + "?"
+		}
+	}
+	return exitWith(ExitFailure, errors.New(msg+"; give --force to cool it off anyway"))
 }

@@ -111,3 +111,29 @@ func TestRunAdaptive(t *testing.T) {
 		}
 	}
 }
+
+// backoff of a provider neither configured nor in use is refused (issue
+// 25.7): 125 naming the configured providers and the nearest one, and
+// nothing created; --force cools it off anyway; a provider used ad hoc
+// (it has state) is accepted.
+func TestBackoffUnknownProvider(t *testing.T) {
+	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n  openai:\n    requests_per_minute: 600\n"
+	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		code, _, errs := tg.run(t, "backoff", "antropic")
+		if code != 125 || !strings.Contains(errs, `provider "antropic" is not configured`) || !strings.Contains(errs, "configured: anthropic, openai") ||
+			!strings.Contains(errs, "did you mean anthropic?") || !strings.Contains(errs, "--force") {
+			t.Errorf("backoff antropic: exit %d, stderr %s; want 125 naming the configured providers", code, errs)
+		}
+		if _, out, _ := tg.run(t, "--json", "slots"); strings.Contains(out, "provider:antropic") {
+			t.Errorf("backoff antropic created provider:antropic:\n%s", out)
+		}
+		if code, _, errs := tg.run(t, "run", "--provider", "adhoc", "--limit", "2", "--", "true"); code != 0 {
+			t.Fatalf("run --provider adhoc: exit %d, %s", code, errs)
+		}
+		for _, args := range [][]string{{"backoff", "adhoc"}, {"backoff", "antropic", "--force"}} {
+			if code, out, errs := tg.run(t, args...); code != 0 || !strings.Contains(out, "cooling off") {
+				t.Errorf("%q: exit %d, %q, %s; want the cool-off recorded", args, code, out, errs)
+			}
+		}
+	})
+}

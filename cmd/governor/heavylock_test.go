@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/usertest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -28,11 +30,31 @@ func heavyTarget(t *testing.T, viaEnv bool) (*target, string, []string) {
 		configured = filepath.Join(t.TempDir(), "not-this-one")
 		env = []string{"HEAVY_LOCK_DIR=" + lock}
 	}
+	return &target{bin: governorBin(t), name: "file", dir: filepath.Join(t.TempDir(), "state"), config: heavyConfig(t, configured)}, lock, env
+}
+
+// heavyConfig writes a configuration binding heavy to the slot in lock.
+func heavyConfig(t *testing.T, lock string) string {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1, mkdir_lock: "+configured+"}\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1, mkdir_lock: "+lock+"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &target{bin: governorBin(t), name: "file", dir: filepath.Join(t.TempDir(), "state"), config: cfg}, lock, env
+	return cfg
+}
+
+// heavyTargets runs fn with heavy bound to a slot in a new directory, on
+// the file backend and on a real redis-server.
+func heavyTargets(t *testing.T, fn func(t *testing.T, tg *target, lock string)) {
+	t.Run("file", func(t *testing.T) {
+		tg, lock, _ := heavyTarget(t, false)
+		fn(t, tg, lock)
+	})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		lock := filepath.Join(t.TempDir(), "heavy-lock")
+		fn(t, &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: heavyConfig(t, lock)}, lock)
+	})
 }
 
 // wrapperPath is the replica of with-heavy-lock in testdata.
@@ -115,8 +137,9 @@ func TestHeavyLockSharedWithWrapper(t *testing.T) {
 		t.Errorf("--if-busy skip while the wrapper holds it: exit %d, stderr %s; want 75", code, errs)
 	}
 	code, out, errs := execCode(t, governorCmd(tg, env, "slots", "heavy"))
-	if code != 0 || !strings.Contains(out, "mkdir slot "+filepath.Join(lock, "slot.d")+": held, pid "+pid+", cmd: sh -c") || !strings.Contains(out, "HELD outside governor") {
-		t.Errorf("slots while the wrapper holds it: exit %d, stderr %s:\n%s", code, errs, out)
+	if code != 0 || !strings.Contains(out, "mkdir slot "+filepath.Join(lock, "slot.d")+": held, pid "+pid+", cmd: sh -c") || !strings.Contains(out, "HELD outside governor") ||
+		!strings.Contains(out, "heavy  limit 1  in use 1  free 0  waiting 0") {
+		t.Errorf("slots while the wrapper holds it: exit %d, stderr %s:\n%s; want heavy in use 1 free 0 (issue 25.3)", code, errs, out)
 	}
 	code, _, errs = execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "sh", "-c", spanScript, "g1", times, "0.3"))
 	if code != 0 {
@@ -237,15 +260,16 @@ func TestHeavyLockKeepsUnprovenReclaimsDead(t *testing.T) {
 	}
 }
 
-// Nesting both ways: governor inside the wrapper takes nothing and does
-// not wait; the wrapper inside governor runs at once.
+// Nesting both ways: governor inside the wrapper takes its own lease but
+// not the slot its ancestor holds, and does not wait for it; the wrapper
+// inside governor runs at once.
 func TestHeavyLockNesting(t *testing.T) {
 	tg, lock, env := heavyTarget(t, false)
 	inner := append([]string{tg.bin}, tg.global()...)
-	args := append(append([]string{}, inner...), "run", "--resource", "heavy", "--", "sh", "-c", `echo "inner GOVERNOR_HELD=$GOVERNOR_HELD"`)
+	args := append(append([]string{}, inner...), "run", "--resource", "heavy", "--if-busy", "fail", "--", "sh", "-c", `echo "inner GOVERNOR_HELD=$GOVERNOR_HELD"; cat "$0/slot.d/cmd"`, lock)
 	code, out, errs := execCode(t, wrapperCmd(t, lock, nil, args...))
-	if code != 0 || !strings.Contains(out, "inner GOVERNOR_HELD=\n") {
-		t.Errorf("governor inside the wrapper: exit %d, stdout %q, stderr %s; want 0 without acquiring", code, out, errs)
+	if code != 0 || !strings.Contains(out, "inner GOVERNOR_HELD="+runProject+"/heavy=") || !strings.Contains(out, "\n"+tg.bin) || errs != "" {
+		t.Errorf("governor inside the wrapper: exit %d, stdout %q, stderr %s; want 0 with governor's lease, in the wrapper's slot", code, out, errs)
 	}
 	code, out, errs = execCode(t, governorCmd(tg, append(env, "HEAVY_LOCK_DIR="+lock), "run", "--resource", "heavy", "--timeout", "20s", "--",
 		wrapperPath(t), "sh", "-c", "echo inner ran"))
@@ -423,4 +447,177 @@ func TestHeavyLockSlotsJSON(t *testing.T) {
 	if m == nil || m.Path != slot || m.State != "held" || m.PID != os.Getpid() || m.Cmd != "python3 eval.py" || !m.OutsideGovernor || m.Stuck {
 		t.Errorf("mkdir_slot = %+v; want held outside governor by pid %d", m, os.Getpid())
 	}
+	if r := got.Resources[0]; r.Used != 1 || r.Free != 0 {
+		t.Errorf("used %d, free %d; want the wrapper's hold in use: 1, 0 (issue 25.3)", r.Used, r.Free)
+	}
+}
+
+// HEAVY_LOCK_HELD is not a bypass (issue 24.4): a value exported earlier,
+// while the wrapper or another governor run holds the slot, neither skips
+// governor's lease (on Redis too) nor the slot; the run waits its turn,
+// says why, and the work intervals never overlap.
+func TestHeavyLockHeldIsNoBypass(t *testing.T) {
+	heavyTargets(t, func(t *testing.T, tg *target, lock string) {
+		times := filepath.Join(t.TempDir(), "times")
+		for _, holder := range []string{"wrapper", "governor"} {
+			h := wrapperCmd(t, lock, nil, "sh", "-c", spanScript, holder, times, "1.5")
+			if holder == "governor" {
+				h = governorCmd(tg, nil, "run", "--resource", "heavy", "--", "sh", "-c", spanScript, holder, times, "1.5")
+			}
+			if err := h.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := waitForPID(t, lock)
+			var wg sync.WaitGroup
+			for _, v := range []string{pid, "1"} {
+				name := "stale-" + holder + "-" + v
+				c := governorCmd(tg, []string{"HEAVY_LOCK_HELD=" + v}, "run", "--resource", "heavy", "--wait-timeout", "60s", "--",
+					"sh", "-c", spanScript, name, times, "0.1")
+				wg.Go(func() {
+					code, _, errs := execCode(t, c)
+					if code != 0 || !strings.Contains(errs, "HEAVY_LOCK_HELD="+v+", but ") || !strings.Contains(errs, "; taking the slot") {
+						t.Errorf("%s: exit %d, stderr %s; want 0 after waiting, saying HEAVY_LOCK_HELD proves nothing", name, code, errs)
+					}
+				})
+			}
+			wg.Wait()
+			if err := h.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkDisjoint(t, times, 6)
+	})
+}
+
+// Reading the slot another user made discloses nothing and never hangs
+// (issue 24.2): in a sticky shared DIR, a second user's slot.d whose cmd
+// is a link to a root-only file is shown without it in the busy message
+// and in slots; a FIFO as cmd does not block the run (a generous deadline
+// bounds it), which fails 73 at its --wait-timeout. A DIR the other user
+// could change (world-writable, no sticky bit) is refused with 125.
+func TestHeavyLockSecondUsersSlot(t *testing.T) {
+	u := usertest.New(t)
+	secret := filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(secret, []byte("TOP-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := usertest.SharedDir(t)
+	lock := filepath.Join(shared, "heavy-lock")
+	if err := os.Mkdir(lock, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(lock, 0o777|os.ModeSticky)
+	tg := &target{bin: governorBin(t), name: "file", dir: filepath.Join(t.TempDir(), "state"), config: heavyConfig(t, lock)}
+	sleeper := u.Command("sleep", "120")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	for _, cmd := range []string{`ln -s "$2" slot.d/cmd`, `mkfifo slot.d/cmd`} {
+		os.RemoveAll(filepath.Join(lock, "slot.d"))
+		script := `cd "$1" && mkdir slot.d && echo "$3" > slot.d/pid && ` + cmd
+		if out, err := u.Command("sh", "-c", script, "sh", lock, secret, strconv.Itoa(sleeper.Process.Pid)).CombinedOutput(); err != nil {
+			t.Fatalf("%s as %s: %v %s", cmd, u.Name, err, out)
+		}
+		for _, args := range [][]string{{"run", "--resource", "heavy", "--wait-timeout", "700ms", "--", "true"}, {"slots", "heavy"}, {"--json", "slots", "heavy"}} {
+			c := governorCmd(tg, nil, args...)
+			done := make(chan struct{})
+			var code int
+			var out, errs string
+			go func() { code, out, errs = execCode(t, c); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				c.Process.Kill()
+				<-done
+				t.Fatalf("%s, %q: still running after 60s", cmd, args)
+			}
+			if strings.Contains(out+errs, "TOP-SECRET") {
+				t.Errorf("%s, %q: the root-only file was disclosed:\n%s%s", cmd, args, out, errs)
+			}
+			if args[0] == "run" && (code != 73 || !strings.Contains(errs, "held by pid "+strconv.Itoa(sleeper.Process.Pid))) {
+				t.Errorf("%s, %q: exit %d, stderr %s; want 73, held by the other user's pid", cmd, args, code, errs)
+			}
+		}
+		if b, _ := os.ReadFile(secret); string(b) != "TOP-SECRET\n" {
+			t.Fatalf("the root-only file was written: %q", b)
+		}
+	}
+	os.RemoveAll(filepath.Join(lock, "slot.d"))
+	os.Chmod(lock, 0o777)
+	code, _, errs := execCode(t, governorCmd(tg, nil, "run", "--resource", "heavy", "--", "true"))
+	if code != 125 || !strings.Contains(errs, "without the sticky bit") {
+		t.Errorf("run on a world-writable DIR: exit %d, stderr %s; want 125 naming the mode", code, errs)
+	}
+	if _, err := os.Lstat(filepath.Join(lock, "slot.d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("slot.d made in a refused DIR: %v", err)
+	}
+}
+
+// $HEAVY_LOCK_DIR alone (issue 25.2): a seed-000 user exports it and types
+// README's first example with no mkdir_lock configured; heavy, the
+// wrapper's slot name, shares the wrapper's slot: refused while the
+// wrapper holds it, then waits its turn, saying once where the binding
+// came from. The work intervals never overlap.
+func TestHeavyLockDirAloneBindsHeavy(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "heavy-lock")
+	tg := fileTarget(t, "")
+	env := []string{"HEAVY_LOCK_DIR=" + lock}
+	times := filepath.Join(t.TempDir(), "times")
+	w := wrapperCmd(t, lock, nil, "sh", "-c", spanScript, "wrapper", times, "1")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitForPID(t, lock)
+	code, _, errs := execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--limit", "1", "--", "true"))
+	if code != 73 || !strings.Contains(errs, "held by pid "+pid) {
+		t.Errorf("README's example while the wrapper holds the slot: exit %d, stderr %s; want 73 naming the wrapper", code, errs)
+	}
+	code, _, errs = execCode(t, governorCmd(tg, env, "run", "--resource", "heavy", "--limit", "1", "--wait-timeout", "60s", "--", "sh", "-c", spanScript, "governor", times, "0.2"))
+	if code != 0 || strings.Count(errs, "shares the with-heavy-lock slot in "+lock+" ($HEAVY_LOCK_DIR is set") != 1 {
+		t.Errorf("exit %d, stderr %s; want 0, saying once that $HEAVY_LOCK_DIR binds heavy", code, errs)
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkDisjoint(t, times, 2)
+}
+
+// A governor run inside the wrapper takes heavy's lease; a run that
+// holds that lease while it waits for the wrapper's slot would then wait
+// for it forever, and it for that run. The waiting run gives the lease up
+// to the run inside the wrapper and queues again: everyone ends, and the
+// work intervals never overlap.
+func TestHeavyLockWaiterYieldsToRunInsideWrapper(t *testing.T) {
+	tg, lock, env := heavyTarget(t, false)
+	times := filepath.Join(t.TempDir(), "times")
+	goFile := filepath.Join(t.TempDir(), "go")
+	inner := strings.Join(append(append([]string{tg.bin}, tg.global()...), "run", "--resource", "heavy", "--wait-timeout", "30s", "--"), " ")
+	w := wrapperCmd(t, lock, nil, "sh", "-c", `while [ ! -e "$0" ]; do sleep 0.05; done; `+inner+` sh -c '`+spanScript+`' inner "$1" 0.2`, goFile, times)
+	var werr bytes.Buffer
+	w.Stderr = &werr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForPID(t, lock)
+	g := governorCmd(tg, env, "run", "--resource", "heavy", "--wait-timeout", "60s", "--", "sh", "-c", spanScript, "outside", times, "0.2")
+	var gerr bytes.Buffer
+	g.Stderr = &gerr
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the outside run holds heavy's lease", func() bool {
+		_, out, _ := execCode(t, governorCmd(tg, env, "slots", "heavy"))
+		return strings.Contains(out, "heavy  limit 1  in use 1") && strings.Contains(out, "HOLDER")
+	})
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(); err != nil {
+		t.Errorf("the wrapper's command (governor inside it): %v, %s", err, &werr)
+	}
+	if err := g.Wait(); err != nil || !strings.Contains(gerr.String(), "giving the lease up to it") {
+		t.Errorf("the outside run: %v, stderr %s; want 0, having given the lease up", err, &gerr)
+	}
+	checkDisjoint(t, times, 2)
 }

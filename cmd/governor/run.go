@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/governor-dev/governor/config"
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/supervise"
 )
@@ -69,7 +66,7 @@ resources to those. An exec run inside an exec run (an ancestor holds run or
 run:join) is part of it and takes neither. 'governor slots' shows run and
 run:join with their use.
 
-Queue policies (README "Queue policies"): a resource whose config has
+Queue policies (docs/queue-policies.md): a resource whose config has
 priorities, reserve, cap, fair_weights, fair_cap, max_queue or max_wait serves
 its queue by them; --priority CLASS and --fair-key KEY say where this run
 queues. A full queue (max_queue) refuses at once, exit 73 naming the bound;
@@ -206,24 +203,10 @@ Exit codes:
 			if err != nil {
 				return err
 			}
-			o.Args = args
-			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
-			o.Policies = l.Config.Policies()
-			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
-			o.MkdirLocks = l.Config.MkdirLocks()
-			if o.Tokens < 0 {
-				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
-			}
-			o.Env = a.env
+			o.Args, o.Config, o.Env = args, l, a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
-			o.Report = a.report
+			o.Report, o.Warn = a.report, a.warn
 			o.Watchdog = append([]string{runner.SelfExecutable()}, watchdogArgs...)
-			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
-				// The watchdog (oo.PID) is declared for liveness; governor
-				// is shown as the holder, with its command.
-				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid(),
-					Cgroup: oo.Cgroup, RunID: oo.RunID})
-			}
 			return exitCode(runner.Run(cmd.Context(), o))
 		},
 	}
@@ -245,7 +228,8 @@ Exit codes:
 	f.StringVar(&o.Priority, "priority", "", "the priority class to queue in, on resources whose config has priorities (default: the class named default, else the lowest)")
 	f.StringVar(&o.FairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, on resources with fairness: keys take turns")
 	f.StringVar(&o.Supersede, "supersede", "", "supersede key: a newer run with the same key replaces this one while it waits (exit 76)")
-	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede and --if-busy wait: also stop a running holder with the same key, as on lease loss (it exits 122), and run once it has ended")
+	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede and --if-busy wait: also stop a running holder with the same key, as on lease loss (it exits 122), and run once it has ended; another OS user's only with --force")
+	f.BoolVar(&o.CancelOthers, "force", false, "with --cancel-in-progress: stop a running holder of another OS user too (refused without it, exit 125)")
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
@@ -258,23 +242,4 @@ func exitCode(code int) error {
 		return nil
 	}
 	return exitWith(code, nil)
-}
-
-// providerLimits maps each configured provider to its limits.
-func providerLimits(c config.Config) map[string]governor.ProviderLimits {
-	ls := map[string]governor.ProviderLimits{}
-	for name, p := range c.Providers {
-		ls[name] = p.ProviderLimits()
-	}
-	return ls
-}
-
-// providerRates maps providers.<name>.requests_per_minute,
-// tokens_per_minute and burst (of requests) to rate limits.
-func providerRates(c config.Config) map[string]runner.ProviderRate {
-	rates := map[string]runner.ProviderRate{}
-	for name, l := range providerLimits(c) {
-		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens, Shadow: l.Shadow}
-	}
-	return rates
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -82,9 +82,18 @@ failure (73 or 125), after printing the leases it took.`,
 			} else if leaseID != "" {
 				return exitWith(ExitFailure, fmt.Errorf("--lease needs the RESOURCE it is a lease of"))
 			}
-			if limit == 0 && resource != "" {
-				if l, err := a.load(); err == nil {
-					limit = l.Config.Limits()[resource]
+			if resource != "" {
+				// The one limit rule: the configured limit, else --limit
+				// (1 when neither: an expired lease's slot of weight 1).
+				l, err := a.load()
+				if err != nil {
+					return err
+				}
+				switch limit, _, err = acquire.LimitFor(l.Catalog(), resource, limit); {
+				case errors.Is(err, acquire.ErrNoLimit):
+					limit = 1
+				case err != nil:
+					return exitWith(ExitFailure, err)
 				}
 			}
 			what := resource
@@ -101,7 +110,7 @@ failure (73 or 125), after printing the leases it took.`,
 			if resource == "" {
 				ls, err = g.TakeoverSession(cmd.Context(), session, o)
 			} else {
-				ls, err = g.Takeover(cmd.Context(), resource, max(limit, 1), o)
+				ls, err = g.Takeover(cmd.Context(), resource, limit, o)
 			}
 			// Leases taken are printed even when a session takeover
 			// stopped midway: they are held now.
@@ -123,7 +132,7 @@ failure (73 or 125), after printing the leases it took.`,
 			var busy *governor.BusyError
 			switch {
 			case errors.As(err, &busy) && len(ls) == 0:
-				return runner.Refused(busy, false)
+				return acquire.Refused(busy, false)
 			case errors.Is(err, governor.ErrNotHeld):
 				return exitWith(ExitBusy, err) // nothing to take over
 			}
@@ -150,15 +159,18 @@ Exit codes: 0 this help; those of each subcommand.`}
 		Use:   "next NAME [--lease RESOURCE@LEASE_ID.SECRET]",
 		Short: "Print the next number of sequence NAME, for the holder of a lease",
 		Long: `next prints the next number (from 1) of sequence NAME. The lease must be held, and
-its fencing token must be at least the newest token already used for NAME: a
-holder whose lease was taken over is refused (exit 73), so two sessions never get
-the same number, also across takeovers. The handle must carry the lease's SECRET (as
+its fencing token must be at least the newest token already used for NAME, so two
+sessions never get the same number, also across takeovers. One rule for the
+refusals: a lease that is no longer held (expired, released, or taken over: a
+takeover ends the old lease) exits 122, as renew and run do for a lost lease; a
+lease still held whose token is older than one NAME already saw (a newer lease,
+of this resource or another, wrote NAME) exits 73: this lease must not write it. The handle must carry the lease's SECRET (as
 acquire printed it, or as GOVERNOR_HELD gives it to a run's command). Without
 --lease it is read from $GOVERNOR_LEASE, which keeps the secret out of ps.
 
-Exit codes: 0 printed; 73 stale token (the lease was taken over); 122 the lease is
-not held; 125 bad input (a handle without its secret included) or backend
-unreachable.`,
+Exit codes: 0 printed; 73 the lease is held but its token is older than one NAME
+already saw; 122 the lease is not held (expired, released or taken over); 125 bad
+input (a handle without its secret included) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg, err := a.leaseArg([]string{lease})
@@ -175,14 +187,15 @@ unreachable.`,
 			case errors.Is(err, governor.ErrNotOwner):
 				return notOwner(public(h), err)
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over)", public(h)))
+				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over); stop writing", public(h)))
 			case err != nil:
 				return exitWith(ExitFailure, err)
 			}
 			token := holder.Token
 			n, err := g.NextSeq(cmd.Context(), args[0], token)
 			if errors.Is(err, governor.ErrStaleToken) {
-				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w; the lease was taken over, stop writing", args[0], err))
+				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w: lease %s (token %d) is held, but a newer lease's token already used %s; "+
+					"this lease must not write it", args[0], err, public(h), token, args[0]))
 			}
 			if err != nil {
 				return exitWith(ExitFailure, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/fstrust"
 )
 
 // closeTimeout bounds the critical sections Close and Notify run on their
@@ -81,7 +82,7 @@ var _ governor.Backend = (*Backend)(nil)
 // mode 0700 if it does not exist. It fails, creating nothing more, when
 // dir is a symlink, is not a directory, is owned by another user or is
 // writable by group or others, or when one of its parents is writable by
-// another user than root or you (a sticky dir owned by root, as /tmp, is
+// another user than root or you (a sticky dir, as /tmp, is
 // fine): that user could swap the state dir.
 //
 // A shared state dir is one that is setgid (mode 2770, made by root with
@@ -160,7 +161,7 @@ func checkDir(dir string) (*unix.Stat_t, error) {
 	}
 	if int(st.Uid) != me {
 		return nil, fmt.Errorf("governor: file backend: state dir %s is owned by uid %d, not by you (uid %d); refusing it: "+
-			"use a directory of your own, or a shared one (setgid, mode 2770: see README)", dir, st.Uid, me)
+			"use a directory of your own, or a shared one (setgid, mode 2770: see docs/security.md)", dir, st.Uid, me)
 	}
 	if perm&0o022 != 0 {
 		return nil, fmt.Errorf("governor: file backend: state dir %s is writable by others (mode %04o); refusing it: chmod 700 %s",
@@ -183,11 +184,11 @@ func inGroup(gid int) bool {
 }
 
 // checkParents refuses a state dir that someone other than root or you
-// could replace: a parent (as written, and with symlinks resolved) owned
-// by another user, or writable by group or others, unless it is sticky
-// and root's (as /tmp).
+// could replace: a parent (as written, and with symlinks resolved) that
+// fails fstrust.DirProblem (owned by another user, or writable by group
+// or others without the sticky bit).
 func checkParents(dir string) error {
-	me := uint32(os.Geteuid())
+	me := os.Geteuid()
 	paths := []string{filepath.Dir(dir)}
 	if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil && real != paths[0] {
 		paths = append(paths, real)
@@ -199,14 +200,9 @@ func checkParents(dir string) error {
 				return fmt.Errorf("governor: file backend: state dir %s: parent %s: %w", dir, p, err)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				sticky := st.Mode&unix.S_ISVTX != 0 && st.Uid == 0
-				switch {
-				case st.Uid != 0 && st.Uid != me:
-					return fmt.Errorf("governor: file backend: state dir %s: its parent %s is owned by uid %d, who could replace the state dir; "+
-						"refusing it: use a dir whose parents only root or you can write", dir, p, st.Uid)
-				case st.Mode&0o022 != 0 && !sticky:
-					return fmt.Errorf("governor: file backend: state dir %s: its parent %s is writable by group or others (mode %04o), who could replace the state dir; "+
-						"refusing it: chmod go-w %s, or use another dir", dir, p, uint32(st.Mode)&0o7777, p)
+				if why := fstrust.DirProblem(st.Uid, uint32(st.Mode), me); why != "" {
+					return fmt.Errorf("governor: file backend: state dir %s: its parent %s is %s: another user could replace the state dir; "+
+						"refusing it: use a dir whose parents only root or you can write (chmod go-w %s, or a sticky dir such as /tmp)", dir, p, why, p)
 				}
 			}
 			if p == filepath.Dir(p) {

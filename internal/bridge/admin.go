@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // leaseSet is a Held of plain heartbeating leases: what a takeover took.
 type leaseSet struct {
 	leases []*governor.Lease
 	nested []string
-	anc    []runner.HeldLease // the ancestors' leases, for Env
+	anc    []acquire.HeldLease // the ancestors' leases, for Env
 	lost   chan struct{}
 	once   sync.Once
 }
@@ -47,12 +48,12 @@ func (h *leaseSet) Lost() <-chan struct{}     { return h.lost }
 // Env is what a child needs to nest inside h: GOVERNOR_HELD and
 // GOVERNOR_TOKEN naming the ancestors' leases and h's.
 func (h *leaseSet) Env() []string {
-	all := append([]runner.HeldLease(nil), h.anc...)
+	all := append([]acquire.HeldLease(nil), h.anc...)
 	for _, l := range h.leases {
-		all = append(all, runner.HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
+		all = append(all, acquire.HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 	}
-	held, tokens := runner.FormatHeld(all)
-	return []string{runner.EnvHeld + "=" + held, runner.EnvToken + "=" + tokens}
+	held, tokens := acquire.FormatHeld(all)
+	return []string{acquire.EnvHeld + "=" + held, acquire.EnvToken + "=" + tokens}
 }
 
 func (h *leaseSet) Release(ctx context.Context) error {
@@ -143,54 +144,33 @@ func opSlots(ctx context.Context, s *server, req request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Project   string         `json:"project"`
-		Resources []resourceView `json:"resources"`
-	}{Project: s.g.Project(), Resources: []resourceView{}}
+	sts := make([]governor.Status, 0, len(names))
 	for _, name := range names {
 		st, err := s.g.Status(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		out.Resources = append(out.Resources, viewOf(name, st))
+		sts = append(sts, st)
 	}
-	return out, nil
+	return view.SlotsOf(s.g.Project(), sts, nil), nil
 }
 
-type eventView struct {
-	At       time.Time `json:"at"`
-	Resource string    `json:"resource"`
-	Kind     string    `json:"kind"`
-	LeaseID  string    `json:"lease_id,omitempty"`
-	Token    int64     `json:"token,omitempty"`
-	Detail   string    `json:"detail,omitempty"`
-	By       string    `json:"by,omitempty"`
-}
-
+// opEvents is 'governor events --json': the events of the resources
+// named (all when none), oldest first.
 func opEvents(ctx context.Context, s *server, req request) (any, error) {
 	var a resourcesArgs
 	if err := decodeArgs(req.Args, &a); err != nil {
-		return nil, err
-	}
-	names, err := s.resources(ctx, a.Resources)
-	if err != nil {
 		return nil, err
 	}
 	var from time.Time
 	if a.Since > 0 {
 		from = time.Now().Add(-a.Since.D())
 	}
-	out := []eventView{}
-	for _, name := range names {
-		evs, err := s.g.Events(ctx, name, from)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			out = append(out, eventView{At: e.At.UTC(), Resource: name, Kind: e.Kind, LeaseID: e.LeaseID, Token: e.Token, Detail: e.Detail, By: e.By})
-		}
+	rows, err := view.ReadEvents(ctx, s.g, a.Resources, from)
+	if err != nil {
+		return nil, err
 	}
-	return map[string]any{"events": out}, nil
+	return map[string]any{"events": rows}, nil
 }
 
 type adminArgs struct {

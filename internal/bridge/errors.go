@@ -8,6 +8,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // The error kinds of the protocol (docs/bridge-protocol.md, Errors).
@@ -25,13 +26,13 @@ const (
 
 // errorMsg is the error object of a reply.
 type errorMsg struct {
-	Code       int      `json:"code"`
-	Kind       string   `json:"kind"`
-	Message    string   `json:"message"`
-	Resource   string   `json:"resource,omitempty"`
-	Rule       string   `json:"rule,omitempty"`
-	Holders    []holder `json:"holders,omitempty"`
-	RetryAfter *float64 `json:"retry_after,omitempty"`
+	Code       int           `json:"code"`
+	Kind       string        `json:"kind"`
+	Message    string        `json:"message"`
+	Resource   string        `json:"resource,omitempty"`
+	Rule       string        `json:"rule,omitempty"`
+	Holders    []view.Holder `json:"holders,omitempty"`
+	RetryAfter *float64      `json:"retry_after,omitempty"`
 }
 
 // protoError is an error that already knows its kind and code: bad

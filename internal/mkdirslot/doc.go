@@ -27,6 +27,20 @@
 // see it either whole or gone, never half removed; the renamed directory is
 // then deleted.
 //
+// Another user sharing DIR must not be able to redirect what governor
+// writes or reads there. DIR is refused unless only root or you can change
+// its entries (fstrust.DirProblem: owned by root or you, writable by
+// group or others only with the sticky bit, as /tmp), and every step
+// works on the opened DIR: mkdirat, slot.d opened with O_NOFOLLOW, pid and
+// cmd created with O_EXCL|O_NOFOLLOW. Reading a slot.d (Inspect) never
+// follows a symbolic link and never blocks (O_NONBLOCK), reads only
+// regular files owned by slot.d's owner, at most a few hundred bytes, and
+// returns them escaped for a terminal (safetext).
+//
+// HeldByAncestor is the rule for HEAVY_LOCK_HELD: the variable alone
+// proves nothing (any process can export it); slot.d must name a live
+// ancestor of the caller.
+//
 // The wrapper gives no notification when it releases, so Acquire polls,
 // every PollInterval. Fairness between governor processes is governor's
 // (they queue FIFO on the lease of the bound resource before touching the

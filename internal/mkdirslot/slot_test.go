@@ -198,7 +198,7 @@ func TestEPERMIsKept(t *testing.T) {
 			t.Skipf("cannot open %s to uid %d: %v", p, nobody, err)
 		}
 	}
-	os.Chmod(lock, 0o777)
+	os.Chmod(lock, 0o777|os.ModeSticky) // shared, as /tmp: only the owner of slot.d may rename it
 	c := exec.Command(bin)
 	c.Env = append(os.Environ(), helperEnv+"="+lock)
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}

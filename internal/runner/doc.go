@@ -56,8 +56,10 @@
 // with-heavy-lock (package mkdirslot): after its lease, and before any
 // resource later in the lock order, Run takes DIR/slot.d in the wrapper's
 // form, naming the watchdog's pid (which, as below, outlives the tree). The
-// command sees HEAVY_LOCK_HELD; a run that finds HEAVY_LOCK_HELD non-empty
-// takes neither the lease nor the slot ([HeavyLockHeld]). The slot is
+// command sees HEAVY_LOCK_HELD. A run that finds HEAVY_LOCK_HELD non-empty
+// still takes the lease (unless GOVERNOR_HELD proves it), and skips the
+// slot only while slot.d names a live ancestor (mkdirslot.HeldByAncestor):
+// the variable alone proves nothing. The slot is
 // released just before its lease, and only while it is still this run's.
 //
 // # If governor dies

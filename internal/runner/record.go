@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/internal/fstrust"
 )
 
 // Outcome says how a run ended, in its end Record.
@@ -108,8 +110,9 @@ type RecordResource struct {
 
 // openRecord opens path for appending: the last component is never
 // followed if it is a symbolic link, the open never blocks (a FIFO with no
-// reader would hang it), and anything but a regular file is refused. A
-// file it creates is 0600 (lines carry lease ids and tokens).
+// reader would hang it), and anything but a regular file is refused, as is
+// an existing file another user owns or can write (fstrust.FileProblem).
+// A file it creates is 0600 (lines carry lease ids and tokens).
 func openRecord(path string) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -130,6 +133,11 @@ func openRecord(path string) (*os.File, error) {
 			return nil, fmt.Errorf("--record %s: not a regular file; allowed: a regular file, or a path where one can be created", path)
 		}
 		return nil, notRegular(path, fi.Mode())
+	}
+	if why := fstrust.FileProblem(st.Uid, uint32(st.Mode), os.Geteuid()); why != "" {
+		unix.Close(fd)
+		return nil, fmt.Errorf("--record %s is %s: another user could write or rewrite the records (and reads the lease ids and tokens they carry); "+
+			"refusing to append to it: give a file of your own that only you can write (chmod go-w), or a new path", path, why)
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)

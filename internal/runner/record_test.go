@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/usertest"
 )
 
 // The grant record is on file before the command starts, with the wait on
@@ -27,7 +30,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 	}
 	o, stdout, stderr := f.options(t, "sh", "-c", `cat "$0"`)
 	o.Args = append(o.Args, o.Record)
-	o.IfBusy = runner.IfBusyWait
+	o.IfBusy = acquire.IfBusyWait
 	go func() {
 		// Release once the run waits: its wait is then more than zero.
 		for range 500 {
@@ -165,5 +168,48 @@ func TestRecordFileIsSafe(t *testing.T) {
 	}
 	if b, err := os.ReadFile(target); err != nil || !bytes.Equal(b, []byte("precious\n")) {
 		t.Fatalf("the symlink's target was written: %q, %v", b, err)
+	}
+}
+
+// --record refuses to append to an existing file another user owns or
+// can write (issue 24.20): that user could forge or rewrite the records.
+// The file is left as it was and the command does not run; a file of
+// one's own that nobody else can write is appended to.
+func TestRecordRefusesAnotherUsersFile(t *testing.T) {
+	u := usertest.New(t)
+	f := newFixture(t)
+	dir := usertest.SharedDir(t)
+	theirs := filepath.Join(dir, "theirs.jsonl")
+	if out, err := u.Command("sh", "-c", `echo '{"forged":1}' > "$0" && chmod 644 "$0"`, theirs).CombinedOutput(); err != nil {
+		t.Fatalf("as %s: %v %s", u.Name, err, out)
+	}
+	writable := filepath.Join(dir, "writable.jsonl")
+	if err := os.WriteFile(writable, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(writable, 0o666)
+	for _, tc := range []struct{ path, what string }{
+		{theirs, "owned by uid " + strconv.Itoa(u.UID)},
+		{writable, "writable by group or others (mode 0666)"},
+	} {
+		before, _ := os.ReadFile(tc.path)
+		o, stdout, stderr := f.options(t, "echo", "ran")
+		o.Record = tc.path
+		code := runner.Run(context.Background(), o)
+		if code != runner.ExitFailure || !strings.Contains(stderr.String(), "--record "+tc.path+" is "+tc.what) || stdout.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 naming %q, the command not run", tc.path, code, stdout, stderr, tc.what)
+		}
+		if after, _ := os.ReadFile(tc.path); !bytes.Equal(before, after) {
+			t.Errorf("%s was written: %q", tc.path, after)
+		}
+	}
+	mine := filepath.Join(dir, "mine.jsonl")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, _, stderr := f.options(t, "true")
+	o.Record = mine
+	if code := runner.Run(context.Background(), o); code != 0 || len(allRecords(t, mine)) != 2 {
+		t.Errorf("own file: exit %d, stderr %s; want 0 and two records", code, stderr)
 	}
 }

@@ -15,20 +15,22 @@ import (
 )
 
 // listen listens where o says: a unix socket at o.Unix, else TCP at
-// o.Listen. where is the base URL to print.
-func listen(o Options) (ln net.Listener, where string, err error) {
+// o.Listen. where names the URL of a path on it, to print.
+func listen(o Options) (ln net.Listener, where func(path string) string, err error) {
 	if o.Unix != "" {
 		ln, err := listenUnix(o.Unix)
 		if err != nil {
-			return nil, "", fmt.Errorf("--unix %s: %w", o.Unix, err)
+			return nil, nil, fmt.Errorf("--unix %s: %w", o.Unix, err)
 		}
-		return ln, "unix:" + o.Unix + " (curl --unix-socket " + o.Unix + " http://localhost)", nil
+		return ln, func(path string) string {
+			return "unix socket " + o.Unix + " (curl --unix-socket " + o.Unix + " http://localhost" + path + ")"
+		}, nil
 	}
 	ln, err = net.Listen("tcp", o.Listen)
 	if err != nil {
-		return nil, "", fmt.Errorf("--listen %s: %w", o.Listen, err)
+		return nil, nil, fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
-	return ln, "http://" + ln.Addr().String(), nil
+	return ln, func(path string) string { return "http://" + ln.Addr().String() + path }, nil
 }
 
 // listenUnix listens on a unix socket at path that only this user can

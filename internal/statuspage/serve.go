@@ -58,7 +58,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		fmt.Fprintf(o.Stderr, "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
 	}
-	c, err := metrics.NewCollector(o.Source, metrics.CollectorOptions{Timeout: o.Timeout, Limits: o.Limits})
+	c, err := metrics.NewCollector(o.Source, metrics.CollectorOptions{Timeout: o.Timeout, Limits: o.Limits, MkdirLocks: o.Locks})
 	if err != nil {
 		return err
 	}
@@ -97,9 +97,9 @@ func Serve(ctx context.Context, o Options) error {
 		if o.Token != "" {
 			actions = "with actions"
 		}
-		fmt.Fprintf(o.Stderr, "governor: status page (%s) on %s/\n", actions, where)
+		fmt.Fprintf(o.Stderr, "governor: status page (%s) on %s\n", actions, where("/"))
 	}
-	fmt.Fprintf(o.Stderr, "governor: serving project %s on %s/metrics\n", o.Source.Project(), where)
+	fmt.Fprintf(o.Stderr, "governor: serving project %s on %s\n", o.Source.Project(), where("/metrics"))
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

@@ -22,14 +22,15 @@ type MkdirSlot struct {
 	Clear           string    `json:"clear,omitempty"`  // the command that clears a stuck one
 }
 
-// mkdirSlotOf reads the slot bound to st's resource, or nil if none is.
-func mkdirSlotOf(locks map[string]string, st governor.Status) *MkdirSlot {
+// mkdirSlotOf reads the slot bound to st's resource, or nil if none is,
+// and counts a hold outside governor in st.Used (mkdirslot.AddHold).
+func mkdirSlotOf(locks map[string]string, st *governor.Status) *MkdirSlot {
 	dir := locks[st.Key.Resource]
 	if dir == "" {
 		return nil
 	}
-	h, err := mkdirslot.Inspect(dir)
-	out := &MkdirSlot{Path: h.Path, State: h.State.String(), PID: h.PID, Cmd: h.Cmd, Since: h.Since.UTC()}
+	h, outside, err := mkdirslot.AddHold(st, dir)
+	out := &MkdirSlot{Path: h.Path, State: h.State.String(), PID: h.PID, Cmd: h.Cmd, Since: h.Since.UTC(), OutsideGovernor: outside}
 	if err != nil {
 		out.State = "unreadable: " + err.Error()
 		return out
@@ -37,12 +38,6 @@ func mkdirSlotOf(locks map[string]string, st governor.Status) *MkdirSlot {
 	if h.State == mkdirslot.Free {
 		out.Since = time.Time{}
 		return out
-	}
-	out.OutsideGovernor = true
-	for _, x := range st.Holders {
-		if h.PID != 0 && x.PID == h.PID {
-			out.OutsideGovernor = false
-		}
 	}
 	if h.Stuck(time.Now()) {
 		out.Stuck = true

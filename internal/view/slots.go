@@ -149,9 +149,10 @@ type Waiter struct {
 func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slots {
 	out := Slots{Project: project, Resources: []Resource{}}
 	for _, st := range sts {
+		m := mkdirSlotOf(locks, &st) // first: the wrapper's hold counts in use
 		r := Resource{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []Holder{}, Waiters: []Waiter{}, Counters: Counters(st.Counters),
-			MkdirSlot: mkdirSlotOf(locks, st), LimitSource: LimitSource(st), ExpectedWait: estimateOf(governor.ExpectedWait(st, 0)),
+			MkdirSlot: m, LimitSource: LimitSource(st), ExpectedWait: estimateOf(governor.ExpectedWait(st, 0)),
 			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy,
 			PolicyText: PolicyText(st.Policy), DriftPolicyText: encodedPolicyText(st.DriftPolicy), ClassUse: st.ClassUse(),
 			Adaptive: st.Adaptive}

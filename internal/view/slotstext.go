@@ -35,6 +35,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) 
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		m := mkdirSlotOf(locks, &st) // first: the wrapper's hold counts in use
 		fmt.Fprintf(w, "%s  limit %d  in use %d  free %d  waiting %d%s", Dash(st.Key.Resource), st.Limit, st.Used,
 			max(st.Limit-st.Used, 0), len(st.Waiters), liveText(st))
 		if st.DriftLimit != 0 {
@@ -50,7 +51,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) 
 			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
 		}
 		writeSignals(w, st)
-		writeMkdirSlot(w, mkdirSlotOf(locks, st))
+		writeMkdirSlot(w, m)
 		if len(st.Holders) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
