@@ -23,8 +23,7 @@ type lease struct {
 	// released closes when the client (or the bridge's end) releases it:
 	// its watcher then stops.
 	released chan struct{}
-	// lost is held.Lost(), asked for in add: Held sets it up lazily from
-	// its leases, which a release (soon after the reply) clears.
+	// lost is held.Lost(), asked for once in add, before any release.
 	lost <-chan struct{}
 
 	mu    sync.Mutex
