@@ -191,13 +191,17 @@ func (s *server) answer(id int64, result any, err error) {
 		return
 	}
 	var then func()
+	var msgs []any
 	if t, ok := result.(thenReply); ok {
 		result, then = t.result, t.then
+		if t.before != nil {
+			msgs = append(msgs, t.before)
+		}
 	}
 	if result == nil {
 		result = struct{}{}
 	}
-	_ = s.out.send(reply{ID: id, OK: true, Result: result})
+	_ = s.out.send(append(msgs, reply{ID: id, OK: true, Result: result})...)
 	if then != nil {
 		then()
 	}
