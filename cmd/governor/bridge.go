@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/bridge"
 )
 
@@ -39,16 +40,21 @@ config, or stdin could not be read.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			limits := providerLimits(l.Config)
+			cat := l.Catalog()
 			c := bridge.Config{
 				Version: version(),
 				Backend: l.Config.ResolvedBackend(),
 				Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
 					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})
 				},
-				Acquire:        bridge.InterimPipeline(l.Catalog(), a.limitFor),
-				LimitFor:       a.limitFor,
-				ProviderLimits: func(name string) governor.ProviderLimits { return limits[name] },
+				Acquire: bridge.AcquirePipeline(cat),
+				LimitFor: func(resource string, flag int) (int, string, error) {
+					return acquire.LimitFor(cat, resource, flag)
+				},
+				ProviderLimits: func(name string) governor.ProviderLimits {
+					p, _ := cat.Provider(name)
+					return p.Limits
+				},
 			}
 			if err := bridge.Serve(ctx, a.stdin, a.stdout, c); err != nil {
 				return exitWith(ExitFailure, err)

@@ -212,7 +212,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 			Limit: it.Limit, Weight: it.Weight, Exclusive: it.Exclusive, Mode: mode, TTL: p.req.TTL, NoHeartbeat: p.req.Detached,
 			ProgressTimeout: p.req.ProgressTimeout,
 			Policy:          it.Policy, Priority: p.req.Priority, FairKey: p.req.FairKey,
-			Supersede: p.req.Supersede, CancelInProgress: p.req.CancelInProgress,
+			Supersede: p.req.Supersede, CancelInProgress: p.req.CancelInProgress, CancelOthers: p.req.CancelOthers,
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
 				if ev.OnQueued != nil {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -18,7 +18,7 @@ import (
 type leaseSet struct {
 	leases []*governor.Lease
 	nested []string
-	anc    []runner.HeldLease // the ancestors' leases, for Env
+	anc    []acquire.HeldLease // the ancestors' leases, for Env
 	lost   chan struct{}
 	once   sync.Once
 }
@@ -48,12 +48,12 @@ func (h *leaseSet) Lost() <-chan struct{}     { return h.lost }
 // Env is what a child needs to nest inside h: GOVERNOR_HELD and
 // GOVERNOR_TOKEN naming the ancestors' leases and h's.
 func (h *leaseSet) Env() []string {
-	all := append([]runner.HeldLease(nil), h.anc...)
+	all := append([]acquire.HeldLease(nil), h.anc...)
 	for _, l := range h.leases {
-		all = append(all, runner.HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
+		all = append(all, acquire.HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 	}
-	held, tokens := runner.FormatHeld(all)
-	return []string{runner.EnvHeld + "=" + held, runner.EnvToken + "=" + tokens}
+	held, tokens := acquire.FormatHeld(all)
+	return []string{acquire.EnvHeld + "=" + held, acquire.EnvToken + "=" + tokens}
 }
 
 func (h *leaseSet) Release(ctx context.Context) error {

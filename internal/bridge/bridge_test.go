@@ -80,7 +80,7 @@ func start(t testing.TB, st store) *client {
 		},
 		ProviderLimits: func(string) governor.ProviderLimits { return governor.ProviderLimits{} },
 	}
-	cfg.Acquire = bridge.InterimPipeline(emptyCatalog(t), cfg.LimitFor)
+	cfg.Acquire = bridge.AcquirePipeline(emptyCatalog(t))
 	go func() {
 		err := bridge.Serve(context.Background(), inR, outW, cfg)
 		outW.Close()

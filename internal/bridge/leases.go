@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/runner"
 )
 
 // lease is one bridge lease ("L1"): what one acquire or takeover took.
@@ -80,7 +80,7 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 		res.Resources = append(res.Resources, resourceResult{Resource: gl.Resource(), Handle: gl.Handle().String(),
 			LeaseID: gl.ID(), Token: gl.Token(), Weight: gl.Weight(), ExpiresAt: &exp})
 	}
-	if anc, err := runner.HeldFromEnv(env); err == nil {
+	if anc, err := acquire.HeldFromEnv(env); err == nil {
 		for _, name := range res.Nested {
 			for _, h := range anc {
 				if h.Key.Resource == name {

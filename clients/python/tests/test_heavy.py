@@ -13,10 +13,6 @@ from tests.support import assert_no_overlap
 
 import governor
 
-# Until internal/acquire is merged, the bridge refuses a mkdir-bound resource
-# instead of taking it without its slot.
-INTERIM = "needs internal/acquire in the bridge (the mkdir slot)"
-
 # The wrapper's protocol (scripts/with-heavy-lock): mkdir DIR/slot.d, its pid
 # in slot.d/pid, work, rm -r slot.d; busy while slot.d exists.
 WRAPPER = r"""
@@ -47,6 +43,7 @@ class HeavySlotTests(support.FileCase):
     def setUp(self) -> None:
         super().setUp()
         self.lockdir = self.path("heavy-lock")
+        os.mkdir(self.lockdir, 0o700)  # the wrapper's DIR: it makes only slot.d
         self.config = self.path("exec-defaults.yaml")
         with open(self.config, "w") as f:
             f.write("resources:\n  heavy: {limit: 1, mkdir_lock: %s}\n" % self.lockdir)
@@ -58,7 +55,6 @@ class HeavySlotTests(support.FileCase):
         self.procs.append(p)
         return p
 
-    @unittest.skip(INTERIM)
     def test_wrapper_then_client(self) -> None:
         work = self.path("work")
         w = self.wrapper(work, 0.3)
@@ -72,7 +68,6 @@ class HeavySlotTests(support.FileCase):
         lines = assert_no_overlap(self, work)
         self.assertEqual([l[1] for l in lines], ["wrapper", "wrapper", "client", "client"])
 
-    @unittest.skip(INTERIM)
     def test_client_then_wrapper(self) -> None:
         work = self.path("work")
         g = self.gov(config=self.config)
@@ -90,10 +85,6 @@ class HeavySlotTests(support.FileCase):
         lines = assert_no_overlap(self, work)
         self.assertEqual([l[1] for l in lines], ["client", "client", "wrapper", "wrapper"])
 
-    def test_interim_refuses_rather_than_skip_the_slot(self) -> None:
-        with self.assertRaises(governor.GovernorError) as cm:
-            self.gov(config=self.config).acquire("heavy", wait=True)
-        self.assertIn("mkdir_lock", str(cm.exception))
 
 
 class RedisHeavySlotTests(support.RedisCaseMixin, HeavySlotTests):
