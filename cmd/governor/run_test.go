@@ -26,6 +26,7 @@ import (
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 )
 
 // The governor binary, built once on first use: `governor run` is tested
@@ -237,33 +238,6 @@ func readTerminal(master *os.File) func() string {
 	}
 }
 
-// readRecords returns the end records of path, one per finished run.
-func readRecords(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	var out []runner.Record
-	for _, r := range readAllRecords(t, path) {
-		if r.Kind == runner.KindEnd {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// readAllRecords returns every record of path, grant and end.
-func readAllRecords(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out, err := runner.ReadRecords(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestRunHelpDocumentsExitCodesAndEnvironment(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Main([]string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
@@ -450,7 +424,7 @@ func TestRunLimitOneNeverOverlaps(t *testing.T) {
 			}
 		}
 		waited := 0
-		for _, r := range readRecords(t, rec) {
+		for _, r := range recordtest.Ends(t, rec) {
 			if r.WaitSeconds > 0.1 {
 				waited++
 			}
@@ -640,7 +614,7 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 		if len(st.Waiters) != 0 || len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() {
 			t.Fatalf("after INT: %+v", st)
 		}
-		if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeInterrupted || r[0].ExitCode != 130 {
+		if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeInterrupted || r[0].ExitCode != 130 {
 			t.Fatalf("records %+v", r)
 		}
 	})
@@ -691,7 +665,7 @@ func TestRunNested(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, runProject+"/heavy=") {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	recs := readRecords(t, rec)
+	recs := recordtest.Ends(t, rec)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
@@ -702,7 +676,7 @@ func TestRunNested(t *testing.T) {
 	}
 	// Grant records: the outer run's first, then the inner one's, naming
 	// the outer run.
-	if all := readAllRecords(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
+	if all := recordtest.All(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
 		all[1].Kind != runner.KindGrant || all[1].ID != in.ID || all[1].OuterRun != outer.ID || !all[1].Nested {
 		t.Fatalf("records %+v", all)
 	}
@@ -755,7 +729,7 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
-	all := readAllRecords(t, rec)
+	all := recordtest.All(t, rec)
 	if len(all) != 1 || all[0].Kind != runner.KindGrant {
 		t.Fatalf("records %+v, want only the grant record; stderr %s", all, &errb)
 	}
@@ -809,7 +783,7 @@ func TestRunConcurrentRecords(t *testing.T) {
 	}
 	wg.Wait()
 	ids := map[string]bool{}
-	for _, r := range readRecords(t, rec) {
+	for _, r := range recordtest.Ends(t, rec) {
 		if r.Outcome != runner.OutcomeRan || r.ExitCode != 0 {
 			t.Errorf("record %+v", r)
 		}
@@ -984,7 +958,7 @@ func TestRunBackendUnreachable(t *testing.T) {
 	if code != 125 || !strings.Contains(errs, "cannot reach Redis") {
 		t.Fatalf("exit %d, want 125; stderr %s", code, errs)
 	}
-	if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeError {
+	if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeError {
 		t.Fatalf("records %+v", r)
 	}
 }
