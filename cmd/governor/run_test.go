@@ -32,25 +32,11 @@ import (
 // The governor binary, built once on first use: `governor run` is tested
 // as users run it, as a process that can be signalled and killed. TestMain
 // removes it at the end.
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
+var bin proctest.Binary
 
 // governorBin returns the path of the governor binary, building it on the
 // first call.
-func governorBin(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath, binError = proctest.BuildGovernor(binDir)
-	})
-	if binError != nil {
-		t.Fatal(binError)
-	}
-	return binPath
-}
+func governorBin(t testing.TB) string { return bin.Path(t) }
 
 func TestMain(m *testing.M) {
 	// An in-process Main's `run` starts its watchdog as /proc/self/exe,
@@ -61,14 +47,8 @@ func TestMain(m *testing.M) {
 	if code, ok := fleetHelper(); ok { // fleet_test.go's agent processes
 		os.Exit(code)
 	}
-	dir, err := os.MkdirTemp("", "governor-run-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	bin.Remove()
 	os.Exit(code)
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -88,4 +89,36 @@ func MarkedSleep(t testing.TB, marker string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Binary is the governor CLI of a test binary, built on first use into a
+// directory of its own; TestMain calls Remove when the tests end.
+type Binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Path builds the binary on the first call and returns its path, failing
+// t when it cannot be built.
+func (b *Binary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "governor-bin-")
+		if b.err == nil {
+			b.path, b.err = BuildGovernor(b.dir)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Remove deletes the binary's directory, if it was built.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
