@@ -26,12 +26,10 @@ type intruder struct {
 	global []string
 }
 
-func newIntruder(t *testing.T, redisURL string) *intruder {
+// sharedGovernorBin copies the governor binary into shared, where other
+// users can run it (the test's own temporary dirs are root's, mode 0700).
+func sharedGovernorBin(t *testing.T, shared string) string {
 	t.Helper()
-	u := usertest.New(t)
-	shared := usertest.SharedDir(t)
-	// The binary must be reachable by the other user: the test's own
-	// temporary dirs are root's, mode 0700.
 	bin := filepath.Join(shared, "governor")
 	data, err := os.ReadFile(governorBin(t))
 	if err != nil {
@@ -40,6 +38,14 @@ func newIntruder(t *testing.T, redisURL string) *intruder {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+func newIntruder(t *testing.T, redisURL string) *intruder {
+	t.Helper()
+	u := usertest.New(t)
+	shared := usertest.SharedDir(t)
+	bin := sharedGovernorBin(t, shared)
 	cfg := filepath.Join(shared, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)

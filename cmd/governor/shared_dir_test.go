@@ -17,14 +17,7 @@ import (
 func TestSharedStateDirAcrossUsers(t *testing.T) {
 	alice, bob := usertest.New(t), usertest.New(t)
 	shared := usertest.SharedDir(t)
-	bin := filepath.Join(shared, "governor")
-	data, err := os.ReadFile(governorBin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := sharedGovernorBin(t, shared)
 	// install -d -m 2770 -g GROUP DIR, GROUP being alice's.
 	dir := filepath.Join(shared, "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
