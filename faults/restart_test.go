@@ -48,10 +48,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 
 	gh := gov("old")
-	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh := holdHeavy(t, gh)
 	// fencedWork writes through the fence every 20ms while l reads as
 	// held, for d or until refused; it reports whether it was refused.
 	var wg sync.WaitGroup

@@ -68,10 +68,7 @@ func waitExit(t *testing.T, c *exec.Cmd) int {
 func TestCancelEndsWaitingRun(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := holdHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startRun(t, tg, g, 1)
 		for _, bad := range []struct {
@@ -119,10 +116,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 func TestCancelEndsWaitingAcquire(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := holdHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startWaiting(t, tg, g, 1, "acquire", "heavy", "--limit", "1", "--if-busy", "wait")
 		if code, out, stderr := tg.run(t, "cancel", "heavy", "--waiter", w.ID, "--by", "alice"); code != 0 {

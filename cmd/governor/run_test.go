@@ -38,6 +38,17 @@ var bin proctest.Binary
 // first call.
 func governorBin(t testing.TB) string { return bin.Path(t) }
 
+// holdHeavy takes the one slot of "heavy" (limit 1) in g, failing t when
+// it cannot.
+func holdHeavy(t testing.TB, g *governor.Governor) *governor.Lease {
+	t.Helper()
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestMain(m *testing.M) {
 	// An in-process Main's `run` starts its watchdog as /proc/self/exe,
 	// which is this test binary: act as governor then.
@@ -308,10 +319,7 @@ func TestRunExitCodes(t *testing.T) {
 		}
 
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := holdHeavy(t, g)
 		for _, tc := range []struct {
 			flags []string
 			code  int
@@ -570,10 +578,7 @@ func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
 func TestRunInterruptWhileWaiting(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := holdHeavy(t, g)
 		rec := filepath.Join(t.TempDir(), "runs.jsonl")
 		c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "true")
 		var errb bytes.Buffer
@@ -585,7 +590,7 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 		if err := c.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
-		err = c.Wait()
+		err := c.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 			t.Fatalf("exit %v, want 130; stderr %s", err, &errb)
@@ -676,10 +681,7 @@ func TestRunNested(t *testing.T) {
 func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	marker := proctest.NewMarker(t, "govrec")
 	sleep := proctest.MarkedSleep(t, marker)
 	t.Cleanup(func() { proctest.KillMarked(marker) })
@@ -780,17 +782,11 @@ func TestRunStatusLine(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
 	// One hold of history, for the expected wait.
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = holdHeavy(t, g)
 	master, slave := openPTY(t)
 	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
 	c.Stderr = slave
@@ -814,10 +810,7 @@ func TestRunStatusLine(t *testing.T) {
 	}
 
 	// Not a terminal: silent.
-	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = holdHeavy(t, g)
 	c = tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
 	var errb bytes.Buffer
 	c.Stderr = &errb

@@ -25,10 +25,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	o, stdout, stderr := f.options(t, "sh", "-c", `cat "$0"`)
 	o.Args = append(o.Args, o.Record)
 	o.IfBusy = acquire.IfBusyWait

@@ -84,6 +84,17 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 	}, &stdout, &stderr
 }
 
+// holdHeavy takes the one slot of "heavy" (limit 1) in g, failing t when
+// it cannot.
+func holdHeavy(t testing.TB, g *governor.Governor) *governor.Lease {
+	t.Helper()
+	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func status(t *testing.T, f *fixture, resource string) governor.Status {
 	t.Helper()
 	g := f.governor(t, governor.Options{})
@@ -139,10 +150,7 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{Session: "holder-session"})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	for _, tc := range []struct {
 		ifBusy  string
 		wait    time.Duration
@@ -187,10 +195,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	held, tokens := acquire.FormatHeld([]acquire.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
 	o, stdout, stderr := f.options(t, "sh", "-c", `echo "$GOVERNOR_HELD"`)
 	o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens, runner.EnvRunIDs+"=outer")
@@ -235,10 +240,7 @@ func TestRunNestedNeedsTheSecret(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := holdHeavy(t, g)
 	defer l.Release()
 	other, _ := governorSecret(t)
 	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
