@@ -43,17 +43,6 @@ func TestMain(m *testing.M) {
 // program under test, not the test) and returns its path.
 func governorBin(t *testing.T) string { return bin.Path(t) }
 
-// holdHeavy takes the one slot of "heavy" (limit 1) in g, failing t when
-// it cannot.
-func holdHeavy(t testing.TB, g *governor.Governor) *governor.Lease {
-	t.Helper()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // monoNow reads CLOCK_MONOTONIC, which every process of the machine
 // shares: spans recorded by different processes can be merged.
 func monoNow() int64 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -48,7 +49,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 
 	gh := gov("old")
-	lh := holdHeavy(t, gh)
+	lh := leasetest.HoldHeavy(t, gh)
 	// fencedWork writes through the fence every 20ms while l reads as
 	// held, for d or until refused; it reports whether it was refused.
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -68,7 +69,7 @@ func waitExit(t *testing.T, c *exec.Cmd) int {
 func TestCancelEndsWaitingRun(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l := holdHeavy(t, g)
+		l := leasetest.HoldHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startRun(t, tg, g, 1)
 		for _, bad := range []struct {
@@ -116,7 +117,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 func TestCancelEndsWaitingAcquire(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l := holdHeavy(t, g)
+		l := leasetest.HoldHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startWaiting(t, tg, g, 1, "acquire", "heavy", "--limit", "1", "--if-busy", "wait")
 		if code, out, stderr := tg.run(t, "cancel", "heavy", "--waiter", w.ID, "--by", "alice"); code != 0 {

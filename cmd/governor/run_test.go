@@ -23,6 +23,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/runner"
@@ -37,17 +38,6 @@ var bin proctest.Binary
 // governorBin returns the path of the governor binary, building it on the
 // first call.
 func governorBin(t testing.TB) string { return bin.Path(t) }
-
-// holdHeavy takes the one slot of "heavy" (limit 1) in g, failing t when
-// it cannot.
-func holdHeavy(t testing.TB, g *governor.Governor) *governor.Lease {
-	t.Helper()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 func TestMain(m *testing.M) {
 	// An in-process Main's `run` starts its watchdog as /proc/self/exe,
@@ -319,7 +309,7 @@ func TestRunExitCodes(t *testing.T) {
 		}
 
 		g := tg.governor(t)
-		l := holdHeavy(t, g)
+		l := leasetest.HoldHeavy(t, g)
 		for _, tc := range []struct {
 			flags []string
 			code  int
@@ -578,7 +568,7 @@ func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
 func TestRunInterruptWhileWaiting(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l := holdHeavy(t, g)
+		l := leasetest.HoldHeavy(t, g)
 		rec := filepath.Join(t.TempDir(), "runs.jsonl")
 		c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "true")
 		var errb bytes.Buffer
@@ -681,7 +671,7 @@ func TestRunNested(t *testing.T) {
 func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	marker := proctest.NewMarker(t, "govrec")
 	sleep := proctest.MarkedSleep(t, marker)
 	t.Cleanup(func() { proctest.KillMarked(marker) })
@@ -782,11 +772,11 @@ func TestRunStatusLine(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
 	// One hold of history, for the expected wait.
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	l = holdHeavy(t, g)
+	l = leasetest.HoldHeavy(t, g)
 	master, slave := openPTY(t)
 	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
 	c.Stderr = slave
@@ -810,7 +800,7 @@ func TestRunStatusLine(t *testing.T) {
 	}
 
 	// Not a terminal: silent.
-	l = holdHeavy(t, g)
+	l = leasetest.HoldHeavy(t, g)
 	c = tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
 	var errb bytes.Buffer
 	c.Stderr = &errb

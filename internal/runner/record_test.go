@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/runner/recordtest"
 	"github.com/governor-dev/governor/internal/usertest"
@@ -25,7 +26,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	o, stdout, stderr := f.options(t, "sh", "-c", `cat "$0"`)
 	o.Args = append(o.Args, o.Record)
 	o.IfBusy = acquire.IfBusyWait

@@ -18,6 +18,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/runner/recordtest"
 )
@@ -84,17 +85,6 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 	}, &stdout, &stderr
 }
 
-// holdHeavy takes the one slot of "heavy" (limit 1) in g, failing t when
-// it cannot.
-func holdHeavy(t testing.TB, g *governor.Governor) *governor.Lease {
-	t.Helper()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 func status(t *testing.T, f *fixture, resource string) governor.Status {
 	t.Helper()
 	g := f.governor(t, governor.Options{})
@@ -150,7 +140,7 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{Session: "holder-session"})
 	defer g.Close()
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	for _, tc := range []struct {
 		ifBusy  string
 		wait    time.Duration
@@ -195,7 +185,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	held, tokens := acquire.FormatHeld([]acquire.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
 	o, stdout, stderr := f.options(t, "sh", "-c", `echo "$GOVERNOR_HELD"`)
 	o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens, runner.EnvRunIDs+"=outer")
@@ -240,7 +230,7 @@ func TestRunNestedNeedsTheSecret(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l := holdHeavy(t, g)
+	l := leasetest.HoldHeavy(t, g)
 	defer l.Release()
 	other, _ := governorSecret(t)
 	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
