@@ -39,6 +39,19 @@ var bin proctest.Binary
 // first call.
 func governorBin(t testing.TB) string { return bin.Path(t) }
 
+// startQueued starts c, a run of "heavy" that must wait, and returns
+// once it is queued in g; the buffer collects its stderr.
+func startQueued(t *testing.T, tg *target, g *governor.Governor, c *exec.Cmd) *bytes.Buffer {
+	t.Helper()
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	return &errb
+}
+
 func TestMain(m *testing.M) {
 	// An in-process Main's `run` starts its watchdog as /proc/self/exe,
 	// which is this test binary: act as governor then.
@@ -571,19 +584,14 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 		l := leasetest.HoldHeavy(t, g)
 		rec := filepath.Join(t.TempDir(), "runs.jsonl")
 		c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "true")
-		var errb bytes.Buffer
-		c.Stderr = &errb
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		errb := startQueued(t, tg, g, c)
 		if err := c.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Fatalf("exit %v, want 130; stderr %s", err, &errb)
+			t.Fatalf("exit %v, want 130; stderr %s", err, errb)
 		}
 		st := tg.status(t, g, "heavy")
 		if len(st.Waiters) != 0 || len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() {
@@ -677,12 +685,7 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	rec := filepath.Join(t.TempDir(), "runs.jsonl")
 	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", sleep, "60")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	errb := startQueued(t, tg, g, c)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +706,7 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	_ = c.Wait()
 	all := recordtest.All(t, rec)
 	if len(all) != 1 || all[0].Kind != runner.KindGrant {
-		t.Fatalf("records %+v, want only the grant record; stderr %s", all, &errb)
+		t.Fatalf("records %+v, want only the grant record; stderr %s", all, errb)
 	}
 	gr := all[0]
 	if gr.WaitSeconds <= 0 || gr.Nested || len(st.Holders) != 1 || gr.Resources[0].Lease != st.Holders[0].LeaseID || gr.Granted.IsZero() {
@@ -802,17 +805,12 @@ func TestRunStatusLine(t *testing.T) {
 	// Not a terminal: silent.
 	l = leasetest.HoldHeavy(t, g)
 	c = tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	errb := startQueued(t, tg, g, c)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Wait(); err != nil || errb.Len() != 0 {
-		t.Fatalf("run: %v; stderr %q, want nothing", err, &errb)
+		t.Fatalf("run: %v; stderr %q, want nothing", err, errb)
 	}
 }
 
