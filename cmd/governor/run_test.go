@@ -23,6 +23,7 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
@@ -265,7 +266,7 @@ func TestRunBadFlagsExit125NamingTheValue(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		code := Main(append(append(tg.global(), "run"), tc.args...), strings.NewReader(""), &out, &errb)
-		if code != ExitFailure {
+		if code != exitcode.Failure {
 			t.Errorf("run %q: exit %d, want 125; stderr %s", tc.args, code, &errb)
 			continue
 		}

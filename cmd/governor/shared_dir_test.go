@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/usertest"
 )
 
@@ -67,8 +68,8 @@ func TestSharedStateDirAcrossUsers(t *testing.T) {
 
 	got, err := member(bob, "--", "true").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitBusy {
-		t.Fatalf("%s's run while %s holds heavy: %v, output %s; want busy (%d)", bob.Name, alice.Name, err, got, ExitBusy)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Busy {
+		t.Fatalf("%s's run while %s holds heavy: %v, output %s; want busy (%d)", bob.Name, alice.Name, err, got, exitcode.Busy)
 	}
 
 	_ = holder.Process.Signal(os.Interrupt)
