@@ -217,6 +217,16 @@ func (a *app) openLease(ctx context.Context, handle string, oo openOptions) (*go
 	return g, h, nil
 }
 
+// openLeaseArg is openLease of the handle leaseArg finds in args or the
+// environment.
+func (a *app) openLeaseArg(ctx context.Context, args []string) (*governor.Governor, governor.Handle, error) {
+	arg, err := a.leaseArg(args)
+	if err != nil {
+		return nil, governor.Handle{}, err
+	}
+	return a.openLease(ctx, arg, openOptions{})
+}
+
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
@@ -235,11 +245,7 @@ Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without it
 secret included) or backend unreachable.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg, err := a.leaseArg(args)
-			if err != nil {
-				return err
-			}
-			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
+			g, h, err := a.openLeaseArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -174,11 +174,7 @@ already saw; 122 the lease is not held (expired, released or taken over); 125 ba
 input (a handle without its secret included) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg, err := a.leaseArg([]string{lease})
-			if err != nil {
-				return err
-			}
-			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
+			g, h, err := a.openLeaseArg(cmd.Context(), []string{lease})
 			if err != nil {
 				return err
 			}
