@@ -158,14 +158,8 @@ func (w *runWorld) run(who string, flags []string, env []string, command ...stri
 		c.SysProcAttr.Credential = w.user.Command("").SysProcAttr.Credential
 	}
 	c.Dir = w.dir
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	out := lines(t, c)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killAtCleanup(t, c)
-	return c, out, &errb
+	out, errb := startKilledAtCleanup(t, c)
+	return c, out, errb
 }
 
 // worker is the command line of a progress helper for w.run.
