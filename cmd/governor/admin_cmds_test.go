@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/leasetest"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -44,25 +44,7 @@ func startWaiting(t *testing.T, tg *target, g *governor.Governor, n int, args ..
 }
 
 // waitExit waits for c and returns its exit code.
-func waitExit(t *testing.T, c *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run did not end")
-	}
-	return -1
-}
+func waitExit(t *testing.T, c *exec.Cmd) int { return proctest.WaitExit(t, c, 30*time.Second, nil) }
 
 // A waiting governor run that is cancelled exits 73 saying who; bad
 // input changes nothing.

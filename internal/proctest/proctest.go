@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -121,4 +123,28 @@ func (b *Binary) Remove() {
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
+}
+
+// WaitExit waits up to within for c to end and returns its exit code (-1
+// when a signal ended it), failing t when it does not end in time, or
+// when waiting fails for another reason than its exit; stderr, when not
+// nil, is what the failure shows of it.
+func WaitExit(t testing.TB, c *exec.Cmd, within time.Duration, stderr fmt.Stringer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return c.ProcessState.ExitCode()
+	case <-time.After(within):
+		if stderr != nil {
+			t.Fatalf("%s did not end within %v; stderr:\n%s", c.Path, within, stderr)
+		}
+		t.Fatalf("%s did not end within %v", c.Path, within)
+	}
+	return -1
 }
