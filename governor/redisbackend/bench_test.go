@@ -34,7 +34,7 @@ func newClient(b testing.TB, addr string, pool int) *redis.Client {
 	return rdb
 }
 
-func benchGovernor(b *testing.B, rdb *redis.Client, project string) *governor.Governor {
+func benchGovernor(b testing.TB, rdb *redis.Client, project string) *governor.Governor {
 	be, err := redisbackend.New(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
