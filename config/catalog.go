@@ -26,6 +26,7 @@ type ResourceDef struct {
 	Origin    string          // "resources.heavy.limit in FILE:LINE" ("" when none)
 	Policy    governor.Policy // zero: FIFO
 	MkdirLock string          // directory holding slot.d ("" none)
+	MkdirNote string          // said before the slot is taken (Config.MkdirLockNotes)
 	Provider  *ProviderDef    // for provider:NAME resources (nil otherwise)
 }
 
@@ -49,9 +50,9 @@ func (l *Loaded) Catalog() *Catalog {
 	c := l.Config
 	cat := &Catalog{resources: map[string]ResourceDef{}, providers: map[string]ProviderDef{}, limits: c.Limits(), LockOrder: slices.Clone(c.LockOrder)}
 	origins := l.LimitOrigins()
-	policies := c.Policies()
+	policies, notes := c.Policies(), c.MkdirLockNotes()
 	for name, limit := range cat.limits {
-		cat.resources[name] = ResourceDef{Name: name, Limit: limit, Origin: origins[name], Policy: policies[name], MkdirLock: c.Resources[name].MkdirLock}
+		cat.resources[name] = ResourceDef{Name: name, Limit: limit, Origin: origins[name], Policy: policies[name], MkdirLock: c.Resources[name].MkdirLock, MkdirNote: notes[name]}
 	}
 	for name, p := range c.Providers {
 		pl := p.ProviderLimits()

@@ -167,7 +167,7 @@ type Resource struct {
 	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
 	MkdirLock string `mapstructure:"mkdir_lock"`
 
-	// The queue policy (governor.Policy; README "Queue policies"): every
+	// The queue policy (governor.Policy; docs/queue-policies.md): every
 	// process on the resource must configure the same. Priorities lists
 	// the classes, highest first; Reserve and Cap give slots per class as
 	// CLASS=N; FairWeights weighs fair keys as KEY=W; Fair turns

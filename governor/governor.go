@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -177,6 +175,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 		}
 		g.decl.Cgroup, g.decl.RunID = opts.Cgroup, opts.RunID
 	}
+	if g.decl.User == "" {
+		g.decl.User = osUser()
+	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
 		if g.decl.PID != 0 {
@@ -259,6 +260,10 @@ type AcquireOptions struct {
 	// concurrency groups.
 	Supersede        string
 	CancelInProgress bool
+	// CancelOthers lets CancelInProgress cancel a holder of another OS
+	// user (Declaration.User): without it, that acquire fails with
+	// ErrInvalid naming the holder and its user, changing nothing.
+	CancelOthers bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -329,6 +334,9 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if o.CancelInProgress && o.Supersede == "" {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
 	}
+	if o.CancelOthers && !o.CancelInProgress {
+		return Request{}, LeaseTiming{}, invalid("cancel-others for %s without cancel-in-progress; allowed: with CancelInProgress only", resource)
+	}
 	if o.CancelInProgress && o.Mode != Wait {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
@@ -336,7 +344,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w, Exclusive: o.Exclusive,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
 		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
-		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil
+		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress, CancelOthers: o.CancelOthers}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A
@@ -446,61 +454,6 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 }
 
-// whyRefused returns the busy error of a refusal: with Paused set when
-// the resource had room but is paused, else the Rule that refused it
-// (refusalRule) — a refusal's status says neither, so a refusal despite
-// room reads the resource again; one that lacked room, or in a cool-off
-// (the status says it: Status.CoolingOff), does not.
-func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *BusyError {
-	e := &BusyError{Resource: req.Key.Resource, Status: st}
-	if st.Used+req.Weight > st.Limit {
-		return e
-	}
-	if e.Status.CoolingOff() != "" {
-		return e // Error says it
-	}
-	if full, err := g.b.Status(ctx, req.Key); err == nil {
-		e.Status.Paused = full.Paused
-		if full.Paused == nil && full.CoolingOff() == "" {
-			e.Rule = refusalRule(req, full)
-		}
-	}
-	return e
-}
-
-// refusalRule names the rule that refused req although st had room for
-// it: the one place that tells, by the rules of Policy (policy.go), in
-// the order a backend applies them: the class's cap, the fair key's
-// fair_cap, the reserves of the classes above, waiters queued ahead.
-// "" when none applies (the state changed since).
-func refusalRule(req Request, st Status) string {
-	p, u := st.Policy, st.PolicyUse()
-	c := p.ClassOf(req.Priority)
-	switch p.Admit(u, c, req.FairKey, req.Weight) {
-	case PolicyCapped:
-		cl := p.Classes[c]
-		return fmt.Sprintf("the cap of class %s: it holds %d of its cap %d", cl.Name, u.Classes[c], cl.Cap)
-	case PolicyFairCapped:
-		return fmt.Sprintf("fair_cap: fair key %s holds %d of its fair_cap %d", req.FairKey, u.Keys[req.FairKey], p.FairCap)
-	case PolicyReserved:
-		var above []string
-		unused := p.UnusedReserves(u, c)
-		for j, r := range unused {
-			if r > 0 {
-				above = append(above, fmt.Sprintf("%s %d", p.Classes[j].Name, r))
-			}
-		}
-		return fmt.Sprintf("the reserve of the classes above %s: %d free, %d of them reserved (%s)",
-			p.Classes[c].Name, u.Limit-u.Used, sum(unused), strings.Join(above, ", "))
-	case PolicyFull:
-		return "" // the state changed since: no room now
-	}
-	if n := st.QueueLen(); n > 0 {
-		return fmt.Sprintf("the queue: %d waiting ahead", n)
-	}
-	return ""
-}
-
 // isFinal tells errors that retrying cannot cure.
 func isFinal(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooHeavy) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBackend) ||
@@ -566,67 +519,6 @@ func (g *Governor) ended(caller context.Context) error {
 type Want struct {
 	Resource string
 	AcquireOptions
-}
-
-// AcquireAll takes several resources in the fixed global order (Options
-// LockOrder, then name), so that two callers never deadlock. On failure
-// it releases what it took, in reverse, and returns the error. The leases
-// come back in acquisition order.
-func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, error) {
-	if err := g.enter(); err != nil {
-		return nil, err
-	}
-	defer g.active.Done()
-	reqs := make([]Request, len(wants))
-	tms := make([]LeaseTiming, len(wants))
-	seen := map[string]bool{}
-	for i, w := range wants {
-		if seen[w.Resource] {
-			return nil, invalid("resource %s asked for twice", w.Resource)
-		}
-		seen[w.Resource] = true
-		r, tm, err := g.request(w.Resource, w.AcquireOptions)
-		if err != nil {
-			return nil, err
-		}
-		reqs[i], tms[i] = r, tm
-	}
-	idx := make([]int, len(wants))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return g.Less(wants[idx[a]].Resource, wants[idx[b]].Resource) })
-	var got []*Lease
-	for _, i := range idx {
-		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued, wants[i].GiveUpOnBackendError)
-		if err != nil {
-			for j := len(got) - 1; j >= 0; j-- {
-				_ = got[j].Release()
-			}
-			return nil, err
-		}
-		got = append(got, l)
-	}
-	return got, nil
-}
-
-// Less orders resources for AcquireAll: by the first LockOrder prefix
-// they match, then by name.
-func (g *Governor) Less(a, b string) bool {
-	ra, rb := g.rank(a), g.rank(b)
-	if ra != rb {
-		return ra < rb
-	}
-	return a < b
-}
-
-func (g *Governor) rank(name string) int {
-	for i, p := range g.order {
-		if name == p || strings.HasPrefix(name, p+":") {
-			return i
-		}
-	}
-	return len(g.order)
 }
 
 // Status reads resource without acquiring anything.

@@ -16,7 +16,7 @@ import (
 // (Status.DriftPolicy, an EventDrift); its waiters are then served under
 // the policy in force.
 //
-// The rules, exactly (README "Queue policies" has one example of each):
+// The rules, exactly (docs/queue-policies.md has one example of each):
 //
 //   - Order. Classes are ordered, highest first. A waiter's class is the
 //     one its Priority names, or DefaultClass. The queue serves the

@@ -102,7 +102,6 @@ type RateStatus struct {
 // and a rate budget, taken in that order.
 type Provider struct {
 	g        *Governor
-	name     string
 	limits   ProviderLimits
 	resource string
 }
@@ -135,7 +134,7 @@ func ProviderResource(name string) string { return ProviderResourcePrefix + name
 // Provider returns the gate for provider name (resource
 // ProviderResource(name)).
 func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
-	return &Provider{g: g, name: name, limits: l, resource: ProviderResource(name)}
+	return &Provider{g: g, limits: l, resource: ProviderResource(name)}
 }
 
 // Do waits for a concurrency slot, then for rate budget for one request

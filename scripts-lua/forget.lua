@@ -3,7 +3,8 @@
 -- ARGV: 1 retention in ms
 -- Returns 1 when every key of the resource was deleted, else 0.
 --
--- Idle: no holder and no waiter, not paused, no live limit (admin.lua).
+-- Idle: no holder and no waiter, not paused, no live limit (admin.lua),
+-- not cooling off.
 -- The first call that finds the resource idle marks it (S field idle =
 -- "token waited since_ms"); a grant changes the token and an enqueue the
 -- waited count, so a later call that finds
@@ -16,8 +17,9 @@ local retention = ARGV[1] + 0
 load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live'})
 settle()
 local mark = redis.call('HGET', S, 'idle')
--- A paused resource, or one with a live limit (admin.lua), is kept.
-if get('used') > 0 or get('qlen') > 0 or get('paused') > 0 or get('live') > 0 or redis.call('ZRANGE', H, 0, 0)[1] then
+-- A paused resource, one with a live limit (admin.lua), or one cooling
+-- off (forgetting it would end the cool-off) is kept.
+if get('used') > 0 or get('qlen') > 0 or get('paused') > 0 or get('live') > 0 or redis.call('ZRANGE', H, 0, 0)[1] or cooling() then
   if mark then
     set('idle', false)
   end

@@ -14,12 +14,12 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
-	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/safetext"
 	"github.com/governor-dev/governor/internal/view"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // Exit codes shared by run, acquire and the other commands: those of
@@ -90,14 +90,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // report tells why a command ends with code: the one place every
 // failure is written on stderr. With --json it is one JSON object on one
 // line, {"exit_code", "error"} (and "resource" and "holders" when the
-// slots were not acquired); without, runner.WriteReport's text. With
+// slots were not acquired); without, words.WriteReport's text. With
 // --quiet, not getting the slots (73, 75) is told by the exit code alone.
 // A nil err writes nothing: the command has said all there is.
 func (a *app) report(code int, err error) {
 	if err == nil {
 		return
 	}
-	var na *runner.NotAcquiredError
+	var na *acquire.NotAcquiredError
 	notAcquired := errors.As(err, &na)
 	if notAcquired && a.quiet {
 		return
@@ -106,7 +106,7 @@ func (a *app) report(code int, err error) {
 		if notAcquired && a.loaded != nil {
 			na.Store = a.loaded.StoreFlags() // the takeover hint acts on this store
 		}
-		runner.WriteReport(a.stderr, err)
+		words.WriteReport(a.stderr, err)
 		return
 	}
 	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
@@ -180,16 +180,16 @@ Exit codes, shared by every command (each command's --help lists its own):
 	f.StringVar(&a.dir, "dir", "", "file backend state directory (env GOVERNOR_DIR)")
 	f.StringVar(&a.project, "project", "", "namespace of every resource (env GOVERNOR_PROJECT)")
 	f.BoolVar(&a.json, "json", false, "machine-readable output")
-	f.Var(boolFlag{&a.allowEviction}, "allow-eviction", "run on a Redis whose maxmemory-policy can evict governor's keys (config redis.allow_eviction; see README)")
+	f.Var(boolFlag{&a.allowEviction}, "allow-eviction", "run on a Redis whose maxmemory-policy can evict governor's keys (config redis.allow_eviction; see docs/redis.md)")
 	f.Lookup("allow-eviction").NoOptDefVal = "true"
-	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see README)")
+	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see docs/redis.md)")
 	f.Lookup("loss-quarantine").NoOptDefVal = "true"
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
-		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd(), a.backoffCmd())
+		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd(), a.backoffCmd(), a.bridgeCmd())
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -244,91 +244,18 @@ func (a *app) load() (*config.Loaded, error) {
 	return l, nil
 }
 
-// openOptions adjust the Governor an app opens.
-type openOptions struct {
-	// Project overrides the configured project ("": the configured one).
-	Project string
-	Session string
-	Command string
-	PID     int // declare this pid as the holder instead of governor's own
-	// GovernorPID is declared beside PID as the process holding the
-	// lease for it (run: governor itself, PID its watchdog).
-	GovernorPID int
-	// Cgroup and RunID are declared with PID: what proves the run's
-	// command tree alive once governor and its watchdog are gone.
-	Cgroup, RunID string
-}
+// openOptions adjust the Governor an app opens (connect.Options).
+type openOptions = connect.Options
 
-// open opens the configured backend and a Governor on it. close releases
-// every lease still held and closes the backend.
+// open opens the configured backend and a Governor on it (connect.Open),
+// its warnings on stderr.
 func (a *app) open(ctx context.Context, o openOptions) (*governor.Governor, error) {
 	l, err := a.load()
 	if err != nil {
 		return nil, err
 	}
-	c := l.Config
-	var b governor.Backend
-	switch c.ResolvedBackend() {
-	case config.BackendRedis:
-		rdb, err := redisbackend.NewClient(c.RedisURL())
-		if err != nil {
-			return nil, exitWith(ExitFailure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
-		}
-		opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(a.warn),
-			redisbackend.LossQuarantine(c.Redis.Quarantine())}
-		if c.Redis.AllowEviction {
-			opts = append(opts, redisbackend.AllowEviction())
-		}
-		rb, err := redisbackend.New(ctx, rdb, opts...)
-		if err != nil {
-			_ = rdb.Close()
-			hint := ""
-			if strings.HasPrefix(c.RedisURL(), "rediss") {
-				hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
-			}
-			return nil, exitWith(ExitFailure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(c.RedisURL()), err, hint))
-		}
-		b = rb
-	default:
-		fb, err := filebackend.New(c.File.Dir, filebackend.Options{})
-		if err != nil {
-			return nil, exitWith(ExitFailure, err)
-		}
-		b = fb
-	}
-	t := c.Timing()
-	project := c.Project
-	if o.Project != "" {
-		project = o.Project
-	}
-	g, err := governor.New(b, governor.Options{Project: project, Session: runner.Session(o.Session, a.env), Command: o.Command,
-		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID, Cgroup: o.Cgroup, RunID: o.RunID})
-	if err != nil {
-		_ = b.Close()
-		return nil, exitWith(ExitFailure, err)
-	}
-	return g, nil
-}
-
-// limitFor is the limit this process asks for resource, and where it
-// comes from: the configuration's when it has one (origin names the key
-// and where it was set), else --limit (origin ""). A resource with
-// neither is an error naming both ways.
-func (a *app) limitFor(resource string, flagLimit int) (int, string, error) {
-	if flagLimit != 0 && governor.ValidateLimit(resource, flagLimit) != nil {
-		return 0, "", exitWith(ExitFailure, fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit))
-	}
-	l, err := a.load()
-	if err != nil {
-		return 0, "", err
-	}
-	if n, ok := l.Config.Limits()[resource]; ok {
-		return n, l.LimitOrigins()[resource], nil
-	}
-	if flagLimit != 0 {
-		return flagLimit, "", nil
-	}
-	return 0, "", exitWith(ExitFailure, fmt.Errorf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", resource, resource))
+	o.Warn = a.warn
+	return connect.Open(ctx, l, a.env, o)
 }
 
 // boolFlag is a flag that records its value as given ("true", "false"),

@@ -75,7 +75,8 @@ unknown PROVIDER without --force) or backend unreachable.`,
 					return err
 				}
 			}
-			p := g.Provider(args[0], providerLimits(l.Config)[args[0]])
+			def, _ := l.Catalog().Provider(args[0])
+			p := g.Provider(args[0], def.Limits)
 			end, err := p.Report(cmd.Context(), governor.RateLimited{RetryAfter: retryAfter, Reason: "governor backoff"})
 			if err != nil {
 				return exitWith(ExitFailure, err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/acquire"
 )
 
 // completionTimeout bounds the backend reads of one <TAB>: a backend that
@@ -50,7 +50,7 @@ func (a *app) complete(root *cobra.Command) {
 			c.ValidArgsFunction = cobra.NoFileCompletions
 		}
 		if f := c.Flags().Lookup("if-busy"); f != nil {
-			_ = c.RegisterFlagCompletionFunc("if-busy", words(runner.IfBusyPolicies...))
+			_ = c.RegisterFlagCompletionFunc("if-busy", words(acquire.IfBusyPolicies...))
 		}
 		if c.Flags().Lookup("resource") != nil {
 			_ = c.RegisterFlagCompletionFunc("resource", resources)

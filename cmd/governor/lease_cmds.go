@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/acquire"
 )
 
 // parseHandle reads a lease handle (governor.ParseHandle), exiting 125
@@ -55,13 +55,13 @@ func notOwner(handle string, err error) error {
 }
 
 // ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
-// (runner.ResolveIfBusy decides what that means).
+// (acquire.ResolveIfBusy decides what that means).
 type ifBusy string
 
 func (b *ifBusy) String() string { return string(*b) }
 func (b *ifBusy) Type() string   { return "fail|wait|skip" }
 func (b *ifBusy) Set(s string) error {
-	if _, err := runner.ResolveIfBusy(s, 0); err != nil || s == "" {
+	if _, err := acquire.ResolveIfBusy(s, 0); err != nil || s == "" {
 		return fmt.Errorf("%q is not allowed; use fail, wait or skip", s)
 	}
 	*b = ifBusy(s)
@@ -125,7 +125,7 @@ mark progress (the grant counts as the first); after D, renew and touch exit
 122, and the slot stays held until release or expiry.
 
 --priority CLASS and --fair-key KEY: where to queue on a resource with a queue
-policy (README "Queue policies"); its max_queue refuses at once and its
+policy (docs/queue-policies.md); its max_queue refuses at once and its
 max_wait drops the waiter, both exit 73 naming the bound.
 
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed,
@@ -137,61 +137,41 @@ RESOURCE bound to the with-heavy-lock slot.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
-			policy, err := runner.ResolveIfBusy(string(busy), waitTimeout)
-			if err != nil {
-				return exitWith(ExitFailure, err)
-			}
 			if weight < 1 {
 				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
 			}
-			if l, err := a.load(); err == nil && l.Config.MkdirLocks()[resource] != "" {
-				return exitWith(ExitFailure, fmt.Errorf("%s is bound to the with-heavy-lock slot (resources.%s.mkdir_lock), which a lease that outlives this command cannot hold: the wrapper would not see it; use 'governor run --resource %s -- CMD'", resource, resource, resource))
-			}
-			lim, origin, err := a.limitFor(resource, limit)
+			l, err := a.load()
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			g, err := a.open(ctx, openOptions{Session: session, PID: holderPID(pid), Command: "governor acquire " + resource})
+			// The lease is detached at once: it lives by its TTL and
+			// 'governor renew', and never heartbeats.
+			plan, err := acquire.NewPlan(l.Catalog(), acquire.Request{Resources: []string{resource}, Exact: true, Weight: weight,
+				Limit: limit, Exclusive: exclusive, IfBusy: string(busy), WaitTimeout: waitTimeout, TTL: ttl, ProgressTimeout: progress,
+				Priority: priority, FairKey: fairKey, Supersede: supersede, CancelInProgress: cancelRun, Detached: true})
+			if err != nil {
+				return exitWith(ExitFailure, err)
+			}
+			g, err := a.open(cmd.Context(), openOptions{Session: session, PID: holderPID(pid), Command: "governor acquire " + resource})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			// Said at once, before any wait; a failed read is the
-			// acquire's to report.
-			note, _ := runner.NoteLimit(ctx, g, resource, limit, lim, origin)
-			if note != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "governor: "+note.Message)
-			}
-			// The lease is detached at once: it lives by its TTL and
-			// 'governor renew', and never heartbeats.
-			o := governor.AcquireOptions{Limit: lim, Weight: weight, Exclusive: exclusive, TTL: ttl, NoHeartbeat: true, ProgressTimeout: progress,
-				Priority: priority, FairKey: fairKey, Supersede: supersede, CancelInProgress: cancelRun}
-			if l, err := a.load(); err == nil {
-				o.Policy = l.Config.Policies()[resource]
-			}
-			if policy == runner.IfBusyWait {
-				o.Mode = governor.Wait
-				if waitTimeout > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, waitTimeout)
-					defer cancel()
-				}
-			}
-			l, err := g.Acquire(ctx, resource, o)
+			held, err := plan.Acquire(cmd.Context(), g, acquire.Events{
+				OnNote: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "governor: "+msg) }})
 			if err != nil {
-				return runner.AcquireFailed(cmd.Context(), g, err, policy == runner.IfBusySkip, waitTimeout, resource)
+				return err
 			}
-			l.Detach()
+			l0 := held.Leases()[0]
 			if a.json {
-				out := map[string]any{"lease": l.Handle().String(), "resource": resource,
-					"lease_id": l.ID(), "token": l.Token(), "expires_at": l.Expires().UTC()}
-				if note != nil {
-					out["limit_note"] = note
+				out := map[string]any{"lease": l0.Handle().String(), "resource": resource,
+					"lease_id": l0.ID(), "token": l0.Token(), "expires_at": l0.Expires().UTC()}
+				if notes := held.LimitNotes(); len(notes) > 0 {
+					out["limit_note"] = notes[0]
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l.Handle(), l.Token())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", l0.Handle(), l0.Token())
 			return nil
 		},
 	}
@@ -389,12 +369,12 @@ secret, bad input, or backend unreachable.`,
 				ts = append(ts, target{"", h})
 			}
 			if len(args) == 0 {
-				held, err := runner.HeldFromEnv(a.env)
+				held, err := acquire.HeldFromEnv(a.env)
 				if err != nil {
 					return exitWith(ExitFailure, err)
 				}
 				if len(held) == 0 {
-					return exitWith(ExitFailure, fmt.Errorf("no lease to mark: give %s, or run touch under 'governor run' (%s is empty)", governor.HandleForm, runner.EnvHeld))
+					return exitWith(ExitFailure, fmt.Errorf("no lease to mark: give %s, or run touch under 'governor run' (%s is empty)", governor.HandleForm, acquire.EnvHeld))
 				}
 				for _, h := range held {
 					ts = append(ts, target{h.Key.Project, h.Handle()})

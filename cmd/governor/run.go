@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/governor-dev/governor/config"
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/supervise"
 )
@@ -69,7 +66,7 @@ resources to those. An exec run inside an exec run (an ancestor holds run or
 run:join) is part of it and takes neither. 'governor slots' shows run and
 run:join with their use.
 
-Queue policies (README "Queue policies"): a resource whose config has
+Queue policies (docs/queue-policies.md): a resource whose config has
 priorities, reserve, cap, fair_weights, fair_cap, max_queue or max_wait serves
 its queue by them; --priority CLASS and --fair-key KEY say where this run
 queues. A full queue (max_queue) refuses at once, exit 73 naming the bound;
@@ -113,24 +110,18 @@ empty, and KILL reaches all of it at once.
 
 The with-heavy-lock slot: a resource bound to it in exec-defaults.yaml
 (resources: {heavy: {limit: 1, mkdir_lock: DIR}}; $HEAVY_LOCK_DIR, when set,
-overrides DIR; with no mkdir_lock configured, $HEAVY_LOCK_DIR binds heavy, the
-wrapper's slot name, unless heavy's limit is not 1, and a run says so once) is taken as its lease and then, before any later resource, the
+overrides DIR) is taken as its lease and then, before any later resource, the
 wrapper's slot: an atomic mkdir of DIR/slot.d, with pid (the watchdog's, which
 outlives the command tree) and cmd written inside in the wrapper's form, so
 that the old wrapper and governor exclude each other. The command sees
 HEAVY_LOCK_HELD (the pid in slot.d), so a nested wrapper does not take it
-again. With HEAVY_LOCK_HELD already non-empty, governor still takes its lease
-(unless GOVERNOR_HELD proves an ancestor holds it) and skips only the slot, and
-only while slot.d names a live ancestor (the wrapper, or the run that made it);
-otherwise it says so and takes the slot. DIR must be changeable by root or you
-alone (group- or world-writable only with the sticky bit), else it is refused
-(125); slot.d is never followed through a link. Release removes slot.d only while its pid file
+again; with HEAVY_LOCK_HELD already non-empty, governor takes neither the lease
+nor the slot, and does not wait. Release removes slot.d only while its pid file
 still holds what governor wrote. A slot.d naming a pid that no longer exists is
 reclaimed; one with no pid yet, a corrupt pid, or a pid governor may not signal
 (EPERM) is held: fail 73, skip 75, or wait. The wrapper sends no notification,
 so a waiting run looks again every 250ms; governor waiters queue FIFO on the
-lease first, so only the first of them polls, and it gives the lease up to a
-run inside the wrapper that queues for it (else each would wait for the other).
+lease first, so only the first of them polls.
 
 A holder that is alive but stuck: with --progress-timeout D the command must mark
 progress at least every D, by running 'governor touch' (no argument: it marks
@@ -212,24 +203,10 @@ Exit codes:
 			if err != nil {
 				return err
 			}
-			o.Args = args
-			o.Limits, o.LimitOrigins = l.Config.Limits(), l.LimitOrigins()
-			o.Policies = l.Config.Policies()
-			o.Rates, o.ProviderLimits = providerRates(l.Config), providerLimits(l.Config)
-			o.MkdirLocks, o.MkdirLockNotes = l.Config.MkdirLocks(), l.Config.MkdirLockNotes()
-			if o.Tokens < 0 {
-				return exitWith(ExitFailure, fmt.Errorf("--tokens %d; allowed: 0 or more", o.Tokens))
-			}
-			o.Env = a.env
+			o.Args, o.Config, o.Env = args, l, a.env
 			o.Stdin, o.Stdout, o.Stderr = a.stdin, a.stdout, a.stderr
-			o.Report = a.report
+			o.Report, o.Warn = a.report, a.warn
 			o.Watchdog = append([]string{runner.SelfExecutable()}, watchdogArgs...)
-			o.Open = func(ctx context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
-				// The watchdog (oo.PID) is declared for liveness; governor
-				// is shown as the holder, with its command.
-				return a.open(ctx, openOptions{Session: oo.Session, Command: oo.Command, PID: oo.PID, GovernorPID: os.Getpid(),
-					Cgroup: oo.Cgroup, RunID: oo.RunID})
-			}
 			return exitCode(runner.Run(cmd.Context(), o))
 		},
 	}
@@ -251,7 +228,8 @@ Exit codes:
 	f.StringVar(&o.Priority, "priority", "", "the priority class to queue in, on resources whose config has priorities (default: the class named default, else the lowest)")
 	f.StringVar(&o.FairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, on resources with fairness: keys take turns")
 	f.StringVar(&o.Supersede, "supersede", "", "supersede key: a newer run with the same key replaces this one while it waits (exit 76)")
-	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede and --if-busy wait: also stop a running holder with the same key, as on lease loss (it exits 122), and run once it has ended")
+	f.BoolVar(&o.CancelInProgress, "cancel-in-progress", false, "with --supersede and --if-busy wait: also stop a running holder with the same key, as on lease loss (it exits 122), and run once it has ended; another OS user's only with --force")
+	f.BoolVar(&o.CancelOthers, "force", false, "with --cancel-in-progress: stop a running holder of another OS user too (refused without it, exit 125)")
 	f.StringVar(&o.Record, "record", "", "append a grant line and an end line per invocation to this JSONL file (schema above)")
 	f.StringVar(&o.Session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")
 	f.BoolVar(&a.quiet, "quiet", false, "print nothing when not acquired (busy, skipped, --wait-timeout passed): the exit code tells")
@@ -264,23 +242,4 @@ func exitCode(code int) error {
 		return nil
 	}
 	return exitWith(code, nil)
-}
-
-// providerLimits maps each configured provider to its limits.
-func providerLimits(c config.Config) map[string]governor.ProviderLimits {
-	ls := map[string]governor.ProviderLimits{}
-	for name, p := range c.Providers {
-		ls[name] = p.ProviderLimits()
-	}
-	return ls
-}
-
-// providerRates maps providers.<name>.requests_per_minute,
-// tokens_per_minute and burst (of requests) to rate limits.
-func providerRates(c config.Config) map[string]runner.ProviderRate {
-	rates := map[string]runner.ProviderRate{}
-	for name, l := range providerLimits(c) {
-		rates[name] = runner.ProviderRate{Requests: l.Requests, Tokens: l.Tokens, Shadow: l.Shadow}
-	}
-	return rates
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -82,9 +82,18 @@ failure (73 or 125), after printing the leases it took.`,
 			} else if leaseID != "" {
 				return exitWith(ExitFailure, fmt.Errorf("--lease needs the RESOURCE it is a lease of"))
 			}
-			if limit == 0 && resource != "" {
-				if l, err := a.load(); err == nil {
-					limit = l.Config.Limits()[resource]
+			if resource != "" {
+				// The one limit rule: the configured limit, else --limit
+				// (1 when neither: an expired lease's slot of weight 1).
+				l, err := a.load()
+				if err != nil {
+					return err
+				}
+				switch limit, _, err = acquire.LimitFor(l.Catalog(), resource, limit); {
+				case errors.Is(err, acquire.ErrNoLimit):
+					limit = 1
+				case err != nil:
+					return exitWith(ExitFailure, err)
 				}
 			}
 			what := resource
@@ -101,7 +110,7 @@ failure (73 or 125), after printing the leases it took.`,
 			if resource == "" {
 				ls, err = g.TakeoverSession(cmd.Context(), session, o)
 			} else {
-				ls, err = g.Takeover(cmd.Context(), resource, max(limit, 1), o)
+				ls, err = g.Takeover(cmd.Context(), resource, limit, o)
 			}
 			// Leases taken are printed even when a session takeover
 			// stopped midway: they are held now.
@@ -123,7 +132,7 @@ failure (73 or 125), after printing the leases it took.`,
 			var busy *governor.BusyError
 			switch {
 			case errors.As(err, &busy) && len(ls) == 0:
-				return runner.Refused(busy, false)
+				return acquire.Refused(busy, false)
 			case errors.Is(err, governor.ErrNotHeld):
 				return exitWith(ExitBusy, err) // nothing to take over
 			}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,14 +29,15 @@ import (
 // holders and their weights, waiters in order, counters and events.
 // Tokens and times differ between stores, so they are compared by
 // relation: each store's tokens increase with every grant, and a
-// takeover's token is above the lease it replaced. Leases and queue
-// entries live long enough that nothing expires: real Redis's clock
-// cannot be moved.
+// takeover's token is above the lease it replaced. Every operation both
+// backends have is drawn (diffOps). Leases and queue entries live long
+// enough that nothing expires here: real Redis's clock cannot be moved;
+// TestDifferentialClock moves time on the stores whose clock can be.
 //
 // GOVERNOR_DIFF_SEED=N replays the sequence of one seed (printed on
 // failure); GOVERNOR_DIFF_ROUNDS sets how many sequences run.
 func TestDifferential(t *testing.T) {
-	differential(t, nil)
+	differential(t, nil, false)
 }
 
 // diffPolicy is the queue policy of TestDifferentialPolicy: classes with
@@ -47,10 +50,65 @@ var diffPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical", Re
 // acquire in a random class, some with a supersede key (and
 // cancel-in-progress).
 func TestDifferentialPolicy(t *testing.T) {
-	differential(t, &diffPolicy)
+	differential(t, &diffPolicy, false)
 }
 
-func differential(t *testing.T, policy *governor.Policy) {
+// TestDifferentialClock is TestDifferential with time moved between
+// steps (leases and queue entries expire, cool-offs end, forgotten
+// resources age, rate limits refill), with and without diffPolicy, on
+// the stores whose clock a test moves: the file backend and miniredis
+// (which runs the same scripts as Redis).
+func TestDifferentialClock(t *testing.T) {
+	t.Run("fifo", func(t *testing.T) { differential(t, nil, true) })
+	t.Run("policy", func(t *testing.T) { differential(t, &diffPolicy, true) })
+}
+
+// diffStore is one store a sequence runs on; advance, when set, moves
+// its clock.
+type diffStore struct {
+	name    string
+	open    func(t *testing.T) governor.Backend
+	advance func(d time.Duration)
+}
+
+// diffStores are the stores of a differential run: with clocked, the
+// file backend and miniredis on clocks the test moves; else the file
+// backend, miniredis and a real Redis on real time.
+func diffStores(t *testing.T, clocked bool) []diffStore {
+	m := miniredis.RunT(t)
+	dir := t.TempDir()
+	var boot atomic.Int64
+	boot.Store(int64(time.Hour))
+	fileOpts := filebackend.Options{}
+	if clocked {
+		fileOpts.Clock = func() time.Duration { return time.Duration(boot.Load()) }
+	}
+	stores := []diffStore{
+		{name: "file", open: func(t *testing.T) governor.Backend {
+			b, err := filebackend.New(dir, fileOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+		{name: "miniredis", open: func(t *testing.T) governor.Backend { return openRedis(t, m.Addr()) }},
+	}
+	if clocked {
+		now := time.Now()
+		m.SetTime(now)
+		stores[0].advance = func(d time.Duration) { boot.Add(int64(d)) }
+		stores[1].advance = func(d time.Duration) {
+			now = now.Add(d)
+			m.SetTime(now)
+			m.FastForward(d)
+		}
+		return stores
+	}
+	server := redistest.Start(t)
+	return append(stores, diffStore{name: "redis", open: func(t *testing.T) governor.Backend { return openRedis(t, server.Addr) }})
+}
+
+func differential(t *testing.T, policy *governor.Policy, clocked bool) {
 	rounds, steps := 6, 60
 	if n, err := strconv.Atoi(os.Getenv("GOVERNOR_DIFF_ROUNDS")); err == nil && n > 0 {
 		rounds = n
@@ -59,31 +117,16 @@ func differential(t *testing.T, policy *governor.Policy) {
 	if s, err := strconv.ParseUint(os.Getenv("GOVERNOR_DIFF_SEED"), 10, 64); err == nil {
 		seed, rounds = s, 1
 	}
-	m := miniredis.RunT(t)
-	server := redistest.Start(t)
-	dir := t.TempDir()
-	stores := []struct {
-		name string
-		open func(t *testing.T) governor.Backend
-	}{
-		{"file", func(t *testing.T) governor.Backend {
-			b, err := filebackend.New(dir, filebackend.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}},
-		{"miniredis", func(t *testing.T) governor.Backend { return openRedis(t, m.Addr()) }},
-		{"redis", func(t *testing.T) governor.Backend { return openRedis(t, server.Addr) }},
-	}
+	stores := diffStores(t, clocked)
 	for r := range rounds {
 		s := seed + uint64(r)
-		ops := diffOps(rand.New(rand.NewPCG(s, 0)), steps, policy != nil)
+		ops := diffOps(rand.New(rand.NewPCG(s, 0)), steps, policy != nil, clocked)
 		project := fmt.Sprintf("diff-%d", s)
 		var runs []*diffRun
 		for _, st := range stores {
 			b := st.open(t)
-			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}, policy: policy}
+			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}, policy: policy,
+				advance: st.advance}
 			for _, op := range ops {
 				run.do(op)
 			}
@@ -98,12 +141,23 @@ func differential(t *testing.T, policy *governor.Policy) {
 		for i, want := range runs[0].log {
 			for _, run := range runs[1:] {
 				if got := run.log[i]; got != want {
-					t.Fatalf("seed %d (GOVERNOR_DIFF_SEED=%d to replay), step %d, %s:\n%s: %s\n%s: %s",
-						s, s, i, ops[i], runs[0].store, want, run.store, got)
+					t.Fatalf("seed %d (GOVERNOR_DIFF_SEED=%d to replay), step %d, %s:\n%s: %s\n%s: %s\nsteps before on %s: %v",
+						s, s, i, ops[i], runs[0].store, want, run.store, got, ops[i].resource, before(ops[:i], ops[i].resource))
 				}
 			}
 		}
 	}
+}
+
+// before lists the steps of ops on resource res.
+func before(ops []diffOp, res string) []string {
+	var out []string
+	for _, o := range ops {
+		if o.resource == res {
+			out = append(out, o.String())
+		}
+	}
+	return out
 }
 
 func openRedis(t *testing.T, addr string) governor.Backend {
@@ -120,15 +174,21 @@ func openRedis(t *testing.T, addr string) governor.Backend {
 // diffOp is one step: an operation on one resource, naming leases by
 // logical ids (the same on every store).
 type diffOp struct {
-	kind     string // acquire, poll, renew, release, cancel, reclaim, takeover, withdraw, pause, resume, limit
+	// acquire, poll, renew, release, cancel, reclaim, takeover, withdraw,
+	// pause, resume, limit, touch, renewbatch, cooloff, adapt, forget,
+	// reserve, adjust, learn, lost, observe, seq, degraded, advance
+	kind     string
 	resource string
-	id       string // the lease or waiter
-	newID    string // takeover: the new lease
+	id       string   // the lease or waiter
+	ids      []string // renewbatch: the leases
+	newID    string   // takeover: the new lease
 	limit    int
 	weight   int
 	wait     bool
-	ttl      time.Duration // renew
+	ttl      time.Duration // renew; cooloff, forget (retention), learn (reset), advance: the duration
 	badToken bool          // reclaim with a token the lease does not hold
+	signal   bool          // adapt: a rate-limit signal; reserve: shadow
+	n        int64         // reserve: tokens; adjust: delta; learn: requests remaining
 	// Under a policy: the class, and a supersede key (with cancel).
 	prio      string
 	supersede string
@@ -151,15 +211,32 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("%s %s", o.kind, o.resource)
 	case "limit":
 		return fmt.Sprintf("limit %s %d", o.resource, o.limit)
+	case "renewbatch":
+		return fmt.Sprintf("renewbatch %s/%v", o.resource, o.ids)
+	case "cooloff", "forget", "advance":
+		return fmt.Sprintf("%s %s %v", o.kind, o.resource, o.ttl)
+	case "adapt", "reserve", "adjust", "learn":
+		return fmt.Sprintf("%s %s signal/shadow %v n %d ttl %v", o.kind, o.resource, o.signal, o.n, o.ttl)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }
 
 // diffOps draws n steps. Ids already sent are reused by the steps that
 // name a lease (and "ghost", never sent, sometimes).
-func diffOps(rng *rand.Rand, n int, policy bool) []diffOp {
+func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
+	// long outlasts every run without a clock; with one, an advance of
+	// 11 minutes ends it, as it ends leases and queue entries (10).
+	long := 30 * time.Minute
+	if clocked {
+		long = 6 * time.Minute
+	}
 	resources := []string{"r1", "r2"}
 	sent := map[string][]string{}
+	// A sequence draws either AIMD steps or live limits: the twins
+	// differ on the two together (after a live limit is cleared, the file
+	// backend enforces the AIMD limit, Redis grants under the limit
+	// asked), a known difference left to the Redis backend.
+	adaptive := rng.IntN(2) == 0
 	var ops []diffOp
 	for i := range n {
 		res := resources[rng.IntN(len(resources))]
@@ -176,7 +253,7 @@ func diffOps(rng *rand.Rand, n int, policy bool) []diffOp {
 			return id
 		}
 		op := diffOp{resource: res}
-		switch k := rng.IntN(24); {
+		switch k := rng.IntN(37); {
 		case k < 7:
 			op.kind, op.id, op.wait = "acquire", fresh(), rng.IntN(2) == 0
 			op.limit, op.weight = 3, 1+rng.IntN(3)
@@ -217,8 +294,53 @@ func diffOps(rng *rand.Rand, n int, policy bool) []diffOp {
 			op.kind = "pause"
 		case k < 23:
 			op.kind = "resume"
-		default:
+		case k < 24:
 			op.kind, op.limit = "limit", rng.IntN(5) // 0 clears
+			if adaptive {
+				op.kind, op.signal = "adapt", rng.IntN(3) == 0
+			}
+		case k < 25:
+			op.kind, op.id = "touch", pick()
+		case k < 26:
+			op.kind = "renewbatch"
+			for range 1 + rng.IntN(3) {
+				op.ids = append(op.ids, pick())
+			}
+		case k < 27:
+			// Each cool-off ends a second per step later or earlier than
+			// one drawn before: never in the same millisecond (the file
+			// backend's clock is finer than Redis's).
+			op.kind, op.ttl = "cooloff", []time.Duration{2 * time.Minute, long}[rng.IntN(2)]
+			if !clocked {
+				op.ttl = long
+			}
+			op.ttl += time.Duration(i) * time.Second * time.Duration(1-2*rng.IntN(2))
+		case k < 29:
+			op.kind, op.limit = "limit", rng.IntN(5)
+			if adaptive {
+				op.kind, op.signal = "adapt", rng.IntN(3) == 0
+			}
+		case k < 30:
+			op.kind, op.ttl = "forget", 0
+			if clocked && rng.IntN(2) == 0 {
+				op.ttl = 5 * time.Minute
+			}
+		case k < 32:
+			op.kind, op.n, op.signal = "reserve", int64(rng.IntN(60)), rng.IntN(4) == 0
+		case k < 33:
+			op.kind, op.n = "adjust", int64(rng.IntN(41)-20)
+		case k < 34:
+			op.kind, op.n, op.ttl = "learn", int64(rng.IntN(4)), long
+		case k < 35:
+			op.kind, op.id = []string{"lost", "seq", "observe"}[rng.IntN(3)], pick()
+		case k < 36:
+			op.kind = "degraded"
+		default:
+			if !clocked {
+				op.kind, op.id = "poll", pick()
+				break
+			}
+			op.kind, op.ttl = "advance", []time.Duration{4 * time.Minute, 11 * time.Minute}[rng.IntN(2)]
 		}
 		ops = append(ops, op)
 	}
@@ -240,7 +362,16 @@ type diffRun struct {
 	broken string
 	// policy: the queue policy every acquire asks for, or nil.
 	policy *governor.Policy
+	// advance, when set, moves the store's clock.
+	advance func(d time.Duration)
 }
+
+// The rate limits of the reserve, adjust and learn steps: slow enough
+// that real time refills nothing during a run.
+var (
+	diffRequests = governor.RateLimit{Rate: 5, Period: time.Hour}
+	diffTokens   = governor.RateLimit{Rate: 100, Period: time.Hour}
+)
 
 func (r *diffRun) key(res string) governor.Key {
 	return governor.Key{Project: r.project, Resource: res}
@@ -273,6 +404,121 @@ func (r *diffRun) granted(res, id string, tok int64, now bool) {
 }
 
 func (r *diffRun) do(o diffOp) {
+	if r.advance != nil {
+		// Every step at its own instant: a token granted at one step is
+		// below the clock at the next, on every store.
+		r.advance(time.Millisecond)
+	}
+	out := r.step(o)
+	ctx := context.Background()
+	key := r.key(o.resource)
+	st, err := r.b.Status(ctx, key)
+	if err != nil {
+		out += " status " + errClass(err)
+	} else {
+		out += " | " + summary(st, false)
+	}
+	evs, err := r.b.Events(ctx, key, time.Time{})
+	if err != nil {
+		out += " events " + errClass(err)
+	}
+	var kinds []string
+	run := 0 // where the run of expiries at one instant began
+	for i, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.LeaseID+":"+e.By)
+		// Leases that expire at one instant are recorded in any order.
+		if i == 0 || e.Kind != governor.EventExpired || evs[i-1].Kind != e.Kind || !e.At.Equal(evs[i-1].At) {
+			run = i
+		}
+		slices.Sort(kinds[run:])
+	}
+	r.log = append(r.log, out+" | events "+strings.Join(kinds, " ")+" | by token "+r.byToken())
+}
+
+// more is step for the operations beyond the lease's own.
+func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
+	switch o.kind {
+	case "touch":
+		_, err := r.b.Touch(ctx, key, o.id, "")
+		return errClass(err)
+	case "renewbatch":
+		var errs []string
+		for _, res := range renewBatch(ctx, r.b, key, o.ids) {
+			errs = append(errs, errClass(res.Err))
+		}
+		return strings.Join(errs, " ")
+	case "cooloff":
+		_, err := r.b.(governor.CoolOffBackend).CoolOff(ctx, key, o.ttl, "diff")
+		return errClass(err)
+	case "adapt":
+		a, err := r.b.(governor.AdaptiveBackend).Adapt(ctx, key, governor.AdaptRequest{Max: 3, Min: 1, IncreaseEvery: 2, Signal: o.signal})
+		return fmt.Sprintf("%s %+v", errClass(err), a)
+	case "forget":
+		// A resource without a grant or a queue entry since it was last
+		// forgotten (or ever) may be stored or not: Redis stores
+		// bookkeeping (and the idle mark of a first Forget) for any
+		// resource a call settled, the file backend only what a call
+		// wrote (an event, a limit), so the first Forget of such a
+		// resource may mark it on one and remove it on the other (a known
+		// twin difference). Such a resource is forgotten until gone
+		// (twice at most), and the state left is compared.
+		was, _ := r.b.Status(ctx, key)
+		if was.Counters.Acquired == 0 && was.Counters.Waited == 0 {
+			var err error
+			for i, gone := 0, false; i < 2 && !gone && err == nil; i++ {
+				gone, err = r.b.Forget(ctx, key, 0)
+			}
+			return errClass(err) + " (nothing granted)"
+		}
+		gone, err := r.b.Forget(ctx, key, o.ttl)
+		return fmt.Sprintf("%s %v", errClass(err), gone)
+	case "reserve":
+		rr := governor.RateRequest{Key: key, Requests: diffRequests, Tokens: diffTokens, NRequests: 1, NTokens: o.n, Shadow: o.signal}
+		res, err := r.b.(governor.RateBackend).RateReserve(ctx, rr)
+		rs, serr := r.b.(governor.RateBackend).RateStatus(ctx, key)
+		return fmt.Sprintf("%s allowed %v shadow %v retry %v cooling %v remaining %d %d | status %s %d %d %d remaining %d %d",
+			errClass(err), res.Allowed, res.ShadowDenied, res.RetryAfter > 0, !res.CoolOff.IsZero(), res.RemainingRequests, res.RemainingTokens,
+			errClass(serr), rs.Allowed, rs.Limited, rs.ShadowDenied, rs.RemainingRequests, rs.RemainingTokens)
+	case "adjust":
+		return errClass(r.b.(governor.RateBackend).RateAdjust(ctx, key, diffTokens, o.n))
+	case "learn":
+		lb := governor.LearnedBudget{RemainingRequests: o.n, ResetRequests: o.ttl, RemainingTokens: -1}
+		return errClass(r.b.(governor.BudgetBackend).RateLearn(ctx, key, lb))
+	case "lost":
+		return errClass(r.b.CountLost(ctx, key, o.id, r.tokens[o.resource+"/"+o.id], "diff"))
+	case "seq":
+		n, err := r.b.NextSeq(ctx, r.project, o.resource, r.tokens[o.resource+"/"+o.id])
+		return fmt.Sprintf("%s %d", errClass(err), n)
+	case "observe":
+		return errClass(r.b.Observe(ctx, key, "wait", []int64{1, 0, 2}, 3*time.Millisecond))
+	case "degraded":
+		return errClass(r.b.(governor.DegradedBackend).NoteDegraded(ctx, key, "diff"))
+	case "advance":
+		r.advance(o.ttl)
+		return "ok"
+	}
+	panic("differential: no step " + o.kind)
+}
+
+// renewBatch renews ids of key in one batch where the backend has one,
+// else one by one, as a Governor's heartbeats do: the two must agree.
+func renewBatch(ctx context.Context, b governor.Backend, key governor.Key, ids []string) []governor.RenewalResult {
+	if br, ok := b.(governor.BatchRenewer); ok {
+		rs := make([]governor.Renewal, len(ids))
+		for i, id := range ids {
+			rs[i] = governor.Renewal{Key: key, ID: id}
+		}
+		return br.RenewBatch(ctx, rs)
+	}
+	out := make([]governor.RenewalResult, len(ids))
+	for i, id := range ids {
+		out[i].Expires, out[i].Err = b.Renew(ctx, key, id, "", 0)
+	}
+	return out
+}
+
+// step runs o and says what the store answered.
+func (r *diffRun) step(o diffOp) string {
 	ctx := context.Background()
 	key := r.key(o.resource)
 	var out string
@@ -326,22 +572,10 @@ func (r *diffRun) do(o diffOp) {
 		out = fmt.Sprintf("%s %v", errClass(err), changed)
 	case "limit":
 		out = errClass(r.b.SetLimit(ctx, key, o.limit, "diff"))
+	default:
+		out = r.more(ctx, key, o)
 	}
-	st, err := r.b.Status(ctx, key)
-	if err != nil {
-		out += " status " + errClass(err)
-	} else {
-		out += " | " + summary(st, false)
-	}
-	evs, err := r.b.Events(ctx, key, time.Time{})
-	if err != nil {
-		out += " events " + errClass(err)
-	}
-	var kinds []string
-	for _, e := range evs {
-		kinds = append(kinds, e.Kind+":"+e.LeaseID+":"+e.By)
-	}
-	r.log = append(r.log, out+" | events "+strings.Join(kinds, " ")+" | by token "+r.byToken())
+	return out
 }
 
 // byToken lists the leases seen granted in the order of their tokens:
@@ -408,7 +642,7 @@ func errClass(err error) string {
 		{"busy", governor.ErrBusy}, {"lost", governor.ErrLeaseLost}, {"not-held", governor.ErrNotHeld},
 		{"invalid", governor.ErrInvalid}, {"too-heavy", governor.ErrTooHeavy}, {"closed", governor.ErrClosed},
 		{"backend", governor.ErrBackend}, {"queue-full", governor.ErrQueueFull}, {"superseded", governor.ErrSuperseded},
-		{"withdrawn", governor.ErrWithdrawn},
+		{"withdrawn", governor.ErrWithdrawn}, {"stale-token", governor.ErrStaleToken},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -161,7 +161,7 @@ func checkDir(dir string) (*unix.Stat_t, error) {
 	}
 	if int(st.Uid) != me {
 		return nil, fmt.Errorf("governor: file backend: state dir %s is owned by uid %d, not by you (uid %d); refusing it: "+
-			"use a directory of your own, or a shared one (setgid, mode 2770: see README)", dir, st.Uid, me)
+			"use a directory of your own, or a shared one (setgid, mode 2770: see docs/security.md)", dir, st.Uid, me)
 	}
 	if perm&0o022 != 0 {
 		return nil, fmt.Errorf("governor: file backend: state dir %s is writable by others (mode %04o); refusing it: chmod 700 %s",

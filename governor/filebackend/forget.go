@@ -65,8 +65,9 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 // marking when it became idle first.
 func (t *tx) forgetIdle(retention time.Duration) (bool, error) {
 	st := t.st
-	// A paused resource, or one with a live limit, is kept (admin.go).
-	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil {
+	// A paused resource, one with a live limit (admin.go), or one cooling
+	// off (forgetting it would end the cool-off) is kept.
+	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil || t.coolingOff() {
 		if st.Idle != nil {
 			st.Idle = nil
 			t.dirty = true

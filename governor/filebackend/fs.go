@@ -265,10 +265,25 @@ func lockDir(ctx context.Context, dir int) (int, error) {
 
 // writeFileAtomic replaces name in dir by data: it writes tempName, syncs
 // it and renames it over name. On failure it removes tempName. The caller
-// holds the directory's lock, so tempName has a single writer.
+// holds the directory's lock, so tempName has a single writer: one found
+// there is stale (a killed writer's) or planted (in a shared dir, by
+// another member: a FIFO would block the open, with the lock held), so it
+// is removed and a new one made with O_EXCL, opened without blocking, and
+// checked to be a regular file.
 func writeFileAtomic(dir int, name string, data []byte) error {
-	fd, err := openat(dir, tempName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
+	if err := unix.Unlinkat(dir, tempName, 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("remove the stale %s: %w", tempName, err)
+	}
+	fd, err := openat(dir, tempName, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NONBLOCK, 0o600)
 	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file (mode %o)", tempName, st.Mode)
+		}
 		return err
 	}
 	if err := share(dir, fd, sharedFileMode); err != nil {

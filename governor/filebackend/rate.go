@@ -70,11 +70,9 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 	} else if req.Shadow {
 		res.Allowed, res.ShadowDenied = true, true
 		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
-		res.RemainingRequests, res.RemainingTokens = 0, 0
 		st.RateShadow++
 	} else {
 		res.RetryAfter = time.Duration(max(rq.RetryAfter, tk.RetryAfter))
-		res.RemainingRequests, res.RemainingTokens = 0, 0
 		st.RateLimited++
 	}
 	t.dirty = true

@@ -66,9 +66,10 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 	})
 }
 
-// CountLost implements governor.Backend.
+// CountLost implements governor.Backend. Like lost.lua it records and
+// settles nothing else: what expired is pruned by the next operation.
 func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
-	return b.do(ctx, key, section{create: true, settle: true}, func(t *tx) error {
+	return b.do(ctx, key, section{create: true}, func(t *tx) error {
 		t.event(governor.EventLost, id, token, reason)
 		t.st.Counters.Lost++
 		t.dirty = true

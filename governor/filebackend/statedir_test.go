@@ -1,11 +1,13 @@
 package filebackend_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
@@ -148,5 +150,36 @@ func TestSharedStateDir(t *testing.T) {
 	}
 	if _, err := filebackend.New(dir, filebackend.Options{}); err == nil || !strings.Contains(err.Error(), "open to users outside its group") {
 		t.Fatalf("New on a world-writable shared dir: %v; want a refusal", err)
+	}
+}
+
+// A FIFO planted as a resource's temp file (any member of a shared
+// state dir can make one) must not hang the member who next writes the
+// state, inside its critical section with the lock held (issue 24.11):
+// the write removes it and makes its own temp. Bounded by a generous
+// deadline, reported as a hang.
+func TestPlantedTempFIFO(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, filebackend.Options{})
+	key := governor.Key{Project: "p", Resource: "r"}
+	first := req(key, 1, 1, governor.Fail)
+	if res, err := b.Acquire(context.Background(), first); err != nil || res.Outcome != governor.Granted {
+		t.Fatalf("Acquire: %+v, %v", res, err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "p", "r", "state.tmp"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Release(context.Background(), key, first.ID, "") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Release with a FIFO planted as state.tmp: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Release hangs: it opened the FIFO planted as state.tmp for writing, with the lock held")
+	}
+	if res, err := b.Acquire(context.Background(), req(key, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
+		t.Fatalf("Acquire after the release: %+v, %v", res, err)
 	}
 }

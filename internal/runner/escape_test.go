@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/safetext/safetexttest"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // The status line and the refusal quote another process's declaration:
@@ -19,7 +21,7 @@ func TestHostileHolderEscaped(t *testing.T) {
 	}}}
 	safetexttest.Check(t, "status line", renderStatus("heavy", governor.Result{Outcome: governor.Queued, Position: 1, Status: st}, "unknown (no hold history yet)", time.Second))
 	var b bytes.Buffer
-	WriteRefusal(&b, "heavy", st)
+	words.WriteReport(&b, acquire.Refused(&governor.BusyError{Resource: "heavy", Status: st}, false))
 	safetexttest.Check(t, "refusal", b.String())
-	safetexttest.Check(t, "skip", Refused(&governor.BusyError{Resource: "heavy", Status: st}, true).Error())
+	safetexttest.Check(t, "skip", acquire.Refused(&governor.BusyError{Resource: "heavy", Status: st}, true).Error())
 }

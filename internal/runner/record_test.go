@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/usertest"
 )
@@ -29,7 +30,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 	}
 	o, stdout, stderr := f.options(t, "sh", "-c", `cat "$0"`)
 	o.Args = append(o.Args, o.Record)
-	o.IfBusy = runner.IfBusyWait
+	o.IfBusy = acquire.IfBusyWait
 	go func() {
 		// Release once the run waits: its wait is then more than zero.
 		for range 500 {

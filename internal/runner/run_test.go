@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/runner"
 )
 
@@ -48,10 +50,20 @@ func (f *fixture) governor(t *testing.T, o governor.Options) *governor.Governor 
 	return g
 }
 
-func (f *fixture) open(t *testing.T) func(context.Context, runner.OpenOptions) (*governor.Governor, error) {
-	return func(_ context.Context, oo runner.OpenOptions) (*governor.Governor, error) {
-		return f.governor(t, governor.Options{Session: oo.Session, Command: oo.Command, PID: oo.PID}), nil
+// loaded is the configuration of the fixture's state dir: project,
+// lease TTL and heavy (limit 1).
+func (f *fixture) loaded(t *testing.T) *config.Loaded {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "exec-defaults.yaml")
+	yaml := fmt.Sprintf("project: %s\nbackend: file\nfile: {dir: %s}\nlease: {ttl: %v}\nresources:\n  heavy: {limit: 1}\n", project, f.dir, f.ttl)
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	l, err := config.Load(config.LoadOptions{File: file, Env: []string{"HOME=" + t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // options returns Options for cmd on heavy (limit 1) with a record file,
@@ -65,9 +77,9 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 		}
 	}
 	return runner.Options{
-		Args: args, Resources: []string{"heavy"}, Limits: map[string]int{"heavy": 1},
+		Args: args, Request: acquire.Request{Resources: []string{"heavy"}}, Config: f.loaded(t),
 		Record: filepath.Join(t.TempDir(), "runs.jsonl"), Env: env,
-		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Open: f.open(t),
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 	}, &stdout, &stderr
 }
 
@@ -205,7 +217,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
+	held, tokens := acquire.FormatHeld([]acquire.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
 	o, stdout, stderr := f.options(t, "sh", "-c", `echo "$GOVERNOR_HELD"`)
 	o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens, runner.EnvRunIDs+"=outer")
 	if code := runner.Run(context.Background(), o); code != 0 {
@@ -256,13 +268,17 @@ func TestRunNestedNeedsTheSecret(t *testing.T) {
 	defer l.Release()
 	other, _ := governorSecret(t)
 	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
-		held, tokens := runner.FormatHeld([]runner.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: secret, Token: l.Token()}})
+		want := "without the secret that proves it"
+		if secret != "" {
+			want = "with a secret that does not prove it"
+		}
+		held, tokens := acquire.FormatHeld([]acquire.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: secret, Token: l.Token()}})
 		o, stdout, stderr := f.options(t, "echo", "ran")
 		o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens)
 		if code := runner.Run(context.Background(), o); code != runner.ExitBusy {
 			t.Fatalf("%s: exit %d, want %d (busy); stdout %q, stderr %s", name, code, runner.ExitBusy, stdout, stderr)
 		}
-		if stdout.Len() != 0 || !strings.Contains(stderr.String(), "without the secret that proves it") {
+		if stdout.Len() != 0 || !strings.Contains(stderr.String(), want) {
 			t.Fatalf("%s: stdout %q, stderr %s", name, stdout, stderr)
 		}
 	}
@@ -422,7 +438,7 @@ func start(t *testing.T, kv string) <-chan struct{} {
 }
 
 func ExampleFormatHeld() {
-	held, tokens := runner.FormatHeld([]runner.HeldLease{
+	held, tokens := acquire.FormatHeld([]acquire.HeldLease{
 		{Key: governor.Key{Project: "prj-0001", Resource: "heavy"}, LeaseID: "5f2a", Token: 41},
 		{Key: governor.Key{Project: "prj-0001", Resource: "provider:anthropic"}, LeaseID: "9c1d", Token: 7},
 	})

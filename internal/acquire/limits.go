@@ -1,4 +1,4 @@
-package runner
+package acquire
 
 import (
 	"context"
@@ -19,32 +19,35 @@ type LimitNote struct {
 }
 
 // NoteLimit returns a note when asked, a --limit (0: none given), is not
-// the limit that applies to resource, else nil. The limit this process
-// asks the backend for is limit, from origin: a configured limit wins
-// over --limit (origin names the configuration key and where it was set),
-// or it is asked itself (origin ""). The backend's stored limit wins over
-// both while the resource is in use: it changes only when the resource
-// is idle (a differing request is recorded as drift). It reads the
-// resource's status once, and changes nothing.
+// the limit in force on resource, else nil. The limit this process asks
+// the backend for is limit, from origin (LimitFor: a configured limit
+// wins over --limit, origin naming the key and where it was set; origin
+// "" is --limit itself). The limit in force is governor.LimitInForce's:
+// a live limit, else the adaptive one, else the stored one while the
+// resource is in use. It reads the resource's status once, and changes
+// nothing.
 func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked, limit int, origin string) (*LimitNote, error) {
 	if asked == 0 {
 		return nil, nil
-	}
-	n := &LimitNote{Resource: resource, Asked: asked, InForce: limit, Source: origin}
-	if origin == "" {
-		n.Source = "--limit"
 	}
 	st, err := g.Status(ctx, resource)
 	if err != nil {
 		return nil, err
 	}
-	if l := st.LiveLimit; l != nil && st.Limit != asked {
+	n := &LimitNote{Resource: resource, Asked: asked, Source: origin}
+	if origin == "" {
+		n.Source = "--limit"
+	}
+	var src governor.InForceSource
+	n.InForce, src = governor.LimitInForce(st, limit)
+	switch src {
+	case governor.InForceLive:
 		// A live limit wins over what processes ask for (governor limit).
-		n.InForce = st.Limit
 		n.Source = fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
-			safetext.Escape(l.By), resource)
-	} else if st.Limit != 0 && st.Limit != limit && (st.Used > 0 || st.QueueLen() > 0) {
-		n.InForce = st.Limit
+			safetext.Escape(st.LiveLimit.By), resource)
+	case governor.InForceAdaptive:
+		n.Source = fmt.Sprintf("adaptive concurrency (providers.*.adaptive): halved on rate-limit signals, it is %d of its maximum %d now", st.Adaptive.Limit, st.Adaptive.Max)
+	case governor.InForceStored:
 		n.Source = "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
 	}
 	if n.InForce == asked {

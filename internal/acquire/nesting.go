@@ -1,4 +1,4 @@
-package runner
+package acquire
 
 import (
 	"context"
@@ -8,6 +8,13 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
+)
+
+// Environment variables the pipeline reads (what ancestors hold) and
+// gives a child (Held.Env).
+const (
+	EnvHeld  = "GOVERNOR_HELD"
+	EnvToken = "GOVERNOR_TOKEN"
 )
 
 // HeldLease is a lease held by a run, as its descendants see it in
@@ -148,41 +155,16 @@ func splitEntry(e string) (governor.Key, string, error) {
 // HeldFromEnv reads GOVERNOR_HELD and GOVERNOR_TOKEN from env (the last
 // value of each wins, as in a shell).
 func HeldFromEnv(env []string) ([]HeldLease, error) {
-	return ParseHeld(getenv(env, EnvHeld), getenv(env, EnvToken))
+	return ParseHeld(Getenv(env, EnvHeld), Getenv(env, EnvToken))
 }
 
-// Session is the session to declare: flag (--session) when set, else
-// $GOVERNOR_SESSION from env, else "" (governor's default, host:pid). Run
-// and every other command ask it.
-func Session(flag string, env []string) string {
-	if flag != "" {
-		return flag
-	}
-	return getenv(env, EnvSession)
-}
-
-// getenv returns the last value of key in env, "" if none: a later
+// Getenv returns the last value of key in env, "" if none: a later
 // duplicate wins, as in os/exec.
-func getenv(env []string, key string) string {
+func Getenv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
 			return v
 		}
 	}
 	return ""
-}
-
-// childEnv returns env without the variables Run sets, followed by them.
-func childEnv(env []string, held []HeldLease, session string, runIDs string) []string {
-	out := make([]string, 0, len(env)+4)
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case EnvHeld, EnvToken, EnvSession, EnvRunIDs:
-			continue
-		}
-		out = append(out, kv)
-	}
-	h, t := FormatHeld(held)
-	return append(out, EnvHeld+"="+h, EnvToken+"="+t, EnvSession+"="+session, EnvRunIDs+"="+runIDs)
 }

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Benchmarks of the Python client, side by side in one run:
+
+    GOVERNOR_BIN=path/to/governor /usr/bin/python3 clients/python/bench_client.py [--n 2000]
+
+It starts its own redis-server (127.0.0.1, random port) and measures, on it:
+  1. acquire+release pairs/s through governor.slot vs redis-py's Lock
+     (Debian's python3-redis), one process, uncontended (target >= 0.5x);
+  2. hand-off: release -> the next waiter's grant, p50 and p90, governor (two
+     bridges) vs redis-py Lock's blocking acquire (which polls);
+  3. one bridge holding 100 leases: its resident memory;
+  4. an idle waiter: the CPU its bridge uses while waiting 3 s.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import governor  # noqa: E402
+from tests.support import RedisServer  # noqa: E402
+
+
+def rss_kib(pid: int) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pairs(n: int, fn) -> float:
+    fn()  # warm up
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return n / (time.perf_counter() - t0)
+
+
+def handoff(n: int, hold, wait_next) -> "list[float]":
+    """n hand-offs: hold() returns a release function; wait_next() blocks
+    until granted and returns its own release."""
+    out = []
+    for _ in range(n):
+        release = hold()
+        ready, granted = threading.Event(), []
+
+        def waiter() -> None:
+            ready.set()
+            rel = wait_next()
+            granted.append(time.perf_counter())
+            rel()
+        t = threading.Thread(target=waiter)
+        t.start()
+        ready.wait()
+        time.sleep(0.05)  # let the waiter queue
+        t0 = time.perf_counter()
+        release()
+        t.join()
+        out.append(granted[0] - t0)
+    return out
+
+
+WAITER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import governor
+g = governor.Governor(redis_url=sys.argv[2], project="bench")
+g.slots()
+print("ready", flush=True)
+for line in sys.stdin:
+    lease = g.acquire("hop", limit=1, wait=True)
+    print(time.perf_counter(), flush=True)
+    lease.release()
+"""
+
+
+def handoff_process(g: "governor.Governor", url: str, n: int) -> "list[float]":
+    """n hand-offs from this process's release to a waiter in another
+    process (its own bridge): perf_counter is the system's monotonic clock,
+    the same in both."""
+    import subprocess
+    w = subprocess.Popen([sys.executable, "-c", WAITER, os.path.dirname(os.path.abspath(__file__)), url],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert w.stdout.readline().strip() == "ready"
+    out = []
+    for _ in range(n):
+        lease = g.acquire("hop", limit=1, wait=True)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        while not any(r.waiters for r in g.slots("hop")):
+            time.sleep(0.001)
+        t0 = time.perf_counter()
+        lease.release()
+        out.append(float(w.stdout.readline()) - t0)
+    w.stdin.close()
+    w.wait()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--handoffs", type=int, default=50)
+    a = ap.parse_args()
+    import redis  # Debian's python3-redis
+    srv = RedisServer()
+    try:
+        g = governor.Governor(redis_url=srv.url, project="bench")
+        g2 = governor.Governor(redis_url=srv.url, project="bench")
+        r = redis.Redis(host="127.0.0.1", port=srv.port)
+
+        def gov_pair() -> None:
+            with g.slot("pair", limit=1):
+                pass
+
+        lock = r.lock("bench:pair", timeout=30)
+
+        def redis_pair() -> None:
+            lock.acquire(blocking=False)
+            lock.release()
+
+        gp, rp = pairs(a.n, gov_pair), pairs(a.n, redis_pair)
+        print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.5x)" % (gp, rp, gp / rp))
+
+        def gov_hold():
+            lease = g.acquire("ho", limit=1)
+            return lease.release
+
+        def gov_next():
+            lease = g2.acquire("ho", limit=1, wait=True)
+            return lease.release
+
+        def redis_hold():
+            lk = r.lock("bench:ho", timeout=30)
+            lk.acquire()
+            return lk.release
+
+        def redis_next():
+            lk = r.lock("bench:ho", timeout=30)
+            lk.acquire(blocking=True)
+            return lk.release
+
+        gh, rh = handoff(a.handoffs, gov_hold, gov_next), handoff(a.handoffs, redis_hold, redis_next)
+        gp2 = handoff_process(g, srv.url, a.handoffs)
+        q = lambda xs, p: sorted(xs)[int(p * (len(xs) - 1))] * 1000  # noqa: E731
+        print("hand-off p50/p90 ms, waiter thread in this process: governor %.2f/%.2f, redis-py Lock %.2f/%.2f "
+              "(target p50 <= 1 ms)" % (statistics.median(gh) * 1000, q(gh, 0.9), statistics.median(rh) * 1000, q(rh, 0.9)))
+        print("hand-off p50/p90 ms, waiter in another process: governor %.2f/%.2f"
+              % (statistics.median(gp2) * 1000, q(gp2, 0.9)))
+
+        g3 = governor.Governor(redis_url=srv.url, project="bench")
+        pid = g3.bridge_pid
+        before = rss_kib(pid)
+        leases = [g3.acquire("many%d" % i, limit=1) for i in range(100)]
+        time.sleep(1)
+        after = rss_kib(pid)
+        print("one bridge, 100 leases: RSS %d KiB (%d KiB before them, %.1f KiB per lease)"
+              % (after, before, (after - before) / 100))
+        for lease in leases:
+            lease.release()
+
+        holder = g.acquire("idle", limit=1)
+        t = threading.Thread(target=lambda: g2.acquire("idle", limit=1, wait=True).release())
+        t.start()
+        time.sleep(0.5)
+        wpid = g2.bridge_pid
+        c0, t0 = cpu_seconds(wpid), time.monotonic()
+        time.sleep(3)
+        c1, t1 = cpu_seconds(wpid), time.monotonic()
+        holder.release()
+        t.join()
+        print("idle waiter: its bridge used %.3f s CPU in %.1f s (%.2f%%)" % (c1 - c0, t1 - t0, 100 * (c1 - c0) / (t1 - t0)))
+        for x in (g, g2, g3):
+            x.close()
+    finally:
+        srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Test support: the governor binary, a file or real-Redis backend per test
+class, worker processes and work-interval files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT) if ROOT not in sys.path else None
+
+import governor  # noqa: E402
+
+DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long when things work
+
+
+def binary() -> str:
+    try:
+        return governor.find_binary()
+    except governor.BackendError as e:
+        raise unittest.SkipTest(str(e))
+
+
+class RedisServer:
+    """A redis-server of its own on 127.0.0.1 and a random port."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            if os.environ.get("GOVERNOR_REQUIRE_REDIS") == "1":
+                raise RuntimeError("redis-server not found and GOVERNOR_REQUIRE_REDIS=1")
+            raise unittest.SkipTest("redis-server not found")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 0.5) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                time.sleep(0.02)
+        else:
+            self.stop()
+            raise RuntimeError("redis-server did not start")
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Backend:
+    """Governor keywords (and the bridge's environment) for one backend."""
+
+    def __init__(self, kind: str, tmp: str, redis: Optional[RedisServer]) -> None:
+        self.kind = kind
+        self.dir = os.path.join(tmp, "state")
+        self.redis = redis
+        self.project = "t%d" % (int(time.time() * 1000) % 10 ** 9)
+
+    def kwargs(self) -> Dict[str, Any]:
+        kw: Dict[str, Any] = {"project": self.project}
+        if self.kind == "redis":
+            assert self.redis is not None
+            kw["redis_url"] = self.redis.url
+        else:
+            kw["dir"] = self.dir
+        return kw
+
+    def env(self) -> Dict[str, str]:
+        env = dict(os.environ, GOVERNOR_PROJECT=self.project, PYTHONPATH=ROOT)
+        env.pop("GOVERNOR_HELD", None)
+        env.pop("GOVERNOR_TOKEN", None)
+        env.pop("HEAVY_LOCK_HELD", None)
+        if self.kind == "redis":
+            assert self.redis is not None
+            env["GOVERNOR_REDIS_URL"] = self.redis.url
+            env.pop("GOVERNOR_DIR", None)
+        else:
+            env["GOVERNOR_DIR"] = self.dir
+            env.pop("GOVERNOR_REDIS_URL", None)
+        env["GOVERNOR_BIN"] = binary()
+        return env
+
+
+class FileCase(unittest.TestCase):
+    """A test case on the file backend; RedisCase runs the same tests on a
+    real redis-server."""
+
+    kind = "file"
+    redis: Optional[RedisServer] = None
+
+    def setUp(self) -> None:
+        binary()
+        self.tmp = tempfile.mkdtemp(prefix="govpy-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.backend = Backend(self.kind, self.tmp, type(self).redis)
+        self.procs: List[subprocess.Popen] = []
+        self.addCleanup(self._reap)
+
+    def _reap(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
+
+    def gov(self, **kw: Any) -> governor.Governor:
+        g = governor.Governor(**dict(self.backend.kwargs(), **kw))
+        self.addCleanup(g.close)
+        return g
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.tmp, name)
+
+    def worker(self, *args: str) -> subprocess.Popen:
+        """Starts tests/worker.py with args (see there)."""
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py")] + list(args),
+                             env=self.backend.env(), stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def wait_for(self, what: str, cond: Any, deadline: float = DEADLINE) -> Any:
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            v = cond()
+            if v:
+                return v
+            time.sleep(0.01)
+        self.fail("timed out waiting for " + what)
+
+
+class RedisCaseMixin:
+    kind = "redis"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()  # type: ignore[misc]
+        cls.redis = RedisServer()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        if cls.redis is not None:
+            cls.redis.stop()
+        super().tearDownClass()  # type: ignore[misc]
+
+
+def read_lines(path: str) -> List[List[str]]:
+    try:
+        with open(path) as f:
+            return [line.split() for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def assert_no_overlap(tc: unittest.TestCase, path: str) -> List[List[str]]:
+    """The work intervals in path (S WHO / E WHO lines, appended in the
+    order they happened) never overlap: each S is followed by its own E
+    before the next S."""
+    lines = read_lines(path)
+    inside: Optional[str] = None
+    for kind, who, *_ in lines:
+        if kind == "S":
+            tc.assertIsNone(inside, "%s started while %s held the slot: %s" % (who, inside, lines))
+            inside = who
+        elif kind == "E":
+            tc.assertEqual(inside, who, "E of %s while %s held: %s" % (who, inside, lines))
+            inside = None
+    return lines
+
+
+def append(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def dumps(v: Any) -> str:
+    return json.dumps(v)

@@ -1,0 +1,322 @@
+package acquire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/mkdirslot"
+	"github.com/governor-dev/governor/internal/safetext"
+)
+
+// Events are what Acquire tells its caller as it goes. Nil fields are
+// not told.
+type Events struct {
+	// OnQueued is told each time a wait is queued or moves.
+	OnQueued func(resource string, r governor.Result)
+	// OnNote is told the notes said at once, before any wait: a --limit
+	// not applied, an ignored entry of the environment.
+	OnNote func(msg string)
+	// OnMkdirWait is told who holds a mkdir slot each time a wait for it
+	// finds it held.
+	OnMkdirWait func(msg string)
+}
+
+func (ev Events) note(msg string) {
+	if ev.OnNote != nil {
+		ev.OnNote(msg)
+	}
+}
+
+// Held is what an Acquire holds: the leases it took, the mkdir slots it
+// made, and what ancestors hold for it.
+type Held struct {
+	plan    *Plan
+	leases  []*governor.Lease // taken here, in acquisition order
+	slots   []heldSlot        // mkdir slots made here, in acquisition order
+	ambient []HeldLease       // GOVERNOR_HELD as read, the leases this call took left out
+	notes   []*LimitNote
+
+	lostOnce sync.Once
+	lost     chan struct{}
+}
+
+// Leases are the leases this call took (not the nested ones), in
+// acquisition order.
+func (h *Held) Leases() []*governor.Lease { return h.leases }
+
+// Items are the plan's resources, each saying how it is held.
+func (h *Held) Items() []*Item { return h.plan.items }
+
+// Nested are the resources an ancestor holds, which this call did not
+// take.
+func (h *Held) Nested() []string {
+	var out []string
+	for _, it := range h.plan.items {
+		if it.Nested {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
+// LimitNotes are the notes that a --limit is not the limit in force.
+func (h *Held) LimitNotes() []*LimitNote { return h.notes }
+
+// Env is what a child's environment must say of the held leases:
+// GOVERNOR_HELD and GOVERNOR_TOKEN (the ancestors' and this call's), and
+// HEAVY_LOCK_HELD when this call made a mkdir slot (the pid it names).
+func (h *Held) Env() []string {
+	all := slices.Clone(h.ambient)
+	for _, l := range h.leases {
+		all = append(all, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
+	}
+	held, tokens := FormatHeld(all)
+	env := []string{EnvHeld + "=" + held, EnvToken + "=" + tokens}
+	if len(h.slots) > 0 {
+		env = append(env, mkdirslot.EnvHeld+"="+strconv.Itoa(h.slots[0].pid))
+	}
+	return env
+}
+
+// Lost is closed once any lease this call took is lost.
+func (h *Held) Lost() <-chan struct{} {
+	h.lostOnce.Do(func() {
+		h.lost = make(chan struct{})
+		if len(h.leases) == 0 {
+			return
+		}
+		cases := make(chan struct{}, len(h.leases))
+		for _, l := range h.leases {
+			go func() { <-l.Done(); cases <- struct{}{} }()
+		}
+		go func() { <-cases; close(h.lost) }()
+	})
+	return h.lost
+}
+
+// ReleaseError is the error of a Release: the resources whose lease had
+// been lost (their work may have overlapped another holder's), and the
+// releases that failed otherwise (those leases expire after their TTL).
+type ReleaseError struct {
+	Lost   []string
+	Failed []error
+}
+
+func (e *ReleaseError) Error() string {
+	var errs []error
+	for _, r := range e.Lost {
+		errs = append(errs, fmt.Errorf("the lease on %s was lost", r))
+	}
+	return errors.Join(append(errs, e.Failed...)...).Error()
+}
+
+// Release releases everything this call took, in reverse acquisition
+// order, each mkdir slot just before its lease. It returns nil, or a
+// *ReleaseError. Leases release with their own bounded context.
+func (h *Held) Release(ctx context.Context) error { return h.ReleaseWith(ctx, nil) }
+
+// ReleaseWith releases as Release does, asking before(l) first for each
+// lease (nil: release all): ok false leaves that lease, and its mkdir
+// slot, held (a run whose lease file an escaped process still holds);
+// after, when not nil, is called once the lease is released.
+func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (after func(), ok bool)) error {
+	var re ReleaseError
+	for i := len(h.leases) - 1; i >= 0; i-- {
+		l := h.leases[i]
+		after := func() {}
+		if before != nil {
+			var ok bool
+			if after, ok = before(l); !ok {
+				continue // detached: left held
+			}
+		}
+		if err := h.releaseSlot(l.Resource()); err != nil {
+			re.Failed = append(re.Failed, err)
+		}
+		err := l.Release()
+		if after != nil {
+			after()
+		}
+		switch {
+		case errors.Is(err, governor.ErrLeaseLost):
+			re.Lost = append(re.Lost, l.Resource())
+		case err != nil:
+			re.Failed = append(re.Failed, fmt.Errorf("releasing %s: %w (it expires after its TTL)", l.Resource(), err))
+		}
+	}
+	h.leases = nil
+	if len(re.Lost) == 0 && len(re.Failed) == 0 {
+		return nil
+	}
+	return &re
+}
+
+// Acquire takes the plan's resources with g: what ancestors hold (proven,
+// ProvenHeld) is skipped, the rest is taken in the lock order, a mkdir
+// slot right after its resource's lease, then one request (and the token
+// estimate) of each provider's rate budget. It waits per the plan's
+// IfBusy, up to its WaitTimeout. On failure nothing is held and the
+// error maps through exitcode.For (busy 73, skipped 75, superseded 76,
+// else 125); ctx ending (a signal) withdraws every wait.
+func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*Held, error) {
+	h := &Held{plan: p}
+	held, err := HeldFromEnv(p.req.Env)
+	if err != nil {
+		ev.note(fmt.Sprintf("ignoring a malformed entry of the environment: %v", err))
+	}
+	byKey := map[governor.Key]HeldLease{}
+	for _, l := range held {
+		byKey[l.Key] = l
+	}
+	mode := governor.Fail
+	if p.ifBusy == IfBusyWait {
+		mode = governor.Wait
+	}
+	inside, err := execRunInside(ctx, g, byKey)
+	if err != nil {
+		return nil, err
+	}
+	var waitingFor string // the resource last queued for, for a --wait-timeout message
+	var wants []governor.Want
+	for _, it := range p.items {
+		k := governor.Key{Project: g.Project(), Resource: it.Name}
+		if inside && isExecRun(it.Name) {
+			it.Nested, it.Held = true, byKey[k] // part of the ancestor's exec run
+			continue
+		}
+		if l, ok := byKey[k]; ok {
+			err := ProvenHeld(ctx, g, l)
+			if err == nil {
+				it.Nested, it.Held = true, l
+				continue
+			}
+			if !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld) {
+				return nil, err
+			}
+			ev.note(fmt.Sprintf("%s: %s; acquiring %s", EnvHeld, safetext.Escape(err.Error()), it.Name))
+		}
+		if note, err := NoteLimit(ctx, g, it.Name, p.req.Limit, it.Limit, it.Origin); err == nil && note != nil {
+			// At once, before any wait. A failed read is the acquire's
+			// to report.
+			h.notes = append(h.notes, note)
+			ev.note(note.Message)
+		}
+		name := it.Name
+		wants = append(wants, governor.Want{Resource: it.Name, AcquireOptions: governor.AcquireOptions{
+			Limit: it.Limit, Weight: it.Weight, Exclusive: it.Exclusive, Mode: mode, TTL: p.req.TTL, NoHeartbeat: p.req.Detached,
+			ProgressTimeout: p.req.ProgressTimeout,
+			Policy:          it.Policy, Priority: p.req.Priority, FairKey: p.req.FairKey,
+			Supersede: p.req.Supersede, CancelInProgress: p.req.CancelInProgress, CancelOthers: p.req.CancelOthers,
+			OnQueued: func(res governor.Result) {
+				waitingFor = name
+				if ev.OnQueued != nil {
+					ev.OnQueued(name, res)
+				}
+			},
+		}})
+	}
+	if err := p.checkOrder(ctx, g, byKey, wants); err != nil {
+		return nil, err
+	}
+	for key := range byKey {
+		if !slices.ContainsFunc(wants, func(w governor.Want) bool { return w.Resource == key.Resource && key.Project == g.Project() }) {
+			h.ambient = append(h.ambient, byKey[key])
+		}
+	}
+	h.ambient = ambientInOrder(held, h.ambient)
+	wctx := ctx
+	if mode == governor.Wait && p.req.WaitTimeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, p.req.WaitTimeout)
+		defer cancel()
+	}
+	if len(wants) > 0 {
+		start := time.Now()
+		err := h.acquireAll(wctx, g, wants, mode, ev)
+		p.waited = time.Since(start)
+		if err != nil {
+			return nil, failed(ctx, g, err, p.ifBusy == IfBusySkip, p.req.WaitTimeout, waitingFor)
+		}
+	}
+	if err := p.takeBudgets(wctx, g, mode); err != nil {
+		_ = h.Release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if p.req.Detached {
+		for _, l := range h.leases {
+			l.Detach() // it lives by its TTL: closing the Governor keeps it
+		}
+	}
+	return h, nil
+}
+
+// ambientInOrder keeps the entries of keep in the order GOVERNOR_HELD
+// lists them.
+func ambientInOrder(held, keep []HeldLease) []HeldLease {
+	var out []HeldLease
+	for _, l := range held {
+		if slices.Contains(keep, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// took records leases taken, and marks the plan's items.
+func (h *Held) took(ls []*governor.Lease) {
+	h.leases = append(h.leases, ls...)
+	for _, l := range ls {
+		for _, it := range h.plan.items {
+			if it.Name == l.Resource() {
+				it.Lease = l
+			}
+		}
+	}
+}
+
+// takeBudgets takes one request (and the token estimate) of each
+// provider's rate budget, after the slots. A spent budget is handled as
+// a busy slot: fail 73, skip 75, wait until it allows (or
+// --wait-timeout).
+func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode governor.Mode) error {
+	for _, rl := range p.rates {
+		name := rl.Name
+		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(name)},
+			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: p.req.Tokens, Shadow: rl.Shadow}
+		if mode == governor.Wait {
+			start := time.Now()
+			err := g.WaitRate(ctx, req)
+			p.waited += time.Since(start)
+			switch {
+			case err == nil:
+				continue
+			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && p.req.WaitTimeout > 0:
+				return &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", name, p.req.WaitTimeout)}
+			}
+			return err
+		}
+		res, err := g.TryRate(ctx, req)
+		if err != nil {
+			return err
+		}
+		if !res.Allowed {
+			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
+				name, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
+			if !res.CoolOff.IsZero() {
+				na.Msg = fmt.Sprintf("provider %s: %s", name, governor.CoolOffNote(res.CoolOff, res.RetryAfter))
+			}
+			if p.ifBusy == IfBusySkip {
+				na.Msg += "; skipped (--if-busy skip)"
+				na.Skipped = true
+			}
+			return na
+		}
+	}
+	return nil
+}

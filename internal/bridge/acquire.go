@@ -1,0 +1,33 @@
+package bridge
+
+import (
+	"context"
+	"os"
+
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+)
+
+// AcquirePipeline is the CLI's acquire pipeline (internal/acquire) for
+// the resources of cat: heartbeating leases (not Detached), mkdir slots
+// held by the bridge itself (a live process), nesting by a.Env.
+func AcquirePipeline(cat *config.Catalog) Pipeline {
+	return func(ctx context.Context, g *governor.Governor, a AcquireArgs, ev Events) (Held, error) {
+		p, err := acquire.NewPlan(cat, acquire.Request{
+			Resources: a.Resources, Providers: a.Providers, Weight: a.Weight, Limit: a.Limit, Exclusive: a.Exclusive,
+			Shareable: a.Shareable, Join: a.Join, ExecRun: a.ExecRun, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout.D(),
+			TTL: a.TTL.D(), ProgressTimeout: a.ProgressTimeout.D(), Priority: a.Priority, FairKey: a.FairKey,
+			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: a.Tokens,
+			Env: a.EnvList(), HolderPID: os.Getpid(), Command: "governor bridge",
+		})
+		if err != nil {
+			return nil, err
+		}
+		h, err := p.Acquire(ctx, g, acquire.Events{OnQueued: ev.OnQueued, OnNote: ev.OnNote})
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
+}

@@ -1,0 +1,351 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/view"
+)
+
+// leaseSet is a Held of plain heartbeating leases: what a takeover took.
+type leaseSet struct {
+	leases []*governor.Lease
+	nested []string
+	anc    []acquire.HeldLease // the ancestors' leases, for Env
+	lost   chan struct{}
+	once   sync.Once
+}
+
+func newLeaseSet(ls []*governor.Lease) *leaseSet {
+	h := &leaseSet{leases: ls, lost: make(chan struct{})}
+	h.watch()
+	return h
+}
+
+// watch closes h.lost once any of its leases is lost.
+func (h *leaseSet) watch() {
+	for _, l := range h.leases {
+		go func() {
+			<-l.Done()
+			if errors.Is(l.Err(), governor.ErrLeaseLost) {
+				h.once.Do(func() { close(h.lost) })
+			}
+		}()
+	}
+}
+
+func (h *leaseSet) Leases() []*governor.Lease { return h.leases }
+func (h *leaseSet) Nested() []string          { return h.nested }
+func (h *leaseSet) Lost() <-chan struct{}     { return h.lost }
+
+// Env is what a child needs to nest inside h: GOVERNOR_HELD and
+// GOVERNOR_TOKEN naming the ancestors' leases and h's.
+func (h *leaseSet) Env() []string {
+	all := append([]acquire.HeldLease(nil), h.anc...)
+	for _, l := range h.leases {
+		all = append(all, acquire.HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
+	}
+	held, tokens := acquire.FormatHeld(all)
+	return []string{acquire.EnvHeld + "=" + held, acquire.EnvToken + "=" + tokens}
+}
+
+func (h *leaseSet) Release(ctx context.Context) error {
+	var first error
+	for i := len(h.leases) - 1; i >= 0; i-- {
+		if err := h.leases[i].Release(); err != nil && first == nil && !errors.Is(err, governor.ErrLeaseLost) {
+			first = err
+		}
+	}
+	return first
+}
+
+type takeoverArgs struct {
+	Resource string  `json:"resource"`
+	LeaseID  string  `json:"lease_id"`
+	Session  string  `json:"session"`
+	Force    bool    `json:"force"`
+	TTL      Seconds `json:"ttl"`
+	Limit    int     `json:"limit"`
+}
+
+type takenResult struct {
+	Resource    string `json:"resource"`
+	FromLeaseID string `json:"from_lease_id,omitempty"`
+	FromSession string `json:"from_session,omitempty"`
+	Token       int64  `json:"token"`
+}
+
+// opTakeover is 'governor takeover': the new leases are held by this
+// bridge, with heartbeats, as one bridge lease.
+func opTakeover(ctx context.Context, s *server, req request) (any, error) {
+	var a takeoverArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	o := governor.TakeoverOptions{LeaseID: a.LeaseID, Session: a.Session, Force: a.Force, TTL: a.TTL.D()}
+	var got []*governor.Lease
+	var err error
+	switch {
+	case a.LeaseID == "" && a.Session == "", a.LeaseID != "" && a.Session != "":
+		return nil, badRequest("takeover needs one of lease_id and session")
+	case a.Resource == "" && a.LeaseID != "":
+		return nil, badRequest("takeover by lease_id needs its resource")
+	case a.Resource == "":
+		got, err = s.g.TakeoverSession(ctx, a.Session, o)
+	default:
+		limit, _, lerr := s.c.LimitFor(a.Resource, a.Limit)
+		if lerr != nil {
+			return nil, lerr
+		}
+		got, err = s.g.Takeover(ctx, a.Resource, limit, o)
+	}
+	if err != nil {
+		if errors.Is(err, governor.ErrOwnerAlive) || errors.Is(err, governor.ErrNotHeld) {
+			return nil, &protoError{kind: kindBusy, code: exitcode.Busy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
+		}
+		return nil, err
+	}
+	l, res, err := s.add(newLeaseSet(got), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, gl := range got {
+		res.Taken = append(res.Taken, takenResult{Resource: gl.Resource(), FromLeaseID: a.LeaseID, FromSession: a.Session, Token: gl.Token()})
+	}
+	return thenReply{result: res, then: func() { s.watch(l) }}, nil
+}
+
+type resourcesArgs struct {
+	Resources []string `json:"resources"`
+	Since     Seconds  `json:"since"`
+}
+
+// resources is names, or every resource of the project when it is empty.
+func (s *server) resources(ctx context.Context, names []string) ([]string, error) {
+	if len(names) > 0 {
+		return names, nil
+	}
+	return s.g.Resources(ctx)
+}
+
+func opSlots(ctx context.Context, s *server, req request) (any, error) {
+	var a resourcesArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	names, err := s.resources(ctx, a.Resources)
+	if err != nil {
+		return nil, err
+	}
+	sts := make([]governor.Status, 0, len(names))
+	for _, name := range names {
+		st, err := s.g.Status(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		sts = append(sts, st)
+	}
+	return view.SlotsOf(s.g.Project(), sts, nil), nil
+}
+
+// opEvents is 'governor events --json': the events of the resources
+// named (all when none), oldest first.
+func opEvents(ctx context.Context, s *server, req request) (any, error) {
+	var a resourcesArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	var from time.Time
+	if a.Since > 0 {
+		from = time.Now().Add(-a.Since.D())
+	}
+	rows, err := view.ReadEvents(ctx, s.g, a.Resources, from)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"events": rows}, nil
+}
+
+type adminArgs struct {
+	Resource string `json:"resource"`
+	Waiter   string `json:"waiter"`
+	Session  string `json:"session"`
+	Limit    int    `json:"limit"`
+	Clear    bool   `json:"clear"`
+	By       string `json:"by"`
+}
+
+func decodeAdmin(req request) (adminArgs, error) {
+	var a adminArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return a, err
+	}
+	if a.Resource == "" {
+		return a, badRequest("%s needs a resource", req.Op)
+	}
+	return a, nil
+}
+
+func opCancel(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeAdmin(req)
+	if err != nil {
+		return nil, err
+	}
+	if (a.Waiter == "") == (a.Session == "") {
+		return nil, badRequest("cancel needs one of waiter and session")
+	}
+	ws, err := s.g.Cancel(ctx, a.Resource, governor.CancelSelector{WaiterID: a.Waiter, Session: a.Session}, a.By)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int{"cancelled": len(ws)}, nil
+}
+
+func opPause(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeAdmin(req)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.g.Pause(ctx, a.Resource, a.By)
+}
+
+func opResume(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeAdmin(req)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.g.Resume(ctx, a.Resource, a.By)
+}
+
+func opLimit(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeAdmin(req)
+	if err != nil {
+		return nil, err
+	}
+	if a.Clear == (a.Limit != 0) {
+		return nil, badRequest("limit needs one of limit (1 to %d) and clear", governor.MaxLimit)
+	}
+	return nil, s.g.SetLimit(ctx, a.Resource, a.Limit, a.By)
+}
+
+type providerArgs struct {
+	Provider    string            `json:"provider"`
+	Tokens      int64             `json:"tokens"`
+	IfBusy      string            `json:"if_busy"`
+	WaitTimeout Seconds           `json:"wait_timeout"`
+	Lease       string            `json:"lease"`
+	Outcome     string            `json:"outcome"`
+	UsedTokens  int64             `json:"used_tokens"`
+	RetryAfter  Seconds           `json:"retry_after"`
+	Status      int               `json:"status"`
+	Headers     map[string]string `json:"headers"`
+}
+
+func decodeProvider(req request) (providerArgs, error) {
+	var a providerArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return a, err
+	}
+	if a.Provider == "" && req.Op != "provider_report" {
+		return a, badRequest("%s needs a provider name, such as anthropic", req.Op)
+	}
+	return a, nil
+}
+
+// opProviderAcquire takes a provider's gate slot and rate reserve
+// through the acquire pipeline (acquire with providers [NAME]).
+func opProviderAcquire(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeProvider(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.acquire(ctx, req.ID, AcquireArgs{Providers: []string{a.Provider}, Tokens: a.Tokens, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout}, a.Provider)
+}
+
+// opProviderReport reports how a provider call ended (Provider.Report),
+// learning from its response headers.
+func opProviderReport(ctx context.Context, s *server, req request) (any, error) {
+	a, err := decodeProvider(req)
+	if err != nil {
+		return nil, err
+	}
+	name := a.Provider
+	if a.Lease != "" {
+		l, err := s.lookup(a.Lease)
+		if err != nil {
+			return nil, err
+		}
+		for _, gl := range l.held.Leases() {
+			if p, ok := strings.CutPrefix(gl.Resource(), "provider:"); ok && (name == "" || name == p) {
+				name = p
+			}
+		}
+	}
+	if name == "" {
+		return nil, badRequest("provider_report needs a provider, or a lease of one")
+	}
+	p := s.g.Provider(name, s.c.ProviderLimits(name))
+	var outcome error
+	switch a.Outcome {
+	case "ok", "":
+	case "rate_limited":
+		resp := &http.Response{StatusCode: a.Status, Header: http.Header{}}
+		if resp.StatusCode == 0 {
+			resp.StatusCode = http.StatusTooManyRequests
+		}
+		for k, v := range a.Headers {
+			resp.Header.Set(k, v)
+		}
+		sig := governor.SignalFromHTTP(resp)
+		if err := p.Learn(ctx, sig); err != nil {
+			return nil, err
+		}
+		rl := governor.RateLimited{RetryAfter: a.RetryAfter.D(), Reason: "HTTP " + http.StatusText(resp.StatusCode)}
+		if rl.RetryAfter == 0 {
+			rl.RetryAfter = sig.RetryAfter
+		}
+		outcome = rl
+	default:
+		return nil, badRequest("outcome %q; allowed: ok, rate_limited", a.Outcome)
+	}
+	end, err := p.Report(ctx, outcome)
+	if err != nil {
+		return nil, err
+	}
+	if end.IsZero() {
+		return nil, nil
+	}
+	return map[string]time.Time{"cooloff_until": end.UTC()}, nil
+}
+
+type backoffArgs struct {
+	Provider   string  `json:"provider"`
+	RetryAfter Seconds `json:"retry_after"`
+}
+
+// opBackoff is 'governor backoff': a provider's cool-off for everyone.
+func opBackoff(ctx context.Context, s *server, req request) (any, error) {
+	var a backoffArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Provider == "" {
+		return nil, badRequest("backoff needs a provider name, such as anthropic")
+	}
+	if a.RetryAfter.D() > governor.MaxRetryAfter {
+		return nil, badRequest("retry_after %v; allowed: 0 (the default) to %v", a.RetryAfter.D(), governor.MaxRetryAfter)
+	}
+	p := s.g.Provider(a.Provider, s.c.ProviderLimits(a.Provider))
+	end, err := p.Report(ctx, governor.RateLimited{RetryAfter: a.RetryAfter.D(), Reason: "governor bridge backoff"})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]time.Time{"until": end.UTC()}, nil
+}

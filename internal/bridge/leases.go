@@ -1,0 +1,285 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/exitcode"
+)
+
+// lease is one bridge lease ("L1"): what one acquire or takeover took.
+type lease struct {
+	id   string
+	held Held
+	// released closes when the client (or the bridge's end) releases it:
+	// its watcher then stops.
+	released chan struct{}
+
+	mu    sync.Mutex
+	state leaseState
+	why   string // what ended it, once lost
+}
+
+type leaseState int
+
+const (
+	stateHeld leaseState = iota
+	stateLost
+	stateReleased
+)
+
+// resourceResult is one resource of an acquire's result.
+type resourceResult struct {
+	Resource  string     `json:"resource"`
+	Handle    string     `json:"handle"`
+	LeaseID   string     `json:"lease_id"`
+	Token     int64      `json:"token"`
+	Weight    int        `json:"weight,omitempty"`
+	Nested    bool       `json:"nested"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// acquireResult is the result of acquire, takeover and provider_acquire.
+type acquireResult struct {
+	Lease     string            `json:"lease"`
+	Resources []resourceResult  `json:"resources"`
+	Nested    []string          `json:"nested"`
+	Env       map[string]string `json:"env"`
+	Waited    float64           `json:"waited"`
+	Notes     []string          `json:"notes,omitempty"`
+	Taken     []takenResult     `json:"taken,omitempty"`
+	Provider  string            `json:"provider,omitempty"`
+}
+
+// add registers held as a new bridge lease and returns the result that
+// names it; the lease's watcher starts after the reply is sent (start).
+// When the bridge is shutting down, held is released and add fails.
+func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		releaseHeld(held)
+		return nil, nil, errors.New("the bridge is shutting down: nothing is held")
+	}
+	s.nextID++
+	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{})}
+	s.leases[l.id] = l
+	s.mu.Unlock()
+	res := &acquireResult{Lease: l.id, Nested: held.Nested(), Env: map[string]string{}}
+	if res.Nested == nil {
+		res.Nested = []string{}
+	}
+	for _, gl := range held.Leases() {
+		exp := gl.Expires().UTC()
+		res.Resources = append(res.Resources, resourceResult{Resource: gl.Resource(), Handle: gl.Handle().String(),
+			LeaseID: gl.ID(), Token: gl.Token(), Weight: gl.Weight(), ExpiresAt: &exp})
+	}
+	if anc, err := acquire.HeldFromEnv(env); err == nil {
+		for _, name := range res.Nested {
+			for _, h := range anc {
+				if h.Key.Resource == name {
+					res.Resources = append(res.Resources, resourceResult{Resource: name, Handle: h.Handle().String(),
+						LeaseID: h.LeaseID, Token: h.Token, Nested: true})
+				}
+			}
+		}
+	}
+	if res.Resources == nil {
+		res.Resources = []resourceResult{}
+	}
+	for _, kv := range held.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		res.Env[k] = v
+	}
+	return l, res, nil
+}
+
+// watch pushes the lost event of l once any of its leases is lost, and
+// releases the rest of it.
+func (s *server) watch(l *lease) {
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		select {
+		case <-l.held.Lost():
+		case <-l.released:
+			return
+		}
+		resource, why := lostReason(l.held)
+		l.mu.Lock()
+		if l.state != stateHeld {
+			l.mu.Unlock()
+			return
+		}
+		l.state, l.why = stateLost, resource+": "+why
+		l.mu.Unlock()
+		_ = s.out.send(lostEvent{Event: "lost", Lease: l.id, Resource: resource, Reason: why, Code: exitcode.LeaseLost})
+		releaseHeld(l.held)
+	}()
+}
+
+type lostEvent struct {
+	Event    string `json:"event"`
+	Lease    string `json:"lease"`
+	Resource string `json:"resource"`
+	Reason   string `json:"reason"`
+	Code     int    `json:"code"`
+}
+
+// lostReason names the resource of held that was lost and why.
+func lostReason(held Held) (resource, why string) {
+	for _, gl := range held.Leases() {
+		err := gl.Err()
+		if err == nil {
+			continue
+		}
+		var lost *governor.LeaseLostError
+		if errors.As(err, &lost) {
+			return gl.Resource(), lost.Reason()
+		}
+		return gl.Resource(), strings.TrimPrefix(err.Error(), "governor: ")
+	}
+	return strings.Join(held.Nested(), ","), "the slot is no longer held"
+}
+
+// release releases l for the client; it reports whether l was still
+// held (false: it had been lost, and why says why).
+func (l *lease) release() (held bool, why string) {
+	l.mu.Lock()
+	state := l.state
+	if state == stateHeld {
+		l.state = stateReleased
+		close(l.released)
+	}
+	why = l.why
+	l.mu.Unlock()
+	if state != stateHeld {
+		return false, why
+	}
+	releaseHeld(l.held)
+	return true, ""
+}
+
+// releaseHeld releases held with a fresh bounded context: the request's
+// may have ended already.
+func releaseHeld(held Held) {
+	ctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
+	defer cancel()
+	_ = held.Release(ctx)
+}
+
+// leaseArgs name a bridge lease.
+type leaseArgs struct {
+	Lease string `json:"lease"`
+}
+
+// lookup returns the bridge lease id names.
+func (s *server) lookup(id string) (*lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[id]
+	if !ok {
+		return nil, badRequest("unknown lease %q; allowed: a lease this bridge handed out and that was not released", id)
+	}
+	return l, nil
+}
+
+// held returns the bridge lease id names while it is held; a lost one is
+// a lost error.
+func (s *server) held(id string) (*lease, error) {
+	l, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == stateLost {
+		return nil, lostError("lease %s (%s) was lost", l.id, l.why)
+	}
+	return l, nil
+}
+
+func opRelease(ctx context.Context, s *server, req request) (any, error) {
+	var a leaseArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	l, err := s.lookup(a.Lease)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.leases, l.id)
+	s.mu.Unlock()
+	if ok, why := l.release(); !ok {
+		return nil, lostError("lease %s (%s) was lost", l.id, why)
+	}
+	return nil, nil
+}
+
+func opTouch(ctx context.Context, s *server, req request) (any, error) {
+	var a leaseArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	l, err := s.held(a.Lease)
+	if err != nil {
+		return nil, err
+	}
+	for _, gl := range l.held.Leases() {
+		if err := s.g.TouchHandle(ctx, gl.Handle()); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]time.Time{"progress_at": time.Now().UTC()}, nil
+}
+
+type seqArgs struct {
+	Lease    string `json:"lease"`
+	Name     string `json:"name"`
+	Resource string `json:"resource"`
+}
+
+// opSeqNext is 'governor seq next': the next number of a fenced
+// sequence, for the holder of one of the lease's resources.
+func opSeqNext(ctx context.Context, s *server, req request) (any, error) {
+	var a seqArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Name == "" {
+		return nil, badRequest("seq_next needs a sequence name")
+	}
+	l, err := s.held(a.Lease)
+	if err != nil {
+		return nil, err
+	}
+	var gl *governor.Lease
+	for _, c := range l.held.Leases() {
+		if a.Resource == "" || c.Resource() == a.Resource {
+			gl = c
+			break
+		}
+	}
+	if gl == nil {
+		return nil, badRequest("lease %s holds no resource %q of its own; allowed: one it acquired", l.id, a.Resource)
+	}
+	if err := gl.Err(); err != nil {
+		return nil, lostError("lease %s (%s): %v", l.id, gl.Resource(), strings.TrimPrefix(err.Error(), "governor: "))
+	}
+	n, err := s.g.NextSeq(ctx, a.Name, gl.Token())
+	if errors.Is(err, governor.ErrStaleToken) {
+		return nil, &protoError{kind: kindBusy, code: exitcode.Busy,
+			msg: fmt.Sprintf("sequence %s: refused: %v; the lease was taken over, stop writing", a.Name, err)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"sequence": a.Name, "number": n, "token": gl.Token()}, nil
+}

@@ -1,0 +1,268 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/exitcode"
+)
+
+// Config is what a bridge needs from its command.
+type Config struct {
+	// Version is governor's version, told in hello's result.
+	Version string
+	// Open opens the Governor whose leases are declared as owned by the
+	// client process pid, with session ("": the default one). The bridge
+	// closes it when it ends.
+	Open func(ctx context.Context, pid int, session string) (*governor.Governor, error)
+	// Acquire is the acquire pipeline.
+	Acquire Pipeline
+	// LimitFor is the limit of resource, configured or asked (flag) as
+	// the CLI's --limit: for takeover.
+	LimitFor func(resource string, flag int) (limit int, origin string, err error)
+	// ProviderLimits are a provider's configured limits.
+	ProviderLimits func(name string) governor.ProviderLimits
+	// Backend names the backend in hello's result ("file", "redis").
+	Backend string
+	// OwnerPoll is how often the client's pid is checked (default
+	// DefaultOwnerPoll): a client that died while a forked child keeps
+	// the pipe open ends the bridge by this.
+	OwnerPoll time.Duration
+}
+
+// DefaultOwnerPoll is Config.OwnerPoll's default.
+const DefaultOwnerPoll = 200 * time.Millisecond
+
+// server is one bridge's state.
+type server struct {
+	c   Config
+	out *out
+	// ctx ends when the bridge shuts down: every request in flight ends
+	// with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	g      *governor.Governor
+	pid    int
+	start  uint64
+
+	mu       sync.Mutex
+	leases   map[string]*lease
+	nextID   int
+	inflight map[int64]context.CancelCauseFunc
+	closing  bool
+	handlers sync.WaitGroup
+	watchers sync.WaitGroup
+}
+
+// Serve runs a bridge on in and out until in ends, the client says bye or
+// dies, or ctx ends; it then releases every lease it holds and returns
+// nil. Only a failure to read in is returned.
+func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
+	if c.OwnerPoll == 0 {
+		c.OwnerPoll = DefaultOwnerPoll
+	}
+	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{}}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.shutdown()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(r)
+			if errors.Is(err, errLineTooLong) {
+				_ = s.out.send(reply{Error: toWire(badRequest("%v", err), s.code)})
+				continue
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- line:
+			case <-s.ctx.Done():
+				readErr <- nil
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(c.OwnerPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case err := <-readErr:
+			return err
+		case <-tick.C:
+			if s.pid != 0 && proc.Check(s.pid, s.start) == proc.Dead {
+				return nil
+			}
+		case line := <-lines:
+			if len(line) == 0 {
+				continue
+			}
+			var req request
+			if err := json.Unmarshal(line, &req); err != nil {
+				_ = s.out.send(reply{Error: toWire(badRequest("not a request: %v", err), s.code)})
+				continue
+			}
+			if req.Op == "bye" {
+				s.shutdown()
+				_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
+				return nil
+			}
+			s.dispatch(req)
+		}
+	}
+}
+
+// dispatch answers req: hello at once (nothing else may run before it),
+// every other op in its own goroutine, so that a wait holds up nothing.
+func (s *server) dispatch(req request) {
+	if req.ID <= 0 {
+		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
+		return
+	}
+	if req.Op == "hello" || s.g == nil {
+		var result any
+		err := protocolError("the first request must be hello, not %q", req.Op)
+		if req.Op == "hello" {
+			result, err = s.hello(req.Args)
+		}
+		s.answer(req.ID, result, err)
+		return
+	}
+	op, ok := ops[req.Op]
+	if !ok {
+		s.answer(req.ID, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
+		return
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	s.mu.Lock()
+	if _, dup := s.inflight[req.ID]; dup {
+		s.mu.Unlock()
+		cancel(nil)
+		s.answer(req.ID, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
+		return
+	}
+	s.inflight[req.ID] = cancel
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.handlers.Done()
+		result, err := op(ctx, s, req)
+		if err != nil && errors.Is(context.Cause(ctx), errCancelled) {
+			err = errCancelled
+		}
+		s.mu.Lock()
+		delete(s.inflight, req.ID)
+		s.mu.Unlock()
+		cancel(nil)
+		s.answer(req.ID, result, err)
+	}()
+}
+
+// answer sends the reply to request id.
+func (s *server) answer(id int64, result any, err error) {
+	if err != nil {
+		_ = s.out.send(reply{ID: id, Error: toWire(err, s.code)})
+		return
+	}
+	var then func()
+	if t, ok := result.(thenReply); ok {
+		result, then = t.result, t.then
+	}
+	if result == nil {
+		result = struct{}{}
+	}
+	_ = s.out.send(reply{ID: id, OK: true, Result: result})
+	if then != nil {
+		then()
+	}
+}
+
+// code is err's exit-code meaning: the CLI's one mapping.
+func (s *server) code(err error) int { return exitcode.For(err) }
+
+type helloArgs struct {
+	Protocol int    `json:"protocol"`
+	Client   string `json:"client"`
+	PID      int    `json:"pid"`
+	Session  string `json:"session"`
+}
+
+type helloResult struct {
+	Protocol int    `json:"protocol"`
+	Version  string `json:"version"`
+	PID      int    `json:"pid"`
+	Backend  string `json:"backend"`
+	Project  string `json:"project"`
+	Session  string `json:"session"`
+}
+
+func (s *server) hello(raw json.RawMessage) (any, error) {
+	if s.g != nil {
+		return nil, protocolError("hello was said already")
+	}
+	var a helloArgs
+	if err := decodeArgs(raw, &a); err != nil {
+		return nil, err
+	}
+	if a.Protocol != Protocol {
+		return nil, protocolError("the bridge speaks protocol %d, the client (%s) protocol %d", Protocol, a.Client, a.Protocol)
+	}
+	if a.PID <= 0 {
+		return nil, badRequest("hello pid %d; allowed: the client's own process id", a.PID)
+	}
+	start, err := proc.StartTime(a.PID)
+	if err != nil {
+		return nil, badRequest("hello pid %d: %v; allowed: the client's own, live, process id", a.PID, err)
+	}
+	g, err := s.c.Open(s.ctx, a.PID, a.Session)
+	if err != nil {
+		return nil, err
+	}
+	s.g, s.pid, s.start = g, a.PID, start
+	return helloResult{Protocol: Protocol, Version: s.c.Version, PID: os.Getpid(), Backend: s.c.Backend,
+		Project: g.Project(), Session: g.Session()}, nil
+}
+
+// shutdown ends every request in flight, releases every lease and closes
+// the Governor. It runs once; later calls return at once.
+func (s *server) shutdown() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	s.handlers.Wait()
+	s.mu.Lock()
+	all := make([]*lease, 0, len(s.leases))
+	for _, l := range s.leases {
+		all = append(all, l)
+	}
+	s.leases = map[string]*lease{}
+	s.mu.Unlock()
+	for _, l := range all {
+		l.release()
+	}
+	s.watchers.Wait()
+	if s.g != nil {
+		_ = s.g.Close()
+	}
+}
