@@ -57,8 +57,7 @@ func (b *batcher) run(ctx context.Context, s *script, keys []string, args ...any
 	b.mu.Unlock()
 	select {
 	case batch := <-c.lead:
-		b.send(batch)
-		b.next()
+		b.head(batch)
 		return c.cmd
 	case <-c.done:
 		return c.cmd
@@ -79,11 +78,17 @@ func (b *batcher) run(ctx context.Context, s *script, keys []string, args ...any
 	// it), and its reply is what the server did.
 	select {
 	case batch := <-c.lead:
-		b.send(batch)
-		b.next()
+		b.head(batch)
 	case <-c.done:
 	}
 	return c.cmd
+}
+
+// head sends batch, which the call at its head was handed, and passes the
+// round trip slot on.
+func (b *batcher) head(batch []*call) {
+	b.send(batch)
+	b.next()
 }
 
 // next ends a round trip: the calls waiting then become the next batch,
