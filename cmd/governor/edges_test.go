@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/view"
+)
+
+// TestEventsSinceOneRule: 'governor events --since' takes what
+// /api/v1/events?since= takes (TestServeAPI): a positive duration; a
+// negative one is refused naming it, not read as "all".
+func TestEventsSinceOneRule(t *testing.T) {
+	g := fileGlobal(t, "project: edges\n")
+	for _, bad := range []string{"-1h", "0s", "yesterday"} {
+		code, out, errs := cli(t, append(g, "events", "--since", bad)...)
+		if code != 125 || out != "" || !strings.Contains(errs, fmt.Sprintf("since=%q; allowed: a positive duration", bad)) {
+			t.Errorf("events --since %s: exit %d %q %q; want 125 naming it", bad, code, out, errs)
+		}
+	}
+	if code, _, errs := cli(t, append(g, "events", "--since", "1h")...); code != 0 {
+		t.Errorf("events --since 1h: exit %d %q", code, errs)
+	}
+}
+
+// TestTakeoverEventWithoutPid: a takeover by a command given no --pid
+// says that no process was declared, not "pid 0".
+func TestTakeoverEventWithoutPid(t *testing.T) {
+	g := fileGlobal(t, "project: edges\n")
+	code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m")...)
+	if code != 0 {
+		t.Fatalf("acquire: exit %d %s", code, errs)
+	}
+	id := strings.SplitN(strings.TrimPrefix(strings.Fields(out)[0], "heavy@"), ".", 2)[0]
+	if code, _, errs := cli(t, append(g, "takeover", "heavy", "--lease", id, "--force")...); code != 0 {
+		t.Fatalf("takeover: exit %d %s", code, errs)
+	}
+	_, evs, _ := cli(t, append(g, "events", "heavy")...)
+	if !strings.Contains(evs, "(no process declared on ") || strings.Contains(evs, "pid 0") {
+		t.Errorf("events after a takeover without --pid:\n%s\nwant (no process declared on HOST), no pid 0", evs)
+	}
+}
+
+// TestPidOneNamesNoSession: --pid 1 (init, shared by every process of
+// its PID namespace) does not make the default session HOST:1.
+func TestPidOneNamesNoSession(t *testing.T) {
+	g := fileGlobal(t, "project: edges\n")
+	if code, _, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m", "--pid", "1")...); code != 0 {
+		t.Fatalf("acquire --pid 1: exit %d %s", code, errs)
+	}
+	_, out, _ := cli(t, append(g, "slots", "heavy", "--json")...)
+	var s view.Slots
+	if err := json.Unmarshal([]byte(out), &s); err != nil || len(s.Resources) != 1 || len(s.Resources[0].Holders) != 1 {
+		t.Fatalf("slots --json: %v %s", err, out)
+	}
+	if h := s.Resources[0].Holders[0]; h.Session == proc.Current().Host+":1" || h.Session == "" {
+		t.Errorf("acquire --pid 1: session %q; want one not named by pid 1", h.Session)
+	}
+}
+
+// TestBackoffSaysSeconds: backoff says until when in whole seconds, not
+// nanoseconds.
+func TestBackoffSaysSeconds(t *testing.T) {
+	g := fileGlobal(t, "providers:\n  anthropic:\n    max_concurrency: 2\n")
+	code, out, errs := cli(t, append(g, "backoff", "anthropic", "--retry-after", "90s")...)
+	want := regexp.MustCompile(`^provider anthropic: cooling off after a rate-limit signal until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(1m(29|30)s from now\)\n$`)
+	if code != 0 || !want.MatchString(out) {
+		t.Errorf("backoff: exit %d %q %q; want %s", code, out, errs, want)
+	}
+}
+
+// TestUnreachableRedisSaysGovernorOnce: a wrapped library error does not
+// repeat the "governor: " prefix.
+func TestUnreachableRedisSaysGovernorOnce(t *testing.T) {
+	for _, args := range [][]string{{"slots"}, {"slots", "--json"}} {
+		code, _, errs := cli(t, append([]string{"--backend", "redis", "--redis-url", "redis://127.0.0.1:1", "--config", emptyConfig(t)}, args...)...)
+		if code != 125 || !strings.Contains(errs, "cannot reach Redis") || strings.Count(errs, "governor: ") > 1 {
+			t.Errorf("%v on an unreachable Redis: exit %d %q; want 125, governor: once", args, code, errs)
+		}
+	}
+}
