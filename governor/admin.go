@@ -28,6 +28,23 @@ const maxActor = 200
 // Identity names this Governor as the actor of an admin action: user,
 // session, host and pid.
 func (g *Governor) Identity() string {
+	return fmt.Sprintf("%s (session %s, pid %d on %s)", osUser(), g.decl.Session, g.self.PID, g.self.Host)
+}
+
+// CancelOthersRefused is the error of a cancel in progress that would
+// stop holder, of OS user user, for another user's acquire without
+// CancelOthers: ErrInvalid, nothing changed.
+func CancelOthersRefused(key Key, holder, user string) error {
+	if user == "" {
+		user = "(not recorded)"
+	}
+	return invalid("cancel-in-progress on %s: holder %s belongs to OS user %s, not to you (%s); allowed: another user's job only with CancelOthers (governor run --force)",
+		key, holder, user, osUser())
+}
+
+// osUser names the OS user of this process: its user name, else $USER,
+// else its uid.
+func osUser() string {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -35,7 +52,7 @@ func (g *Governor) Identity() string {
 	if name == "" {
 		name = fmt.Sprintf("uid %d", os.Getuid())
 	}
-	return fmt.Sprintf("%s (session %s, pid %d on %s)", name, g.decl.Session, g.self.PID, g.self.Host)
+	return name
 }
 
 // actor is who acts: this Governor's Identity (the OS user, session,

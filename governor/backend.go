@@ -63,6 +63,11 @@ type Declaration struct {
 	// decides by Request's. Empty when none was asked for.
 	Priority string `json:"prio,omitempty"`
 	FairKey  string `json:"fair,omitempty"`
+	// User is the OS user of the process (governor.New fills it in):
+	// shown, and a cancel in progress of another user's holder is refused
+	// unless Request.CancelOthers. Empty in records written before it
+	// existed.
+	User string `json:"user,omitempty"`
 }
 
 // Holder is one granted lease as the backend sees it.
@@ -341,6 +346,10 @@ type Request struct {
 	// with the same key also loses its lease (EventCancelledInProgress).
 	Supersede        string
 	CancelInProgress bool
+	// CancelOthers lets CancelInProgress cancel a holder whose
+	// Declaration.User is another than this request's (refused with
+	// ErrInvalid otherwise, changing nothing).
+	CancelOthers bool
 	// New is true when ID was never sent before, so it can be neither
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).

@@ -175,6 +175,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 		}
 		g.decl.Cgroup, g.decl.RunID = opts.Cgroup, opts.RunID
 	}
+	if g.decl.User == "" {
+		g.decl.User = osUser()
+	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
 		// A declared pid names the session, except pid 1: every process
@@ -260,6 +263,10 @@ type AcquireOptions struct {
 	// concurrency groups.
 	Supersede        string
 	CancelInProgress bool
+	// CancelOthers lets CancelInProgress cancel a holder of another OS
+	// user (Declaration.User): without it, that acquire fails with
+	// ErrInvalid naming the holder and its user, changing nothing.
+	CancelOthers bool
 	// OnQueued, if set, is called each time a waiting acquire learns its
 	// place in the queue (for a status line).
 	OnQueued func(Result)
@@ -330,6 +337,9 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	if o.CancelInProgress && o.Supersede == "" {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
 	}
+	if o.CancelOthers && !o.CancelInProgress {
+		return Request{}, LeaseTiming{}, invalid("cancel-others for %s without cancel-in-progress; allowed: with CancelInProgress only", resource)
+	}
 	if o.CancelInProgress && o.Mode != Wait {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
@@ -337,7 +347,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w, Exclusive: o.Exclusive,
 		TTL: tm.TTL, Mode: o.Mode, QueueTTL: g.queueTTL, Declaration: decl,
 		Policy: o.Policy.Encode(), Priority: decl.Priority, FairKey: o.FairKey,
-		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress}, tm, nil
+		Supersede: o.Supersede, CancelInProgress: o.CancelInProgress, CancelOthers: o.CancelOthers}, tm, nil
 }
 
 // leaseTiming is the timing of a lease with ttl (0: the Governor's). A

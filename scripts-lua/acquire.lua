@@ -13,7 +13,8 @@
 --       supersede key ('' none), 18 '1' to cancel a holder with it in
 --       progress, 19 '1' exclusive: the weight is the limit in force at
 --       grant (ARGV 3 is the limit asked for; queued, its record says
---       weight 0: see weight_of() in lib.lua)
+--       weight 0: see weight_of() in lib.lua), 20 '1' to cancel in
+--       progress a holder of another OS user too (supersede() in lib.lua)
 -- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
 -- field: 1 when the resource had no state, new or forgotten, else 0);
 -- otherwise {code, 0, 0,
@@ -25,7 +26,9 @@
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
 -- not new, was withdrawn from the queue by someone else (withdrawn() in
 -- lib.lua; by a queue policy too: max_wait, superseded): nothing
--- changed; {-4, max_queue} when the policy's queue is full.
+-- changed; {-4, max_queue} when the policy's queue is full; {-5, holder,
+-- its user} when cancel-in-progress would cancel another OS user's
+-- holder without ARGV[20] (nothing changed).
 local id, limit, weight, ttl = ARGV[1], ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 if not proven(id, ARGV[11]) then
   return {-2}
@@ -232,7 +235,10 @@ end
 -- would have been claimed above; withdrawn, it would have been told)
 -- replaces the older one with its key.
 if sup ~= '' and (new or queue_empty or not redis.call('ZSCORE', Q, id)) then
-  supersede(id, sup, ARGV[18] == '1')
+  local h, user = supersede(id, sup, ARGV[18] == '1', ARGV[20] == '1', decl)
+  if h then
+    return finish({-5, h, user})
+  end
   queue_empty = get('qlen') == 0
 end
 

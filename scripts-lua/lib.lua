@@ -1032,19 +1032,45 @@ local function cancel_holder(h, detail, by)
   end
 end
 
-local function supersede(id, key, cancel)
+-- who returns the user and session a declaration (JSON) names, '' for
+-- what it does not.
+local function who(decl)
+  local ok, d = pcall(cjson.decode, decl or '')
+  if not ok or type(d) ~= 'table' then
+    return '', ''
+  end
+  return type(d.user) == 'string' and d.user or '', type(d.session) == 'string' and d.session or ''
+end
+
+-- supersede(id, key, cancel, others, decl): decl is id's declaration;
+-- without others, a holder of another OS user (its declaration's user)
+-- is not cancelled: supersede then changes nothing and returns that
+-- holder and its user.
+local function supersede(id, key, cancel, others, decl)
   slow()
+  local h, user, session
+  if cancel then
+    h = redis.call('HGET', KEYS[2], '%h' .. key)
+    local r = h and h ~= id and record(h)
+    if not r then
+      h = nil
+    else
+      user, session = who(decl)
+      local theirs = who(string.match(r, '^%d+ %d+ %d+ %d+ (.*)$'))
+      if not others and not cancelled(r) and theirs ~= user then
+        return h, theirs
+      end
+    end
+  end
   local old = redis.call('HGET', KEYS[2], '%w' .. key)
   if old and old ~= id then
     pol_as = {} -- not a max_wait drop
     withdraw({old}, 'superseded', id, string.format('a newer waiter with supersede key %s replaced it', key))
     pol_as = nil
   end
-  if cancel then
-    local h = redis.call('HGET', KEYS[2], '%h' .. key)
-    if h and h ~= id then
-      cancel_holder(h, string.format('cancelled in progress by %s with supersede key %s', id, key), id)
-    end
+  if h then
+    cancel_holder(h, string.format('cancelled in progress by %s (user %s, session %s) with supersede key %s', id, user,
+      session, key), id)
   end
 end
 

@@ -227,3 +227,34 @@ func TestRunExecRunInsideExecRun(t *testing.T) {
 		t.Errorf("plain run inside a joiner: exit %d, stdout %q, stderr %s; want 0, holding only the outer join slot", code, out, errs)
 	}
 }
+
+// A plain run holds every join slot in force (issue 24.9): under a live
+// limit below the configured one it is not too heavy (it used to exit
+// 125), and under one above it no --join runs beside it.
+func TestRunPlainUnderLiveJoinLimit(t *testing.T) {
+	runTargets(t, "run:\n  max_concurrent_runs: 3\n", func(t *testing.T, tg *target) {
+		if code, _, errs := tg.run(t, "limit", "run:join", "1"); code != 0 {
+			t.Fatalf("limit run:join 1: exit %d, stderr %s", code, errs)
+		}
+		if code, _, errs := tg.run(t, "run", "--", "true"); code != 0 {
+			t.Fatalf("plain run under live run:join 1: exit %d, stderr %s; want 0", code, errs)
+		}
+		if code, _, errs := tg.run(t, "limit", "run:join", "5"); code != 0 {
+			t.Fatalf("limit run:join 5: exit %d, stderr %s", code, errs)
+		}
+		dir := t.TempDir()
+		started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
+		plain := tg.command("run", "--", "sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, started, stop)
+		if err := plain.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			os.WriteFile(stop, nil, 0o600)
+			plain.Wait()
+		}()
+		eventually(t, 30*time.Second, "the plain run starts", func() bool { _, err := os.Stat(started); return err == nil })
+		if code, _, errs := tg.run(t, "run", "--join", "--", "true"); code != 73 {
+			t.Errorf("--join beside a plain run under live run:join 5: exit %d, stderr %s; want 73", code, errs)
+		}
+	})
+}

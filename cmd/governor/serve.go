@@ -127,8 +127,10 @@ never sent lower than before. Scrapes that arrive while the page is being
 collected share that collection, so at most one is in flight.
 
 Resources are forgotten once idle: a resource with no holder and no waiter,
-on which nothing was granted or queued for --resources-retention, loses its
-state (limit, counters, events, histograms) and leaves the listing, so that a
+on which nothing was granted or queued for --resources-retention (1h at the
+least: forgetting erases the resource's events, admin actions included, and
+any user of the backend can run serve), loses its state (limit, counters,
+events, histograms) and leaves the listing, so that a
 project with a resource per issue or per file does not make every scrape read
 every resource it ever used. Used again, it starts afresh; its fencing tokens
 still only increase, and sequences (seq next) are never forgotten. serve does
@@ -163,7 +165,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 			if timeout <= 0 {
 				return exitWith(ExitFailure, fmt.Errorf("--timeout %v; it must be positive", timeout))
 			}
-			if err := governor.ValidateRetention(retention); err != nil {
+			if err := statuspage.ValidateRetention(retention); err != nil {
 				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
 			}
 			if unix != "" && cmd.Flags().Changed("listen") {

@@ -353,43 +353,20 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 	}
 }
 
-// serve forgets a resource that stayed idle for --resources-retention:
-// it leaves /metrics, and comes back, afresh, when used again.
-func TestServeForgetsIdleResources(t *testing.T) {
+// serve's --resources-retention has a floor of hours (issue 24.13): with
+// 1s, any backend user could erase every idle resource's events, admin
+// actions included. The forgetting itself is TestSweepForgetsIdleResources
+// (internal/statuspage), at the library's floor.
+func TestServeRetentionFloor(t *testing.T) {
 	global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
-	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s", "--resources-retention", "1s")...)
-	const issue = `governor_slots_limit{project="servetest",resource="issue:9"}`
-	use := func() {
-		t.Helper()
-		code, out, errs := serveCLI(t, append(global, "acquire", "issue:9", "--limit", "1", "--ttl", "1m")...)
-		if code != 0 {
-			t.Fatalf("acquire: exit %d: %s", code, errs)
-		}
-		if code, _, errs := serveCLI(t, append(global, "release", strings.Fields(out)[0])...); code != 0 {
-			t.Fatalf("release: exit %d: %s", code, errs)
+	for _, d := range []string{"1s", "59m"} {
+		code, _, errs := serveCLI(t, append(global, "serve", "--listen", "127.0.0.1:0", "--resources-retention", d)...)
+		if code != ExitFailure || !strings.Contains(errs, "--resources-retention: ") || !strings.Contains(errs, "1h0m0s or more") || !strings.Contains(errs, "admin actions") {
+			t.Errorf("serve --resources-retention %s: exit %d, stderr %q; want %d naming the floor and why", d, code, errs, ExitFailure)
 		}
 	}
-	use()
-	if _, ok := p.scrape(t)[issue]; !ok {
-		t.Fatalf("/metrics lacks %s after use", issue)
+	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--resources-retention", "1h")...)
+	if _, ok := p.scrape(t)[`governor_slots_limit{project="servetest",resource="gpu"}`]; !ok {
+		t.Fatal("serve with --resources-retention 1h does not serve")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := p.scrape(t)
-		if _, ok := got[issue]; !ok {
-			if _, ok := got[`governor_slots_limit{project="servetest",resource="gpu"}`]; !ok {
-				t.Fatal("the configured resource left /metrics too")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still in /metrics 30s after its last use with a retention of 1s", issue)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	use()
-	expectSeries(t, "used again", p.scrape(t), map[string]float64{
-		issue: 1,
-		`governor_acquires_total{outcome="acquired",project="servetest",resource="issue:9"}`: 1,
-	})
 }

@@ -137,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExclusiveDrift", s.exclusiveDrift},
 		{"ExclusiveQueuedResolvedAtGrant", s.exclusiveQueuedResolvedAtGrant},
 		{"ClearLimitToConfigured", s.clearLimitToConfigured},
+		{"PolicyCancelOthers", s.policyCancelOthers},
 		{"Holds", s.holds},
 		{"PolicyClassOrder", s.policyClassOrder},
 		{"PolicyReserve", s.policyReserve},

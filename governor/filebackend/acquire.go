@@ -63,7 +63,9 @@ func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) 
 	// would have been claimed above; withdrawn, it would have been told)
 	// replaces the older one with its key.
 	if req.Supersede != "" && st.waiterIndex(req.ID) < 0 {
-		t.supersede(req)
+		if err := t.supersede(req); err != nil {
+			return governor.Result{}, t.commitThen(err)
+		}
 	}
 	if pol {
 		return b.acquirePolicy(t, p, req)

@@ -318,10 +318,20 @@ func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) 
 
 // supersede withdraws the older waiter with req's supersede key (a
 // withdrawn event, and a wake-up, tell it), and with CancelInProgress
-// marks the holder with it cancelled (cancelHolder). The twin of
-// lib.lua's supersede().
-func (t *tx) supersede(req governor.Request) {
+// marks the holder with it cancelled (cancelHolder) — unless that holder
+// is another OS user's and req lacks CancelOthers: then it changes
+// nothing and returns governor.CancelOthersRefused. The twin of lib.lua's
+// supersede().
+func (t *tx) supersede(req governor.Request) error {
 	st := t.st
+	var cancel *holder
+	if h := st.SupersedeHolders[req.Supersede]; req.CancelInProgress && h != "" && h != req.ID {
+		cancel = st.holder(h)
+	}
+	if cancel != nil && cancel.Cancel == nil && !req.CancelOthers && cancel.Decl.User != req.Declaration.User {
+		// Another OS user's job (lib.lua's supersede()): nothing changes.
+		return governor.CancelOthersRefused(req.Key, cancel.ID, cancel.Decl.User)
+	}
 	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
 		if i := st.waiterIndex(old); i >= 0 {
 			t.eventBy(governor.EventSuperseded, old, fmt.Sprintf("a newer waiter with supersede key %s replaced it", req.Supersede), req.ID)
@@ -330,12 +340,11 @@ func (t *tx) supersede(req governor.Request) {
 			pokePipe(t.dir, waitPrefix+escape(old), true)
 		}
 	}
-	if !req.CancelInProgress {
-		return
+	if cancel != nil {
+		t.cancelHolder(cancel.ID, fmt.Sprintf("cancelled in progress by %s (user %s, session %s) with supersede key %s",
+			req.ID, req.Declaration.User, req.Declaration.Session, req.Supersede), req.ID)
 	}
-	if h := st.SupersedeHolders[req.Supersede]; h != "" && h != req.ID {
-		t.cancelHolder(h, fmt.Sprintf("cancelled in progress by %s with supersede key %s", req.ID, req.Supersede), req.ID)
-	}
+	return nil
 }
 
 // cancelHolder marks holder id cancelled in progress, with the event

@@ -327,7 +327,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
-		flag(req.Exclusive)).Slice()
+		flag(req.Exclusive), flag(req.CancelOthers)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}

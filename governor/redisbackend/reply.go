@@ -182,6 +182,9 @@ func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 		}
 		return res, e
 	}
+	if len(v) == 3 && r.int(v[0], "the code") == -5 {
+		return res, cmp.Or(r.err, governor.CancelOthersRefused(key, r.str(v[1], "the holder"), r.str(v[2], "its user")))
+	}
 	if len(v) == 2 && r.int(v[0], "the code") == -4 {
 		return res, cmp.Or(r.err, fmt.Errorf("%w: %s has max_queue %d waiters queued already", governor.ErrQueueFull, key.Resource, r.int(v[1], "max_queue")))
 	}

@@ -75,9 +75,10 @@ type Request struct {
 	// ProgressTimeout a lease is lost once no progress mark came for it.
 	TTL, ProgressTimeout time.Duration
 	// Priority and FairKey place the waiter under a resource's queue
-	// policy; Supersede and CancelInProgress: governor.AcquireOptions.
-	Priority, FairKey, Supersede string
-	CancelInProgress             bool
+	// policy; Supersede, CancelInProgress and CancelOthers (--force: a
+	// running holder of another OS user too): governor.AcquireOptions.
+	Priority, FairKey, Supersede   string
+	CancelInProgress, CancelOthers bool
 	// Tokens is the token estimate to reserve from each provider's
 	// tokens-per-minute budget (--tokens).
 	Tokens int64

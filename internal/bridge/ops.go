@@ -66,8 +66,8 @@ func opAcquire(ctx context.Context, s *server, req request) (any, error) {
 	if err := decodeArgs(req.Args, &a); err != nil {
 		return nil, err
 	}
-	if len(a.Resources) == 0 && len(a.Providers) == 0 {
-		return nil, badRequest("acquire needs resources (or providers); allowed: [\"NAME\" or \"NAME:WEIGHT\", ...]")
+	if len(a.Resources) == 0 && len(a.Providers) == 0 && !a.Join && !a.Shareable && !a.ExecRun {
+		return nil, badRequest("acquire needs resources (or providers), or an exec run (exec_run, join or shareable); allowed: [\"NAME\" or \"NAME:WEIGHT\", ...]")
 	}
 	return s.acquire(ctx, req.ID, a, "")
 }

@@ -120,6 +120,23 @@ func (r *Reopening) RateStatus(ctx context.Context, name string) (governor.RateS
 	return g.RateStatus(ctx, name)
 }
 
+// MinRetention is the least --resources-retention serve takes. Forgetting
+// a resource erases its events, admin actions included, and any user of the
+// backend can run serve: a floor of hours keeps a week-end's record of who
+// cancelled, paused or took over from being wiped by a serve started with a
+// retention of a second. (The library's floor, governor.MinRetention, is
+// what correctness needs; this one is what an audit trail needs.)
+const MinRetention = time.Hour
+
+// ValidateRetention checks serve's --resources-retention: at least
+// MinRetention.
+func ValidateRetention(d time.Duration) error {
+	if d < MinRetention {
+		return fmt.Errorf("%v; allowed: %v or more (default %v): forgetting an idle resource erases its events, admin actions included", d, MinRetention, governor.DefaultRetention)
+	}
+	return governor.ValidateRetention(d)
+}
+
 // Sweep forgets idle resources every governor.SweepInterval until ctx
 // ends, saying on stderr when a sweep fails; a backend that does not
 // answer is tried again at the next turn.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,51 @@ func TestServeUnixExistingPath(t *testing.T) {
 	ln.Close() // as a killed serve leaves it
 	if err := serveUnix(t, stale)(); err != nil {
 		t.Errorf("--unix on a stale socket: %v; want it replaced", err)
+	}
+}
+
+// Sweep forgets a resource that stayed idle for the retention, and keeps
+// one that is held; used again, the forgotten one starts afresh.
+func TestSweepForgetsIdleResources(t *testing.T) {
+	src := source(t) // gpu: held throughout
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := src.Governor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := func() {
+		t.Helper()
+		l, err := g.Acquire(ctx, "issue:9", governor.AcquireOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use()
+	done := make(chan struct{})
+	go func() { src.Sweep(ctx, governor.MinRetention, time.Second, io.Discard); close(done) }()
+	defer func() { cancel(); <-done }()
+	has := func(name string) bool {
+		rs, err := src.Resources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(rs, name)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for has("issue:9") {
+		if time.Now().After(deadline) {
+			t.Fatalf("issue:9 still listed 30s after its last use with a retention of %v", governor.MinRetention)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !has("gpu") {
+		t.Fatal("the held resource gpu was forgotten")
+	}
+	use()
+	if st, err := src.Status(ctx, "issue:9"); err != nil || st.Counters.Acquired != 1 {
+		t.Fatalf("used again: %+v, %v; want a fresh resource with one grant", st.Counters, err)
 	}
 }

@@ -1,0 +1,282 @@
+// Governor: one lazily started bridge per instance; acquire, withSlot,
+// provider gates, slots and the admin operations.
+import { Bridge } from "./bridge.js";
+import { findBinary } from "./binary.js";
+import { Withdrawn } from "./errors.js";
+import { Lease } from "./lease.js";
+import { Provider } from "./provider.js";
+
+/** A duration: milliseconds (as setTimeout), or a string like "10m", "1.5s", "250ms". */
+export type Duration = number | string;
+
+export interface GovernorOptions {
+  /** File backend state directory (--dir; default $GOVERNOR_DIR). */
+  dir?: string;
+  /** Redis URL (given to the bridge in its environment, never on its command line). */
+  redisUrl?: string;
+  /** A file holding the Redis URL (--redis-url-file). */
+  redisUrlFile?: string;
+  /** Namespace of every resource (--project; default $GOVERNOR_PROJECT). */
+  project?: string;
+  /** exec-defaults.yaml to read (--config). */
+  config?: string;
+  /** The session every lease declares (default $GOVERNOR_SESSION, else HOST:PID); takeover by session names it. */
+  session?: string;
+  /** The governor binary (default: $GOVERNOR_BIN, the platform package, PATH). */
+  bin?: string;
+  /** Environment for the bridge (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface AcquireOptions {
+  /** Wait for the slot (ifBusy "wait"); false: fail at once with Busy. */
+  wait?: boolean;
+  /** fail (Busy, the default), wait, or skip (Skipped). */
+  ifBusy?: "fail" | "wait" | "skip";
+  /** Give up waiting after this long (Busy); implies wait. */
+  waitTimeout?: Duration;
+  weight?: number;
+  exclusive?: boolean;
+  /** The limit when the configuration has none. */
+  limit?: number;
+  priority?: string;
+  fairKey?: string;
+  supersede?: string;
+  cancelInProgress?: boolean;
+  ttl?: Duration;
+  progressTimeout?: Duration;
+  /** Tokens to reserve from a provider's tokens_per_minute budget. */
+  tokens?: number;
+  /** Hold the exec-run lock and accept joiners (governor run --shareable). */
+  shareable?: boolean;
+  /** Take a join slot beside a shareable run (governor run --join). */
+  join?: boolean;
+  /** Aborting it withdraws a waiting acquire (Withdrawn). */
+  signal?: AbortSignal;
+}
+
+export interface TakeoverOptions {
+  resource?: string;
+  leaseId?: string;
+  session?: string;
+  /** Take it even if its owner may be alive. */
+  force?: boolean;
+  ttl?: Duration;
+  limit?: number;
+}
+
+/** `governor slots --json`'s object. */
+export interface SlotsResult {
+  project: string;
+  resources: { resource: string; limit: number; used: number; free: number; holders: any[]; waiters: any[]; [k: string]: unknown }[];
+  [k: string]: unknown;
+}
+
+/** Run fn holding lease; release it after; a loss during fn is thrown. */
+export async function holding<T>(lease: Lease, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
+  try {
+    const result = await fn(lease);
+    lease.throwIfLost();
+    return result;
+  } finally {
+    await lease.release();
+  }
+}
+
+const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A duration as the bridge takes it: seconds. */
+export function seconds(d: Duration | undefined): number | undefined {
+  if (d === undefined) return undefined;
+  let ms: number;
+  if (typeof d === "number") {
+    ms = d;
+  } else {
+    const parts = [...d.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+    if (d === "0") ms = 0;
+    else if (parts.length === 0 || parts.map((p) => p[0]).join("") !== d)
+      throw new RangeError(`duration "${d}": want milliseconds or a string like "1h30m", "10s", "250ms"`);
+    else ms = parts.reduce((sum, p) => sum + Number(p[1]) * unitMs[p[2]], 0);
+  }
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`duration ${d}: want milliseconds >= 0 or a string like "10s"`);
+  return ms / 1000;
+}
+
+/** The nesting variables of this process (what an enclosing governor run holds). */
+function nestingEnv(env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const k of ["GOVERNOR_HELD", "HEAVY_LOCK_HELD"]) if (env[k]) out[k] = env[k]!;
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The acquire op's args (docs/bridge-protocol.md) for these options. */
+export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
+  let ifBusy = o.ifBusy;
+  if (o.wait !== undefined) {
+    if (ifBusy !== undefined && (ifBusy === "wait") !== o.wait)
+      throw new TypeError(`acquire: wait: ${o.wait} contradicts ifBusy: "${ifBusy}"`);
+    ifBusy ??= o.wait ? "wait" : "fail";
+  }
+  if (ifBusy !== undefined && !["fail", "wait", "skip"].includes(ifBusy))
+    throw new TypeError(`acquire: ifBusy "${ifBusy}": want fail, wait or skip`);
+  return {
+    if_busy: ifBusy,
+    wait_timeout: seconds(o.waitTimeout),
+    weight: o.weight,
+    exclusive: o.exclusive,
+    limit: o.limit,
+    priority: o.priority,
+    fair_key: o.fairKey,
+    supersede: o.supersede,
+    cancel_in_progress: o.cancelInProgress,
+    ttl: seconds(o.ttl),
+    progress_timeout: seconds(o.progressTimeout),
+    shareable: o.shareable,
+    join: o.join,
+    tokens: o.tokens,
+    env: nestingEnv(process.env),
+  };
+}
+
+export class Governor {
+  private readonly opts: GovernorOptions;
+  private bridge: Bridge | undefined;
+
+  constructor(opts: GovernorOptions = {}) {
+    this.opts = { ...opts };
+  }
+
+  /** The bridge, started on first use (and again after it died). */
+  async connect(): Promise<Bridge> {
+    if (!this.bridge || this.bridge.dead) {
+      const o = this.opts;
+      const env = { ...(o.env ?? process.env) };
+      if (o.redisUrl !== undefined) env.GOVERNOR_REDIS_URL = o.redisUrl;
+      const args: string[] = [];
+      if (o.dir !== undefined) args.push("--dir", o.dir);
+      if (o.redisUrlFile !== undefined) args.push("--redis-url-file", o.redisUrlFile);
+      if (o.config !== undefined) args.push("--config", o.config);
+      if (o.project !== undefined) args.push("--project", o.project);
+      this.bridge = new Bridge(o.bin ?? findBinary(env), args, env, o.session);
+    }
+    const b = this.bridge;
+    await b.ready;
+    return b;
+  }
+
+  /** One request to the bridge (the ops of docs/bridge-protocol.md). */
+  async call(op: string, args: Record<string, unknown> = {}): Promise<any> {
+    return (await this.connect()).call(op, args);
+  }
+
+  /**
+   * Take slots of resource (or of several, in the global lock order).
+   * Throws Busy, Skipped, Superseded, Withdrawn or BackendError.
+   */
+  async acquire(resource: string | string[], opts: AcquireOptions = {}): Promise<Lease> {
+    const resources = typeof resource === "string" ? [resource] : resource;
+    return this.acquireOp("acquire", { resources, ...acquireArgs(opts) }, resources.join(","), opts.signal);
+  }
+
+  /** An acquire-like op: cancelled through cancel_request when signal aborts. */
+  async acquireOp(op: string, args: Record<string, unknown>, what: string, signal?: AbortSignal): Promise<Lease> {
+    const bridge = await this.connect();
+    signal?.throwIfAborted();
+    let reqId = 0;
+    const onAbort = () => {
+      if (reqId) bridge.call("cancel_request", { request: reqId }).catch(() => {});
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const result = await bridge.call(op, args, (id) => (reqId = id));
+      const lease = new Lease(bridge, result);
+      if (signal?.aborted) {
+        await lease.release();
+        throw new Withdrawn(`${op} ${what}: cancelled by the caller`, 125, "cancelled");
+      }
+      return lease;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /**
+   * The exec-run slots, as `governor run` with no --resource takes them:
+   * plain, the run lock and every join slot (busy beside any run);
+   * shareable, the run lock only (accepts joiners); join, one join slot
+   * (runs beside a shareable run). resources are taken with them.
+   */
+  async execRun(opts: AcquireOptions = {}, ...resources: string[]): Promise<Lease> {
+    return this.acquireOp("acquire", { resources, ...acquireArgs(opts), exec_run: true }, "exec run", opts.signal);
+  }
+
+  /**
+   * Run fn holding the slot; released when fn settles. Should the lease be
+   * lost while fn runs (lease.signal aborts), the LeaseLost is thrown even if
+   * fn returned: its work may have run beyond the slot.
+   */
+  async withSlot<T>(resource: string | string[], opts: AcquireOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
+    return holding(await this.acquire(resource, opts), fn);
+  }
+
+  /** The provider gate for NAME (resource provider:NAME). */
+  provider(name: string): Provider {
+    return new Provider(this, name);
+  }
+
+  /** Each resource's limit, use, holders and waiters (as `governor slots --json`). */
+  async slots(...resources: string[]): Promise<SlotsResult> {
+    return this.call("slots", { resources });
+  }
+
+  /** Takeovers, reclaims and lost leases (as `governor events --json`); since: how far back. */
+  async events(resources: string[] = [], opts: { since?: Duration } = {}): Promise<{ events: any[] }> {
+    return this.call("events", { resources, since: seconds(opts.since) });
+  }
+
+  /** Report a rate-limit signal: PROVIDER cools off for every process (`governor backoff`). */
+  async backoff(provider: string, opts: { retryAfter?: Duration } = {}): Promise<{ until: string }> {
+    return this.call("backoff", { provider, retry_after: seconds(opts.retryAfter) });
+  }
+
+  /**
+   * Take over a lease (by resource and leaseId, or every lease of a session):
+   * the new lease is held here, with a higher token; the old holder loses it.
+   */
+  async takeover(opts: TakeoverOptions): Promise<Lease & { taken: any[] }> {
+    const args = { resource: opts.resource, lease_id: opts.leaseId, session: opts.session, force: opts.force, ttl: seconds(opts.ttl), limit: opts.limit };
+    const bridge = await this.connect();
+    const result = await bridge.call("takeover", args);
+    return Object.assign(new Lease(bridge, result), { taken: result.taken ?? [] });
+  }
+
+  /** Withdraw waiters of resource (one by waiter id, or a session's). */
+  async cancel(resource: string, opts: { waiter?: string; session?: string } = {}): Promise<{ cancelled: number }> {
+    return this.call("cancel", { resource, waiter: opts.waiter, session: opts.session });
+  }
+  async pause(resource: string, opts: { reason?: string } = {}): Promise<void> {
+    return this.call("pause", { resource, reason: opts.reason });
+  }
+  async resume(resource: string): Promise<any> {
+    return this.call("resume", { resource });
+  }
+  async limit(resource: string, limit: number | null): Promise<any> {
+    return this.call("limit", limit === null ? { resource, clear: true } : { resource, limit });
+  }
+
+  /** Release everything and stop the bridge. */
+  async close(): Promise<void> {
+    const b = this.bridge;
+    if (!b || b.dead) return;
+    await b.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** For tests and diagnostics: the bridge process, if started. */
+  get bridgeProcess() {
+    return this.bridge?.process;
+  }
+}

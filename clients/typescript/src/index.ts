@@ -1,0 +1,40 @@
+// governor for TypeScript: slots, leases and provider gates over one
+// `governor bridge` co-process per Governor (docs/typescript.md).
+import { Governor, type AcquireOptions } from "./governor.js";
+import type { Lease } from "./lease.js";
+
+export { Governor, holding, seconds, type AcquireOptions, type Duration, type GovernorOptions, type SlotsResult, type TakeoverOptions } from "./governor.js";
+export { Lease, type HeldResource } from "./lease.js";
+export { Provider, type ProviderRunOptions } from "./provider.js";
+export { findBinary, platformPackage } from "./binary.js";
+export { PROTOCOL } from "./bridge.js";
+export {
+  GovernorError,
+  Busy,
+  Skipped,
+  Withdrawn,
+  Superseded,
+  LeaseLost,
+  BackendError,
+  ProtocolError,
+} from "./errors.js";
+
+let shared: Governor | undefined;
+
+/** The default Governor: configured from the environment (GOVERNOR_DIR, GOVERNOR_REDIS_URL, ...). */
+export function defaultGovernor(): Governor {
+  return (shared ??= new Governor());
+}
+
+export function acquire(resource: string | string[], opts?: AcquireOptions): Promise<Lease> {
+  return defaultGovernor().acquire(resource, opts);
+}
+export function withSlot<T>(resource: string | string[], opts: AcquireOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
+  return defaultGovernor().withSlot(resource, opts, fn);
+}
+export function provider(name: string) {
+  return defaultGovernor().provider(name);
+}
+export function slots(...resources: string[]) {
+  return defaultGovernor().slots(...resources);
+}

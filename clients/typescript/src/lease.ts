@@ -1,0 +1,132 @@
+// A held lease: its token and handle, an AbortSignal aborted on loss, and
+// release through `await using` (Symbol.asyncDispose).
+import type { Bridge, BridgeEvent } from "./bridge.js";
+import { LeaseLost } from "./errors.js";
+
+// Node 20 has no Symbol.asyncDispose of its own.
+(Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
+
+export interface HeldResource {
+  resource: string;
+  /** RESOURCE@LEASE_ID.SECRET: the proof of holding; keep it to yourself. */
+  handle: string;
+  lease_id: string;
+  token: number;
+  weight: number;
+  /** Held by an ancestor (GOVERNOR_HELD), not acquired again. */
+  nested: boolean;
+  expires_at?: string;
+}
+
+export class Lease implements AsyncDisposable {
+  /** The bridge-local lease id ("L1"). */
+  readonly id: string;
+  readonly resources: HeldResource[];
+  /** What a child process needs to nest inside this lease (GOVERNOR_HELD, HEAVY_LOCK_HELD). */
+  readonly env: Record<string, string>;
+  private readonly bridge: Bridge;
+  private readonly controller = new AbortController();
+  private released = false;
+  private ended = false;
+  private off: () => void;
+
+  /** Seconds spent waiting. */
+  readonly waited: number;
+  /** The limit / ignored-env notes the CLI prints. */
+  readonly notes: string[];
+
+  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[] }) {
+    this.bridge = bridge;
+    this.id = result.lease;
+    this.resources = result.resources ?? [];
+    this.env = result.env ?? {};
+    this.waited = result.waited ?? 0;
+    this.notes = result.notes ?? [];
+    this.off = bridge.onEvent((e) => this.onEvent(e));
+    bridge.ref();
+    const lost = bridge.takeLost(this.id);
+    if (lost) this.onEvent(lost);
+    else if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
+  }
+
+  private onEvent(e: BridgeEvent): void {
+    if (e.event === "bridge_exit") {
+      this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
+    } else if (e.event === "lost" && e.lease === this.id) {
+      this.bridge.takeLost(this.id);
+      const what = typeof e.resource === "string" ? ` (${e.resource})` : "";
+      this.lose(new LeaseLost(`lease ${this.id}${what} was lost: ${e.reason ?? "unknown"}`, 122, "lost", e));
+    }
+  }
+
+  private lose(err: Error): void {
+    this.end();
+    if (!this.controller.signal.aborted) this.controller.abort(err);
+  }
+
+  /** Stop listening, and stop keeping the process alive (once). */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.off();
+    this.bridge.unrefOne();
+  }
+
+  /** Aborted (with a LeaseLost as its reason) the moment the lease is lost: pass it to fetch. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  /** True once the lease is lost. */
+  get lost(): boolean {
+    return this.controller.signal.aborted && !this.released;
+  }
+  /** The fencing token of the first resource (strictly increasing per resource). */
+  get token(): number {
+    return this.resources[0]?.token ?? 0;
+  }
+  /** RESOURCE@LEASE_ID.SECRET of the first resource. */
+  get handle(): string {
+    return this.resources[0]?.handle ?? "";
+  }
+
+  /** Throw the loss reason if the lease is lost. */
+  throwIfLost(): void {
+    if (this.lost) throw this.controller.signal.reason;
+  }
+
+  /** Mark progress (for a progress timeout). */
+  async touch(): Promise<void> {
+    await this.bridge.call("touch", { lease: this.id });
+  }
+
+  /**
+   * The next number of the fenced sequence NAME, fenced by the token of
+   * resource (default the first): Busy once a takeover made the token stale.
+   */
+  async seqNext(name: string, resource?: string): Promise<number> {
+    const r = await this.bridge.call("seq_next", { lease: this.id, name, resource });
+    return r.number;
+  }
+
+  /**
+   * Free the slots. Safe to call twice, and after a loss (the loss was told
+   * by signal; release does not throw it again).
+   */
+  async release(): Promise<void> {
+    if (this.released) return;
+    const wasLost = this.controller.signal.aborted;
+    this.released = true;
+    this.end();
+    if (!wasLost) this.controller.abort(new LeaseLost(`lease ${this.id} released`, 122, "released"));
+    if (this.bridge.dead) return;
+    try {
+      await this.bridge.call("release", { lease: this.id });
+    } catch (err) {
+      if (!(err instanceof LeaseLost)) throw err;
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

@@ -1,0 +1,101 @@
+// A provider gate: the provider's concurrency slot and rate reservation
+// around one call, and the call's outcome reported (a 429 or 529 cools the
+// provider off for every process).
+import type { AcquireOptions, Duration, Governor } from "./governor.js";
+import { acquireArgs, holding, seconds } from "./governor.js";
+import type { Lease } from "./lease.js";
+
+export interface ProviderRunOptions extends AcquireOptions {
+  /** Tokens the call used (settles the reservation), when known after the call. */
+  usedTokens?: (result: unknown) => number | undefined;
+}
+
+/** What a call's outcome looks like to the gate: a fetch Response, or an error carrying one's status. */
+interface HttpLike {
+  status: number;
+  headers?: { get?(name: string): string | null } | Record<string, string | string[] | undefined>;
+}
+
+function httpOf(v: unknown): HttpLike | undefined {
+  if (v && typeof v === "object" && typeof (v as HttpLike).status === "number") return v as HttpLike;
+  const r = (v as { response?: unknown } | null)?.response;
+  if (r && typeof r === "object" && typeof (r as HttpLike).status === "number") return r as HttpLike;
+  return undefined;
+}
+
+/** The headers a rate-limit signal is read from, as a plain lower-cased object. */
+export function headerObject(h: HttpLike["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!h) return out;
+  if (typeof (h as { forEach?: unknown }).forEach === "function" && typeof (h as { get?: unknown }).get === "function") {
+    (h as Headers).forEach((v, k) => (out[k.toLowerCase()] = v));
+    return out;
+  }
+  for (const [k, v] of Object.entries(h as Record<string, string | string[] | undefined>)) {
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : String(v);
+  }
+  return out;
+}
+
+export class Provider {
+  readonly name: string;
+  private readonly gov: Governor;
+
+  constructor(gov: Governor, name: string) {
+    this.gov = gov;
+    this.name = name;
+  }
+
+  /**
+   * Run fn inside the gate: waits for a concurrency slot and the rate budget
+   * (and any cool-off), runs fn with the lease (lease.signal aborts on loss),
+   * reports the outcome, releases. A fetch Response (or an error with
+   * .status / .response) of 429 or 529 is reported as a rate-limit signal with
+   * its headers (retry-after, ...).
+   */
+  async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
+    const { usedTokens, ...acq } = opts;
+    const lease = await this.acquire({ wait: true, ...acq });
+    return holding(lease, async () => {
+      let result: T;
+      try {
+        result = await fn(lease);
+      } catch (err) {
+        await this.report(lease, err);
+        throw err;
+      }
+      await this.report(lease, result, usedTokens?.(result));
+      return result;
+    });
+  }
+
+  /** The gate slot and rate reservation, held until the lease is released. */
+  async acquire(opts: AcquireOptions = {}): Promise<Lease> {
+    const { join, shareable, ...rest } = acquireArgs(opts);
+    if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
+    return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
+  }
+
+  /**
+   * Report the outcome of the call made under lease: outcome is a fetch
+   * Response (or an error with .status or .response); 429 and 529 are a
+   * rate-limit signal, with the response's headers (retry-after, ...).
+   */
+  async report(lease: Lease, outcome: unknown, usedTokens?: number): Promise<{ cooloff_until?: string }> {
+    const http = httpOf(outcome);
+    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens };
+    if (http && (http.status === 429 || http.status === 529)) {
+      args.outcome = "rate_limited";
+      args.status = http.status;
+      args.headers = headerObject(http.headers);
+    } else {
+      args.outcome = "ok";
+    }
+    return this.gov.call("provider_report", args);
+  }
+
+  /** Report a rate-limit signal by hand (`governor backoff`): the provider cools off for every process. */
+  async backoff(retryAfter?: Duration): Promise<{ until: string }> {
+    return this.gov.backoff(this.name, { retryAfter });
+  }
+}

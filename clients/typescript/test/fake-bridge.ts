@@ -1,0 +1,33 @@
+// A stand-in for `governor bridge` for the client's own unit tests: speaks
+// the envelope, grants every acquire at once, and misbehaves on request
+// (FAKE_PROTOCOL: the protocol it claims; FAKE_ERROR: a JSON error object to
+// answer acquire with).
+import { createInterface } from "node:readline";
+
+const protocol = Number(process.env.FAKE_PROTOCOL ?? "1");
+const failWith = process.env.FAKE_ERROR ? JSON.parse(process.env.FAKE_ERROR) : undefined;
+let leases = 0;
+const send = (o: unknown) => process.stdout.write(JSON.stringify(o) + "\n");
+
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const req = JSON.parse(line);
+  const reply = (result: unknown) => send({ id: req.id, ok: true, result });
+  switch (req.op) {
+    case "hello":
+      return reply({ protocol, version: "fake", pid: process.pid, backend: "file", project: "p", session: "s" });
+    case "acquire": {
+      if (failWith) return send({ id: req.id, ok: false, error: failWith });
+      const lease = `L${++leases}`;
+      reply({ lease, resources: req.args.resources.map((r: string) => ({ resource: r, handle: `${r}@id.secret`, lease_id: "id", token: leases, weight: 1, nested: false })), env: { GOVERNOR_HELD: "x" } });
+      if (req.args.resources.includes("lose-me")) send({ event: "lost", lease, resource: "lose-me", reason: "taken over", code: 122 });
+      return;
+    }
+    case "echo":
+      return reply(req.args);
+    case "bye":
+      reply({});
+      return process.exit(0);
+    default:
+      return reply({});
+  }
+}).on("close", () => process.exit(0));
