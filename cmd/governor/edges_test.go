@@ -83,3 +83,15 @@ func TestUnreachableRedisSaysGovernorOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderPriority: a provider's queue policy under providers.P
+// (issue 25.13) gives run --provider P --priority its classes.
+func TestProviderPriority(t *testing.T) {
+	g := fileGlobal(t, "project: edges\nproviders:\n  anthropic:\n    max_concurrency: 2\n    priorities: [critical, default, batch]\n    reserve: [critical=1]\n")
+	if code, out, errs := cli(t, append(g, "run", "--provider", "anthropic", "--priority", "critical", "--", "true")...); code != 0 {
+		t.Fatalf("run --provider anthropic --priority critical: exit %d %q %q", code, out, errs)
+	}
+	if _, out, _ := cli(t, append(g, "slots", "provider:anthropic")...); !strings.Contains(out, "policy {priorities: [critical, default, batch], reserve: [critical=1]}") {
+		t.Errorf("slots provider:anthropic:\n%s\nwant its policy", out)
+	}
+}
