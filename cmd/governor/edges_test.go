@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -93,5 +94,31 @@ func TestProviderPriority(t *testing.T) {
 	}
 	if _, out, _ := cli(t, append(g, "slots", "provider:anthropic")...); !strings.Contains(out, "policy {priorities: [critical, default, batch], reserve: [critical=1]}") {
 		t.Errorf("slots provider:anthropic:\n%s\nwant its policy", out)
+	}
+}
+
+// TestNestedExecRunRecordsWhatTheAncestorHolds: a plain run inside a
+// --join run records the ancestor's join slot (its name, weight and
+// lease) once, not a "run" it never held nor the weight of every join
+// slot (issue 25.9).
+func TestNestedExecRunRecordsWhatTheAncestorHolds(t *testing.T) {
+	tg := fileTarget(t, "run:\n  max_concurrent_runs: 4\n")
+	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	inner := append(append([]string{tg.bin}, tg.global()...), "run", "--record", rec, "--", "true")
+	if code, out, errs := tg.run(t, append([]string{"run", "--join", "--record", rec, "--"}, inner...)...); code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	recs := readRecords(t, rec)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	in, outer := recs[0], recs[1]
+	if len(outer.Resources) != 1 || outer.Resources[0].Name != "run:join" {
+		t.Fatalf("outer %+v; want the join slot", outer.Resources)
+	}
+	want := outer.Resources[0]
+	want.Nested = true
+	if !in.Nested || len(in.Resources) != 1 || in.Resources[0] != want {
+		t.Fatalf("inner %+v; want nested, one resource %+v", in.Resources, want)
 	}
 }
