@@ -122,3 +122,29 @@ func TestNestedExecRunRecordsWhatTheAncestorHolds(t *testing.T) {
 		t.Fatalf("inner %+v; want nested, one resource %+v", in.Resources, want)
 	}
 }
+
+// TestStaleJoinLimit: after run.max_concurrent_runs goes down to 1, the
+// run:join limit stored earlier is shown as stale, saying why, not as
+// asked for (issue 25.9).
+func TestStaleJoinLimit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	g4 := []string{"--backend", "file", "--dir", dir, "--config", writeRunConfig(t, "run:\n  max_concurrent_runs: 4\n")}
+	if code, _, errs := cli(t, append(g4, "run", "--", "true")...); code != 0 {
+		t.Fatalf("run: exit %d %s", code, errs)
+	}
+	g1 := []string{"--backend", "file", "--dir", dir, "--config", writeRunConfig(t, "run:\n  max_concurrent_runs: 1\n")}
+	_, out, _ := cli(t, append(g1, "slots", "--json")...)
+	var s view.Slots
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Resources {
+		if r.Resource == "run:join" && (r.LimitSource != "stale" || !strings.Contains(r.NotConfigured, "run.max_concurrent_runs is 1")) {
+			t.Errorf("slots --json run:join: %+v; want stale, saying why", r)
+		}
+	}
+	_, out, _ = cli(t, append(g1, "config", "show")...)
+	if !regexp.MustCompile(`(?m)^run:join +- +3 +stale: the limit last asked for; run.max_concurrent_runs is 1`).MatchString(out) {
+		t.Errorf("config show:\n%s\nwant run:join stale", out)
+	}
+}
