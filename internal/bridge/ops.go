@@ -34,9 +34,11 @@ func opNames() string {
 
 // thenReply is a result whose follow-up runs once its reply is sent: a
 // lease's watcher starts after the reply that names it, so that its
-// lost event never comes first.
+// lost event never comes first. before, if any, is an event sent just
+// before the reply, in the same write (one wake-up of the client).
 type thenReply struct {
 	result any
+	before any
 	then   func()
 }
 
@@ -105,8 +107,8 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
-	_ = s.out.send(grantedEvent{Event: "granted", Request: id, Lease: l.id})
-	return thenReply{result: res, then: func() { s.watch(l) }}, nil
+	return thenReply{result: res, before: grantedEvent{Event: "granted", Request: id, Lease: l.id},
+		then: func() { s.watch(l) }}, nil
 }
 
 type cancelRequestArgs struct {
