@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/view"
 )
@@ -94,7 +95,7 @@ not be read (the others are listed).`,
 					return err
 				}
 				if _, err := io.WriteString(w, b.String()); err != nil {
-					return exitWith(ExitFailure, err) // the reader is gone
+					return exitWith(exitcode.Failure, err) // the reader is gone
 				}
 				select {
 				case <-ctx.Done():
@@ -118,7 +119,7 @@ func (a *app) statuses(ctx context.Context, g view.StatusSource, names []string)
 	}
 	sts, err := view.Statuses(ctx, g, names, l.Config.Limits())
 	if err != nil {
-		return sts, exitWith(ExitFailure, err)
+		return sts, exitWith(exitcode.Failure, err)
 	}
 	return sts, nil
 }
