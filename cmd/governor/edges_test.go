@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -108,7 +109,7 @@ func TestNestedExecRunRecordsWhatTheAncestorHolds(t *testing.T) {
 	if code, out, errs := tg.run(t, append([]string{"run", "--join", "--record", rec, "--"}, inner...)...); code != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	recs := readRecords(t, rec)
+	recs := recordtest.Ends(t, rec)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
 	}

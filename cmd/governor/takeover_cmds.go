@@ -233,7 +233,7 @@ events of some resource could not be read (the others are listed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			from, err := view.Since(since, time.Now())
 			if err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("--%w", err))
+				return exitWith(exitcode.Failure, fmt.Errorf("--%w", err))
 			}
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {
