@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -98,7 +97,7 @@ func (a *app) report(code int, err error) {
 		words.WriteReport(a.stderr, err)
 		return
 	}
-	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
+	e := errorJSON{ExitCode: code, Error: words.Message(err)}
 	if notAcquired && na.Busy != nil {
 		r := view.SlotsOf("", []governor.Status{na.Busy.Status}, nil).Resources[0]
 		e.Resource, e.Holders = na.Busy.Resource, r.Holders

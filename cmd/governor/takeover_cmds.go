@@ -210,7 +210,7 @@ input (a handle without its secret included) or backend unreachable.`,
 }
 
 func (a *app) eventsCmd() *cobra.Command {
-	var since time.Duration
+	var since string
 	cmd := &cobra.Command{
 		Use:   "events [RESOURCE...]",
 		Short: "Show takeovers, reclaims (expired, owner dead) and lost leases, with who and when",
@@ -231,15 +231,15 @@ Each resource keeps its last 1000 events.
 Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
 events of some resource could not be read (the others are listed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			from, err := view.Since(since, time.Now())
+			if err != nil {
+				return exitWith(exitcode.Failure, fmt.Errorf("--%w", err))
+			}
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			var from time.Time
-			if since > 0 {
-				from = time.Now().Add(-since)
-			}
 			rows, err := view.ReadEvents(cmd.Context(), g, args, from)
 			if rows == nil {
 				return exitWith(exitcode.Failure, err)
@@ -256,6 +256,6 @@ events of some resource could not be read (the others are listed).`,
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&since, "since", 0, "only events in this past duration, e.g. 1h (default: all kept)")
+	cmd.Flags().StringVar(&since, "since", "", "only events in this past duration, a positive duration such as 90s or 1h (default: all kept)")
 	return cmd
 }
