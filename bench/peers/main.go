@@ -74,10 +74,14 @@ type contender struct {
 	// (governor's OnQueued); otherwise the hand-off waits a moment after
 	// starting the waiter.
 	hasQueued bool
-	rdb       *redis.Client // the client it uses, for INFO
+	// handOffOnly: a shape of the hand-off alone (no pairs of its own).
+	handOffOnly bool
+	rdb         *redis.Client // the client it uses, for INFO
 }
 
-func names() []string { return []string{"raw-evalsha", "governor", "redislock", "redsync"} }
+func names() []string {
+	return []string{"raw-evalsha", "governor", "governor-1proc", "redislock", "redsync"}
+}
 
 var trivial = redis.NewScript("return 1")
 
@@ -132,6 +136,12 @@ func run(out io.Writer, c config) error {
 		}
 		levels = append(levels, level{par, rdb, chosen})
 	}
+	var pairing []*contender // those that run pairs
+	for _, x := range levels[0].cs {
+		if !x.handOffOnly {
+			pairing = append(pairing, x)
+		}
+	}
 
 	// Pairs/s, rotating turns: per round, each contender runs once at
 	// each level, raw first and last of its level's turns in turn.
@@ -146,6 +156,9 @@ func run(out io.Writer, c config) error {
 			order = append(order[k:], order[:k]...)
 			got := map[string]turnResult{}
 			for _, x := range order {
+				if x.handOffOnly {
+					continue
+				}
 				t, err := measure(ctx, x, lv.par, c.turn, fmt.Sprintf("r%d", r))
 				if err != nil {
 					return fmt.Errorf("%s at %d goroutines: %w", x.name, lv.par, err)
@@ -165,16 +178,21 @@ func run(out io.Writer, c config) error {
 		}
 	}
 	fmt.Fprintf(out, "\nuncontended acquire+release pairs/s, as a share of raw EVALSHA ops/s in the same round (median [min–max] over %d rounds)\n", c.rounds)
-	fmt.Fprintf(out, "%-12s %28s %28s\n", "", "1 goroutine", "64 goroutines")
-	for _, x := range levels[0].cs {
-		fmt.Fprintf(out, "%-12s", x.name)
+	fmt.Fprintf(out, "%-14s %28s %28s\n", "", "1 goroutine", "64 goroutines")
+	for _, x := range pairing {
+		fmt.Fprintf(out, "%-14s", x.name)
 		for _, lv := range levels {
 			s, n := share[x.name][lv.par], rate[x.name][lv.par]
 			fmt.Fprintf(out, " %6.0f/s %.2f [%.2f–%.2f]", median(n), median(s), slices.Min(s), slices.Max(s))
 		}
 		fmt.Fprintln(out)
 	}
-	if ref := share["redislock"]; ref != nil && share["governor"] != nil {
+	// guard collects the ratios printed last, one `RATIO name=value` a
+	// line, for CI to keep (never asserted on: this machine is shared).
+	var guard []string
+	ratio := func(name string, v float64) { guard = append(guard, fmt.Sprintf("RATIO %s=%.3f", name, v)) }
+	both := share["redislock"] != nil && share["governor"] != nil
+	if ref := share["redislock"]; both {
 		fmt.Fprintf(out, "governor / redislock pairs/s:")
 		for _, lv := range levels {
 			var ratios []float64
@@ -182,6 +200,7 @@ func run(out io.Writer, c config) error {
 				ratios = append(ratios, share["governor"][lv.par][i]/ref[lv.par][i])
 			}
 			fmt.Fprintf(out, "  %d goroutines %.2f× [%.2f–%.2f]", lv.par, median(ratios), slices.Min(ratios), slices.Max(ratios))
+			ratio(fmt.Sprintf("governor/redislock.pairs.%d", lv.par), median(ratios))
 		}
 		fmt.Fprintln(out)
 	}
@@ -189,16 +208,23 @@ func run(out io.Writer, c config) error {
 	// What bounds pairs/s on this machine: the CPU each pair costs the
 	// client process and redis-server (all of it, whatever core).
 	fmt.Fprintf(out, "\nCPU per pair, µs (median over rounds): client process + redis-server\n")
-	fmt.Fprintf(out, "%-12s %22s %22s\n", "", "1 goroutine", "64 goroutines")
-	for _, x := range levels[0].cs {
-		fmt.Fprintf(out, "%-12s", x.name)
+	fmt.Fprintf(out, "%-14s %22s %22s\n", "", "1 goroutine", "64 goroutines")
+	for _, x := range pairing {
+		fmt.Fprintf(out, "%-14s", x.name)
 		for _, lv := range levels {
 			fmt.Fprintf(out, "   %6.1f + %6.1f     ", median(clientCPU[x.name][lv.par]), median(serverCPU[x.name][lv.par]))
 		}
 		fmt.Fprintln(out)
 	}
+	for _, lv := range levels {
+		if both {
+			ratio(fmt.Sprintf("governor/redislock.client-cpu.%d", lv.par), median(clientCPU["governor"][lv.par])/median(clientCPU["redislock"][lv.par]))
+			ratio(fmt.Sprintf("governor/redislock.server-cpu.%d", lv.par), median(serverCPU["governor"][lv.par])/median(serverCPU["redislock"][lv.par]))
+		}
+	}
 
 	fmt.Fprintf(out, "\nhand-off, release -> next waiter (another client) holds the lock\n")
+	p50 := map[string]float64{}
 	for _, x := range levels[0].cs {
 		if x.acquire == nil {
 			continue
@@ -212,7 +238,17 @@ func run(out io.Writer, c config) error {
 			return fmt.Errorf("%s hand-off: %w", x.name, err)
 		}
 		slices.Sort(lats)
-		fmt.Fprintf(out, "%-12s p50 %7.2f ms  p99 %7.2f ms  (%d hand-offs)\n", x.name, ms(quantile(lats, 0.5)), ms(quantile(lats, 0.99)), len(lats))
+		fmt.Fprintf(out, "%-14s p50 %7.2f ms  p99 %7.2f ms  (%d hand-offs)\n", x.name, ms(quantile(lats, 0.5)), ms(quantile(lats, 0.99)), len(lats))
+		p50[x.name] = ms(quantile(lats, 0.5))
+	}
+	for _, r := range [][2]string{{"governor-1proc", "governor"}, {"governor", "redislock"}, {"governor-1proc", "redislock"}} {
+		if a, b := p50[r[0]], p50[r[1]]; a > 0 && b > 0 {
+			ratio(r[0]+"/"+r[1]+".handoff-p50", a/b)
+		}
+	}
+	fmt.Fprintln(out)
+	for _, line := range guard {
+		fmt.Fprintln(out, line)
 	}
 	return nil
 }
@@ -252,6 +288,23 @@ func contenders(ctx context.Context, rdb *redis.Client, prefix string) ([]*conte
 		closers = append(closers, func() { _ = g.Close() })
 	}
 	var turn atomic.Int64
+	// govAcquire takes key through the Governor pick returns.
+	govAcquire := func(pick func() *governor.Governor) func(ctx context.Context, key string, wait bool) (func() error, error) {
+		return func(ctx context.Context, key string, wait bool) (func() error, error) {
+			o := governor.AcquireOptions{Limit: 1}
+			if wait {
+				o.Mode = governor.Wait
+				if q, ok := ctx.Value(queuedKey{}).(func()); ok {
+					o.OnQueued = func(governor.Result) { q() }
+				}
+			}
+			l, err := pick().Acquire(ctx, key, o)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		}
+	}
 	gov := &contender{name: "governor", hasQueued: true,
 		pair: func(ctx context.Context, key string) error {
 			l, err := gs[0].Acquire(ctx, key, governor.AcquireOptions{Limit: 1})
@@ -260,20 +313,13 @@ func contenders(ctx context.Context, rdb *redis.Client, prefix string) ([]*conte
 			}
 			return l.Release()
 		},
-		acquire: func(ctx context.Context, key string, wait bool) (func() error, error) {
-			o := governor.AcquireOptions{Limit: 1}
-			if wait {
-				o.Mode = governor.Wait
-				if q, ok := ctx.Value(queuedKey{}).(func()); ok {
-					o.OnQueued = func(governor.Result) { q() }
-				}
-			}
-			l, err := gs[turn.Add(1)%2].Acquire(ctx, key, o)
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		}}
+		// The hand-off across processes: holder and waiter alternate
+		// between the two Governors.
+		acquire: govAcquire(func() *governor.Governor { return gs[turn.Add(1)%2] })}
+	// The hand-off in one process: two goroutines sharing one Governor
+	// (the common agent shape). Hand-off only: its pairs are governor's.
+	gov1 := &contender{name: "governor-1proc", hasQueued: true, handOffOnly: true,
+		acquire: govAcquire(func() *governor.Governor { return gs[0] })}
 
 	// redislock: Obtain (a script: SET NX, or refresh when the token is
 	// ours) and Release (a script: GET, compare, DEL); a waiter retries
@@ -328,7 +374,7 @@ func contenders(ctx context.Context, rdb *redis.Client, prefix string) ([]*conte
 			}
 			return func() error { _, err := m.UnlockContext(context.Background()); return err }, nil
 		}}
-	all := []*contender{raw, gov, lock, rsync}
+	all := []*contender{raw, gov, gov1, lock, rsync}
 	for _, x := range all {
 		x.rdb = rdb
 	}

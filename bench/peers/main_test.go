@@ -22,7 +22,7 @@ func TestRunShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	for _, want := range []string{"raw-evalsha", "governor", "redislock", "redsync", "governor / redislock", "p50"} {
+	for _, want := range []string{"raw-evalsha", "governor", "governor-1proc", "redislock", "redsync", "governor / redislock", "p50", "RATIO governor/redislock.pairs.64=", "RATIO governor-1proc/governor.handoff-p50="} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

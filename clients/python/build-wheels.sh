@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one wheel per OS/arch (linux, darwin x amd64, arm64) with the static
 # governor binary (CGO_ENABLED=0) inside, offline: setuptools and wheel of the
-# system Python, no package index. Wheels land in clients/python/dist/.
+# system Python, no package index. Wheels land in clients/python/dist/. The binary
+# is built as build-packages.sh (TypeScript) builds it, so the two share the cache.
 #   clients/python/build-wheels.sh            # all four
 #   clients/python/build-wheels.sh linux/amd64 # only these
 set -euo pipefail
@@ -28,7 +29,7 @@ for t in "${targets[@]}"; do
   cp -r "$here/governor" "$here/pyproject.toml" "$here/setup.py" "$work/src/"
   rm -rf "$work/src/governor/_bin" "$work/src/governor/__pycache__"
   mkdir -p "$work/src/governor/_bin"
-  (cd "$repo" && CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go build -trimpath -o "$work/src/governor/_bin/governor" ./cmd/governor)
+  (cd "$repo" && CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go build -ldflags '-s -w' -o "$work/src/governor/_bin/governor" ./cmd/governor)
   (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p "$py" -m build --wheel --no-isolation --outdir "$here/dist" . >/dev/null)
   echo "built $(ls "$here/dist"/*-"$p".whl)"
 done

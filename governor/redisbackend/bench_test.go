@@ -34,7 +34,7 @@ func newClient(b testing.TB, addr string, pool int) *redis.Client {
 	return rdb
 }
 
-func benchGovernor(b *testing.B, rdb *redis.Client, project string) *governor.Governor {
+func benchGovernor(b testing.TB, rdb *redis.Client, project string) *governor.Governor {
 	be, err := redisbackend.New(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
@@ -142,26 +142,37 @@ func runParallel(b *testing.B, par int, fn func(i int)) {
 }
 
 // BenchmarkHandOff measures release-to-grant latency: a holder releases,
-// the next waiter (another backend, as another process) returns from
-// Acquire. Reported as p50/p99 in ms.
+// the next waiter returns from Acquire. Reported as p50/p99 in ms, in two
+// shapes side by side: processes (holder and waiter alternate between two
+// backends, as two processes) and one-process (two goroutines sharing one
+// Governor, the common agent shape).
 func BenchmarkHandOff(b *testing.B) {
-	handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
+	for _, shape := range []string{"processes", "one-process"} {
+		b.Run(shape, func(b *testing.B) {
+			handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait}, shape == "one-process")
+		})
+	}
 }
 
 // BenchmarkHandOffPolicy is BenchmarkHandOff under a queue policy with
 // three classes (a reserve and a cap), fairness and fair_cap (issue 15:
 // p50/p99 within 1.5x of plain FIFO).
 func BenchmarkHandOffPolicy(b *testing.B) {
-	handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait, Policy: benchPolicy, Priority: "default", FairKey: "tenant-1"})
+	handOff(b, governor.AcquireOptions{Limit: 1, Mode: governor.Wait, Policy: benchPolicy, Priority: "default", FairKey: "tenant-1"}, false)
 }
 
 var benchPolicy = governor.Policy{Classes: []governor.Class{{Name: "critical"}, {Name: "default"}, {Name: "batch", Cap: 1}},
 	Fair: true, FairCap: 1, MaxQueue: 1000}
 
-func handOff(b *testing.B, opts governor.AcquireOptions) {
+// handOff hands a slot between two Governors, or, when shared, between
+// goroutines of one.
+func handOff(b *testing.B, opts governor.AcquireOptions, shared bool) {
 	s := redistest.Start(b)
 	g1 := benchGovernor(b, newClient(b, s.Addr, 4), "handoff")
-	g2 := benchGovernor(b, newClient(b, s.Addr, 4), "handoff")
+	g2 := g1
+	if !shared {
+		g2 = benchGovernor(b, newClient(b, s.Addr, 4), "handoff")
+	}
 	ctx := context.Background()
 	lats := make([]time.Duration, 0, b.N)
 	held, err := g1.Acquire(ctx, "baton", opts)

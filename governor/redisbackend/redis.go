@@ -70,6 +70,9 @@ type Backend struct {
 	// decl is the last declaration marshalled: a Governor declares the
 	// same holder on every acquire.
 	decl atomic.Pointer[declCache]
+	// batch sends acquires and releases issued at the same instant in one
+	// pipeline (batch.go).
+	batch batcher
 }
 
 type resourceKeys struct {
@@ -154,7 +157,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 		return nil, err
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
-		waiters: map[string]chan struct{}{}, done: make(chan struct{})}
+		waiters: map[string]chan struct{}{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
 	for _, o := range opts {
 		o(be)
 	}
@@ -324,7 +327,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	} else if at, ok := r.queued.Load(req.ID); ok {
 		queuedAt = at.(int64)
 	}
-	v, err := acquireScript.Run(ctx, b.rdb, r.keys, req.ID, req.Limit, req.Weight,
+	v, err := b.batch.run(ctx, acquireScript, r.keys, req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
 		flag(req.Exclusive), flag(req.CancelOthers)).Slice()
@@ -422,7 +425,7 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		return governor.ErrClosed
 	}
 	r := b.resource(key)
-	n, err := releaseScript.Run(ctx, b.rdb, r.keys, id, secret).Int()
+	n, err := b.batch.run(ctx, releaseScript, r.keys, id, secret).Int()
 	if n != -1 {
 		r.held.Delete(id)
 	}

@@ -44,11 +44,20 @@ type Held struct {
 
 	lostOnce sync.Once
 	lost     chan struct{}
+
+	mu sync.Mutex // guards leases once Acquire returned: Lost and Env may read them while a release runs
+}
+
+// taken is a copy of the leases still held by this call.
+func (h *Held) taken() []*governor.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*governor.Lease(nil), h.leases...)
 }
 
 // Leases are the leases this call took (not the nested ones), in
 // acquisition order.
-func (h *Held) Leases() []*governor.Lease { return h.leases }
+func (h *Held) Leases() []*governor.Lease { return h.taken() }
 
 // Items are the plan's resources, each saying how it is held.
 func (h *Held) Items() []*Item { return h.plan.items }
@@ -73,7 +82,7 @@ func (h *Held) LimitNotes() []*LimitNote { return h.notes }
 // HEAVY_LOCK_HELD when this call made a mkdir slot (the pid it names).
 func (h *Held) Env() []string {
 	all := slices.Clone(h.ambient)
-	for _, l := range h.leases {
+	for _, l := range h.taken() {
 		all = append(all, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 	}
 	held, tokens := FormatHeld(all)
@@ -88,11 +97,12 @@ func (h *Held) Env() []string {
 func (h *Held) Lost() <-chan struct{} {
 	h.lostOnce.Do(func() {
 		h.lost = make(chan struct{})
-		if len(h.leases) == 0 {
+		leases := h.taken()
+		if len(leases) == 0 {
 			return
 		}
-		cases := make(chan struct{}, len(h.leases))
-		for _, l := range h.leases {
+		cases := make(chan struct{}, len(leases))
+		for _, l := range leases {
 			go func() { <-l.Done(); cases <- struct{}{} }()
 		}
 		go func() { <-cases; close(h.lost) }()
@@ -127,8 +137,12 @@ func (h *Held) Release(ctx context.Context) error { return h.ReleaseWith(ctx, ni
 // after, when not nil, is called once the lease is released.
 func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (after func(), ok bool)) error {
 	var re ReleaseError
-	for i := len(h.leases) - 1; i >= 0; i-- {
-		l := h.leases[i]
+	h.mu.Lock()
+	leases := h.leases
+	h.leases = nil
+	h.mu.Unlock()
+	for i := len(leases) - 1; i >= 0; i-- {
+		l := leases[i]
 		after := func() {}
 		if before != nil {
 			var ok bool
@@ -150,7 +164,6 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 			re.Failed = append(re.Failed, fmt.Errorf("releasing %s: %w (it expires after its TTL)", l.Resource(), err))
 		}
 	}
-	h.leases = nil
 	if len(re.Lost) == 0 && len(re.Failed) == 0 {
 		return nil
 	}

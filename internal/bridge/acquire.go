@@ -16,7 +16,7 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 	return func(ctx context.Context, g *governor.Governor, a AcquireArgs, ev Events) (Held, error) {
 		p, err := acquire.NewPlan(cat, acquire.Request{
 			Resources: a.Resources, Providers: a.Providers, Weight: a.Weight, Limit: a.Limit, Exclusive: a.Exclusive,
-			Shareable: a.Shareable, Join: a.Join, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout.D(),
+			Shareable: a.Shareable, Join: a.Join, ExecRun: a.ExecRun, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout.D(),
 			TTL: a.TTL.D(), ProgressTimeout: a.ProgressTimeout.D(), Priority: a.Priority, FairKey: a.FairKey,
 			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: a.Tokens,
 			Env: a.EnvList(), HolderPID: os.Getpid(), Command: "governor bridge",

@@ -345,3 +345,19 @@ func TestClientDeathEndsTheBridge(t *testing.T) {
 		t.Fatalf("the waiter after the client's death: %v", r)
 	}
 }
+
+// TestGrantedComesJustBeforeItsReply: acquire's granted event names the
+// request and its lease, and the next message is that request's reply.
+func TestGrantedComesJustBeforeItsReply(t *testing.T) {
+	c := start(t, fileStore(t))
+	c.hello()
+	id := c.send("acquire", map[string]any{"resources": []string{"g"}, "limit": 1})
+	ev := c.next(func(map[string]any) bool { return true })
+	if ev["event"] != "granted" || ev["request"] != float64(id) || ev["lease"] != "L1" {
+		t.Fatalf("first message after acquire: %v; want its granted event", ev)
+	}
+	r := c.next(func(map[string]any) bool { return true })
+	if r["id"] != float64(id) || r["ok"] != true {
+		t.Fatalf("message after granted: %v; want the acquire's reply", r)
+	}
+}

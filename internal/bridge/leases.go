@@ -13,6 +13,9 @@ import (
 	"github.com/governor-dev/governor/internal/exitcode"
 )
 
+// errShuttingDown refuses what arrives while the bridge shuts down.
+var errShuttingDown = errors.New("the bridge is shutting down: nothing is held")
+
 // lease is one bridge lease ("L1"): what one acquire or takeover took.
 type lease struct {
 	id   string
@@ -20,6 +23,8 @@ type lease struct {
 	// released closes when the client (or the bridge's end) releases it:
 	// its watcher then stops.
 	released chan struct{}
+	// lost is held.Lost(), asked for once in add, before any release.
+	lost <-chan struct{}
 
 	mu    sync.Mutex
 	state leaseState
@@ -65,10 +70,10 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 	if s.closing {
 		s.mu.Unlock()
 		releaseHeld(held)
-		return nil, nil, errors.New("the bridge is shutting down: nothing is held")
+		return nil, nil, errShuttingDown
 	}
 	s.nextID++
-	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{})}
+	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{}), lost: held.Lost()}
 	s.leases[l.id] = l
 	s.mu.Unlock()
 	res := &acquireResult{Lease: l.id, Nested: held.Nested(), Env: map[string]string{}}
@@ -107,7 +112,7 @@ func (s *server) watch(l *lease) {
 	go func() {
 		defer s.watchers.Done()
 		select {
-		case <-l.held.Lost():
+		case <-l.lost:
 		case <-l.released:
 			return
 		}

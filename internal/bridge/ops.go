@@ -34,9 +34,11 @@ func opNames() string {
 
 // thenReply is a result whose follow-up runs once its reply is sent: a
 // lease's watcher starts after the reply that names it, so that its
-// lost event never comes first.
+// lost event never comes first. before, if any, is an event sent just
+// before the reply, in the same write (one wake-up of the client).
 type thenReply struct {
 	result any
+	before any
 	then   func()
 }
 
@@ -66,8 +68,8 @@ func opAcquire(ctx context.Context, s *server, req request) (any, error) {
 	if err := decodeArgs(req.Args, &a); err != nil {
 		return nil, err
 	}
-	if len(a.Resources) == 0 && len(a.Providers) == 0 {
-		return nil, badRequest("acquire needs resources (or providers); allowed: [\"NAME\" or \"NAME:WEIGHT\", ...]")
+	if len(a.Resources) == 0 && len(a.Providers) == 0 && !a.Join && !a.Shareable && !a.ExecRun {
+		return nil, badRequest("acquire needs resources (or providers), or an exec run (exec_run, join or shareable); allowed: [\"NAME\" or \"NAME:WEIGHT\", ...]")
 	}
 	return s.acquire(ctx, req.ID, a, "")
 }
@@ -105,8 +107,8 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
-	_ = s.out.send(grantedEvent{Event: "granted", Request: id, Lease: l.id})
-	return thenReply{result: res, then: func() { s.watch(l) }}, nil
+	return thenReply{result: res, before: grantedEvent{Event: "granted", Request: id, Lease: l.id},
+		then: func() { s.watch(l) }}, nil
 }
 
 type cancelRequestArgs struct {

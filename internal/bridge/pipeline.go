@@ -41,6 +41,7 @@ type AcquireArgs struct {
 	Exclusive        bool              `json:"exclusive"`
 	Shareable        bool              `json:"shareable"`
 	Join             bool              `json:"join"`
+	ExecRun          bool              `json:"exec_run"` // with no resource: the project's plain exec run (run and every join slot)
 	IfBusy           string            `json:"if_busy"`
 	WaitTimeout      Seconds           `json:"wait_timeout"`
 	TTL              Seconds           `json:"ttl"`

@@ -72,31 +72,11 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{}}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
-	lines := make(chan []byte)
+	// The reader dispatches each request itself: no hop through another
+	// goroutine before an op starts (each hop is a wake-up on a loaded
+	// machine). This loop watches the client's pid and ctx.
 	readErr := make(chan error, 1)
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
-		for {
-			line, err := readLine(r)
-			if errors.Is(err, errLineTooLong) {
-				_ = s.out.send(reply{Error: toWire(badRequest("%v", err), s.code)})
-				continue
-			}
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
-			select {
-			case lines <- line:
-			case <-s.ctx.Done():
-				readErr <- nil
-				return
-			}
-		}
-	}()
+	go func() { readErr <- s.read(in) }()
 	tick := time.NewTicker(c.OwnerPoll)
 	defer tick.Stop()
 	for {
@@ -106,25 +86,49 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 		case err := <-readErr:
 			return err
 		case <-tick.C:
-			if s.pid != 0 && proc.Check(s.pid, s.start) == proc.Dead {
+			s.mu.Lock() // hello (on the reader) sets them
+			pid, start := s.pid, s.start
+			s.mu.Unlock()
+			if pid != 0 && proc.Check(pid, start) == proc.Dead {
 				return nil
 			}
-		case line := <-lines:
-			if len(line) == 0 {
-				continue
-			}
-			var req request
-			if err := json.Unmarshal(line, &req); err != nil {
-				_ = s.out.send(reply{Error: toWire(badRequest("not a request: %v", err), s.code)})
-				continue
-			}
-			if req.Op == "bye" {
-				s.shutdown()
-				_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
-				return nil
-			}
-			s.dispatch(req)
 		}
+	}
+}
+
+// read reads requests from in and dispatches them, until in ends (nil),
+// the client says bye (nil) or reading fails (the error).
+func (s *server) read(in io.Reader) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			_ = s.out.send(reply{Error: toWire(badRequest("%v", err), s.code)})
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		var req request
+		if err := json.Unmarshal(line, &req); err != nil {
+			_ = s.out.send(reply{Error: toWire(badRequest("not a request: %v", err), s.code)})
+			continue
+		}
+		if req.Op == "bye" {
+			s.shutdown()
+			_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
+			return nil
+		}
+		s.dispatch(req)
 	}
 }
 
@@ -151,6 +155,12 @@ func (s *server) dispatch(req request) {
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.mu.Lock()
+	if s.closing { // shutdown waits for the handlers: no new one now
+		s.mu.Unlock()
+		cancel(nil)
+		s.answer(req.ID, nil, errShuttingDown)
+		return
+	}
 	if _, dup := s.inflight[req.ID]; dup {
 		s.mu.Unlock()
 		cancel(nil)
@@ -181,13 +191,17 @@ func (s *server) answer(id int64, result any, err error) {
 		return
 	}
 	var then func()
+	var msgs []any
 	if t, ok := result.(thenReply); ok {
 		result, then = t.result, t.then
+		if t.before != nil {
+			msgs = append(msgs, t.before)
+		}
 	}
 	if result == nil {
 		result = struct{}{}
 	}
-	_ = s.out.send(reply{ID: id, OK: true, Result: result})
+	_ = s.out.send(append(msgs, reply{ID: id, OK: true, Result: result})...)
 	if then != nil {
 		then()
 	}
@@ -234,7 +248,16 @@ func (s *server) hello(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.g, s.pid, s.start = g, a.PID, start
+	s.mu.Lock()
+	closing := s.closing
+	if !closing {
+		s.g, s.pid, s.start = g, a.PID, start
+	}
+	s.mu.Unlock()
+	if closing { // shutdown ran meanwhile: it closed no Governor
+		_ = g.Close()
+		return nil, errShuttingDown
+	}
 	return helloResult{Protocol: Protocol, Version: s.c.Version, PID: os.Getpid(), Backend: s.c.Backend,
 		Project: g.Project(), Session: g.Session()}, nil
 }
@@ -257,12 +280,13 @@ func (s *server) shutdown() {
 		all = append(all, l)
 	}
 	s.leases = map[string]*lease{}
+	g := s.g
 	s.mu.Unlock()
 	for _, l := range all {
 		l.release()
 	}
 	s.watchers.Wait()
-	if s.g != nil {
-		_ = s.g.Close()
+	if g != nil {
+		_ = g.Close()
 	}
 }

@@ -41,19 +41,23 @@ type out struct {
 
 func newOut(w io.Writer) *out { return &out{w: bufio.NewWriter(w)} }
 
-// send writes v as one line and flushes it. After the first write error
-// (the client has gone) it writes nothing more and returns that error.
-func (o *out) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen: every message is plain data
-		b, _ = json.Marshal(reply{OK: false, Error: &errorMsg{Code: 125, Kind: kindFailure, Message: "bridge: " + err.Error()}})
+// send writes each of vs as one line, all in one write, and flushes
+// them. After the first write error (the client has gone) it writes
+// nothing more and returns that error.
+func (o *out) send(vs ...any) error {
+	var b []byte
+	for _, v := range vs {
+		line, err := json.Marshal(v)
+		if err != nil { // cannot happen: every message is plain data
+			line, _ = json.Marshal(reply{OK: false, Error: &errorMsg{Code: 125, Kind: kindFailure, Message: "bridge: " + err.Error()}})
+		}
+		b = append(append(b, line...), '\n')
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
-	b = append(b, '\n')
 	if _, err := o.w.Write(b); err != nil {
 		o.err = err
 		return err

@@ -207,7 +207,7 @@ export class Governor {
    * (runs beside a shareable run). resources are taken with them.
    */
   async execRun(opts: AcquireOptions = {}, ...resources: string[]): Promise<Lease> {
-    return this.acquireOp("acquire", { resources, ...acquireArgs(opts) }, "exec run", opts.signal);
+    return this.acquireOp("acquire", { resources, ...acquireArgs(opts), exec_run: true }, "exec run", opts.signal);
   }
 
   /**

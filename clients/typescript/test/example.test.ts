@@ -39,7 +39,7 @@ function spans(out: string, kind: string) {
 }
 
 for (const b of all) {
-  test(`exec-runner on the ${b.name} backend: a joined run beside a shareable one, the provider gate across both`, async (t) => {
+  test(`exec-runner on the ${b.name} backend: a joined run beside a shareable one, the provider gate across both`, async () => {
     const dir = tmp();
     const env = { ...b.env, GOVERNOR_PROJECT: `ex-${process.pid}-${b.name}`, OUT: join(dir, "work"), STEPS: "4", WAIT_FOR: join(dir, "go") };
     const first = run(env, "--shareable", "PJR-T3NN");
@@ -49,11 +49,6 @@ for (const b of all) {
     const plain = await run(env, "PJR-PLAIN").done;
     writeFileSync(env.WAIT_FOR, "");
     const [a, j] = await Promise.all([first.done, joined.done]);
-    if (/acquire needs resources|providers need internal\/acquire/.test(a.text)) {
-      // TODO(bridge): exec-run slots and provider ops need internal/acquire in the bridge.
-      t.skip(`bridge without exec-run slots or provider ops: ${a.text.trim()}`);
-      return;
-    }
     assert.equal(a.code, 0, a.text);
     assert.equal(j.code, 0, j.text);
     assert.equal(plain.code, 73, `a plain run beside them: ${plain.text}`);
