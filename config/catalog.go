@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/governor-dev/governor/governor"
 )
@@ -88,3 +90,20 @@ func (c *Catalog) Resources() []string { return sortedKeys(c.resources) }
 // Limits returns the configured limit of every resource that has one,
 // by name (Config.Limits).
 func (c *Catalog) Limits() map[string]int { return maps.Clone(c.limits) }
+
+// Unconfigured says why a resource whose name the configuration reserves
+// (run:join, provider:NAME) is not defined by it now — its stored limit
+// is only the one last asked for, stale — or "" when it is defined, or
+// its name is not reserved.
+func (c *Catalog) Unconfigured(name string) string {
+	if _, ok := c.resources[name]; ok {
+		return ""
+	}
+	switch {
+	case name == RunJoinResource:
+		return "run.max_concurrent_runs is 1: no run joins"
+	case strings.HasPrefix(name, ProviderResourcePrefix):
+		return fmt.Sprintf("providers.%s is not configured", strings.TrimPrefix(name, ProviderResourcePrefix))
+	}
+	return ""
+}

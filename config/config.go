@@ -136,6 +136,8 @@ type Provider struct {
 	// enforcing them: nothing waits for them, and what they would have
 	// held is counted (governor_shadow_denied_total).
 	Shadow bool `mapstructure:"shadow"`
+	// The queue policy of provider:<name> (needs max_concurrency).
+	QueueKeys `mapstructure:",squash"`
 }
 
 // ProviderLimits are the limits of provider p for the library's
@@ -167,11 +169,17 @@ type Resource struct {
 	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
 	MkdirLock string `mapstructure:"mkdir_lock"`
 
-	// The queue policy (governor.Policy; docs/queue-policies.md): every
-	// process on the resource must configure the same. Priorities lists
-	// the classes, highest first; Reserve and Cap give slots per class as
-	// CLASS=N; FairWeights weighs fair keys as KEY=W; Fair turns
-	// fairness on without weights. Policy is fifo (the default) or eager.
+	QueueKeys `mapstructure:",squash"`
+}
+
+// QueueKeys are the keys of a queue policy (governor.Policy;
+// docs/queue-policies.md), under resources.NAME and, for provider:NAME,
+// under providers.NAME: every process on the resource must configure the
+// same. Priorities lists the classes, highest first; Reserve and Cap give
+// slots per class as CLASS=N; FairWeights weighs fair keys as KEY=W; Fair
+// turns fairness on without weights. Policy is fifo (the default) or
+// eager.
+type QueueKeys struct {
 	Priorities   []string      `mapstructure:"priorities"`
 	Reserve      []string      `mapstructure:"reserve"`
 	Cap          []string      `mapstructure:"cap"`
@@ -184,10 +192,10 @@ type Resource struct {
 	Policy       string        `mapstructure:"policy"`
 }
 
-// QueuePolicy returns the resource's queue policy, or an error naming
+// QueuePolicy returns the queue policy the keys give, or an error naming
 // the key and value that do not read (the rules are governor's:
 // Validate also checks the policy against the limit).
-func (r Resource) QueuePolicy() (governor.Policy, error) {
+func (r QueueKeys) QueuePolicy() (governor.Policy, error) {
 	p := governor.Policy{MaxOvertakes: r.MaxOvertakes, Fair: r.Fair, FairCap: r.FairCap, MaxQueue: r.MaxQueue, MaxWait: r.MaxWait}
 	switch r.Policy {
 	case "", "fifo":
@@ -240,14 +248,21 @@ func (r Resource) QueuePolicy() (governor.Policy, error) {
 }
 
 // Policies returns the queue policy of every resource that configures
-// one (see Resource.QueuePolicy), by resource name; a policy that does
-// not read is left out (Validate reports it).
+// one (see QueueKeys.QueuePolicy), by resource name, provider:NAME's
+// under providers.NAME; a policy that does not read is left out
+// (Validate reports it).
 func (c Config) Policies() map[string]governor.Policy {
 	out := map[string]governor.Policy{}
-	for name, r := range c.Resources {
-		if p, err := r.QueuePolicy(); err == nil && !p.IsZero() {
+	add := func(name string, k QueueKeys) {
+		if p, err := k.QueuePolicy(); err == nil && !p.IsZero() {
 			out[name] = p
 		}
+	}
+	for name, p := range c.Providers {
+		add(ProviderResourcePrefix+name, p.QueueKeys)
+	}
+	for name, r := range c.Resources {
+		add(name, r.QueueKeys)
 	}
 	return out
 }

@@ -54,6 +54,19 @@ func (e *env) load(opts config.LoadOptions) (*config.Loaded, error) {
 	return config.Load(opts)
 }
 
+// found loads with opts and fails the test unless Load picked wantFile
+// and, where wantProject is not empty, read that project from it.
+func (e *env) found(opts config.LoadOptions, wantFile, wantProject string) {
+	e.t.Helper()
+	l, err := e.load(opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if l.File != wantFile || (wantProject != "" && l.Config.Project != wantProject) {
+		e.t.Errorf("File %q project %q, want %q %s", l.File, l.Config.Project, wantFile, wantProject)
+	}
+}
+
 // loadFile writes content to ./exec-defaults.yaml and loads it.
 func (e *env) loadFile(content string) (*config.Loaded, string, error) {
 	e.t.Helper()
@@ -76,6 +89,18 @@ func errLines(err error, file string) []string {
 
 func intp(n int) *int { return &n }
 
+// sampleLimits is the limits part of the sample configuration the
+// examples and TestShow load.
+const sampleLimits = `run:
+  max_concurrent_runs: 4
+providers:
+  anthropic:
+    max_concurrency: 2
+    requests_per_minute: 50
+resources:
+  heavy: {limit: 1}
+`
+
 // exampleDir makes a directory holding an exec-defaults.yaml for examples,
 // which have no *testing.T.
 func exampleDir() (string, func()) {
@@ -86,15 +111,7 @@ func exampleDir() (string, func()) {
 	writeFile(filepath.Join(dir, config.DefaultFileName), `project: prj-0001
 redis:
   url: redis://u:secret@127.0.0.1:6379/0
-run:
-  max_concurrent_runs: 4
-providers:
-  anthropic:
-    max_concurrency: 2
-    requests_per_minute: 50
-resources:
-  heavy: {limit: 1}
-`)
+`+sampleLimits)
 	return dir, func() { os.RemoveAll(dir) }
 }
 

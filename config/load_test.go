@@ -148,61 +148,31 @@ func TestLoadSearchOrder(t *testing.T) {
 		e.vars = append(e.vars, "XDG_CONFIG_HOME="+xdg)
 		cwdFile := e.write(config.DefaultFileName, "project: cwd\n")
 		e.write(filepath.Join(xdg, "governor", config.DefaultFileName), "project: xdg\n")
-		l, err := e.load(config.LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.File != cwdFile || l.Config.Project != "cwd" {
-			t.Errorf("File %q project %q, want %q cwd", l.File, l.Config.Project, cwdFile)
-		}
+		e.found(config.LoadOptions{}, cwdFile, "cwd")
 	})
 	t.Run("XDG_CONFIG_HOME when no cwd file", func(t *testing.T) {
 		e := newEnv(t)
 		xdg := filepath.Join(e.home, "xdg")
 		e.vars = append(e.vars, "XDG_CONFIG_HOME="+xdg)
 		xdgFile := e.write(filepath.Join(xdg, "governor", config.DefaultFileName), "project: xdg\n")
-		l, err := e.load(config.LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.File != xdgFile || l.Config.Project != "xdg" {
-			t.Errorf("File %q project %q, want %q xdg", l.File, l.Config.Project, xdgFile)
-		}
+		e.found(config.LoadOptions{}, xdgFile, "xdg")
 	})
 	t.Run("~/.config without XDG_CONFIG_HOME", func(t *testing.T) {
 		e := newEnv(t)
 		want := e.write(filepath.Join(e.home, ".config", "governor", config.DefaultFileName), "project: home\n")
-		l, err := e.load(config.LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.File != want {
-			t.Errorf("File %q, want %q", l.File, want)
-		}
+		e.found(config.LoadOptions{}, want, "home")
 	})
 	t.Run("relative XDG_CONFIG_HOME is ignored", func(t *testing.T) {
 		e := newEnv(t, "XDG_CONFIG_HOME=rel")
 		e.write(filepath.Join(e.cwd, "rel", "governor", config.DefaultFileName), "project: rel\n")
 		want := e.write(filepath.Join(e.home, ".config", "governor", config.DefaultFileName), "project: home\n")
-		l, err := e.load(config.LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.File != want {
-			t.Errorf("File %q, want %q", l.File, want)
-		}
+		e.found(config.LoadOptions{}, want, "home")
 	})
 	t.Run("--config overrides the search", func(t *testing.T) {
 		e := newEnv(t)
 		e.write(config.DefaultFileName, "project: cwd\n")
 		want := e.write("conf/other.yaml", "project: other\n")
-		l, err := e.load(config.LoadOptions{File: "conf/other.yaml"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.File != want || l.Config.Project != "other" {
-			t.Errorf("File %q project %q, want %q other", l.File, l.Config.Project, want)
-		}
+		e.found(config.LoadOptions{File: "conf/other.yaml"}, want, "other")
 	})
 	t.Run("--config missing", func(t *testing.T) {
 		e := newEnv(t)

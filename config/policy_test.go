@@ -60,3 +60,34 @@ func TestQueuePolicyErrors(t *testing.T) {
 		}
 	}
 }
+
+// A configured provider has a queue policy under providers.P (issue
+// 25.13): the catalog's provider:P carries it; one without
+// max_concurrency, or one the limit cannot hold, is refused naming it.
+func TestProviderQueuePolicy(t *testing.T) {
+	e := newEnv(t)
+	l, _, err := e.loadFile(`providers:
+  anthropic:
+    max_concurrency: 4
+    priorities: [critical, default, batch]
+    reserve: [critical=1]
+    cap: [batch=2]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := l.Catalog().Resource("provider:anthropic")
+	want := governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch", Cap: 2}}}
+	if !ok || r.Policy.Encode() != want.Encode() || r.Limit != 4 || r.Provider == nil {
+		t.Fatalf("provider:anthropic %+v; want limit 4, policy %q", r, want.Encode())
+	}
+	for cfg, msg := range map[string]string{
+		"providers:\n  openai:\n    requests_per_minute: 60\n    priorities: [critical, batch]\n":                       "a queue policy needs providers.openai.max_concurrency",
+		"providers:\n  openai:\n    max_concurrency: 2\n    priorities: [critical, batch]\n    reserve: [critical=5]\n": "provider:openai",
+		"providers:\n  openai:\n    max_concurrency: 2\n    policy: lifo\n":                                             `policy "lifo"; allowed: fifo, eager`,
+	} {
+		if _, _, err := e.loadFile(cfg); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v; want an error with %q", cfg, err, msg)
+		}
+	}
+}

@@ -28,8 +28,29 @@ type schema struct {
 
 func leaf(k kind) *schema { return &schema{kind: k} }
 
-func section(fields map[string]*schema) *schema {
+// section is a section of fields, and of the fields of each of more.
+func section(fields map[string]*schema, more ...map[string]*schema) *schema {
+	for _, m := range more {
+		for k, v := range m {
+			fields[k] = v
+		}
+	}
 	return &schema{kind: kindSection, fields: fields}
+}
+
+// queueKeys are the keys of a queue policy (QueueKeys), under
+// resources.NAME and providers.NAME.
+var queueKeys = map[string]*schema{
+	"priorities":    leaf(kindList),
+	"reserve":       leaf(kindList),
+	"cap":           leaf(kindList),
+	"max_overtakes": leaf(kindInt),
+	"fair":          leaf(kindBool),
+	"fair_weights":  leaf(kindList),
+	"fair_cap":      leaf(kindInt),
+	"max_queue":     leaf(kindInt),
+	"max_wait":      leaf(kindDuration),
+	"policy":        leaf(kindString),
 }
 
 // root is the shape of exec-defaults.yaml. Keep it in step with Config's
@@ -61,21 +82,11 @@ var root = section(map[string]*schema{
 		"adaptive_increase_every": leaf(kindInt),
 		"on_backend_down":         leaf(kindString),
 		"shadow":                  leaf(kindBool),
-	})},
+	}, queueKeys)},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
-		"limit":         leaf(kindInt),
-		"mkdir_lock":    leaf(kindString),
-		"priorities":    leaf(kindList),
-		"reserve":       leaf(kindList),
-		"cap":           leaf(kindList),
-		"max_overtakes": leaf(kindInt),
-		"fair":          leaf(kindBool),
-		"fair_weights":  leaf(kindList),
-		"fair_cap":      leaf(kindInt),
-		"max_queue":     leaf(kindInt),
-		"max_wait":      leaf(kindDuration),
-		"policy":        leaf(kindString),
-	})},
+		"limit":      leaf(kindInt),
+		"mkdir_lock": leaf(kindString),
+	}, queueKeys)},
 	"lock_order": leaf(kindList),
 })
 

@@ -19,15 +19,7 @@ redis:
   url: redis://app:hunter2@redis.internal:6379/3
 lease:
   ttl: 45s
-run:
-  max_concurrent_runs: 4
-providers:
-  anthropic:
-    max_concurrency: 2
-    requests_per_minute: 50
-resources:
-  heavy: {limit: 1}
-`)
+`+sampleLimits)
 	l, err := e.load(config.LoadOptions{
 		Env:   []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_PROVIDERS_ANTHROPIC_TOKENS_PER_MINUTE=40000", "GOVERNOR_SESSION=abc"},
 		Flags: map[string]string{"project": "other", "resources.heavy.limit": "2"},

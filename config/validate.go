@@ -202,6 +202,17 @@ func (c Config) problems() []*FieldError {
 		if _, err := governor.ParseBackendDown(p.OnBackendDown); err != nil && !o.isBroken(prefix+"on_backend_down") {
 			add(prefix+"on_backend_down", p.OnBackendDown, "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
 		}
+		switch q, err := p.QueuePolicy(); {
+		case err != nil:
+			add("providers."+name, name, "%v", err)
+		case q.IsZero():
+		case p.MaxConcurrency == nil:
+			add("providers."+name, name, "a queue policy needs providers.%s.max_concurrency: without it provider:%s has no slots to queue for", name, name)
+		default:
+			if err := q.Validate(ProviderResourcePrefix+name, *p.MaxConcurrency); err != nil {
+				add("providers."+name, name, "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+			}
+		}
 		if p.Burst > 0 && p.RequestsPerMinute <= 0 && p.TokensPerMinute <= 0 {
 			add(prefix+"burst", strconv.Itoa(p.Burst), "%d is set but providers.%s has no requests_per_minute or tokens_per_minute for it to apply to", p.Burst, name)
 		}

@@ -75,6 +75,13 @@ func (f *fenceClient) write(token int64, who string, checked int64) (bool, error
 	return f.sc.Text() == "ok", nil
 }
 
+// helperFailed reports err on stderr; a helper process exits 2 on a
+// failure of its own, which the test tells apart from what it asserts.
+func helperFailed(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 2
+}
+
 // helperHold takes one slot of RES (limit 1), prints "held TOKEN ID", and
 // does protected work: a fenced write every 50ms, each after checking
 // that the lease is still held. It prints "lost-seen" when the check
@@ -86,19 +93,16 @@ func (f *fenceClient) write(token int64, who string, checked int64) (bool, error
 func helperHold() int {
 	g, err := helperGovernor(2*time.Second, 2*time.Second)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	fc, err := dialFence()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	who := os.Getenv("WHO")
 	l, err := g.Acquire(context.Background(), os.Getenv("RES"), governor.AcquireOptions{Limit: 1, Mode: governor.Wait})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	var out sync.Mutex
 	say := func(format string, args ...any) {
@@ -131,8 +135,7 @@ func helperHold() int {
 		}
 		ok, err := fc.write(l.Token(), who, checked)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
+			return helperFailed(err)
 		}
 		if !ok {
 			say("refused")
@@ -160,13 +163,11 @@ func helperFenceWriter() int {
 	}
 	d, err := time.ParseDuration(os.Getenv("DURATION"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	fc, err := dialFence()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	who := os.Getenv("WHO")
 	fmt.Printf("token %d\n", token)
@@ -174,8 +175,7 @@ func helperFenceWriter() int {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		ok, err := fc.write(token, who, monoNow())
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
+			return helperFailed(err)
 		}
 		if !ok && !refused {
 			refused = true
@@ -200,13 +200,11 @@ func helperChurn() int {
 	// leases.
 	g, err := helperGovernor(5*time.Second, 2*time.Second)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	f, err := os.OpenFile(os.Getenv("OUT"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return helperFailed(err)
 	}
 	stop := os.Getenv("STOP")
 	stopped := func() bool { _, err := os.Stat(stop); return err == nil }

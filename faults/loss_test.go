@@ -115,14 +115,7 @@ func lossScenario(t *testing.T, quarantine bool) ([]span, time.Duration) {
 	direct := backend(t, client(t, s.Addr))
 	eventually(t, 20*time.Second, "two waiters queued", func() bool { return len(status(t, direct, key).Waiters) == 2 })
 
-	if err := s.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lh.Done():
-	case <-time.After(15 * time.Second):
-		t.Fatal("the holder did not learn that the restart lost its lease")
-	}
+	restartLosing(t, s, lh)
 	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
 		t.Fatalf("holder: %v, want ErrLeaseLost", lh.Err())
 	}

@@ -27,41 +27,21 @@ import (
 // helper_test.go) instead of running tests.
 const helperEnv = "FAULTS_HELPER"
 
-var binDir string
+// bin is the governor CLI the tests run; TestMain removes it at the end.
+var bin proctest.Binary
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperMain(mode))
 	}
-	dir, err := os.MkdirTemp("", "governor-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	bin.Remove()
 	os.Exit(code)
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // governorBin builds the governor CLI once (without -race: it is the
 // program under test, not the test) and returns its path.
-func governorBin(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath, binErr = proctest.BuildGovernor(binDir)
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func governorBin(t *testing.T) string { return bin.Path(t) }
 
 // monoNow reads CLOCK_MONOTONIC, which every process of the machine
 // shares: spans recorded by different processes can be merged.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/faults"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -110,10 +111,7 @@ func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Opti
 	gh := newGovernorWith(t, holderOptions(p.Addr()), governor.Options{Project: project, TTL: 3 * time.Second, QueueTTL: time.Second, Session: "holder"})
 	gw := newGovernor(t, s.Addr, governor.Options{Project: project, TTL: 3 * time.Second, QueueTTL: time.Second, Session: "waiter"})
 
-	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh := leasetest.HoldHeavy(t, gh)
 	var log spanLog
 	stop := make(chan struct{})
 	log.work(lh, "holder", stop)
@@ -193,10 +191,7 @@ func TestConnectionsCut(t *testing.T) {
 	direct := backend(t, client(t, s.Addr))
 	gh := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 2 * time.Second, QueueTTL: time.Second, Session: "holder"})
 	gw := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 2 * time.Second, QueueTTL: time.Second, Session: "waiter"})
-	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh := leasetest.HoldHeavy(t, gh)
 	exp := lh.Expires()
 	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {

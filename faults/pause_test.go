@@ -28,6 +28,20 @@ func killAtCleanup(t *testing.T, c *exec.Cmd) {
 	})
 }
 
+// startKilledAtCleanup starts c, killed at cleanup, and returns its
+// stdout line by line and its stderr.
+func startKilledAtCleanup(t *testing.T, c *exec.Cmd) (<-chan string, *bytes.Buffer) {
+	t.Helper()
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out := lines(t, c)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killAtCleanup(t, c)
+	return out, &errb
+}
+
 // Scenario 1 (library): a holder process is paused with SIGSTOP past its
 // TTL. The slot goes to the next waiter; once resumed, the old holder
 // either sees its lease lost before its next fenced write, or that write
@@ -179,14 +193,8 @@ func TestPausedGovernorRun(t *testing.T) {
 		args = append(append(args, extra...), "--", os.Args[0])
 		c := exec.Command(bin, args...)
 		c.Env = cleanEnv(helperEnv+"=fencewriter", "FENCE="+f.Path, "WHO="+who, "DURATION="+duration)
-		var errb bytes.Buffer
-		c.Stderr = &errb
-		out := lines(t, c)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		killAtCleanup(t, c)
-		return c, out, &errb
+		out, errb := startKilledAtCleanup(t, c)
+		return c, out, errb
 	}
 	accepted := func(who string) (n int, lastAt int64) {
 		for _, w := range f.writes() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -48,10 +49,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 
 	gh := gov("old")
-	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh := leasetest.HoldHeavy(t, gh)
 	// fencedWork writes through the fence every 20ms while l reads as
 	// held, for d or until refused; it reports whether it was refused.
 	var wg sync.WaitGroup
@@ -90,14 +88,7 @@ func TestRedisRestart(t *testing.T) {
 	eventually(t, 20*time.Second, "three waiters queued", func() bool { return len(status(t, direct, key).Waiters) == 3 })
 
 	restartAt := monoNow()
-	if err := s.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lh.Done():
-	case <-time.After(15 * time.Second):
-		t.Fatal("the holder did not learn that the restart lost its lease")
-	}
+	restartLosing(t, s, lh)
 	lostAt := monoNow()
 	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
 		t.Fatalf("holder: %v, want ErrLeaseLost", lh.Err())
@@ -158,4 +149,18 @@ func TestRedisRestart(t *testing.T) {
 	}
 	direct.Close()
 	noLeaks(t)
+}
+
+// restartLosing restarts s and waits until lh, held on it, learns that
+// the restart lost its lease.
+func restartLosing(t *testing.T, s *redistest.Server, lh *governor.Lease) {
+	t.Helper()
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lh.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the holder did not learn that the restart lost its lease")
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/usertest"
 )
@@ -158,14 +159,8 @@ func (w *runWorld) run(who string, flags []string, env []string, command ...stri
 		c.SysProcAttr.Credential = w.user.Command("").SysProcAttr.Credential
 	}
 	c.Dir = w.dir
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	out := lines(t, c)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killAtCleanup(t, c)
-	return c, out, &errb
+	out, errb := startKilledAtCleanup(t, c)
+	return c, out, errb
 }
 
 // worker is the command line of a progress helper for w.run.
@@ -197,20 +192,7 @@ func (w *runWorld) second() {
 
 // waitExit waits for c, paused or not, and returns its exit code.
 func waitExit(t *testing.T, c *exec.Cmd, errb *bytes.Buffer) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return c.ProcessState.ExitCode()
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("run did not end\n%s", errb)
-	}
-	return -1
+	return proctest.WaitExit(t, c, 2*time.Minute, errb)
 }
 
 // Case 1: governor is stopped (SIGSTOP, as `kill -STOP $PPID` from its

@@ -1,12 +1,12 @@
 package faults_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -26,10 +26,7 @@ func TestSlowRedis(t *testing.T) {
 	gw := newGovernor(t, s.Addr, governor.Options{Project: project, TTL: 3 * time.Second, QueueTTL: time.Second, Session: "waiter"})
 
 	// Acquired before the slowdown: see TestSlowAcquire.
-	lh, err := gh.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh := leasetest.HoldHeavy(t, gh)
 	p.SetDelay(200 * time.Millisecond)
 	exp := lh.Expires()
 	var log spanLog
@@ -104,10 +101,7 @@ func TestSlowAcquire(t *testing.T) {
 	p := newProxy(t, s.Addr)
 	p.SetDelay(200 * time.Millisecond)
 	g := newGovernor(t, p.Addr(), governor.Options{Project: uniq("slowacq"), TTL: 3 * time.Second})
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	select {
 	case <-l.Done():
 		t.Fatalf("lost with a 400ms round trip and a 3s TTL: %v", l.Err())

@@ -86,8 +86,11 @@ func signalled(err error) (RateLimited, bool) {
 // CoolOffNote says that a resource is cooling off until end, left from
 // now: the one wording of every message about a cool-off.
 func CoolOffNote(end time.Time, left time.Duration) string {
-	return fmt.Sprintf("cooling off after a rate-limit signal until %s (%v from now)",
-		end.UTC().Format(time.RFC3339Nano), left.Round(time.Millisecond))
+	if left >= time.Second {
+		left = left.Round(time.Second)
+	}
+	return fmt.Sprintf("cooling off after a rate-limit signal until %s (%s from now)",
+		end.UTC().Round(time.Second).Format(time.RFC3339), Ago(left))
 }
 
 // CoolingOff says that st's resource is cooling off and until when, or

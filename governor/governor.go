@@ -180,7 +180,10 @@ func New(b Backend, opts Options) (*Governor, error) {
 	}
 	if g.decl.Session == "" {
 		g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.self.PID)
-		if g.decl.PID != 0 {
+		// A declared pid names the session, except pid 1: every process
+		// of its PID namespace shares it (a container's init, the host's
+		// init), so the default would not tell their sessions apart.
+		if g.decl.PID > 1 {
 			g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
 		}
 	}

@@ -76,12 +76,10 @@ func TestOwnerVerdict(t *testing.T) {
 	}
 }
 
-// TestRemoveDeadCgroup: the group of a dead run goes, with the groups of
-// runs nested in it, only when it is the run's group in the caller's own
-// group, on the declared host, and empty.
-func TestRemoveDeadCgroup(t *testing.T) {
-	self := proc.Current()
-	id := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
+// runCgroup makes the cgroup of run id beside the test's own, removed at
+// the end; it skips t where there is no cgroup v2 or it cannot make one.
+func runCgroup(t *testing.T, id string) string {
+	t.Helper()
 	dir, ok := proc.ChildCgroup(proc.RunCgroupName(id))
 	if !ok {
 		t.Skip("no cgroup v2 hierarchy here")
@@ -90,6 +88,16 @@ func TestRemoveDeadCgroup(t *testing.T) {
 		t.Skipf("cannot make a cgroup here (as root it can): %v", err)
 	}
 	t.Cleanup(func() { _ = proc.RemoveCgroup(dir, time.Second) })
+	return dir
+}
+
+// TestRemoveDeadCgroup: the group of a dead run goes, with the groups of
+// runs nested in it, only when it is the run's group in the caller's own
+// group, on the declared host, and empty.
+func TestRemoveDeadCgroup(t *testing.T) {
+	self := proc.Current()
+	id := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	dir := runCgroup(t, id)
 	exists := func() bool { _, err := os.Stat(dir); return err == nil }
 	run := governor.Declaration{HostID: self.HostID, Cgroup: dir, RunID: id}
 
@@ -149,14 +157,7 @@ func TestDeadRunCgroupGoesWithItsLease(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := context.Background()
 			id := fmt.Sprintf("test-%s-%d-%d", how, os.Getpid(), time.Now().UnixNano())
-			dir, ok := proc.ChildCgroup(proc.RunCgroupName(id))
-			if !ok {
-				t.Skip("no cgroup v2 hierarchy here")
-			}
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Skipf("cannot make a cgroup here (as root it can): %v", err)
-			}
-			t.Cleanup(func() { _ = proc.RemoveCgroup(dir, time.Second) })
+			dir := runCgroup(t, id)
 			state := t.TempDir()
 			open := func(o governor.Options) *governor.Governor {
 				fb, err := filebackend.New(state, filebackend.Options{})

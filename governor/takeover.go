@@ -222,7 +222,7 @@ func (g *Governor) TakeoverSession(ctx context.Context, session string, o Takeov
 // lost the lease.
 func TakeoverDetail(req Request) string {
 	d := req.Declaration
-	return fmt.Sprintf("taken over by session %s (pid %d on %s): lease %s", d.Session, d.PID, d.Host, req.ID)
+	return fmt.Sprintf("taken over by session %s (%s on %s): lease %s", d.Session, d.Processes(), orUnknown(d.Host), req.ID)
 }
 
 // alive says why h must be presumed alive, or "" when its owner is

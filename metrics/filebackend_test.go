@@ -11,21 +11,12 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/metrics"
 )
 
 func openGovernor(t testing.TB, dir string) *governor.Governor {
-	t.Helper()
-	b, err := filebackend.New(dir, filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "prj"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	return g
+	return leasetest.FileGovernor(t, dir, governor.Options{Project: "prj"})
 }
 
 // A Governor that never acquired anything sees, through the backend, what

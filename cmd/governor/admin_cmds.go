@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -35,7 +36,7 @@ func (a *app) adminTarget(ctx context.Context, resource string) (*governor.Gover
 // 122, the rest as exitcode.For maps them.
 func adminError(err error) error {
 	if errors.Is(err, governor.ErrNoWaiter) {
-		return exitWith(ExitLeaseLost, err)
+		return exitWith(exitcode.LeaseLost, err)
 	}
 	return err
 }
@@ -77,7 +78,7 @@ of --waiter and --session), bad config or backend unreachable; nothing changed.`
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (sel.WaiterID == "") == (sel.Session == "") {
-				return exitWith(ExitFailure, fmt.Errorf("cancel %s: give exactly one of --waiter ID and --session SESSION (got waiter %q, session %q)",
+				return exitWith(exitcode.Failure, fmt.Errorf("cancel %s: give exactly one of --waiter ID and --session SESSION (got waiter %q, session %q)",
 					args[0], sel.WaiterID, sel.Session))
 			}
 			ctx := cmd.Context()
@@ -216,13 +217,13 @@ unreachable; nothing changed.`,
 			limit := 0
 			switch {
 			case len(args) == 2 && clear:
-				return exitWith(ExitFailure, fmt.Errorf("limit %s: both N (%q) and --clear; give one", args[0], args[1]))
+				return exitWith(exitcode.Failure, fmt.Errorf("limit %s: both N (%q) and --clear; give one", args[0], args[1]))
 			case len(args) == 1 && !clear:
-				return exitWith(ExitFailure, fmt.Errorf("limit %s: give N (1 to %d) or --clear", args[0], governor.MaxLimit))
+				return exitWith(exitcode.Failure, fmt.Errorf("limit %s: give N (1 to %d) or --clear", args[0], governor.MaxLimit))
 			case len(args) == 2:
 				n, err := strconv.Atoi(args[1])
 				if err != nil || n < 1 || n > governor.MaxLimit {
-					return exitWith(ExitFailure, fmt.Errorf("limit %q for %s; allowed: a whole number from 1 to %d, or --clear",
+					return exitWith(exitcode.Failure, fmt.Errorf("limit %q for %s; allowed: a whole number from 1 to %d, or --clear",
 						args[1], args[0], governor.MaxLimit))
 				}
 				limit = n
@@ -246,7 +247,7 @@ unreachable; nothing changed.`,
 			}
 			st, err := g.Status(ctx, args[0])
 			if err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			msg := fmt.Sprintf("limit of %s set live to %d; in use %d", args[0], st.Limit, st.Used)
 			if limit == 0 {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -43,35 +44,14 @@ func startWaiting(t *testing.T, tg *target, g *governor.Governor, n int, args ..
 }
 
 // waitExit waits for c and returns its exit code.
-func waitExit(t *testing.T, c *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run did not end")
-	}
-	return -1
-}
+func waitExit(t *testing.T, c *exec.Cmd) int { return proctest.WaitExit(t, c, 30*time.Second, nil) }
 
 // A waiting governor run that is cancelled exits 73 saying who; bad
 // input changes nothing.
 func TestCancelEndsWaitingRun(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := leasetest.HoldHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startRun(t, tg, g, 1)
 		for _, bad := range []struct {
@@ -119,10 +99,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 func TestCancelEndsWaitingAcquire(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := leasetest.HoldHeavy(t, g)
 		defer l.Release()
 		c, errb, w := startWaiting(t, tg, g, 1, "acquire", "heavy", "--limit", "1", "--if-busy", "wait")
 		if code, out, stderr := tg.run(t, "cancel", "heavy", "--waiter", w.ID, "--by", "alice"); code != 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,17 +19,6 @@ import (
 	"github.com/governor-dev/governor/internal/safetext"
 	"github.com/governor-dev/governor/internal/view"
 	"github.com/governor-dev/governor/internal/words"
-)
-
-// Exit codes shared by run, acquire and the other commands: those of
-// SPEC §4, defined once in package exitcode.
-const (
-	ExitOK         = exitcode.OK
-	ExitBusy       = exitcode.Busy
-	ExitSkipped    = exitcode.Skipped
-	ExitSuperseded = exitcode.Superseded
-	ExitLeaseLost  = exitcode.LeaseLost
-	ExitFailure    = exitcode.Failure
 )
 
 // exitWith returns an error that makes Main exit with code, printing err
@@ -74,8 +62,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.Execute()
 	code := exitcode.For(err)
-	if code == ExitOK {
-		return ExitOK
+	if code == exitcode.OK {
+		return exitcode.OK
 	}
 	if ee := (*exitcode.Error)(nil); errors.As(err, &ee) {
 		err = ee.Err // nil: the command has said all there is
@@ -109,7 +97,7 @@ func (a *app) report(code int, err error) {
 		words.WriteReport(a.stderr, err)
 		return
 	}
-	e := errorJSON{ExitCode: code, Error: strings.TrimPrefix(err.Error(), "governor: ")}
+	e := errorJSON{ExitCode: code, Error: words.Message(err)}
 	if notAcquired && na.Busy != nil {
 		r := view.SlotsOf("", []governor.Status{na.Busy.Status}, nil).Resources[0]
 		e.Resource, e.Holders = na.Busy.Resource, r.Holders
@@ -185,7 +173,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see docs/redis.md)")
 	f.Lookup("loss-quarantine").NoOptDefVal = "true"
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitWith(ExitFailure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
+		return exitWith(exitcode.Failure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
@@ -228,17 +216,17 @@ func (a *app) load() (*config.Loaded, error) {
 	}
 	if a.redisURLFile != "" {
 		if a.redisURL != "" {
-			return nil, exitWith(ExitFailure, errors.New("give one of --redis-url and --redis-url-file"))
+			return nil, exitWith(exitcode.Failure, errors.New("give one of --redis-url and --redis-url-file"))
 		}
 		u, err := config.ReadURLFile(a.redisURLFile)
 		if err != nil {
-			return nil, exitWith(ExitFailure, err)
+			return nil, exitWith(exitcode.Failure, err)
 		}
 		flags["redis.url"] = u
 	}
 	l, err := config.Load(config.LoadOptions{File: a.configFile, Env: a.env, Flags: flags})
 	if err != nil {
-		return nil, exitWith(ExitFailure, err)
+		return nil, exitWith(exitcode.Failure, err)
 	}
 	a.loaded = l
 	return l, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/nearest"
 )
 
@@ -52,14 +53,14 @@ unknown PROVIDER without --force) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if retryAfter < 0 || retryAfter > governor.MaxRetryAfter {
-				return exitWith(ExitFailure, fmt.Errorf("--retry-after %v; allowed: 0 (the default) to %v", retryAfter, governor.MaxRetryAfter))
+				return exitWith(exitcode.Failure, fmt.Errorf("--retry-after %v; allowed: 0 (the default) to %v", retryAfter, governor.MaxRetryAfter))
 			}
 			if args[0] == "" {
-				return exitWith(ExitFailure, errors.New(`provider ""; give a provider name such as anthropic`))
+				return exitWith(exitcode.Failure, errors.New(`provider ""; give a provider name such as anthropic`))
 			}
 			resource := governor.ProviderResource(args[0])
 			if err := governor.ValidateResource(resource); err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			l, err := a.load()
 			if err != nil {
@@ -79,7 +80,7 @@ unknown PROVIDER without --force) or backend unreachable.`,
 			p := g.Provider(args[0], def.Limits)
 			end, err := p.Report(cmd.Context(), governor.RateLimited{RetryAfter: retryAfter, Reason: "governor backoff"})
 			if err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "provider %s: %s\n", args[0], governor.CoolOffNote(end, time.Until(end)))
 			return nil
@@ -99,7 +100,7 @@ func knownProvider(ctx context.Context, g *governor.Governor, c config.Config, n
 	}
 	have, err := g.Resources(ctx)
 	if err != nil {
-		return exitWith(ExitFailure, err)
+		return exitWith(exitcode.Failure, err)
 	}
 	if slices.Contains(have, governor.ProviderResource(name)) {
 		return nil
@@ -114,5 +115,5 @@ func knownProvider(ctx context.Context, g *governor.Governor, c config.Config, n
 			msg += "; did you mean " + strings.Join(near, " or ") + "?"
 		}
 	}
-	return exitWith(ExitFailure, errors.New(msg+"; give --force to cool it off anyway"))
+	return exitWith(exitcode.Failure, errors.New(msg+"; give --force to cool it off anyway"))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/bridge"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 func (a *app) bridgeCmd() *cobra.Command {
@@ -57,7 +58,7 @@ config, or stdin could not be read.`,
 				},
 			}
 			if err := bridge.Serve(ctx, a.stdin, a.stdout, c); err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			return nil
 		},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -347,8 +348,8 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	// The admin cancels waiter-2: its acquire ends, saying who did it.
 	click(gpu + "tr.waiter[data-session=\"waiter-2\"] button.cancel")
 	b.until("the cancel done", msg+`.textContent === "cancel gpu: done (1 waiter cancelled)"`)
-	if code, errs := w2.wait(t); code != ExitBusy || !strings.Contains(errs, "cancelled") || !strings.Contains(errs, "serve admin from 127.0.0.1:") {
-		t.Errorf("waiter-2 cancelled: exit %d, %q; want %d naming serve admin", code, errs, ExitBusy)
+	if code, errs := w2.wait(t); code != exitcode.Busy || !strings.Contains(errs, "cancelled") || !strings.Contains(errs, "serve admin from 127.0.0.1:") {
+		t.Errorf("waiter-2 cancelled: exit %d, %q; want %d naming serve admin", code, errs, exitcode.Busy)
 	}
 	b.until("nobody waiting", waiterCount("gpu", 0))
 	b.until("the cancel event", eventShown("gpu", "cancelled", "serve admin from 127.0.0.1:"))

@@ -34,10 +34,12 @@ value with its source: flag > env (GOVERNOR_*) > file > default, then, for every
 resource configured or with state, the limit in force and where it came from:
 "live" (set by 'governor limit', which wins over the configuration until cleared:
 by whom and when), "asked" (by the processes that use it: exec-defaults.yaml,
---limit) or "configured" (never used yet); when the backend does not answer, a
+--limit), "stale" (a run:join or provider:NAME the configuration no longer
+defines, "not_configured" saying why: its stored limit is only the one last
+asked for) or "configured" (never used yet); when the backend does not answer, a
 line says so. --json prints {"file", "backend", "limits", "values": [{"key",
 "value", "source"}], "limits_in_force": [{"resource", "configured", "in_force",
-"source", "by", "set_at"}]} ("limits_in_force_error" when the backend did not
+"source", "not_configured", "by", "set_at"}]} ("limits_in_force_error" when the backend did not
 answer).
 
 Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor config check').`,
@@ -94,8 +96,11 @@ Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor confi
 				if r.Configured > 0 {
 					conf = strconv.Itoa(r.Configured)
 				}
-				if r.Source == "live" {
+				switch r.Source {
+				case "live":
 					from = fmt.Sprintf("live: set by %s at %s", dash(r.By), r.SetAt.Format(time.RFC3339))
+				case "stale":
+					from = "stale: the limit last asked for; " + r.NotConfigured
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(r.Resource), conf, r.InForce, from)
 			}
@@ -167,12 +172,14 @@ Exit codes: 0 printed; 125 bad flags.`,
 // limitInForce is one resource's limit in force and where it came from
 // (view.LimitSource), for config show.
 type limitInForce struct {
-	Resource   string     `json:"resource"`
-	Configured int        `json:"configured"` // 0: not configured
-	InForce    int        `json:"in_force"`
-	Source     string     `json:"source"`
-	By         string     `json:"by,omitempty"`
-	SetAt      *time.Time `json:"set_at,omitempty"`
+	Resource   string `json:"resource"`
+	Configured int    `json:"configured"` // 0: not configured
+	InForce    int    `json:"in_force"`
+	Source     string `json:"source"`
+	// NotConfigured is why a "stale" one is not configured.
+	NotConfigured string     `json:"not_configured,omitempty"`
+	By            string     `json:"by,omitempty"`
+	SetAt         *time.Time `json:"set_at,omitempty"`
 }
 
 // limitsInForce reads the limit in force of every resource configured or
@@ -197,6 +204,9 @@ func (a *app) limitsInForce(ctx context.Context) ([]limitInForce, error) {
 	out := []limitInForce{}
 	for _, st := range sts {
 		r := limitInForce{Resource: st.Key.Resource, Configured: limits[st.Key.Resource], InForce: st.Limit, Source: view.LimitSource(st)}
+		if why := l.Catalog().Unconfigured(r.Resource); why != "" && r.Source == "asked" {
+			r.Source, r.NotConfigured = "stale", why
+		}
 		if lv := st.LiveLimit; lv != nil {
 			at := lv.At.UTC()
 			r.By, r.SetAt = lv.By, &at

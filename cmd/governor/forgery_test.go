@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/usertest"
 	"github.com/governor-dev/governor/internal/view"
@@ -26,12 +27,10 @@ type intruder struct {
 	global []string
 }
 
-func newIntruder(t *testing.T, redisURL string) *intruder {
+// sharedGovernorBin copies the governor binary into shared, where other
+// users can run it (the test's own temporary dirs are root's, mode 0700).
+func sharedGovernorBin(t *testing.T, shared string) string {
 	t.Helper()
-	u := usertest.New(t)
-	shared := usertest.SharedDir(t)
-	// The binary must be reachable by the other user: the test's own
-	// temporary dirs are root's, mode 0700.
 	bin := filepath.Join(shared, "governor")
 	data, err := os.ReadFile(governorBin(t))
 	if err != nil {
@@ -40,6 +39,14 @@ func newIntruder(t *testing.T, redisURL string) *intruder {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+func newIntruder(t *testing.T, redisURL string) *intruder {
+	t.Helper()
+	u := usertest.New(t)
+	shared := usertest.SharedDir(t)
+	bin := sharedGovernorBin(t, shared)
 	cfg := filepath.Join(shared, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -109,19 +116,19 @@ func TestSecondUserCannotForgeALease(t *testing.T) {
 	// 1. Riding in the run's slot by naming its lease.
 	forged := "GOVERNOR_HELD=" + runProject + "/heavy=" + id
 	code, out, errs = in.run(t, []string{forged}, "run", "--resource", "heavy", "--", "echo", "rode in the slot")
-	if code != ExitBusy || strings.Contains(out, "rode") || !strings.Contains(errs, "without the secret that proves it") {
-		t.Fatalf("run with %s: exit %d, stdout %q, stderr %s; want %d, refused as busy", forged, code, out, errs, ExitBusy)
+	if code != exitcode.Busy || strings.Contains(out, "rode") || !strings.Contains(errs, "without the secret that proves it") {
+		t.Fatalf("run with %s: exit %d, stdout %q, stderr %s; want %d, refused as busy", forged, code, out, errs, exitcode.Busy)
 	}
 	// 2. Renewing, drawing fenced numbers, releasing by the public id.
 	handle := "heavy@" + id
-	if code, _, errs := in.run(t, nil, "renew", handle); code != ExitFailure || !strings.Contains(errs, "not the lease's owner") {
-		t.Fatalf("renew %s: exit %d, %s; want %d, not the owner", handle, code, errs, ExitFailure)
+	if code, _, errs := in.run(t, nil, "renew", handle); code != exitcode.Failure || !strings.Contains(errs, "not the lease's owner") {
+		t.Fatalf("renew %s: exit %d, %s; want %d, not the owner", handle, code, errs, exitcode.Failure)
 	}
-	if code, _, errs := in.run(t, nil, "seq", "next", "v", "--lease", handle); code != ExitFailure || !strings.Contains(errs, "not the lease's owner") {
-		t.Fatalf("seq next --lease %s: exit %d, %s; want %d, not the owner", handle, code, errs, ExitFailure)
+	if code, _, errs := in.run(t, nil, "seq", "next", "v", "--lease", handle); code != exitcode.Failure || !strings.Contains(errs, "not the lease's owner") {
+		t.Fatalf("seq next --lease %s: exit %d, %s; want %d, not the owner", handle, code, errs, exitcode.Failure)
 	}
-	if code, _, errs := in.run(t, nil, "release", handle); code != ExitBusy || !strings.Contains(errs, "is alive") || !strings.Contains(errs, "--force") {
-		t.Fatalf("release %s: exit %d, %s; want %d, the owner is alive", handle, code, errs, ExitBusy)
+	if code, _, errs := in.run(t, nil, "release", handle); code != exitcode.Busy || !strings.Contains(errs, "is alive") || !strings.Contains(errs, "--force") {
+		t.Fatalf("release %s: exit %d, %s; want %d, the owner is alive", handle, code, errs, exitcode.Busy)
 	}
 	g := tg.governor(t)
 	st := tg.status(t, g, "heavy")
@@ -142,7 +149,7 @@ func TestSecondUserCannotForgeALease(t *testing.T) {
 	stdin.Close()
 	err = holder.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitLeaseLost {
-		t.Fatalf("the holder's run: %v, stderr %s; want exit %d", err, holderErr.String(), ExitLeaseLost)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.LeaseLost {
+		t.Fatalf("the holder's run: %v, stderr %s; want exit %d", err, holderErr.String(), exitcode.LeaseLost)
 	}
 }

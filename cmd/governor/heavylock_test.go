@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 	"github.com/governor-dev/governor/internal/usertest"
 	"github.com/governor-dev/governor/internal/view"
 )
@@ -148,7 +149,7 @@ func TestHeavyLockSharedWithWrapper(t *testing.T) {
 	if err := w.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if r := readRecords(t, rec); len(r) != 1 || r[0].WaitSeconds < 0.2 {
+	if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].WaitSeconds < 0.2 {
 		t.Errorf("governor's record: %+v; want one that waited for the wrapper", r)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -63,7 +64,7 @@ func testHolderProcessesShown(t *testing.T, tg *target) {
 	if code, out, _ := cli(t, append(tg.global(), "slots", "heavy")...); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("slots heavy:\n%s\nlacks %q", out, want)
 	}
-	if code, _, errs := cli(t, append(tg.global(), "acquire", "heavy")...); code != ExitBusy || !strings.Contains(errs, "("+want+" on ") {
+	if code, _, errs := cli(t, append(tg.global(), "acquire", "heavy")...); code != exitcode.Busy || !strings.Contains(errs, "("+want+" on ") {
 		t.Errorf("refusal: exit %d, %q; want 73 naming %q", code, errs, want)
 	}
 
@@ -72,7 +73,7 @@ func testHolderProcessesShown(t *testing.T, tg *target) {
 		t.Fatalf("acquire gpu: exit %d %s", code, errs)
 	}
 	code, _, errs := cli(t, append(tg.global(), "acquire", "gpu", "--limit", "1")...)
-	if code != ExitBusy || !strings.Contains(errs, "(no process declared on ") || strings.Contains(errs, "pid 0") {
+	if code != exitcode.Busy || !strings.Contains(errs, "(no process declared on ") || strings.Contains(errs, "pid 0") {
 		t.Errorf("refusal of gpu: exit %d, %q; want 73 saying no process is declared", code, errs)
 	}
 	if code, out, _ := cli(t, append(tg.global(), "slots", "gpu")...); code != 0 || !strings.Contains(out, "no process declared") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 // parseHandle reads a lease handle (governor.ParseHandle), exiting 125
@@ -18,7 +19,7 @@ import (
 func parseHandle(h string) (governor.Handle, error) {
 	hd, err := governor.ParseHandle(h)
 	if err != nil {
-		return governor.Handle{}, exitWith(ExitFailure, err)
+		return governor.Handle{}, exitWith(exitcode.Failure, err)
 	}
 	return hd, nil
 }
@@ -40,7 +41,7 @@ func (a *app) leaseArg(args []string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", exitWith(ExitFailure, fmt.Errorf("no lease: give %s as an argument or, to keep its secret out of ps, in $%s", governor.HandleForm, envLease))
+	return "", exitWith(exitcode.Failure, fmt.Errorf("no lease: give %s as an argument or, to keep its secret out of ps, in $%s", governor.HandleForm, envLease))
 }
 
 // public is the handle without its secret, for messages.
@@ -51,7 +52,7 @@ func public(h governor.Handle) string {
 // notOwner is the exit error of a handle whose secret is missing or
 // wrong.
 func notOwner(handle string, err error) error {
-	return exitWith(ExitFailure, fmt.Errorf("lease %s: %w; give the whole handle %s (the lease id alone is public: anyone can read it in 'governor slots')", handle, err, governor.HandleForm))
+	return exitWith(exitcode.Failure, fmt.Errorf("lease %s: %w; give the whole handle %s (the lease id alone is public: anyone can read it in 'governor slots')", handle, err, governor.HandleForm))
 }
 
 // ifBusy is the --if-busy flag: fail, wait or skip; "" when not given
@@ -138,7 +139,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resource := args[0]
 			if weight < 1 {
-				return exitWith(ExitFailure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
+				return exitWith(exitcode.Failure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
 			}
 			l, err := a.load()
 			if err != nil {
@@ -150,7 +151,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 				Limit: limit, Exclusive: exclusive, IfBusy: string(busy), WaitTimeout: waitTimeout, TTL: ttl, ProgressTimeout: progress,
 				Priority: priority, FairKey: fairKey, Supersede: supersede, CancelInProgress: cancelRun, Detached: true})
 			if err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			g, err := a.open(cmd.Context(), openOptions{Session: session, PID: holderPID(pid), Command: "governor acquire " + resource})
 			if err != nil {
@@ -216,6 +217,16 @@ func (a *app) openLease(ctx context.Context, handle string, oo openOptions) (*go
 	return g, h, nil
 }
 
+// openLeaseArg is openLease of the handle leaseArg finds in args or the
+// environment.
+func (a *app) openLeaseArg(ctx context.Context, args []string) (*governor.Governor, governor.Handle, error) {
+	arg, err := a.leaseArg(args)
+	if err != nil {
+		return nil, governor.Handle{}, err
+	}
+	return a.openLease(ctx, arg, openOptions{})
+}
+
 func (a *app) renewCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
@@ -234,11 +245,7 @@ Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without it
 secret included) or backend unreachable.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg, err := a.leaseArg(args)
-			if err != nil {
-				return err
-			}
-			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
+			g, h, err := a.openLeaseArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -251,10 +258,10 @@ secret included) or backend unreachable.`,
 				return notOwner(public(h), err)
 			}
 			if errors.Is(err, governor.ErrLeaseLost) {
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is lost (%s); stop the work it protected", public(h), lostWhy(err)))
+				return exitWith(exitcode.LeaseLost, fmt.Errorf("lease %s is lost (%s); stop the work it protected", public(h), lostWhy(err)))
 			}
 			if err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			if a.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": public(h), "expires_at": exp.UTC()})
@@ -308,11 +315,11 @@ use --force); 122 the lease was not held; 125 bad input or backend unreachable.`
 			err = g.ReleaseHandle(cmd.Context(), h, force)
 			switch {
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", public(h)))
+				return exitWith(exitcode.LeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", public(h)))
 			case errors.Is(err, governor.ErrOwnerAlive):
-				return exitWith(ExitBusy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, public(h)))
+				return exitWith(exitcode.Busy, fmt.Errorf("%w\n(the handle %s has no secret, so it does not prove that the lease is yours: releasing another's lease is a takeover)", err, public(h)))
 			case err != nil:
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			return nil
 		},
@@ -371,10 +378,10 @@ secret, bad input, or backend unreachable.`,
 			if len(args) == 0 {
 				held, err := acquire.HeldFromEnv(a.env)
 				if err != nil {
-					return exitWith(ExitFailure, err)
+					return exitWith(exitcode.Failure, err)
 				}
 				if len(held) == 0 {
-					return exitWith(ExitFailure, fmt.Errorf("no lease to mark: give %s, or run touch under 'governor run' (%s is empty)", governor.HandleForm, acquire.EnvHeld))
+					return exitWith(exitcode.Failure, fmt.Errorf("no lease to mark: give %s, or run touch under 'governor run' (%s is empty)", governor.HandleForm, acquire.EnvHeld))
 				}
 				for _, h := range held {
 					ts = append(ts, target{h.Key.Project, h.Handle()})
@@ -405,11 +412,11 @@ secret, bad input, or backend unreachable.`,
 						lost = fmt.Errorf("lease %s is lost (%s); stop the work it protected", public(t.h), lostWhy(err))
 					}
 				case err != nil:
-					return exitWith(ExitFailure, err)
+					return exitWith(exitcode.Failure, err)
 				}
 			}
 			if lost != nil {
-				return exitWith(ExitLeaseLost, lost)
+				return exitWith(exitcode.LeaseLost, lost)
 			}
 			return nil
 		},

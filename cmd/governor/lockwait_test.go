@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 // holdLock takes the file backend's lock of resource heavy as a foreign
@@ -43,8 +45,8 @@ func TestForeignLockHolderHonoursDeadline(t *testing.T) {
 
 	start := time.Now()
 	code, _, errs := tg.run(t, "run", "--resource", "heavy", "--wait-timeout", "1s", "--", "true")
-	if took := time.Since(start); code != ExitBusy || !strings.Contains(errs, "--wait-timeout 1s") || took > 4*time.Second {
-		t.Fatalf("--wait-timeout 1s with the lock held: exit %d after %v, %s; want %d within the deadline", code, took, errs, ExitBusy)
+	if took := time.Since(start); code != exitcode.Busy || !strings.Contains(errs, "--wait-timeout 1s") || took > 4*time.Second {
+		t.Fatalf("--wait-timeout 1s with the lock held: exit %d after %v, %s; want %d within the deadline", code, took, errs, exitcode.Busy)
 	}
 
 	start = time.Now()
@@ -59,7 +61,7 @@ func TestForeignLockHolderHonoursDeadline(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("--if-busy fail with the lock held: still waiting after 60s")
 	}
-	if code != ExitFailure || !strings.Contains(out, path) || !strings.Contains(out, "held by another process") {
-		t.Fatalf("--if-busy fail with the lock held: exit %d after %v, %s; want %d naming %s", code, time.Since(start), out, ExitFailure, path)
+	if code != exitcode.Failure || !strings.Contains(out, path) || !strings.Contains(out, "held by another process") {
+		t.Fatalf("--if-busy fail with the lock held: exit %d after %v, %s; want %d naming %s", code, time.Since(start), out, exitcode.Failure, path)
 	}
 }

@@ -13,11 +13,12 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/exitcode"
 )
 
 // TestRunWaitBesideMalformedRecord: `governor run --if-busy wait` without
 // --wait-timeout, on a resource whose state is corrupt (a Redis holder
-// record, a state file), fails with ExitFailure naming it instead of
+// record, a state file), fails with exitcode.Failure naming it instead of
 // waiting for ever.
 func TestRunWaitBesideMalformedRecord(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
@@ -56,8 +57,8 @@ func TestRunWaitBesideMalformedRecord(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		if code != ExitFailure || !strings.Contains(string(out), want) {
-			t.Fatalf("exit %d (%v), want %d saying %q; output %s", code, err, ExitFailure, want, out)
+		if code != exitcode.Failure || !strings.Contains(string(out), want) {
+			t.Fatalf("exit %d (%v), want %d saying %q; output %s", code, err, exitcode.Failure, want, out)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/mkdirslot"
 )
 
@@ -17,14 +18,14 @@ func clearMkdirSlot(cmd *cobra.Command, resource, dir string) error {
 	h, err := mkdirslot.Inspect(dir)
 	switch {
 	case err != nil:
-		return exitWith(ExitFailure, err)
+		return exitWith(exitcode.Failure, err)
 	case h.State == mkdirslot.Free:
-		return exitWith(ExitBusy, fmt.Errorf("nothing to take over: %s", h.Describe()))
+		return exitWith(exitcode.Busy, fmt.Errorf("nothing to take over: %s", h.Describe()))
 	case h.State == mkdirslot.Held:
-		return exitWith(ExitBusy, fmt.Errorf("%s; pid %d is alive (or not ours to check): stop it, and its wrapper removes slot.d", h.Describe(), h.PID))
+		return exitWith(exitcode.Busy, fmt.Errorf("%s; pid %d is alive (or not ours to check): stop it, and its wrapper removes slot.d", h.Describe(), h.PID))
 	}
 	if _, err := mkdirslot.Remove(dir); err != nil {
-		return exitWith(ExitFailure, err)
+		return exitWith(exitcode.Failure, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed %s (%s)\n", h.Path, h.State)
 	return nil

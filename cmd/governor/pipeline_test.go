@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/governor-dev/governor/internal/exitcode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func TestRunFairKeyWithoutFairnessRefused(t *testing.T) {
 		{"acquire", "fz", "--limit", "1", "--fair-key", "A"},
 	} {
 		code, _, errs := cli(t, append(g, args...)...)
-		if code != ExitFailure || !strings.Contains(errs, `--fair-key "A": fz has no fairness`) || !strings.Contains(errs, "resources.fz.fair: true") {
+		if code != exitcode.Failure || !strings.Contains(errs, `--fair-key "A": fz has no fairness`) || !strings.Contains(errs, "resources.fz.fair: true") {
 			t.Errorf("%s --fair-key on a FIFO resource: exit %d, %s; want 125 naming fz and resources.fz.fair", args[0], code, errs)
 		}
 	}
@@ -37,7 +38,7 @@ func TestRunFairKeyWithoutFairnessRefused(t *testing.T) {
 		t.Errorf("run --fair-key on a fair resource: exit %d, %s", code, errs)
 	}
 	code, _, errs := cli(t, append(g, "run", "--resource", "fz", "--limit", "1", "--priority", "high", "--", "true")...)
-	if code != ExitFailure || !strings.Contains(errs, "resources.fz.priorities") {
+	if code != exitcode.Failure || !strings.Contains(errs, "resources.fz.priorities") {
 		t.Errorf("run --priority on a resource without classes: exit %d, %s; want 125 naming resources.fz.priorities", code, errs)
 	}
 }
@@ -56,7 +57,7 @@ func TestRunNestedAgainstTheLockOrderRefused(t *testing.T) {
 	t.Setenv("GOVERNOR_HELD", "clitest/b="+strings.TrimPrefix(handle, "b@"))
 	start := time.Now()
 	code, _, errs = cli(t, append(g, "run", "--resource", "a", "--limit", "1", "--if-busy", "wait", "--wait-timeout", "1m", "--", "true")...)
-	if code != ExitFailure || !strings.Contains(errs, "a comes before b in the lock order") || !strings.Contains(errs, "GOVERNOR_HELD") {
+	if code != exitcode.Failure || !strings.Contains(errs, "a comes before b in the lock order") || !strings.Contains(errs, "GOVERNOR_HELD") {
 		t.Fatalf("nested run for a under b: exit %d, %s; want 125 naming the lock order", code, errs)
 	}
 	if d := time.Since(start); d > 30*time.Second {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/governor-dev/governor/internal/exitcode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ resources:
 		t.Fatalf("acquire: exit %d, %s", code, errs)
 	}
 	code, _, errs := cli(t, append(g, "acquire", "gpu", "--priority", "urgent")...)
-	if code != ExitFailure || !strings.Contains(errs, `priority "urgent" for gpu; allowed: critical, batch`) {
+	if code != exitcode.Failure || !strings.Contains(errs, `priority "urgent" for gpu; allowed: critical, batch`) {
 		t.Fatalf("acquire --priority urgent: exit %d, %s; want 125 naming the classes", code, errs)
 	}
 	// One waiter fills the queue; the next is refused at once.
@@ -51,13 +52,13 @@ resources:
 	}
 	start := time.Now()
 	code, _, errs = cli(t, append(g, "acquire", "gpu", "--if-busy", "wait", "--wait-timeout", "20s")...)
-	if code != ExitBusy || !strings.Contains(errs, "max_queue 1") {
+	if code != exitcode.Busy || !strings.Contains(errs, "max_queue 1") {
 		t.Fatalf("third acquire: exit %d, %s; want 73 naming max_queue 1", code, errs)
 	}
 	if waited := time.Since(start); waited > 15*time.Second {
 		t.Fatalf("refused after %v: it waited instead of being refused at once", waited)
 	}
-	if code := <-done; code != ExitBusy {
+	if code := <-done; code != exitcode.Busy {
 		t.Fatalf("the waiter: exit %d, want 73 after its --wait-timeout", code)
 	}
 }
@@ -96,11 +97,11 @@ func TestRunSupersede(t *testing.T) {
 		latest := run("--supersede", "deploy", "--cancel-in-progress", "--if-busy", "wait", "--", "sh", "-c",
 			`if [ -e "$0/old-end" ]; then echo "latest ran after the old one ended"; else echo "latest ran beside the old one"; fi`, dir)
 		r := <-waiting
-		if r.code != ExitSuperseded || !strings.Contains(r.errs, "superseded") {
+		if r.code != exitcode.Superseded || !strings.Contains(r.errs, "superseded") {
 			t.Fatalf("the waiting run: exit %d, %s; want 76 saying it was superseded", r.code, r.errs)
 		}
 		r = <-running
-		if r.code != ExitLeaseLost || !strings.Contains(r.errs, "cancelled in progress") {
+		if r.code != exitcode.LeaseLost || !strings.Contains(r.errs, "cancelled in progress") {
 			t.Fatalf("the running run: exit %d, %s; want 122 saying it was cancelled in progress", r.code, r.errs)
 		}
 		r = <-latest

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -62,7 +63,7 @@ func TestRunProgressTimeout(t *testing.T) {
 		if d := time.Since(start); d > 50*time.Second {
 			t.Fatalf("the stuck run was stopped only after %v", d)
 		}
-		if recs := readRecords(t, rec); len(recs) == 0 || recs[len(recs)-1].Outcome != "lease_lost" {
+		if recs := recordtest.Ends(t, rec); len(recs) == 0 || recs[len(recs)-1].Outcome != "lease_lost" {
 			t.Fatalf("records of the stuck run: %+v; want outcome lease_lost", recs)
 		}
 		if code, _, errs := tg.run(t, "run", "--resource", "heavy", "--", "true"); code != 0 {

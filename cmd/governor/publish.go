@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/publish"
 )
 
@@ -76,7 +77,7 @@ Exit codes:
 			}
 			switch {
 			case errors.Is(err, publish.ErrExists):
-				return exitWith(ExitBusy, err)
+				return exitWith(exitcode.Busy, err)
 			case err != nil:
 				return err // exitcode.For: a lost lease 122, else 125
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/governor-dev/governor/internal/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,7 @@ func TestREADMEShellLease(t *testing.T) {
 	}
 	for _, prelude := range []string{"", "set -e\n"} {
 		code, errs := script(prelude)
-		if code != ExitBusy || logged() != "acquire" {
+		if code != exitcode.Busy || logged() != "acquire" {
 			t.Errorf("busy, %q: exit %d, calls %q, stderr %s; want 73 and nothing after the acquire", prelude, code, logged(), errs)
 		}
 	}

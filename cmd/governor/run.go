@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/supervise"
 )
@@ -28,8 +29,8 @@ func (a *app) watchdogMain(args []string) (int, bool) {
 		return 0, false
 	}
 	if len(args) != len(watchdogArgs)+1 {
-		a.report(ExitFailure, errors.New("--watchdog takes the run id, and is for governor's own use"))
-		return ExitFailure, true
+		a.report(exitcode.Failure, errors.New("--watchdog takes the run id, and is for governor's own use"))
+		return exitcode.Failure, true
 	}
 	return runner.Watchdog(args[len(watchdogArgs)], os.NewFile(watchdogFD, "watchdog-pipe"), a.stderr), true
 }
@@ -238,7 +239,7 @@ Exit codes:
 
 // exitCode turns a run's exit code into RunE's error.
 func exitCode(code int) error {
-	if code == ExitOK {
+	if code == exitcode.OK {
 		return nil
 	}
 	return exitWith(code, nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 
@@ -136,8 +137,8 @@ func TestRunCgroupKeepsSlotWithoutLeaseFile(t *testing.T) {
 			t.Fatalf("the worker is gone from the run's cgroup %s", group)
 		}
 		code, _, errs := tg.run(t, "run", "--resource", "heavy", "--if-busy", "fail", "--", "true")
-		if code != ExitBusy {
-			t.Fatalf("a run while a process of the dead run's cgroup works on: exit %d, want %d (busy): %s", code, ExitBusy, errs)
+		if code != exitcode.Busy {
+			t.Fatalf("a run while a process of the dead run's cgroup works on: exit %d, want %d (busy): %s", code, exitcode.Busy, errs)
 		}
 		if err := proc.Kill(daemon, start, syscall.SIGKILL); err != nil {
 			t.Fatal(err)

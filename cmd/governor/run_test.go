@@ -23,32 +23,34 @@ import (
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 )
 
 // The governor binary, built once on first use: `governor run` is tested
 // as users run it, as a process that can be signalled and killed. TestMain
 // removes it at the end.
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
+var bin proctest.Binary
 
 // governorBin returns the path of the governor binary, building it on the
 // first call.
-func governorBin(t testing.TB) string {
+func governorBin(t testing.TB) string { return bin.Path(t) }
+
+// startQueued starts c, a run of "heavy" that must wait, and returns
+// once it is queued in g; the buffer collects its stderr.
+func startQueued(t *testing.T, tg *target, g *governor.Governor, c *exec.Cmd) *bytes.Buffer {
 	t.Helper()
-	binOnce.Do(func() {
-		binPath, binError = proctest.BuildGovernor(binDir)
-	})
-	if binError != nil {
-		t.Fatal(binError)
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	return &errb
 }
 
 func TestMain(m *testing.M) {
@@ -60,14 +62,8 @@ func TestMain(m *testing.M) {
 	if code, ok := fleetHelper(); ok { // fleet_test.go's agent processes
 		os.Exit(code)
 	}
-	dir, err := os.MkdirTemp("", "governor-run-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	bin.Remove()
 	os.Exit(code)
 }
 
@@ -237,33 +233,6 @@ func readTerminal(master *os.File) func() string {
 	}
 }
 
-// readRecords returns the end records of path, one per finished run.
-func readRecords(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	var out []runner.Record
-	for _, r := range readAllRecords(t, path) {
-		if r.Kind == runner.KindEnd {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// readAllRecords returns every record of path, grant and end.
-func readAllRecords(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out, err := runner.ReadRecords(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestRunHelpDocumentsExitCodesAndEnvironment(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Main([]string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
@@ -297,7 +266,7 @@ func TestRunBadFlagsExit125NamingTheValue(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		code := Main(append(append(tg.global(), "run"), tc.args...), strings.NewReader(""), &out, &errb)
-		if code != ExitFailure {
+		if code != exitcode.Failure {
 			t.Errorf("run %q: exit %d, want 125; stderr %s", tc.args, code, &errb)
 			continue
 		}
@@ -354,10 +323,7 @@ func TestRunExitCodes(t *testing.T) {
 		}
 
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := leasetest.HoldHeavy(t, g)
 		for _, tc := range []struct {
 			flags []string
 			code  int
@@ -450,7 +416,7 @@ func TestRunLimitOneNeverOverlaps(t *testing.T) {
 			}
 		}
 		waited := 0
-		for _, r := range readRecords(t, rec) {
+		for _, r := range recordtest.Ends(t, rec) {
 			if r.WaitSeconds > 0.1 {
 				waited++
 			}
@@ -616,31 +582,23 @@ func TestRunSIGKILLOfNestedGovernors(t *testing.T) {
 func TestRunInterruptWhileWaiting(t *testing.T) {
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := leasetest.HoldHeavy(t, g)
 		rec := filepath.Join(t.TempDir(), "runs.jsonl")
 		c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "true")
-		var errb bytes.Buffer
-		c.Stderr = &errb
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+		errb := startQueued(t, tg, g, c)
 		if err := c.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
-		err = c.Wait()
+		err := c.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Fatalf("exit %v, want 130; stderr %s", err, &errb)
+			t.Fatalf("exit %v, want 130; stderr %s", err, errb)
 		}
 		st := tg.status(t, g, "heavy")
 		if len(st.Waiters) != 0 || len(st.Holders) != 1 || st.Holders[0].LeaseID != l.ID() {
 			t.Fatalf("after INT: %+v", st)
 		}
-		if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeInterrupted || r[0].ExitCode != 130 {
+		if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeInterrupted || r[0].ExitCode != 130 {
 			t.Fatalf("records %+v", r)
 		}
 	})
@@ -691,7 +649,7 @@ func TestRunNested(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, runProject+"/heavy=") {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	recs := readRecords(t, rec)
+	recs := recordtest.Ends(t, rec)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
@@ -702,7 +660,7 @@ func TestRunNested(t *testing.T) {
 	}
 	// Grant records: the outer run's first, then the inner one's, naming
 	// the outer run.
-	if all := readAllRecords(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
+	if all := recordtest.All(t, rec); len(all) != 4 || all[0].Kind != runner.KindGrant || all[0].ID != outer.ID ||
 		all[1].Kind != runner.KindGrant || all[1].ID != in.ID || all[1].OuterRun != outer.ID || !all[1].Nested {
 		t.Fatalf("records %+v", all)
 	}
@@ -722,21 +680,13 @@ func TestRunNested(t *testing.T) {
 func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	marker := proctest.NewMarker(t, "govrec")
 	sleep := proctest.MarkedSleep(t, marker)
 	t.Cleanup(func() { proctest.KillMarked(marker) })
 	rec := filepath.Join(t.TempDir(), "runs.jsonl")
 	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", sleep, "60")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	errb := startQueued(t, tg, g, c)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -755,9 +705,9 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
-	all := readAllRecords(t, rec)
+	all := recordtest.All(t, rec)
 	if len(all) != 1 || all[0].Kind != runner.KindGrant {
-		t.Fatalf("records %+v, want only the grant record; stderr %s", all, &errb)
+		t.Fatalf("records %+v, want only the grant record; stderr %s", all, errb)
 	}
 	gr := all[0]
 	if gr.WaitSeconds <= 0 || gr.Nested || len(st.Holders) != 1 || gr.Resources[0].Lease != st.Holders[0].LeaseID || gr.Granted.IsZero() {
@@ -809,7 +759,7 @@ func TestRunConcurrentRecords(t *testing.T) {
 	}
 	wg.Wait()
 	ids := map[string]bool{}
-	for _, r := range readRecords(t, rec) {
+	for _, r := range recordtest.Ends(t, rec) {
 		if r.Outcome != runner.OutcomeRan || r.ExitCode != 0 {
 			t.Errorf("record %+v", r)
 		}
@@ -826,17 +776,11 @@ func TestRunStatusLine(t *testing.T) {
 	tg := fileTarget(t, "")
 	g := tg.governor(t)
 	// One hold of history, for the expected wait.
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = leasetest.HoldHeavy(t, g)
 	master, slave := openPTY(t)
 	c := tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
 	c.Stderr = slave
@@ -860,22 +804,14 @@ func TestRunStatusLine(t *testing.T) {
 	}
 
 	// Not a terminal: silent.
-	l, err = g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = leasetest.HoldHeavy(t, g)
 	c = tg.command("run", "--resource", "heavy", "--if-busy", "wait", "--", "true")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the run did not queue", func() bool { return len(tg.status(t, g, "heavy").Waiters) == 1 })
+	errb := startQueued(t, tg, g, c)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Wait(); err != nil || errb.Len() != 0 {
-		t.Fatalf("run: %v; stderr %q, want nothing", err, &errb)
+		t.Fatalf("run: %v; stderr %q, want nothing", err, errb)
 	}
 }
 
@@ -984,7 +920,7 @@ func TestRunBackendUnreachable(t *testing.T) {
 	if code != 125 || !strings.Contains(errs, "cannot reach Redis") {
 		t.Fatalf("exit %d, want 125; stderr %s", code, errs)
 	}
-	if r := readRecords(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeError {
+	if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].Outcome != runner.OutcomeError {
 		t.Fatalf("records %+v", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/safetext/safetexttest"
@@ -49,8 +50,8 @@ func TestRedisURLFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errs := cli(t, "--config", cfg, "--redis-url-file", path, "slots")
-		if code != ExitFailure || !strings.Contains(errs, tc.want) || strings.Contains(errs, "hunter2") {
-			t.Errorf("mode %04o: exit %d, stderr %q; want %d naming %q", tc.mode, code, errs, ExitFailure, tc.want)
+		if code != exitcode.Failure || !strings.Contains(errs, tc.want) || strings.Contains(errs, "hunter2") {
+			t.Errorf("mode %04o: exit %d, stderr %q; want %d naming %q", tc.mode, code, errs, exitcode.Failure, tc.want)
 		}
 	}
 	if err := os.Chmod(path, 0o640); err != nil { // a group may share it
@@ -70,8 +71,8 @@ func TestRedisURLFile(t *testing.T) {
 		{[]string{"--redis-url-file", writeFile(t, "redis://h\nredis://i\n", 0o600), "slots"}, "several lines"},
 	} {
 		code, _, errs := cli(t, append([]string{"--config", cfg}, tc.args...)...)
-		if code != ExitFailure || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming %q", tc.args, code, errs, ExitFailure, tc.want)
+		if code != exitcode.Failure || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %q", tc.args, code, errs, exitcode.Failure, tc.want)
 		}
 	}
 	_, help, _ := cli(t, "--help")
@@ -92,8 +93,8 @@ func TestRedisURLFileOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := cli(t, "--config", emptyConfig(t), "--redis-url-file", path, "slots")
-	if code != ExitFailure || !strings.Contains(errs, other.Name) || !strings.Contains(errs, "not by you") {
-		t.Fatalf("exit %d, stderr %q; want %d naming the owner %s", code, errs, ExitFailure, other.Name)
+	if code != exitcode.Failure || !strings.Contains(errs, other.Name) || !strings.Contains(errs, "not by you") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the owner %s", code, errs, exitcode.Failure, other.Name)
 	}
 }
 
@@ -154,17 +155,17 @@ func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
 	safetexttest.Check(t, "slots --json", out)
 
 	code, _, errs = tg.run(t, "run", "--if-busy", "fail", "--resource", "heavy", "--", "true")
-	if code != ExitBusy {
+	if code != exitcode.Busy {
 		t.Fatalf("run --if-busy fail: exit %d, %s", code, errs)
 	}
 	safetexttest.Check(t, "busy message", errs)
 	code, _, errs = tg.run(t, "acquire", "heavy", "--limit", "1")
-	if code != ExitBusy {
+	if code != exitcode.Busy {
 		t.Fatalf("acquire: exit %d, %s", code, errs)
 	}
 	safetexttest.Check(t, "acquire busy message", errs)
 	code, _, errs = tg.run(t, "takeover", "heavy", "--lease", lease)
-	if code != ExitBusy {
+	if code != exitcode.Busy {
 		t.Fatalf("takeover of a live holder: exit %d, %s", code, errs)
 	}
 	safetexttest.Check(t, "takeover refusal", errs)
@@ -217,8 +218,8 @@ func TestAnotherUsersConfigInSharedDir(t *testing.T) {
 	c.Env = append(cleanEnv(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
 	out, err := c.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure {
-		t.Fatalf("config show in %s: %v, output %s; want exit %d", shared, err, out, ExitFailure)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Failure {
+		t.Fatalf("config show in %s: %v, output %s; want exit %d", shared, err, out, exitcode.Failure)
 	}
 	for _, want := range []string{path, other.Name, "not by you"} {
 		if !bytes.Contains(out, []byte(want)) {

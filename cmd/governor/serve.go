@@ -163,22 +163,22 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
-				return exitWith(ExitFailure, fmt.Errorf("--timeout %v; it must be positive", timeout))
+				return exitWith(exitcode.Failure, fmt.Errorf("--timeout %v; it must be positive", timeout))
 			}
 			if err := statuspage.ValidateRetention(retention); err != nil {
-				return exitWith(ExitFailure, fmt.Errorf("--resources-retention: %w", err))
+				return exitWith(exitcode.Failure, fmt.Errorf("--resources-retention: %w", err))
 			}
 			if unix != "" && cmd.Flags().Changed("listen") {
-				return exitWith(ExitFailure, fmt.Errorf("--unix %s and --listen %s: give one of them", unix, listen))
+				return exitWith(exitcode.Failure, fmt.Errorf("--unix %s and --listen %s: give one of them", unix, listen))
 			}
 			var token string
 			if tokenFile != "" {
 				if !page {
-					return exitWith(ExitFailure, errors.New("--admin-token-file acts through the status page and its API: it cannot go with --page=false"))
+					return exitWith(exitcode.Failure, errors.New("--admin-token-file acts through the status page and its API: it cannot go with --page=false"))
 				}
 				var err error
 				if token, err = config.ReadTokenFile(tokenFile); err != nil {
-					return exitWith(ExitFailure, fmt.Errorf("--admin-token-file: %w", err))
+					return exitWith(exitcode.Failure, fmt.Errorf("--admin-token-file: %w", err))
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -199,7 +199,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 				if errors.As(err, &ee) {
 					return err // the backend's opening said its code
 				}
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			return nil
 		},

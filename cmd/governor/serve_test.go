@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -298,8 +299,8 @@ func TestServeFileBackendUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := serveCLI(t, "--backend", "file", "--dir", filepath.Join(dir, "state"), "--config", serveConfig(t), "serve", "--listen", "127.0.0.1:0")
-	if code != ExitFailure || !strings.Contains(errs, "symlink") {
-		t.Fatalf("exit %d, stderr %q; want %d naming the symlink", code, errs, ExitFailure)
+	if code != exitcode.Failure || !strings.Contains(errs, "symlink") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the symlink", code, errs, exitcode.Failure)
 	}
 }
 
@@ -329,8 +330,8 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--unix", "/"}, "--unix /: exists and is not a socket"},
 	} {
 		code, _, errs := serveCLI(t, append(global, tc.args...)...)
-		if code != ExitFailure || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errs, ExitFailure, tc.want)
+		if code != exitcode.Failure || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errs, exitcode.Failure, tc.want)
 		}
 	}
 }
@@ -361,8 +362,8 @@ func TestServeRetentionFloor(t *testing.T) {
 	global := []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", serveConfig(t)}
 	for _, d := range []string{"1s", "59m"} {
 		code, _, errs := serveCLI(t, append(global, "serve", "--listen", "127.0.0.1:0", "--resources-retention", d)...)
-		if code != ExitFailure || !strings.Contains(errs, "--resources-retention: ") || !strings.Contains(errs, "1h0m0s or more") || !strings.Contains(errs, "admin actions") {
-			t.Errorf("serve --resources-retention %s: exit %d, stderr %q; want %d naming the floor and why", d, code, errs, ExitFailure)
+		if code != exitcode.Failure || !strings.Contains(errs, "--resources-retention: ") || !strings.Contains(errs, "1h0m0s or more") || !strings.Contains(errs, "admin actions") {
+			t.Errorf("serve --resources-retention %s: exit %d, stderr %q; want %d naming the floor and why", d, code, errs, exitcode.Failure)
 		}
 	}
 	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--resources-retention", "1h")...)

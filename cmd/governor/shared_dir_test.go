@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/usertest"
 )
 
@@ -17,14 +18,7 @@ import (
 func TestSharedStateDirAcrossUsers(t *testing.T) {
 	alice, bob := usertest.New(t), usertest.New(t)
 	shared := usertest.SharedDir(t)
-	bin := filepath.Join(shared, "governor")
-	data, err := os.ReadFile(governorBin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := sharedGovernorBin(t, shared)
 	// install -d -m 2770 -g GROUP DIR, GROUP being alice's.
 	dir := filepath.Join(shared, "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -74,8 +68,8 @@ func TestSharedStateDirAcrossUsers(t *testing.T) {
 
 	got, err := member(bob, "--", "true").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitBusy {
-		t.Fatalf("%s's run while %s holds heavy: %v, output %s; want busy (%d)", bob.Name, alice.Name, err, got, ExitBusy)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Busy {
+		t.Fatalf("%s's run while %s holds heavy: %v, output %s; want busy (%d)", bob.Name, alice.Name, err, got, exitcode.Busy)
 	}
 
 	_ = holder.Process.Signal(os.Interrupt)

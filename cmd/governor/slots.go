@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/runner"
 	"github.com/governor-dev/governor/internal/view"
 )
@@ -47,12 +48,14 @@ as STUCK with the command that clears it ('governor takeover NAME --force');
 nothing removes it silently.
 
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
-"free", "drift_limit", "holders": [...], "waiters": [...], "counters": {...},
+"free", "drift_limit", "limit_source", "not_configured", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
 "clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
 "last_signal_at", "policy", "policy_text", "drift_policy",
 "drift_policy_text"}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
-and durations are seconds. A queue policy is shown as the configuration spells
+and durations are seconds. "limit_source" is live, adaptive, asked, configured or
+stale: a run:join or provider:NAME the configuration no longer defines, whose
+stored limit is only the one last asked for ("not_configured" says why). A queue policy is shown as the configuration spells
 it ("policy_text"; "policy" is the stored encoding). Fields are only ever
 added, never renamed.
 
@@ -92,7 +95,7 @@ not be read (the others are listed).`,
 					return err
 				}
 				if _, err := io.WriteString(w, b.String()); err != nil {
-					return exitWith(ExitFailure, err) // the reader is gone
+					return exitWith(exitcode.Failure, err) // the reader is gone
 				}
 				select {
 				case <-ctx.Done():
@@ -116,7 +119,7 @@ func (a *app) statuses(ctx context.Context, g view.StatusSource, names []string)
 	}
 	sts, err := view.Statuses(ctx, g, names, l.Config.Limits())
 	if err != nil {
-		return sts, exitWith(ExitFailure, err)
+		return sts, exitWith(exitcode.Failure, err)
 	}
 	return sts, nil
 }
@@ -145,7 +148,7 @@ func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	if a.json {
-		if werr := enc(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()).Skipping(err)); werr != nil {
+		if werr := enc(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()).MarkStale(a.unconfigured).Skipping(err)); werr != nil {
 			return werr
 		}
 		return err
@@ -163,6 +166,16 @@ func (a *app) mkdirLocks() map[string]string {
 		return nil
 	}
 	return l.Config.MkdirLocks()
+}
+
+// unconfigured says why the configuration no longer defines resource
+// (config.Catalog.Unconfigured; "" when it does, or cannot be loaded).
+func (a *app) unconfigured(resource string) string {
+	l, err := a.load()
+	if err != nil {
+		return ""
+	}
+	return l.Catalog().Unconfigured(resource)
 }
 
 // dash and writeJSON are view's, for the commands' own output.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/internal/view"
@@ -33,13 +34,13 @@ func TestSlotsOneBadKey(t *testing.T) {
 			g := badKeyProject(t, url)
 			global := []string{"--backend", "redis", "--redis-url", url, "--config", emptyConfig(t)}
 			code, out, errs := cli(t, append(global, "slots")...)
-			if code != ExitFailure || !strings.Contains(out, "good  limit 1") || !strings.Contains(out, "bad  UNREADABLE") ||
+			if code != exitcode.Failure || !strings.Contains(out, "good  limit 1") || !strings.Contains(out, "bad  UNREADABLE") ||
 				!strings.Contains(errs, "the state of bad cannot be read") {
 				t.Errorf("slots with one bad key: exit %d, stdout %q, stderr %q; want 125, good listed, bad named", code, out, errs)
 			}
 			code, out, _ = cli(t, append(global, "--json", "slots")...)
 			var sj view.Slots
-			if err := json.Unmarshal([]byte(out), &sj); err != nil || code != ExitFailure {
+			if err := json.Unmarshal([]byte(out), &sj); err != nil || code != exitcode.Failure {
 				t.Fatalf("slots --json: exit %d, %v: %s", code, err, out)
 			}
 			if !listed(sj, "good") || listed(sj, "bad") || len(sj.Unreadable) != 1 || sj.Unreadable[0].Resource != "bad" ||

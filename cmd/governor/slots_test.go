@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -28,7 +29,7 @@ func TestSlotsUnknownResource(t *testing.T) {
 		{[]string{"heavy", "gpv"}, `"gpv" is unknown`},
 	} {
 		code, out, errs := cli(t, append(append(tg.global(), "slots"), tc.names...)...)
-		if code != ExitFailure || out != "" || !strings.Contains(errs, tc.want) {
+		if code != exitcode.Failure || out != "" || !strings.Contains(errs, tc.want) {
 			t.Errorf("slots %q: exit %d, stdout %q, stderr %q; want 125 and %q", tc.names, code, out, errs, tc.want)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/internal/view"
 )
@@ -467,8 +468,8 @@ func TestServeAdminTokenFileRefused(t *testing.T) {
 		{[]string{"--admin-token-file", good, "--page=false"}, "cannot go with --page=false"},
 	} {
 		code, _, errs := serveCLI(t, append(append(global, "serve", "--listen", "127.0.0.1:0"), tc.args...)...)
-		if code != ExitFailure || !strings.Contains(errs, "--admin-token-file") || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming --admin-token-file and %q", tc.args, code, errs, ExitFailure, tc.want)
+		if code != exitcode.Failure || !strings.Contains(errs, "--admin-token-file") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming --admin-token-file and %q", tc.args, code, errs, exitcode.Failure, tc.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -74,13 +75,13 @@ failure (73 or 125), after printing the leases it took.`,
 				}
 			}
 			if (leaseID == "") == (session == "") {
-				return exitWith(ExitFailure, fmt.Errorf("give exactly one of --lease ID or --session ID"))
+				return exitWith(exitcode.Failure, fmt.Errorf("give exactly one of --lease ID or --session ID"))
 			}
 			resource := ""
 			if len(args) == 1 {
 				resource = args[0]
 			} else if leaseID != "" {
-				return exitWith(ExitFailure, fmt.Errorf("--lease needs the RESOURCE it is a lease of"))
+				return exitWith(exitcode.Failure, fmt.Errorf("--lease needs the RESOURCE it is a lease of"))
 			}
 			if resource != "" {
 				// The one limit rule: the configured limit, else --limit
@@ -93,7 +94,7 @@ failure (73 or 125), after printing the leases it took.`,
 				case errors.Is(err, acquire.ErrNoLimit):
 					limit = 1
 				case err != nil:
-					return exitWith(ExitFailure, err)
+					return exitWith(exitcode.Failure, err)
 				}
 			}
 			what := resource
@@ -134,7 +135,7 @@ failure (73 or 125), after printing the leases it took.`,
 			case errors.As(err, &busy) && len(ls) == 0:
 				return acquire.Refused(busy, false)
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitBusy, err) // nothing to take over
+				return exitWith(exitcode.Busy, err) // nothing to take over
 			}
 			return err // exitcode.For: busy and an owner alive 73, else 125
 		},
@@ -173,11 +174,7 @@ already saw; 122 the lease is not held (expired, released or taken over); 125 ba
 input (a handle without its secret included) or backend unreachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg, err := a.leaseArg([]string{lease})
-			if err != nil {
-				return err
-			}
-			g, h, err := a.openLease(cmd.Context(), arg, openOptions{})
+			g, h, err := a.openLeaseArg(cmd.Context(), []string{lease})
 			if err != nil {
 				return err
 			}
@@ -187,18 +184,18 @@ input (a handle without its secret included) or backend unreachable.`,
 			case errors.Is(err, governor.ErrNotOwner):
 				return notOwner(public(h), err)
 			case errors.Is(err, governor.ErrNotHeld):
-				return exitWith(ExitLeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over); stop writing", public(h)))
+				return exitWith(exitcode.LeaseLost, fmt.Errorf("lease %s is not held (expired, released or taken over); stop writing", public(h)))
 			case err != nil:
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			token := holder.Token
 			n, err := g.NextSeq(cmd.Context(), args[0], token)
 			if errors.Is(err, governor.ErrStaleToken) {
-				return exitWith(ExitBusy, fmt.Errorf("sequence %s: refused: %w: lease %s (token %d) is held, but a newer lease's token already used %s; "+
+				return exitWith(exitcode.Busy, fmt.Errorf("sequence %s: refused: %w: lease %s (token %d) is held, but a newer lease's token already used %s; "+
 					"this lease must not write it", args[0], err, public(h), token, args[0]))
 			}
 			if err != nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			if a.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"sequence": args[0], "number": n, "token": token})
@@ -213,7 +210,7 @@ input (a handle without its secret included) or backend unreachable.`,
 }
 
 func (a *app) eventsCmd() *cobra.Command {
-	var since time.Duration
+	var since string
 	cmd := &cobra.Command{
 		Use:   "events [RESOURCE...]",
 		Short: "Show takeovers, reclaims (expired, owner dead) and lost leases, with who and when",
@@ -234,18 +231,18 @@ Each resource keeps its last 1000 events.
 Exit codes: 0 listed; 125 bad flags, bad config, backend unreachable, or the
 events of some resource could not be read (the others are listed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			from, err := view.Since(since, time.Now())
+			if err != nil {
+				return exitWith(exitcode.Failure, fmt.Errorf("--%w", err))
+			}
 			g, err := a.open(cmd.Context(), openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
-			var from time.Time
-			if since > 0 {
-				from = time.Now().Add(-since)
-			}
 			rows, err := view.ReadEvents(cmd.Context(), g, args, from)
 			if rows == nil {
-				return exitWith(ExitFailure, err)
+				return exitWith(exitcode.Failure, err)
 			}
 			failed := err
 			if a.json {
@@ -254,11 +251,11 @@ events of some resource could not be read (the others are listed).`,
 				err = view.WriteEvents(cmd.OutOrStdout(), rows)
 			}
 			if err == nil && failed != nil {
-				err = exitWith(ExitFailure, failed)
+				err = exitWith(exitcode.Failure, failed)
 			}
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&since, "since", 0, "only events in this past duration, e.g. 1h (default: all kept)")
+	cmd.Flags().StringVar(&since, "since", "", "only events in this past duration, a positive duration such as 90s or 1h (default: all kept)")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/governor-dev/governor/internal/exitcode"
 	"strings"
 	"testing"
 )
@@ -10,13 +11,13 @@ import (
 func TestWatchdogArgs(t *testing.T) {
 	for _, args := range [][]string{{"run", "--watchdog"}, {"run", "--watchdog", "a", "b"}} {
 		code, out, errs := cli(t, args...)
-		if code != ExitFailure || out != "" || !strings.Contains(errs, "--watchdog takes the run id") {
+		if code != exitcode.Failure || out != "" || !strings.Contains(errs, "--watchdog takes the run id") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 125 naming the run id", args, code, out, errs)
 		}
 	}
 	// Anywhere else --watchdog is no flag of run.
 	code, _, errs := cli(t, "run", "--resource", "x", "--watchdog", "id")
-	if code != ExitFailure || !strings.Contains(errs, "unknown flag: --watchdog") {
+	if code != exitcode.Failure || !strings.Contains(errs, "unknown flag: --watchdog") {
 		t.Errorf("run --resource x --watchdog id: exit %d, stderr %q; want 125, unknown flag", code, errs)
 	}
 }

@@ -23,6 +23,14 @@ func (s *suite) damage(t *testing.T, key governor.Key, lease string, d Damage) {
 
 // notGranted tries an acquire that must not be granted: refused, queued
 // or a governor.ErrBackend naming the contradiction are all fine.
+// shortReq is a fail-mode request of weight 1 under limit, with a 2s
+// TTL: the damage tests let it expire by advancing the clock 3s.
+func shortReq(key governor.Key, limit int) governor.Request {
+	r := req(key, limit, 1, governor.Fail)
+	r.TTL = 2 * time.Second
+	return r
+}
+
 func notGranted(t *testing.T, b governor.Backend, r governor.Request, what string) {
 	t.Helper()
 	res, err := b.Acquire(ctxT(t), r)
@@ -62,19 +70,16 @@ func (s *suite) damagedUsed(t *testing.T) {
 func (s *suite) damagedNoState(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 1, 1, governor.Fail)
-	a.TTL = 2 * time.Second
+	a := shortReq(key, 1)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageNoState)
-	r := req(key, 1, 1, governor.Fail)
-	r.TTL = a.TTL
+	r := shortReq(key, 1)
 	notGranted(t, b, r, "an acquire beside holders without their state")
 	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); err == nil {
 		t.Fatal("a holder without its record renewed")
 	}
 	s.h.Advance(t, 3*time.Second)
-	r = req(key, 1, 1, governor.Fail)
-	r.TTL = a.TTL
+	r = shortReq(key, 1)
 	mustAcquire(t, b, r, governor.Granted)
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 }
@@ -84,16 +89,14 @@ func (s *suite) damagedNoState(t *testing.T) {
 func (s *suite) damagedNoHolders(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 1, 1, governor.Fail)
-	a.TTL = 2 * time.Second
+	a := shortReq(key, 1)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageNoHolders)
 	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); err == nil {
 		t.Fatal("a holder missing from the holders renewed")
 	}
 	s.h.Advance(t, 3*time.Second)
-	r := req(key, 1, 1, governor.Fail)
-	r.TTL = a.TTL
+	r := shortReq(key, 1)
 	mustAcquire(t, b, r, governor.Granted)
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 	if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 {
@@ -168,17 +171,14 @@ func (s *suite) damagedEvent(t *testing.T) {
 func (s *suite) damagedOverLimit(t *testing.T) {
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 2, 1, governor.Fail)
-	a.TTL = 2 * time.Second
+	a := shortReq(key, 2)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageOverLimit)
-	r := req(key, 2, 1, governor.Fail)
-	r.TTL = a.TTL
+	r := shortReq(key, 2)
 	notGranted(t, b, r, "an acquire beside holders beyond the limit")
 	s.h.Advance(t, 3*time.Second)
 	for range 2 {
-		r := req(key, 2, 1, governor.Fail)
-		r.TTL = a.TTL
+		r := shortReq(key, 2)
 		mustAcquire(t, b, r, governor.Granted)
 	}
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
@@ -195,8 +195,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 	}
 	b := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 1, 1, governor.Fail)
-	a.TTL = 2 * time.Second
+	a := shortReq(key, 1)
 	ra := mustAcquire(t, b, a, governor.Granted)
 	w := req(key, 1, 1, governor.Wait)
 	w.TTL, w.New = a.TTL, true

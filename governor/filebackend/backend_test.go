@@ -169,10 +169,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 		{"newer version", `{"version":99,"project":"p","resource":"r"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			b := open(t, dir, filebackend.Options{})
-			key := governor.Key{Project: "p", Resource: "r"}
-			mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+			dir, b, key := heldOnce(t)
 			path := filepath.Join(dir, "p", "r", "state")
 			if err := os.WriteFile(path, []byte(c.data), 0o600); err != nil {
 				t.Fatal(err)
@@ -271,15 +268,23 @@ func TestReadsCreateNothing(t *testing.T) {
 	}
 }
 
+// heldOnce opens a backend in a fresh state dir and takes the one slot
+// of p/r in it.
+func heldOnce(t *testing.T) (string, *filebackend.Backend, governor.Key) {
+	t.Helper()
+	dir := t.TempDir()
+	b := open(t, dir, filebackend.Options{})
+	key := governor.Key{Project: "p", Resource: "r"}
+	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	return dir, b, key
+}
+
 // TestLeftoversRemoved: what killed processes leave (a half-written
 // temp file, a lease file never recorded, a wake-up pipe nobody listens
 // to) is removed by the next state change; a pipe still listened to is
 // kept.
 func TestLeftoversRemoved(t *testing.T) {
-	dir := t.TempDir()
-	b := open(t, dir, filebackend.Options{})
-	key := governor.Key{Project: "p", Resource: "r"}
-	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	dir, b, key := heldOnce(t)
 	res := filepath.Join(dir, "p", "r")
 	if err := os.WriteFile(filepath.Join(res, "state.tmp"), []byte("{\"half"), 0o600); err != nil {
 		t.Fatal(err)
@@ -382,10 +387,7 @@ func TestLeaseFile(t *testing.T) {
 // TestStaleBoot: holders and waiters recorded during an earlier boot are
 // dead; the next state change drops them.
 func TestStaleBoot(t *testing.T) {
-	dir := t.TempDir()
-	b := open(t, dir, filebackend.Options{})
-	key := governor.Key{Project: "p", Resource: "r"}
-	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	dir, b, key := heldOnce(t)
 	mustAcquire(t, b, req(key, 1, 1, governor.Wait), governor.Queued)
 	path := filepath.Join(dir, "p", "r", "state")
 	data, err := os.ReadFile(path)
@@ -409,10 +411,7 @@ func TestStaleBoot(t *testing.T) {
 // TestLockWaitHonoursContext: a call waiting for another process's
 // critical section gives up when its context ends.
 func TestLockWaitHonoursContext(t *testing.T) {
-	dir := t.TempDir()
-	b := open(t, dir, filebackend.Options{})
-	key := governor.Key{Project: "p", Resource: "r"}
-	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
+	dir, b, key := heldOnce(t)
 	f, err := os.OpenFile(filepath.Join(dir, "p", "r", "lock"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -191,16 +191,28 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	if p.ifBusy == IfBusyWait {
 		mode = governor.Wait
 	}
-	inside, err := execRunInside(ctx, g, byKey)
+	anc, ancWeight, ancLimit, inside, err := execRunInside(ctx, g, byKey)
 	if err != nil {
 		return nil, err
+	}
+	if inside {
+		// One item stands for what the ancestor's exec run holds (a
+		// plain run wants the run lock and every join slot).
+		first := true
+		p.items = slices.DeleteFunc(p.items, func(it *Item) bool {
+			drop := isExecRun(it.Name) && !first
+			first = first && !isExecRun(it.Name)
+			return drop
+		})
 	}
 	var waitingFor string // the resource last queued for, for a --wait-timeout message
 	var wants []governor.Want
 	for _, it := range p.items {
 		k := governor.Key{Project: g.Project(), Resource: it.Name}
 		if inside && isExecRun(it.Name) {
-			it.Nested, it.Held = true, byKey[k] // part of the ancestor's exec run
+			// Part of the ancestor's exec run: this item is what the
+			// ancestor holds (the run lock or a join slot, its weight).
+			it.Name, it.Weight, it.Limit, it.Nested, it.Held = anc.Key.Resource, ancWeight, ancLimit, true, anc
 			continue
 		}
 		if l, ok := byKey[k]; ok {

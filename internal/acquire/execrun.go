@@ -14,27 +14,33 @@ func isExecRun(resource string) bool {
 	return resource == DefaultResource || resource == JoinResource
 }
 
-// execRunInside reports whether an ancestor run holds the run lock or a
-// join slot of project (named in GOVERNOR_HELD and proven: ProvenHeld).
-// An exec run inside an exec run is part of it, so it takes none of the
-// exec-run resources: a plain run inside a joiner would otherwise
-// ask for the run lock while its ancestor holds a join slot — against the
-// lock order, and a deadlock with a plain run that holds the lock and
-// waits for that join slot.
-func execRunInside(ctx context.Context, g *governor.Governor, byKey map[governor.Key]HeldLease) (bool, error) {
+// execRunInside returns the lease of the run lock or join slot of
+// project that an ancestor run holds (named in GOVERNOR_HELD and proven:
+// ProvenHeld), its weight and the limit in force, ok false when there is
+// none.
+func execRunInside(ctx context.Context, g *governor.Governor, byKey map[governor.Key]HeldLease) (h HeldLease, weight, limit int, ok bool, err error) {
 	for _, name := range []string{DefaultResource, JoinResource} {
-		h, ok := byKey[governor.Key{Project: g.Project(), Resource: name}]
+		h, ok = byKey[governor.Key{Project: g.Project(), Resource: name}]
 		if !ok {
 			continue
 		}
 		switch err := ProvenHeld(ctx, g, h); {
 		case err == nil:
-			return true, nil
+			st, err := g.Status(ctx, name)
+			if err != nil {
+				return h, 0, 0, false, fmt.Errorf("reading %s, which an ancestor holds: %w", name, err)
+			}
+			for _, o := range st.Holders {
+				if o.LeaseID == h.LeaseID {
+					return h, o.Weight, st.Limit, true, nil
+				}
+			}
+			return h, 0, 0, false, fmt.Errorf("lease %s of %s is no longer held: %w", h.LeaseID, name, governor.ErrNotHeld)
 		case !errors.Is(err, governor.ErrNotOwner) && !errors.Is(err, governor.ErrNotHeld):
-			return false, err
+			return HeldLease{}, 0, 0, false, err
 		}
 	}
-	return false, nil
+	return HeldLease{}, 0, 0, false, nil
 }
 
 // checkOrder refuses at once a nested acquire that wants a resource

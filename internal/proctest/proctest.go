@@ -7,12 +7,15 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -88,4 +91,60 @@ func MarkedSleep(t testing.TB, marker string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Binary is the governor CLI of a test binary, built on first use into a
+// directory of its own; TestMain calls Remove when the tests end.
+type Binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Path builds the binary on the first call and returns its path, failing
+// t when it cannot be built.
+func (b *Binary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "governor-bin-")
+		if b.err == nil {
+			b.path, b.err = BuildGovernor(b.dir)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Remove deletes the binary's directory, if it was built.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+// WaitExit waits up to within for c to end and returns its exit code (-1
+// when a signal ended it), failing t when it does not end in time, or
+// when waiting fails for another reason than its exit; stderr, when not
+// nil, is what the failure shows of it.
+func WaitExit(t testing.TB, c *exec.Cmd, within time.Duration, stderr fmt.Stringer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return c.ProcessState.ExitCode()
+	case <-time.After(within):
+		if stderr != nil {
+			t.Fatalf("%s did not end within %v; stderr:\n%s", c.Path, within, stderr)
+		}
+		t.Fatalf("%s did not end within %v", c.Path, within)
+	}
+	return -1
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 	"github.com/governor-dev/governor/internal/usertest"
 )
 
@@ -24,10 +26,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	o, stdout, stderr := f.options(t, "sh", "-c", `cat "$0"`)
 	o.Args = append(o.Args, o.Record)
 	o.IfBusy = acquire.IfBusyWait
@@ -54,7 +53,7 @@ func TestRunGrantRecordBeforeCommand(t *testing.T) {
 		grant.Outcome != "" || !grant.End.IsZero() {
 		t.Fatalf("grant record %+v", grant)
 	}
-	all := allRecords(t, o.Record)
+	all := recordtest.All(t, o.Record)
 	if len(all) != 2 || all[1].Kind != runner.KindEnd {
 		t.Fatalf("records %+v", all)
 	}
@@ -209,7 +208,7 @@ func TestRecordRefusesAnotherUsersFile(t *testing.T) {
 	}
 	o, _, stderr := f.options(t, "true")
 	o.Record = mine
-	if code := runner.Run(context.Background(), o); code != 0 || len(allRecords(t, mine)) != 2 {
+	if code := runner.Run(context.Background(), o); code != 0 || len(recordtest.All(t, mine)) != 2 {
 		t.Errorf("own file: exit %d, stderr %s; want 0 and two records", code, stderr)
 	}
 }

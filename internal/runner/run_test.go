@@ -18,7 +18,9 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/runner"
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 )
 
 const project = "runnertest"
@@ -83,33 +85,6 @@ func (f *fixture) options(t *testing.T, args ...string) (runner.Options, *bytes.
 	}, &stdout, &stderr
 }
 
-// records returns the end records of path.
-func records(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	var out []runner.Record
-	for _, r := range allRecords(t, path) {
-		if r.Kind == runner.KindEnd {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// allRecords returns every record of path, grant and end.
-func allRecords(t *testing.T, path string) []runner.Record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out, err := runner.ReadRecords(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func status(t *testing.T, f *fixture, resource string) governor.Status {
 	t.Helper()
 	g := f.governor(t, governor.Options{})
@@ -128,7 +103,7 @@ func TestRunPassesExitCodeEnvironmentAndRecord(t *testing.T) {
 	if code := runner.Run(context.Background(), o); code != 7 {
 		t.Fatalf("exit %d, want 7; stderr %s", code, stderr)
 	}
-	recs := records(t, o.Record)
+	recs := recordtest.Ends(t, o.Record)
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want 1", len(recs))
 	}
@@ -165,10 +140,7 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{Session: "holder-session"})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	for _, tc := range []struct {
 		ifBusy  string
 		wait    time.Duration
@@ -197,7 +169,7 @@ func TestRunBusySkipAndWaitTimeout(t *testing.T) {
 				t.Errorf("--if-busy %q: stderr %q lacks %q", tc.ifBusy, stderr, want)
 			}
 		}
-		rec := records(t, o.Record)[0]
+		rec := recordtest.Ends(t, o.Record)[0]
 		if rec.Outcome != tc.outcome || rec.ExitCode != tc.code || tc.wait > 0 && rec.WaitSeconds < tc.wait.Seconds() {
 			t.Errorf("record %+v", rec)
 		}
@@ -213,10 +185,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	held, tokens := acquire.FormatHeld([]acquire.HeldLease{{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()}})
 	o, stdout, stderr := f.options(t, "sh", "-c", `echo "$GOVERNOR_HELD"`)
 	o.Env = append(o.Env, runner.EnvHeld+"="+held, runner.EnvToken+"="+tokens, runner.EnvRunIDs+"=outer")
@@ -226,7 +195,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if got := strings.TrimSpace(stdout.String()); got != held {
 		t.Fatalf("child saw GOVERNOR_HELD=%q, want the ancestor's %q", got, held)
 	}
-	all := allRecords(t, o.Record)
+	all := recordtest.All(t, o.Record)
 	if len(all) != 2 || all[0].Kind != runner.KindGrant || all[1].Kind != runner.KindEnd {
 		t.Fatalf("records %+v, want a grant and an end", all)
 	}
@@ -249,7 +218,7 @@ func TestRunNestedUsesAncestorsLease(t *testing.T) {
 	if code := runner.Run(context.Background(), o); code != 0 {
 		t.Fatalf("stale nested run: exit %d; stderr %s", code, stderr)
 	}
-	if rec := records(t, o.Record)[0]; rec.Nested || rec.Resources[0].Lease == l.ID() || !strings.Contains(stderr.String(), "no longer held") {
+	if rec := recordtest.Ends(t, o.Record)[0]; rec.Nested || rec.Resources[0].Lease == l.ID() || !strings.Contains(stderr.String(), "no longer held") {
 		t.Fatalf("stale entry: record %+v, stderr %s", rec, stderr)
 	}
 }
@@ -261,10 +230,7 @@ func TestRunNestedNeedsTheSecret(t *testing.T) {
 	f := newFixture(t)
 	g := f.governor(t, governor.Options{})
 	defer g.Close()
-	l, err := g.Acquire(context.Background(), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasetest.HoldHeavy(t, g)
 	defer l.Release()
 	other, _ := governorSecret(t)
 	for name, secret := range map[string]string{"no secret": "", "another lease's secret": other} {
@@ -328,7 +294,7 @@ func TestRunLeaseLostStopsTheTree(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %v to notice", d)
 	}
-	if rec := records(t, o.Record)[0]; rec.Outcome != runner.OutcomeLeaseLost || rec.ExitCode != 122 {
+	if rec := recordtest.Ends(t, o.Record)[0]; rec.Outcome != runner.OutcomeLeaseLost || rec.ExitCode != 122 {
 		t.Fatalf("record %+v", rec)
 	}
 }
@@ -345,7 +311,7 @@ func TestRunNotFoundNeverWaits(t *testing.T) {
 	if code := runner.Run(context.Background(), o); code != runner.ExitNotFound || !strings.Contains(stderr.String(), "command not found") {
 		t.Fatalf("exit %d, want 127; stderr %s", code, stderr)
 	}
-	if rec := records(t, o.Record)[0]; rec.Outcome != runner.OutcomeError || rec.ExitCode != 127 {
+	if rec := recordtest.Ends(t, o.Record)[0]; rec.Outcome != runner.OutcomeError || rec.ExitCode != 127 {
 		t.Fatalf("record %+v", rec)
 	}
 }
@@ -357,7 +323,7 @@ func TestRunBadOptionsAreRecorded(t *testing.T) {
 	if code := runner.Run(context.Background(), o); code != runner.ExitFailure || !strings.Contains(stderr.String(), `--if-busy "sometimes" is not allowed`) {
 		t.Fatalf("exit %d, want 125; stderr %s", code, stderr)
 	}
-	if rec := records(t, o.Record)[0]; rec.Outcome != runner.OutcomeError || rec.ExitCode != 125 {
+	if rec := recordtest.Ends(t, o.Record)[0]; rec.Outcome != runner.OutcomeError || rec.ExitCode != 125 {
 		t.Fatalf("record %+v", rec)
 	}
 }

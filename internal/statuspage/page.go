@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -156,14 +155,10 @@ func (p *Page) slots(w http.ResponseWriter, r *http.Request) {
 // named by ?resource= (all when none is) and, with ?since=DURATION, only
 // the events of that past duration.
 func (p *Page) events(w http.ResponseWriter, r *http.Request) {
-	var from time.Time
-	if s := r.URL.Query().Get("since"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			writeAPIError(w, http.StatusBadRequest, fmt.Errorf("since=%q; allowed: a positive duration such as 90s, 1h", s))
-			return
-		}
-		from = time.Now().Add(-d)
+	from, err := view.Since(r.URL.Query().Get("since"), time.Now())
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, err)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -26,15 +26,7 @@ import (
 // with one resource "gpu" holding a lease.
 func source(t *testing.T) *Reopening {
 	t.Helper()
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "prj"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "prj"})
 	l, err := g.Acquire(context.Background(), "gpu", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,20 @@ func ReadEvents(ctx context.Context, src EventSource, names []string, from time.
 	return rows, errors.Join(failed...)
 }
 
+// Since is the start of the past duration s ("1h", "90s") before now,
+// the one rule for 'governor events --since' and /api/v1/events?since=:
+// a positive Go duration; "" is the zero time (every event kept).
+func Since(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("since=%q; allowed: a positive duration such as 90s, 1h", s)
+	}
+	return now.Add(-d), nil
+}
+
 // WriteEvents writes the table of 'governor events' for rows.
 func WriteEvents(w io.Writer, rows []Event) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -15,16 +15,16 @@ import (
 // default left out.
 func TestPolicyText(t *testing.T) {
 	for _, tc := range []struct {
-		r    config.Resource
+		r    config.QueueKeys
 		want string
 	}{
-		{config.Resource{}, ""},
-		{config.Resource{Priorities: []string{"critical", "default", "batch"}, Reserve: []string{"critical=1"}, Cap: []string{"batch=2"}},
+		{config.QueueKeys{}, ""},
+		{config.QueueKeys{Priorities: []string{"critical", "default", "batch"}, Reserve: []string{"critical=1"}, Cap: []string{"batch=2"}},
 			"{priorities: [critical, default, batch], reserve: [critical=1], cap: [batch=2]}"},
-		{config.Resource{Priorities: []string{"hi", "lo"}, MaxOvertakes: 3, Policy: "eager"}, "{priorities: [hi, lo], max_overtakes: 3, policy: eager}"},
-		{config.Resource{Fair: true}, "{fair: true}"},
-		{config.Resource{FairWeights: []string{"b=1", "a=2"}, FairCap: 2}, "{fair_weights: [a=2, b=1], fair_cap: 2}"},
-		{config.Resource{MaxQueue: 5, MaxWait: 90 * time.Second}, "{max_queue: 5, max_wait: 1m30s}"},
+		{config.QueueKeys{Priorities: []string{"hi", "lo"}, MaxOvertakes: 3, Policy: "eager"}, "{priorities: [hi, lo], max_overtakes: 3, policy: eager}"},
+		{config.QueueKeys{Fair: true}, "{fair: true}"},
+		{config.QueueKeys{FairWeights: []string{"b=1", "a=2"}, FairCap: 2}, "{fair_weights: [a=2, b=1], fair_cap: 2}"},
+		{config.QueueKeys{MaxQueue: 5, MaxWait: 90 * time.Second}, "{max_queue: 5, max_wait: 1m30s}"},
 	} {
 		p, err := tc.r.QueuePolicy()
 		if err != nil {
@@ -39,11 +39,11 @@ func TestPolicyText(t *testing.T) {
 // slots shows the policy in force and a drifted one as the configuration
 // spells them, never the stored encoding.
 func TestSlotsPolicyAsConfigured(t *testing.T) {
-	in, err := config.Resource{Priorities: []string{"critical", "batch"}, Reserve: []string{"critical=1"}}.QueuePolicy()
+	in, err := config.QueueKeys{Priorities: []string{"critical", "batch"}, Reserve: []string{"critical=1"}}.QueuePolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	asked, err := config.Resource{Priorities: []string{"critical", "batch"}, MaxWait: 30 * time.Second}.QueuePolicy()
+	asked, err := config.QueueKeys{Priorities: []string{"critical", "batch"}, MaxWait: 30 * time.Second}.QueuePolicy()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,10 +25,14 @@ type Resource struct {
 	// LimitSource says where the limit in force came from: "live" (set
 	// by 'governor limit': see live_limit), "adaptive" (held by AIMD:
 	// see adaptive), "asked" (by the processes that use it), or
-	// "configured" (never used yet).
-	LimitSource string     `json:"limit_source"`
-	LiveLimit   *LiveLimit `json:"live_limit,omitempty"`
-	Paused      *Paused    `json:"paused,omitempty"`
+	// "configured" (never used yet), or "stale" (the configuration no
+	// longer defines it: see not_configured).
+	LimitSource string `json:"limit_source"`
+	// NotConfigured says why the configuration no longer defines a
+	// resource with state (config.Catalog.Unconfigured).
+	NotConfigured string     `json:"not_configured,omitempty"`
+	LiveLimit     *LiveLimit `json:"live_limit,omitempty"`
+	Paused        *Paused    `json:"paused,omitempty"`
 	// ExpectedWait is a newcomer's (weight 1, at the tail).
 	ExpectedWait Estimate       `json:"expected_wait"`
 	Holders      []Holder       `json:"holders"`
@@ -78,6 +82,17 @@ func estimateOf(e governor.Estimate) Estimate {
 		out.Seconds = &s
 	}
 	return out
+}
+
+// MarkStale marks each resource of s that the configuration no longer
+// defines (why gives the reason, "" when it does) as "stale".
+func (s Slots) MarkStale(why func(resource string) string) Slots {
+	for i, r := range s.Resources {
+		if w := why(r.Resource); w != "" && r.LimitSource == "asked" {
+			s.Resources[i].LimitSource, s.Resources[i].NotConfigured = "stale", w
+		}
+	}
+	return s
 }
 
 // LimitSource says where the limit in force of st came from, for slots

@@ -28,13 +28,20 @@ func WriteReport(w io.Writer, err error) {
 	if err == nil {
 		return
 	}
-	fmt.Fprintf(w, "governor: %s\n", strings.TrimPrefix(err.Error(), "governor: "))
+	fmt.Fprintf(w, "governor: %s\n", Message(err))
 	var r Refusal
 	if errors.As(err, &r) {
 		if busy, store := r.Holders(); busy != nil {
 			writeHolders(w, busy.Resource, busy.Status, store)
 		}
 	}
+}
+
+// Message is err's message without the library's "governor: " prefixes,
+// at its start and where a wrapped error repeats it ("cannot reach Redis
+// at …: governor: redis: subscribe: …"): the CLI says "governor: " once.
+func Message(err error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "governor: "), ": governor: ", ": ")
 }
 
 // writeHolders lists each holder of resource and the command that takes
