@@ -268,6 +268,7 @@ func TestScriptingDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer g.Close() // its suspend watch runs until then (noLeaks of later tests)
 	for _, mode := range []governor.Mode{governor.Fail, governor.Wait} {
 		_, err = g.Acquire(ctx, "heavy", governor.AcquireOptions{Limit: 1, Mode: mode})
 		if !errors.Is(err, governor.ErrBackend) || !strings.Contains(strings.ToLower(err.Error()), "unknown command") {

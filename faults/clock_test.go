@@ -84,6 +84,7 @@ func TestClientClockIrrelevant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer g.Close() // its suspend watch runs until then (noLeaks of later tests)
 	l, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const EvictionCheckEvery = time.Second
 type evictWatch struct {
 	mu      sync.Mutex
 	next    time.Time        // no check before it
+	running bool             // a check is under way
 	evicted map[string]int64 // server address -> its evicted_keys
 	warned  map[string]bool  // addresses whose evicting policy was said
 }
@@ -37,16 +38,39 @@ type evictWatch struct {
 // of rs, as the scripts do on evidence of lost data: no new grant there
 // for the longest lease TTL, by when every holder that lost its keys has
 // renewed and learnt it. A server that refuses INFO is not watched
-// (New warned of it).
-func (b *Backend) watchEviction(ctx context.Context, rs []governor.Renewal) {
+// (New warned of it). The check runs beside the renewals, not after them
+// (RenewBatch waits for both): its round trip must not add to theirs
+// (over a slow link, one more round trip per heartbeat outran the leases'
+// local deadlines). The channel returned is closed when it has ended.
+func (b *Backend) watchEviction(ctx context.Context, rs []governor.Renewal) <-chan struct{} {
+	done := make(chan struct{})
 	w := &b.evict
 	w.mu.Lock()
-	if time.Now().Before(w.next) || len(rs) == 0 {
+	if time.Now().Before(w.next) || w.running || len(rs) == 0 {
 		w.mu.Unlock()
-		return
+		close(done)
+		return done
 	}
-	w.next = time.Now().Add(EvictionCheckEvery)
+	w.next, w.running = time.Now().Add(EvictionCheckEvery), true
 	w.mu.Unlock()
+	held := map[governor.Key]time.Duration{}
+	for _, r := range rs {
+		held[r.Key] = max(held[r.Key], r.TTL)
+	}
+	go func() {
+		defer close(done)
+		b.checkEvicted(ctx, held)
+		w.mu.Lock()
+		w.running = false
+		w.mu.Unlock()
+	}()
+	return done
+}
+
+// checkEvicted is one check of watchEviction on the resources held (each
+// with the longest TTL renewed there).
+func (b *Backend) checkEvicted(ctx context.Context, held map[governor.Key]time.Duration) {
+	w := &b.evict
 	var (
 		mu   sync.Mutex
 		why  []string
@@ -92,14 +116,9 @@ func (b *Backend) watchEviction(ctx context.Context, rs []governor.Renewal) {
 	if len(why) == 0 {
 		return
 	}
-	seen := map[governor.Key]bool{}
-	for _, r := range rs {
-		if seen[r.Key] {
-			continue
-		}
-		seen[r.Key] = true
-		rk := b.resource(r.Key)
-		if ms := b.lossMS(rk, r.TTL); ms > 0 {
+	for key, ttl := range held {
+		rk := b.resource(key)
+		if ms := b.lossMS(rk, ttl); ms > 0 {
 			_ = quarantineScript.Run(ctx, b.rdb, rk.keys, ms, "eviction: "+strings.Join(why, ", ")).Err()
 		}
 	}

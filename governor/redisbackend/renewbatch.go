@@ -36,6 +36,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 		}
 		return out
 	}
+	watched := b.watchEviction(ctx, rs)
 	// groups: indexes into rs, one script call each.
 	var groups [][]int
 	if _, cluster := b.rdb.(*redis.ClusterClient); cluster {
@@ -100,7 +101,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			out[i] = b.renewManyReply(rs[i], v, j, err)
 		}
 	}
-	b.watchEviction(ctx, rs)
+	<-watched
 	return out
 }
 
