@@ -212,11 +212,19 @@ func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 	if err != nil || len(have) != len(allScripts) {
 		have = make([]bool, len(allScripts))
 	}
+	// The missing ones load side by side, each on a connection of the
+	// pool: over a distant link one round trip, not one per script.
+	errs := make([]error, len(allScripts))
+	var wg sync.WaitGroup
 	for i, s := range allScripts {
 		if have[i] {
 			continue
 		}
-		if err := s.Load(ctx, rdb).Err(); err != nil {
+		wg.Go(func() { errs[i] = s.Load(ctx, rdb).Err() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
