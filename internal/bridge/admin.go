@@ -12,6 +12,7 @@ import (
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // leaseSet is a Held of plain heartbeating leases: what a takeover took.
@@ -108,7 +109,7 @@ func opTakeover(ctx context.Context, s *server, req request) (any, error) {
 	}
 	if err != nil {
 		if errors.Is(err, governor.ErrOwnerAlive) || errors.Is(err, governor.ErrNotHeld) {
-			return nil, &protoError{kind: kindBusy, code: exitcode.Busy, msg: strings.TrimPrefix(err.Error(), "governor: ")}
+			return nil, &protoError{kind: kindBusy, code: exitcode.Busy, msg: words.Message(err)}
 		}
 		return nil, err
 	}

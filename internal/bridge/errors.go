@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // The error kinds of the protocol (docs/bridge-protocol.md, Errors).
@@ -68,7 +68,7 @@ func toWire(err error, code func(error) int) *errorMsg {
 	if errors.As(err, &pe) {
 		return &errorMsg{Code: pe.code, Kind: pe.kind, Message: pe.msg}
 	}
-	e := &errorMsg{Code: code(err), Message: strings.TrimPrefix(err.Error(), "governor: ")}
+	e := &errorMsg{Code: code(err), Message: words.Message(err)}
 	var busy *governor.BusyError
 	var gone *governor.WithdrawnError
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // errShuttingDown refuses what arrives while the bridge shuts down.
@@ -148,7 +149,7 @@ func lostReason(held Held) (resource, why string) {
 		if errors.As(err, &lost) {
 			return gl.Resource(), lost.Reason()
 		}
-		return gl.Resource(), strings.TrimPrefix(err.Error(), "governor: ")
+		return gl.Resource(), words.Message(err)
 	}
 	return strings.Join(held.Nested(), ","), "the slot is no longer held"
 }
@@ -276,7 +277,7 @@ func opSeqNext(ctx context.Context, s *server, req request) (any, error) {
 		return nil, badRequest("lease %s holds no resource %q of its own; allowed: one it acquired", l.id, a.Resource)
 	}
 	if err := gl.Err(); err != nil {
-		return nil, lostError("lease %s (%s): %v", l.id, gl.Resource(), strings.TrimPrefix(err.Error(), "governor: "))
+		return nil, lostError("lease %s (%s): %v", l.id, gl.Resource(), words.Message(err))
 	}
 	n, err := s.g.NextSeq(ctx, a.Name, gl.Token())
 	if errors.Is(err, governor.ErrStaleToken) {

@@ -7,11 +7,11 @@ import (
 	"embed"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/view"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // The status page of 'governor serve': one HTML page, its script and its
@@ -192,7 +192,7 @@ type APIError struct {
 }
 
 func writeAPIError(w http.ResponseWriter, code int, err error) {
-	writeAPI(w, code, APIError{Error: strings.TrimPrefix(err.Error(), "governor: ")})
+	writeAPI(w, code, APIError{Error: words.Message(err)})
 }
 
 // writeAPI writes v as the CLI's --json does (view.WriteJSON), so that the

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/words"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -152,7 +152,7 @@ func (r *Reopening) Sweep(ctx context.Context, retention, timeout time.Duration,
 		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
 		if g, err := r.Governor(sctx); err == nil {
 			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", strings.TrimPrefix(err.Error(), "governor: "))
+				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", words.Message(err))
 			}
 		}
 		cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/governor-dev/governor/internal/words"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -56,7 +57,7 @@ func Serve(ctx context.Context, o Options) error {
 		if !o.Redis {
 			return err
 		}
-		fmt.Fprintf(o.Stderr, "governor: %v; serving anyway, with governor_up 0 until it answers\n", strings.TrimPrefix(err.Error(), "governor: "))
+		fmt.Fprintf(o.Stderr, "governor: %v; serving anyway, with governor_up 0 until it answers\n", words.Message(err))
 	}
 	c, err := metrics.NewCollector(o.Source, metrics.CollectorOptions{Timeout: o.Timeout, Limits: o.Limits, MkdirLocks: o.Locks})
 	if err != nil {

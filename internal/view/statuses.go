@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/nearest"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // StatusSource reads resources' state: a *governor.Governor, or serve's
@@ -60,7 +61,7 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 			// The backend answered, with an error about this resource's
 			// state (a key of the wrong type, a corrupt file): the
 			// others are still readable.
-			bad = append(bad, Unreadable{Resource: n, Error: strings.TrimPrefix(err.Error(), "governor: ")})
+			bad = append(bad, Unreadable{Resource: n, Error: words.Message(err)})
 			continue
 		}
 		if err != nil {
