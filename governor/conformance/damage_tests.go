@@ -241,20 +241,7 @@ func (s *suite) lostDataNewcomer(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 1, 1, governor.Fail)
-	a.TTL, a.New = 2*time.Second, true
-	mustAcquire(t, b, a, governor.Granted)
-	w := req(key, 1, 1, governor.Wait)
-	w.TTL, w.New = a.TTL, true
-	mustAcquire(t, b, w, governor.Queued)
-	s.h.Lose(t)
-	s.h.Advance(t, 10*time.Millisecond) // a restart takes time
-	n := req(key, 1, 1, governor.Fail)
-	n.TTL, n.New = a.TTL, true
-	other := s.h.Open(t)
-	mustAcquire(t, other, n, governor.Granted)
+	b, other, key, a, w, n := s.lostUnderNewcomer(t)
 	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
@@ -280,6 +267,28 @@ func (s *suite) lostDataNewcomer(t *testing.T) {
 	mustAcquire(t, b, w, governor.Granted)
 }
 
+// lostUnderNewcomer is the start of the lost-data-newcomer cases: on b a
+// holder a (TTL 2s) and a queued waiter w, then the store loses its data,
+// and a newcomer n, through another backend, is granted in the fresh state.
+func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key governor.Key, a, w, n governor.Request) {
+	t.Helper()
+	b = s.h.Open(t)
+	key = governor.Key{Project: project(), Resource: "heavy"}
+	a = req(key, 1, 1, governor.Fail)
+	a.TTL, a.New = 2*time.Second, true
+	mustAcquire(t, b, a, governor.Granted)
+	w = req(key, 1, 1, governor.Wait)
+	w.TTL, w.New = a.TTL, true
+	mustAcquire(t, b, w, governor.Queued)
+	s.h.Lose(t)
+	s.h.Advance(t, 10*time.Millisecond) // a restart takes time
+	other = s.h.Open(t)
+	n = req(key, 1, 1, governor.Fail)
+	n.TTL, n.New = a.TTL, true
+	mustAcquire(t, other, n, governor.Granted)
+	return b, other, key, a, w, n
+}
+
 // lostDataWaiterNewcomer: as lostDataNewcomer, with the waiter alone
 // telling: its re-queue into a state born after it was queued holds
 // grants back although nobody renewed.
@@ -287,20 +296,7 @@ func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
-	a := req(key, 1, 1, governor.Fail)
-	a.TTL, a.New = 2*time.Second, true
-	mustAcquire(t, b, a, governor.Granted)
-	w := req(key, 1, 1, governor.Wait)
-	w.TTL, w.New = a.TTL, true
-	mustAcquire(t, b, w, governor.Queued)
-	s.h.Lose(t)
-	s.h.Advance(t, 10*time.Millisecond)
-	other := s.h.Open(t)
-	n := req(key, 1, 1, governor.Fail)
-	n.TTL, n.New = a.TTL, true
-	mustAcquire(t, other, n, governor.Granted)
+	b, other, key, a, w, n := s.lostUnderNewcomer(t)
 	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
 		t.Fatal(err)
 	}
