@@ -5,7 +5,8 @@
 
 It starts its own redis-server (127.0.0.1, random port) and measures, on it:
   1. acquire+release pairs/s through governor.slot vs redis-py's Lock
-     (Debian's python3-redis), one process, uncontended (target >= 0.5x);
+     (Debian's python3-redis), one process, uncontended, in alternating
+     blocks of 100 (target >= 0.5x);
   2. hand-off: release -> the next waiter's grant, p50 and p90, governor (two
      bridges) vs redis-py Lock's blocking acquire (which polls);
   3. one bridge holding 100 leases: its resident memory;
@@ -39,12 +40,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def pairs(n: int, fn) -> float:
-    fn()  # warm up
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return n / (time.perf_counter() - t0)
+def pairs(n: int, *fns, block: int = 100) -> "list[float]":
+    """Calls per second of each fn, n calls each, side by side: blocks of
+    block calls in turn, so that a change of the machine's load falls on
+    all of them alike."""
+    for fn in fns:
+        fn()  # warm up
+    spent = [0.0] * len(fns)
+    for done in range(0, n, block):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(min(block, n - done)):
+                fn()
+            spent[i] += time.perf_counter() - t0
+    return [n / s for s in spent]
 
 
 def handoff(n: int, hold, wait_next) -> "list[float]":
@@ -112,6 +121,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=50)
+    ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too, side by side, "
+                    "then stop (to compare two builds)")
     a = ap.parse_args()
     import redis  # Debian's python3-redis
     srv = RedisServer()
@@ -130,7 +141,19 @@ def main() -> int:
             lock.acquire(blocking=False)
             lock.release()
 
-        gp, rp = pairs(a.n, gov_pair), pairs(a.n, redis_pair)
+        if a.against:
+            other = governor.Governor(redis_url=srv.url, project="bench", binary=a.against)
+
+            def other_pair() -> None:
+                with other.slot("pair2", limit=1):
+                    pass
+            gp, op, rp = pairs(a.n, gov_pair, other_pair, redis_pair)
+            print("pairs/s: governor %.0f (ratio %.3fx), %s %.0f (ratio %.3fx), redis-py Lock %.0f; %.2fx the other"
+                  % (gp, gp / rp, a.against, op, op / rp, rp, gp / op))
+            for x in (g, g2, other):
+                x.close()
+            return 0
+        gp, rp = pairs(a.n, gov_pair, redis_pair)
         print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.5x)" % (gp, rp, gp / rp))
 
         def gov_hold():
