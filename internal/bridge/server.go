@@ -72,11 +72,13 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{}}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
-	// The reader dispatches each request itself: no hop through another
-	// goroutine before an op starts (each hop is a wake-up on a loaded
-	// machine). This loop watches the client's pid and ctx.
+	in, restore := pollable(in)
+	defer restore()
+	// The goroutine that reads a request runs it (read): no hop through
+	// another goroutine before an op starts (each hop is a wake-up on a
+	// loaded machine). This loop watches the client's pid and ctx.
 	readErr := make(chan error, 1)
-	go func() { readErr <- s.read(in) }()
+	go s.read(bufio.NewReaderSize(in, 64<<10), readErr)
 	tick := time.NewTicker(c.OwnerPoll)
 	defer tick.Stop()
 	for {
@@ -96,10 +98,12 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	}
 }
 
-// read reads requests from in and dispatches them, until in ends (nil),
-// the client says bye (nil) or reading fails (the error).
-func (s *server) read(in io.Reader) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+// read reads requests from r and dispatches them, until r ends (nil),
+// the client says bye (nil) or reading fails (the error), which it sends
+// on done. An op that is not answered at once runs on this goroutine,
+// which first hands the reading on to a new one: one goroutine reads at a
+// time, in order.
+func (s *server) read(r *bufio.Reader, done chan<- error) {
 	for {
 		line, err := readLine(r)
 		if errors.Is(err, errLineTooLong) {
@@ -107,13 +111,16 @@ func (s *server) read(in io.Reader) error {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return nil
+			done <- nil
+			return
 		}
 		if err != nil {
-			return err
+			done <- err
+			return
 		}
 		if s.ctx.Err() != nil {
-			return nil
+			done <- nil
+			return
 		}
 		if len(line) == 0 {
 			continue
@@ -126,18 +133,24 @@ func (s *server) read(in io.Reader) error {
 		if req.Op == "bye" {
 			s.shutdown()
 			_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
-			return nil
+			done <- nil
+			return
 		}
-		s.dispatch(req)
+		if run := s.dispatch(req); run != nil {
+			go s.read(r, done)
+			run()
+			return
+		}
 	}
 }
 
-// dispatch answers req: hello at once (nothing else may run before it),
-// every other op in its own goroutine, so that a wait holds up nothing.
-func (s *server) dispatch(req request) {
+// dispatch answers req at once when it can (hello: nothing else may run
+// before it; a refusal), or returns the op to run, registered in flight:
+// read runs it on its own goroutine, so that a wait holds up nothing.
+func (s *server) dispatch(req request) (run func()) {
 	if req.ID <= 0 {
 		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
-		return
+		return nil
 	}
 	if req.Op == "hello" || s.g == nil {
 		var result any
@@ -146,12 +159,12 @@ func (s *server) dispatch(req request) {
 			result, err = s.hello(req.Args)
 		}
 		s.answer(req.ID, result, err)
-		return
+		return nil
 	}
 	op, ok := ops[req.Op]
 	if !ok {
 		s.answer(req.ID, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.mu.Lock()
@@ -159,18 +172,18 @@ func (s *server) dispatch(req request) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, errShuttingDown)
-		return
+		return nil
 	}
 	if _, dup := s.inflight[req.ID]; dup {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
-		return
+		return nil
 	}
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	go func() {
+	return func() {
 		defer s.handlers.Done()
 		result, err := op(ctx, s, req)
 		if err != nil && errors.Is(context.Cause(ctx), errCancelled) {
@@ -181,7 +194,7 @@ func (s *server) dispatch(req request) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, result, err)
-	}()
+	}
 }
 
 // answer sends the reply to request id.
