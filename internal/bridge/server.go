@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -60,7 +61,22 @@ type server struct {
 	closing  bool
 	handlers sync.WaitGroup
 	watchers sync.WaitGroup
+
+	// turns hands the turn to read to an idle goroutine (nextTurn), of
+	// which idle are waiting.
+	turns chan turn
+	idle  atomic.Int32
 }
+
+// turn is the turn to read requests: the input, and where its end is
+// told (Serve).
+type turn struct {
+	r    *bufio.Reader
+	done chan<- error
+}
+
+// maxIdle bounds the goroutines kept waiting for a turn to read.
+const maxIdle = 8
 
 // Serve runs a bridge on in and out until in ends, the client says bye or
 // dies, or ctx ends; it then releases every lease it holds and returns
@@ -69,7 +85,8 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	if c.OwnerPoll == 0 {
 		c.OwnerPoll = DefaultOwnerPoll
 	}
-	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{}}
+	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{},
+		turns: make(chan turn)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
 	in, restore := pollable(in)
@@ -101,8 +118,8 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 // read reads requests from r and dispatches them, until r ends (nil),
 // the client says bye (nil) or reading fails (the error), which it sends
 // on done. An op that is not answered at once runs on this goroutine,
-// which first hands the reading on to a new one: one goroutine reads at a
-// time, in order.
+// which first hands the reading on (handOn): one goroutine reads at a
+// time, in order. Then it waits for a turn to read again (nextTurn).
 func (s *server) read(r *bufio.Reader, done chan<- error) {
 	for {
 		line, err := readLine(r)
@@ -137,10 +154,41 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			return
 		}
 		if run := s.dispatch(req); run != nil {
-			go s.read(r, done)
+			s.handOn(turn{r, done})
 			run()
-			return
+			t, ok := s.nextTurn()
+			if !ok {
+				return
+			}
+			r, done = t.r, t.done
 		}
+	}
+}
+
+// handOn gives the turn to read to an idle goroutine, else to a new one.
+func (s *server) handOn(t turn) {
+	select {
+	case s.turns <- t:
+	default:
+		go s.read(t.r, t.done)
+	}
+}
+
+// nextTurn waits for the turn to read: the goroutines that ran ops serve
+// the next requests, their stacks grown already (a new goroutine grew
+// its stack, copying it, on every request). At most maxIdle wait; the
+// others end at once, and all of them when the bridge shuts down.
+func (s *server) nextTurn() (turn, bool) {
+	if s.idle.Add(1) > maxIdle {
+		s.idle.Add(-1)
+		return turn{}, false
+	}
+	defer s.idle.Add(-1)
+	select {
+	case t := <-s.turns:
+		return t, true
+	case <-s.ctx.Done():
+		return turn{}, false
 	}
 }
 
