@@ -78,21 +78,19 @@ class Lease:
         own = [r for r in self.resources if not r.get("nested")] or self.resources
         return own[0]["handle"] if own else ""
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, reason: str) -> List[Callable[[], None]]:
+        """Marks the lease lost; returns the callbacks to run (the bridge
+        runs them: Bridge.run_callbacks), none when it was lost already."""
         with self._mu:
             if self.lost.is_set() or self.released:
-                return
+                return []
             self.lost_reason = reason
             self.lost.set()
-            callbacks = list(self._on_lost)
-        for cb in callbacks:
-            try:
-                cb()
-            except Exception:
-                pass
+            return list(self._on_lost)
 
     def on_lost(self, cb: Callable[[], None]) -> None:
-        """Calls cb (from the bridge's reader thread) once the lease is lost."""
+        """Calls cb once the lease is lost (from the thread that read the
+        loss, never while a caller reads the bridge's output)."""
         with self._mu:
             self._on_lost.append(cb)
             lost = self.lost.is_set()
