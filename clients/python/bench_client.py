@@ -125,10 +125,65 @@ def handoff_process(g: "governor.Governor", url: str, n: int) -> "list[float]":
     return out
 
 
+class RawBridge:
+    """A bridge spoken to with no client: one thread writes a request and
+    reads lines until its reply."""
+
+    def __init__(self, url: str) -> None:
+        import json
+        import subprocess
+        self.json = json
+        self.p = subprocess.Popen([governor._bridge.find_binary(), "bridge", "--project", "bench"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  env=dict(os.environ, GOVERNOR_REDIS_URL=url))
+        self.rid = 0
+        self.call("hello", {"protocol": 1, "client": "raw", "pid": os.getpid()})
+
+    def call(self, op: str, args: dict) -> dict:
+        self.rid += 1
+        self.p.stdin.write((self.json.dumps({"id": self.rid, "op": op, "args": args}) + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            m = self.json.loads(self.p.stdout.readline())
+            if m.get("id") == self.rid:
+                return m
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def breakdown(n: int, srv, g, r) -> None:
+    raw = RawBridge(srv.url)
+    lock = r.lock("bench:bd", timeout=30)
+
+    def redis_lock() -> None:
+        lock.acquire(blocking=False)
+        lock.release()
+
+    def raw_pair() -> None:
+        got = raw.call("acquire", {"resources": ["bd-raw"], "limit": 1})
+        raw.call("release", {"lease": got["result"]["lease"]})
+
+    def client_pair() -> None:
+        with g.slot("bd", limit=1):
+            pass
+    names = ["redis-py PING", "redis-py Lock pair", "bridge, no client: no-op request", "bridge, no client: pair",
+             "client pair (slot)"]
+    fns = [r.ping, redis_lock, lambda: raw.call("cancel_request", {"request": 1 << 40}), raw_pair, client_pair]
+    rates = pairs(n, *fns)
+    for name, rate in zip(names, rates):
+        print("%-34s %7.1f us" % (name, 1e6 / rate))
+    raw.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=50)
+    ap.add_argument("--breakdown", action="store_true", help="where a pair's time goes, side by side: redis-py's "
+                    "PING and Lock pair, the bridge spoken to with no client (one thread: a no-op request, an "
+                    "acquire+release), the client's pair; then stop")
     ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too, side by side, "
                     "then stop (to compare two builds)")
     a = ap.parse_args()
@@ -149,6 +204,11 @@ def main() -> int:
             lock.acquire(blocking=False)
             lock.release()
 
+        if a.breakdown:
+            breakdown(a.n, srv, g, r)
+            for x in (g, g2):
+                x.close()
+            return 0
         if a.against:
             other = governor.Governor(redis_url=srv.url, project="bench", binary=a.against)
 

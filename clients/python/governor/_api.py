@@ -177,7 +177,7 @@ def _acquire_args(resources: Sequence[str], opts: Dict[str, Any]) -> Dict[str, A
     args["if_busy"] = if_busy
     if timeout:
         args["wait_timeout"] = timeout
-    env = {k: os.environ[k] for k in _NEST_VARS if os.environ.get(k)}
+    env = {k: v for k in _NEST_VARS for v in (os.getenv(k),) if v}
     if env:
         args["env"] = env
     return args

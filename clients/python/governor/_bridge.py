@@ -90,7 +90,6 @@ _BUF = 1 << 16
 # burst of calls at most.
 _QUIET = 0.002
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode
 _decode = json.JSONDecoder().decode
 
 
@@ -123,6 +122,7 @@ class Bridge:
         self._out = self.proc.stdin
         self._in = self.proc.stdout
         self._fd = self._in.fileno()
+        self._wfd = self._out.fileno()
         os.set_blocking(self._fd, False)
         self._lpoll = select.poll()  # the callers' who read (one at a time)
         self._lpoll.register(self._fd, select.POLLIN)
@@ -164,11 +164,11 @@ class Bridge:
             self._pending[rid] = p
             if on_event is not None:
                 self._watchers += 1
-        line = _encode({"id": rid, "op": op, "args": args or {}}) + "\n"
+        data = (json.dumps({"id": rid, "op": op, "args": args or {}}) + "\n").encode()
         try:
             with self._wlock:
-                self._out.write(line.encode())
-                self._out.flush()
+                while data:
+                    data = data[os.write(self._wfd, data):]
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
         return rid, p
