@@ -39,7 +39,7 @@ config, or stdin could not be read.`,
 			if os.Getenv("GOMAXPROCS") == "" {
 				// One processor: the bridge waits on pipes and Redis and
 				// computes little, and with more each request woke
-				// another thread to run it (bridge-protocol.md, Speed).
+				// another thread to run it (docs/bridge-protocol.md).
 				runtime.GOMAXPROCS(1)
 			}
 			l, err := a.load()
