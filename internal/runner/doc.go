@@ -7,8 +7,9 @@
 //
 // Run validates the options (exit 125 on bad input, naming the bad value
 // and what is allowed), opens the --record file, checks that the command
-// exists (127 before waiting for any slot), starts the watchdog (below),
-// opens the Governor, drops the resources an ancestor run already holds
+// exists (127 before waiting for any slot), waits for the watchdog
+// (below; its start, begun first, runs beside these steps), opens the
+// Governor, drops the resources an ancestor run already holds
 // (nesting, below), and takes the others with AcquireAll, in the fixed
 // global lock order. It then starts the command with package supervise: in
 // its own process group, and on Linux under a child subreaper, with
