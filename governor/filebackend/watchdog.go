@@ -1,0 +1,17 @@
+package filebackend
+
+import (
+	"context"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+var _ governor.WatchdogBackend = (*Backend)(nil)
+
+// NoteWatchdogKill implements governor.WatchdogBackend.
+func (b *Backend) NoteWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
+	return b.do(ctx, key, section{create: true}, func(t *tx) error {
+		t.event(governor.EventWatchdogKill, id, token, detail)
+		return t.commit()
+	})
+}
