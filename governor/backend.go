@@ -282,7 +282,7 @@ type Event struct {
 // critical section, and gathering them would only delay each.
 type BatchRenewer interface {
 	// RenewBatch renews each of rs as Renew(ctx, r.Key, r.ID, r.Secret,
-	// r.TTL) would, and returns their results in the same order: each
+	// r.Token, r.TTL) would, and returns their results in the same order: each
 	// lease learns its own expiry or its own loss (ErrLeaseLost, a
 	// *LeaseLostError, ErrNotOwner); a call that failed as a whole gives
 	// each lease its error.
@@ -294,6 +294,7 @@ type Renewal struct {
 	Key    Key
 	ID     string
 	Secret string
+	Token  int64 // the lease's fencing token (0: unknown), as for Renew
 	TTL    time.Duration
 }
 
@@ -421,16 +422,25 @@ type Backend interface {
 	// cancelled in progress (EventCancelledInProgress): such a lease
 	// stays held, never renewed again, until released or expired.
 	//
+	// token is the lease's fencing token as its holder knows it (0:
+	// unknown). A lease that is gone from a resource without state, or
+	// from a state born after token, outlived the state it was granted
+	// in: evidence of lost data, on which a backend that can lose its
+	// data (Redis) holds new grants back (EventQuarantine) before it
+	// reports the loss. A backend may know the tokens of the grants it
+	// made itself; from another process, only token tells.
+	//
 	// Renew, Touch, Release and Cancel (and Acquire, with Request.Secret)
 	// first check that secret proves id (OwnerProven): if not, they return
 	// ErrNotOwner and change nothing. The lease id is public.
-	Renew(ctx context.Context, key Key, id, secret string, ttl time.Duration) (time.Time, error)
+	Renew(ctx context.Context, key Key, id, secret string, token int64, ttl time.Duration) (time.Time, error)
 
 	// Touch sets the progress mark of a held lease to now (see
 	// Declaration.ProgressTimeout) and returns its expiry, which it does
 	// not extend. A lease that is gone, or stalled, is an error as for
-	// Renew (a stalled one: a *LeaseLostError of kind EventStalled).
-	Touch(ctx context.Context, key Key, id, secret string) (time.Time, error)
+	// Renew (a stalled one: a *LeaseLostError of kind EventStalled), and
+	// token is evidence as for Renew.
+	Touch(ctx context.Context, key Key, id, secret string, token int64) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.

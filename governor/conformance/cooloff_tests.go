@@ -56,7 +56,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	if again, err := b.CoolOff(ctxT(t), key, time.Millisecond, "a shorter one"); err != nil || !near(again, end, d) {
 		t.Fatalf("a shorter cool-off: %v, %v; want the one in force kept, ending %v", again, err, end)
 	}
-	if _, err := b.Renew(ctxT(t), key, holder.ID, "", 0); err != nil {
+	if _, err := b.Renew(ctxT(t), key, holder.ID, "", 0, 0); err != nil {
 		t.Fatalf("a holder's renewal during a cool-off: %v", err)
 	}
 	first, second := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)

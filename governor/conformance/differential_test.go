@@ -439,7 +439,7 @@ func (r *diffRun) do(o diffOp) {
 func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	switch o.kind {
 	case "touch":
-		_, err := r.b.Touch(ctx, key, o.id, "")
+		_, err := r.b.Touch(ctx, key, o.id, "", 0) // token 0: see "renew"
 		return errClass(err)
 	case "renewbatch":
 		var errs []string
@@ -512,7 +512,7 @@ func renewBatch(ctx context.Context, b governor.Backend, key governor.Key, ids [
 	}
 	out := make([]governor.RenewalResult, len(ids))
 	for i, id := range ids {
-		out[i].Expires, out[i].Err = b.Renew(ctx, key, id, "", 0)
+		out[i].Expires, out[i].Err = b.Renew(ctx, key, id, "", 0, 0)
 	}
 	return out
 }
@@ -539,7 +539,11 @@ func (r *diffRun) step(o diffOp) string {
 			out += " " + summary(res.Status, true)
 		}
 	case "renew":
-		_, err := r.b.Renew(ctx, key, o.id, "", o.ttl)
+		// Token 0: with the lease's token, Redis takes the renewal of a
+		// lease gone from a resource forgotten since for evidence of
+		// lost data (a quarantine), which the file backend has no notion
+		// of (see LostDataRenewByHandle).
+		_, err := r.b.Renew(ctx, key, o.id, "", 0, o.ttl)
 		out = errClass(err)
 	case "release":
 		out = errClass(r.b.Release(ctx, key, o.id, ""))
