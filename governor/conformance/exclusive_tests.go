@@ -102,7 +102,7 @@ func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
 }
 
 // clearLimitToConfigured: clearing a live limit with the configured one
-// (LimitClearer) puts it in force at once, not when the resource is next
+// (Backend.ClearLimit) puts it in force at once, not when the resource is next
 // idle (issue 25.5): the next release hands off under it.
 func (s *suite) clearLimitToConfigured(t *testing.T) {
 	b := s.h.Open(t)
