@@ -74,6 +74,16 @@ func (st Status) CoolingOff() string {
 	return ""
 }
 
+// Quarantined says, for a refusal's message, that st is in a quarantine
+// after lost data and for how long more; "" when it is not.
+func (st Status) Quarantined() string {
+	if !st.Quarantine.After(st.Now) {
+		return ""
+	}
+	return fmt.Sprintf("quarantined for %v more: its data was lost (Redis restarted or evicted keys), and grants wait until every holder of the lost state has renewed and learnt it",
+		st.Quarantine.Sub(st.Now).Round(time.Millisecond))
+}
+
 // coolingOff tells how long st's cool-off has left (0: none).
 func (st Status) coolingOff() time.Duration {
 	if st.CoolOff.IsZero() || !st.CoolOff.After(st.Now) {
