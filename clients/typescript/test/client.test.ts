@@ -101,6 +101,32 @@ test("await using releases at the end of the block", async () => {
   await gov.close();
 });
 
+test("replies and events split across reads, a UTF-8 character cut, arrive whole", { timeout: 60_000 }, async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const bridge = await gov.connect();
+  const events: unknown[] = [];
+  bridge.onEvent((e) => events.push(e));
+  const args = { s: "héllo € 😀 ünïcödé", n: [1, 2, 3] };
+  assert.deepEqual(await gov.call("echo", args), args);
+  assert.deepEqual(events, [{ event: "echoed", args }]);
+  await gov.close();
+});
+
+test("a signal first read after release or loss is already aborted, with the reason", async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const held = await gov.acquire("x");
+  await held.release();
+  assert.equal(held.signal.aborted, true, "released before signal was read");
+  assert.ok(held.signal.reason instanceof LeaseLost);
+  assert.match(held.signal.reason.message, /released/);
+  const lost = await gov.acquire("lose-me");
+  const deadline = Date.now() + 30_000;
+  while (!lost.lost && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+  assert.equal(lost.signal.aborted, true, "lost before signal was read");
+  assert.match(lost.signal.reason.message, /taken over/);
+  await gov.close();
+});
+
 test("bad options are refused naming the value and what is allowed, before any request", async () => {
   const gov = new Governor({ bin: "/nonexistent/governor" });
   await assert.rejects(gov.acquire("x", { ifBusy: "later" as "wait" }), /ifBusy "later": want fail, wait or skip/);
