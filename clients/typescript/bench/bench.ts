@@ -168,6 +168,10 @@ try {
     for (const r of rows) await burstOf(async () => (await (await r.pair())(), 1), r.pairs, r.cpu);
     for (const r of rows) if (r.many) await burstOf(async () => (await r.many!(parallel), parallel), r.manyPairs);
   }
+  // The pipes and the bridge's dispatch alone: a request that touches no backend.
+  const noop: number[] = [];
+  for (let i = 0; i < Math.max(1, Math.round(seconds / burst)); i++)
+    await burstOf(async () => (await b1.call("cancel_request", { request: 1 << 30 }), 1), noop);
   for (let i = 0; i < rounds; i++) for (const r of rows) await handoff(r);
 
   const med = (a: number[]) => q(a, 0.5);
@@ -188,6 +192,7 @@ try {
       `${parallel} at once ${(med(gov.manyPairs) / med(sem_.manyPairs)).toFixed(2)}x, hand-off p50 ${(med(sem_.hand) / med(gov.hand)).toFixed(1)}x faster; ` +
       `bare bridge/redis-semaphore ${(med(bare.pairs) / med(sem_.pairs)).toFixed(2)}x; governor/bare bridge ${(med(gov.pairs) / med(bare.pairs)).toFixed(2)}x`,
   );
+  console.log(`bare bridge round trip with no backend (cancel_request): ${(1e6 / med(noop)).toFixed(0)} us (${spread(noop.map((n) => 1e6 / n))}); a pair is 2 round trips`);
   if (against) console.log(`governor/against: pairs/s ${(med(gov.pairs) / med(rows[1].pairs)).toFixed(2)}x, node CPU per pair ${(med(gov.cpu) / med(rows[1].cpu)).toFixed(2)}x`);
   console.log(`node rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
 } finally {
