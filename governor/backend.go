@@ -382,6 +382,10 @@ type Result struct {
 	Outcome Outcome
 	Token   int64     // Granted
 	Expires time.Time // Granted: backend time
+	// Limit is the limit in force at the grant (Granted): the one asked
+	// for, or a live, adaptive or stored one that won over it
+	// (LimitInForce). 0 when the backend does not tell (a takeover).
+	Limit int
 	// Position is the 1-based place in the queue (Queued).
 	Position int
 	// Status describes the resource when the outcome is not Granted. It

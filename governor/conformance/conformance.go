@@ -157,6 +157,7 @@ func Run(t *testing.T, h Harness) {
 		{"CoolOffUnderPolicy", s.coolOffUnderPolicy},
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
+		{"GrantLimit", s.grantLimit},
 		{"LearnedBudget", s.learnedBudget},
 		{"ShadowRates", s.shadowRates},
 	}

@@ -346,7 +346,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
-	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
+	b.register(ctx, req.Key, r, len(v) == 5 && v[0] == int64(1) && v[3] == int64(1))
 	res, err := acquireReply(req.Key, v)
 	var gone *governor.WithdrawnError
 	if errors.As(err, &gone) {
