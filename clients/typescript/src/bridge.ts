@@ -20,11 +20,6 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** What a held lease hears: its own lost event, and the bridge's exit. */
-export interface LeaseWatcher {
-  onBridgeEvent(e: BridgeEvent): void;
-}
-
 /** Live bridges, killed when this process exits (their stdin EOF would also release everything). */
 const live = new Set<ChildProcess>();
 let exitHook = false;
@@ -42,7 +37,7 @@ export class Bridge {
   private pending = new Map<number, Pending>();
   private listeners = new Set<(e: BridgeEvent) => void>();
   /** Held leases by id: a lost event goes to its lease only, not through every listener. */
-  private watchers = new Map<string, LeaseWatcher>();
+  private watchers = new Map<string, (e: BridgeEvent) => void>();
   private lostLeases = new Map<string, BridgeEvent>();
   private holds = 0;
   private deadError: GovernorError | undefined;
@@ -156,7 +151,7 @@ export class Bridge {
       // its Lease (same read, or the next): kept for it (watch).
       if (msg.event === "lost" && typeof msg.lease === "string") {
         const w = this.watchers.get(msg.lease);
-        if (w) w.onBridgeEvent(msg);
+        if (w) w(msg);
         else this.lostLeases.set(msg.lease, msg);
       }
       for (const l of this.listeners) l(msg as BridgeEvent);
@@ -168,12 +163,12 @@ export class Bridge {
    * function is called. A lost event that came before, or the bridge's
    * death, is told at once (then there is nothing to stop).
    */
-  watch(id: string, w: LeaseWatcher): () => void {
+  watch(id: string, w: (e: BridgeEvent) => void): () => void {
     const lost = this.lostLeases.get(id);
     const now = lost ?? (this.deadError && { event: "bridge_exit", reason: this.deadError.message });
     if (now) {
       this.lostLeases.delete(id);
-      w.onBridgeEvent(now);
+      w(now);
       return () => {};
     }
     this.watchers.set(id, w);
@@ -190,7 +185,7 @@ export class Bridge {
     const exit = { event: "bridge_exit", reason: err.message };
     const held = [...this.watchers.values()];
     this.watchers.clear();
-    for (const w of held) w.onBridgeEvent(exit);
+    for (const w of held) w(exit);
     for (const l of this.listeners) l(exit);
   }
 

@@ -47,12 +47,12 @@ export class Lease implements AsyncDisposable {
     this.waited = result.waited ?? 0;
     this.notes = result.notes ?? [];
     bridge.ref();
-    const off = bridge.watch(this.id, this);
+    const off = bridge.watch(this.id, (e) => this.onEvent(e));
     if (!this.ended) this.off = off;
   }
 
   /** The bridge's lost event of this lease, or its exit. */
-  onBridgeEvent(e: BridgeEvent): void {
+  private onEvent(e: BridgeEvent): void {
     if (e.event === "bridge_exit") {
       this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
     } else if (e.event === "lost" && e.lease === this.id) {
