@@ -58,6 +58,17 @@ test("a lost event aborts lease.signal with a LeaseLost; release after it does n
   await gov.close();
 });
 
+test("a loss of a held lease reaches that lease only", async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const [a, b, c] = [await gov.acquire("a"), await gov.acquire("b"), await gov.acquire("c")];
+  await b.touch(); // the fake bridge then says b is lost
+  if (!b.signal.aborted) await new Promise((r) => b.signal.addEventListener("abort", r));
+  assert.ok(b.lost);
+  assert.match(b.signal.reason.message, /\(touched\) was lost: taken over/);
+  assert.ok(!a.lost && !a.signal.aborted && !c.lost && !c.signal.aborted, "another lease's loss is not theirs");
+  await gov.close();
+});
+
 test("withSlot throws the loss even when the body returned", async () => {
   const gov = new Governor({ bin: fakeBin() });
   await assert.rejects(

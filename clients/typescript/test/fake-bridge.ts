@@ -1,7 +1,7 @@
 // A stand-in for `governor bridge` for the client's own unit tests: speaks
 // the envelope, grants every acquire at once, and misbehaves on request
 // (FAKE_PROTOCOL: the protocol it claims; FAKE_ERROR: a JSON error object to
-// answer acquire with). echo answers with its args and an event, written a
+// answer acquire with). touch is answered, then its lease is lost. echo answers with its args and an event, written a
 // few bytes at a time (a line split across reads, a UTF-8 character cut).
 import { createInterface } from "node:readline";
 import { writeSync } from "node:fs";
@@ -25,6 +25,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       if (req.args.resources.includes("lose-me")) send({ event: "lost", lease, resource: "lose-me", reason: "taken over", code: 122 });
       return;
     }
+    case "touch": // then lost: a loss that comes to a lease already made
+      reply({});
+      return send({ event: "lost", lease: req.args.lease, resource: "touched", reason: "taken over", code: 122 });
     case "echo": {
       const bytes = Buffer.from(JSON.stringify({ event: "echoed", args: req.args }) + "\n" + JSON.stringify({ id: req.id, ok: true, result: req.args }) + "\n");
       void (async () => {
