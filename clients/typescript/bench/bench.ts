@@ -90,7 +90,7 @@ async function burstOf(f: () => Promise<number>, r: number[], cpu?: number[]): P
 }
 
 /** Hand-off: A holds, B waits; the time from A's release call to B holding. */
-async function handoff(row: Row): Promise<void> {
+async function handoff(row: Pick<Row, "hold" | "wait" | "hand">): Promise<void> {
   const release = await row.hold();
   const granted = row.wait().then((rel) => ({ at: performance.now(), rel }));
   await new Promise((r) => setTimeout(r, 5)); // B is waiting
@@ -132,8 +132,10 @@ try {
       hold: take(g1, `${prefix}h`, false),
       wait: take(g2, `${prefix}h`, true),
     });
+    return { hold: take(g1, `${prefix}s`, false), wait: take(g1, `${prefix}s`, true) };
   };
-  clientRow("governor", Governor, "g");
+  // The same hand-off with holder and waiter on one Governor (one bridge).
+  const oneBridge = { ...clientRow("governor", Governor, "g"), hand: [] as number[] };
   if (against) clientRow("governor (against)", (await import(pathToFileURL(resolve(against)).href)).Governor, "o");
 
   const bin = findBinary(env);
@@ -172,7 +174,7 @@ try {
   const noop: number[] = [];
   for (let i = 0; i < Math.max(1, Math.round(seconds / burst)); i++)
     await burstOf(async () => (await b1.call("cancel_request", { request: 1 << 30 }), 1), noop);
-  for (let i = 0; i < rounds; i++) for (const r of rows) await handoff(r);
+  for (let i = 0; i < rounds; i++) for (const r of [...rows, oneBridge]) await handoff(r);
 
   const med = (a: number[]) => q(a, 0.5);
   const spread = (a: number[]) => `${Math.min(...a).toFixed(0)}-${Math.max(...a).toFixed(0)}`;
@@ -192,6 +194,7 @@ try {
       `${parallel} at once ${(med(gov.manyPairs) / med(sem_.manyPairs)).toFixed(2)}x, hand-off p50 ${(med(sem_.hand) / med(gov.hand)).toFixed(1)}x faster; ` +
       `bare bridge/redis-semaphore ${(med(bare.pairs) / med(sem_.pairs)).toFixed(2)}x; governor/bare bridge ${(med(gov.pairs) / med(bare.pairs)).toFixed(2)}x`,
   );
+  console.log(`governor hand-off within one bridge (holder and waiter on one Governor): p50 ${med(oneBridge.hand).toFixed(2)} ms  p99 ${q(oneBridge.hand, 0.99).toFixed(2)} ms`);
   console.log(`bare bridge round trip with no backend (cancel_request): ${(1e6 / med(noop)).toFixed(0)} us (${spread(noop.map((n) => 1e6 / n))}); a pair is 2 round trips`);
   if (against) console.log(`governor/against: pairs/s ${(med(gov.pairs) / med(rows[1].pairs)).toFixed(2)}x, node CPU per pair ${(med(gov.cpu) / med(rows[1].cpu)).toFixed(2)}x`);
   console.log(`node rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
