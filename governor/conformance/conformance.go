@@ -127,6 +127,7 @@ func Run(t *testing.T, h Harness) {
 		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"LostDataNewcomer", s.lostDataNewcomer},
 		{"LostDataWaiterNewcomer", s.lostDataWaiterNewcomer},
+		{"LostDataRenewByHandle", s.lostDataRenewByHandle},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},

@@ -38,7 +38,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
 	}
 	// The old holder's renewal fails, saying who took the lease.
-	_, err = b.Renew(ctxT(t), key, old.ID, "", time.Minute)
+	_, err = b.Renew(ctxT(t), key, old.ID, "", 0, time.Minute)
 	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
@@ -180,7 +180,7 @@ func (s *suite) watchdogKillEvent(t *testing.T) {
 	r := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, r, governor.Granted)
 	const why = "no lease renewal came by the leases' deadline; killed 2 processes"
-	if err := b.(governor.WatchdogBackend).NoteWatchdogKill(ctxT(t), key, r.ID, res.Token, why); err != nil {
+	if err := b.NoteWatchdogKill(ctxT(t), key, r.ID, res.Token, why); err != nil {
 		t.Fatalf("NoteWatchdogKill: %v", err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})

@@ -6,9 +6,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-var _ governor.WatchdogBackend = (*Backend)(nil)
-
-// NoteWatchdogKill implements governor.WatchdogBackend.
+// NoteWatchdogKill implements governor.Backend.
 func (b *Backend) NoteWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
 		t.event(governor.EventWatchdogKill, id, token, detail)

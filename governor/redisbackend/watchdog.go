@@ -9,9 +9,7 @@ import (
 
 var watchdogScript = newScript(scripts.Watchdog)
 
-var _ governor.WatchdogBackend = (*Backend)(nil)
-
-// NoteWatchdogKill implements governor.WatchdogBackend.
+// NoteWatchdogKill implements governor.Backend.
 func (b *Backend) NoteWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

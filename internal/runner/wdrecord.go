@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -99,12 +98,8 @@ func (rec *watchdogRecord) note(detail string) error {
 		return err
 	}
 	defer b.Close()
-	wb, ok := b.(governor.WatchdogBackend)
-	if !ok {
-		return errors.New("the backend records no watchdog events")
-	}
 	for _, l := range rec.Leases {
-		if err := wb.NoteWatchdogKill(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, l.ID, l.Token, detail); err != nil {
+		if err := b.NoteWatchdogKill(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, l.ID, l.Token, detail); err != nil {
 			return err
 		}
 	}
