@@ -115,7 +115,7 @@ func (g *Governor) fresh(ctx context.Context, req Request, tm LeaseTiming, sent,
 		return sent, exp, nil
 	}
 	again := time.Now()
-	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, tm.TTL)
+	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, 0, tm.TTL) // 0: the backend knows its own grant's token
 	if err == nil && time.Since(again) < tm.TTL-tm.SafetyMargin {
 		return again, exp, nil
 	}
@@ -328,7 +328,7 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	br, ok := g.b.(BatchRenewer)
 	if !ok {
 		sent := time.Now()
-		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
+		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.token, l.timing.TTL)
 		return renewReply{sent, exp, err}
 	}
 	g.mu.Lock()
@@ -356,7 +356,7 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	g.mu.Unlock()
 	rs := make([]Renewal, 0, 1+len(others))
 	for _, x := range append([]*Lease{l}, others...) {
-		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, TTL: x.timing.TTL})
+		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, Token: x.token, TTL: x.timing.TTL})
 	}
 	res := br.RenewBatch(ctx, rs)
 	if len(res) != len(rs) {

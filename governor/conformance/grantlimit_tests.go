@@ -43,13 +43,9 @@ func (s *suite) grantLimit(t *testing.T) {
 	granted(newReq(live, 5, 1, governor.Fail), 2)
 	granted(newReq(live, 2, 1, governor.Fail), 2)
 
-	ab, ok := b.(governor.AdaptiveBackend)
-	if !ok {
-		t.Fatalf("%T does not implement governor.AdaptiveBackend", b)
-	}
 	adaptive := governor.Key{Project: p, Resource: "provider:adaptive"}
 	granted(newReq(adaptive, 8, 1, governor.Fail), 8)
-	if _, err := ab.Adapt(ctxT(t), adaptive, governor.AdaptRequest{Max: 8, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
+	if _, err := b.Adapt(ctxT(t), adaptive, governor.AdaptRequest{Max: 8, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(adaptive, 8, 1, governor.Fail), 4)
@@ -68,20 +64,16 @@ func (s *suite) grantLimit(t *testing.T) {
 	granted(w, 2)
 	granted(newReq(stored, 4, 1, governor.Fail), 2)
 
-	lc, ok := b.(governor.LimitClearer)
-	if !ok {
-		return
-	}
 	cleared := governor.Key{Project: p, Resource: "provider:cleared"}
 	h = newReq(cleared, 4, 1, governor.Fail)
 	granted(h, 4)
-	if _, err := ab.Adapt(ctxT(t), cleared, governor.AdaptRequest{Max: 4, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
+	if _, err := b.Adapt(ctxT(t), cleared, governor.AdaptRequest{Max: 4, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetLimit(ctxT(t), cleared, 3, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if err := lc.ClearLimit(ctxT(t), cleared, 4, "ops"); err != nil {
+	if err := b.ClearLimit(ctxT(t), cleared, 4, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(cleared, 4, 1, governor.Fail), 2)
