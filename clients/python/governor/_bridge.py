@@ -84,11 +84,15 @@ _BUF = 1 << 16
 
 # The reader thread leaves the pipe to callers while they come one after
 # another (it would wake up for every reply they read, and take the GIL
-# from them): it watches the pipe again once none has called for _QUIET
-# seconds, or at once when a caller stops reading with other requests
-# still waiting. Events and the pipe's end come that much later after a
-# burst of calls at most.
-_QUIET = 0.002
+# from them): it looks again after 2 ms, twice as long each time it
+# finds callers still at it, up to _NAP, and watches the pipe again once
+# none has called for _QUIET, or at once when a caller stops
+# reading with other requests still waiting, or one is sent that no
+# caller waits for by reading (the async ones). Events and the pipe's end
+# are read up to _NAP later after a burst of calls: far less than any
+# lease's safety margin (the backend expires a lost lease seconds after).
+_QUIET = 0.02
+_NAP = 0.05
 
 _decode = json.JSONDecoder().decode
 
@@ -171,6 +175,8 @@ class Bridge:
                     data = data[os.write(self._wfd, data):]
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
+        if callback is not None:
+            _release(self._wake)  # no caller reads for it: the reader thread does
         return rid, p
 
     def call(self, op: str, args: Optional[Dict[str, Any]] = None,
@@ -269,14 +275,16 @@ class Bridge:
         no caller reads it, until its end."""
         poll = select.poll()
         poll.register(self._fd, select.POLLIN)
+        nap = 0.002
         while self.dead is None:
-            if self._leader:
-                with self._role:  # wait for the caller reading to stop
-                    continue
             quiet = time.monotonic() - self._last
-            if quiet < _QUIET and not self._pending:
-                self._wake.acquire(True, _QUIET - quiet)
+            if self._leader or quiet < _QUIET and not self._pending:
+                if self._wake.acquire(True, nap):
+                    nap = 0.002  # woken: others wait
+                else:
+                    nap = min(2 * nap, _NAP)
                 continue
+            nap = 0.002
             try:
                 poll.poll()
             except OSError:
