@@ -117,6 +117,7 @@ class Bridge:
         self._wake = _thread.allocate_lock()  # released to wake the reader thread up early
         self._wake.acquire()
         self._watchers = 0  # requests in flight with on_event
+        self._closing = False
         self._r: Tuple[bytearray, int] = (bytearray(_BUF), 0)  # the buffer, and where its unread bytes start
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
@@ -278,7 +279,7 @@ class Bridge:
         nap = 0.002
         while self.dead is None:
             quiet = time.monotonic() - self._last
-            if self._leader or quiet < _QUIET and not self._pending:
+            if self._leader or quiet < _QUIET and not self._pending and not self._closing:
                 if self._wake.acquire(True, nap):
                     nap = 0.002  # woken: others wait
                 else:
@@ -407,6 +408,8 @@ class Bridge:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._closing = True  # the reader thread reads the end at once
+        _release(self._wake)
         self._reader.join(10)
         try:
             self._in.close()
