@@ -293,6 +293,33 @@ func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKey
 	}
 }
 
+// acquireOptional is how many of acquire.lua's arguments come before
+// those it takes as their defaults when absent (its ARGV 12-20).
+const acquireOptional = 11
+
+// trimDefaults cuts off the arguments after the first n that hold their
+// default (0, "" or "0") up to the end: the server pays for every
+// argument a script is passed.
+func trimDefaults(args []any, n int) []any {
+	end := len(args)
+	for end > n {
+		switch a := args[end-1].(type) {
+		case string:
+			if a != "" && a != "0" {
+				return args[:end]
+			}
+		case int64:
+			if a != 0 {
+				return args[:end]
+			}
+		default:
+			return args[:end]
+		}
+		end--
+	}
+	return args[:end]
+}
+
 // flag is a script's boolean argument.
 func flag(b bool) string {
 	if b {
@@ -335,10 +362,10 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	} else if at, ok := r.queued.Load(req.ID); ok {
 		queuedAt = at.(int64)
 	}
-	v, err := b.batch.run(ctx, acquireScript, r.keys, req.ID, req.Limit, req.Weight,
+	v, err := b.batch.run(ctx, acquireScript, r.keys, trimDefaults([]any{req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
-		flag(req.Exclusive), flag(req.CancelOthers)).Slice()
+		flag(req.Exclusive), flag(req.CancelOthers)}, acquireOptional)...).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
