@@ -46,6 +46,8 @@ var (
 	note string
 	//go:embed renewmany.lua
 	renewMany string
+	//go:embed many.lua
+	many string
 	//go:embed admin.lua
 	admin string
 	//go:embed quarantine.lua
@@ -71,8 +73,11 @@ var (
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = lazy(forget)
 	// RenewMany renews many leases, each as Renew would (renewmany.lua).
-	RenewMany = sync.OnceValue(func() string {
-		return "local function renew_one(KEYS, ARGV)\n" + Renew() + "\nend\n" + renewMany
+	RenewMany = sync.OnceValue(func() string { return function("renew_one", Renew()) + renewMany })
+	// Many runs several acquires and releases in one call, each as
+	// Acquire or Release would (many.lua).
+	Many = sync.OnceValue(func() string {
+		return function("acquire_one", Acquire()) + function("release_one", Release()) + many
 	})
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
 	Admin = lazy(admin)
@@ -87,6 +92,12 @@ const libMarker = "--[[lib]]\n"
 // lazy returns compose(op), built once at its first call.
 func lazy(op string) func() string {
 	return sync.OnceValue(func() string { return compose(op) })
+}
+
+// function wraps script src in a Lua function name(KEYS, ARGV), for a
+// script that runs it once per request it carries.
+func function(name, src string) string {
+	return "local function " + name + "(KEYS, ARGV)\n" + src + "\nend\n"
 }
 
 func compose(op string) string {

@@ -196,7 +196,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 // round trip each process pays at open when the server lacks it.
 var allScripts = []*script{acquireScript, renewScript, releaseScript, cancelScript,
 	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
-	renewManyScript}
+	renewManyScript, manyScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
