@@ -3,7 +3,9 @@
 -- puts acquire.lua and release.lua, whole (head.lua, fast path, lib.lua),
 -- in functions acquire_one(KEYS, ARGV) and release_one(KEYS, ARGV) before
 -- this: each request runs exactly as its own call of its script would,
--- with its own keys, arguments, time and reply; only the call is shared.
+-- with its own keys, arguments and reply; the call and the server's time
+-- (batch_time, read once: embed.go's sharedTime) are shared, the
+-- requests running at one instant, atomically.
 -- KEYS: the six keys of lib.lua per request, request i's (from 0) at
 --       6i+1..6i+6 (on a Cluster, every key of a call in one slot).
 -- ARGV: per request, in order: 'a' (acquire) or 'r' (release), the count
