@@ -55,11 +55,16 @@ if new then
   -- used below zero would let too many in: the full path recounts it.
   -- A field that holds no number (tonumber nil) is the full path's to
   -- name (num() in lib.lua).
-  local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
-  local last, n = tonumber(v[4] or 0), tonumber(v[5] or 0)
-  if tonumber(v[1] or 0) == limit and tonumber(v[6] or 0) == 0 and tonumber(v[3] or 0) == 0 and not v[8] and not v[9]
-      and not v[10] and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
-      and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
+  -- The limit, qlen and drift are compared as Go and lib.lua write them
+  -- (a string compare costs less than a conversion); any other spelling
+  -- takes the full path, which reads it as a number.
+  local q, dr = v[6], v[3]
+  local used, minexp, last, n
+  if v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
+      and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
+    used, minexp, last, n = tonumber(v[2] or 0), tonumber(v[7] or 0), tonumber(v[4] or 0), tonumber(v[5] or 0)
+  end
+  if used and minexp and last and n and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max(last + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
