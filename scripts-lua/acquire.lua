@@ -18,8 +18,9 @@
 --       ARGV 12-20 may be cut off from the first of them on that each
 --       hold their default ('0' or ''): absent, each is its default (every
 --       key and argument costs the server, as a redis.call does).
--- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
--- field: 1 when the resource had no state, new or forgotten, else 0);
+-- Returns {1, token, expiry ms, fresh, limit} when granted: fresh 1 when
+-- the resource had no state (new or forgotten), else 0; limit the limit
+-- in force at the grant;
 -- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
 -- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
@@ -38,30 +39,30 @@ if not proven(id, ARGV[11]) then
 end
 local new = ARGV[10] == '1'
 -- The meta fields acquire reads, in one HMGET (load() below), and what
--- the fast path read: the first eleven of them, by position (each field
+-- the fast path read: the first twelve of them, by position (each field
 -- read costs; the fast path reads only those it decides on, and the rest
 -- when it does not grant).
 local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'policy', 'cooloff',
-  'live', 'pdrift', 'adapt', 'adapt_max'}
+  'adapt', 'live', 'pdrift', 'adapt_max'}
 local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
--- drift), nobody queued, no holder expired, not held back (quarantine,
--- paused, cooling off), and room. The same writes as
--- grant() below, straight.
+-- drift, no adaptive limit other than it: adaptive() in lib.lua), nobody
+-- queued, no holder expired, not held back (quarantine, paused, cooling
+-- off), and room. The same writes as grant() below, straight.
 if new then
-  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11])
+  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12])
   -- used below zero would let too many in: the full path recounts it.
   -- A field that holds no number (tonumber nil) is the full path's to
   -- name (num() in lib.lua).
-  -- The limit, qlen and drift are compared as Go and lib.lua write them
-  -- (a string compare costs less than a conversion); any other spelling
-  -- takes the full path, which reads it as a number.
-  local q, dr = v[6], v[3]
+  -- The limit, qlen, drift and adaptive limit are compared as Go and
+  -- lib.lua write them (a string compare costs less than a conversion);
+  -- any other spelling takes the full path, which reads it as a number.
+  local q, dr, ad = v[6], v[3], v[12]
   local used, minexp, last, n
   if v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
-      and not v[11] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
+      and not v[11] and (not ad or ad == ARGV[2]) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
     used, minexp, last, n = tonumber(v[2] or 0), tonumber(v[7] or 0), tonumber(v[4] or 0), tonumber(v[5] or 0)
   end
   if used and minexp and last and n and used >= 0 and now < minexp and used + weight <= limit then
@@ -77,10 +78,10 @@ if new then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec)
     end
-    return {1, tok, exp}
+    return {1, tok, exp, 0, limit}
   end
-  local w = redis.call('HMGET', S, F[12], F[13], F[14], F[15])
-  v[12], v[13], v[14], v[15] = w[1], w[2], w[3], w[4]
+  local w = redis.call('HMGET', S, F[13], F[14], F[15])
+  v[13], v[14], v[15] = w[1], w[2], w[3]
 end
 
 --[[lib]]
@@ -96,7 +97,7 @@ local function reply(code, tok, exp, pos, n)
     superseding(id, sup, code == 1 and 'h' or 'w')
   end
   if code == 1 then
-    return finish({1, tok, exp, fresh})
+    return finish({1, tok, exp, fresh, get('limit')})
   end
   flush()
   local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,

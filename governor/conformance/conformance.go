@@ -107,6 +107,7 @@ func Run(t *testing.T, h Harness) {
 		{"RateWindowBound", s.rateWindowBound},
 		{"ProviderGate", s.providerGate},
 		{"Events", s.events},
+		{"WatchdogKillEvent", s.watchdogKillEvent},
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
 		{"BackendTakeoverEnded", s.backendTakeoverEnded},
@@ -126,6 +127,7 @@ func Run(t *testing.T, h Harness) {
 		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"LostDataNewcomer", s.lostDataNewcomer},
 		{"LostDataWaiterNewcomer", s.lostDataWaiterNewcomer},
+		{"LostDataRenewByHandle", s.lostDataRenewByHandle},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
@@ -157,6 +159,7 @@ func Run(t *testing.T, h Harness) {
 		{"CoolOffUnderPolicy", s.coolOffUnderPolicy},
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
+		{"GrantLimit", s.grantLimit},
 		{"LearnedBudget", s.learnedBudget},
 		{"ShadowRates", s.shadowRates},
 	}
