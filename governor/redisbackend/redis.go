@@ -46,6 +46,8 @@ type Backend struct {
 	rdb       redis.UniversalClient
 	ownClient bool   // Close closes rdb
 	channel   string // this instance's notification channel
+	// channelArg is channel boxed once, as acquire.lua's argument.
+	channelArg any
 
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
@@ -114,9 +116,11 @@ func (b *Backend) lossMS(r *resourceKeys, ttl time.Duration) int64 {
 	return r.maxTTL.Load()
 }
 
+// declCache is the last declaration marshalled, its JSON boxed once as
+// a script argument (each boxing of a string allocates).
 type declCache struct {
 	d    governor.Declaration
-	json string
+	json any
 }
 
 var _ governor.Backend = (*Backend)(nil)
@@ -158,6 +162,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
 		waiters: map[string]chan struct{}{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
+	be.channelArg = be.channel
 	for _, o := range opts {
 		o(be)
 	}
@@ -320,16 +325,24 @@ func trimDefaults(args []any, n int) []any {
 	return args[:end]
 }
 
+// Script arguments that take one of a few values, boxed once: a string
+// boxed per call allocates.
+var (
+	argFalse, argTrue any = "0", "1"
+	argFail, argWait  any = "fail", "wait"
+)
+
 // flag is a script's boolean argument.
-func flag(b bool) string {
+func flag(b bool) any {
 	if b {
-		return "1"
+		return argTrue
 	}
-	return "0"
+	return argFalse
 }
 
-// declJSON marshals a declaration, remembering the last one.
-func (b *Backend) declJSON(d governor.Declaration) (string, error) {
+// declJSON marshals a declaration, remembering the last one; it returns
+// the JSON boxed as a script argument.
+func (b *Backend) declJSON(d governor.Declaration) (any, error) {
 	if c := b.decl.Load(); c != nil && c.d == d {
 		return c.json, nil
 	}
@@ -337,7 +350,7 @@ func (b *Backend) declJSON(d governor.Declaration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := &declCache{d: d, json: string(j)}
+	c := &declCache{d: d, json: any(string(j))}
 	b.decl.Store(c)
 	return c.json, nil
 }
@@ -351,19 +364,19 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if err != nil {
 		return governor.Result{}, err
 	}
-	mode := "fail"
+	mode := argFail
 	if req.Mode == governor.Wait {
-		mode = "wait"
+		mode = argWait
 	}
 	r := b.resource(req.Key)
-	isNew, queuedAt := "0", int64(0)
-	if req.New {
-		isNew = "1"
-	} else if at, ok := r.queued.Load(req.ID); ok {
-		queuedAt = at.(int64)
+	queuedAt := int64(0)
+	if !req.New {
+		if at, ok := r.queued.Load(req.ID); ok {
+			queuedAt = at.(int64)
+		}
 	}
 	v, err := b.batch.run(ctx, acquireScript, r.keys, trimDefaults([]any{req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channelArg, decl, holdersInRefusal, flag(req.New), req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
 		flag(req.Exclusive), flag(req.CancelOthers)}, acquireOptional)...).Slice()
 	if err != nil {
