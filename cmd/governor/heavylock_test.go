@@ -123,8 +123,11 @@ func TestHeavyLockSharedWithWrapper(t *testing.T) {
 	times := filepath.Join(t.TempDir(), "times")
 	rec := filepath.Join(t.TempDir(), "runs.jsonl")
 
-	// The wrapper holds it: governor is refused (fail), then waits.
-	w := wrapperCmd(t, lock, nil, "sh", "-c", spanScript, "w1", times, "1")
+	// The wrapper holds it: governor is refused (fail), then waits. It
+	// holds 3 s: the refusals and slots below must leave it held when
+	// governor starts to wait, also on a loaded machine (with 1 s the
+	// wait was once under 0.2 s there).
+	w := wrapperCmd(t, lock, nil, "sh", "-c", spanScript, "w1", times, "3")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
