@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -86,16 +87,7 @@ func (p *serveProc) stop(t *testing.T, sig syscall.Signal) (int, string) {
 
 func (p *serveProc) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(p.base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return proctest.Get(t, p.base+path)
 }
 
 // scrape returns /metrics as series ("name{labels}") to values.
