@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 
@@ -204,6 +205,37 @@ func mustAcquire(t *testing.T, b governor.Backend, r governor.Request, want gove
 		t.Fatalf("Acquire(%s weight %d) outcome = %v, want %v (status %+v)", r.Key, r.Weight, res.Outcome, want, res.Status)
 	}
 	return res
+}
+
+// open opens the harness's backend and names resource in a project no
+// other test uses.
+func (s *suite) open(t *testing.T, resource string) (governor.Backend, governor.Key) {
+	return s.h.Open(t), governor.Key{Project: project(), Resource: resource}
+}
+
+// release releases lease id (no secret) of key, or fails t.
+func release(t *testing.T, b governor.Backend, key governor.Key, id string) {
+	t.Helper()
+	if err := b.Release(ctxT(t), key, id, ""); err != nil {
+		t.Fatalf("Release(%s, %s): %v", key, id, err)
+	}
+}
+
+// wantNotHeld fails t unless releasing lease id of key is ErrNotHeld:
+// what names the release.
+func wantNotHeld(t *testing.T, b governor.Backend, key governor.Key, id, what string) {
+	t.Helper()
+	if err := b.Release(ctxT(t), key, id, ""); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("%s: err = %v, want ErrNotHeld", what, err)
+	}
+}
+
+// mustSetLimit sets key's live limit as by, or fails t.
+func mustSetLimit(t *testing.T, b governor.Backend, key governor.Key, limit int, by string) {
+	t.Helper()
+	if err := b.SetLimit(ctxT(t), key, limit, by); err != nil {
+		t.Fatalf("SetLimit(%s, %d): %v", key, limit, err)
+	}
 }
 
 func mustStatus(t *testing.T, b governor.Backend, key governor.Key) governor.Status {

@@ -25,8 +25,7 @@ func ownedReq(key governor.Key, limit, weight int, mode governor.Mode) governor.
 // The lease id is public: renewing, releasing, cancelling or claiming a
 // lease needs its secret, and a refusal changes nothing (issue 18).
 func (s *suite) ownerSecret(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "owned"}
+	b, key := s.open(t, "owned")
 	held := ownedReq(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, held, governor.Granted)
 	waiter := ownedReq(key, 1, 1, governor.Wait)

@@ -44,13 +44,9 @@ func (s *suite) backendProgress(t *testing.T) {
 	// Still held: its work may still run until its holder stops it.
 	late := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, other, late, governor.Refused)
-	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-		t.Fatalf("release of a stalled lease: %v", err)
-	}
+	release(t, b, key, r.ID)
 	mustAcquire(t, other, late, governor.Granted)
-	if err := other.Release(ctxT(t), key, late.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, other, key, late.ID)
 	// No progress timeout: never stalled; a mark is still shown.
 	plain := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, plain, governor.Granted)
@@ -67,9 +63,7 @@ func (s *suite) backendProgress(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Holders[0].Progress.IsZero() {
 		t.Fatalf("a mark on a lease without progress timeout is not shown: %+v", st.Holders[0])
 	}
-	if err := b.Release(ctxT(t), key, plain.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, plain.ID)
 	if _, err := b.Touch(ctxT(t), key, plain.ID, ""); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Touch of a released lease: %v, want ErrLeaseLost", err)
 	}
