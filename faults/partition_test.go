@@ -69,6 +69,25 @@ type grant struct {
 	at  int64
 }
 
+// grantedAfter waits (30s at most) for the waiter's grant, which must
+// come after lostAt, when holder declared its lease lost.
+func grantedAfter(t *testing.T, waiter <-chan grant, lostAt int64, holder string) grant {
+	t.Helper()
+	var w grant
+	select {
+	case w = <-waiter:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the waiter was never granted %s's slot", holder)
+	}
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.at <= lostAt {
+		t.Fatalf("the waiter was granted before %s declared its lease lost", holder)
+	}
+	return w
+}
+
 func acquireAsync(g *governor.Governor, resource string, o governor.AcquireOptions, d time.Duration) <-chan grant {
 	ch := make(chan grant, 1)
 	go func() {
@@ -138,18 +157,7 @@ func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Opti
 	}
 	t.Logf("lease declared lost %v into the partition", time.Since(partitioned).Round(time.Millisecond))
 
-	var w grant
-	select {
-	case w = <-waiter:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the waiter was never granted the partitioned holder's slot")
-	}
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	if w.at <= lostAt {
-		t.Fatal("the waiter was granted before the holder declared its lease lost")
-	}
+	w := grantedAfter(t, waiter, lostAt, "the partitioned holder")
 	if w.l.Token() <= lh.Token() {
 		t.Fatalf("token %d after %d", w.l.Token(), lh.Token())
 	}
