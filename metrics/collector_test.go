@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,11 +56,7 @@ func (f *fakeSource) Resources(ctx context.Context) ([]string, error) {
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	var names []string
-	for n := range f.statuses {
-		names = append(names, n)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(f.statuses)), nil
 }
 
 func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Status, error) {
@@ -73,11 +71,7 @@ func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Stat
 }
 
 func (f *fakeSource) Rates(ctx context.Context) ([]string, error) {
-	var names []string
-	for n := range f.rates {
-		names = append(names, n)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(f.rates)), nil
 }
 
 func (f *fakeSource) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {

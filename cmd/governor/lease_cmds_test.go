@@ -42,14 +42,21 @@ func backends(t *testing.T, fn func(t *testing.T, global []string)) {
 	})
 }
 
-// emptyConfig is a config file with no settings, so that no file of the
-// developer's machine leaks into the tests.
-func emptyConfig(t *testing.T) string {
+// configFile writes content to a new exec-defaults.yaml and returns its
+// path.
+func configFile(t *testing.T, content string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: clitest\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// emptyConfig is a config file with no settings, so that no file of the
+// developer's machine leaks into the tests.
+func emptyConfig(t *testing.T) string {
+	return configFile(t, "project: clitest\n")
 }
 
 func TestAcquireRenewRelease(t *testing.T) {

@@ -96,11 +96,7 @@ func fileTarget(t *testing.T, config string) *target {
 // writeRunConfig writes a config with project runtest, heavy (limit 1)
 // and extra YAML.
 func writeRunConfig(t *testing.T, extra string) string {
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, "project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra)
 }
 
 // global returns the global flags that select tg.

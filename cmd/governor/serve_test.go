@@ -123,11 +123,7 @@ func expectSeries(t *testing.T, when string, got map[string]float64, want map[st
 }
 
 func serveConfig(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: servetest\nresources:\n  gpu:\n    limit: 3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, "project: servetest\nresources:\n  gpu:\n    limit: 3\n")
 }
 
 // serveChild runs `governor ARGS` in a child process (this test binary,
