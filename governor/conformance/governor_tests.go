@@ -124,10 +124,8 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 	var inUse, maxInUse, served atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range workers {
+		wg.Go(func() {
 			g := gs[i%backends]
 			l, err := g.Acquire(ctxT(t), "provider:anthropic", governor.AcquireOptions{Limit: limit, Mode: governor.Wait})
 			if err != nil {
@@ -147,7 +145,7 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 			if err := l.Release(); err != nil {
 				errs <- err
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -180,9 +178,7 @@ func (s *suite) governorFIFO(t *testing.T) {
 	for i := 0; i < n; i++ {
 		queued := make(chan struct{})
 		var once sync.Once
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1, Mode: governor.Wait,
 				OnQueued: func(governor.Result) { once.Do(func() { close(queued) }) }})
 			if err != nil {
@@ -192,7 +188,7 @@ func (s *suite) governorFIFO(t *testing.T) {
 			}
 			order <- i
 			_ = l.Release()
-		}(i)
+		})
 		<-queued // enqueue strictly one after another
 	}
 	if err := first.Release(); err != nil {
@@ -389,10 +385,8 @@ func (s *suite) hammer(t *testing.T) {
 	}
 	var inUse, over atomic.Int64
 	var wg sync.WaitGroup
-	for i := 0; i < 48; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range 48 {
+		wg.Go(func() {
 			for j := 0; j < 5; j++ {
 				w := 1 + (i+j)%limit
 				mode := governor.Wait
@@ -416,7 +410,7 @@ func (s *suite) hammer(t *testing.T) {
 					t.Error(err)
 				}
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	if over.Load() > 0 {

@@ -335,9 +335,7 @@ func (s *suite) policyHammer(t *testing.T) {
 		g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project, TTL: 30 * time.Second})
 		prio := []string{"critical", "default", "batch"}[w%3]
 		fair := []string{"a", "b"}[w%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var lastToken int64
 			for i := 0; i < rounds; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -384,7 +382,7 @@ func (s *suite) policyHammer(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if f := fail.Load(); f != nil {

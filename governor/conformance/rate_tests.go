@@ -173,10 +173,8 @@ func (s *suite) providerGate(t *testing.T) {
 	var mu sync.Mutex
 	var starts []time.Duration
 	var wg sync.WaitGroup
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 50 {
+		wg.Go(func() {
 			err := p.Do(ctxT(t), 100, func(ctx context.Context) (int64, error) {
 				mu.Lock()
 				starts = append(starts, time.Duration(clock.Load()))
@@ -196,7 +194,7 @@ func (s *suite) providerGate(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)
