@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -47,15 +46,7 @@ func TestSlowRedis(t *testing.T) {
 	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
 	p.SetDelay(2 * time.Second)
 	slowed := time.Now()
-	select {
-	case <-lh.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the holder never declared its lease lost with a 4s round trip")
-	}
-	lostAt := monoNow()
-	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
-		t.Fatalf("Err %v", lh.Err())
-	}
+	lostAt := declaredLost(t, lh, 20*time.Second, "the holder with a 4s round trip")
 	st := status(t, direct, key)
 	var h governor.Holder
 	for _, x := range st.Holders {

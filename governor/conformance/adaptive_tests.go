@@ -14,10 +14,7 @@ import (
 // to the queue at once, and another maximum starts over from it.
 func (s *suite) adaptiveAIMD(t *testing.T) {
 	b := s.h.Open(t)
-	ab, ok := b.(governor.AdaptiveBackend)
-	if !ok {
-		t.Fatalf("%T does not implement governor.AdaptiveBackend", b)
-	}
+	ab := implements[governor.AdaptiveBackend](t, b)
 	key := governor.Key{Project: project(), Resource: "provider:aimd"}
 	step := func(signal bool, want int) {
 		t.Helper()
@@ -114,10 +111,7 @@ func (s *suite) adaptiveProvider(t *testing.T) {
 func (s *suite) learnedBudget(t *testing.T) {
 	b := s.h.Open(t)
 	rb := rateBackend(t, b)
-	bb, ok := b.(governor.BudgetBackend)
-	if !ok {
-		t.Fatalf("%T does not implement governor.BudgetBackend", b)
-	}
+	bb := implements[governor.BudgetBackend](t, b)
 	key := governor.Key{Project: project(), Resource: "provider:learned"}
 	reset := 10 * time.Second
 	if s.h.RealTime {

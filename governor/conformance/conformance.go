@@ -8,6 +8,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +169,33 @@ func Run(t *testing.T, h Harness) {
 }
 
 type suite struct{ h Harness }
+
+// implements is b as the optional interface I every backend must have,
+// or fails t.
+func implements[I any](t *testing.T, b governor.Backend) I {
+	t.Helper()
+	x, ok := b.(I)
+	if !ok {
+		t.Fatalf("%T does not implement %v", b, reflect.TypeFor[I]())
+	}
+	return x
+}
+
+// occupancy counts the workers inside a protected section now, and the
+// most there ever were at once.
+type occupancy struct{ now, most atomic.Int64 }
+
+func (o *occupancy) enter() {
+	n := o.now.Add(1)
+	for {
+		m := o.most.Load()
+		if n <= m || o.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (o *occupancy) leave() { o.now.Add(-1) }
 
 // project returns a project name no other test uses, so tests on a
 // shared server never see each other's keys.

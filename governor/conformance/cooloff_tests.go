@@ -14,11 +14,7 @@ import (
 
 func coolOffBackend(t *testing.T, b governor.Backend) governor.CoolOffBackend {
 	t.Helper()
-	cb, ok := b.(governor.CoolOffBackend)
-	if !ok {
-		t.Fatalf("%T does not implement governor.CoolOffBackend", b)
-	}
-	return cb
+	return implements[governor.CoolOffBackend](t, b)
 }
 
 // near tells whether a and b are the same backend instant as two calls

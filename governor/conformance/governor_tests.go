@@ -121,7 +121,8 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 	for i := 0; i < backends; i++ {
 		gs = append(gs, newGovernor(t, s.h.Open(t), governor.Options{Project: p}))
 	}
-	var inUse, maxInUse, served atomic.Int64
+	var in occupancy
+	var served atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for i := range workers {
@@ -132,15 +133,9 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 				errs <- err
 				return
 			}
-			n := inUse.Add(1)
-			for {
-				m := maxInUse.Load()
-				if n <= m || maxInUse.CompareAndSwap(m, n) {
-					break
-				}
-			}
+			in.enter()
 			time.Sleep(time.Millisecond)
-			inUse.Add(-1)
+			in.leave()
 			served.Add(1)
 			if err := l.Release(); err != nil {
 				errs <- err
@@ -152,7 +147,7 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if m := maxInUse.Load(); m > limit {
+	if m := in.most.Load(); m > limit {
 		t.Fatalf("%d holders at once, limit %d", m, limit)
 	}
 	if n := served.Load(); n != workers {

@@ -14,11 +14,7 @@ import (
 
 func rateBackend(t *testing.T, b governor.Backend) governor.RateBackend {
 	t.Helper()
-	rb, ok := b.(governor.RateBackend)
-	if !ok {
-		t.Fatalf("%T does not implement governor.RateBackend", b)
-	}
-	return rb
+	return implements[governor.RateBackend](t, b)
 }
 
 // rateBurstAndRetry: a burst passes at once, the next is denied with a
@@ -169,7 +165,8 @@ func (s *suite) providerGate(t *testing.T) {
 			clock.Add(int64(tick))
 		}
 	}()
-	var inFlight, peak, done atomic.Int64
+	var inFlight occupancy
+	var done atomic.Int64
 	var mu sync.Mutex
 	var starts []time.Duration
 	var wg sync.WaitGroup
@@ -179,15 +176,9 @@ func (s *suite) providerGate(t *testing.T) {
 				mu.Lock()
 				starts = append(starts, time.Duration(clock.Load()))
 				mu.Unlock()
-				n := inFlight.Add(1)
-				for {
-					m := peak.Load()
-					if n <= m || peak.CompareAndSwap(m, n) {
-						break
-					}
-				}
+				inFlight.enter()
 				time.Sleep(time.Millisecond)
-				inFlight.Add(-1)
+				inFlight.leave()
 				done.Add(1)
 				return 80, nil
 			})
@@ -199,8 +190,8 @@ func (s *suite) providerGate(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-ticked
-	if peak.Load() > 2 {
-		t.Fatalf("%d calls in flight, max concurrency 2", peak.Load())
+	if peak := inFlight.most.Load(); peak > 2 {
+		t.Fatalf("%d calls in flight, max concurrency 2", peak)
 	}
 	if done.Load() != 50 {
 		t.Fatalf("%d of 50 calls ran", done.Load())
