@@ -89,7 +89,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("queue", r, err, governor.Queued); err != nil {
 		return err
 	}
-	if _, err := b.Renew(ctx, key, "a", "", time.Minute); err != nil {
+	if _, err := b.Renew(ctx, key, "a", "", 0, time.Minute); err != nil {
 		return fmt.Errorf("renew: %w", err)
 	}
 	if err := b.Release(ctx, key, "a", ""); err != nil {

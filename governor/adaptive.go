@@ -2,7 +2,6 @@ package governor
 
 import (
 	"context"
-	"fmt"
 )
 
 // Adaptive makes a provider's concurrency adaptive (AIMD), for the whole
@@ -32,18 +31,6 @@ type AdaptiveState struct {
 	Successes int `json:"successes"` // successes since the last change
 }
 
-// AdaptiveBackend is the part of the contract for adaptive concurrency.
-type AdaptiveBackend interface {
-	// Adapt takes one AIMD step on key: a signal halves the adaptive
-	// limit (not below Min), IncreaseEvery successes in a row add one
-	// (not above Max); a resource not yet adaptive, or adaptive under
-	// another Max, starts from Max. While no limit is set live
-	// (Governor.SetLimit), the adaptive limit is the limit in force for
-	// processes asking for Max (no drift), and raising it hands room to
-	// the queue at once. The Governor checks the request.
-	Adapt(ctx context.Context, key Key, req AdaptRequest) (AdaptiveState, error)
-}
-
 // Request checks a against the configured maximum (the max
 // concurrency) and returns the request of one step, defaults filled; bad
 // values are ErrInvalid naming them and what is allowed.
@@ -68,11 +55,7 @@ func (a Adaptive) Request(maxConcurrency int) (AdaptRequest, error) {
 
 // adapt takes one AIMD step of resource: a signal, or a success.
 func (g *Governor) adapt(ctx context.Context, resource string, req AdaptRequest, signal bool) error {
-	ab, ok := g.b.(AdaptiveBackend)
-	if !ok {
-		return fmt.Errorf("%w: the backend %T keeps no adaptive concurrency", ErrInvalid, g.b)
-	}
 	req.Signal = signal
-	_, err := ab.Adapt(ctx, Key{g.project, resource}, req)
+	_, err := g.b.Adapt(ctx, Key{g.project, resource}, req)
 	return err
 }

@@ -198,24 +198,13 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 	return err
 }
 
-// LimitClearer is implemented by a backend that can clear a live limit
-// and put a given limit in force in the same step (both backends do).
-type LimitClearer interface {
-	// ClearLimit clears key's live limit, as SetLimit(ctx, key, 0, by),
-	// and puts back (1 to MaxLimit) in force at once: the next release
-	// hands off under it. Without a live limit it changes nothing.
-	ClearLimit(ctx context.Context, key Key, back int, by string) error
-}
-
 // ClearLimit clears resource's live limit and puts configured (the limit
 // the configuration gives it; 0 when it gives none) in force at once, so
 // that the next release hands off under it, recording an EventLimit as
-// SetLimit does. With configured 0, or a backend that is no
-// LimitClearer, it is SetLimit(ctx, resource, 0, by). Bad input is
-// ErrInvalid, changing nothing.
+// SetLimit does. With configured 0 it is SetLimit(ctx, resource, 0, by).
+// Bad input is ErrInvalid, changing nothing.
 func (g *Governor) ClearLimit(ctx context.Context, resource string, configured int, by string) error {
-	lc, ok := g.b.(LimitClearer)
-	if configured == 0 || !ok {
+	if configured == 0 {
 		return g.SetLimit(ctx, resource, 0, by)
 	}
 	key, who, err := g.admin(resource, by)
@@ -225,7 +214,7 @@ func (g *Governor) ClearLimit(ctx context.Context, resource string, configured i
 	if err := ValidateLimit(resource, configured); err != nil {
 		return fmt.Errorf("%w (the configured limit to clear back to)", err)
 	}
-	return lc.ClearLimit(ctx, key, configured, who)
+	return g.b.ClearLimit(ctx, key, configured, who)
 }
 
 // SetLimit sets the limit in force live; limit 0 clears it (back to the

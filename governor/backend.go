@@ -123,7 +123,7 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
-	// CoolOff is the end of the resource's cool-off (CoolOffBackend),
+	// CoolOff is the end of the resource's cool-off (Backend.CoolOff),
 	// backend time; zero when none is in force. Only a Status the
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
@@ -133,7 +133,7 @@ type Status struct {
 	// time; zero when none is in force. As CoolOff, in a full Status or
 	// a Refused or Queued Result's.
 	Quarantine time.Time
-	// Adaptive is the adaptive concurrency state (AdaptiveBackend), nil
+	// Adaptive is the adaptive concurrency state (Backend.Adapt), nil
 	// when the resource is not adaptive; LastSignal the last rate-limit
 	// signal (backend time; zero when none). Only a full Status.
 	Adaptive   *AdaptiveState
@@ -228,7 +228,7 @@ const (
 	// and the limit in force after it).
 	EventLimit = "limit"
 	// EventCoolOff: a rate-limit signal paused new grants (see
-	// CoolOffBackend); the detail says who signalled and until when.
+	// Backend.CoolOff); the detail says who signalled and until when.
 	EventCoolOff = "cooloff"
 )
 
@@ -277,10 +277,12 @@ type Event struct {
 // BatchRenewer is implemented by a backend that can renew many leases
 // in fewer calls than one per lease (the Redis backend: one script call
 // per batch on a server, one per hash slot on a Cluster, pipelined). A
-// Governor's heartbeats renew through it when its backend has it.
+// Governor's heartbeats renew through it when its backend has it. It is
+// not part of Backend: the file backend renews each lease in its own
+// critical section, and gathering them would only delay each.
 type BatchRenewer interface {
 	// RenewBatch renews each of rs as Renew(ctx, r.Key, r.ID, r.Secret,
-	// r.TTL) would, and returns their results in the same order: each
+	// r.Token, r.TTL) would, and returns their results in the same order: each
 	// lease learns its own expiry or its own loss (ErrLeaseLost, a
 	// *LeaseLostError, ErrNotOwner); a call that failed as a whole gives
 	// each lease its error.
@@ -292,6 +294,7 @@ type Renewal struct {
 	Key    Key
 	ID     string
 	Secret string
+	Token  int64 // the lease's fencing token (0: unknown), as for Renew
 	TTL    time.Duration
 }
 
@@ -382,6 +385,10 @@ type Result struct {
 	Outcome Outcome
 	Token   int64     // Granted
 	Expires time.Time // Granted: backend time
+	// Limit is the limit in force at the grant (Granted): the one asked
+	// for, or a live, adaptive or stored one that won over it
+	// (LimitInForce). 0 when the backend does not tell (a takeover).
+	Limit int
 	// Position is the 1-based place in the queue (Queued).
 	Position int
 	// Status describes the resource when the outcome is not Granted. It
@@ -396,6 +403,10 @@ type Result struct {
 //
 // Errors other than the sentinels of this package are transport or
 // storage failures; a backend never reports them as busy.
+//
+// Every backend implements all of it (the conformance suite runs each
+// method on each); a few capabilities that only one backend has are
+// optional interfaces beside it: BatchRenewer, LeaseProver.
 type Backend interface {
 	// Acquire grants req if its weight fits and no waiter is ahead of it.
 	// If req.ID was queued and has since been granted (freed weight was
@@ -415,16 +426,25 @@ type Backend interface {
 	// cancelled in progress (EventCancelledInProgress): such a lease
 	// stays held, never renewed again, until released or expired.
 	//
+	// token is the lease's fencing token as its holder knows it (0:
+	// unknown). A lease that is gone from a resource without state, or
+	// from a state born after token, outlived the state it was granted
+	// in: evidence of lost data, on which a backend that can lose its
+	// data (Redis) holds new grants back (EventQuarantine) before it
+	// reports the loss. A backend may know the tokens of the grants it
+	// made itself; from another process, only token tells.
+	//
 	// Renew, Touch, Release and Cancel (and Acquire, with Request.Secret)
 	// first check that secret proves id (OwnerProven): if not, they return
 	// ErrNotOwner and change nothing. The lease id is public.
-	Renew(ctx context.Context, key Key, id, secret string, ttl time.Duration) (time.Time, error)
+	Renew(ctx context.Context, key Key, id, secret string, token int64, ttl time.Duration) (time.Time, error)
 
 	// Touch sets the progress mark of a held lease to now (see
 	// Declaration.ProgressTimeout) and returns its expiry, which it does
 	// not extend. A lease that is gone, or stalled, is an error as for
-	// Renew (a stalled one: a *LeaseLostError of kind EventStalled).
-	Touch(ctx context.Context, key Key, id, secret string) (time.Time, error)
+	// Renew (a stalled one: a *LeaseLostError of kind EventStalled), and
+	// token is evidence as for Renew.
+	Touch(ctx context.Context, key Key, id, secret string, token int64) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.
@@ -503,6 +523,37 @@ type Backend interface {
 	// under it. A resource with a live limit is never forgotten.
 	SetLimit(ctx context.Context, key Key, limit int, by string) error
 
+	// ClearLimit clears key's live limit, as SetLimit(ctx, key, 0, by),
+	// and puts back (1 to MaxLimit) in force at once: the next release
+	// hands off under it. Without a live limit it changes nothing.
+	ClearLimit(ctx context.Context, key Key, back int, by string) error
+
+	// CoolOff pauses key until now+d (backend time), after a provider's
+	// rate-limit signal: no new grant of its slots (a Fail acquire is
+	// Refused, a Wait acquire queues in FIFO order and is granted, in
+	// order, once the cool-off ends) and no rate reservation of the rate
+	// key of the same name (denied with RetryAfter the time left).
+	// Holders keep their leases. A cool-off in force that ends later is
+	// kept, never shortened. It records an EventCoolOff whose detail is
+	// reason, and returns the end of the cool-off in force (backend
+	// time). d is 1ms to MaxRetryAfter (the Governor checks it).
+	CoolOff(ctx context.Context, key Key, d time.Duration, reason string) (time.Time, error)
+
+	// Adapt takes one AIMD step of key's adaptive concurrency: a signal
+	// halves the adaptive limit (not below Min), IncreaseEvery successes
+	// in a row add one (not above Max); a resource not yet adaptive, or
+	// adaptive under another Max, starts from Max. While no limit is set
+	// live (SetLimit), the adaptive limit is the limit in force for
+	// processes asking for Max (no drift), and raising it hands room to
+	// the queue at once. It returns the state after the step. The
+	// Governor checks the request.
+	Adapt(ctx context.Context, key Key, req AdaptRequest) (AdaptiveState, error)
+
+	// NoteDegraded records an EventDegraded on key whose detail is
+	// detail: the end of a period a process ran calls without the
+	// backend (BackendDown).
+	NoteDegraded(ctx context.Context, key Key, detail string) error
+
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,
 	// index len(bounds), is +Inf), and sum more to their sum. The
@@ -525,6 +576,9 @@ type Backend interface {
 	// after it is forgotten. Sequences (NextSeq) and rate limits are
 	// never forgotten. A key without state is not an error.
 	Forget(ctx context.Context, key Key, retention time.Duration) (bool, error)
+
+	// RateBackend: the rate limits, kept apart from the slots (rate.go).
+	RateBackend
 
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.

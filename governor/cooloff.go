@@ -13,33 +13,9 @@ import (
 // the fleet's probes after it do not all arrive in the same instant.
 const DefaultCoolOff = 5 * time.Second
 
-// CoolOffBackend is the part of the contract for fleet-wide cool-offs
-// after a provider's rate-limit signal. Time is the backend's.
-type CoolOffBackend interface {
-	// CoolOff pauses key until now+d: no new grant of its slots (a
-	// Fail acquire is Refused, a Wait acquire queues in FIFO order and
-	// is granted, in order, once the cool-off ends) and no rate
-	// reservation of the rate key of the same name (denied with
-	// RetryAfter the time left). Holders keep their leases. A cool-off
-	// in force that ends later is kept, never shortened. It records an
-	// EventCoolOff whose detail is reason, and returns the end of the
-	// cool-off in force (backend time). d is 1ms to MaxRetryAfter (the
-	// Governor checks it).
-	CoolOff(ctx context.Context, key Key, d time.Duration, reason string) (time.Time, error)
-}
-
-// CoolOffBackend reports whether the Governor's backend keeps cool-offs.
-func (g *Governor) coolOffBackend() (CoolOffBackend, error) {
-	cb, ok := g.b.(CoolOffBackend)
-	if !ok {
-		return nil, fmt.Errorf("%w: the backend %T keeps no cool-offs", ErrInvalid, g.b)
-	}
-	return cb, nil
-}
-
 // CoolOff pauses resource, fleet-wide, for d on the backend's clock (d
 // 0: DefaultCoolOff plus up to a quarter more at random); see
-// CoolOffBackend. A provider's resource is ProviderResource(name). It
+// Backend.CoolOff. A provider's resource is ProviderResource(name). It
 // returns the end of the cool-off in force, which may be later than
 // asked. A d below zero or above MaxRetryAfter is ErrInvalid and
 // changes nothing.
@@ -51,14 +27,10 @@ func (g *Governor) CoolOff(ctx context.Context, resource string, d time.Duration
 	if err != nil {
 		return time.Time{}, err
 	}
-	cb, err := g.coolOffBackend()
-	if err != nil {
-		return time.Time{}, err
-	}
 	if reason == "" {
 		reason = "rate-limit signal"
 	}
-	return cb.CoolOff(ctx, Key{g.project, resource}, d, fmt.Sprintf("%s (session %s)", reason, g.decl.Session))
+	return g.b.CoolOff(ctx, Key{g.project, resource}, d, fmt.Sprintf("%s (session %s)", reason, g.decl.Session))
 }
 
 // coolOffFor checks a cool-off's length: 0 is DefaultCoolOff with
@@ -100,6 +72,16 @@ func (st Status) CoolingOff() string {
 		return CoolOffNote(st.CoolOff, left)
 	}
 	return ""
+}
+
+// Quarantined says, for a refusal's message, that st is in a quarantine
+// after lost data and for how long more; "" when it is not.
+func (st Status) Quarantined() string {
+	if !st.Quarantine.After(st.Now) {
+		return ""
+	}
+	return fmt.Sprintf("quarantined for %v more: its data was lost (Redis restarted or evicted keys), and grants wait until every holder of the lost state has renewed and learnt it",
+		st.Quarantine.Sub(st.Now).Round(time.Millisecond))
 }
 
 // coolingOff tells how long st's cool-off has left (0: none).

@@ -64,12 +64,6 @@ func (d BackendDown) String() string {
 	return "closed"
 }
 
-// DegradedBackend records the event of a degraded period's end.
-type DegradedBackend interface {
-	// NoteDegraded records an EventDegraded on key with detail.
-	NoteDegraded(ctx context.Context, key Key, detail string) error
-}
-
 // degraded is a provider's degraded state in this process.
 type degraded struct {
 	since  time.Time // zero: not degraded
@@ -160,9 +154,7 @@ func (g *Governor) leaveDegraded(ctx context.Context, resource string, pol Backe
 	if g.onDegraded != nil {
 		g.onDegraded(resource, false)
 	}
-	if db, ok := g.b.(DegradedBackend); ok {
-		_ = db.NoteDegraded(ctx, Key{g.project, resource}, detail)
-	}
+	_ = g.b.NoteDegraded(ctx, Key{g.project, resource}, detail)
 }
 
 // isDegraded tells whether resource is degraded in this process.

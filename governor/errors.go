@@ -76,9 +76,8 @@ func (e *BusyError) Error() string {
 	if c := e.Status.CoolingOff(); c != "" {
 		b.WriteString(", " + c)
 	}
-	if q := e.Status.Quarantine; q.After(e.Status.Now) {
-		fmt.Fprintf(&b, ", quarantined for %v more: its data was lost (Redis restarted or evicted keys), and grants wait until every holder of the lost state has renewed and learnt it",
-			q.Sub(e.Status.Now).Round(time.Millisecond))
+	if q := e.Status.Quarantined(); q != "" {
+		b.WriteString(", " + q)
 	}
 	if n := e.Status.QueueLen(); n > 0 {
 		fmt.Fprintf(&b, ", %d waiting", n)

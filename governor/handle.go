@@ -79,6 +79,11 @@ type Handle struct {
 	// Secret proves ID (see OwnerProven); "" in a handle that only names
 	// a lease, as `governor slots` shows it.
 	Secret string
+	// Token is the lease's fencing token, 0 when unknown: it is not part
+	// of the String form (`governor acquire` prints it beside). A renewal
+	// by the handle carries it, so that one from another process is
+	// evidence of lost data as the holder's own is (see Backend.Renew).
+	Token int64
 }
 
 // String returns RESOURCE@LEASE_ID.SECRET, or RESOURCE@LEASE_ID without
@@ -136,7 +141,9 @@ func isHex(s string) bool {
 
 // Handle returns the lease's handle, secret included: pass it only to
 // processes that may act as the holder (renew, release, nested runs).
-func (l *Lease) Handle() Handle { return Handle{Resource: l.key.Resource, ID: l.id, Secret: l.secret} }
+func (l *Lease) Handle() Handle {
+	return Handle{Resource: l.key.Resource, ID: l.id, Secret: l.secret, Token: l.token}
+}
 
 // CheckHandle is the one check of a claim to hold a lease: by a nested
 // `governor run` (GOVERNOR_HELD), by `governor seq next` and `touch`.
@@ -257,7 +264,9 @@ func (g *Governor) releaseOwn(ctx context.Context, key Key, h Handle) error {
 // TTL) on behalf of a process that does not hold the *Lease. h must carry
 // the lease's secret (ErrNotOwner otherwise, changing nothing), unless
 // the lease was granted before secrets. A lease that is gone is
-// ErrLeaseLost; renew never re-acquires.
+// ErrLeaseLost; renew never re-acquires. h.Token, when known, goes with
+// the renewal: on Redis, a lease gone from a state born after it (the
+// data was lost) then holds new grants back (EventQuarantine).
 func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration) (time.Time, error) {
 	if err := ValidateResource(h.Resource); err != nil {
 		return time.Time{}, err
@@ -267,7 +276,7 @@ func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration)
 			return time.Time{}, err
 		}
 	}
-	return g.b.Renew(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, ttl)
+	return g.b.Renew(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, h.Token, ttl)
 }
 
 // TouchHandle marks progress on the lease h names, for a process that
@@ -275,11 +284,12 @@ func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration)
 // AcquireOptions.ProgressTimeout. h must carry the lease's secret
 // (ErrNotOwner otherwise, changing nothing), unless the lease was granted
 // before secrets. A lease that is gone or stalled is ErrLeaseLost (a
-// *LeaseLostError when the backend knows why).
+// *LeaseLostError when the backend knows why); h.Token goes with the
+// mark as with RenewHandle's renewal.
 func (g *Governor) TouchHandle(ctx context.Context, h Handle) error {
 	if err := ValidateResource(h.Resource); err != nil {
 		return err
 	}
-	_, err := g.b.Touch(ctx, Key{g.project, h.Resource}, h.ID, h.Secret)
+	_, err := g.b.Touch(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, h.Token)
 	return err
 }

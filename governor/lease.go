@@ -25,6 +25,7 @@ type Lease struct {
 	secret string // proves id to the backend (OwnerProven)
 	weight int
 	token  int64
+	limit  int         // the limit in force at the grant (0: not told)
 	timing LeaseTiming // Heartbeat 0: it does not renew itself
 	sent   time.Time   // when the acquire that granted it was sent (local monotonic)
 
@@ -70,7 +71,7 @@ type renewReply struct {
 // grant that comes back after Close began (it raced with it) is released
 // at once: the result is ErrClosed, and nothing is left held.
 func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
-	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, timing: tm, sent: sent,
+	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, limit: res.Limit, timing: tm, sent: sent,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
 	g.mu.Lock()
@@ -114,7 +115,7 @@ func (g *Governor) fresh(ctx context.Context, req Request, tm LeaseTiming, sent,
 		return sent, exp, nil
 	}
 	again := time.Now()
-	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, tm.TTL)
+	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, 0, tm.TTL) // 0: the backend knows its own grant's token
 	if err == nil && time.Since(again) < tm.TTL-tm.SafetyMargin {
 		return again, exp, nil
 	}
@@ -141,6 +142,12 @@ func (l *Lease) Weight() int { return l.weight }
 // every grant, so a protected store can refuse a writer whose token is
 // older than one it has seen.
 func (l *Lease) Token() int64 { return l.token }
+
+// Limit is the limit in force when the lease was granted: the one asked
+// for (AcquireOptions.Limit), or a live, adaptive or stored one that won
+// over it (LimitInForce tells which). 0 for a lease from a takeover,
+// whose backend reply does not say.
+func (l *Lease) Limit() int { return l.limit }
 
 // Expires is the backend's expiry after the last renewal (backend clock).
 func (l *Lease) Expires() time.Time {
@@ -321,7 +328,7 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	br, ok := g.b.(BatchRenewer)
 	if !ok {
 		sent := time.Now()
-		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.timing.TTL)
+		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.token, l.timing.TTL)
 		return renewReply{sent, exp, err}
 	}
 	g.mu.Lock()
@@ -349,7 +356,7 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	g.mu.Unlock()
 	rs := make([]Renewal, 0, 1+len(others))
 	for _, x := range append([]*Lease{l}, others...) {
-		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, TTL: x.timing.TTL})
+		rs = append(rs, Renewal{Key: x.key, ID: x.id, Secret: x.secret, Token: x.token, TTL: x.timing.TTL})
 	}
 	res := br.RenewBatch(ctx, rs)
 	if len(res) != len(rs) {

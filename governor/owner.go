@@ -110,7 +110,8 @@ func validRunID(id string) error {
 
 // LeaseProver is implemented by a backend that keeps a proof of life of
 // its own beside the declaration: the file backend's lease file, which
-// the holder's processes keep locked while any of them lives.
+// the holder's processes keep locked while any of them lives. It is not
+// part of Backend: the Redis backend has no such proof.
 type LeaseProver interface {
 	// LeaseAlive reports whether lease id of key is proven alive. An
 	// error proves nothing either way.

@@ -52,7 +52,7 @@ type RateResult struct {
 	RemainingRequests int64
 	RemainingTokens   int64
 	// CoolOff, when the reservation was denied because the key is
-	// cooling off (CoolOffBackend), is the cool-off's end (backend
+	// cooling off (Backend.CoolOff), is the cool-off's end (backend
 	// time); zero otherwise.
 	CoolOff time.Time
 	// ShadowDenied: a Shadow reservation the limits would have denied
@@ -60,7 +60,8 @@ type RateResult struct {
 	ShadowDenied bool
 }
 
-// RateBackend is the part of the contract for rate limits. Time is the
+// RateBackend is the part of the contract (Backend) for rate limits,
+// which live in keys of their own beside the slots. Time is the
 // backend's (the Redis server's, or this machine's monotonic clock).
 type RateBackend interface {
 	// RateReserve charges req if both dimensions allow it; otherwise it
@@ -76,6 +77,15 @@ type RateBackend interface {
 	// Rates lists the rate keys of a project that have state, rate-only
 	// providers (no concurrency slots) included.
 	Rates(ctx context.Context, project string) ([]string, error)
+	// RateLearn records b, a budget a provider's response reported, for
+	// key's rate limit: until each reported reset (now + Reset, backend
+	// time), a reservation of key passes only if the reported remaining
+	// of that dimension still covers its cost (besides its configured
+	// limits: the stricter decides), and takes its cost off it; a denial
+	// says to retry at the reset. A later report replaces an earlier
+	// one. A dimension not reported (Remaining < 0 or Reset 0) is left
+	// as it is. The Governor checks b.
+	RateLearn(ctx context.Context, key Key, b LearnedBudget) error
 }
 
 // RateStatus is a rate limit as the backend keeps it, for metrics: the
@@ -151,10 +161,6 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // would waste budget that others could use, and the number waiting on
 // the rate limit is then bounded by the concurrency.
 func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.Context) (used int64, err error)) error {
-	rb, ok := p.g.b.(RateBackend)
-	if (p.limits.Requests.Rate > 0 || p.limits.Tokens.Rate > 0) && !ok {
-		return fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
-	}
 	if err := ValidateResource(p.resource); err != nil {
 		return err
 	}
@@ -215,21 +221,19 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	if ok {
-		err := p.g.waitRate(work, rb, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-			NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
-		if pol.Mode != DownClosed && isDown(work, err) {
-			return degradedRun(err)
-		}
-		if err != nil {
-			return err
-		}
+	err := p.g.waitRate(work, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
+	if pol.Mode != DownClosed && isDown(work, err) {
+		return degradedRun(err)
+	}
+	if err != nil {
+		return err
 	}
 	used, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if ok && p.limits.Tokens.Rate > 0 && used != estimate {
-		if aerr := rb.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
+	if p.limits.Tokens.Rate > 0 && used != estimate {
+		if aerr := p.g.b.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
@@ -273,62 +277,45 @@ func (p *Provider) Report(ctx context.Context, outcome error) (time.Time, error)
 // TryRate reserves rate budget once: a denial is data (Allowed false,
 // RetryAfter), and changes nothing.
 func (g *Governor) TryRate(ctx context.Context, req RateRequest) (RateResult, error) {
-	rb, ok := g.b.(RateBackend)
-	if !ok {
-		return RateResult{}, fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
-	}
 	if err := ValidateResource(req.Key.Resource); err != nil {
 		return RateResult{}, err
 	}
 	if req.Key.Project == "" {
 		req.Key.Project = g.project
 	}
-	return rb.RateReserve(ctx, req)
+	return g.b.RateReserve(ctx, req)
 }
 
 // RateStatus reads the rate limit of key name (a provider's is
-// "provider:NAME") without changing it; a zero RateStatus when the
-// backend has no rate limits.
+// "provider:NAME") without changing it (a key never reserved: a zero
+// RateStatus with Key and Now set).
 func (g *Governor) RateStatus(ctx context.Context, name string) (RateStatus, error) {
 	if err := ValidateResource(name); err != nil {
 		return RateStatus{}, err
 	}
-	rb, ok := g.b.(RateBackend)
-	if !ok {
-		return RateStatus{Key: Key{g.project, name}}, nil
-	}
-	return rb.RateStatus(ctx, Key{g.project, name})
+	return g.b.RateStatus(ctx, Key{g.project, name})
 }
 
-// Rates lists the project's rate keys that have state; none when the
-// backend has no rate limits.
+// Rates lists the project's rate keys that have state.
 func (g *Governor) Rates(ctx context.Context) ([]string, error) {
-	rb, ok := g.b.(RateBackend)
-	if !ok {
-		return nil, nil
-	}
-	return rb.Rates(ctx, g.project)
+	return g.b.Rates(ctx, g.project)
 }
 
 // WaitRate reserves rate budget, waiting (on a timer, exactly until the
 // budget allows it) while it is denied, until ctx ends.
 func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {
-	rb, ok := g.b.(RateBackend)
-	if !ok {
-		return fmt.Errorf("%w: the backend has no rate limits", ErrInvalid)
-	}
 	if err := ValidateResource(req.Key.Resource); err != nil {
 		return err
 	}
 	if req.Key.Project == "" {
 		req.Key.Project = g.project
 	}
-	return g.waitRate(ctx, rb, req)
+	return g.waitRate(ctx, req)
 }
 
-func (g *Governor) waitRate(ctx context.Context, rb RateBackend, req RateRequest) error {
+func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
 	for {
-		res, err := rb.RateReserve(ctx, req)
+		res, err := g.b.RateReserve(ctx, req)
 		if err != nil {
 			return err
 		}

@@ -46,14 +46,14 @@ func (b *stallingGrants) Acquire(ctx context.Context, req governor.Request) (gov
 	return res, nil
 }
 
-func (b *stallingGrants) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+func (b *stallingGrants) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
 	b.mu.Lock()
 	stalled := id == b.stalledID && len(b.released) == 0
 	b.mu.Unlock()
 	if stalled {
 		return time.Time{}, governor.ErrLeaseLost
 	}
-	return b.Backend.Renew(ctx, key, id, secret, ttl)
+	return b.Backend.Renew(ctx, key, id, secret, token, ttl)
 }
 
 func (b *stallingGrants) Release(ctx context.Context, key governor.Key, id, secret string) error {

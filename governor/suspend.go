@@ -45,7 +45,8 @@ func readSleepClock() time.Duration {
 // machine's clock that stops in a suspend, as Go's does (the file
 // backend): a suspend moves its expiries with the holders' deadlines, so
 // it needs no watch (and a watch would declare lost leases it still
-// holds).
+// holds). It is not part of Backend: the Redis backend's expiries run on
+// the server's clock, which a suspend of this machine does not stop.
 type machineClocked interface {
 	ExpiresOnMachineClock() bool
 }

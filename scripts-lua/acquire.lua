@@ -15,8 +15,9 @@
 --       grant (ARGV 3 is the limit asked for; queued, its record says
 --       weight 0: see weight_of() in lib.lua), 20 '1' to cancel in
 --       progress a holder of another OS user too (supersede() in lib.lua)
--- Returns {1, token, expiry ms} when granted (the slow path adds a fourth
--- field: 1 when the resource had no state, new or forgotten, else 0);
+-- Returns {1, token, expiry ms, fresh, limit} when granted: fresh 1 when
+-- the resource had no state (new or forgotten), else 0; limit the limit
+-- in force at the grant;
 -- otherwise {code, 0, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
 -- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
@@ -42,9 +43,9 @@ local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
--- drift), nobody queued, no holder expired, not held back (quarantine,
--- paused, cooling off), and room. The same writes as
--- grant() below, straight.
+-- drift, no adaptive limit other than it: adaptive() in lib.lua), nobody
+-- queued, no holder expired, not held back (quarantine, paused, cooling
+-- off), and room. The same writes as grant() below, straight.
 if new then
   v = redis.call('HMGET', S, unpack(F))
   -- used below zero would let too many in: the full path recounts it.
@@ -53,7 +54,7 @@ if new then
   local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
   local last, n = tonumber(v[4] or 0), tonumber(v[5] or 0)
   if tonumber(v[1] or 0) == limit and tonumber(v[6] or 0) == 0 and tonumber(v[3] or 0) == 0 and not v[8] and not v[9]
-      and not v[11] and not v[13] and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
+      and not v[11] and not v[13] and (not v[14] or tonumber(v[14]) == limit) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
       and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max(last + 1, FLOOR)
     local exp = now + ttl
@@ -67,7 +68,7 @@ if new then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec)
     end
-    return {1, tok, exp}
+    return {1, tok, exp, 0, limit}
   end
 end
 
@@ -84,7 +85,7 @@ local function reply(code, tok, exp, pos, n)
     superseding(id, sup, code == 1 and 'h' or 'w')
   end
   if code == 1 then
-    return finish({1, tok, exp, fresh})
+    return finish({1, tok, exp, fresh, get('limit')})
   end
   flush()
   local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,

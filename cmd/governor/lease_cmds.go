@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,67 @@ func (a *app) leaseArg(args []string) (string, error) {
 		}
 	}
 	return "", exitWith(exitcode.Failure, fmt.Errorf("no lease: give %s as an argument or, to keep its secret out of ps, in $%s", governor.HandleForm, envLease))
+}
+
+// tokenFlag is --token of renew and touch: the lease's fencing token, as
+// 'governor acquire' printed it beside the handle; 0 when not given.
+type tokenFlag int64
+
+func (f *tokenFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
+func (f *tokenFlag) Type() string   { return "N" }
+func (f *tokenFlag) Set(s string) error {
+	n, err := parseToken(s)
+	*f = tokenFlag(n)
+	return err
+}
+
+// tokenForm says what --token and a plain $GOVERNOR_TOKEN take.
+const tokenForm = "a whole number from 1: the token 'governor acquire' printed after the handle"
+
+func parseToken(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a fencing token; allowed: %s", s, tokenForm)
+	}
+	return n, nil
+}
+
+// leaseToken returns the fencing token that goes with a renewal or mark
+// of lease h: flag (--token) when given, else $GOVERNOR_TOKEN: a number,
+// as acquire printed it, when h is the only lease named (only), or the
+// list of a 'governor run' (PROJECT/RESOURCE=TOKEN,..., beside
+// GOVERNOR_HELD), the token of h's lease id there; else 0, unknown
+// (the renewal is then no evidence that Redis lost its data). A
+// malformed $GOVERNOR_TOKEN (or, when h's entry is not found, a
+// malformed list) exits 125 naming it.
+func (a *app) leaseToken(flag tokenFlag, h governor.Handle, only bool) (int64, error) {
+	if flag != 0 {
+		return int64(flag), nil
+	}
+	v := acquire.Getenv(a.env, acquire.EnvToken)
+	switch {
+	case v == "":
+		return 0, nil
+	case !strings.Contains(v, "="):
+		n, err := parseToken(v)
+		if err != nil {
+			return 0, exitWith(exitcode.Failure, fmt.Errorf("$%s: %w (or a 'governor run' list PROJECT/RESOURCE=TOKEN,...)", acquire.EnvToken, err))
+		}
+		if !only {
+			return 0, nil
+		}
+		return n, nil
+	}
+	held, err := acquire.HeldFromEnv(a.env) // the well-formed entries, even with err
+	for _, l := range held {
+		if l.LeaseID == h.ID {
+			return l.Token, nil
+		}
+	}
+	if err != nil { // the malformed entry may be this lease's
+		return 0, exitWith(exitcode.Failure, err)
+	}
+	return 0, nil
 }
 
 // public is the handle without its secret, for messages.
@@ -228,7 +290,10 @@ func (a *app) openLeaseArg(ctx context.Context, args []string) (*governor.Govern
 }
 
 func (a *app) renewCmd() *cobra.Command {
-	var ttl time.Duration
+	var (
+		ttl   time.Duration
+		token tokenFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "renew [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Extend a lease taken with 'governor acquire'",
@@ -241,8 +306,19 @@ carry the lease's SECRET, as acquire printed it: the lease id alone is public
 Without an argument the handle is read from $GOVERNOR_LEASE, which keeps the
 secret out of ps (an argument is visible to every user while the command runs).
 
+Give the lease's fencing token too, as acquire printed it after the handle
+(--token N, or $GOVERNOR_TOKEN): on Redis, a renewal that carries it and finds
+the lease gone from a state born after it (Redis lost its data and a newcomer
+started afresh) holds new grants back for the longest lease TTL known, else
+lease.ttl's default (a quarantine, 'governor events'); without it the renewal
+only learns that the lease is lost. $GOVERNOR_TOKEN may also be the list a
+'governor run' gives its command, where the token of this lease id is taken.
+
+  read -r GOVERNOR_LEASE GOVERNOR_TOKEN <<<"$out"; export GOVERNOR_LEASE GOVERNOR_TOKEN
+
 Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
-secret included) or backend unreachable.`,
+secret included, a --token or $GOVERNOR_TOKEN that is no token) or backend
+unreachable.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, h, err := a.openLeaseArg(cmd.Context(), args)
@@ -250,6 +326,9 @@ secret included) or backend unreachable.`,
 				return err
 			}
 			defer g.Close()
+			if h.Token, err = a.leaseToken(token, h, true); err != nil {
+				return err
+			}
 			exp, err := g.RenewHandle(cmd.Context(), h, ttl)
 			if err == nil {
 				err = g.TouchHandle(cmd.Context(), h) // a renewal is a sign of progress
@@ -270,6 +349,7 @@ secret included) or backend unreachable.`,
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time to live (default: the lease's own, as acquired)")
+	cmd.Flags().Var(&token, "token", "the lease's fencing token, as acquire printed it (default $GOVERNOR_TOKEN): a renewal after Redis lost its data then holds new grants back")
 	return cmd
 }
 
@@ -340,7 +420,8 @@ func lostWhy(err error) string {
 }
 
 func (a *app) touchCmd() *cobra.Command {
-	return &cobra.Command{
+	var token tokenFlag
+	cmd := &cobra.Command{
 		Use:   "touch [RESOURCE@LEASE_ID.SECRET...]",
 		Short: "Mark progress on leases: those of the enclosing 'governor run', or those named",
 		Long: `touch marks progress on leases, for holders that are alive but may get stuck:
@@ -358,10 +439,16 @@ leases named, by their whole handles as 'governor acquire' printed them
 (RESOURCE@LEASE_ID.SECRET: the lease id alone is public), where 'governor renew'
 marks progress too.
 
+--token N (else $GOVERNOR_TOKEN) is the fencing token of the one lease named,
+as for 'governor renew'; leases in GOVERNOR_HELD carry theirs in the run's
+GOVERNOR_TOKEN list. A plain $GOVERNOR_TOKEN is not used when several leases
+are named.
+
 Exit codes: 0 marked; 122 a lease is lost (expired, released, taken over, or no
 mark came within its progress timeout): stop the work; the others named are
 still marked; 125 no lease given and none in GOVERNOR_HELD, a handle without its
-secret, bad input, or backend unreachable.`,
+secret, --token with more than one lease or without one named, a --token or
+$GOVERNOR_TOKEN that is no token, bad input, or backend unreachable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			type target struct {
 				project string
@@ -374,6 +461,15 @@ secret, bad input, or backend unreachable.`,
 					return err
 				}
 				ts = append(ts, target{"", h})
+			}
+			if token != 0 && len(args) != 1 {
+				return exitWith(exitcode.Failure, fmt.Errorf("--token %d names the token of one lease; give that lease's handle alone (%d given)", token, len(args)))
+			}
+			for i := range ts {
+				var err error
+				if ts[i].h.Token, err = a.leaseToken(token, ts[i].h, len(ts) == 1); err != nil {
+					return err
+				}
 			}
 			if len(args) == 0 {
 				held, err := acquire.HeldFromEnv(a.env)
@@ -421,4 +517,6 @@ secret, bad input, or backend unreachable.`,
 			return nil
 		},
 	}
+	cmd.Flags().Var(&token, "token", "the fencing token of the one lease named, as acquire printed it (default $GOVERNOR_TOKEN; see 'governor renew --help')")
+	return cmd
 }

@@ -14,11 +14,10 @@ import (
 // to the queue at once, and another maximum starts over from it.
 func (s *suite) adaptiveAIMD(t *testing.T) {
 	b := s.h.Open(t)
-	ab := implements[governor.AdaptiveBackend](t, b)
 	key := governor.Key{Project: project(), Resource: "provider:aimd"}
 	step := func(signal bool, want int) {
 		t.Helper()
-		a, err := ab.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 8, Min: 1, IncreaseEvery: 3, Signal: signal})
+		a, err := b.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 8, Min: 1, IncreaseEvery: 3, Signal: signal})
 		if err != nil || a.Limit != want || a.Max != 8 {
 			t.Fatalf("Adapt(signal %v) = %+v, %v; want limit %d of 8", signal, a, err, want)
 		}
@@ -60,7 +59,7 @@ func (s *suite) adaptiveAIMD(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 8 {
 		t.Fatalf("back at the maximum: limit %d", st.Limit)
 	}
-	if a, err := ab.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 10, Min: 2, IncreaseEvery: 3, Signal: true}); err != nil || a.Limit != 5 || a.Max != 10 {
+	if a, err := b.Adapt(ctxT(t), key, governor.AdaptRequest{Max: 10, Min: 2, IncreaseEvery: 3, Signal: true}); err != nil || a.Limit != 5 || a.Max != 10 {
 		t.Fatalf("another maximum: %+v, %v; want a start over from 10, halved to 5", a, err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})
@@ -110,57 +109,55 @@ func (s *suite) adaptiveProvider(t *testing.T) {
 // configured limit still applies where it is stricter.
 func (s *suite) learnedBudget(t *testing.T) {
 	b := s.h.Open(t)
-	rb := rateBackend(t, b)
-	bb := implements[governor.BudgetBackend](t, b)
 	key := governor.Key{Project: project(), Resource: "provider:learned"}
 	reset := 10 * time.Second
 	if s.h.RealTime {
 		reset = 1500 * time.Millisecond
 	}
-	if err := bb.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: 2, ResetRequests: reset,
+	if err := b.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: 2, ResetRequests: reset,
 		RemainingTokens: 500, ResetTokens: reset}); err != nil {
 		t.Fatal(err)
 	}
 	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 1000, Period: time.Minute}, NRequests: 1, NTokens: 200}
 	for i := int64(0); i < 2; i++ {
-		res, err := rb.RateReserve(ctxT(t), r)
+		res, err := b.RateReserve(ctxT(t), r)
 		if err != nil || !res.Allowed || res.RemainingRequests != 1-i {
 			t.Fatalf("reservation %d within the learned budget: %+v, %v; want allowed, %d requests left", i, res, err, 1-i)
 		}
 	}
-	res, err := rb.RateReserve(ctxT(t), r)
+	res, err := b.RateReserve(ctxT(t), r)
 	if err != nil || res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > reset {
 		t.Fatalf("beyond the learned requests: %+v, %v; want denied until the reset (at most %v)", res, err, reset)
 	}
 	s.h.Advance(t, reset+10*time.Millisecond)
 	for i := 0; i < 3; i++ { // the reset passed: the configured limit alone
-		if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
+		if res, err := b.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
 			t.Fatalf("after the reset, reservation %d: %+v, %v", i, res, err)
 		}
 	}
 	// Tokens: 500 reported, 200 a call; the configured limit is looser.
-	if err := bb.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: -1, RemainingTokens: 500, ResetTokens: reset}); err != nil {
+	if err := b.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: -1, RemainingTokens: 500, ResetTokens: reset}); err != nil {
 		t.Fatal(err)
 	}
 	r.Tokens = governor.RateLimit{Rate: 100000, Period: time.Minute}
 	for i := 0; i < 2; i++ {
-		if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
+		if res, err := b.RateReserve(ctxT(t), r); err != nil || !res.Allowed {
 			t.Fatalf("tokens within the learned budget, %d: %+v, %v", i, res, err)
 		}
 	}
-	if res, err := rb.RateReserve(ctxT(t), r); err != nil || res.Allowed {
+	if res, err := b.RateReserve(ctxT(t), r); err != nil || res.Allowed {
 		t.Fatalf("200 tokens with 100 learned left: %+v, %v; want denied", res, err)
 	}
 	// A configured limit stricter than the learned budget still decides.
 	strict := governor.RateRequest{Key: governor.Key{Project: key.Project, Resource: "provider:strict"},
 		Requests: governor.RateLimit{Rate: 1, Period: time.Minute}, NRequests: 1}
-	if err := bb.RateLearn(ctxT(t), strict.Key, governor.LearnedBudget{RemainingRequests: 50, ResetRequests: reset, RemainingTokens: -1}); err != nil {
+	if err := b.RateLearn(ctxT(t), strict.Key, governor.LearnedBudget{RemainingRequests: 50, ResetRequests: reset, RemainingTokens: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := rb.RateReserve(ctxT(t), strict); err != nil || !res.Allowed || res.RemainingRequests != 0 {
+	if res, err := b.RateReserve(ctxT(t), strict); err != nil || !res.Allowed || res.RemainingRequests != 0 {
 		t.Fatalf("first under the stricter configured limit: %+v, %v", res, err)
 	}
-	if res, err := rb.RateReserve(ctxT(t), strict); err != nil || res.Allowed {
+	if res, err := b.RateReserve(ctxT(t), strict); err != nil || res.Allowed {
 		t.Fatalf("second under 1/min with 49 learned: %+v, %v; want denied by the configured limit", res, err)
 	}
 }
@@ -169,7 +166,7 @@ func (s *suite) learnedBudget(t *testing.T) {
 // counted exactly where the same limits, enforced, deny the same
 // sequence of reservations on another key.
 func (s *suite) shadowRates(t *testing.T) {
-	rb := rateBackend(t, s.h.Open(t))
+	rb := s.h.Open(t)
 	p := project()
 	real := governor.RateRequest{Key: governor.Key{Project: p, Resource: "provider:real"},
 		Requests: governor.RateLimit{Rate: 60, Period: time.Minute, Burst: 3},

@@ -213,7 +213,7 @@ func (s *suite) pause(t *testing.T) {
 	mustAcquire(t, b, w2, governor.Queued)
 	w1.New, w2.New = false, false
 	// The holder renews and releases as ever; its room is not handed on.
-	if _, err := b.Renew(ctxT(t), key, h.ID, "", 0); err != nil {
+	if _, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0); err != nil {
 		t.Fatalf("Renew while paused: %v", err)
 	}
 	release(t, b, key, h.ID)
@@ -315,7 +315,7 @@ func (s *suite) liveLimit(t *testing.T) {
 	// until the use falls under 1.
 	mustSetLimit(t, b, key, 1, "ops")
 	for _, id := range []string{h1.ID, h2.ID, w.ID} {
-		if _, err := b.Renew(ctxT(t), key, id, "", 0); err != nil {
+		if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err != nil {
 			t.Fatalf("a holder lost its lease when the limit was lowered: %v", err)
 		}
 	}

@@ -73,7 +73,7 @@ func (s *suite) batchRenew(t *testing.T) {
 	}
 	// The same as Renew says, lease by lease.
 	for i, r := range rs {
-		_, err := b.Renew(ctxT(t), r.Key, r.ID, r.Secret, r.TTL)
+		_, err := b.Renew(ctxT(t), r.Key, r.ID, r.Secret, r.Token, r.TTL)
 		if (err == nil) != (got[i].Err == nil) || errors.Is(err, governor.ErrLeaseLost) != errors.Is(got[i].Err, governor.ErrLeaseLost) ||
 			errors.Is(err, governor.ErrNotOwner) != errors.Is(got[i].Err, governor.ErrNotOwner) {
 			t.Errorf("lease %d: RenewBatch said %v, Renew says %v", i, got[i].Err, err)

@@ -159,7 +159,7 @@ func (s *suite) useAfterClose(t *testing.T) {
 	}
 	_, err := b.Acquire(ctxT(t), req(key, 1, 1, governor.Wait))
 	check("Acquire", err)
-	_, err = b.Renew(ctxT(t), key, r.ID, "", 0)
+	_, err = b.Renew(ctxT(t), key, r.ID, "", 0, 0)
 	check("Renew", err)
 	check("Release", b.Release(ctxT(t), key, r.ID, ""))
 	check("Cancel", b.Cancel(ctxT(t), key, r.ID, ""))

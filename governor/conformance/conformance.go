@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,6 +128,7 @@ func Run(t *testing.T, h Harness) {
 		{"LostDataHeldBack", s.lostDataHeldBack},
 		{"LostDataNewcomer", s.lostDataNewcomer},
 		{"LostDataWaiterNewcomer", s.lostDataWaiterNewcomer},
+		{"LostDataRenewByHandle", s.lostDataRenewByHandle},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
@@ -160,6 +160,7 @@ func Run(t *testing.T, h Harness) {
 		{"CoolOffUnderPolicy", s.coolOffUnderPolicy},
 		{"AdaptiveAIMD", s.adaptiveAIMD},
 		{"AdaptiveProvider", s.adaptiveProvider},
+		{"GrantLimit", s.grantLimit},
 		{"LearnedBudget", s.learnedBudget},
 		{"ShadowRates", s.shadowRates},
 	}
@@ -169,17 +170,6 @@ func Run(t *testing.T, h Harness) {
 }
 
 type suite struct{ h Harness }
-
-// implements is b as the optional interface I every backend must have,
-// or fails t.
-func implements[I any](t *testing.T, b governor.Backend) I {
-	t.Helper()
-	x, ok := b.(I)
-	if !ok {
-		t.Fatalf("%T does not implement %v", b, reflect.TypeFor[I]())
-	}
-	return x
-}
 
 // occupancy counts the workers inside a protected section now, and the
 // most there ever were at once.

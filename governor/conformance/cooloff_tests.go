@@ -12,11 +12,6 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-func coolOffBackend(t *testing.T, b governor.Backend) governor.CoolOffBackend {
-	t.Helper()
-	return implements[governor.CoolOffBackend](t, b)
-}
-
 // near tells whether a and b are the same backend instant as two calls
 // reported it: a backend that maps its own clock to the wall clock (the
 // file backend's boot clock) may report it shifted by the wall time
@@ -47,22 +42,21 @@ func (s *suite) coolOffLength() time.Duration {
 // pass the first.
 func (s *suite) coolOffHoldsBack(t *testing.T) {
 	b := s.h.Open(t)
-	cb, rb := coolOffBackend(t, b), rateBackend(t, b)
 	key := governor.Key{Project: project(), Resource: "provider:fake"}
 	holder := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, holder, governor.Granted)
 	d := s.coolOffLength()
-	end, err := cb.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
+	end, err := b.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}
 	if st := mustStatus(t, b, key); !near(st.CoolOff, end, d) || !end.After(st.Now) || end.Sub(st.Now) > d {
 		t.Fatalf("Status.CoolOff = %v (now %v), CoolOff returned %v for %v", st.CoolOff, st.Now, end, d)
 	}
-	if again, err := cb.CoolOff(ctxT(t), key, time.Millisecond, "a shorter one"); err != nil || !near(again, end, d) {
+	if again, err := b.CoolOff(ctxT(t), key, time.Millisecond, "a shorter one"); err != nil || !near(again, end, d) {
 		t.Fatalf("a shorter cool-off: %v, %v; want the one in force kept, ending %v", again, err, end)
 	}
-	if _, err := b.Renew(ctxT(t), key, holder.ID, "", 0); err != nil {
+	if _, err := b.Renew(ctxT(t), key, holder.ID, "", 0, 0); err != nil {
 		t.Fatalf("a holder's renewal during a cool-off: %v", err)
 	}
 	first, second := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)
@@ -82,7 +76,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	second.New = false
 	mustAcquire(t, b, second, governor.Queued) // nothing handed on
 	rr := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 1000, Period: time.Second}, NRequests: 1}
-	res, err := rb.RateReserve(ctxT(t), rr)
+	res, err := b.RateReserve(ctxT(t), rr)
 	if err != nil || res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > d || !near(res.CoolOff, end, d) {
 		t.Fatalf("rate reservation during a cool-off: %+v, %v; want denied for at most %v, CoolOff %v", res, err, d, end)
 	}
@@ -113,7 +107,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	if st := mustStatus(t, b, key); !st.CoolOff.IsZero() {
 		t.Fatalf("Status.CoolOff = %v after its end", st.CoolOff)
 	}
-	if res, err := rb.RateReserve(ctxT(t), rr); err != nil || !res.Allowed {
+	if res, err := b.RateReserve(ctxT(t), rr); err != nil || !res.Allowed {
 		t.Fatalf("rate reservation after the cool-off: %+v, %v", res, err)
 	}
 }
@@ -183,12 +177,11 @@ func (s *suite) coolOffProvider(t *testing.T) {
 // lowest waiter re-checking first not passing the others.
 func (s *suite) coolOffUnderPolicy(t *testing.T) {
 	b := s.h.Open(t)
-	cb := coolOffBackend(t, b)
 	key := governor.Key{Project: project(), Resource: "provider:fake"}
 	h := preq(key, 1, 1, governor.Fail, three, "batch", "")
 	mustAcquire(t, b, h, governor.Granted)
 	d := s.coolOffLength()
-	end, err := cb.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
+	end, err := b.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}

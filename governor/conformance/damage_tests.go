@@ -34,7 +34,7 @@ func shortReq(key governor.Key, limit int) governor.Request {
 // cannotRenew fails t when lease id of key renews: what names the holder.
 func cannotRenew(t *testing.T, b governor.Backend, key governor.Key, id, what string) {
 	t.Helper()
-	if _, err := b.Renew(ctxT(t), key, id, "", 0); err == nil {
+	if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err == nil {
 		t.Fatalf("%s renewed", what)
 	}
 }
@@ -203,7 +203,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 	other := req(key, 1, 1, governor.Fail)
 	other.TTL, other.New = a.TTL, true
 	mustAcquire(t, s.h.Open(t), other, governor.Refused)
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
 	fresh := req(governor.Key{Project: project(), Resource: "heavy"}, 1, 1, governor.Fail)
@@ -232,11 +232,8 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 // beside the forgotten holder, even once the newcomer has released,
 // until the longest TTL has passed.
 func (s *suite) lostDataNewcomer(t *testing.T) {
-	if s.h.Lose == nil {
-		t.Skip("this store cannot lose its data")
-	}
-	b, other, key, a, w, n := s.lostUnderNewcomer(t)
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+	b, other, key, a, w, n, _ := s.lostUnderNewcomer(t)
+	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
 	release(t, other, key, n.ID)
@@ -260,15 +257,19 @@ func (s *suite) lostDataNewcomer(t *testing.T) {
 }
 
 // lostUnderNewcomer is the start of the lost-data-newcomer cases: on b a
-// holder a (TTL 2s) and a queued waiter w, then the store loses its data,
-// and a newcomer n, through another backend, is granted in the fresh state.
-func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key governor.Key, a, w, n governor.Request) {
+// holder a (TTL 2s, fencing token tok) and a queued waiter w, then the
+// store loses its data, and a newcomer n, through another backend, is
+// granted in the fresh state. A store that cannot lose its data skips t.
+func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key governor.Key, a, w, n governor.Request, tok int64) {
 	t.Helper()
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
 	b = s.h.Open(t)
 	key = governor.Key{Project: project(), Resource: "heavy"}
 	a = req(key, 1, 1, governor.Fail)
 	a.TTL, a.New = 2*time.Second, true
-	mustAcquire(t, b, a, governor.Granted)
+	tok = mustAcquire(t, b, a, governor.Granted).Token
 	w = req(key, 1, 1, governor.Wait)
 	w.TTL, w.New = a.TTL, true
 	mustAcquire(t, b, w, governor.Queued)
@@ -278,17 +279,14 @@ func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key 
 	n = req(key, 1, 1, governor.Fail)
 	n.TTL, n.New = a.TTL, true
 	mustAcquire(t, other, n, governor.Granted)
-	return b, other, key, a, w, n
+	return b, other, key, a, w, n, tok
 }
 
 // lostDataWaiterNewcomer: as lostDataNewcomer, with the waiter alone
 // telling: its re-queue into a state born after it was queued holds
 // grants back although nobody renewed.
 func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
-	if s.h.Lose == nil {
-		t.Skip("this store cannot lose its data")
-	}
-	b, other, key, a, w, n := s.lostUnderNewcomer(t)
+	b, other, key, a, w, n, _ := s.lostUnderNewcomer(t)
 	release(t, other, key, n.ID)
 	w.New = false
 	if res, err := b.Acquire(ctxT(t), w); err != nil || res.Outcome != governor.Queued {
@@ -303,5 +301,49 @@ func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
 	}
 	if st := mustStatus(t, other, key); !st.Quarantine.After(st.Now) {
 		t.Fatalf("Status in a quarantine: Quarantine %v, now %v; want its end", st.Quarantine, st.Now)
+	}
+}
+
+// lostDataRenewByHandle: as lostDataNewcomer, with the forgotten holder
+// renewed by its handle from a process that did not grant it (`governor
+// renew` in a shell script): without the lease's token the renewal tells
+// nothing (no quarantine), with it (Backend.Renew's token) it is the
+// evidence the holder's own renewal is, although that backend never saw
+// the lease and knows no TTL on the resource: grants are held back, even
+// once the newcomer has released.
+func (s *suite) lostDataRenewByHandle(t *testing.T) {
+	_, other, key, a, _, n, tok := s.lostUnderNewcomer(t)
+	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	quarantined := func() bool {
+		t.Helper()
+		evs, err := other.Events(ctxT(t), key, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == governor.EventQuarantine {
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := s.h.Open(t).Renew(ctxT(t), key, a.ID, a.Secret, 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("the forgotten lease renewed by handle without its token = %v, want ErrLeaseLost", err)
+	}
+	if quarantined() {
+		t.Fatal("a renewal without a token was taken as evidence of lost data")
+	}
+	if _, err := s.h.Open(t).Renew(ctxT(t), key, a.ID, a.Secret, tok, 0); !errors.Is(err, governor.ErrLeaseLost) {
+		t.Fatalf("the forgotten lease renewed by handle with its token = %v, want ErrLeaseLost", err)
+	}
+	if !quarantined() {
+		t.Fatal("a renewal by handle with the lease's token into a state born after it: no quarantine")
+	}
+	late := req(key, 1, 1, governor.Fail)
+	late.TTL, late.New = a.TTL, true
+	if res := mustAcquire(t, other, late, governor.Refused); !res.Status.Quarantine.After(res.Status.Now) {
+		t.Fatalf("refused in a quarantine: Status.Quarantine %v, now %v; want the quarantine's end", res.Status.Quarantine, res.Status.Now)
 	}
 }

@@ -89,14 +89,10 @@ func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
 }
 
 // clearLimitToConfigured: clearing a live limit with the configured one
-// (LimitClearer) puts it in force at once, not when the resource is next
+// (Backend.ClearLimit) puts it in force at once, not when the resource is next
 // idle (issue 25.5): the next release hands off under it.
 func (s *suite) clearLimitToConfigured(t *testing.T) {
 	b := s.h.Open(t)
-	lc, ok := b.(governor.LimitClearer)
-	if !ok {
-		t.Skip("this backend cannot clear to a given limit")
-	}
 	key := governor.Key{Project: project(), Resource: "api"}
 	h1 := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, h1, governor.Granted)
@@ -107,7 +103,7 @@ func (s *suite) clearLimitToConfigured(t *testing.T) {
 	w := req(key, 3, 1, governor.Wait) // asks for the live limit: no drift to go back to
 	mustAcquire(t, b, w, governor.Queued)
 	w.New = false
-	if err := lc.ClearLimit(ctxT(t), key, 1, "ops"); err != nil {
+	if err := b.ClearLimit(ctxT(t), key, 1, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	if st := mustStatus(t, b, key); st.Limit != 1 || st.LiveLimit != nil {

@@ -12,15 +12,10 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-func rateBackend(t *testing.T, b governor.Backend) governor.RateBackend {
-	t.Helper()
-	return implements[governor.RateBackend](t, b)
-}
-
 // rateBurstAndRetry: a burst passes at once, the next is denied with a
 // retry-after, and passes after it; denials are counted.
 func (s *suite) rateBurstAndRetry(t *testing.T) {
-	rb := rateBackend(t, s.h.Open(t))
+	rb := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "provider:anthropic"}
 	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 60, Period: time.Minute, Burst: 5}, NRequests: 1}
 	for i := 0; i < 5; i++ {
@@ -50,7 +45,7 @@ func (s *suite) rateBurstAndRetry(t *testing.T) {
 // rateTokensReserveSettle: tokens are reserved, refunded by settle, and a
 // denial on tokens charges no request either.
 func (s *suite) rateTokensReserveSettle(t *testing.T) {
-	rb := rateBackend(t, s.h.Open(t))
+	rb := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "provider:openai"}
 	tpm := governor.RateLimit{Rate: 1000, Period: time.Minute}
 	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 2, Period: time.Minute}, Tokens: tpm, NRequests: 1, NTokens: 600}
@@ -85,7 +80,6 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 // store's clock never get more than rate + burst in any one period.
 func (s *suite) rateWindowBound(t *testing.T) {
 	b := s.h.Open(t)
-	rb := rateBackend(t, b)
 	key := governor.Key{Project: project(), Resource: "provider:x"}
 	period, span, step := time.Minute, time.Hour, 700*time.Millisecond
 	if s.h.RealTime {
@@ -102,7 +96,7 @@ func (s *suite) rateWindowBound(t *testing.T) {
 			elapsed = time.Since(start)
 		}
 		for {
-			res, err := rb.RateReserve(ctxT(t), r)
+			res, err := b.RateReserve(ctxT(t), r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +210,7 @@ func (s *suite) providerGate(t *testing.T) {
 // even when no slots of that name were ever taken (a rate-only
 // provider).
 func (s *suite) rateStatus(t *testing.T) {
-	rb := rateBackend(t, s.h.Open(t))
+	rb := s.h.Open(t)
 	b := s.h.Open(t)
 	p := project()
 	key := governor.Key{Project: p, Resource: "provider:only-rates"}

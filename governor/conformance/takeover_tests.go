@@ -37,7 +37,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
 	}
 	// The old holder's renewal fails, saying who took the lease.
-	_, err = b.Renew(ctxT(t), key, old.ID, "", time.Minute)
+	_, err = b.Renew(ctxT(t), key, old.ID, "", 0, time.Minute)
 	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)

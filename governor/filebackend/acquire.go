@@ -104,7 +104,7 @@ func (b *Backend) granted(t *tx, req governor.Request, h *holder) (governor.Resu
 		b.forget(req.Key, req.ID)
 		return governor.Result{}, err
 	}
-	return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires)}, nil
+	return governor.Result{Outcome: governor.Granted, Token: h.Token, Expires: t.now.at(h.Expires), Limit: t.st.Limit}, nil
 }
 
 // refused ends a Fail-mode Acquire that found no room.

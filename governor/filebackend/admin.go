@@ -140,9 +140,7 @@ func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by 
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-var _ governor.LimitClearer = (*Backend)(nil)
-
-// ClearLimit implements governor.LimitClearer.
+// ClearLimit implements governor.Backend.
 func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)
 }

@@ -176,7 +176,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			_, err = b.Status(ctxT(t), key)
 			check("Status", err)
 			check("Release", b.Release(ctxT(t), key, "a", ""))
-			_, err = b.Renew(ctxT(t), key, "a", "", time.Minute)
+			_, err = b.Renew(ctxT(t), key, "a", "", 0, time.Minute)
 			check("Renew", err)
 			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1, "a test"))
 			got, err := os.ReadFile(path)
@@ -241,7 +241,7 @@ func TestReadsCreateNothing(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 0 || st.Now.IsZero() {
 		t.Fatalf("Status of an unused resource: %+v", st)
 	}
-	if _, err := b.Renew(ctxT(t), key, "x", "", time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), key, "x", "", 0, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Renew: %v", err)
 	}
 	if err := b.Release(ctxT(t), key, "x", ""); !errors.Is(err, governor.ErrNotHeld) {

@@ -8,9 +8,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-var _ governor.CoolOffBackend = (*Backend)(nil)
-
-// CoolOff implements governor.CoolOffBackend, on the machine's
+// CoolOff implements governor.Backend, on the machine's
 // monotonic clock shared by every process.
 func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	return within(ctx, b, key, section{create: true}, func(t *tx) (time.Time, error) {
@@ -72,9 +70,7 @@ func (b *Backend) coolOffOf(key governor.Key, now clockNow) (time.Time, error) {
 	return st.coolOffEnd(now, b.boot), nil
 }
 
-var _ governor.AdaptiveBackend = (*Backend)(nil)
-
-// Adapt implements governor.AdaptiveBackend: the twin of adapt.lua.
+// Adapt implements governor.Backend: the twin of adapt.lua.
 func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.AdaptRequest) (governor.AdaptiveState, error) {
 	return within(ctx, b, key, section{create: true, settle: true}, func(t *tx) (governor.AdaptiveState, error) {
 		return t.adapt(req)
@@ -129,9 +125,7 @@ func (st *state) adaptiveStatus() *governor.AdaptiveState {
 	return &a
 }
 
-var _ governor.DegradedBackend = (*Backend)(nil)
-
-// NoteDegraded implements governor.DegradedBackend.
+// NoteDegraded implements governor.Backend.
 func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
 		t.event(governor.EventDegraded, "", 0, detail)

@@ -13,8 +13,6 @@ import (
 // ratePrefix names the pseudo-resource that holds a rate limit's state.
 const ratePrefix = "{rate}"
 
-var _ governor.RateBackend = (*Backend)(nil)
-
 func limit(l governor.RateLimit) gcra.Limit {
 	return gcra.Limit{Rate: l.Rate, Period: int64(l.Period), Burst: l.Burst}
 }
@@ -152,9 +150,7 @@ func learned(d *gcra.Decision, left, until, now, cost int64) func(*int64) {
 	return func(b *int64) { *b = rem }
 }
 
-var _ governor.BudgetBackend = (*Backend)(nil)
-
-// RateLearn implements governor.BudgetBackend.
+// RateLearn implements governor.RateBackend.
 func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
 	return b.do(ctx, rateKey(key), section{create: true}, func(t *tx) error {
 		st := t.st

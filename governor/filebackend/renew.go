@@ -7,8 +7,10 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-// Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
+// Renew implements governor.Backend. The token is no evidence here: the
+// file backend's state lives as long as its directory, and nothing in it
+// is born anew while a holder's processes run.
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, _ int64, ttl time.Duration) (time.Time, error) {
 	return b.renew(ctx, key, id, secret, func(h *holder, now int64) {
 		if ttl == 0 {
 			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
@@ -18,8 +20,8 @@ func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string
 	})
 }
 
-// Touch implements governor.Backend.
-func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string) (time.Time, error) {
+// Touch implements governor.Backend (the token as for Renew).
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string, _ int64) (time.Time, error) {
 	return b.renew(ctx, key, id, secret, func(h *holder, now int64) { h.Progress = now })
 }
 

@@ -61,9 +61,7 @@ func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by 
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-var _ governor.LimitClearer = (*Backend)(nil)
-
-// ClearLimit implements governor.LimitClearer: admin.lua's limit with the
+// ClearLimit implements governor.Backend: admin.lua's limit with the
 // limit to go back to.
 func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)

@@ -10,9 +10,7 @@ import (
 
 var coolOffScript = newScript(scripts.CoolOff)
 
-var _ governor.CoolOffBackend = (*Backend)(nil)
-
-// CoolOff implements governor.CoolOffBackend.
+// CoolOff implements governor.Backend.
 func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
@@ -28,9 +26,7 @@ func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration
 
 var adaptScript = newScript(scripts.Adapt)
 
-var _ governor.AdaptiveBackend = (*Backend)(nil)
-
-// Adapt implements governor.AdaptiveBackend.
+// Adapt implements governor.Backend.
 func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.AdaptRequest) (governor.AdaptiveState, error) {
 	if b.closed.Load() {
 		return governor.AdaptiveState{}, governor.ErrClosed
@@ -56,9 +52,7 @@ func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.Adap
 
 var noteScript = newScript(scripts.Note)
 
-var _ governor.DegradedBackend = (*Backend)(nil)
-
-// NoteDegraded implements governor.DegradedBackend.
+// NoteDegraded implements governor.Backend.
 func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

@@ -13,8 +13,6 @@ import (
 
 var rateScript = newScript(func() string { return scripts.Rate })
 
-var _ governor.RateBackend = (*Backend)(nil)
-
 // RateKeys are the keys of a rate limit's state and counters; they share
 // the hash tag of the resource of the same name.
 func RateKeys(key governor.Key) []string {
@@ -135,9 +133,7 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 
-var _ governor.BudgetBackend = (*Backend)(nil)
-
-// RateLearn implements governor.BudgetBackend.
+// RateLearn implements governor.RateBackend.
 func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

@@ -92,8 +92,8 @@ type resourceKeys struct {
 	// held lists the leases this backend was granted on the resource
 	// (id -> its fencing token), until released or lost: such a lease
 	// renewing into a resource without state, or into a state born after
-	// its token, proves the state was lost (a renewal of a lease id from
-	// elsewhere, as the CLI's renew, proves nothing: it has no token).
+	// its token, proves the state was lost (a renewal from elsewhere, as
+	// the CLI's renew, proves it when it carries the lease's token).
 	held sync.Map
 }
 
@@ -346,7 +346,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
-	b.register(ctx, req.Key, r, len(v) == 4 && v[0] == int64(1) && v[3] == int64(1))
+	b.register(ctx, req.Key, r, len(v) == 5 && v[0] == int64(1) && v[3] == int64(1))
 	res, err := acquireReply(req.Key, v)
 	var gone *governor.WithdrawnError
 	if errors.As(err, &gone) {
@@ -364,34 +364,43 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 }
 
 // Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, ttl, "")
+func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, token, ttl, "")
 }
 
 // Touch implements governor.Backend: renew.lua marking progress.
-func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, 0, "t")
+func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string, token int64) (time.Time, error) {
+	return b.renew(ctx, key, id, secret, token, 0, "t")
 }
 
-func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, ttl time.Duration, mode string) (time.Time, error) {
+func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration, mode string) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
 	rk := b.resource(key)
-	v, err := renewScript.Run(ctx, b.rdb, rk.keys, b.renewArgs(rk, id, secret, ttl, mode)...).Slice()
+	v, err := renewScript.Run(ctx, b.rdb, rk.keys, b.renewArgs(rk, id, secret, token, ttl, mode)...).Slice()
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
 	return renewReply(rk, key, id, v)
 }
 
-// renewArgs are renew.lua's ARGV for lease id of rk.
-func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, ttl time.Duration, mode string) []any {
-	loss, token := b.lossMS(rk, ttl), int64(0)
-	if t, ok := rk.held.Load(id); ok {
+// renewArgs are renew.lua's ARGV for lease id of rk with token (0:
+// unknown, then the one of this backend's own grant, if it made it).
+// Without a token the renewal is no evidence of lost data (loss 0); with
+// one, but no TTL known on the resource (a lease renewed by handle with
+// its own TTL, from a process that did not grant it), grants are held
+// back for governor.DefaultTTL.
+func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, token int64, ttl time.Duration, mode string) []any {
+	loss := b.lossMS(rk, ttl)
+	if t, ok := rk.held.Load(id); ok && token <= 0 {
 		token = t.(int64)
-	} else {
-		loss = 0
+	}
+	switch {
+	case token <= 0:
+		token, loss = 0, 0
+	case loss == 0 && !b.noQuarantine:
+		loss = governor.DefaultTTL.Milliseconds()
 	}
 	return []any{id, ttl.Milliseconds(), secret, mode, loss, token}
 }

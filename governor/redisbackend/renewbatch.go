@@ -71,7 +71,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			r := rs[i]
 			rk := b.resource(r.Key)
 			keys = append(keys, rk.keys...)
-			a := b.renewArgs(rk, r.ID, r.Secret, r.TTL, "")
+			a := b.renewArgs(rk, r.ID, r.Secret, r.Token, r.TTL, "")
 			if len(a) != perLease {
 				panic(fmt.Sprintf("redisbackend: renew.lua takes %d ARGV, RenewBatch sends %d", len(a), perLease))
 			}

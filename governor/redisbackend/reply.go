@@ -167,10 +167,11 @@ const maxQueue = 1 << 24
 func acquireReply(key governor.Key, v []any) (governor.Result, error) {
 	r := &reader{op: "acquire", key: key}
 	var res governor.Result
-	if (len(v) == 3 || len(v) == 4) && r.int(v[0], "the code") == 1 {
+	if len(v) == 5 && r.int(v[0], "the code") == 1 {
 		res.Outcome = governor.Granted
 		res.Token = r.int(v[1], "the token")
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))
+		res.Limit = int(r.int(v[4], "the limit in force"))
 		return res, r.err
 	}
 	if len(v) == 5 && r.int(v[0], "the code") == -3 {

@@ -125,6 +125,9 @@ func Refused(busy *governor.BusyError, skip bool) *NotAcquiredError {
 	if c := st.CoolingOff(); c != "" {
 		msg += ", " + c
 	}
+	if q := st.Quarantined(); q != "" {
+		msg += ", " + q
+	}
 	if busy.Rule != "" {
 		msg += "; refused by " + busy.Rule
 	}

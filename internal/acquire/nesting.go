@@ -28,9 +28,9 @@ type HeldLease struct {
 	Token  int64 // 0 when GOVERNOR_TOKEN does not name it
 }
 
-// Handle is the lease's handle, secret included.
+// Handle is the lease's handle, secret and token included.
 func (h HeldLease) Handle() governor.Handle {
-	return governor.Handle{Resource: h.Key.Resource, ID: h.LeaseID, Secret: h.Secret}
+	return governor.Handle{Resource: h.Key.Resource, ID: h.LeaseID, Secret: h.Secret, Token: h.Token}
 }
 
 // FormatHeld returns the values of GOVERNOR_HELD and GOVERNOR_TOKEN for

@@ -1,7 +1,6 @@
 // One `governor bridge` co-process: newline-delimited JSON requests with ids,
 // replies, and pushed events (docs/bridge-protocol.md).
 import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
 import { BackendError, fromWire, GovernorError, LeaseLost, ProtocolError, type WireError } from "./errors.js";
 
 /** The protocol number this client speaks. */
@@ -37,9 +36,14 @@ export class Bridge {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private listeners = new Set<(e: BridgeEvent) => void>();
+  /** Held leases by id: a lost event goes to its lease only, not through every listener. */
+  private watchers = new Map<string, (e: BridgeEvent) => void>();
   private lostLeases = new Map<string, BridgeEvent>();
   private holds = 0;
   private deadError: GovernorError | undefined;
+  private isReady = false;
+  /** The end of the last chunk of stdout, not yet a whole line. */
+  private partial: Buffer | undefined;
   /** The bridge's pid and governor version, from hello. */
   pid = 0;
   version = "";
@@ -58,9 +62,13 @@ export class Bridge {
       this.die(new LeaseLost(`governor bridge exited (${sig ?? `code ${code}`})`, 122, "lost"));
     });
     this.child.stdin!.on("error", () => {}); // EPIPE after death: reported by 'exit'
-    const lines = createInterface({ input: this.child.stdout! });
-    lines.on("line", (line) => this.onLine(line));
-    lines.on("close", () => this.die(new LeaseLost("governor bridge closed its output", 122, "lost")));
+    const out = this.child.stdout!;
+    out.on("data", (chunk: Buffer) => this.onData(chunk));
+    out.on("close", () => {
+      if (this.partial) this.onLine(this.partial.toString());
+      this.partial = undefined;
+      this.die(new LeaseLost("governor bridge closed its output", 122, "lost"));
+    });
     this.unref();
     this.ready = this.hello(session);
   }
@@ -80,6 +88,7 @@ export class Bridge {
     this.backend = r.backend;
     this.project = r.project;
     this.session = r.session;
+    this.isReady = true;
   }
 
   /**
@@ -101,6 +110,25 @@ export class Bridge {
     (this.child.stdin as any)?.unref?.();
   }
 
+  /** Split stdout into lines: one JSON.parse per line, no stream of lines in between. */
+  private onData(chunk: Buffer): void {
+    let start = 0;
+    let nl = chunk.indexOf(10);
+    if (nl >= 0 && this.partial) {
+      const head = Buffer.concat([this.partial, chunk.subarray(0, nl)]);
+      this.partial = undefined;
+      this.onLine(head.toString());
+      start = nl + 1;
+      nl = chunk.indexOf(10, start);
+    }
+    while (nl >= 0) {
+      this.onLine(chunk.toString("utf8", start, nl));
+      start = nl + 1;
+      nl = chunk.indexOf(10, start);
+    }
+    if (start < chunk.length) this.partial = this.partial ? Buffer.concat([this.partial, chunk.subarray(start)]) : chunk.subarray(start);
+  }
+
   private onLine(line: string): void {
     let msg: any;
     try {
@@ -120,17 +148,33 @@ export class Bridge {
     }
     if (typeof msg.event === "string") {
       // A loss can come before the code awaiting the acquire's reply made
-      // its Lease (same read, or the next): kept for it (takeLost).
-      if (msg.event === "lost" && typeof msg.lease === "string") this.lostLeases.set(msg.lease, msg);
+      // its Lease (same read, or the next): kept for it (watch).
+      if (msg.event === "lost" && typeof msg.lease === "string") {
+        const w = this.watchers.get(msg.lease);
+        if (w) w(msg);
+        else this.lostLeases.set(msg.lease, msg);
+      }
       for (const l of this.listeners) l(msg as BridgeEvent);
     }
   }
 
-  /** The lost event of lease id, if one came (and forget it). */
-  takeLost(id: string): BridgeEvent | undefined {
-    const e = this.lostLeases.get(id);
-    this.lostLeases.delete(id);
-    return e;
+  /**
+   * Tell w lease id's lost event and the bridge's exit, until the returned
+   * function is called. A lost event that came before, or the bridge's
+   * death, is told at once (then there is nothing to stop).
+   */
+  watch(id: string, w: (e: BridgeEvent) => void): () => void {
+    const lost = this.lostLeases.get(id);
+    const now = lost ?? (this.deadError && { event: "bridge_exit", reason: this.deadError.message });
+    if (now) {
+      this.lostLeases.delete(id);
+      w(now);
+      return () => {};
+    }
+    this.watchers.set(id, w);
+    return () => {
+      if (this.watchers.get(id) === w) this.watchers.delete(id);
+    };
   }
 
   private die(err: GovernorError): void {
@@ -138,7 +182,11 @@ export class Bridge {
     this.deadError = err;
     for (const [, p] of this.pending) p.reject(err);
     this.pending.clear();
-    for (const l of this.listeners) l({ event: "bridge_exit", reason: err.message });
+    const exit = { event: "bridge_exit", reason: err.message };
+    const held = [...this.watchers.values()];
+    this.watchers.clear();
+    for (const w of held) w(exit);
+    for (const l of this.listeners) l(exit);
   }
 
   /** Why the bridge is gone, or undefined while it lives. */
@@ -159,14 +207,20 @@ export class Bridge {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       this.ref();
-      this.child.stdin!.write(JSON.stringify({ id, op, args: dropUndefined(args) }) + "\n");
+      // JSON.stringify leaves out fields whose value is undefined.
+      this.child.stdin!.write(JSON.stringify({ id, op, args }) + "\n");
     });
   }
 
-  /** Send a request after hello. */
-  async call(op: string, args: Record<string, unknown> = {}, onId?: (id: number) => void): Promise<any> {
-    await this.ready;
-    return this.send(op, args, onId);
+  /** Send a request after hello (at once once hello is answered: no wait on a settled promise). */
+  call(op: string, args: Record<string, unknown> = {}, onId?: (id: number) => void): Promise<any> {
+    if (this.isReady) return this.send(op, args, onId);
+    return this.ready.then(() => this.send(op, args, onId));
+  }
+
+  /** True once hello is answered and until the bridge dies. */
+  get live(): boolean {
+    return this.isReady && !this.deadError;
   }
 
   /** End stdin: the bridge releases everything and exits; resolves on its exit. */
@@ -185,8 +239,3 @@ export class Bridge {
   }
 }
 
-function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
-  return out;
-}

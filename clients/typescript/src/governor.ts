@@ -164,9 +164,14 @@ export class Governor {
     return b;
   }
 
+  /** The bridge if it is up (hello answered, not dead): a call then waits on no promise first. */
+  private get up(): Bridge | undefined {
+    return this.bridge?.live ? this.bridge : undefined;
+  }
+
   /** One request to the bridge (the ops of docs/bridge-protocol.md). */
   async call(op: string, args: Record<string, unknown> = {}): Promise<any> {
-    return (await this.connect()).call(op, args);
+    return (this.up ?? (await this.connect())).call(op, args);
   }
 
   /**
@@ -180,23 +185,24 @@ export class Governor {
 
   /** An acquire-like op: cancelled through cancel_request when signal aborts. */
   async acquireOp(op: string, args: Record<string, unknown>, what: string, signal?: AbortSignal): Promise<Lease> {
-    const bridge = await this.connect();
-    signal?.throwIfAborted();
+    const bridge = this.up ?? (await this.connect());
+    if (!signal) return new Lease(bridge, await bridge.call(op, args));
+    signal.throwIfAborted();
     let reqId = 0;
     const onAbort = () => {
       if (reqId) bridge.call("cancel_request", { request: reqId }).catch(() => {});
     };
-    signal?.addEventListener("abort", onAbort, { once: true });
+    signal.addEventListener("abort", onAbort, { once: true });
     try {
       const result = await bridge.call(op, args, (id) => (reqId = id));
       const lease = new Lease(bridge, result);
-      if (signal?.aborted) {
+      if (signal.aborted) {
         await lease.release();
         throw new Withdrawn(`${op} ${what}: cancelled by the caller`, 125, "cancelled");
       }
       return lease;
     } finally {
-      signal?.removeEventListener("abort", onAbort);
+      signal.removeEventListener("abort", onAbort);
     }
   }
 
@@ -245,7 +251,7 @@ export class Governor {
    */
   async takeover(opts: TakeoverOptions): Promise<Lease & { taken: any[] }> {
     const args = { resource: opts.resource, lease_id: opts.leaseId, session: opts.session, force: opts.force, ttl: seconds(opts.ttl), limit: opts.limit };
-    const bridge = await this.connect();
+    const bridge = this.up ?? (await this.connect());
     const result = await bridge.call("takeover", args);
     return Object.assign(new Lease(bridge, result), { taken: result.taken ?? [] });
   }

@@ -25,10 +25,14 @@ export class Lease implements AsyncDisposable {
   /** What a child process needs to nest inside this lease (GOVERNOR_HELD, HEAVY_LOCK_HELD). */
   readonly env: Record<string, string>;
   private readonly bridge: Bridge;
-  private readonly controller = new AbortController();
+  // The AbortController is made when signal is first asked for: a lease
+  // whose signal nobody reads costs no controller and no abort event.
+  private controller: AbortController | undefined;
+  /** Why the lease was lost, once it was. */
+  private lossReason: LeaseLost | undefined;
   private released = false;
   private ended = false;
-  private off: () => void;
+  private off: () => void = noop;
 
   /** Seconds spent waiting. */
   readonly waited: number;
@@ -42,26 +46,26 @@ export class Lease implements AsyncDisposable {
     this.env = result.env ?? {};
     this.waited = result.waited ?? 0;
     this.notes = result.notes ?? [];
-    this.off = bridge.onEvent((e) => this.onEvent(e));
     bridge.ref();
-    const lost = bridge.takeLost(this.id);
-    if (lost) this.onEvent(lost);
-    else if (bridge.dead) this.lose(new LeaseLost(`lease ${this.id} lost: ${bridge.dead.message}`, 122, "lost"));
+    const off = bridge.watch(this.id, (e) => this.onEvent(e));
+    if (!this.ended) this.off = off;
   }
 
+  /** The bridge's lost event of this lease, or its exit. */
   private onEvent(e: BridgeEvent): void {
     if (e.event === "bridge_exit") {
       this.lose(new LeaseLost(`lease ${this.id} lost: ${e.reason}`, 122, "lost"));
     } else if (e.event === "lost" && e.lease === this.id) {
-      this.bridge.takeLost(this.id);
       const what = typeof e.resource === "string" ? ` (${e.resource})` : "";
       this.lose(new LeaseLost(`lease ${this.id}${what} was lost: ${e.reason ?? "unknown"}`, 122, "lost", e));
     }
   }
 
-  private lose(err: Error): void {
+  private lose(err: LeaseLost): void {
     this.end();
-    if (!this.controller.signal.aborted) this.controller.abort(err);
+    if (this.lossReason || this.released) return;
+    this.lossReason = err;
+    this.controller?.abort(err);
   }
 
   /** Stop listening, and stop keeping the process alive (once). */
@@ -74,11 +78,16 @@ export class Lease implements AsyncDisposable {
 
   /** Aborted (with a LeaseLost as its reason) the moment the lease is lost: pass it to fetch. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lossReason) this.controller.abort(this.lossReason);
+      else if (this.released) this.controller.abort(this.releasedReason());
+    }
     return this.controller.signal;
   }
-  /** True once the lease is lost. */
+  /** True once the lease is lost (and not released since). */
   get lost(): boolean {
-    return this.controller.signal.aborted && !this.released;
+    return this.lossReason !== undefined && !this.released;
   }
   /** The fencing token of the first resource (strictly increasing per resource). */
   get token(): number {
@@ -91,7 +100,7 @@ export class Lease implements AsyncDisposable {
 
   /** Throw the loss reason if the lease is lost. */
   throwIfLost(): void {
-    if (this.lost) throw this.controller.signal.reason;
+    if (this.lost) throw this.lossReason;
   }
 
   /** Mark progress (for a progress timeout). */
@@ -114,10 +123,9 @@ export class Lease implements AsyncDisposable {
    */
   async release(): Promise<void> {
     if (this.released) return;
-    const wasLost = this.controller.signal.aborted;
     this.released = true;
     this.end();
-    if (!wasLost) this.controller.abort(new LeaseLost(`lease ${this.id} released`, 122, "released"));
+    if (!this.lossReason) this.controller?.abort(this.releasedReason());
     if (this.bridge.dead) return;
     try {
       await this.bridge.call("release", { lease: this.id });
@@ -126,7 +134,13 @@ export class Lease implements AsyncDisposable {
     }
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.release();
+  private releasedReason(): LeaseLost {
+    return new LeaseLost(`lease ${this.id} released`, 122, "released");
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
   }
 }
+
+function noop(): void {}

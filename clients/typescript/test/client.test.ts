@@ -58,6 +58,17 @@ test("a lost event aborts lease.signal with a LeaseLost; release after it does n
   await gov.close();
 });
 
+test("a loss of a held lease reaches that lease only", async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const [a, b, c] = [await gov.acquire("a"), await gov.acquire("b"), await gov.acquire("c")];
+  await b.touch(); // the fake bridge then says b is lost
+  if (!b.signal.aborted) await new Promise((r) => b.signal.addEventListener("abort", r));
+  assert.ok(b.lost);
+  assert.match(b.signal.reason.message, /\(touched\) was lost: taken over/);
+  assert.ok(!a.lost && !a.signal.aborted && !c.lost && !c.signal.aborted, "another lease's loss is not theirs");
+  await gov.close();
+});
+
 test("withSlot throws the loss even when the body returned", async () => {
   const gov = new Governor({ bin: fakeBin() });
   await assert.rejects(
@@ -98,6 +109,32 @@ test("await using releases at the end of the block", async () => {
     assert.deepEqual(lease.env, { GOVERNOR_HELD: "x" });
   }
   assert.equal(seen.aborted, true, "released: the signal ends with the lease");
+  await gov.close();
+});
+
+test("replies and events split across reads, a UTF-8 character cut, arrive whole", { timeout: 60_000 }, async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const bridge = await gov.connect();
+  const events: unknown[] = [];
+  bridge.onEvent((e) => events.push(e));
+  const args = { s: "héllo € 😀 ünïcödé", n: [1, 2, 3] };
+  assert.deepEqual(await gov.call("echo", args), args);
+  assert.deepEqual(events, [{ event: "echoed", args }]);
+  await gov.close();
+});
+
+test("a signal first read after release or loss is already aborted, with the reason", async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const held = await gov.acquire("x");
+  await held.release();
+  assert.equal(held.signal.aborted, true, "released before signal was read");
+  assert.ok(held.signal.reason instanceof LeaseLost);
+  assert.match(held.signal.reason.message, /released/);
+  const lost = await gov.acquire("lose-me");
+  const deadline = Date.now() + 30_000;
+  while (!lost.lost && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+  assert.equal(lost.signal.aborted, true, "lost before signal was read");
+  assert.match(lost.signal.reason.message, /taken over/);
   await gov.close();
 });
 

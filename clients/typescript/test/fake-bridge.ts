@@ -1,8 +1,11 @@
 // A stand-in for `governor bridge` for the client's own unit tests: speaks
 // the envelope, grants every acquire at once, and misbehaves on request
 // (FAKE_PROTOCOL: the protocol it claims; FAKE_ERROR: a JSON error object to
-// answer acquire with).
+// answer acquire with). touch is answered, then its lease is lost. echo answers with its args and an event, written a
+// few bytes at a time (a line split across reads, a UTF-8 character cut).
 import { createInterface } from "node:readline";
+import { writeSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const protocol = Number(process.env.FAKE_PROTOCOL ?? "1");
 const failWith = process.env.FAKE_ERROR ? JSON.parse(process.env.FAKE_ERROR) : undefined;
@@ -22,8 +25,19 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       if (req.args.resources.includes("lose-me")) send({ event: "lost", lease, resource: "lose-me", reason: "taken over", code: 122 });
       return;
     }
-    case "echo":
-      return reply(req.args);
+    case "touch": // then lost: a loss that comes to a lease already made
+      reply({});
+      return send({ event: "lost", lease: req.args.lease, resource: "touched", reason: "taken over", code: 122 });
+    case "echo": {
+      const bytes = Buffer.from(JSON.stringify({ event: "echoed", args: req.args }) + "\n" + JSON.stringify({ id: req.id, ok: true, result: req.args }) + "\n");
+      void (async () => {
+        for (let i = 0; i < bytes.length; i += 3) {
+          writeSync(1, bytes.subarray(i, i + 3));
+          await sleep(1);
+        }
+      })();
+      return;
+    }
     case "bye":
       reply({});
       return process.exit(0);
