@@ -67,11 +67,7 @@ func TestRunProgressTimeout(t *testing.T) {
 // (renew and touch exit 122), and slots shows its last mark.
 func TestAcquireProgressTimeout(t *testing.T) {
 	backends(t, func(t *testing.T, g []string) {
-		code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m", "--progress-timeout", "1500ms")...)
-		if code != 0 {
-			t.Fatalf("acquire: exit %d, %s", code, errs)
-		}
-		lease := strings.Fields(out)[0]
+		lease := acquireHandle(t, g, "heavy", "--limit", "1", "--ttl", "1m", "--progress-timeout", "1500ms")
 		for i := 0; i < 3; i++ {
 			time.Sleep(600 * time.Millisecond)
 			step := "renew"

@@ -149,6 +149,21 @@ func execCode(t *testing.T, c *exec.Cmd) (int, string, string) {
 	return 0, "", ""
 }
 
+// soleHolder waits (within at most, what naming the wait) until
+// resource has one holder, and returns it.
+func (tg *target) soleHolder(t *testing.T, g *governor.Governor, resource string, within time.Duration, what string) governor.Holder {
+	t.Helper()
+	var h governor.Holder
+	eventually(t, within, what, func() bool {
+		st := tg.status(t, g, resource)
+		if len(st.Holders) == 1 {
+			h = st.Holders[0]
+		}
+		return len(st.Holders) == 1
+	})
+	return h
+}
+
 // governor opens tg's backend in the test process.
 func (tg *target) governor(t *testing.T) *governor.Governor {
 	t.Helper()
@@ -610,14 +625,7 @@ func TestRunLeaseLost(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var h governor.Holder
-		eventually(t, 10*time.Second, "the run did not acquire", func() bool {
-			st := tg.status(t, g, "heavy")
-			if len(st.Holders) == 1 {
-				h = st.Holders[0]
-			}
-			return len(st.Holders) == 1
-		})
+		h := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire")
 		ok, err := g.Backend().Reclaim(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, h.LeaseID, h.Token)
 		if err != nil || !ok {
 			t.Fatalf("Reclaim: %v, %v", ok, err)
@@ -883,14 +891,7 @@ func TestRunWatchdogDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := tg.governor(t)
-	var holder int
-	eventually(t, 10*time.Second, "the run did not acquire", func() bool {
-		st := tg.status(t, g, "heavy")
-		if len(st.Holders) == 1 {
-			holder = st.Holders[0].PID
-		}
-		return holder != 0
-	})
+	holder := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire").PID
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/cmdline")
 	if err != nil || !bytes.Contains(b, []byte("run\x00--watchdog\x00")) {
 		t.Fatalf("the declared holder pid %d is not the watchdog: %q, %v", holder, b, err)
