@@ -266,6 +266,16 @@ func mustStatus(t *testing.T, b governor.Backend, key governor.Key) governor.Sta
 	return st
 }
 
+// mustLease acquires resource through g, or fails t.
+func mustLease(t *testing.T, g *governor.Governor, resource string, o governor.AcquireOptions) *governor.Lease {
+	t.Helper()
+	l, err := g.Acquire(ctxT(t), resource, o)
+	if err != nil {
+		t.Fatalf("Acquire(%s): %v", resource, err)
+	}
+	return l
+}
+
 func newGovernor(t *testing.T, b governor.Backend, opts governor.Options) *governor.Governor {
 	t.Helper()
 	g, err := governor.New(b, opts)

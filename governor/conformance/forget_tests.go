@@ -147,10 +147,7 @@ func (s *suite) histograms(t *testing.T) {
 	}
 
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project})
-	l, err := g.Acquire(ctxT(t), "cpu", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "cpu", governor.AcquireOptions{Limit: 1})
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}

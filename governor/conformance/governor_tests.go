@@ -16,10 +16,7 @@ import (
 func (s *suite) leaseHeartbeat(t *testing.T) {
 	b := s.h.Open(t)
 	g := newGovernor(t, b, governor.Options{Project: project(), TTL: 600 * time.Millisecond})
-	l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	first := l.Expires()
 	// Five TTLs, on the store's clock and on ours: only heartbeats keep it.
 	for i := 0; i < 15; i++ {
@@ -54,10 +51,7 @@ func (s *suite) leaseHeartbeat(t *testing.T) {
 func (s *suite) leaseLostClosesDone(t *testing.T) {
 	b := s.h.Open(t)
 	g := newGovernor(t, b, governor.Options{Project: project(), TTL: 600 * time.Millisecond})
-	l, err := g.Acquire(ctxT(t), "issue:1", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "issue:1", governor.AcquireOptions{Limit: 1})
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
 	// Someone removes it (as a takeover or reclaim would).
@@ -163,10 +157,7 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 func (s *suite) governorFIFO(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	first, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	const n = 8
 	order := make(chan int, n)
 	var wg sync.WaitGroup
@@ -205,10 +196,7 @@ func (s *suite) governorFIFO(t *testing.T) {
 
 func (s *suite) cancelledWaitLeavesNothing(t *testing.T) {
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: project()})
-	h, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -288,12 +276,9 @@ func (s *suite) busyErrorNamesHolders(t *testing.T) {
 	p := project()
 	g1 := newGovernor(t, b, governor.Options{Project: p, Session: "conductor-A", Command: "loop --resume"})
 	g2 := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "conductor-B"})
-	l, err := g1.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g1, "issue:2316", governor.AcquireOptions{Limit: 1})
 	defer l.Release()
-	_, err = g2.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
+	_, err := g2.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
 	var busy *governor.BusyError
 	if !errors.As(err, &busy) || !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("err = %v, want *BusyError", err)
@@ -351,12 +336,9 @@ func (s *suite) acquireAllReleasesOnFailure(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	other := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	l, err := other.Acquire(ctxT(t), "b", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, other, "b", governor.AcquireOptions{Limit: 1})
 	defer l.Release()
-	_, err = g.AcquireAll(ctxT(t), []governor.Want{
+	_, err := g.AcquireAll(ctxT(t), []governor.Want{
 		{Resource: "a", AcquireOptions: governor.AcquireOptions{Limit: 1}},
 		{Resource: "b", AcquireOptions: governor.AcquireOptions{Limit: 1}},
 	})

@@ -90,10 +90,7 @@ func (s *suite) governorReleaseHandle(t *testing.T) {
 	project := project()
 	victim := newGovernor(t, s.h.Open(t), governor.Options{Project: project, Session: "victim"})
 	thief := newGovernor(t, s.h.Open(t), governor.Options{Project: project, Session: "thief"})
-	l, err := victim.Acquire(ctxT(t), "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, victim, "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
 	l.Detach()
 	public := governor.Handle{Resource: "slot", ID: l.ID()}
 	// The victim runs on this host and is alive (the test process).
@@ -125,10 +122,7 @@ func (s *suite) governorReleaseHandle(t *testing.T) {
 		t.Fatalf("the victim's renewal: %v, want a LeaseLostError naming session thief", err)
 	}
 	// And the owner's own handle releases its lease.
-	l2, err := victim.Acquire(ctxT(t), "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := mustLease(t, victim, "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
 	l2.Detach()
 	if err := thief.ReleaseHandle(ctxT(t), l2.Handle(), false); err != nil {
 		t.Fatalf("release with the handle's secret: %v", err)

@@ -75,10 +75,7 @@ func (s *suite) backendProgress(t *testing.T) {
 func (s *suite) governorProgress(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "stuck", TTL: 3 * time.Second})
-	l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1, ProgressTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1, ProgressTimeout: 300 * time.Millisecond})
 	s.h.Advance(t, time.Second)
 	select {
 	case <-l.Done():
@@ -91,9 +88,6 @@ func (s *suite) governorProgress(t *testing.T) {
 		t.Fatalf("acquire beside a stalled, unreleased lease: %v, want busy", err)
 	}
 	_ = l.Release()
-	l2, err := other.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatalf("acquire after the stalled lease's release: %v", err)
-	}
+	l2 := mustLease(t, other, "heavy", governor.AcquireOptions{Limit: 1})
 	_ = l2.Release()
 }

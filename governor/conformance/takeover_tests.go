@@ -199,12 +199,9 @@ func (s *suite) governorTakeover(t *testing.T) {
 	raw := s.h.Open(t)
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2"})
 	old := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-1", TTL: 600 * time.Millisecond})
-	l, err := old.Acquire(ctxT(t), "lifecycle", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, old, "lifecycle", governor.AcquireOptions{Limit: 1})
 	// Alive (this very process): refused, naming it.
-	_, err = g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})
+	_, err := g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})
 	var alive *governor.OwnerAliveError
 	if !errors.As(err, &alive) || alive.Holder.LeaseID != l.ID() {
 		t.Fatalf("takeover of a live owner: %v, want *OwnerAliveError", err)
