@@ -3,6 +3,7 @@ package faults_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -190,6 +191,25 @@ func (w *runWorld) watchdogHolder(run *exec.Cmd) governor.Holder {
 	return h
 }
 
+// watchdogKills returns the EventWatchdogKill events of the world's
+// resource: what a watchdog recorded having done to a tree.
+func (w *runWorld) watchdogKills() []governor.Event {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, err := w.backend.Events(ctx, w.key, time.Time{})
+	if err != nil {
+		w.t.Fatalf("events of %s: %v", w.key, err)
+	}
+	var out []governor.Event
+	for _, e := range evs {
+		if e.Kind == governor.EventWatchdogKill {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // second runs the next holder: it waits for the slot and works for 1s.
 func (w *runWorld) second() {
 	t := w.t
@@ -236,6 +256,17 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 	}
 	checkSpans(t, progressSpans(t, w.out), 1)
 	t.Logf("first run's stderr:\n%s", errb)
+	// The watchdog stopped the tree; it recorded why, on the lease it
+	// guarded (the first run's, not the second's).
+	kills := w.watchdogKills()
+	if len(kills) == 0 {
+		t.Fatalf("no %s event on %s after the watchdog stopped the paused run's tree", governor.EventWatchdogKill, w.key)
+	}
+	for _, e := range kills {
+		if !strings.Contains(e.Detail, "is stopped") || e.LeaseID == "" {
+			t.Fatalf("%s event %+v: want the lease and why (governor is stopped)", governor.EventWatchdogKill, e)
+		}
+	}
 }
 
 // Case 2: the watchdog, one of the declared processes, is killed while

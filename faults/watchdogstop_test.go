@@ -29,5 +29,8 @@ func TestStoppedWatchdogResumedKillsNothing(t *testing.T) {
 		if code := waitExit(t, first, errb); code != 0 {
 			t.Fatalf("run whose watchdog was stopped and resumed: exit %d, want 0\n%s", code, errb)
 		}
+		if kills := w.watchdogKills(); len(kills) != 0 {
+			t.Fatalf("the resumed watchdog recorded %+v, though it killed nothing", kills)
+		}
 	})
 }

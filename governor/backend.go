@@ -230,6 +230,11 @@ const (
 	// EventCoolOff: a rate-limit signal paused new grants (see
 	// Backend.CoolOff); the detail says who signalled and until when.
 	EventCoolOff = "cooloff"
+	// EventWatchdogKill: a run's watchdog stopped (TERM) or killed the
+	// command tree of a lease because its holder could not: governor was
+	// stopped past the lease's deadline, or died without releasing. The
+	// detail says why and what it did. It ends no lease.
+	EventWatchdogKill = "watchdog_kill"
 )
 
 // WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
@@ -553,6 +558,10 @@ type Backend interface {
 	// detail: the end of a period a process ran calls without the
 	// backend (BackendDown).
 	NoteDegraded(ctx context.Context, key Key, detail string) error
+
+	// NoteWatchdogKill records an EventWatchdogKill on key naming lease
+	// id (with token) and detail: what a run's watchdog did to its tree.
+	NoteWatchdogKill(ctx context.Context, key Key, id string, token int64, detail string) error
 
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,

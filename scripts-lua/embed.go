@@ -50,6 +50,8 @@ var (
 	admin string
 	//go:embed quarantine.lua
 	quarantine string
+	//go:embed watchdog.lua
+	watchdog string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -79,6 +81,8 @@ var (
 	// Quarantine holds new grants back on evidence of lost data found
 	// outside a script (an eviction).
 	Quarantine = lazy(quarantine)
+	// Watchdog records what a run's watchdog did to a lease's tree.
+	Watchdog = lazy(watchdog)
 )
 
 // libMarker is the line of an operation's file where lib.lua goes.

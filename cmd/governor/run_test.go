@@ -505,6 +505,21 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 			return code == 0
 		})
 		t.Logf("slot free %v after SIGKILL of governor, at try %d", time.Since(killed), tries)
+		// The watchdog recorded why it killed the tree, on the lease it
+		// guarded.
+		evs, err := tg.governor(t).Events(context.Background(), "heavy", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kills []governor.Event
+		for _, e := range evs {
+			if e.Kind == governor.EventWatchdogKill {
+				kills = append(kills, e)
+			}
+		}
+		if len(kills) != 1 || kills[0].LeaseID == "" || !strings.Contains(kills[0].Detail, "governor exited without releasing") {
+			t.Fatalf("%s events %+v; want one naming the lease and that governor exited without releasing", governor.EventWatchdogKill, kills)
+		}
 	})
 }
 

@@ -109,6 +109,7 @@ func Run(t *testing.T, h Harness) {
 		{"RateWindowBound", s.rateWindowBound},
 		{"ProviderGate", s.providerGate},
 		{"Events", s.events},
+		{"WatchdogKillEvent", s.watchdogKillEvent},
 		{"Seq", s.seq},
 		{"BackendTakeover", s.backendTakeover},
 		{"BackendTakeoverEnded", s.backendTakeoverEnded},

@@ -335,6 +335,9 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 			op.kind, op.id = []string{"lost", "seq", "observe"}[rng.IntN(3)], pick()
 		case k < 36:
 			op.kind = "degraded"
+			if rng.IntN(2) == 0 {
+				op.kind, op.id = "watchdog", pick()
+			}
 		default:
 			if !clocked {
 				op.kind, op.id = "poll", pick()
@@ -493,6 +496,8 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		return errClass(r.b.Observe(ctx, key, "wait", []int64{1, 0, 2}, 3*time.Millisecond))
 	case "degraded":
 		return errClass(r.b.NoteDegraded(ctx, key, "diff"))
+	case "watchdog":
+		return errClass(r.b.NoteWatchdogKill(ctx, key, o.id, r.tokens[o.resource+"/"+o.id], "diff"))
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"

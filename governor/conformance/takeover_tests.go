@@ -162,6 +162,30 @@ func (s *suite) events(t *testing.T) {
 	}
 }
 
+// watchdogKillEvent: what a run's watchdog did is an event naming the
+// lease, its token and the detail; the lease stays held (the event ends
+// nothing).
+func (s *suite) watchdogKillEvent(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "heavy"}
+	r := req(key, 1, 1, governor.Fail)
+	res := mustAcquire(t, b, r, governor.Granted)
+	const why = "no lease renewal came by the leases' deadline; killed 2 processes"
+	if err := b.NoteWatchdogKill(ctxT(t), key, r.ID, res.Token, why); err != nil {
+		t.Fatalf("NoteWatchdogKill: %v", err)
+	}
+	evs, err := b.Events(ctxT(t), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != governor.EventWatchdogKill || evs[0].LeaseID != r.ID || evs[0].Token != res.Token || evs[0].Detail != why {
+		t.Fatalf("events = %+v; want one %s of %s (token %d) saying %q", evs, governor.EventWatchdogKill, r.ID, res.Token, why)
+	}
+	if st := mustStatus(t, b, key); st.Used != 1 {
+		t.Fatalf("used %d after the event, want the lease still held", st.Used)
+	}
+}
+
 // seq: numbers never repeat; a stale token is refused and changes nothing.
 func (s *suite) seq(t *testing.T) {
 	b := s.h.Open(t)

@@ -199,3 +199,24 @@ func BenchmarkHandOff(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkObserve: one observation of a resource that has a holder (a
+// governor run's wait histogram at its grant), as Observe writes it:
+//
+//	go test -run '^$' -bench Observe -benchtime 2000x ./governor/filebackend/
+func BenchmarkObserve(b *testing.B) {
+	be := open(b, b.TempDir(), filebackend.Options{})
+	key := governor.Key{Project: "bench", Resource: "heavy"}
+	ctx := context.Background()
+	if res, err := be.Acquire(ctx, req(key, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
+		b.Fatal(res.Outcome, err)
+	}
+	counts := make([]int64, len(governor.HistogramBounds(governor.HistogramWait))+1)
+	counts[0] = 1
+	b.ResetTimer()
+	for b.Loop() {
+		if err := be.Observe(ctx, key, governor.HistogramWait, counts, time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -12,11 +12,19 @@
 //	DIR/PROJECT/RESOURCE/lock        flock(2) target; never unlinked
 //	DIR/PROJECT/RESOURCE/state       JSON; replaced atomically by rename
 //	DIR/PROJECT/RESOURCE/state.tmp   the next state while it is written
+//	DIR/PROJECT/RESOURCE/stats       JSON statistics (Observe); replaced by
+//	                                 rename without a sync (stats.tmp)
 //	DIR/PROJECT/RESOURCE/lease.ID    flock held by a holder while it lives
 //	DIR/PROJECT/RESOURCE/wait.ID     a named pipe: wakes waiter ID
 //
-// Forget removes a resource's state file; its directory and lock file
-// stay, and a directory without a state file is not listed.
+// Forget removes a resource's state and stats files; its directory and
+// lock file stay, and a directory without a state file is not listed.
+//
+// The statistics (histograms) are in a file of their own because no
+// guarantee needs them after a crash: recording them costs no sync and
+// never rewrites the holders. A power loss may leave the stats file
+// empty or torn; it is then read as no statistics, and the next
+// observation starts it anew. The state file is synced at every change.
 //
 // PROJECT, RESOURCE and ID are escaped into file names: bytes other than
 // A-Z a-z 0-9 '-' '_' and a '.' that is not first become %XX; a name

@@ -10,40 +10,6 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-// Observe implements governor.Backend: the counts go into the
-// resource's state file. A resource without one (forgotten since the
-// observations were made) takes none.
-func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, counts []int64, sum time.Duration) error {
-	return b.do(ctx, key, section{}, func(t *tx) error {
-		if !t.hasState() {
-			return nil
-		}
-		t.observe(name, counts, sum)
-		return t.commit()
-	})
-}
-
-// observe adds counts and sum to histogram name.
-func (t *tx) observe(name string, counts []int64, sum time.Duration) {
-	st := t.st
-	if st.Histograms == nil {
-		st.Histograms = map[string]*histogram{}
-	}
-	h := st.Histograms[name]
-	if h == nil {
-		h = &histogram{}
-		st.Histograms[name] = h
-	}
-	for len(h.Counts) < len(counts) {
-		h.Counts = append(h.Counts, 0)
-	}
-	for i, n := range counts {
-		h.Counts[i] += n
-	}
-	h.Sum += int64(sum)
-	t.dirty = true
-}
-
 // Forget implements governor.Backend. It removes the state file and
 // leaves the directory and its lock file, which are never unlinked (a
 // process may be waiting for the lock); Resources lists only
@@ -86,8 +52,12 @@ func (t *tx) forgetIdle(retention time.Duration) (bool, error) {
 	if time.Duration(t.now.boot-st.Idle.Since) < retention || st.Token >= t.now.wall.UnixMicro() {
 		return false, t.commit()
 	}
-	if err := unix.Unlinkat(t.dir, stateName, 0); err != nil && err != unix.ENOENT {
-		return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.statePath(t.key), err)
+	// The statistics first: a state file is what makes a resource, and
+	// statistics without one are never read.
+	for _, name := range []string{statsName, stateName} {
+		if err := unix.Unlinkat(t.dir, name, 0); err != nil && err != unix.ENOENT {
+			return false, fmt.Errorf("governor: file backend: forget %s: %w", t.b.resourceFile(t.key, name), err)
+		}
 	}
 	t.removeLeftovers()
 	return true, nil

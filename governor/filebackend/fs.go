@@ -19,6 +19,8 @@ const (
 	lockName    = "lock"
 	stateName   = "state"
 	tempName    = "state.tmp"
+	statsName   = "stats"
+	statsTemp   = "stats.tmp"
 	leasePrefix = "lease."
 	waitPrefix  = "wait."
 )
@@ -263,18 +265,25 @@ func lockDir(ctx context.Context, dir int) (int, error) {
 	}
 }
 
-// writeFileAtomic replaces name in dir by data: it writes tempName, syncs
-// it and renames it over name. On failure it removes tempName. The caller
-// holds the directory's lock, so tempName has a single writer: one found
-// there is stale (a killed writer's) or planted (in a shared dir, by
-// another member: a FIFO would block the open, with the lock held), so it
-// is removed and a new one made with O_EXCL, opened without blocking, and
-// checked to be a regular file.
+// writeFileAtomic replaces name in dir by data, synced: it writes
+// tempName, syncs it and renames it over name (replaceFile).
 func writeFileAtomic(dir int, name string, data []byte) error {
-	if err := unix.Unlinkat(dir, tempName, 0); err != nil && err != unix.ENOENT {
-		return fmt.Errorf("remove the stale %s: %w", tempName, err)
+	return replaceFile(dir, name, tempName, data, true)
+}
+
+// replaceFile replaces name in dir by data: it writes tmp, syncs it when
+// sync is set, and renames it over name. On failure it removes tmp. The
+// caller holds the directory's lock, so tmp has a single writer: one
+// found there is stale (a killed writer's) or planted (in a shared dir,
+// by another member: a FIFO would block the open, with the lock held), so
+// it is removed and a new one made with O_EXCL, opened without blocking,
+// and checked to be a regular file. Without sync, a power loss may leave
+// name empty or torn: only for files no guarantee needs (statsName).
+func replaceFile(dir int, name, tmp string, data []byte, sync bool) error {
+	if err := unix.Unlinkat(dir, tmp, 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("remove the stale %s: %w", tmp, err)
 	}
-	fd, err := openat(dir, tempName, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NONBLOCK, 0o600)
+	fd, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NONBLOCK, 0o600)
 	if err != nil {
 		return err
 	}
@@ -282,13 +291,13 @@ func writeFileAtomic(dir int, name string, data []byte) error {
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
 		if err == nil {
-			err = fmt.Errorf("%s is not a regular file (mode %o)", tempName, st.Mode)
+			err = fmt.Errorf("%s is not a regular file (mode %o)", tmp, st.Mode)
 		}
 		return err
 	}
 	if err := share(dir, fd, sharedFileMode); err != nil {
 		unix.Close(fd)
-		_ = unix.Unlinkat(dir, tempName, 0)
+		_ = unix.Unlinkat(dir, tmp, 0)
 		return err
 	}
 	for len(data) > 0 && err == nil {
@@ -301,17 +310,17 @@ func writeFileAtomic(dir int, name string, data []byte) error {
 			data = data[n:]
 		}
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = syncData(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(dir, tempName, dir, name)
+		err = unix.Renameat(dir, tmp, dir, name)
 	}
 	if err != nil {
-		_ = unix.Unlinkat(dir, tempName, 0)
+		_ = unix.Unlinkat(dir, tmp, 0)
 	}
 	return err
 }

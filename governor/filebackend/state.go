@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"time"
 
@@ -55,7 +54,8 @@ type state struct {
 	// The limits of the last reservation, for RateStatus.
 	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
 	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`
-	// Histograms kept for every process (governor.Backend.Observe).
+	// Histograms of a state file written before the stats file (see
+	// stats) took them: read by Status, added to, never written anew.
 	Histograms map[string]*histogram `json:"histograms,omitempty"`
 	// Idle is Forget's mark: the resource was found idle then, with
 	// this token and waited count.
@@ -311,8 +311,11 @@ func marshal(st *state) ([]byte, error) {
 	return append(data, '\n'), err
 }
 
-func (b *Backend) statePath(key governor.Key) string {
-	return b.projectPath(key.Project) + "/" + escape(key.Resource) + "/" + stateName
+func (b *Backend) statePath(key governor.Key) string { return b.resourceFile(key, stateName) }
+
+// resourceFile is the path of file name in key's directory, for messages.
+func (b *Backend) resourceFile(key governor.Key, name string) string {
+	return b.projectPath(key.Project) + "/" + escape(key.Resource) + "/" + name
 }
 
 // load reads the state of key from its directory. A missing file is a new
@@ -373,14 +376,6 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 	}
 	for _, d := range st.Holds {
 		s.Holds = append(s.Holds, time.Duration(d))
-	}
-	if maxHolders < 0 { // not a refusal's status, which no one reads them in
-		for name, h := range st.Histograms {
-			if s.Histograms == nil {
-				s.Histograms = map[string]governor.Histogram{}
-			}
-			s.Histograms[name] = governor.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
-		}
 	}
 	if staleBoot(st.Boot, boot) {
 		return s

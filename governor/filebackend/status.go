@@ -24,7 +24,9 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 	if err != nil || st == nil {
 		return governor.Status{Key: key, Now: b.now().wall}, err
 	}
-	return st.status(key, b.now(), b.boot, -1), nil
+	s := st.status(key, b.now(), b.boot, -1)
+	s.Histograms = b.histograms(key, st)
+	return s, nil
 }
 
 // read is peek for the lockless reads: it fails on a closed Backend or a

@@ -251,7 +251,7 @@ func (t *tx) sweep() {
 	}
 	for _, name := range names {
 		switch {
-		case name == tempName:
+		case name == tempName || name == statsTemp:
 			_ = unix.Unlinkat(t.dir, name, 0)
 		case strings.HasPrefix(name, leasePrefix):
 			if !ids[name[len(leasePrefix):]] {

@@ -46,38 +46,9 @@ type Options struct {
 // the Redis URL with its password redacted; nothing is left open.
 func Open(ctx context.Context, l *config.Loaded, env []string, o Options) (*governor.Governor, error) {
 	c := l.Config
-	var b governor.Backend
-	switch c.ResolvedBackend() {
-	case config.BackendRedis:
-		rdb, err := redisbackend.NewClient(c.RedisURL())
-		if err != nil {
-			return nil, exitcode.With(exitcode.Failure, fmt.Errorf("redis URL %s: %w", config.RedactURL(c.RedisURL()), err))
-		}
-		warn := o.Warn
-		if warn == nil {
-			warn = func(string) {}
-		}
-		opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(warn),
-			redisbackend.LossQuarantine(c.Redis.Quarantine())}
-		if c.Redis.AllowEviction {
-			opts = append(opts, redisbackend.AllowEviction())
-		}
-		rb, err := redisbackend.New(ctx, rdb, opts...)
-		if err != nil {
-			_ = rdb.Close()
-			hint := ""
-			if strings.HasPrefix(c.RedisURL(), "rediss") {
-				hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
-			}
-			return nil, exitcode.With(exitcode.Failure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(c.RedisURL()), err, hint))
-		}
-		b = rb
-	default:
-		fb, err := filebackend.New(c.File.Dir, filebackend.Options{})
-		if err != nil {
-			return nil, exitcode.With(exitcode.Failure, err)
-		}
-		b = fb
+	b, err := StoreOf(&c).Open(ctx, o.Warn)
+	if err != nil {
+		return nil, err
 	}
 	t := c.Timing()
 	project := c.Project
@@ -91,6 +62,61 @@ func Open(ctx context.Context, l *config.Loaded, env []string, o Options) (*gove
 		return nil, exitcode.With(exitcode.Failure, err)
 	}
 	return g, nil
+}
+
+// Store is what opening the backend of a configuration takes, as plain
+// data one process can hand another (a run's watchdog, which records
+// what it did): it holds the Redis URL with its password.
+type Store struct {
+	Backend        string `json:"backend"` // config.BackendRedis or config.BackendFile
+	RedisURL       string `json:"redis_url,omitempty"`
+	AllowEviction  bool   `json:"allow_eviction,omitempty"`
+	LossQuarantine bool   `json:"loss_quarantine,omitempty"`
+	Dir            string `json:"dir,omitempty"`
+}
+
+// StoreOf returns the store c selects.
+func StoreOf(c *config.Config) Store {
+	if c.ResolvedBackend() == config.BackendRedis {
+		return Store{Backend: config.BackendRedis, RedisURL: c.RedisURL(), AllowEviction: c.Redis.AllowEviction,
+			LossQuarantine: c.Redis.Quarantine()}
+	}
+	return Store{Backend: config.BackendFile, Dir: c.File.Dir}
+}
+
+// Open opens the store's backend, its warnings told to warn (nil:
+// dropped). Every error exits 125 (exitcode.Failure) and names the
+// Redis URL with its password redacted; nothing is left open.
+func (s Store) Open(ctx context.Context, warn func(string)) (governor.Backend, error) {
+	if s.Backend != config.BackendRedis {
+		fb, err := filebackend.New(s.Dir, filebackend.Options{})
+		if err != nil {
+			return nil, exitcode.With(exitcode.Failure, err)
+		}
+		return fb, nil
+	}
+	rdb, err := redisbackend.NewClient(s.RedisURL)
+	if err != nil {
+		return nil, exitcode.With(exitcode.Failure, fmt.Errorf("redis URL %s: %w", config.RedactURL(s.RedisURL), err))
+	}
+	if warn == nil {
+		warn = func(string) {}
+	}
+	opts := []redisbackend.Option{redisbackend.OwnClient(), redisbackend.Warn(warn),
+		redisbackend.LossQuarantine(s.LossQuarantine)}
+	if s.AllowEviction {
+		opts = append(opts, redisbackend.AllowEviction())
+	}
+	rb, err := redisbackend.New(ctx, rdb, opts...)
+	if err != nil {
+		_ = rdb.Close()
+		hint := ""
+		if strings.HasPrefix(s.RedisURL, "rediss") {
+			hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
+		}
+		return nil, exitcode.With(exitcode.Failure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(s.RedisURL), err, hint))
+	}
+	return rb, nil
 }
 
 // Session is the session to declare: flag (--session) when set, else

@@ -7,8 +7,9 @@
 //
 // Run validates the options (exit 125 on bad input, naming the bad value
 // and what is allowed), opens the --record file, checks that the command
-// exists (127 before waiting for any slot), starts the watchdog (below),
-// opens the Governor, drops the resources an ancestor run already holds
+// exists (127 before waiting for any slot), waits for the watchdog
+// (below; its start, begun first, runs beside these steps), opens the
+// Governor, drops the resources an ancestor run already holds
 // (nesting, below), and takes the others with AcquireAll, in the fixed
 // global lock order. It then starts the command with package supervise: in
 // its own process group, and on Linux under a child subreaper, with
@@ -94,6 +95,9 @@
 //     and no newer plan comes, the watchdog stops the tree by the
 //     deadline, before the backend can grant the slot elsewhere; Run
 //     stops it from the same plan when renewals fail (see [Watchdog]).
+//   - Records: after the grant Run sends the watchdog the run's store
+//     and leases; a watchdog that signals the tree records why, once it
+//     has, as a governor.EventWatchdogKill on each lease (see [Watchdog]).
 //   - File backend: the open lease files are inherited by the command
 //     (descriptors 3, 4, ...), so the kernel lock that proves a holder alive
 //     is held while any process of the tree lives, and dropped — the slot

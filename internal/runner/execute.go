@@ -60,6 +60,9 @@ func (r *run) execute() (int, Outcome, error) {
 	if r.o.Stdin == nil {
 		stdin = os.Stdin
 	}
+	if r.wd != nil {
+		r.wd.write(r.recordMessage()) // where it records what it may do
+	}
 	r.planStop() // the watchdog has the plan before the command runs
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,

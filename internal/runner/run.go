@@ -34,6 +34,9 @@ type run struct {
 	plan    *acquire.Plan
 	session string
 	wd      *watchdog
+	// wdStart delivers the watchdog, started beside the run's own
+	// preparation (awaitWatchdog), until it is taken.
+	wdStart chan watchdogStart
 	g       *governor.Governor
 	held    *acquire.Held     // once acquired
 	leases  []*governor.Lease // acquired by this run, in acquisition order (held.Leases)
@@ -77,7 +80,33 @@ func Run(ctx context.Context, o Options) int {
 	if len(o.Args) > 0 {
 		r.rec.Command = redact.Args(o.Args)
 	}
+	if len(o.Watchdog) > 0 {
+		// exec.Cmd.Start waits for the watchdog's execve: meanwhile the
+		// run reads its plan and its record file.
+		r.wdStart = make(chan watchdogStart, 1)
+		go func() {
+			wd, err := startWatchdog(o.Watchdog, r.id, r.env, r.stderr)
+			r.wdStart <- watchdogStart{wd, err}
+		}()
+	}
 	return r.run(ctx)
+}
+
+type watchdogStart struct {
+	wd  *watchdog
+	err error
+}
+
+// awaitWatchdog waits for the watchdog Run started, if any and not
+// awaited yet, and sets r.wd: the watchdog exists before anything is
+// acquired, its pid declared as the holder's.
+func (r *run) awaitWatchdog() error {
+	if r.wdStart == nil {
+		return nil
+	}
+	s := <-r.wdStart
+	r.wdStart, r.wd = nil, s.wd
+	return s.err
 }
 
 func (r *run) run(ctx context.Context) int {
@@ -106,12 +135,8 @@ func (r *run) run(ctx context.Context) int {
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
 	}
-	if len(r.o.Watchdog) > 0 {
-		wd, err := startWatchdog(r.o.Watchdog, r.id, r.env, r.stderr)
-		if err != nil {
-			return r.fail(ExitFailure, err)
-		}
-		r.wd = wd
+	if err := r.awaitWatchdog(); err != nil {
+		return r.fail(ExitFailure, err)
 	}
 
 	if code, outcome, err := r.acquire(ctx); code >= 0 {
@@ -276,6 +301,7 @@ func (r *run) finish(code int, outcome Outcome, err error) int {
 	} else {
 		words.WriteReport(r.stderr, err)
 	}
+	_ = r.awaitWatchdog() // a run that ended before it needed one: its start error no longer matters
 	if r.wd != nil {
 		r.wd.finish()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -74,6 +75,14 @@ func (w *watchdog) send(p stopPlan) {
 	msg := p.message()
 	if tree != nil {
 		msg = membersMessage(tree.Members()) + msg
+	}
+	w.write(msg)
+}
+
+// write writes msg to the watchdog, giving up after a moment (see send).
+func (w *watchdog) write(msg string) {
+	if msg == "" {
+		return
 	}
 	_ = w.pipe.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = io.WriteString(w.pipe, msg)
@@ -156,14 +165,17 @@ func (g *guard) now() time.Duration {
 // left alone until KILL); by KILL (the leases' local deadline, before the
 // backend could grant the slots elsewhere) it kills the run's cgroup, if
 // any, and SIGKILLs the tree — whether governor is stopped or not — then
-// waits for the pipe again. It says on stderr why it did either.
+// waits for the pipe again. It says on stderr why it did either, and
+// records it (EventWatchdogKill) on each lease of the "record" line
+// governor sent after the grant (where to: the run's store), once the
+// signals are sent, within recordBudget.
 //
 // If the pipe reaches end of file first, governor has died — SIGKILL
 // included — and Watchdog kills the run's cgroup, if any, and SIGKILLs,
 // each under its identity (pid and start time, proc.Kill), the processes
 // of the tree until two scans in a row find none; it reports what it did
-// on stderr, and says "stopped" only once no process of the tree is left
-// (sweepBudget bounds the wait). The pipe, whose write end only governor
+// on stderr and records it, and says "stopped" only once no process of
+// the tree is left (sweepBudget bounds the wait). The pipe, whose write end only governor
 // holds (close-on-exec), is how the watchdog learns of governor's death
 // on every system: its end of file is the same event as a kqueue
 // NOTE_EXIT on governor's pid would be on macOS, with no pid to be reused
@@ -191,6 +203,7 @@ func watch(id string, pipe *os.File, stderr io.Writer, term <-chan os.Signal) in
 		return ExitFailure
 	}
 	g := &guard{id: id, stderr: stderr}
+	defer g.settle()
 	why := "governor exited without releasing"
 	for {
 		// Read everything governor wrote before looking at a deadline.
@@ -218,9 +231,12 @@ type guard struct {
 	stderr io.Writer
 	tree   knownTree
 	plan   machinePlan
-	armed  bool // a plan is to be acted on
-	termed bool // TERM's instant of the current plan has passed
-	buf    []byte
+	rec    *watchdogRecord // where to record what it does; nil until sent
+	// pending counts the records note is making.
+	pending sync.WaitGroup
+	armed   bool // a plan is to be acted on
+	termed  bool // TERM's instant of the current plan has passed
+	buf     []byte
 }
 
 type pipeState int
@@ -273,6 +289,15 @@ func (g *guard) take(line string) bool {
 		}
 		return false
 	}
+	if strings.HasPrefix(line, msgRecord+" ") {
+		rec, err := parseRecord(line)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %v\n", g.id, err)
+			return false
+		}
+		g.rec = rec
+		return false
+	}
 	done, p, err := parseLine(line)
 	switch {
 	case err != nil:
@@ -308,7 +333,7 @@ func (g *guard) act() {
 		g.termed = true
 		if governorStopped() {
 			if n := g.termWorking(); n > 0 {
-				fmt.Fprintf(g.stderr, "governor: watchdog of run %s: governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline\n", g.id, os.Getppid(), n)
+				g.tell(fmt.Sprintf("governor (pid %d) is stopped and renewed no lease; sent TERM to %d processes of its command, KILL follows by the leases' deadline", os.Getppid(), n))
 			}
 		}
 		return
@@ -319,9 +344,16 @@ func (g *guard) act() {
 	g.armed = false // until a newer plan comes
 	killed, err := g.killTree()
 	if killed > 0 || err != nil {
-		fmt.Fprintf(g.stderr, "governor: watchdog of run %s: no lease renewal came by the leases' deadline (governor %s); killed %d processes of its command%s\n",
-			g.id, governorState(), killed, g.stoppedSuffix(err))
+		g.tell(fmt.Sprintf("no lease renewal came by the leases' deadline (governor %s); killed %d processes of its command%s",
+			governorState(), killed, g.stoppedSuffix(err)))
 	}
+}
+
+// tell says what the watchdog did, and why, on stderr, then records it
+// (note).
+func (g *guard) tell(msg string) {
+	fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %s\n", g.id, msg)
+	g.note(msg)
 }
 
 // final kills the tree once governor is gone (or the watchdog told to
@@ -329,7 +361,7 @@ func (g *guard) act() {
 func (g *guard) final(why string) int {
 	killed, err := g.killTree()
 	if killed > 0 || err != nil {
-		fmt.Fprintf(g.stderr, "governor: watchdog of run %s: %s; killed %d processes of its command%s\n", g.id, why, killed, g.stoppedSuffix(err))
+		g.tell(fmt.Sprintf("%s; killed %d processes of its command%s", why, killed, g.stoppedSuffix(err)))
 	}
 	if err != nil {
 		return ExitFailure
@@ -348,16 +380,23 @@ func (g *guard) stoppedSuffix(err error) string {
 
 // killTree kills run id's cgroup, where it has one (it holds the
 // processes no scan can attribute), then sweeps the tree, and removes the
-// cgroup.
+// cgroup. It returns how many processes it killed: those the sweep
+// killed, or those the cgroup held if more (the sweep may find the
+// group's, dying, again).
 func (g *guard) killTree() (int, error) {
 	cg, hasCgroup := proc.ChildCgroup(proc.RunCgroupName(g.id))
 	var err error
+	inGroup := 0
 	if hasCgroup {
+		if b, rerr := os.ReadFile(filepath.Join(cg, "cgroup.procs")); rerr == nil {
+			inGroup = len(strings.Fields(string(b)))
+		}
 		if kerr := proc.KillCgroup(cg); kerr != nil && !errors.Is(kerr, os.ErrNotExist) {
 			err = fmt.Errorf("killing cgroup %s: %w", cg, kerr)
 		}
 	}
 	killed, serr := g.sweep()
+	killed = max(killed, inGroup)
 	if serr != nil && err == nil {
 		err = serr
 	}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 
@@ -136,6 +142,19 @@ func (ww *watchWorld) plan(kill time.Duration) {
 	ww.send(fmt.Sprintf("%s %d %d %s", msgDeadline, kill, kill, clockSleep))
 }
 
+// waitKilled waits for the guarded process to end, failing unless the
+// watchdog SIGKILLed it past its deadline.
+func (ww *watchWorld) waitKilled() {
+	select {
+	case err := <-ww.waited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			ww.t.Fatalf("the guarded process ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(time.Minute):
+		ww.t.Fatalf("the watchdog did not kill the tree after the clock passed its deadline\n%s", ww.stderr.String())
+	}
+}
+
 func (ww *watchWorld) done() int {
 	ww.send(msgDone)
 	select {
@@ -158,14 +177,7 @@ func TestWatchdogActsOnDeadlinePassedInSuspend(t *testing.T) {
 	ww.plan(now + time.Hour)
 	ww.start()
 	ww.clock.Store(int64(now + 2*time.Hour)) // the machine was suspended for two hours
-	select {
-	case err := <-ww.waited:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("the guarded process ended with %v, want SIGKILL", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("the watchdog did not kill the tree after the clock passed its deadline\n%s", ww.stderr.String())
-	}
+	ww.waitKilled()
 	if code := ww.done(); code != ExitOK {
 		t.Fatalf("watchdog exit %d", code)
 	}
@@ -197,5 +209,59 @@ func TestWatchdogResumedReadsNewerPlansFirst(t *testing.T) {
 	}
 	if msg := ww.stderr.String(); msg != "" {
 		t.Fatalf("the watchdog said %q", msg)
+	}
+}
+
+// recordLine is the record line of one lease of key in store.
+func recordLine(t *testing.T, store connect.Store, key governor.Key, id string, token int64) string {
+	b, err := json.Marshal(watchdogRecord{Store: store, Leases: []recordedLease{{key.Project, key.Resource, id, token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgRecord + " " + string(b)
+}
+
+// Issue 24.5: a watchdog that kills a tree records why, as an
+// EventWatchdogKill on the lease it guards, in the store governor named.
+func TestWatchdogRecordsItsKill(t *testing.T) {
+	dir := t.TempDir()
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	key := governor.Key{Project: "p", Resource: "heavy"}
+	ww := newWatchWorld(t)
+	ww.send(recordLine(t, connect.Store{Backend: config.BackendFile, Dir: dir}, key, "lease-1", 42))
+	now := time.Duration(ww.clock.Load())
+	ww.plan(now - time.Second) // the deadline has passed: no renewal came
+	ww.start()
+	ww.waitKilled()
+	if code := ww.done(); code != ExitOK {
+		t.Fatalf("watchdog exit %d\n%s", code, ww.stderr.String())
+	}
+	evs, err := b.Events(context.Background(), key, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != governor.EventWatchdogKill || evs[0].LeaseID != "lease-1" || evs[0].Token != 42 ||
+		!strings.Contains(evs[0].Detail, "run test-run: no lease renewal came by the leases' deadline") {
+		t.Fatalf("events %+v; want one %s of lease-1 (token 42) saying why\n%s", evs, governor.EventWatchdogKill, ww.stderr.String())
+	}
+}
+
+// A store the watchdog cannot reach costs the event, not the kill: the
+// tree is killed first, and the failure to record is said.
+func TestWatchdogKillsWhenItCannotRecord(t *testing.T) {
+	ww := newWatchWorld(t)
+	ww.send(recordLine(t, connect.Store{Backend: config.BackendRedis, RedisURL: "redis://127.0.0.1:1"}, governor.Key{Project: "p", Resource: "heavy"}, "lease-1", 42))
+	ww.plan(time.Duration(ww.clock.Load()) - time.Second)
+	ww.start()
+	ww.waitKilled()
+	if code := ww.done(); code != ExitOK {
+		t.Fatalf("watchdog exit %d", code)
+	}
+	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, "could not record the "+governor.EventWatchdogKill+" event") {
+		t.Fatalf("the watchdog's message: %q", msg)
 	}
 }
