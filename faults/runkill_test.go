@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 	"github.com/governor-dev/governor/internal/usertest"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // Issue 17, cases 1-3: the protected work of a `governor run` never
@@ -197,9 +199,29 @@ func (w *runWorld) watchdogKills() []governor.Event {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	evs, err := w.backend.Events(ctx, w.key, time.Time{})
-	if err != nil {
-		w.t.Fatalf("events of %s: %v", w.key, err)
+	var evs []governor.Event
+	if w.backend != nil {
+		var err error
+		if evs, err = w.backend.Events(ctx, w.key, time.Time{}); err != nil {
+			w.t.Fatalf("events of %s: %v", w.key, err)
+		}
+	} else {
+		// A second user's state dir, which root does not open: read it
+		// as they do, through 'governor events --json'.
+		c := exec.CommandContext(ctx, w.bin, append(append([]string(nil), w.args...), "--json", "events", w.key.Resource)...)
+		c.Env, c.Dir = w.env, w.dir
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: w.user.Command("").SysProcAttr.Credential}
+		out, err := c.Output()
+		if err != nil {
+			w.t.Fatalf("governor events of %s as %s: %v\n%s", w.key, w.user.Name, err, out)
+		}
+		var rows []view.Event
+		if err := json.Unmarshal(out, &rows); err != nil {
+			w.t.Fatalf("governor events --json of %s: %v\n%s", w.key, err, out)
+		}
+		for _, r := range rows {
+			evs = append(evs, governor.Event{Kind: r.Kind, LeaseID: r.LeaseID, Token: r.Token, Detail: r.Detail, At: r.At})
+		}
 	}
 	var out []governor.Event
 	for _, e := range evs {

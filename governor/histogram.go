@@ -127,18 +127,26 @@ func (r *recorder) observe(key Key, name string, d time.Duration) {
 }
 
 // flush sends what is pending. What the backend does not take is kept
-// for the next flush (and dropped once closed).
+// for the next flush (and dropped once closed). It takes the batch and
+// sends it under flushMu, so that close, which waits for flushMu, never
+// returns between the two: a batch taken is sent before close returns,
+// or not at all.
 func (r *recorder) flush() {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	batch := r.pending
 	r.pending = map[recKey]*Histogram{}
 	r.mu.Unlock()
 	r.send(batch)
 }
 
+// send sends batch; the caller holds flushMu (one flush at a time).
 func (r *recorder) send(batch map[recKey]*Histogram) {
-	r.flushMu.Lock()
-	defer r.flushMu.Unlock()
 	for k, h := range batch {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		err := r.b.Observe(ctx, k.key, k.name, h.Counts, h.Sum)
@@ -169,6 +177,8 @@ func (r *recorder) keep(k recKey, h *Histogram) {
 // close stops recording and sends what is pending, after any flush in
 // progress: nothing is sent after close returns.
 func (r *recorder) close() {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	r.mu.Lock()
 	r.closed = true
 	if r.timer != nil {

@@ -14,7 +14,10 @@
 --       progress, 19 '1' exclusive: the weight is the limit in force at
 --       grant (ARGV 3 is the limit asked for; queued, its record says
 --       weight 0: see weight_of() in lib.lua), 20 '1' to cancel in
---       progress a holder of another OS user too (supersede() in lib.lua)
+--       progress a holder of another OS user too (supersede() in lib.lua).
+--       ARGV 12-20 may be cut off from the first of them on that each
+--       hold their default ('0' or ''): absent, each is its default (every
+--       key and argument costs the server, as a redis.call does).
 -- Returns {1, token, expiry ms, fresh, limit} when granted: fresh 1 when
 -- the resource had no state (new or forgotten), else 0; limit the limit
 -- in force at the grant;
@@ -35,10 +38,12 @@ if not proven(id, ARGV[11]) then
   return {-2}
 end
 local new = ARGV[10] == '1'
--- The meta fields acquire reads, in one HMGET (load() below, or the fast
--- path, which reads them by position), and what the fast path read.
-local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'live', 'policy',
-  'pdrift', 'cooloff', 'adapt', 'adapt_max'}
+-- The meta fields acquire reads, in one HMGET (load() below), and what
+-- the fast path read: the first twelve of them, by position (each field
+-- read costs; the fast path reads only those it decides on, and the rest
+-- when it does not grant).
+local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'policy', 'cooloff',
+  'adapt', 'live', 'pdrift', 'adapt_max'}
 local v
 
 --[[fast]]
@@ -47,15 +52,20 @@ local v
 -- queued, no holder expired, not held back (quarantine, paused, cooling
 -- off), and room. The same writes as grant() below, straight.
 if new then
-  v = redis.call('HMGET', S, unpack(F))
+  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12])
   -- used below zero would let too many in: the full path recounts it.
   -- A field that holds no number (tonumber nil) is the full path's to
   -- name (num() in lib.lua).
-  local used, minexp = tonumber(v[2] or 0), tonumber(v[7] or 0)
-  local last, n = tonumber(v[4] or 0), tonumber(v[5] or 0)
-  if tonumber(v[1] or 0) == limit and tonumber(v[6] or 0) == 0 and tonumber(v[3] or 0) == 0 and not v[8] and not v[9]
-      and not v[11] and not v[13] and (not v[14] or tonumber(v[14]) == limit) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' and last and n
-      and used and minexp and used >= 0 and now < minexp and used + weight <= limit then
+  -- The limit, qlen, drift and adaptive limit are compared as Go and
+  -- lib.lua write them (a string compare costs less than a conversion);
+  -- any other spelling takes the full path, which reads it as a number.
+  local q, dr, ad = v[6], v[3], v[12]
+  local used, minexp, last, n
+  if v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
+      and not v[11] and (not ad or ad == ARGV[2]) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
+    used, minexp, last, n = tonumber(v[2] or 0), tonumber(v[7] or 0), tonumber(v[4] or 0), tonumber(v[5] or 0)
+  end
+  if used and minexp and last and n and used >= 0 and now < minexp and used + weight <= limit then
     local tok = math.max(last + 1, FLOOR)
     local exp = now + ttl
     redis.call('ZADD', H, string.format('%d', exp), id)
@@ -70,6 +80,8 @@ if new then
     end
     return {1, tok, exp, 0, limit}
   end
+  local w = redis.call('HMGET', S, F[13], F[14], F[15])
+  v[13], v[14], v[15] = w[1], w[2], w[3]
 end
 
 --[[lib]]
@@ -175,7 +187,7 @@ end
 local pol = policy()
 local cls, key = 1, ''
 if pol then
-  cls, key = pol_class(ARGV[15]), ARGV[16]
+  cls, key = pol_class(ARGV[15] or ''), ARGV[16] or ''
 end
 
 -- The rest of acquire under a queue policy (see lib.lua's "Queue

@@ -46,6 +46,8 @@ var (
 	note string
 	//go:embed renewmany.lua
 	renewMany string
+	//go:embed many.lua
+	many string
 	//go:embed admin.lua
 	admin string
 	//go:embed quarantine.lua
@@ -73,8 +75,12 @@ var (
 	// Forget takes a seventh key, the resource's stats hash.
 	Forget = lazy(forget)
 	// RenewMany renews many leases, each as Renew would (renewmany.lua).
-	RenewMany = sync.OnceValue(func() string {
-		return "local function renew_one(KEYS, ARGV)\n" + Renew() + "\nend\n" + renewMany
+	RenewMany = sync.OnceValue(func() string { return function("renew_one", Renew()) + renewMany })
+	// Many runs several acquires and releases in one call, each as
+	// Acquire or Release would (many.lua).
+	Many = sync.OnceValue(func() string {
+		return "local batch_time = redis.call('TIME')\n" + function("acquire_one", sharedTime(Acquire())) +
+			function("release_one", sharedTime(Release())) + many
 	})
 	// Admin runs the admin actions (Withdraw, SetPaused, SetLimit).
 	Admin = lazy(admin)
@@ -91,6 +97,27 @@ const libMarker = "--[[lib]]\n"
 // lazy returns compose(op), built once at its first call.
 func lazy(op string) func() string {
 	return sync.OnceValue(func() string { return compose(op) })
+}
+
+// timeCall is head.lua's line that reads the server's time.
+const timeCall = "local t = redis.call('TIME')\n"
+
+// sharedTime makes composed script src read the time of the call that
+// runs it (batch_time, read once per call) instead of its own: the
+// requests of one call run at one instant, atomically, so one time is
+// theirs, and a TIME costs the server as much as a small command. It
+// panics if src does not read the time as head.lua does (TestMany).
+func sharedTime(src string) string {
+	if strings.Count(src, timeCall) != 1 {
+		panic("scripts: head.lua no longer reads the time with " + timeCall)
+	}
+	return strings.Replace(src, timeCall, "local t = batch_time\n", 1)
+}
+
+// function wraps script src in a Lua function name(KEYS, ARGV), for a
+// script that runs it once per request it carries.
+func function(name, src string) string {
+	return "local function " + name + "(KEYS, ARGV)\n" + src + "\nend\n"
 }
 
 func compose(op string) string {

@@ -40,8 +40,10 @@ local REC = '%d %d %d %d '
 local REC_NUMS = '^(%d+) (%d+) (%d+) '
 local REC_TTL = '^(%d+ )%d+'
 
--- REC_ACQ gives a holder record's acquired_ms.
+-- REC_ACQ gives a holder record's acquired_ms; REC_W_ACQ its weight and
+-- acquired_ms.
 local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
+local REC_W_ACQ = '^(%d+) %d+ %d+ (%d+) '
 
 -- The last HOLDS (governor.HoldHistory) hold durations (ms), a ring in S:
 -- holdn counts the holds recorded, and hold N % HOLDS, under 'hold:' ..

@@ -20,10 +20,12 @@ local v
 -- into the ring).
 v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], '#' .. id, 'holdn')
 do
-  local used, minexp, w = tonumber(v[1] or 0), tonumber(v[4] or 0), v[6] and string.match(v[6], REC_NUMS)
-  local acq, hn, rel = w and string.match(v[6], REC_ACQ), tonumber(v[7] or 0), tonumber(v[2] or 0)
-  if acq and hn and rel and hn % 1 == 0 and tonumber(v[3] or 0) == 0 and minexp and now < minexp and used and used >= w + 0
-      and not v[5] then
+  local q, w, acq = v[3], nil, nil
+  if v[6] and not v[5] and (not q or q == '0') then -- held, no policy, nobody queued (qlen as lib.lua writes it)
+    w, acq = string.match(v[6], REC_W_ACQ)
+  end
+  local used, minexp, hn, rel = tonumber(v[1] or 0), tonumber(v[4] or 0), tonumber(v[7] or 0), tonumber(v[2] or 0)
+  if acq and hn and rel and hn % 1 == 0 and minexp and now < minexp and used and used >= w + 0 then
     redis.call('ZREM', H, id)
     redis.call('HSET', S, 'used', string.format('%d', used - w),
       'released', string.format('%d', rel + 1),

@@ -5,7 +5,8 @@
 
 It starts its own redis-server (127.0.0.1, random port) and measures, on it:
   1. acquire+release pairs/s through governor.slot vs redis-py's Lock
-     (Debian's python3-redis), one process, uncontended (target >= 0.5x);
+     (Debian's python3-redis), one process, uncontended, in alternating
+     blocks of 100 (target >= 0.5x);
   2. hand-off: release -> the next waiter's grant, p50 and p90, governor (two
      bridges) vs redis-py Lock's blocking acquire (which polls);
   3. one bridge holding 100 leases: its resident memory;
@@ -39,17 +40,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def pairs(n: int, fn) -> float:
-    fn()  # warm up
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return n / (time.perf_counter() - t0)
+def pairs(n: int, *fns, block: int = 100) -> "list[float]":
+    """Calls per second of each fn, n calls each, side by side: blocks of
+    block calls in turn, so that a change of the machine's load falls on
+    all of them alike."""
+    for fn in fns:
+        fn()  # warm up
+    spent = [0.0] * len(fns)
+    for done in range(0, n, block):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(min(block, n - done)):
+                fn()
+            spent[i] += time.perf_counter() - t0
+    return [n / s for s in spent]
 
 
-def handoff(n: int, hold, wait_next) -> "list[float]":
+def handoff(n: int, hold, wait_next, queued=None) -> "list[float]":
     """n hand-offs: hold() returns a release function; wait_next() blocks
-    until granted and returns its own release."""
+    until granted and returns its own release. The release comes 50 ms
+    after the waiter started (everything idle meanwhile: on this machine a
+    process woken after 50 ms takes ~0.25 ms more per wake-up, redis-py's
+    own release too), or, with queued, as soon as queued() says the waiter
+    is queued (polled every ms, as handoff_process does)."""
     out = []
     for _ in range(n):
         release = hold()
@@ -63,7 +76,11 @@ def handoff(n: int, hold, wait_next) -> "list[float]":
         t = threading.Thread(target=waiter)
         t.start()
         ready.wait()
-        time.sleep(0.05)  # let the waiter queue
+        if queued is None:
+            time.sleep(0.05)  # let the waiter queue
+        else:
+            while not queued():
+                time.sleep(0.001)
         t0 = time.perf_counter()
         release()
         t.join()
@@ -108,10 +125,67 @@ def handoff_process(g: "governor.Governor", url: str, n: int) -> "list[float]":
     return out
 
 
+class RawBridge:
+    """A bridge spoken to with no client: one thread writes a request and
+    reads lines until its reply."""
+
+    def __init__(self, url: str) -> None:
+        import json
+        import subprocess
+        self.json = json
+        self.p = subprocess.Popen([governor._bridge.find_binary(), "bridge", "--project", "bench"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  env=dict(os.environ, GOVERNOR_REDIS_URL=url))
+        self.rid = 0
+        self.call("hello", {"protocol": 1, "client": "raw", "pid": os.getpid()})
+
+    def call(self, op: str, args: dict) -> dict:
+        self.rid += 1
+        self.p.stdin.write((self.json.dumps({"id": self.rid, "op": op, "args": args}) + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            m = self.json.loads(self.p.stdout.readline())
+            if m.get("id") == self.rid:
+                return m
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def breakdown(n: int, srv, g, r) -> None:
+    raw = RawBridge(srv.url)
+    lock = r.lock("bench:bd", timeout=30)
+
+    def redis_lock() -> None:
+        lock.acquire(blocking=False)
+        lock.release()
+
+    def raw_pair() -> None:
+        got = raw.call("acquire", {"resources": ["bd-raw"], "limit": 1})
+        raw.call("release", {"lease": got["result"]["lease"]})
+
+    def client_pair() -> None:
+        with g.slot("bd", limit=1):
+            pass
+    names = ["redis-py PING", "redis-py Lock pair", "bridge, no client: no-op request", "bridge, no client: pair",
+             "client pair (slot)"]
+    fns = [r.ping, redis_lock, lambda: raw.call("cancel_request", {"request": 1 << 40}), raw_pair, client_pair]
+    rates = pairs(n, *fns)
+    for name, rate in zip(names, rates):
+        print("%-34s %7.1f us" % (name, 1e6 / rate))
+    raw.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--handoffs", type=int, default=50)
+    ap.add_argument("--breakdown", action="store_true", help="where a pair's time goes, side by side: redis-py's "
+                    "PING and Lock pair, the bridge spoken to with no client (one thread: a no-op request, an "
+                    "acquire+release), the client's pair; then stop")
+    ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too, side by side, "
+                    "then stop (to compare two builds)")
     a = ap.parse_args()
     import redis  # Debian's python3-redis
     srv = RedisServer()
@@ -130,7 +204,24 @@ def main() -> int:
             lock.acquire(blocking=False)
             lock.release()
 
-        gp, rp = pairs(a.n, gov_pair), pairs(a.n, redis_pair)
+        if a.breakdown:
+            breakdown(a.n, srv, g, r)
+            for x in (g, g2):
+                x.close()
+            return 0
+        if a.against:
+            other = governor.Governor(redis_url=srv.url, project="bench", binary=a.against)
+
+            def other_pair() -> None:
+                with other.slot("pair2", limit=1):
+                    pass
+            gp, op, rp = pairs(a.n, gov_pair, other_pair, redis_pair)
+            print("pairs/s: governor %.0f (ratio %.3fx), %s %.0f (ratio %.3fx), redis-py Lock %.0f; %.2fx the other"
+                  % (gp, gp / rp, a.against, op, op / rp, rp, gp / op))
+            for x in (g, g2, other):
+                x.close()
+            return 0
+        gp, rp = pairs(a.n, gov_pair, redis_pair)
         print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.5x)" % (gp, rp, gp / rp))
 
         def gov_hold():
@@ -152,10 +243,13 @@ def main() -> int:
             return lk.release
 
         gh, rh = handoff(a.handoffs, gov_hold, gov_next), handoff(a.handoffs, redis_hold, redis_next)
+        gq = handoff(a.handoffs, gov_hold, gov_next, queued=lambda: any(x.waiters for x in g.slots("ho")))
         gp2 = handoff_process(g, srv.url, a.handoffs)
         q = lambda xs, p: sorted(xs)[int(p * (len(xs) - 1))] * 1000  # noqa: E731
         print("hand-off p50/p90 ms, waiter thread in this process: governor %.2f/%.2f, redis-py Lock %.2f/%.2f "
               "(target p50 <= 1 ms)" % (statistics.median(gh) * 1000, q(gh, 0.9), statistics.median(rh) * 1000, q(rh, 0.9)))
+        print("hand-off p50/p90 ms, waiter thread in this process, released once it is queued (no idle): governor %.2f/%.2f"
+              % (statistics.median(gq) * 1000, q(gq, 0.9)))
         print("hand-off p50/p90 ms, waiter in another process: governor %.2f/%.2f"
               % (statistics.median(gp2) * 1000, q(gp2, 0.9)))
 

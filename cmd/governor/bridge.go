@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,12 @@ Exit codes: 0 the client is gone and everything is released; 125 bad flags, bad
 config, or stdin could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("GOMAXPROCS") == "" {
+				// One processor: the bridge waits on pipes and Redis and
+				// computes little, and with more each request woke
+				// another thread to run it (docs/bridge-protocol.md).
+				runtime.GOMAXPROCS(1)
+			}
 			l, err := a.load()
 			if err != nil {
 				return err

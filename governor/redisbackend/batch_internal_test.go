@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
@@ -18,18 +20,26 @@ import (
 )
 
 // gateHook holds every EVALSHA sent alone until gate closes (saying so
-// on entered), and records the size of every pipeline.
+// on entered), and records the size of every pipeline and the number of
+// keys of every EVALSHA sent alone.
 type gateHook struct {
 	gate    chan struct{}
 	entered chan struct{}
 	mu      sync.Mutex
 	pipes   []int
+	keys    []int
 }
 
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" {
+			n, _ := strconv.Atoi(fmt.Sprint(cmd.Args()[2]))
+			h.mu.Lock()
+			h.keys = append(h.keys, n)
+			h.mu.Unlock()
+		}
 		select {
 		case <-h.gate:
 		default:
@@ -52,12 +62,16 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // TestBatchedCalls: acquires and releases issued while batchInFlight
-// round trips are in flight go out together in one pipeline, each with
-// its own reply and error; one whose context ends before it is sent
+// round trips are in flight go out together in one call of many.lua, each
+// with its own reply and error; one whose context ends before it is sent
 // leaves the batch, unsent.
 func TestBatchedCalls(t *testing.T) {
-	s := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 32})
+	t.Run("redis", func(t *testing.T) { batchedCalls(t, redistest.Start(t).Addr) })
+	t.Run("miniredis", func(t *testing.T) { batchedCalls(t, miniredis.RunT(t).Addr()) })
+}
+
+func batchedCalls(t *testing.T, addr string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
 	defer rdb.Close()
 	ctx := context.Background()
 	be, err := New(ctx, rdb)
@@ -153,7 +167,35 @@ func TestBatchedCalls(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !slices.Contains(h.pipes, n+2) {
-		t.Errorf("pipelines of %v commands; want one of %d (the calls that waited together)", h.pipes, n+2)
+	if len(h.pipes) != 0 || !slices.Contains(h.keys, 6*(n+2)) {
+		t.Errorf("pipelines of %v commands, calls of %v keys; want no pipeline and one call of %d keys (the %d calls that waited together)",
+			h.pipes, h.keys, 6*(n+2), n+2)
+	}
+}
+
+// TestCallGroups: on one server the requests of a batch go in calls of at
+// most max, in order; on a Cluster each call's requests share a hash tag.
+func TestCallGroups(t *testing.T) {
+	one := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer one.Close()
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	keys := []string{"governor:{p/a}:holders", "governor:{p/b}:holders", "governor:{p/a}:holders", "governor:{p/c}:holders",
+		"governor:{p/a}:holders"}
+	keyOf := func(i int) string { return keys[i] }
+	for _, tc := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		max  int
+		want [][]int
+	}{
+		{"one server", one, 32, [][]int{{0, 1, 2, 3, 4}}},
+		{"one server, max 2", one, 2, [][]int{{0, 1}, {2, 3}, {4}}},
+		{"cluster", cluster, 32, [][]int{{0, 2, 4}, {1}, {3}}},
+		{"cluster, max 2", cluster, 2, [][]int{{0, 2}, {4}, {1}, {3}}},
+	} {
+		if got := callGroups(tc.rdb, len(keys), tc.max, keyOf); !slices.EqualFunc(got, tc.want, slices.Equal) {
+			t.Errorf("%s: %v; want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -46,6 +46,8 @@ type Backend struct {
 	rdb       redis.UniversalClient
 	ownClient bool   // Close closes rdb
 	channel   string // this instance's notification channel
+	// channelArg is channel boxed once, as acquire.lua's argument.
+	channelArg any
 
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
@@ -114,9 +116,11 @@ func (b *Backend) lossMS(r *resourceKeys, ttl time.Duration) int64 {
 	return r.maxTTL.Load()
 }
 
+// declCache is the last declaration marshalled, its JSON boxed once as
+// a script argument (each boxing of a string allocates).
 type declCache struct {
 	d    governor.Declaration
-	json string
+	json any
 }
 
 var _ governor.Backend = (*Backend)(nil)
@@ -158,6 +162,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
 		waiters: map[string]chan struct{}{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
+	be.channelArg = be.channel
 	for _, o := range opts {
 		o(be)
 	}
@@ -196,7 +201,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 // round trip each process pays at open when the server lacks it.
 var allScripts = []*script{acquireScript, renewScript, releaseScript, cancelScript,
 	reclaimScript, lostScript, statusScript, takeoverScript, rateScript, seqScript, observeScript, forgetScript, adminScript,
-	renewManyScript}
+	renewManyScript, manyScript}
 
 // loadScripts loads those of allScripts the server does not have. Usually
 // an earlier process loaded them all: one SCRIPT EXISTS round trip then
@@ -293,16 +298,51 @@ func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKey
 	}
 }
 
-// flag is a script's boolean argument.
-func flag(b bool) string {
-	if b {
-		return "1"
+// acquireOptional is how many of acquire.lua's arguments come before
+// those it takes as their defaults when absent (its ARGV 12-20).
+const acquireOptional = 11
+
+// trimDefaults cuts off the arguments after the first n that hold their
+// default (0, "" or "0") up to the end: the server pays for every
+// argument a script is passed.
+func trimDefaults(args []any, n int) []any {
+	end := len(args)
+	for end > n {
+		switch a := args[end-1].(type) {
+		case string:
+			if a != "" && a != "0" {
+				return args[:end]
+			}
+		case int64:
+			if a != 0 {
+				return args[:end]
+			}
+		default:
+			return args[:end]
+		}
+		end--
 	}
-	return "0"
+	return args[:end]
 }
 
-// declJSON marshals a declaration, remembering the last one.
-func (b *Backend) declJSON(d governor.Declaration) (string, error) {
+// Script arguments that take one of a few values, boxed once: a string
+// boxed per call allocates.
+var (
+	argFalse, argTrue any = "0", "1"
+	argFail, argWait  any = "fail", "wait"
+)
+
+// flag is a script's boolean argument.
+func flag(b bool) any {
+	if b {
+		return argTrue
+	}
+	return argFalse
+}
+
+// declJSON marshals a declaration, remembering the last one; it returns
+// the JSON boxed as a script argument.
+func (b *Backend) declJSON(d governor.Declaration) (any, error) {
 	if c := b.decl.Load(); c != nil && c.d == d {
 		return c.json, nil
 	}
@@ -310,7 +350,7 @@ func (b *Backend) declJSON(d governor.Declaration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := &declCache{d: d, json: string(j)}
+	c := &declCache{d: d, json: any(string(j))}
 	b.decl.Store(c)
 	return c.json, nil
 }
@@ -324,21 +364,21 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if err != nil {
 		return governor.Result{}, err
 	}
-	mode := "fail"
+	mode := argFail
 	if req.Mode == governor.Wait {
-		mode = "wait"
+		mode = argWait
 	}
 	r := b.resource(req.Key)
-	isNew, queuedAt := "0", int64(0)
-	if req.New {
-		isNew = "1"
-	} else if at, ok := r.queued.Load(req.ID); ok {
-		queuedAt = at.(int64)
+	queuedAt := int64(0)
+	if !req.New {
+		if at, ok := r.queued.Load(req.ID); ok {
+			queuedAt = at.(int64)
+		}
 	}
-	v, err := b.batch.run(ctx, acquireScript, r.keys, req.ID, req.Limit, req.Weight,
-		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channel, decl, holdersInRefusal, isNew, req.Secret,
+	v, err := b.batch.run(ctx, acquireScript, r.keys, trimDefaults([]any{req.ID, req.Limit, req.Weight,
+		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channelArg, decl, holdersInRefusal, flag(req.New), req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
-		flag(req.Exclusive), flag(req.CancelOthers)).Slice()
+		flag(req.Exclusive), flag(req.CancelOthers)}, acquireOptional)...).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}

@@ -38,27 +38,7 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 	}
 	watched := b.watchEviction(ctx, rs)
 	// groups: indexes into rs, one script call each.
-	var groups [][]int
-	if _, cluster := b.rdb.(*redis.ClusterClient); cluster {
-		bySlot := map[string][]int{}
-		var order []string
-		for i, r := range rs {
-			tag := hashTag(b.resource(r.Key).keys[0])
-			if _, ok := bySlot[tag]; !ok {
-				order = append(order, tag)
-			}
-			bySlot[tag] = append(bySlot[tag], i)
-		}
-		for _, tag := range order {
-			groups = append(groups, chunks(bySlot[tag])...)
-		}
-	} else {
-		all := make([]int, len(rs))
-		for i := range all {
-			all[i] = i
-		}
-		groups = chunks(all)
-	}
+	groups := callGroups(b.rdb, len(rs), MaxRenewBatch, func(i int) string { return b.resource(rs[i].Key).keys[0] })
 	const perLease = 6 // renew.lua's ARGV
 	cmds := make([]*redis.Cmd, len(groups))
 	keysOf := make([][]string, len(groups))
@@ -127,12 +107,41 @@ func (b *Backend) renewManyReply(r governor.Renewal, v []any, j int, err error) 
 	return governor.RenewalResult{Expires: exp, Err: err}
 }
 
-// chunks splits idx into runs of at most MaxRenewBatch.
-func chunks(idx []int) [][]int {
+// callGroups splits n requests into the script calls that carry them
+// (indexes, in order): on one server runs of at most max; on a Cluster
+// (or a Ring, which shards by hash tag too) a call's keys must share one
+// hash slot, so requests are grouped by the hash tag of keyOf first, each
+// group in runs of at most max.
+func callGroups(rdb redis.UniversalClient, n, max int, keyOf func(i int) string) [][]int {
+	if _, one := rdb.(*redis.Client); one {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return chunks(all, max)
+	}
+	byTag := map[string][]int{}
+	var order []string
+	for i := range n {
+		tag := hashTag(keyOf(i))
+		if _, ok := byTag[tag]; !ok {
+			order = append(order, tag)
+		}
+		byTag[tag] = append(byTag[tag], i)
+	}
+	var groups [][]int
+	for _, tag := range order {
+		groups = append(groups, chunks(byTag[tag], max)...)
+	}
+	return groups
+}
+
+// chunks splits idx into runs of at most max.
+func chunks(idx []int, max int) [][]int {
 	var out [][]int
-	for len(idx) > MaxRenewBatch {
-		out = append(out, idx[:MaxRenewBatch])
-		idx = idx[MaxRenewBatch:]
+	for len(idx) > max {
+		out = append(out, idx[:max])
+		idx = idx[max:]
 	}
 	if len(idx) > 0 {
 		out = append(out, idx)

@@ -206,6 +206,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		})
 	}
 	var waitingFor string // the resource last queued for, for a --wait-timeout message
+	notes := &limitNotes{ctx: ctx, g: g, h: h, ev: ev, asked: p.req.Limit}
 	var wants []governor.Want
 	for _, it := range p.items {
 		k := governor.Key{Project: g.Project(), Resource: it.Name}
@@ -226,12 +227,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 			}
 			ev.note(fmt.Sprintf("%s: %s; acquiring %s", EnvHeld, safetext.Escape(err.Error()), it.Name))
 		}
-		if note, err := NoteLimit(ctx, g, it.Name, p.req.Limit, it.Limit, it.Origin); err == nil && note != nil {
-			// At once, before any wait. A failed read is the acquire's
-			// to report.
-			h.notes = append(h.notes, note)
-			ev.note(note.Message)
-		}
+		notes.due = append(notes.due, it)
 		name := it.Name
 		wants = append(wants, governor.Want{Resource: it.Name, AcquireOptions: governor.AcquireOptions{
 			Limit: it.Limit, Weight: it.Weight, Exclusive: it.Exclusive, Mode: mode, TTL: p.req.TTL, NoHeartbeat: p.req.Detached,
@@ -240,6 +236,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 			Supersede: p.req.Supersede, CancelInProgress: p.req.CancelInProgress, CancelOthers: p.req.CancelOthers,
 			OnQueued: func(res governor.Result) {
 				waitingFor = name
+				notes.flush()
 				if ev.OnQueued != nil {
 					ev.OnQueued(name, res)
 				}
@@ -263,11 +260,13 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	}
 	if len(wants) > 0 {
 		start := time.Now()
-		err := h.acquireAll(wctx, g, wants, mode, ev)
+		err := h.acquireAll(wctx, g, wants, mode, notes.before(ev))
 		p.waited = time.Since(start)
 		if err != nil {
+			notes.flush()
 			return nil, failed(ctx, g, err, p.ifBusy == IfBusySkip, p.req.WaitTimeout, waitingFor)
 		}
+		notes.granted()
 	}
 	if err := p.takeBudgets(wctx, g, mode); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))

@@ -22,12 +22,15 @@ type LimitNote struct {
 // the limit in force on resource, else nil. The limit this process asks
 // the backend for is limit, from origin (LimitFor: a configured limit
 // wins over --limit, origin naming the key and where it was set; origin
-// "" is --limit itself). The limit in force is governor.LimitInForce's:
-// a live limit, else the adaptive one, else the stored one while the
-// resource is in use. It reads the resource's status once, and changes
+// "" is --limit itself). granted is the limit in force a grant reported
+// (governor.Lease.Limit; 0: none known): when it is both asked and
+// limit, there is nothing to note. Otherwise the limit in force is
+// governor.LimitInForce's (a live limit, else the adaptive one, else the
+// stored one while the resource is in use), from one read of the
+// resource's status, which tells where it comes from too. It changes
 // nothing.
-func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked, limit int, origin string) (*LimitNote, error) {
-	if asked == 0 {
+func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked, limit int, origin string, granted int) (*LimitNote, error) {
+	if asked == 0 || asked == limit && granted == limit {
 		return nil, nil
 	}
 	st, err := g.Status(ctx, resource)
@@ -38,21 +41,81 @@ func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked
 	if origin == "" {
 		n.Source = "--limit"
 	}
-	var src governor.InForceSource
-	n.InForce, src = governor.LimitInForce(st, limit)
-	switch src {
-	case governor.InForceLive:
-		// A live limit wins over what processes ask for (governor limit).
-		n.Source = fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
-			safetext.Escape(st.LiveLimit.By), resource)
-	case governor.InForceAdaptive:
-		n.Source = fmt.Sprintf("adaptive concurrency (providers.*.adaptive): halved on rate-limit signals, it is %d of its maximum %d now", st.Adaptive.Limit, st.Adaptive.Max)
-	case governor.InForceStored:
-		n.Source = "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
-	}
+	n.InForce, n.Source = inForce(st, resource, limit, n.Source)
 	if n.InForce == asked {
 		return nil, nil
 	}
 	n.Message = fmt.Sprintf("%s: --limit %d is not applied: the limit in force is %d, from %s", resource, asked, n.InForce, n.Source)
 	return n, nil
+}
+
+// inForce is the limit in force on resource for a process asking for
+// limit, read from st, and where it comes from (asked, when it is limit).
+func inForce(st governor.Status, resource string, limit int, asked string) (int, string) {
+	n, src := governor.LimitInForce(st, limit)
+	switch src {
+	case governor.InForceLive:
+		// A live limit wins over what processes ask for (governor limit).
+		return n, fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
+			safetext.Escape(st.LiveLimit.By), resource)
+	case governor.InForceAdaptive:
+		return n, fmt.Sprintf("adaptive concurrency (providers.*.adaptive): halved on rate-limit signals, it is %d of its maximum %d now", st.Adaptive.Limit, st.Adaptive.Max)
+	case governor.InForceStored:
+		return n, "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
+	}
+	return n, asked
+}
+
+// limitNotes says the limit notes of a plan's items (NoteLimit), each
+// once: from the limit its grant reported, or, when a wait comes first
+// (the note is said at once, before any wait) or the acquire fails, from
+// a status read.
+type limitNotes struct {
+	ctx   context.Context
+	g     *governor.Governor
+	h     *Held
+	ev    Events
+	asked int     // --limit
+	due   []*Item // the items whose note is not said yet, in plan order
+}
+
+func (n *limitNotes) say(it *Item, granted int) {
+	note, err := NoteLimit(n.ctx, n.g, it.Name, n.asked, it.Limit, it.Origin, granted)
+	if err == nil && note != nil { // a failed read is the acquire's to report
+		n.h.notes = append(n.h.notes, note)
+		n.ev.note(note.Message)
+	}
+}
+
+// flush says the notes still due, from a status read.
+func (n *limitNotes) flush() {
+	for _, it := range n.due {
+		n.say(it, 0)
+	}
+	n.due = nil
+}
+
+// granted says the notes still due from the limits the grants reported.
+func (n *limitNotes) granted() {
+	for _, it := range n.due {
+		granted := 0
+		if it.Lease != nil {
+			granted = it.Lease.Limit()
+		}
+		n.say(it, granted)
+	}
+	n.due = nil
+}
+
+// before is ev with the notes still due said before a wait for a mkdir
+// slot.
+func (n *limitNotes) before(ev Events) Events {
+	told := ev.OnMkdirWait
+	ev.OnMkdirWait = func(msg string) {
+		n.flush()
+		if told != nil {
+			told(msg)
+		}
+	}
+	return ev
 }

@@ -56,7 +56,7 @@ func redisStore(t testing.TB) store {
 // client is one bridge served over pipes, and its reader.
 type client struct {
 	t      testing.TB
-	in     *io.PipeWriter
+	in     io.WriteCloser
 	msgs   chan map[string]any
 	done   chan error
 	nextID int
@@ -65,6 +65,13 @@ type client struct {
 func start(t testing.TB, st store) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
+	return startOn(t, st, inR, inW)
+}
+
+// startOn serves a bridge reading its requests from inR, which the
+// client writes to inW.
+func startOn(t testing.TB, st store, inR io.Reader, inW io.WriteCloser) *client {
+	t.Helper()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, msgs: make(chan map[string]any, 100), done: make(chan error, 1)}
 	cfg := bridge.Config{

@@ -24,7 +24,8 @@ type lease struct {
 	// released closes when the client (or the bridge's end) releases it:
 	// its watcher then stops.
 	released chan struct{}
-	// lost is held.Lost(), asked for once in add, before any release.
+	// lost is closed once a lease of held is lost (lostOf), asked for
+	// once in add, before any release.
 	lost <-chan struct{}
 
 	mu    sync.Mutex
@@ -74,7 +75,7 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 		return nil, nil, errShuttingDown
 	}
 	s.nextID++
-	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{}), lost: held.Lost()}
+	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{}), lost: lostOf(held)}
 	s.leases[l.id] = l
 	s.mu.Unlock()
 	res := &acquireResult{Lease: l.id, Nested: held.Nested(), Env: map[string]string{}}
@@ -104,6 +105,16 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 		res.Env[k] = v
 	}
 	return l, res, nil
+}
+
+// lostOf is closed once a lease of held is lost, or released: with one
+// lease (most acquires), its own Done, without the goroutines of
+// Held.Lost, which merges many.
+func lostOf(held Held) <-chan struct{} {
+	if ls := held.Leases(); len(ls) == 1 {
+		return ls[0].Done()
+	}
+	return held.Lost()
 }
 
 // watch pushes the lost event of l once any of its leases is lost, and

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -60,7 +61,22 @@ type server struct {
 	closing  bool
 	handlers sync.WaitGroup
 	watchers sync.WaitGroup
+
+	// turns hands the turn to read to an idle goroutine (nextTurn), of
+	// which idle are waiting.
+	turns chan turn
+	idle  atomic.Int32
 }
+
+// turn is the turn to read requests: the input, and where its end is
+// told (Serve).
+type turn struct {
+	r    *bufio.Reader
+	done chan<- error
+}
+
+// maxIdle bounds the goroutines kept waiting for a turn to read.
+const maxIdle = 8
 
 // Serve runs a bridge on in and out until in ends, the client says bye or
 // dies, or ctx ends; it then releases every lease it holds and returns
@@ -69,14 +85,17 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	if c.OwnerPoll == 0 {
 		c.OwnerPoll = DefaultOwnerPoll
 	}
-	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{}}
+	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{},
+		turns: make(chan turn)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
-	// The reader dispatches each request itself: no hop through another
-	// goroutine before an op starts (each hop is a wake-up on a loaded
-	// machine). This loop watches the client's pid and ctx.
+	in, restore := pollable(in)
+	defer restore()
+	// The goroutine that reads a request runs it (read): no hop through
+	// another goroutine before an op starts (each hop is a wake-up on a
+	// loaded machine). This loop watches the client's pid and ctx.
 	readErr := make(chan error, 1)
-	go func() { readErr <- s.read(in) }()
+	go s.read(bufio.NewReaderSize(in, 64<<10), readErr)
 	tick := time.NewTicker(c.OwnerPoll)
 	defer tick.Stop()
 	for {
@@ -96,10 +115,12 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	}
 }
 
-// read reads requests from in and dispatches them, until in ends (nil),
-// the client says bye (nil) or reading fails (the error).
-func (s *server) read(in io.Reader) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+// read reads requests from r and dispatches them, until r ends (nil),
+// the client says bye (nil) or reading fails (the error), which it sends
+// on done. An op that is not answered at once runs on this goroutine,
+// which first hands the reading on (handOn): one goroutine reads at a
+// time, in order. Then it waits for a turn to read again (nextTurn).
+func (s *server) read(r *bufio.Reader, done chan<- error) {
 	for {
 		line, err := readLine(r)
 		if errors.Is(err, errLineTooLong) {
@@ -107,13 +128,16 @@ func (s *server) read(in io.Reader) error {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return nil
+			done <- nil
+			return
 		}
 		if err != nil {
-			return err
+			done <- err
+			return
 		}
 		if s.ctx.Err() != nil {
-			return nil
+			done <- nil
+			return
 		}
 		if len(line) == 0 {
 			continue
@@ -126,18 +150,55 @@ func (s *server) read(in io.Reader) error {
 		if req.Op == "bye" {
 			s.shutdown()
 			_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
-			return nil
+			done <- nil
+			return
 		}
-		s.dispatch(req)
+		if run := s.dispatch(req); run != nil {
+			s.handOn(turn{r, done})
+			run()
+			t, ok := s.nextTurn()
+			if !ok {
+				return
+			}
+			r, done = t.r, t.done
+		}
 	}
 }
 
-// dispatch answers req: hello at once (nothing else may run before it),
-// every other op in its own goroutine, so that a wait holds up nothing.
-func (s *server) dispatch(req request) {
+// handOn gives the turn to read to an idle goroutine, else to a new one.
+func (s *server) handOn(t turn) {
+	select {
+	case s.turns <- t:
+	default:
+		go s.read(t.r, t.done)
+	}
+}
+
+// nextTurn waits for the turn to read: the goroutines that ran ops serve
+// the next requests, their stacks grown already (a new goroutine grew
+// its stack, copying it, on every request). At most maxIdle wait; the
+// others end at once, and all of them when the bridge shuts down.
+func (s *server) nextTurn() (turn, bool) {
+	if s.idle.Add(1) > maxIdle {
+		s.idle.Add(-1)
+		return turn{}, false
+	}
+	defer s.idle.Add(-1)
+	select {
+	case t := <-s.turns:
+		return t, true
+	case <-s.ctx.Done():
+		return turn{}, false
+	}
+}
+
+// dispatch answers req at once when it can (hello: nothing else may run
+// before it; a refusal), or returns the op to run, registered in flight:
+// read runs it on its own goroutine, so that a wait holds up nothing.
+func (s *server) dispatch(req request) (run func()) {
 	if req.ID <= 0 {
 		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
-		return
+		return nil
 	}
 	if req.Op == "hello" || s.g == nil {
 		var result any
@@ -146,12 +207,12 @@ func (s *server) dispatch(req request) {
 			result, err = s.hello(req.Args)
 		}
 		s.answer(req.ID, result, err)
-		return
+		return nil
 	}
 	op, ok := ops[req.Op]
 	if !ok {
 		s.answer(req.ID, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.mu.Lock()
@@ -159,18 +220,18 @@ func (s *server) dispatch(req request) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, errShuttingDown)
-		return
+		return nil
 	}
 	if _, dup := s.inflight[req.ID]; dup {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
-		return
+		return nil
 	}
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	go func() {
+	return func() {
 		defer s.handlers.Done()
 		result, err := op(ctx, s, req)
 		if err != nil && errors.Is(context.Cause(ctx), errCancelled) {
@@ -181,7 +242,7 @@ func (s *server) dispatch(req request) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, result, err)
-	}()
+	}
 }
 
 // answer sends the reply to request id.

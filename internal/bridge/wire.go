@@ -36,31 +36,34 @@ type reply struct {
 type out struct {
 	mu  sync.Mutex
 	w   *bufio.Writer
+	enc *json.Encoder // on w: its buffers are reused from message to message
 	err error
 }
 
-func newOut(w io.Writer) *out { return &out{w: bufio.NewWriter(w)} }
+func newOut(w io.Writer) *out {
+	bw := bufio.NewWriterSize(w, 16<<10)
+	return &out{w: bw, enc: json.NewEncoder(bw)}
+}
 
-// send writes each of vs as one line, all in one write, and flushes
-// them. After the first write error (the client has gone) it writes
-// nothing more and returns that error.
+// send writes each of vs as one line and flushes them together (one
+// write, unless they are longer than the buffer). After the first write
+// error (the client has gone) it writes nothing more and returns that
+// error.
 func (o *out) send(vs ...any) error {
-	var b []byte
-	for _, v := range vs {
-		line, err := json.Marshal(v)
-		if err != nil { // cannot happen: every message is plain data
-			line, _ = json.Marshal(reply{OK: false, Error: &errorMsg{Code: 125, Kind: kindFailure, Message: "bridge: " + err.Error()}})
-		}
-		b = append(append(b, line...), '\n')
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
-	if _, err := o.w.Write(b); err != nil {
-		o.err = err
-		return err
+	for _, v := range vs {
+		if err := o.enc.Encode(v); err != nil {
+			// v is not plain data (cannot happen: nothing was written),
+			// or the client has gone (then this fails too).
+			if err := o.enc.Encode(reply{OK: false, Error: &errorMsg{Code: 125, Kind: kindFailure, Message: "bridge: " + err.Error()}}); err != nil {
+				o.err = err
+				return err
+			}
+		}
 	}
 	o.err = o.w.Flush()
 	return o.err

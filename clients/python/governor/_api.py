@@ -78,21 +78,19 @@ class Lease:
         own = [r for r in self.resources if not r.get("nested")] or self.resources
         return own[0]["handle"] if own else ""
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, reason: str) -> List[Callable[[], None]]:
+        """Marks the lease lost; returns the callbacks to run (the bridge
+        runs them: Bridge.run_callbacks), none when it was lost already."""
         with self._mu:
             if self.lost.is_set() or self.released:
-                return
+                return []
             self.lost_reason = reason
             self.lost.set()
-            callbacks = list(self._on_lost)
-        for cb in callbacks:
-            try:
-                cb()
-            except Exception:
-                pass
+            return list(self._on_lost)
 
     def on_lost(self, cb: Callable[[], None]) -> None:
-        """Calls cb (from the bridge's reader thread) once the lease is lost."""
+        """Calls cb once the lease is lost (from the thread that read the
+        loss, never while a caller reads the bridge's output)."""
         with self._mu:
             self._on_lost.append(cb)
             lost = self.lost.is_set()
@@ -179,7 +177,7 @@ def _acquire_args(resources: Sequence[str], opts: Dict[str, Any]) -> Dict[str, A
     args["if_busy"] = if_busy
     if timeout:
         args["wait_timeout"] = timeout
-    env = {k: os.environ[k] for k in _NEST_VARS if os.environ.get(k)}
+    env = {k: v for k in _NEST_VARS for v in (os.getenv(k),) if v}
     if env:
         args["env"] = env
     return args

@@ -3,12 +3,15 @@ process, spoken to in newline-delimited JSON (docs/bridge-protocol.md)."""
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
+import select
 import shutil
 import subprocess
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
 
@@ -37,19 +40,67 @@ def find_binary() -> str:
 
 
 class _Pending:
-    __slots__ = ("done", "reply", "on_event", "callback")
+    """A request's reply: ``reply`` once it arrived. ``_got`` is a plain
+    lock, made held, released when the reply is in (no Event and its
+    Condition per call)."""
+
+    __slots__ = ("_got", "reply", "on_event", "callback")
 
     def __init__(self, on_event: Optional[Callable[[Dict[str, Any]], None]],
                  callback: Optional[Callable[[Dict[str, Any]], None]]) -> None:
-        self.done = threading.Event()
+        self._got = _thread.allocate_lock()
+        self._got.acquire()
         self.reply: Optional[Dict[str, Any]] = None
         self.on_event = on_event
         self.callback = callback
 
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits up to timeout (None: for ever) for the reply."""
+        if self.reply is None:
+            self._got.acquire(True, -1 if timeout is None else timeout)
+        return self.reply is not None
+
+    def set(self, reply: Dict[str, Any]) -> None:
+        """Delivers reply; delivering again changes nothing."""
+        if self.reply is None:
+            self.reply = reply
+        try:
+            self._got.release()
+        except RuntimeError:  # released already (a repeated delivery)
+            pass
+
+
+# The reading of the bridge's output. Whoever holds the reading role
+# (Bridge._role) reads the pipe and dispatches every line: a caller
+# waiting for its reply takes it when it is free (it then wakes up for its
+# own reply, with no hand-off from another thread), otherwise the reader
+# thread, which watches the pipe between calls (events, EOF). A caller
+# may be interrupted anywhere (KeyboardInterrupt), so reading loses
+# nothing to that: bytes are read into a buffer whose unused part is zero
+# (the bridge's JSON lines hold no NUL byte, so the first one ends what was
+# read), a line is dispatched before it is marked read (Bridge._r, one
+# store), and dispatching a line again changes nothing.
+_BUF = 1 << 16
+
+# The reader thread leaves the pipe to callers while they come one after
+# another (it would wake up for every reply they read, and take the GIL
+# from them): it looks again after 2 ms, twice as long each time it
+# finds callers still at it, up to _NAP, and watches the pipe again once
+# none has called for _QUIET, or at once when a caller stops
+# reading with other requests still waiting, or one is sent that no
+# caller waits for by reading (the async ones). Events and the pipe's end
+# are read up to _NAP later after a burst of calls: far less than any
+# lease's safety margin (the backend expires a lost lease seconds after).
+_QUIET = 0.02
+_NAP = 0.05
+
+_decode = json.JSONDecoder().decode
+
 
 class Bridge:
     """One running ``governor bridge``. Thread-safe: any thread may send
-    requests; a reader thread routes replies and events."""
+    requests; replies and events are read by the caller that waits (one
+    at a time) or a reader thread."""
 
     def __init__(self, argv: List[str], env: Dict[str, str], session: str = "") -> None:
         self.pid_owner = os.getpid()
@@ -59,6 +110,15 @@ class Bridge:
         self._pending: Dict[int, _Pending] = {}
         self._leases: Dict[str, Any] = {}  # bridge lease id -> Lease
         self.dead: Optional[str] = None
+        self._role = threading.Lock()  # held by whoever reads the pipe
+        self._leader = 0  # the thread id of a caller that reads, else 0
+        self._later: List[Callable[[], None]] = []  # loss callbacks a caller read, run once it stops reading
+        self._last = 0.0  # when a caller last stopped reading (monotonic)
+        self._wake = _thread.allocate_lock()  # released to wake the reader thread up early
+        self._wake.acquire()
+        self._watchers = 0  # requests in flight with on_event
+        self._closing = False
+        self._r: Tuple[bytearray, int] = (bytearray(_BUF), 0)  # the buffer, and where its unread bytes start
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                          close_fds=True, bufsize=-1)
@@ -66,6 +126,11 @@ class Bridge:
             raise errors.BackendError("cannot start the governor bridge %r: %s" % (argv[0], e)) from None
         self._out = self.proc.stdin
         self._in = self.proc.stdout
+        self._fd = self._in.fileno()
+        self._wfd = self._out.fileno()
+        os.set_blocking(self._fd, False)
+        self._lpoll = select.poll()  # the callers' who read (one at a time)
+        self._lpoll.register(self._fd, select.POLLIN)
         self._reader = threading.Thread(target=self._read, name="governor-bridge-reader", daemon=True)
         self._reader.start()
         args = {"protocol": PROTOCOL, "client": CLIENT, "pid": os.getpid()}
@@ -102,13 +167,17 @@ class Bridge:
             self._next += 1
             rid = self._next
             self._pending[rid] = p
-        line = json.dumps({"id": rid, "op": op, "args": args or {}}, separators=(",", ":")) + "\n"
+            if on_event is not None:
+                self._watchers += 1
+        data = (json.dumps({"id": rid, "op": op, "args": args or {}}) + "\n").encode()
         try:
             with self._wlock:
-                self._out.write(line.encode())
-                self._out.flush()
+                while data:
+                    data = data[os.write(self._wfd, data):]
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
+        if callback is not None:
+            _release(self._wake)  # no caller reads for it: the reader thread does
         return rid, p
 
     def call(self, op: str, args: Optional[Dict[str, Any]] = None,
@@ -118,12 +187,61 @@ class Bridge:
         request (cancel_request) and is raised once it has ended."""
         rid, p = self.send(op, args, on_event)
         try:
-            while not p.done.wait(0.5 if threading.current_thread() is threading.main_thread() else None):
-                pass
+            if self._role.acquire(False):
+                try:
+                    self._lead(p)
+                finally:
+                    self._leader = 0
+                    self._last = time.monotonic()
+                    self._role.release()
+                    if self._pending:  # others wait: the reader thread reads for them
+                        _release(self._wake)
+                    self._run_later()
+            # In slices: a KeyboardInterrupt can land (main thread), and a
+            # bridge found gone by a reader interrupted meanwhile is seen.
+            while not p.wait(0.5):
+                if self.dead is not None:
+                    p.set(self._gone_reply(self.dead))
         except BaseException:
             self.cancel(rid, p)
             raise
         return result_of(p.reply)
+
+    def _lead(self, p: _Pending) -> None:
+        """Reads the pipe (the role held) until p's reply is in, the
+        bridge is gone, or a loss was read whose callbacks must run: they
+        run once the role is released, never while this caller reads."""
+        self._leader = threading.get_ident()
+        self._lines()
+        while p.reply is None and self.dead is None and not self._later:
+            self._lpoll.poll()
+            if not self._take(once=True):
+                return
+
+    def _run_later(self) -> None:
+        while self._later:
+            try:
+                cb = self._later.pop(0)
+            except IndexError:  # another thread ran it
+                return
+            try:
+                cb()
+            except Exception:
+                pass
+
+    def run_callbacks(self, callbacks: List[Callable[[], None]]) -> None:
+        """Runs a lost lease's callbacks: at once, or, read by a caller,
+        once it stops reading."""
+        if not callbacks:
+            return
+        if self._leader == threading.get_ident():
+            self._later.extend(callbacks)
+            return
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:
+                pass
 
     def cancel(self, rid: int, p: _Pending) -> None:
         """Cancels request rid and waits for its reply; a lease it got
@@ -132,7 +250,7 @@ class Bridge:
             self.send("cancel_request", {"request": rid})
         except errors.GovernorError:
             return
-        p.done.wait(30)
+        p.wait(30)
         r = p.reply or {}
         if r.get("ok") and isinstance(r.get("result"), dict) and r["result"].get("lease"):
             try:
@@ -145,43 +263,107 @@ class Bridge:
             self._leases[lease_id] = lease
             dead = self.dead
         if dead is not None:
-            lease._lose("the governor bridge is gone: " + dead)
+            self.run_callbacks(lease._lose("the governor bridge is gone: " + dead))
 
     def unregister(self, lease_id: str) -> None:
         with self._lock:
             self._leases.pop(lease_id, None)
 
-    # -- the reader -----------------------------------------------------
+    # -- reading --------------------------------------------------------
 
     def _read(self) -> None:
-        why = "it exited"
+        """The reader thread: reads the pipe whenever it has something and
+        no caller reads it, until its end."""
+        poll = select.poll()
+        poll.register(self._fd, select.POLLIN)
+        nap = 0.002
+        while self.dead is None:
+            quiet = time.monotonic() - self._last
+            if self._leader or quiet < _QUIET and not self._pending and not self._closing:
+                if self._wake.acquire(True, nap):
+                    nap = 0.002  # woken: others wait
+                else:
+                    nap = min(2 * nap, _NAP)
+                continue
+            nap = 0.002
+            try:
+                poll.poll()
+            except OSError:
+                pass
+            with self._role:  # a caller reading: wait until it stops
+                if not self._take(once=False):
+                    return
+
+    def _take(self, once: bool) -> bool:
+        """Reads what the pipe holds (once: one read, else until it has
+        no more) and dispatches every whole line, the role held. False
+        once the bridge is gone (its end read: _gone)."""
+        while True:
+            buf, start = self._r
+            end = buf.find(0, start)
+            if end < 0 or len(buf) - end < 4096:
+                # Full: the unread part moves to a new, zeroed buffer.
+                end = len(buf) if end < 0 else end
+                self._r = (bytearray(buf[start:end]) + bytearray(max(_BUF, 2 * (end - start))), 0)
+                continue
+            try:
+                n = os.readv(self._fd, [memoryview(buf)[end:]])
+            except BlockingIOError:
+                return True
+            except (OSError, ValueError) as e:
+                self._gone("reading from it failed: %s" % e)
+                return False
+            if n == 0:
+                self._gone("it exited")
+                return False
+            self._lines()
+            if once and n < len(buf) - end:
+                return True
+
+    def _lines(self) -> None:
+        """Dispatches the whole lines read, each before it is marked read."""
+        buf, start = self._r
+        while True:
+            nl = buf.find(10, start)
+            if nl < 0:
+                return
+            self._dispatch(buf[start:nl])
+            self._r = (buf, nl + 1)
+            start = nl + 1
+
+    def _dispatch(self, line: bytearray) -> None:
+        if line.startswith(b'{"event":"') and not line.startswith(b'{"event":"lost"') and not self._watchers:
+            return  # an event nobody watches (granted, queued)
         try:
-            for raw in self._in:
-                try:
-                    msg = json.loads(raw)
-                except ValueError:
-                    continue
-                if "event" in msg:
-                    self._event(msg)
-                    continue
-                with self._lock:
-                    p = self._pending.pop(msg.get("id", 0), None)
-                if p is None:
-                    continue
-                p.reply = msg
-                p.done.set()
-                if p.callback is not None:
-                    p.callback(msg)
-        except (OSError, ValueError) as e:
-            why = "reading from it failed: %s" % e
-        self._gone(why)
+            msg = _decode(line.decode())
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        if "event" in msg:
+            self._event(msg)
+            return
+        rid = msg.get("id", 0)
+        with self._lock:
+            p = self._pending.get(rid)
+        if p is None:
+            return
+        p.set(msg)
+        with self._lock:
+            if self._pending.pop(rid, None) is not None and p.on_event is not None:
+                self._watchers -= 1
+        if p.callback is not None:
+            p.callback(msg)
 
     def _event(self, msg: Dict[str, Any]) -> None:
         if msg.get("event") == "lost":
+            lid = msg.get("lease", "")
             with self._lock:
-                lease = self._leases.pop(msg.get("lease", ""), None)
+                lease = self._leases.get(lid)
             if lease is not None:
-                lease._lose(msg.get("reason", "lost"))
+                self.run_callbacks(lease._lose(msg.get("reason", "lost")))
+                with self._lock:
+                    self._leases.pop(lid, None)
             return
         rid = msg.get("request")
         with self._lock:
@@ -201,13 +383,16 @@ class Bridge:
             pending, self._pending = self._pending, {}
             leases, self._leases = self._leases, {}
         for lease in leases.values():
-            lease._lose("the governor bridge is gone: " + why)
-        gone = {"ok": False, "error": {"code": 122, "kind": "lost", "message": "the governor bridge is gone: " + why}}
+            self.run_callbacks(lease._lose("the governor bridge is gone: " + why))
+        gone = self._gone_reply(why)
         for p in pending.values():
-            p.reply = gone
-            p.done.set()
+            p.set(gone)
             if p.callback is not None:
                 p.callback(gone)
+
+    @staticmethod
+    def _gone_reply(why: str) -> Dict[str, Any]:
+        return {"ok": False, "error": {"code": 122, "kind": "lost", "message": "the governor bridge is gone: " + why}}
 
     def close(self) -> None:
         """Says bye: the bridge releases everything and exits."""
@@ -223,6 +408,8 @@ class Bridge:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._closing = True  # the reader thread reads the end at once
+        _release(self._wake)
         self._reader.join(10)
         try:
             self._in.close()
@@ -248,6 +435,13 @@ class Bridge:
             except (OSError, ValueError):
                 pass
         _orphans.append((self._out, self._in, self.proc))
+
+
+def _release(lock: Any) -> None:
+    try:
+        lock.release()
+    except RuntimeError:  # released already
+        pass
 
 
 def result_of(reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:

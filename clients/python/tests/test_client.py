@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import json
 import os
 import select
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -82,6 +84,43 @@ class ClientTests(support.FileCase):
                     lease.seq_next("version")
         self.assertEqual(new.seq_next("version"), 1)
         new.release()
+
+    def test_loss_read_by_the_waiting_main_thread_stops_the_body(self) -> None:
+        # The main thread, waiting in a call, reads the bridge's output
+        # itself: the loss of its slot that it reads there still stops the
+        # body (its callbacks run once it stops reading).
+        g, other = self.gov(), self.gov(session="taker")
+        blocker = other.acquire("lw-busy", limit=1)
+        self.addCleanup(blocker.release)
+        with self.assertRaises(governor.LeaseLost):
+            with g.slot("lw", limit=1, ttl=2) as lease:
+                def take() -> None:
+                    self.wait_for("the body queued", lambda: any(r.waiters for r in other.slots("lw-busy")))
+                    other.takeover("lw", lease_id=lease.resources[0]["lease_id"], force=True, limit=1).release()
+                threading.Thread(target=take, daemon=True).start()
+                g.acquire("lw-busy", limit=1, wait=True, timeout=support.DEADLINE)
+        self.assertEqual(other.slots("lw-busy")[0].waiters, [], "the interrupted wait was left queued")
+
+    def test_interrupted_wait_is_cancelled_and_the_bridge_serves_on(self) -> None:
+        # Ctrl-C while the main thread waits (reading the bridge's output
+        # itself): the wait is withdrawn, and nothing read is lost.
+        g, other = self.gov(), self.gov(session="holder")
+        kept = g.acquire("iw-kept", limit=1)
+        blocker = other.acquire("iw-busy", limit=1)
+        self.addCleanup(blocker.release)
+
+        def interrupt() -> None:
+            self.wait_for("the wait queued", lambda: any(r.waiters for r in other.slots("iw-busy")))
+            _thread.interrupt_main()
+        threading.Thread(target=interrupt, daemon=True).start()
+        with self.assertRaises(KeyboardInterrupt):
+            g.acquire("iw-busy", limit=1, wait=True, timeout=support.DEADLINE)
+        kept.touch()
+        self.assertFalse(kept.lost.is_set())
+        self.assertEqual(other.slots("iw-busy")[0].waiters, [])
+        for _ in range(20):  # replies still pair with their requests
+            self.assertEqual(len(g.slots("iw-kept")[0].holders), 1)
+        kept.release()
 
     def test_busy_names_the_holder(self) -> None:
         g, other = self.gov(), self.gov()
