@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Entry is one effective value, for `governor config show`.
@@ -24,64 +26,79 @@ func (l *Loaded) Show() []Entry {
 	return entries
 }
 
-// valueOf formats the value at path.
+// valueOf formats the value at path as the file would hold it. The value
+// is found by the mapstructure tags that load it (a map entry for a
+// provider's or a resource's name), so that every key the schema has is
+// shown, not only those a list here would name.
 func (c Config) valueOf(path []string) string {
 	switch dotted(path) {
-	case "project":
-		return c.Project
-	case "backend":
-		return c.Backend
 	case "redis.url":
 		return RedactURL(c.Redis.URL)
-	case "redis.allow_eviction":
-		return strconv.FormatBool(c.Redis.AllowEviction)
 	case "redis.loss_quarantine":
 		return strconv.FormatBool(c.Redis.Quarantine())
-	case "file.dir":
-		return c.File.Dir
-	case "lease.ttl":
-		return c.Lease.TTL.String()
-	case "lease.heartbeat":
-		return c.Lease.Heartbeat.String()
-	case "run.max_concurrent_runs":
-		return formatIntPtr(c.Run.MaxConcurrentRuns)
-	case "lock_order":
-		return strings.Join(c.LockOrder, ",")
 	}
-	if len(path) != 3 {
-		return ""
-	}
-	switch path[0] {
-	case "providers":
-		p := c.Providers[path[1]]
-		switch path[2] {
-		case "max_concurrency":
-			return formatIntPtr(p.MaxConcurrency)
-		case "requests_per_minute":
-			return strconv.Itoa(p.RequestsPerMinute)
-		case "tokens_per_minute":
-			return strconv.Itoa(p.TokensPerMinute)
-		case "burst":
-			return strconv.Itoa(p.Burst)
-		}
-	case "resources":
-		switch path[2] {
-		case "limit":
-			return strconv.Itoa(c.Resources[path[1]].Limit)
-		case "mkdir_lock":
-			return c.Resources[path[1]].MkdirLock
+	v := reflect.ValueOf(c)
+	for _, part := range path {
+		switch v.Kind() {
+		case reflect.Struct:
+			v = fieldTagged(v, part)
+		case reflect.Map:
+			v = v.MapIndex(reflect.ValueOf(part))
 		default:
-			return showPolicy(c.Resources[path[1]], path[2])
+			return ""
+		}
+		if !v.IsValid() {
+			return ""
 		}
 	}
-	return ""
+	s, _ := formatValue(v)
+	return s
 }
 
-func formatIntPtr(p *int) string {
-	if p == nil {
-		return ""
+// fieldTagged is the field of struct v whose mapstructure tag is name,
+// looking into squashed structs; the zero Value when there is none.
+func fieldTagged(v reflect.Value, name string) reflect.Value {
+	t := v.Type()
+	for i := range t.NumField() {
+		tag, opts, _ := strings.Cut(t.Field(i).Tag.Get("mapstructure"), ",")
+		if tag == name && name != "" {
+			return v.Field(i)
+		}
+		if tag == "" && opts == "squash" {
+			if f := fieldTagged(v.Field(i), name); f.IsValid() {
+				return f
+			}
+		}
 	}
-	return strconv.Itoa(*p)
+	return reflect.Value{}
+}
+
+// formatValue writes a leaf value of Config as a file holds it; false for
+// a type it does not know.
+func formatValue(v reflect.Value) (string, bool) {
+	switch x := v.Interface().(type) {
+	case string:
+		return x, true
+	case int:
+		return strconv.Itoa(x), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case *int:
+		if x == nil {
+			return "", true
+		}
+		return strconv.Itoa(*x), true
+	case *bool:
+		if x == nil {
+			return "", true
+		}
+		return strconv.FormatBool(*x), true
+	case time.Duration:
+		return x.String(), true
+	case []string:
+		return strings.Join(x, ","), true
+	}
+	return "", false
 }
 
 // LimitOrigins returns, for each resource of Config.Limits, the key that
@@ -110,31 +127,4 @@ func (l *Loaded) LimitOrigins() map[string]string {
 		}
 	}
 	return out
-}
-
-// showPolicy shows field of r's queue policy.
-func showPolicy(r Resource, field string) string {
-	switch field {
-	case "priorities":
-		return strings.Join(r.Priorities, ",")
-	case "reserve":
-		return strings.Join(r.Reserve, ",")
-	case "cap":
-		return strings.Join(r.Cap, ",")
-	case "fair_weights":
-		return strings.Join(r.FairWeights, ",")
-	case "max_overtakes":
-		return strconv.Itoa(r.MaxOvertakes)
-	case "fair":
-		return strconv.FormatBool(r.Fair)
-	case "fair_cap":
-		return strconv.Itoa(r.FairCap)
-	case "max_queue":
-		return strconv.Itoa(r.MaxQueue)
-	case "max_wait":
-		return r.MaxWait.String()
-	case "policy":
-		return r.Policy
-	}
-	return ""
 }

@@ -166,3 +166,61 @@ func ExampleLoad_errors() {
 	// bad.yaml:2: run.max_concurent_runs: unknown key; did you mean run.max_concurrent_runs? (allowed under run: max_concurrent_runs)
 	// bad.yaml:5: lease.heartbeat: 10s is not shorter than lease.ttl 10s; a holder must renew well before its lease expires, so use a heartbeat of about a third of the TTL (3.333333333s)
 }
+
+// Every key a file sets is shown with its value, providers' adaptive,
+// shadow, degraded-mode and queue-policy keys included (they were shown
+// empty).
+func TestShowEveryKey(t *testing.T) {
+	e := newEnv(t)
+	l, _, err := e.loadFile(`providers:
+  anthropic:
+    max_concurrency: 4
+    requests_per_minute: 10
+    tokens_per_minute: 1000
+    burst: 3
+    adaptive: true
+    adaptive_min: 2
+    adaptive_increase_every: 5
+    on_backend_down: open
+    shadow: true
+    priorities: [critical, default]
+    reserve: [critical=1]
+    max_wait: 1m
+resources:
+  gpu:
+    limit: 4
+    fair: true
+    fair_cap: 2
+    policy: eager
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"providers.anthropic.max_concurrency":         "4",
+		"providers.anthropic.requests_per_minute":     "10",
+		"providers.anthropic.tokens_per_minute":       "1000",
+		"providers.anthropic.burst":                   "3",
+		"providers.anthropic.adaptive":                "true",
+		"providers.anthropic.adaptive_min":            "2",
+		"providers.anthropic.adaptive_increase_every": "5",
+		"providers.anthropic.on_backend_down":         "open",
+		"providers.anthropic.shadow":                  "true",
+		"providers.anthropic.priorities":              "critical,default",
+		"providers.anthropic.reserve":                 "critical=1",
+		"providers.anthropic.max_wait":                "1m0s",
+		"resources.gpu.limit":                         "4",
+		"resources.gpu.fair":                          "true",
+		"resources.gpu.fair_cap":                      "2",
+		"resources.gpu.policy":                        "eager",
+	}
+	got := map[string]string{}
+	for _, en := range l.Show() {
+		if en.Source == config.SourceFile {
+			got[en.Key] = en.Value
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Show() of the file's keys =\n%v\nwant\n%v", got, want)
+	}
+}

@@ -135,18 +135,26 @@ func userName(uid int) string {
 // or root, writable by no one else, readable by no one but the owner and
 // group. It holds the URL alone; surrounding white space is dropped.
 func ReadURLFile(path string) (string, error) {
-	data, err := ReadTrusted(path, GroupReaders)
+	return readLine(path, GroupReaders, "the Redis URL", " (redis://[user:password@]host:port/db)")
+}
+
+// readLine reads path as ReadTrusted does with readers and returns the
+// one line it holds, surrounding white space dropped. An empty file or
+// one of several lines is an error saying to write what in it (how: an
+// example appended to the first).
+func readLine(path string, readers Readers, what, how string) (string, error) {
+	data, err := ReadTrusted(path, readers)
 	if err != nil {
 		return "", err
 	}
-	u := strings.TrimSpace(string(data))
+	line := strings.TrimSpace(string(data))
 	switch {
-	case u == "":
-		return "", fmt.Errorf("config: %s is empty; write the Redis URL in it (redis://[user:password@]host:port/db)", path)
-	case strings.ContainsAny(u, "\n\r"):
-		return "", fmt.Errorf("config: %s holds several lines; write the Redis URL alone in it", path)
+	case line == "":
+		return "", fmt.Errorf("config: %s is empty; write %s in it%s", path, what, how)
+	case strings.ContainsAny(line, "\n\r"):
+		return "", fmt.Errorf("config: %s holds several lines; write %s alone in it", path, what)
 	}
-	return u, nil
+	return line, nil
 }
 
 // MinTokenLen is the shortest admin token ReadTokenFile accepts: a token
@@ -160,17 +168,11 @@ const MinTokenLen = 16
 // printable ASCII characters without spaces; surrounding white space is
 // dropped.
 func ReadTokenFile(path string) (string, error) {
-	data, err := ReadTrusted(path, OwnerOnly)
+	tok, err := readLine(path, OwnerOnly, "the admin token", fmt.Sprintf(" (e.g. head -c 32 /dev/urandom | base64 > %s)", path))
 	if err != nil {
 		return "", err
 	}
-	tok := strings.TrimSpace(string(data))
-	switch {
-	case tok == "":
-		return "", fmt.Errorf("config: %s is empty; write the admin token in it (e.g. head -c 32 /dev/urandom | base64 > %s)", path, path)
-	case strings.ContainsAny(tok, "\n\r"):
-		return "", fmt.Errorf("config: %s holds several lines; write the admin token alone in it", path)
-	case len(tok) < MinTokenLen:
+	if len(tok) < MinTokenLen {
 		return "", fmt.Errorf("config: the admin token in %s has %d characters; it needs at least %d (e.g. head -c 32 /dev/urandom | base64 > %s)", path, len(tok), MinTokenLen, path)
 	}
 	for _, c := range tok {

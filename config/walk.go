@@ -142,6 +142,13 @@ func (w *walker) problem(line int, key, value, msg string) {
 	w.problems = append(w.problems, &FieldError{File: w.file, Line: line, Key: key, Value: RedactURL(value), Msg: msg})
 }
 
+// broke reports a key whose value could not be read, and marks it
+// broken: the checks built on it then say nothing more.
+func (w *walker) broke(line int, key, value, msg string) {
+	w.problem(line, key, value, msg)
+	w.broken[key] = true
+}
+
 // walk checks n, found at path, against s.
 func (w *walker) walk(n *yaml.Node, path []string, s *schema) {
 	line := n.Line
@@ -191,8 +198,7 @@ func (w *walker) walkMapping(n *yaml.Node, path []string, s *schema) {
 			continue
 		}
 		if first, dup := seen[name]; dup {
-			w.problem(k.Line, ckey, "", fmt.Sprintf("defined twice (first at line %d)", first))
-			w.broken[ckey] = true
+			w.broke(k.Line, ckey, "", fmt.Sprintf("defined twice (first at line %d)", first))
 			continue
 		}
 		seen[name] = k.Line
@@ -228,11 +234,11 @@ func (w *walker) walkMapping(n *yaml.Node, path []string, s *schema) {
 func (w *walker) scalar(n *yaml.Node, line int, path []string, k kind) {
 	key := dotted(path)
 	if n.Kind != yaml.ScalarNode {
-		w.problem(line, key, "", fmt.Sprintf("must be a single value, not %s", describe(n)))
-		w.broken[key] = true
+		w.broke(line, key, "", fmt.Sprintf("must be a single value, not %s", describe(n)))
 		return
 	}
 	s := &setting{path: path, raw: n.Value, source: SourceFile, line: line}
+	var msg string
 	switch k {
 	case kindString:
 		if n.Value == "" {
@@ -242,32 +248,25 @@ func (w *walker) scalar(n *yaml.Node, line int, path []string, k kind) {
 	case kindInt:
 		var i int
 		if n.Tag != "!!int" || n.Decode(&i) != nil {
-			w.problem(line, key, n.Value, fmt.Sprintf("%s is not a whole number", quoteScalar(n)))
-			w.broken[key] = true
-			return
+			msg = fmt.Sprintf("%s is not a whole number", quoteScalar(n))
 		}
 		s.value = i
 	case kindDuration:
 		if n.Tag == "!!int" || n.Tag == "!!float" {
-			w.problem(line, key, n.Value, fmt.Sprintf("%s has no unit; write a duration such as %ss", n.Value, n.Value))
-			w.broken[key] = true
-			return
+			msg = fmt.Sprintf("%s has no unit; write a duration such as %ss", n.Value, n.Value)
+		} else {
+			s.value, msg = parseDuration(n.Value)
 		}
-		d, msg := parseDuration(n.Value)
-		if msg != "" {
-			w.problem(line, key, n.Value, msg)
-			w.broken[key] = true
-			return
-		}
-		s.value = d
 	case kindBool:
 		var b bool
 		if n.Tag != "!!bool" || n.Decode(&b) != nil {
-			w.problem(line, key, n.Value, fmt.Sprintf("%s is not true or false", quoteScalar(n)))
-			w.broken[key] = true
-			return
+			msg = fmt.Sprintf("%s is not true or false", quoteScalar(n))
 		}
 		s.value = b
+	}
+	if msg != "" {
+		w.broke(line, key, n.Value, msg)
+		return
 	}
 	w.settings = append(w.settings, s)
 }
@@ -275,8 +274,7 @@ func (w *walker) scalar(n *yaml.Node, line int, path []string, k kind) {
 func (w *walker) list(n *yaml.Node, line int, path []string) {
 	key := dotted(path)
 	if n.Kind != yaml.SequenceNode {
-		w.problem(line, key, n.Value, fmt.Sprintf("must be a list such as [issue, plan], not %s", describe(n)))
-		w.broken[key] = true
+		w.broke(line, key, n.Value, fmt.Sprintf("must be a list such as [issue, plan], not %s", describe(n)))
 		return
 	}
 	items := make([]string, 0, len(n.Content))
@@ -287,8 +285,7 @@ func (w *walker) list(n *yaml.Node, line int, path []string) {
 			e = e.Alias
 		}
 		if e.Kind != yaml.ScalarNode {
-			w.problem(e.Line, ekey, "", fmt.Sprintf("must be a single value, not %s", describe(e)))
-			w.broken[key] = true
+			w.broke(e.Line, ekey, "", fmt.Sprintf("must be a single value, not %s", describe(e)))
 			return
 		}
 		if e.Tag == "!!null" {

@@ -69,6 +69,41 @@ type grant struct {
 	at  int64
 }
 
+// declaredLost waits (within at most) for holder's lease l to be
+// declared lost, and returns the instant it saw it.
+func declaredLost(t *testing.T, l *governor.Lease, within time.Duration, holder string) int64 {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(within):
+		t.Fatalf("%s never declared its lease lost", holder)
+	}
+	at := monoNow()
+	if !errors.Is(l.Err(), governor.ErrLeaseLost) {
+		t.Fatalf("Err %v, want ErrLeaseLost", l.Err())
+	}
+	return at
+}
+
+// grantedAfter waits (30s at most) for the waiter's grant, which must
+// come after lostAt, when holder declared its lease lost.
+func grantedAfter(t *testing.T, waiter <-chan grant, lostAt int64, holder string) grant {
+	t.Helper()
+	var w grant
+	select {
+	case w = <-waiter:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the waiter was never granted %s's slot", holder)
+	}
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.at <= lostAt {
+		t.Fatalf("the waiter was granted before %s declared its lease lost", holder)
+	}
+	return w
+}
+
 func acquireAsync(g *governor.Governor, resource string, o governor.AcquireOptions, d time.Duration) <-chan grant {
 	ch := make(chan grant, 1)
 	go func() {
@@ -123,33 +158,14 @@ func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Opti
 
 	p.Blackhole()
 	partitioned := time.Now()
-	select {
-	case <-lh.Done():
-	case <-time.After(15 * time.Second):
-		t.Fatal("the partitioned holder never declared its lease lost")
-	}
-	lostAt := monoNow()
-	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
-		t.Fatalf("Err %v, want ErrLeaseLost", lh.Err())
-	}
+	lostAt := declaredLost(t, lh, 15*time.Second, "the partitioned holder")
 	// Declared on its own clock, before the server let the lease go.
 	if st := status(t, direct, key); !holds(st, lh.ID()) {
 		t.Fatalf("when the holder declared the loss the server no longer listed it: %+v", st.Holders)
 	}
 	t.Logf("lease declared lost %v into the partition", time.Since(partitioned).Round(time.Millisecond))
 
-	var w grant
-	select {
-	case w = <-waiter:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the waiter was never granted the partitioned holder's slot")
-	}
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	if w.at <= lostAt {
-		t.Fatal("the waiter was granted before the holder declared its lease lost")
-	}
+	w := grantedAfter(t, waiter, lostAt, "the partitioned holder")
 	if w.l.Token() <= lh.Token() {
 		t.Fatalf("token %d after %d", w.l.Token(), lh.Token())
 	}

@@ -183,6 +183,16 @@ func (w *runWorld) holder() governor.Holder {
 	return st.Holders[0]
 }
 
+// watchdogHolder is the one holder, which run (its governor) declared
+// with its watchdog's pid, not its own.
+func (w *runWorld) watchdogHolder(run *exec.Cmd) governor.Holder {
+	h := w.holder()
+	if h.PID == 0 || h.PID == run.Process.Pid {
+		w.t.Fatalf("declared pid %d: want the watchdog's, not governor's (%d)", h.PID, run.Process.Pid)
+	}
+	return h
+}
+
 // watchdogKills returns the EventWatchdogKill events of the world's
 // resource: what a watchdog recorded having done to a tree.
 func (w *runWorld) watchdogKills() []governor.Event {
@@ -289,10 +299,7 @@ func TestWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 	forEachWorld(t, "lease:\n  ttl: 20s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", []string{"--kill-grace", "3s"}, []string{"IGNORE_TERM=1"}, worker("WORK=2m")...)
 		expectLine(t, out, "working", time.Minute)
-		h := w.holder()
-		if h.PID == 0 || h.PID == first.Process.Pid {
-			t.Fatalf("declared pid %d: want the watchdog's, not governor's (%d)", h.PID, first.Process.Pid)
-		}
+		h := w.watchdogHolder(first)
 		if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

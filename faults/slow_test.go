@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -47,15 +46,7 @@ func TestSlowRedis(t *testing.T) {
 	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
 	p.SetDelay(2 * time.Second)
 	slowed := time.Now()
-	select {
-	case <-lh.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the holder never declared its lease lost with a 4s round trip")
-	}
-	lostAt := monoNow()
-	if !errors.Is(lh.Err(), governor.ErrLeaseLost) {
-		t.Fatalf("Err %v", lh.Err())
-	}
+	lostAt := declaredLost(t, lh, 20*time.Second, "the holder with a 4s round trip")
 	st := status(t, direct, key)
 	var h governor.Holder
 	for _, x := range st.Holders {
@@ -68,18 +59,7 @@ func TestSlowRedis(t *testing.T) {
 	}
 	t.Logf("lost %v after the slowdown; the server's lease had %v left", time.Since(slowed).Round(time.Millisecond), h.Expires.Sub(st.Now))
 
-	var w grant
-	select {
-	case w = <-waiter:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the waiter was never granted")
-	}
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	if w.at <= lostAt {
-		t.Fatal("the waiter was granted before the slow holder declared its loss")
-	}
+	w := grantedAfter(t, waiter, lostAt, "the slow holder")
 	log.work(w.l, "waiter", stop)
 	time.Sleep(200 * time.Millisecond)
 	close(stop)

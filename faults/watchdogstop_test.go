@@ -16,10 +16,7 @@ func TestStoppedWatchdogResumedKillsNothing(t *testing.T) {
 	forEachWorld(t, "lease:\n  ttl: 2s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", nil, nil, worker("WORK=8s")...)
 		expectLine(t, out, "working", time.Minute)
-		h := w.holder()
-		if h.PID == 0 || h.PID == first.Process.Pid {
-			t.Fatalf("declared pid %d: want the watchdog's, not governor's (%d)", h.PID, first.Process.Pid)
-		}
+		h := w.watchdogHolder(first)
 		if err := syscall.Kill(h.PID, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}

@@ -7,22 +7,14 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 // An admin action's by is a label beside who really acted (the OS user,
 // session and pid), never in its place (issue 24.14): --by root does not
 // make an event say root did it.
 func TestAdminActorNotForged(t *testing.T) {
-	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(fb, governor.Options{Project: "p", Session: "s-real"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p", Session: "s-real"})
 	ctx := context.Background()
 	if err := g.Pause(ctx, "r", "root"); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 // A lease taken in one process and released by its handle in another
@@ -16,14 +16,7 @@ func TestReleaseHandleRecordsHold(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() *governor.Governor {
-		b, err := filebackend.New(dir, filebackend.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := governor.New(b, governor.Options{Project: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := leasetest.FileGovernor(t, dir, governor.Options{Project: "p"})
 		return g
 	}
 	g1 := open()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 )
 
@@ -29,14 +29,7 @@ func TestHostileDeclarationEscaped(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func(session string) *governor.Governor {
-		b, err := filebackend.New(dir, filebackend.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := governor.New(b, governor.Options{Project: "p", Session: session, Command: safetexttest.Hostile})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := leasetest.FileGovernor(t, dir, governor.Options{Project: "p", Session: session, Command: safetexttest.Hostile})
 		t.Cleanup(func() { g.Close() })
 		return g
 	}

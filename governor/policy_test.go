@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 func TestPolicyEncodeParse(t *testing.T) {
@@ -58,15 +58,7 @@ func TestPolicyClassIndex(t *testing.T) {
 // Bad options are refused before anything reaches the backend, naming
 // the value and what is allowed.
 func TestAcquirePolicyOptionsRefused(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{})
 	p := governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "batch", Cap: 1}}}
 	for _, tc := range []struct {
 		o    governor.AcquireOptions
@@ -96,15 +88,7 @@ func TestAcquirePolicyOptionsRefused(t *testing.T) {
 // kind EventCancelledInProgress but stays held until its Release (its
 // work may still run), which hands the slot to the canceller.
 func TestCancelInProgressHeldUntilRelease(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{TTL: 3 * time.Second, Heartbeat: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{TTL: 3 * time.Second, Heartbeat: 50 * time.Millisecond})
 	old, err := g.Acquire(t.Context(), "deploy", governor.AcquireOptions{Limit: 1, Supersede: "main"})
 	if err != nil {
 		t.Fatal(err)

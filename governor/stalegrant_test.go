@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 // stallingGrants delays the reply of its first grant until the lease's
@@ -100,15 +101,7 @@ func TestStaleGrantNotAcquired(t *testing.T) {
 // here): its acquire ends with the max_wait withdrawal well before the
 // re-check would come.
 func TestMaxWaitAtDeadline(t *testing.T) {
-	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(fb, governor.Options{Project: "p", QueueTTL: 32 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p", QueueTTL: 32 * time.Second})
 	pol := governor.Policy{MaxWait: 200 * time.Millisecond}
 	ctx := context.Background()
 	h, err := g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol})

@@ -10,6 +10,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 func TestLeaseTimingResolve(t *testing.T) {
@@ -144,14 +145,7 @@ func TestNoHeartbeatLeaseIsLostAtItsDeadline(t *testing.T) {
 // closed when the test ends.
 func newFileGovernor(t *testing.T) *governor.Governor {
 	t.Helper()
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p"})
 	t.Cleanup(func() { _ = g.Close() })
 	return g
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -51,11 +56,7 @@ func (f *fakeSource) Resources(ctx context.Context) ([]string, error) {
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	var names []string
-	for n := range f.statuses {
-		names = append(names, n)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(f.statuses)), nil
 }
 
 func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Status, error) {
@@ -70,11 +71,7 @@ func (f *fakeSource) Status(ctx context.Context, resource string) (governor.Stat
 }
 
 func (f *fakeSource) Rates(ctx context.Context) ([]string, error) {
-	var names []string
-	for n := range f.rates {
-		names = append(names, n)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(f.rates)), nil
 }
 
 func (f *fakeSource) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
@@ -117,133 +114,17 @@ func fixedState() *fakeSource {
 	}}
 }
 
-const fixedExpected = `
-# HELP governor_acquire_wait_seconds Time from an acquire call to its grant, in every process (kept by the backend; sent by each process at most a second late).
-# TYPE governor_acquire_wait_seconds histogram
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.005"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.025"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.1"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="0.5"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="1"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="2.5"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="5"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="10"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="30"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="60"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="120"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="300"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="600"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="1800"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="3600"} 6
-governor_acquire_wait_seconds_bucket{project="prj",resource="gpu",le="+Inf"} 8
-governor_acquire_wait_seconds_sum{project="prj",resource="gpu"} 7500
-governor_acquire_wait_seconds_count{project="prj",resource="gpu"} 8
-# HELP governor_acquires_queued_total Acquires that had to queue (each also counted once in governor_acquires_total when granted, and not at all when it gave up).
-# TYPE governor_acquires_queued_total counter
-governor_acquires_queued_total{project="prj",resource="gpu"} 5
-governor_acquires_queued_total{project="prj",resource="issue:7"} 0
-governor_acquires_queued_total{project="prj",resource="provider:anthropic"} 0
-governor_acquires_queued_total{project="prj",resource="run"} 0
-# HELP governor_acquires_total Acquires by outcome, disjoint: acquired (granted, at once, after waiting, or by a takeover), busy (refused in fail mode). Those that had to queue are governor_acquires_queued_total.
-# TYPE governor_acquires_total counter
-governor_acquires_total{outcome="acquired",project="prj",resource="gpu"} 11
-governor_acquires_total{outcome="busy",project="prj",resource="gpu"} 3
-governor_acquires_total{outcome="acquired",project="prj",resource="issue:7"} 2
-governor_acquires_total{outcome="busy",project="prj",resource="issue:7"} 0
-governor_acquires_total{outcome="acquired",project="prj",resource="provider:anthropic"} 0
-governor_acquires_total{outcome="acquired",project="prj",resource="run"} 0
-governor_acquires_total{outcome="busy",project="prj",resource="provider:anthropic"} 0
-governor_acquires_total{outcome="busy",project="prj",resource="run"} 0
-# HELP governor_holders Leases held.
-# TYPE governor_holders gauge
-governor_holders{project="prj",resource="gpu"} 2
-governor_holders{project="prj",resource="issue:7"} 0
-governor_holders{project="prj",resource="provider:anthropic"} 0
-governor_holders{project="prj",resource="run"} 0
-# HELP governor_leases_lost_total Leases their holders declared lost (renewal failed before expiry).
-# TYPE governor_leases_lost_total counter
-governor_leases_lost_total{project="prj",resource="gpu"} 1
-governor_leases_lost_total{project="prj",resource="issue:7"} 0
-governor_leases_lost_total{project="prj",resource="provider:anthropic"} 0
-governor_leases_lost_total{project="prj",resource="run"} 0
-# HELP governor_oldest_lease_age_seconds Age of the oldest held lease; 0 if none.
-# TYPE governor_oldest_lease_age_seconds gauge
-governor_oldest_lease_age_seconds{project="prj",resource="gpu"} 90
-governor_oldest_lease_age_seconds{project="prj",resource="issue:7"} 0
-governor_oldest_lease_age_seconds{project="prj",resource="provider:anthropic"} 0
-governor_oldest_lease_age_seconds{project="prj",resource="run"} 0
-# HELP governor_oldest_waiter_age_seconds How long the longest-queued acquire has waited so far; 0 if none.
-# TYPE governor_oldest_waiter_age_seconds gauge
-governor_oldest_waiter_age_seconds{project="prj",resource="gpu"} 12.5
-governor_oldest_waiter_age_seconds{project="prj",resource="issue:7"} 0
-governor_oldest_waiter_age_seconds{project="prj",resource="provider:anthropic"} 0
-governor_oldest_waiter_age_seconds{project="prj",resource="run"} 0
-# HELP governor_rate_allowed_total Rate-limit reservations granted (kept by the backend: every process counts).
-# TYPE governor_rate_allowed_total counter
-governor_rate_allowed_total{project="prj",provider="anthropic"} 20
-governor_rate_allowed_total{project="prj",provider="embeddings"} 1
-# HELP governor_rate_limited_total Rate-limit reservations denied (kept by the backend: every process counts).
-# TYPE governor_rate_limited_total counter
-governor_rate_limited_total{project="prj",provider="anthropic"} 4
-governor_rate_limited_total{project="prj",provider="embeddings"} 0
-# HELP governor_rate_remaining Budget left now under the limits of the last reservation: limit requests or tokens; absent where unlimited.
-# TYPE governor_rate_remaining gauge
-governor_rate_remaining{limit="requests",project="prj",provider="anthropic"} 3
-governor_rate_remaining{limit="tokens",project="prj",provider="anthropic"} 1200
-governor_rate_remaining{limit="requests",project="prj",provider="embeddings"} 9
-# HELP governor_reclaims_total Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).
-# TYPE governor_reclaims_total counter
-governor_reclaims_total{project="prj",reason="expired",resource="gpu"} 2
-governor_reclaims_total{project="prj",reason="owner_dead",resource="gpu"} 4
-governor_reclaims_total{project="prj",reason="expired",resource="issue:7"} 0
-governor_reclaims_total{project="prj",reason="owner_dead",resource="issue:7"} 0
-governor_reclaims_total{project="prj",reason="expired",resource="provider:anthropic"} 0
-governor_reclaims_total{project="prj",reason="expired",resource="run"} 0
-governor_reclaims_total{project="prj",reason="owner_dead",resource="provider:anthropic"} 0
-governor_reclaims_total{project="prj",reason="owner_dead",resource="run"} 0
-# HELP governor_releases_total Leases released.
-# TYPE governor_releases_total counter
-governor_releases_total{project="prj",resource="gpu"} 8
-governor_releases_total{project="prj",resource="issue:7"} 2
-governor_releases_total{project="prj",resource="provider:anthropic"} 0
-governor_releases_total{project="prj",resource="run"} 0
-# HELP governor_scrape_error 1 when any backend read of the scrape failed (the backend is down, or some resource could not be read), else 0.
-# TYPE governor_scrape_error gauge
-governor_scrape_error{project="prj"} 0
-# HELP governor_slots_in_use Weight held by unexpired leases, and the with-heavy-lock slot's hold outside governor for a resource bound to it.
-# TYPE governor_slots_in_use gauge
-governor_slots_in_use{project="prj",resource="gpu"} 3
-governor_slots_in_use{project="prj",resource="issue:7"} 0
-governor_slots_in_use{project="prj",resource="provider:anthropic"} 0
-governor_slots_in_use{project="prj",resource="run"} 0
-# HELP governor_slots_limit Slots of the resource: the limit in force, or the configured one before first use.
-# TYPE governor_slots_limit gauge
-governor_slots_limit{project="prj",resource="gpu"} 4
-governor_slots_limit{project="prj",resource="issue:7"} 1
-governor_slots_limit{project="prj",resource="provider:anthropic"} 2
-governor_slots_limit{project="prj",resource="run"} 3
-# HELP governor_slots_limit_drift A limit some process asked for that differs from the one in force (processes disagree on their configuration); 0 if none.
-# TYPE governor_slots_limit_drift gauge
-governor_slots_limit_drift{project="prj",resource="gpu"} 5
-governor_slots_limit_drift{project="prj",resource="issue:7"} 0
-governor_slots_limit_drift{project="prj",resource="provider:anthropic"} 0
-governor_slots_limit_drift{project="prj",resource="run"} 0
-# HELP governor_takeovers_total Holders replaced by a takeover.
-# TYPE governor_takeovers_total counter
-governor_takeovers_total{project="prj",resource="gpu"} 6
-governor_takeovers_total{project="prj",resource="issue:7"} 0
-governor_takeovers_total{project="prj",resource="provider:anthropic"} 0
-governor_takeovers_total{project="prj",resource="run"} 0
-# HELP governor_up 1 when the backend answered the scrape within the timeout, 0 when it did not.
-# TYPE governor_up gauge
-governor_up{project="prj"} 1
-# HELP governor_waiters Acquires queued, waiting for slots.
-# TYPE governor_waiters gauge
-governor_waiters{project="prj",resource="gpu"} 1
-governor_waiters{project="prj",resource="issue:7"} 0
-governor_waiters{project="prj",resource="provider:anthropic"} 0
-governor_waiters{project="prj",resource="run"} 0
-`
+// testdata/fixed.prom is the exposition a scrape of fixedState gives,
+// every series collectorNames names.
+func fixedExpected(t *testing.T) io.Reader {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "fixed.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
 
 // collectorNames are the metrics whose values a scrape of fixedState
 // determines: all but governor_scrape_duration_seconds.
@@ -269,7 +150,7 @@ func TestMetricsCollectorFixedState(t *testing.T) {
 	// "gpu" is configured with 2 but 4 is in force: the backend wins.
 	// "run" is configured and never used: reported with its limit.
 	c := newCollector(t, fixedState(), metrics.CollectorOptions{Limits: map[string]int{"gpu": 2, "run": 3}})
-	if err := testutil.CollectAndCompare(c, strings.NewReader(fixedExpected), collectorNames...); err != nil {
+	if err := testutil.CollectAndCompare(c, fixedExpected(t), collectorNames...); err != nil {
 		t.Fatal(err)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
@@ -440,36 +321,22 @@ func TestMetricsHandler(t *testing.T) {
 			srv := httptest.NewServer(metrics.Handler(reg, c))
 			defer srv.Close()
 
-			code, body := get(t, srv.URL+"/healthz")
+			code, body := proctest.Get(t, srv.URL+"/healthz")
 			if code != tc.health || !strings.Contains(body, tc.healthIs) {
 				t.Errorf("/healthz: %d %q, want %d %q", code, body, tc.health, tc.healthIs)
 			}
-			code, body = get(t, srv.URL+"/metrics")
+			code, body = proctest.Get(t, srv.URL+"/metrics")
 			if code != http.StatusOK || !strings.Contains(body, tc.up+"\n") {
 				t.Errorf("/metrics: %d, want 200 with %q in\n%s", code, tc.up, body)
 			}
-			if code, _ := get(t, srv.URL+"/"); code != http.StatusOK {
+			if code, _ := proctest.Get(t, srv.URL+"/"); code != http.StatusOK {
 				t.Errorf("/: %d", code)
 			}
-			if code, _ := get(t, srv.URL+"/nothing"); code != http.StatusNotFound {
+			if code, _ := proctest.Get(t, srv.URL+"/nothing"); code != http.StatusNotFound {
 				t.Errorf("/nothing: %d, want 404", code)
 			}
 		})
 	}
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // upValue scrapes c once and returns governor_up.

@@ -36,6 +36,20 @@ func TestMetricsFileBackend(t *testing.T) {
 		}
 		return gatherValue(t, reg, name, want)
 	}
+	// expect checks the gpu series named, after the stage said.
+	type series struct {
+		name   string
+		labels []string
+		want   float64
+	}
+	expect := func(stage string, all ...series) {
+		t.Helper()
+		for _, tc := range all {
+			if got := gpu(tc.name, tc.labels...); got != tc.want {
+				t.Errorf("%s: %s%v = %v, want %v", stage, tc.name, tc.labels, got, tc.want)
+			}
+		}
+	}
 
 	l, err := worker.Acquire(ctx, "gpu", governor.AcquireOptions{Limit: 2})
 	if err != nil {
@@ -45,22 +59,13 @@ func TestMetricsFileBackend(t *testing.T) {
 	if !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("second acquire: %v, want busy", err)
 	}
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
-		{"governor_slots_limit", nil, 2},
-		{"governor_slots_in_use", nil, 1},
-		{"governor_holders", nil, 1},
-		{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
-		{"governor_acquires_total", []string{"outcome", "busy"}, 1},
-		{"governor_releases_total", nil, 0},
-	} {
-		if got := gpu(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("held: %s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	expect("held",
+		series{"governor_slots_limit", nil, 2},
+		series{"governor_slots_in_use", nil, 1},
+		series{"governor_holders", nil, 1},
+		series{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
+		series{"governor_acquires_total", []string{"outcome", "busy"}, 1},
+		series{"governor_releases_total", nil, 0})
 	if got := gatherValue(t, reg, "governor_up", nil); got != 1 {
 		t.Errorf("governor_up %v, want 1", got)
 	}
@@ -68,21 +73,12 @@ func TestMetricsFileBackend(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
-		{"governor_slots_in_use", nil, 0},
-		{"governor_holders", nil, 0},
-		{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
-		{"governor_acquires_total", []string{"outcome", "busy"}, 1},
-		{"governor_releases_total", nil, 1},
-	} {
-		if got := gpu(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("released: %s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	expect("released",
+		series{"governor_slots_in_use", nil, 0},
+		series{"governor_holders", nil, 0},
+		series{"governor_acquires_total", []string{"outcome", "acquired"}, 1},
+		series{"governor_acquires_total", []string{"outcome", "busy"}, 1},
+		series{"governor_releases_total", nil, 1})
 
 	// The counters outlive every Governor that made them.
 	if err := worker.Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/metrics"
 )
 
@@ -38,7 +39,7 @@ func TestMetricsExpositionLint(t *testing.T) {
 	in.ObserveWait("gpu", 0)
 	srv := httptest.NewServer(metrics.Handler(reg, c))
 	defer srv.Close()
-	code, page := get(t, srv.URL+"/metrics")
+	code, page := proctest.Get(t, srv.URL+"/metrics")
 	if code != 200 || !strings.Contains(page, "governor_acquire_wait_seconds_bucket") {
 		t.Fatalf("/metrics: %d\n%s", code, page)
 	}

@@ -180,11 +180,7 @@ func waiterCount(resource string, n int) string {
 }
 
 func pageConfig(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: pagetest\nresources:\n  gpu:\n    limit: 1\n  build:\n    limit: 4\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, "project: pagetest\nresources:\n  gpu:\n    limit: 1\n  build:\n    limit: 4\n")
 }
 
 // TestStatusPage drives the status page of a live 'governor serve

@@ -33,11 +33,7 @@ func TestEventsSinceOneRule(t *testing.T) {
 // says that no process was declared, not "pid 0".
 func TestTakeoverEventWithoutPid(t *testing.T) {
 	g := fileGlobal(t, "project: edges\n")
-	code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m")...)
-	if code != 0 {
-		t.Fatalf("acquire: exit %d %s", code, errs)
-	}
-	id := strings.SplitN(strings.TrimPrefix(strings.Fields(out)[0], "heavy@"), ".", 2)[0]
+	id := strings.SplitN(strings.TrimPrefix(acquireHandle(t, g, "heavy", "--limit", "1", "--ttl", "1m"), "heavy@"), ".", 2)[0]
 	if code, _, errs := cli(t, append(g, "takeover", "heavy", "--lease", id, "--force")...); code != 0 {
 		t.Fatalf("takeover: exit %d %s", code, errs)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,24 +28,36 @@ func TestRunPlainExecRunByDefault(t *testing.T) {
 	}
 }
 
+// runUntilStopped starts `governor run FLAGS` of a command that touches
+// started and runs until stop exists; it returns once the command has
+// started. finish creates stop and waits for the run (once: the end of t
+// calls it too) and returns how it ended.
+func (tg *target) runUntilStopped(t *testing.T, what string, flags ...string) (started, stop string, finish func() error) {
+	t.Helper()
+	dir := t.TempDir()
+	started, stop = filepath.Join(dir, "started"), filepath.Join(dir, "stop")
+	args := append(append([]string{"run"}, flags...), "--", "sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, started, stop)
+	c := tg.command(args...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	finish = sync.OnceValue(func() error {
+		os.WriteFile(stop, nil, 0o600)
+		return c.Wait()
+	})
+	t.Cleanup(func() { finish() })
+	eventually(t, 30*time.Second, what+" starts", func() bool { _, err := os.Stat(started); return err == nil })
+	return started, stop, finish
+}
+
 // The exec-run rule: a plain run is busy while any other run, joined or
 // not, is running; --shareable holds the lock and accepts joiners; --join
 // runs beside a shareable run, on max_concurrent_runs-1 join slots, and
 // --if-busy skip on a full set exits 75.
 func TestRunExecRunsJoin(t *testing.T) {
 	runTargets(t, "run:\n  max_concurrent_runs: 3\n", func(t *testing.T, tg *target) {
-		dir := t.TempDir()
-		started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
 		// A real shareable run, running until told to stop.
-		sh := tg.command("run", "--shareable", "--", "sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, started, stop)
-		if err := sh.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			os.WriteFile(stop, nil, 0o600)
-			sh.Wait()
-		}()
-		eventually(t, 30*time.Second, "the shareable run starts", func() bool { _, err := os.Stat(started); return err == nil })
+		started, stop, finish := tg.runUntilStopped(t, "the shareable run", "--shareable")
 
 		if code, _, errs := tg.run(t, "run", "--", "true"); code != 73 || !strings.Contains(errs, "run is busy") {
 			t.Errorf("plain run beside a shareable one: exit %d, stderr %s; want 73, run busy", code, errs)
@@ -69,12 +82,9 @@ func TestRunExecRunsJoin(t *testing.T) {
 		if code, _, errs := tg.run(t, "run", "--join", "--if-busy", "skip", "--", "true"); code != 75 || !strings.Contains(errs, "run:join is busy") {
 			t.Errorf("--join on full join slots, --if-busy skip: exit %d, stderr %s; want 75", code, errs)
 		}
-		os.WriteFile(stop, nil, 0o600)
-		if err := sh.Wait(); err != nil {
+		if err := finish(); err != nil {
 			t.Fatalf("shareable run: %v", err)
 		}
-		sh = tg.command("true")
-		sh.Start() // for the deferred Wait
 		if code, _, errs := tg.run(t, "run", "--", "true"); code != 73 || !strings.Contains(errs, "run:join is busy") {
 			t.Errorf("plain run while joiners run (lock free): exit %d, stderr %s; want 73, run:join busy", code, errs)
 		}
@@ -242,17 +252,7 @@ func TestRunPlainUnderLiveJoinLimit(t *testing.T) {
 		if code, _, errs := tg.run(t, "limit", "run:join", "5"); code != 0 {
 			t.Fatalf("limit run:join 5: exit %d, stderr %s", code, errs)
 		}
-		dir := t.TempDir()
-		started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
-		plain := tg.command("run", "--", "sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, started, stop)
-		if err := plain.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			os.WriteFile(stop, nil, 0o600)
-			plain.Wait()
-		}()
-		eventually(t, 30*time.Second, "the plain run starts", func() bool { _, err := os.Stat(started); return err == nil })
+		tg.runUntilStopped(t, "the plain run")
 		if code, _, errs := tg.run(t, "run", "--join", "--", "true"); code != 73 {
 			t.Errorf("--join beside a plain run under live run:join 5: exit %d, stderr %s; want 73", code, errs)
 		}

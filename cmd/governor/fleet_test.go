@@ -188,10 +188,8 @@ func TestFleetBackpressure(t *testing.T) {
 	errs := make(chan error, goAgents+shellAgents)
 	g := tg.governor(t)
 	afterSignal := make(chan int, 1000) // the adaptive limit right after each signal
-	for i := 0; i < goAgents; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i := range goAgents {
+		wg.Go(func() {
 			c := exec.Command(self, "-test.run=^$")
 			c.Env = append(cleanEnv(), fmt.Sprintf("%s=%s %s go%d %d", fleetAgentEnv, s.URL(), srv.URL, i, calls))
 			out, err := c.Output()
@@ -204,12 +202,10 @@ func TestFleetBackpressure(t *testing.T) {
 					afterSignal <- v
 				}
 			}
-		}()
+		})
 	}
-	for i := 0; i < shellAgents; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i := range shellAgents {
+		wg.Go(func() {
 			for ok := 0; ok < calls; {
 				c := tg.command("run", "--provider", "fake", "--if-busy", "wait", "--wait-timeout", "2m",
 					"--backoff-exit-code", strconv.Itoa(fleetBackoff), "--", self, "-test.run=^$")
@@ -225,7 +221,7 @@ func TestFleetBackpressure(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

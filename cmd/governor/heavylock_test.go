@@ -37,11 +37,7 @@ func heavyTarget(t *testing.T, viaEnv bool) (*target, string, []string) {
 // heavyConfig writes a configuration binding heavy to the slot in lock.
 func heavyConfig(t *testing.T, lock string) string {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1, mkdir_lock: "+lock+"}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return configFile(t, "project: "+runProject+"\nresources:\n  heavy: {limit: 1, mkdir_lock: "+lock+"}\n")
 }
 
 // heavyTargets runs fn with heavy bound to a slot in a new directory, on

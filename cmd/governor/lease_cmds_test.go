@@ -42,14 +42,33 @@ func backends(t *testing.T, fn func(t *testing.T, global []string)) {
 	})
 }
 
-// emptyConfig is a config file with no settings, so that no file of the
-// developer's machine leaks into the tests.
-func emptyConfig(t *testing.T) string {
+// acquireHandle runs `governor acquire RESOURCE ARGS` with the global
+// flags g and returns the handle it prints (RESOURCE@ID.SECRET); an exit
+// other than 0 fails t.
+func acquireHandle(t *testing.T, g []string, resource string, args ...string) string {
+	t.Helper()
+	code, out, errs := cli(t, append(append(append([]string{}, g...), "acquire", resource), args...)...)
+	if code != 0 || len(strings.Fields(out)) == 0 {
+		t.Fatalf("acquire %s: exit %d, %s", resource, code, errs)
+	}
+	return strings.Fields(out)[0]
+}
+
+// configFile writes content to a new exec-defaults.yaml and returns its
+// path.
+func configFile(t *testing.T, content string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: clitest\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// emptyConfig is a config file with no settings, so that no file of the
+// developer's machine leaks into the tests.
+func emptyConfig(t *testing.T) string {
+	return configFile(t, "project: clitest\n")
 }
 
 func TestAcquireRenewRelease(t *testing.T) {

@@ -49,14 +49,10 @@ func TestRunFairKeyWithoutFairnessRefused(t *testing.T) {
 // order, it runs.
 func TestRunNestedAgainstTheLockOrderRefused(t *testing.T) {
 	g := pipelineStore(t, "")
-	code, out, errs := cli(t, append(g, "acquire", "b", "--limit", "1", "--ttl", "1m")...)
-	if code != 0 {
-		t.Fatalf("acquire b: exit %d, %s", code, errs)
-	}
-	handle := strings.Fields(out)[0]
+	handle := acquireHandle(t, g, "b", "--limit", "1", "--ttl", "1m")
 	t.Setenv("GOVERNOR_HELD", "clitest/b="+strings.TrimPrefix(handle, "b@"))
 	start := time.Now()
-	code, _, errs = cli(t, append(g, "run", "--resource", "a", "--limit", "1", "--if-busy", "wait", "--wait-timeout", "1m", "--", "true")...)
+	code, _, errs := cli(t, append(g, "run", "--resource", "a", "--limit", "1", "--if-busy", "wait", "--wait-timeout", "1m", "--", "true")...)
 	if code != exitcode.Failure || !strings.Contains(errs, "a comes before b in the lock order") || !strings.Contains(errs, "GOVERNOR_HELD") {
 		t.Fatalf("nested run for a under b: exit %d, %s; want 125 naming the lock order", code, errs)
 	}
@@ -73,12 +69,10 @@ func TestRunNestedAgainstTheLockOrderRefused(t *testing.T) {
 // own help). The taken slot of an expired lease is stored under it.
 func TestTakeoverConfiguredLimitWinsOverFlag(t *testing.T) {
 	g := pipelineStore(t, "resources:\n  r: {limit: 1}\n")
-	code, out, errs := cli(t, append(g, "acquire", "r", "--ttl", "100ms")...)
-	if code != 0 {
-		t.Fatalf("acquire: exit %d, %s", code, errs)
-	}
-	id := strings.TrimPrefix(strings.SplitN(strings.Fields(out)[0], ".", 2)[0], "r@")
+	id := strings.TrimPrefix(strings.SplitN(acquireHandle(t, g, "r", "--ttl", "100ms"), ".", 2)[0], "r@")
 	deadline := time.Now().Add(30 * time.Second)
+	var code int
+	var out, errs string
 	for {
 		code, out, errs = cli(t, append(g, "takeover", "r", "--lease", id, "--limit", "3", "--ttl", "1m")...)
 		if code == 0 || time.Now().After(deadline) {

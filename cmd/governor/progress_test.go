@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,25 +27,13 @@ func envCommand(t *testing.T, tg *target, args ...string) *exec.Cmd {
 	return c
 }
 
-func runCmd(t *testing.T, c *exec.Cmd) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return c.ProcessState.ExitCode(), out.String(), errb.String()
-}
-
 // TestRunProgressTimeout: a command that marks progress with 'governor
 // touch' runs to its end; one that stops marking is stopped with exit
 // 122 (outcome lease_lost) and its slot is then free.
 func TestRunProgressTimeout(t *testing.T) {
 	runTargets(t, "lease: {ttl: 3s}\n", func(t *testing.T, tg *target) {
 		// Marks every 200ms for 3s, with a progress timeout of 1.5s.
-		code, _, errs := runCmd(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "1500ms", "--",
+		code, _, errs := execCode(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "1500ms", "--",
 			"sh", "-c", `i=0; while [ $i -lt 15 ]; do governor touch || exit 9; sleep 0.2; i=$((i+1)); done`))
 		if code != 0 {
 			t.Fatalf("a run that marks progress: exit %d, %s; want 0", code, errs)
@@ -55,7 +41,7 @@ func TestRunProgressTimeout(t *testing.T) {
 		// Marks once, then is stuck.
 		rec := filepath.Join(t.TempDir(), "runs.jsonl")
 		start := time.Now()
-		code, _, errs = runCmd(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "1s", "--record", rec, "--",
+		code, _, errs = execCode(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "1s", "--record", rec, "--",
 			"sh", "-c", `governor touch || exit 9; sleep 60`))
 		if code != 122 || !strings.Contains(errs, "no progress mark") {
 			t.Fatalf("a stuck run: exit %d, stderr %s; want 122 naming the missing progress mark", code, errs)
@@ -70,7 +56,7 @@ func TestRunProgressTimeout(t *testing.T) {
 			t.Fatalf("after the stuck run was stopped, the slot is not free: exit %d, %s", code, errs)
 		}
 		// Without a lease to mark: a clear error.
-		if code, _, errs := runCmd(t, envCommand(t, tg, "touch")); code != 125 || !strings.Contains(errs, "GOVERNOR_HELD") {
+		if code, _, errs := execCode(t, envCommand(t, tg, "touch")); code != 125 || !strings.Contains(errs, "GOVERNOR_HELD") {
 			t.Fatalf("touch outside a run: exit %d, %s; want 125 naming GOVERNOR_HELD", code, errs)
 		}
 	})
@@ -81,11 +67,7 @@ func TestRunProgressTimeout(t *testing.T) {
 // (renew and touch exit 122), and slots shows its last mark.
 func TestAcquireProgressTimeout(t *testing.T) {
 	backends(t, func(t *testing.T, g []string) {
-		code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m", "--progress-timeout", "1500ms")...)
-		if code != 0 {
-			t.Fatalf("acquire: exit %d, %s", code, errs)
-		}
-		lease := strings.Fields(out)[0]
+		lease := acquireHandle(t, g, "heavy", "--limit", "1", "--ttl", "1m", "--progress-timeout", "1500ms")
 		for i := 0; i < 3; i++ {
 			time.Sleep(600 * time.Millisecond)
 			step := "renew"

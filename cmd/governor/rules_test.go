@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -19,10 +18,7 @@ import (
 // config file holding cfg.
 func fileGlobal(t *testing.T, cfg string) []string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := configFile(t, cfg)
 	return []string{"--backend", "file", "--dir", filepath.Join(t.TempDir(), "state"), "--config", p}
 }
 

@@ -96,11 +96,7 @@ func fileTarget(t *testing.T, config string) *target {
 // writeRunConfig writes a config with project runtest, heavy (limit 1)
 // and extra YAML.
 func writeRunConfig(t *testing.T, extra string) string {
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, "project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra)
 }
 
 // global returns the global flags that select tg.
@@ -151,6 +147,21 @@ func execCode(t *testing.T, c *exec.Cmd) (int, string, string) {
 	}
 	t.Fatalf("%s: %v", c.Args, err)
 	return 0, "", ""
+}
+
+// soleHolder waits (within at most, what naming the wait) until
+// resource has one holder, and returns it.
+func (tg *target) soleHolder(t *testing.T, g *governor.Governor, resource string, within time.Duration, what string) governor.Holder {
+	t.Helper()
+	var h governor.Holder
+	eventually(t, within, what, func() bool {
+		st := tg.status(t, g, resource)
+		if len(st.Holders) == 1 {
+			h = st.Holders[0]
+		}
+		return len(st.Holders) == 1
+	})
+	return h
 }
 
 // governor opens tg's backend in the test process.
@@ -629,14 +640,7 @@ func TestRunLeaseLost(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var h governor.Holder
-		eventually(t, 10*time.Second, "the run did not acquire", func() bool {
-			st := tg.status(t, g, "heavy")
-			if len(st.Holders) == 1 {
-				h = st.Holders[0]
-			}
-			return len(st.Holders) == 1
-		})
+		h := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire")
 		ok, err := g.Backend().Reclaim(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, h.LeaseID, h.Token)
 		if err != nil || !ok {
 			t.Fatalf("Reclaim: %v, %v", ok, err)
@@ -902,14 +906,7 @@ func TestRunWatchdogDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := tg.governor(t)
-	var holder int
-	eventually(t, 10*time.Second, "the run did not acquire", func() bool {
-		st := tg.status(t, g, "heavy")
-		if len(st.Holders) == 1 {
-			holder = st.Holders[0].PID
-		}
-		return holder != 0
-	})
+	holder := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire").PID
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/cmdline")
 	if err != nil || !bytes.Contains(b, []byte("run\x00--watchdog\x00")) {
 		t.Fatalf("the declared holder pid %d is not the watchdog: %q, %v", holder, b, err)

@@ -131,14 +131,7 @@ func TestHostileSessionPrintedByOtherProcesses(t *testing.T) {
 	go func() { holderDone <- holder.Wait() }()
 	t.Cleanup(func() { _ = holder.Process.Kill(); <-holderDone })
 	g := tg.governor(t)
-	var lease string
-	eventually(t, 30*time.Second, "the hostile holder holds heavy", func() bool {
-		st := tg.status(t, g, "heavy")
-		if len(st.Holders) == 1 {
-			lease = st.Holders[0].LeaseID
-		}
-		return lease != ""
-	})
+	lease := tg.soleHolder(t, g, "heavy", 30*time.Second, "the hostile holder holds heavy").LeaseID
 
 	code, out, errs := tg.run(t, "slots")
 	if code != 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -86,16 +87,7 @@ func (p *serveProc) stop(t *testing.T, sig syscall.Signal) (int, string) {
 
 func (p *serveProc) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(p.base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return proctest.Get(t, p.base+path)
 }
 
 // scrape returns /metrics as series ("name{labels}") to values.
@@ -131,11 +123,7 @@ func expectSeries(t *testing.T, when string, got map[string]float64, want map[st
 }
 
 func serveConfig(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-	if err := os.WriteFile(p, []byte("project: servetest\nresources:\n  gpu:\n    limit: 3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, "project: servetest\nresources:\n  gpu:\n    limit: 3\n")
 }
 
 // serveChild runs `governor ARGS` in a child process (this test binary,

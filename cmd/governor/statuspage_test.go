@@ -20,6 +20,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/internal/view"
 )
@@ -228,12 +229,7 @@ func TestStatusPageReadOnly(t *testing.T) {
 
 func getJSON(t *testing.T, url string, code int, v any) http.Header {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := proctest.Fetch(t, url)
 	if resp.StatusCode != code {
 		t.Fatalf("GET %s: %d %s; want %d", url, resp.StatusCode, b, code)
 	}
@@ -248,12 +244,7 @@ func getJSON(t *testing.T, url string, code int, v any) http.Header {
 func TestStatusPageFiles(t *testing.T) {
 	s := pageServer(t, nil)
 	for path, ctype := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/style.css": "text/css"} {
-		resp, err := http.Get(s.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := proctest.Fetch(t, s.URL+path)
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), ctype) {
 			t.Errorf("GET %s: %d %s; want 200 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), ctype)
 		}

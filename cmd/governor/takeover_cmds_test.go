@@ -67,7 +67,7 @@ func pasteHint(t *testing.T, bin, hint string, env []string) (int, string, strin
 	c.Dir = t.TempDir()
 	c.Env = append(cleanEnv(), append([]string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
 		"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}, env...)...)
-	return runCmd(t, c)
+	return execCode(t, c)
 }
 
 // TestTakeoverHintActsOnTheSameStore: the hint of a refusal, pasted
@@ -88,11 +88,16 @@ func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
 			t.Fatalf("pasted %q: holders %+v before, %+v after; want the new lease %q in the store that refused", hint, old, now, out)
 		}
 	}
-	t.Run("file", func(t *testing.T) {
-		tg := fileTarget(t, "")
+	// held is tg with heavy held by a CLI lease.
+	held := func(t *testing.T, tg *target) *target {
+		t.Helper()
 		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
 			t.Fatalf("acquire: %d %s", code, errs)
 		}
+		return tg
+	}
+	t.Run("file", func(t *testing.T) {
+		tg := held(t, fileTarget(t, ""))
 		hint := takeoverHint(t, tg.bin, cleanEnv(), append(tg.global(), "acquire", "heavy")...)
 		for _, want := range []string{"--config " + tg.config, "--dir " + tg.dir, "--project " + runProject} {
 			if !strings.Contains(hint, want) {
@@ -103,10 +108,7 @@ func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
 	})
 	t.Run("redis-flag", func(t *testing.T) {
 		s := redistest.Start(t)
-		tg := &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")}
-		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
-			t.Fatalf("acquire: %d %s", code, errs)
-		}
+		tg := held(t, &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")})
 		hint := takeoverHint(t, tg.bin, cleanEnv(), append(tg.global(), "run", "--resource", "heavy", "--", "true")...)
 		if !strings.Contains(hint, "--redis-url "+s.URL()) {
 			t.Errorf("hint %q lacks --redis-url %s", hint, s.URL())
@@ -115,10 +117,7 @@ func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
 	})
 	t.Run("redis-env", func(t *testing.T) {
 		s := redistest.Start(t)
-		tg := &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")}
-		if code, _, errs := tg.run(t, "acquire", "heavy", "--ttl", "1m"); code != 0 {
-			t.Fatalf("acquire: %d %s", code, errs)
-		}
+		tg := held(t, &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")})
 		env := []string{"GOVERNOR_REDIS_URL=" + s.URL()}
 		hint := takeoverHint(t, tg.bin, append(cleanEnv(), env...), "--config", tg.config, "acquire", "heavy")
 		if !strings.Contains(hint, `--redis-url "$GOVERNOR_REDIS_URL"`) || strings.Contains(hint, s.URL()) {
@@ -133,10 +132,7 @@ func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
 // session then holds them all, and each takeover is recorded.
 func TestTakeoverSessionEverywhere(t *testing.T) {
 	backends(t, func(t *testing.T, g []string) {
-		cfg := filepath.Join(t.TempDir(), "exec-defaults.yaml")
-		if err := os.WriteFile(cfg, []byte("project: clitest\nlock_order: [plan, issue]\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg := configFile(t, "project: clitest\nlock_order: [plan, issue]\n")
 		g = append(append([]string{}, g[:len(g)-2]...), "--config", cfg) // backends ends with --config FILE
 		for _, r := range []string{"zeta", "issue:1", "plan:9"} {
 			if code, _, errs := cli(t, append(g, "acquire", r, "--limit", "2", "--ttl", "1m", "--session", "relay-1")...); code != 0 {

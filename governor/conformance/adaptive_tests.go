@@ -40,9 +40,7 @@ func (s *suite) adaptiveAIMD(t *testing.T) {
 	// Free everything but one holder, queue a waiter: the limit 1 is full.
 	st := mustStatus(t, b, key)
 	for _, h := range st.Holders[1:] {
-		if err := b.Release(ctxT(t), key, h.LeaseID, ""); err != nil {
-			t.Fatal(err)
-		}
+		release(t, b, key, h.LeaseID)
 	}
 	w := req(key, 8, 1, governor.Wait)
 	mustAcquire(t, b, w, governor.Queued)

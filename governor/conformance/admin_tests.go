@@ -44,8 +44,7 @@ func lastEvent(t *testing.T, b governor.Backend, key governor.Key, kind string) 
 // event names who, and the waiter's next poll learns who and why instead
 // of queuing again.
 func (s *suite) withdraw(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "queue"}
+	b, key := s.open(t, "queue")
 	h := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	w1, w2, w3 := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)
@@ -80,9 +79,7 @@ func (s *suite) withdraw(t *testing.T) {
 		t.Fatalf("cancelled event %+v; want by %q naming a withdrawn waiter", e, why.By)
 	}
 	// Withdrawing the head hands the room on at once.
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	w4 := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w4, governor.Queued)
 	w4.New = false
@@ -192,8 +189,7 @@ func (s *suite) governorCancel(t *testing.T) {
 // pause: a paused resource grants nothing new, by any path; holders
 // finish and waiters keep their place; resume serves the queue at once.
 func (s *suite) pause(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "deploy"}
+	b, key := s.open(t, "deploy")
 	h := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	changed, err := b.SetPaused(ctxT(t), key, true, "carol")
@@ -220,9 +216,7 @@ func (s *suite) pause(t *testing.T) {
 	if _, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0); err != nil {
 		t.Fatalf("Renew while paused: %v", err)
 	}
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	st = mustStatus(t, b, key)
 	if st.Used != 0 || len(st.Waiters) != 2 || st.Waiters[0].ID != w1.ID {
 		t.Fatalf("paused: used %d, waiters %+v; want nothing granted, both waiting in order", st.Used, st.Waiters)
@@ -295,8 +289,7 @@ func (s *suite) pause(t *testing.T) {
 // granted until the use falls under it; cleared, back to what processes
 // ask for.
 func (s *suite) liveLimit(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "api"}
+	b, key := s.open(t, "api")
 	h1, h2 := req(key, 2, 1, governor.Fail), req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h1, governor.Granted)
 	mustAcquire(t, b, h2, governor.Granted)
@@ -304,9 +297,7 @@ func (s *suite) liveLimit(t *testing.T) {
 	mustAcquire(t, b, w, governor.Queued)
 	w.New = false
 	// Raised: the waiter is granted at once, by the hand-off.
-	if err := b.SetLimit(ctxT(t), key, 3, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, key, 3, "ops")
 	st := mustStatus(t, b, key)
 	if st.Limit != 3 || st.LiveLimit == nil || st.LiveLimit.Limit != 3 || st.LiveLimit.By != "ops" || st.LiveLimit.At.IsZero() {
 		t.Fatalf("after SetLimit(3): limit %d live %+v", st.Limit, st.LiveLimit)
@@ -322,9 +313,7 @@ func (s *suite) liveLimit(t *testing.T) {
 	}
 	// Lowered below the use: holders keep their leases, nothing granted
 	// until the use falls under 1.
-	if err := b.SetLimit(ctxT(t), key, 1, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, key, 1, "ops")
 	for _, id := range []string{h1.ID, h2.ID, w.ID} {
 		if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err != nil {
 			t.Fatalf("a holder lost its lease when the limit was lowered: %v", err)
@@ -334,30 +323,22 @@ func (s *suite) liveLimit(t *testing.T) {
 	mustAcquire(t, b, w2, governor.Queued)
 	w2.New = false
 	for _, id := range []string{h1.ID, h2.ID} {
-		if err := b.Release(ctxT(t), key, id, ""); err != nil {
-			t.Fatal(err)
-		}
+		release(t, b, key, id)
 		if st := mustStatus(t, b, key); len(st.Waiters) != 1 {
 			t.Fatalf("granted with use %d at live limit 1", st.Used)
 		}
 	}
-	if err := b.Release(ctxT(t), key, w.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, w.ID)
 	mustAcquire(t, b, w2, governor.Granted)
 	// Forget keeps a resource with a live limit.
-	if err := b.Release(ctxT(t), key, w2.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, w2.ID)
 	for i := 0; i < 2; i++ {
 		if gone, err := b.Forget(ctxT(t), key, 0); err != nil || gone {
 			t.Fatalf("Forget of a resource with a live limit = %v, %v", gone, err)
 		}
 	}
 	// Cleared: back to the limit a process asked for meanwhile (2).
-	if err := b.SetLimit(ctxT(t), key, 0, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, key, 0, "ops")
 	if st := mustStatus(t, b, key); st.Limit != 2 || st.LiveLimit != nil || st.DriftLimit != 0 {
 		t.Fatalf("after clearing: limit %d live %+v drift %d; want 2, none, 0", st.Limit, st.LiveLimit, st.DriftLimit)
 	}
@@ -366,16 +347,12 @@ func (s *suite) liveLimit(t *testing.T) {
 	}
 	// Clearing nothing on a resource without state makes none.
 	none := governor.Key{Project: project(), Resource: "none"}
-	if err := b.SetLimit(ctxT(t), none, 0, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, none, 0, "ops")
 	if names, _ := b.Resources(ctxT(t), none.Project); len(names) != 0 {
 		t.Fatalf("clearing no live limit made state: %v", names)
 	}
 	// A live limit on a resource never used is the limit it starts with.
-	if err := b.SetLimit(ctxT(t), none, 1, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, none, 1, "ops")
 	mustAcquire(t, b, req(none, 4, 1, governor.Fail), governor.Granted)
 	mustAcquire(t, b, req(none, 4, 1, governor.Fail), governor.Refused)
 }
@@ -383,17 +360,14 @@ func (s *suite) liveLimit(t *testing.T) {
 // holds: the backend records hold durations on release, expiry, reclaim
 // and takeover, at most governor.HoldHistory of them.
 func (s *suite) holds(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "holds"}
+	b, key := s.open(t, "holds")
 	if st := mustStatus(t, b, key); len(st.Holds) != 0 {
 		t.Fatalf("holds without history: %v", st.Holds)
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
 	s.h.Advance(t, 20*time.Millisecond)
-	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, r.ID)
 	st := mustStatus(t, b, key)
 	if len(st.Holds) != 1 || st.Holds[0] < 10*time.Millisecond {
 		t.Fatalf("holds after one release of ~20ms: %v", st.Holds)
@@ -413,9 +387,7 @@ func (s *suite) holds(t *testing.T) {
 	for i := 0; i < n; i++ {
 		r := req(key, 1, 1, governor.Fail)
 		mustAcquire(t, b, r, governor.Granted)
-		if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-			t.Fatal(err)
-		}
+		release(t, b, key, r.ID)
 	}
 	if st := mustStatus(t, b, key); len(st.Holds) != governor.HoldHistory {
 		t.Fatalf("%d holds kept, want %d", len(st.Holds), governor.HoldHistory)

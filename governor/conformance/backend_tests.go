@@ -10,8 +10,7 @@ import (
 )
 
 func (s *suite) grantWithinLimit(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "provider:anthropic"}
+	b, key := s.open(t, "provider:anthropic")
 	var ids []string
 	for i := 0; i < 3; i++ {
 		r := req(key, 3, 1, governor.Fail)
@@ -33,16 +32,13 @@ func (s *suite) grantWithinLimit(t *testing.T) {
 	if h.Token <= 0 || h.Expires.IsZero() || h.AcquiredAt.IsZero() || h.Heartbeat.IsZero() {
 		t.Fatalf("holder lacks token or times: %+v", h)
 	}
-	if err := b.Release(ctxT(t), key, ids[1], ""); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
+	release(t, b, key, ids[1])
 	mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Granted)
 	mustAcquire(t, b, req(key, 3, 1, governor.Fail), governor.Refused)
 }
 
 func (s *suite) weights(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	mustAcquire(t, b, req(key, 5, 3, governor.Fail), governor.Granted)
 	mustAcquire(t, b, req(key, 5, 3, governor.Fail), governor.Refused)
 	mustAcquire(t, b, req(key, 5, 2, governor.Fail), governor.Granted)
@@ -55,8 +51,7 @@ func (s *suite) weights(t *testing.T) {
 // refusalQueueLen: a refusal and a queued acquire report the queue's
 // length (Status.QueueLen), which busy messages quote.
 func (s *suite) refusalQueueLen(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "queue-len"}
+	b, key := s.open(t, "queue-len")
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
 	mustAcquire(t, b, req(key, 1, 1, governor.Wait), governor.Queued)
 	if res := mustAcquire(t, b, req(key, 1, 1, governor.Wait), governor.Queued); res.Status.QueueLen() != 2 {
@@ -68,8 +63,7 @@ func (s *suite) refusalQueueLen(t *testing.T) {
 }
 
 func (s *suite) tooHeavy(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	first := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, first, governor.Granted)
 	// Another process believes the limit is 10 and asks for 8: the limit
@@ -84,30 +78,22 @@ func (s *suite) tooHeavy(t *testing.T) {
 }
 
 func (s *suite) releaseByIDOnly(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "lifecycle"}
+	b, key := s.open(t, "lifecycle")
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if err := b.Release(ctxT(t), key, "not-"+r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
-		t.Fatalf("release by a stranger: err = %v, want ErrNotHeld", err)
-	}
+	wantNotHeld(t, b, key, "not-"+r.ID, "release by a stranger")
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("a stranger's release freed the slot: used = %d", st.Used)
 	}
-	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-		t.Fatalf("release by holder: %v", err)
-	}
-	if err := b.Release(ctxT(t), key, r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
-		t.Fatalf("second release: err = %v, want ErrNotHeld", err)
-	}
+	release(t, b, key, r.ID)
+	wantNotHeld(t, b, key, r.ID, "second release")
 	if st := mustStatus(t, b, key); st.Used != 0 {
 		t.Fatalf("used after release = %d, want 0", st.Used)
 	}
 }
 
 func (s *suite) renewNeverReacquires(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "issue:2316"}
+	b, key := s.open(t, "issue:2316")
 	r := req(key, 1, 1, governor.Fail)
 	r.TTL = 400 * time.Millisecond
 	res := mustAcquire(t, b, r, governor.Granted)
@@ -143,8 +129,7 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 }
 
 func (s *suite) expiryFreesSlot(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "run"}
+	b, key := s.open(t, "run")
 	r := req(key, 1, 1, governor.Fail)
 	r.TTL = 400 * time.Millisecond
 	mustAcquire(t, b, r, governor.Granted)
@@ -157,9 +142,7 @@ func (s *suite) expiryFreesSlot(t *testing.T) {
 		t.Fatalf("status lists an expired holder: %+v", st)
 	}
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Granted)
-	if err := b.Release(ctxT(t), key, r.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
-		t.Fatalf("release of the expired lease: err = %v, want ErrNotHeld", err)
-	}
+	wantNotHeld(t, b, key, r.ID, "release of the expired lease")
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("the expired holder's release freed the new holder's slot: used = %d", st.Used)
 	}
@@ -170,8 +153,7 @@ func (s *suite) expiryFreesSlot(t *testing.T) {
 // leases came in (backends may keep a bound on the earliest expiry to skip
 // the expiry scan; every grant and renewal must lower it).
 func (s *suite) earliestExpiryHonoured(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	// New: each id is sent for the first time, as Governor.Acquire says
 	// (a backend may take a faster path for those).
 	long := func() governor.Request {
@@ -205,9 +187,7 @@ func (s *suite) earliestExpiryHonoured(t *testing.T) {
 	alone("a lease renewed with a shorter TTL", c)
 
 	mustAcquire(t, b, req(key, 3, 2, governor.Fail), governor.Granted)
-	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
-		t.Fatalf("release of the long lease: %v", err)
-	}
+	release(t, b, key, a.ID)
 }
 
 func (s *suite) tokensIncrease(t *testing.T) {
@@ -235,18 +215,14 @@ func (s *suite) tokensIncrease(t *testing.T) {
 			s.h.Advance(t, 500*time.Millisecond) // expire instead of release
 			continue
 		}
-		if err := be.Release(ctxT(t), key, r.ID, ""); err != nil {
-			t.Fatal(err)
-		}
+		release(t, be, key, r.ID)
 	}
 	// Hand-off grants take tokens too.
 	h := req(key, 1, 1, governor.Fail)
 	check(mustAcquire(t, b, h, governor.Granted).Token)
 	w := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w, governor.Queued)
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	check(mustAcquire(t, b, w, governor.Granted).Token)
 }
 
@@ -309,8 +285,7 @@ func (s *suite) fifoHandOff(t *testing.T) {
 }
 
 func (s *suite) headOfLineBlocks(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "mem"}
+	b, key := s.open(t, "mem")
 	h := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	big := req(key, 2, 2, governor.Wait)
@@ -321,20 +296,15 @@ func (s *suite) headOfLineBlocks(t *testing.T) {
 		t.Fatalf("small waiter position = %d, want 2", res.Position)
 	}
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	mustAcquire(t, b, big, governor.Granted)
 	mustAcquire(t, b, small, governor.Queued)
-	if err := b.Release(ctxT(t), key, big.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, big.ID)
 	mustAcquire(t, b, small, governor.Granted)
 }
 
 func (s *suite) deadWaiterSkipped(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	h := req(key, 1, 1, governor.Fail)
 	h.TTL = time.Minute
 	mustAcquire(t, b, h, governor.Granted)
@@ -345,9 +315,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	live.QueueTTL = time.Minute
 	mustAcquire(t, b, live, governor.Queued)
 	s.h.Advance(t, time.Second) // the dead waiter never refreshes
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	mustAcquire(t, b, live, governor.Granted)
 	st := mustStatus(t, b, key)
 	if len(st.Holders) != 1 || st.Holders[0].LeaseID != live.ID || len(st.Waiters) != 0 {
@@ -356,8 +324,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 }
 
 func (s *suite) cancel(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "plan"}
+	b, key := s.open(t, "plan")
 	h := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	w1 := req(key, 1, 1, governor.Wait)
@@ -372,9 +339,7 @@ func (s *suite) cancel(t *testing.T) {
 	}
 	// w2 is granted by the release, then cancels before claiming: the
 	// grant goes back.
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	if err := b.Cancel(ctxT(t), key, w2.ID, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +364,7 @@ func wantEnd(t *testing.T, what string, err error, kind, reason string) *governo
 }
 
 func (s *suite) reclaim(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "merge"}
+	b, key := s.open(t, "merge")
 	h := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, h, governor.Granted)
 	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token+1); err != nil || ok {
@@ -421,8 +385,7 @@ func (s *suite) reclaim(t *testing.T) {
 }
 
 func (s *suite) status(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "provider:openai"}
+	b, key := s.open(t, "provider:openai")
 	if st := mustStatus(t, b, key); st.Limit != 0 || st.Used != 0 || len(st.Holders) != 0 {
 		t.Fatalf("status of an unused resource: %+v", st)
 	}
@@ -457,8 +420,7 @@ func (s *suite) status(t *testing.T) {
 }
 
 func (s *suite) limitDrift(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "run"}
+	b, key := s.open(t, "run")
 	h := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	// Another process was configured with limit 5: the limit in force
@@ -496,16 +458,13 @@ func (s *suite) projectsIsolated(t *testing.T) {
 }
 
 func (s *suite) counters(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "count"}
+	b, key := s.open(t, "count")
 	h := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 	w := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, w, governor.Queued)
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h.ID)
 	mustAcquire(t, b, w, governor.Granted)
 	if err := b.CountLost(ctxT(t), key, "some-lease", 1, "a test"); err != nil {
 		t.Fatal(err)

@@ -42,9 +42,7 @@ func (s *suite) batchRenew(t *testing.T) {
 	if got, err := b.Takeover(ctxT(t), keyB, b2.ID, nu); err != nil || got.Outcome != governor.Granted {
 		t.Fatalf("Takeover = %+v, %v", got, err)
 	}
-	if err := b.Release(ctxT(t), keyA, a2.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, keyA, a2.ID)
 	s.h.Advance(t, 20*time.Millisecond)
 	rs := []governor.Renewal{
 		{Key: keyA, ID: a1.ID, TTL: time.Minute},

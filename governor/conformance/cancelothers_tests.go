@@ -13,8 +13,7 @@ import (
 // and its user, nothing changed; with it, the holder is cancelled and the
 // event names the user and session that cancelled it.
 func (s *suite) policyCancelOthers(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "deploy"}
+	b, key := s.open(t, "deploy")
 	h := preq(key, 1, 1, governor.Fail, governor.Policy{}, "", "")
 	h.Supersede, h.Declaration.User = "main", "alice"
 	mustAcquire(t, b, h, governor.Granted)

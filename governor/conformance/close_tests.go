@@ -47,9 +47,7 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 		}
 		if free {
 			// The head of the queue is granted the slot while Close runs.
-			if err := raw.Release(ctxT(t), key, holder.ID, ""); err != nil {
-				t.Fatal(err)
-			}
+			release(t, raw, key, holder.ID)
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- g.Close() }()
@@ -95,9 +93,7 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 				round, st.Used, st.Holders, st.Waiters, want)
 		}
 		if !free {
-			if err := raw.Release(ctxT(t), key, holder.ID, ""); err != nil {
-				t.Fatal(err)
-			}
+			release(t, raw, key, holder.ID)
 		}
 		if _, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrClosed) {
 			t.Fatalf("round %d: Acquire after Close = %v, want ErrClosed", round, err)
@@ -146,8 +142,7 @@ func (s *suite) malformedStateEndsWait(t *testing.T) {
 // useAfterClose: every backend call after Close is ErrClosed, even when
 // the backend's connection belongs to someone else and stays open.
 func (s *suite) useAfterClose(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
 	if err := b.Close(); err != nil {

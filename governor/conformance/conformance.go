@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,6 +172,22 @@ func Run(t *testing.T, h Harness) {
 
 type suite struct{ h Harness }
 
+// occupancy counts the workers inside a protected section now, and the
+// most there ever were at once.
+type occupancy struct{ now, most atomic.Int64 }
+
+func (o *occupancy) enter() {
+	n := o.now.Add(1)
+	for {
+		m := o.most.Load()
+		if n <= m || o.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (o *occupancy) leave() { o.now.Add(-1) }
+
 // project returns a project name no other test uses, so tests on a
 // shared server never see each other's keys.
 func project() string {
@@ -209,6 +227,37 @@ func mustAcquire(t *testing.T, b governor.Backend, r governor.Request, want gove
 	return res
 }
 
+// open opens the harness's backend and names resource in a project no
+// other test uses.
+func (s *suite) open(t *testing.T, resource string) (governor.Backend, governor.Key) {
+	return s.h.Open(t), governor.Key{Project: project(), Resource: resource}
+}
+
+// release releases lease id (no secret) of key, or fails t.
+func release(t *testing.T, b governor.Backend, key governor.Key, id string) {
+	t.Helper()
+	if err := b.Release(ctxT(t), key, id, ""); err != nil {
+		t.Fatalf("Release(%s, %s): %v", key, id, err)
+	}
+}
+
+// wantNotHeld fails t unless releasing lease id of key is ErrNotHeld:
+// what names the release.
+func wantNotHeld(t *testing.T, b governor.Backend, key governor.Key, id, what string) {
+	t.Helper()
+	if err := b.Release(ctxT(t), key, id, ""); !errors.Is(err, governor.ErrNotHeld) {
+		t.Fatalf("%s: err = %v, want ErrNotHeld", what, err)
+	}
+}
+
+// mustSetLimit sets key's live limit as by, or fails t.
+func mustSetLimit(t *testing.T, b governor.Backend, key governor.Key, limit int, by string) {
+	t.Helper()
+	if err := b.SetLimit(ctxT(t), key, limit, by); err != nil {
+		t.Fatalf("SetLimit(%s, %d): %v", key, limit, err)
+	}
+}
+
 func mustStatus(t *testing.T, b governor.Backend, key governor.Key) governor.Status {
 	t.Helper()
 	st, err := b.Status(ctxT(t), key)
@@ -216,6 +265,16 @@ func mustStatus(t *testing.T, b governor.Backend, key governor.Key) governor.Sta
 		t.Fatalf("Status(%s): %v", key, err)
 	}
 	return st
+}
+
+// mustLease acquires resource through g, or fails t.
+func mustLease(t *testing.T, g *governor.Governor, resource string, o governor.AcquireOptions) *governor.Lease {
+	t.Helper()
+	l, err := g.Acquire(ctxT(t), resource, o)
+	if err != nil {
+		t.Fatalf("Acquire(%s): %v", resource, err)
+	}
+	return l
 }
 
 func newGovernor(t *testing.T, b governor.Backend, opts governor.Options) *governor.Governor {

@@ -64,9 +64,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 		t.Fatalf("queued reply's CoolOff = %v, want %v", res.Status.CoolOff, end)
 	}
 	mustAcquire(t, b, second, governor.Queued)
-	if err := b.Release(ctxT(t), key, holder.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, holder.ID)
 	refused := mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 	if !near(refused.Status.CoolOff, end, d) || refused.Status.Used != 0 {
 		t.Fatalf("refusal with the slot free: status %+v; want its CoolOff %v", refused.Status, end)

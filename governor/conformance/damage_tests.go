@@ -31,6 +31,26 @@ func shortReq(key governor.Key, limit int) governor.Request {
 	return r
 }
 
+// cannotRenew fails t when lease id of key renews: what names the holder.
+func cannotRenew(t *testing.T, b governor.Backend, key governor.Key, id, what string) {
+	t.Helper()
+	if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err == nil {
+		t.Fatalf("%s renewed", what)
+	}
+}
+
+// servedAfterExpiry lets every shortReq lease expire (3s), then checks
+// the resource is served again: limit newcomers of weight 1 granted, the
+// next refused.
+func (s *suite) servedAfterExpiry(t *testing.T, b governor.Backend, key governor.Key, limit int) {
+	t.Helper()
+	s.h.Advance(t, 3*time.Second)
+	for range limit {
+		mustAcquire(t, b, shortReq(key, limit), governor.Granted)
+	}
+	mustAcquire(t, b, req(key, limit, 1, governor.Fail), governor.Refused)
+}
+
 func notGranted(t *testing.T, b governor.Backend, r governor.Request, what string) {
 	t.Helper()
 	res, err := b.Acquire(ctxT(t), r)
@@ -45,8 +65,7 @@ func notGranted(t *testing.T, b governor.Backend, r governor.Request, what strin
 // damagedUsed: a stored used of -5 beside two holders of a limit-2
 // resource lets nobody else in; the count is repaired from the holders.
 func (s *suite) damagedUsed(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, a, governor.Granted)
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Granted)
@@ -57,9 +76,7 @@ func (s *suite) damagedUsed(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Used != 2 || len(st.Holders) != 2 {
 		t.Fatalf("after the repair: used %d, %d holders; want 2 and 2", st.Used, len(st.Holders))
 	}
-	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
+	release(t, b, key, a.ID)
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Granted)
 	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
 }
@@ -68,37 +85,25 @@ func (s *suite) damagedUsed(t *testing.T) {
 // forgotten: nobody is granted beside them, their holder cannot renew
 // (its record is gone), and once they expire the resource is served.
 func (s *suite) damagedNoState(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := shortReq(key, 1)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageNoState)
 	r := shortReq(key, 1)
 	notGranted(t, b, r, "an acquire beside holders without their state")
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); err == nil {
-		t.Fatal("a holder without its record renewed")
-	}
-	s.h.Advance(t, 3*time.Second)
-	r = shortReq(key, 1)
-	mustAcquire(t, b, r, governor.Granted)
-	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+	cannotRenew(t, b, key, a.ID, "a holder without its record")
+	s.servedAfterExpiry(t, b, key, 1)
 }
 
 // damagedNoHolders: a state left without its holders does not keep the
 // resource busy for ever, and the lost holder learns at its renewal.
 func (s *suite) damagedNoHolders(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := shortReq(key, 1)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageNoHolders)
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); err == nil {
-		t.Fatal("a holder missing from the holders renewed")
-	}
-	s.h.Advance(t, 3*time.Second)
-	r := shortReq(key, 1)
-	mustAcquire(t, b, r, governor.Granted)
-	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
+	cannotRenew(t, b, key, a.ID, "a holder missing from the holders")
+	s.servedAfterExpiry(t, b, key, 1)
 	if st := mustStatus(t, b, key); st.Used != 1 || len(st.Holders) != 1 {
 		t.Fatalf("after the repair: used %d, %d holders; want 1 and 1", st.Used, len(st.Holders))
 	}
@@ -107,8 +112,7 @@ func (s *suite) damagedNoHolders(t *testing.T) {
 // damagedQueueEntry: an unreadable queue entry at the head is dropped
 // with an event, and the waiter behind it is served.
 func (s *suite) damagedQueueEntry(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, a, governor.Granted)
 	w1, w2 := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)
@@ -116,9 +120,7 @@ func (s *suite) damagedQueueEntry(t *testing.T) {
 	mustAcquire(t, b, w1, governor.Queued)
 	mustAcquire(t, b, w2, governor.Queued)
 	s.damage(t, key, w1.ID, DamageQueueEntry)
-	if err := b.Release(ctxT(t), key, a.ID, ""); err != nil {
-		t.Fatalf("Release beside an unreadable queue entry: %v", err)
-	}
+	release(t, b, key, a.ID)
 	w2.New = false
 	mustAcquire(t, b, w2, governor.Granted)
 	evs, err := b.Events(ctxT(t), key, time.Time{})
@@ -136,8 +138,7 @@ func (s *suite) damagedQueueEntry(t *testing.T) {
 // damagedEvent: an event that does not read is reported in its place;
 // the others are still listed.
 func (s *suite) damagedEvent(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := req(key, 1, 1, governor.Fail)
 	ra := mustAcquire(t, b, a, governor.Granted)
 	if err := b.CountLost(ctxT(t), key, a.ID, ra.Token, "a test"); err != nil {
@@ -169,19 +170,13 @@ func (s *suite) damagedEvent(t *testing.T) {
 // they hold, and once they expire the resource is served again: not a
 // wedge beyond their TTL.
 func (s *suite) damagedOverLimit(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := shortReq(key, 2)
 	mustAcquire(t, b, a, governor.Granted)
 	s.damage(t, key, a.ID, DamageOverLimit)
 	r := shortReq(key, 2)
 	notGranted(t, b, r, "an acquire beside holders beyond the limit")
-	s.h.Advance(t, 3*time.Second)
-	for range 2 {
-		r := shortReq(key, 2)
-		mustAcquire(t, b, r, governor.Granted)
-	}
-	mustAcquire(t, b, req(key, 2, 1, governor.Fail), governor.Refused)
+	s.servedAfterExpiry(t, b, key, 2)
 }
 
 // lostDataHeldBack: after the store forgot everything, a waiter that was
@@ -193,8 +188,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "heavy"}
+	b, key := s.open(t, "heavy")
 	a := shortReq(key, 1)
 	ra := mustAcquire(t, b, a, governor.Granted)
 	w := req(key, 1, 1, governor.Wait)
@@ -242,9 +236,7 @@ func (s *suite) lostDataNewcomer(t *testing.T) {
 	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
-	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, other, key, n.ID)
 	w.New = false
 	if res, err := b.Acquire(ctxT(t), w); err != nil || res.Outcome != governor.Queued {
 		t.Fatalf("the waiter re-queuing after the loss and the newcomer's release: %v %v, want queued (held back)", res.Outcome, err)
@@ -295,9 +287,7 @@ func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key 
 // grants back although nobody renewed.
 func (s *suite) lostDataWaiterNewcomer(t *testing.T) {
 	b, other, key, a, w, n, _ := s.lostUnderNewcomer(t)
-	if err := other.Release(ctxT(t), key, n.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, other, key, n.ID)
 	w.New = false
 	if res, err := b.Acquire(ctxT(t), w); err != nil || res.Outcome != governor.Queued {
 		t.Fatalf("the waiter re-queuing into a state born after it: %v %v, want queued (held back)", res.Outcome, err)

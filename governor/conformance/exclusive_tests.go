@@ -31,11 +31,8 @@ func holderWeight(t *testing.T, b governor.Backend, key governor.Key, id string)
 // under a live limit below it, it is not too heavy (a plain exec run
 // under `limit run:join 1`).
 func (s *suite) exclusiveLiveLimit(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "ex"}
-	if err := b.SetLimit(ctxT(t), key, 4, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	b, key := s.open(t, "ex")
+	mustSetLimit(t, b, key, 4, "ops")
 	x := exclusiveReq(key, 2, governor.Fail)
 	mustAcquire(t, b, x, governor.Granted)
 	if w := holderWeight(t, b, key, x.ID); w != 4 {
@@ -45,9 +42,7 @@ func (s *suite) exclusiveLiveLimit(t *testing.T) {
 	mustAcquire(t, b, req(key, 4, 1, governor.Fail), governor.Refused)
 
 	low := governor.Key{Project: project(), Resource: "run:join"}
-	if err := b.SetLimit(ctxT(t), low, 1, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, low, 1, "ops")
 	y := exclusiveReq(low, 2, governor.Fail)
 	mustAcquire(t, b, y, governor.Granted)
 	if w := holderWeight(t, b, low, y.ID); w != 1 {
@@ -59,16 +54,13 @@ func (s *suite) exclusiveLiveLimit(t *testing.T) {
 // first stored wins), an exclusive acquire (a plain exec run's every join
 // slot) takes the limit in force: a joiner is not let in beside it.
 func (s *suite) exclusiveDrift(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "run:join"}
+	b, key := s.open(t, "run:join")
 	first := req(key, 10, 1, governor.Fail)
 	mustAcquire(t, b, first, governor.Granted)
 	x := exclusiveReq(key, 2, governor.Wait)
 	mustAcquire(t, b, x, governor.Queued)
 	x.New = false
-	if err := b.Release(ctxT(t), key, first.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, first.ID)
 	if w := holderWeight(t, b, key, x.ID); w != 10 {
 		t.Fatalf("exclusive under limit in force 10 (asked 2) holds %d; want 10", w)
 	}
@@ -78,8 +70,7 @@ func (s *suite) exclusiveDrift(t *testing.T) {
 // exclusiveQueuedResolvedAtGrant: a queued exclusive waiter takes the
 // limit in force when it is granted, not the one when it queued.
 func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "ex"}
+	b, key := s.open(t, "ex")
 	h := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
 	x := exclusiveReq(key, 2, governor.Wait)
@@ -88,12 +79,8 @@ func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
 	if st := mustStatus(t, b, key); len(st.Waiters) != 1 || st.Waiters[0].Weight != 2 {
 		t.Fatalf("waiters %+v; want the exclusive one, of the limit in force (2)", st.Waiters)
 	}
-	if err := b.SetLimit(ctxT(t), key, 3, "ops"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, key, 3, "ops")
+	release(t, b, key, h.ID)
 	mustAcquire(t, b, x, governor.Granted)
 	if w := holderWeight(t, b, key, x.ID); w != 3 {
 		t.Fatalf("exclusive waiter granted after the limit went to 3 holds %d; want 3", w)
@@ -109,9 +96,7 @@ func (s *suite) clearLimitToConfigured(t *testing.T) {
 	key := governor.Key{Project: project(), Resource: "api"}
 	h1 := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, h1, governor.Granted)
-	if err := b.SetLimit(ctxT(t), key, 3, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	mustSetLimit(t, b, key, 3, "ops")
 	h2, h3 := req(key, 3, 1, governor.Fail), req(key, 3, 1, governor.Fail)
 	mustAcquire(t, b, h2, governor.Granted)
 	mustAcquire(t, b, h3, governor.Granted)
@@ -125,15 +110,11 @@ func (s *suite) clearLimitToConfigured(t *testing.T) {
 		t.Fatalf("cleared back to the configured 1: limit %d live %+v", st.Limit, st.LiveLimit)
 	}
 	for _, h := range []governor.Request{h1, h2} {
-		if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-			t.Fatal(err)
-		}
+		release(t, b, key, h.ID)
 		if st := mustStatus(t, b, key); len(st.Waiters) != 1 {
 			t.Fatalf("granted with use %d under the configured limit 1", st.Used)
 		}
 	}
-	if err := b.Release(ctxT(t), key, h3.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, h3.ID)
 	mustAcquire(t, b, w, governor.Granted)
 }

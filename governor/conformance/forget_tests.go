@@ -56,9 +56,7 @@ func (s *suite) forget(t *testing.T) {
 	s.h.Advance(t, retention+100*time.Millisecond)
 	forget(false, "held past the retention")
 	held := mustStatus(t, b, key)
-	if err := b.Release(ctxT(t), key, held.Holders[0].LeaseID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, held.Holders[0].LeaseID)
 	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{2, 1}, 3*time.Millisecond); err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
@@ -74,9 +72,7 @@ func (s *suite) forget(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := mustStatus(t, b, key)
-	if err := b.Release(ctxT(t), key, st.Holders[0].LeaseID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, st.Holders[0].LeaseID)
 	last := st.Holders[0].Token
 	forget(false, "idle again, first seen")
 	s.h.Advance(t, retention/2)
@@ -119,8 +115,7 @@ func (s *suite) forget(t *testing.T) {
 // histograms: observations add up per bucket and are read back in Status;
 // a Governor records each grant's wait and sends it at Close.
 func (s *suite) histograms(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	n := len(governor.HistogramBounds(governor.HistogramWait)) + 1
 	// A resource without state (never used, or forgotten since) takes
 	// no observations and gets no state from them.
@@ -135,9 +130,7 @@ func (s *suite) histograms(t *testing.T) {
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, r.ID)
 	if n < 2 {
 		t.Fatalf("wait histogram has %d buckets", n)
 	}
@@ -154,10 +147,7 @@ func (s *suite) histograms(t *testing.T) {
 	}
 
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project})
-	l, err := g.Acquire(ctxT(t), "cpu", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "cpu", governor.AcquireOptions{Limit: 1})
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,7 @@ import (
 func (s *suite) leaseHeartbeat(t *testing.T) {
 	b := s.h.Open(t)
 	g := newGovernor(t, b, governor.Options{Project: project(), TTL: 600 * time.Millisecond})
-	l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	first := l.Expires()
 	// Five TTLs, on the store's clock and on ours: only heartbeats keep it.
 	for i := 0; i < 15; i++ {
@@ -54,10 +51,7 @@ func (s *suite) leaseHeartbeat(t *testing.T) {
 func (s *suite) leaseLostClosesDone(t *testing.T) {
 	b := s.h.Open(t)
 	g := newGovernor(t, b, governor.Options{Project: project(), TTL: 600 * time.Millisecond})
-	l, err := g.Acquire(ctxT(t), "issue:1", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "issue:1", governor.AcquireOptions{Limit: 1})
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
 	// Someone removes it (as a takeover or reclaim would).
@@ -121,40 +115,33 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 	for i := 0; i < backends; i++ {
 		gs = append(gs, newGovernor(t, s.h.Open(t), governor.Options{Project: p}))
 	}
-	var inUse, maxInUse, served atomic.Int64
+	var in occupancy
+	var served atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range workers {
+		wg.Go(func() {
 			g := gs[i%backends]
 			l, err := g.Acquire(ctxT(t), "provider:anthropic", governor.AcquireOptions{Limit: limit, Mode: governor.Wait})
 			if err != nil {
 				errs <- err
 				return
 			}
-			n := inUse.Add(1)
-			for {
-				m := maxInUse.Load()
-				if n <= m || maxInUse.CompareAndSwap(m, n) {
-					break
-				}
-			}
+			in.enter()
 			time.Sleep(time.Millisecond)
-			inUse.Add(-1)
+			in.leave()
 			served.Add(1)
 			if err := l.Release(); err != nil {
 				errs <- err
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	if m := maxInUse.Load(); m > limit {
+	if m := in.most.Load(); m > limit {
 		t.Fatalf("%d holders at once, limit %d", m, limit)
 	}
 	if n := served.Load(); n != workers {
@@ -170,19 +157,14 @@ func (s *suite) waitAcrossBackends(t *testing.T) {
 func (s *suite) governorFIFO(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	first, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	const n = 8
 	order := make(chan int, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		queued := make(chan struct{})
 		var once sync.Once
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1, Mode: governor.Wait,
 				OnQueued: func(governor.Result) { once.Do(func() { close(queued) }) }})
 			if err != nil {
@@ -192,7 +174,7 @@ func (s *suite) governorFIFO(t *testing.T) {
 			}
 			order <- i
 			_ = l.Release()
-		}(i)
+		})
 		<-queued // enqueue strictly one after another
 	}
 	if err := first.Release(); err != nil {
@@ -214,10 +196,7 @@ func (s *suite) governorFIFO(t *testing.T) {
 
 func (s *suite) cancelledWaitLeavesNothing(t *testing.T) {
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: project()})
-	h, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -297,12 +276,9 @@ func (s *suite) busyErrorNamesHolders(t *testing.T) {
 	p := project()
 	g1 := newGovernor(t, b, governor.Options{Project: p, Session: "conductor-A", Command: "loop --resume"})
 	g2 := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "conductor-B"})
-	l, err := g1.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g1, "issue:2316", governor.AcquireOptions{Limit: 1})
 	defer l.Release()
-	_, err = g2.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
+	_, err := g2.Acquire(ctxT(t), "issue:2316", governor.AcquireOptions{Limit: 1})
 	var busy *governor.BusyError
 	if !errors.As(err, &busy) || !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("err = %v, want *BusyError", err)
@@ -360,12 +336,9 @@ func (s *suite) acquireAllReleasesOnFailure(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	other := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	l, err := other.Acquire(ctxT(t), "b", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, other, "b", governor.AcquireOptions{Limit: 1})
 	defer l.Release()
-	_, err = g.AcquireAll(ctxT(t), []governor.Want{
+	_, err := g.AcquireAll(ctxT(t), []governor.Want{
 		{Resource: "a", AcquireOptions: governor.AcquireOptions{Limit: 1}},
 		{Resource: "b", AcquireOptions: governor.AcquireOptions{Limit: 1}},
 	})
@@ -389,10 +362,8 @@ func (s *suite) hammer(t *testing.T) {
 	}
 	var inUse, over atomic.Int64
 	var wg sync.WaitGroup
-	for i := 0; i < 48; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range 48 {
+		wg.Go(func() {
 			for j := 0; j < 5; j++ {
 				w := 1 + (i+j)%limit
 				mode := governor.Wait
@@ -416,7 +387,7 @@ func (s *suite) hammer(t *testing.T) {
 					t.Error(err)
 				}
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	if over.Load() > 0 {

@@ -25,8 +25,7 @@ func ownedReq(key governor.Key, limit, weight int, mode governor.Mode) governor.
 // The lease id is public: renewing, releasing, cancelling or claiming a
 // lease needs its secret, and a refusal changes nothing (issue 18).
 func (s *suite) ownerSecret(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "owned"}
+	b, key := s.open(t, "owned")
 	held := ownedReq(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, held, governor.Granted)
 	waiter := ownedReq(key, 1, 1, governor.Wait)
@@ -91,10 +90,7 @@ func (s *suite) governorReleaseHandle(t *testing.T) {
 	project := project()
 	victim := newGovernor(t, s.h.Open(t), governor.Options{Project: project, Session: "victim"})
 	thief := newGovernor(t, s.h.Open(t), governor.Options{Project: project, Session: "thief"})
-	l, err := victim.Acquire(ctxT(t), "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, victim, "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
 	l.Detach()
 	public := governor.Handle{Resource: "slot", ID: l.ID()}
 	// The victim runs on this host and is alive (the test process).
@@ -126,10 +122,7 @@ func (s *suite) governorReleaseHandle(t *testing.T) {
 		t.Fatalf("the victim's renewal: %v, want a LeaseLostError naming session thief", err)
 	}
 	// And the owner's own handle releases its lease.
-	l2, err := victim.Acquire(ctxT(t), "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := mustLease(t, victim, "slot", governor.AcquireOptions{Limit: 1, NoHeartbeat: true, TTL: time.Minute})
 	l2.Detach()
 	if err := thief.ReleaseHandle(ctxT(t), l2.Handle(), false); err != nil {
 		t.Fatalf("release with the handle's secret: %v", err)

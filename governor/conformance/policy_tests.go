@@ -43,14 +43,6 @@ func grantedOf(t *testing.T, b governor.Backend, key governor.Key, ws []governor
 	return out
 }
 
-// release releases id or fails the test.
-func release(t *testing.T, b governor.Backend, key governor.Key, id string) {
-	t.Helper()
-	if err := b.Release(ctxT(t), key, id, ""); err != nil {
-		t.Fatalf("release %s: %v", id, err)
-	}
-}
-
 // serveOrder releases holder, then each grantee in turn, and returns the
 // order in which ws were granted (indexes), one grant per release.
 func serveOrder(t *testing.T, b governor.Backend, key governor.Key, holder string, ws []governor.Request) []int {
@@ -82,8 +74,7 @@ func serveOrder(t *testing.T, b governor.Backend, key governor.Key, holder strin
 // Higher classes first, FIFO within a class; a class without waiters
 // costs nothing.
 func (s *suite) policyClassOrder(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	h := preq(key, 1, 1, governor.Fail, three, "batch", "")
 	mustAcquire(t, b, h, governor.Granted)
 	ws := []governor.Request{
@@ -114,8 +105,7 @@ func (s *suite) policyClassOrder(t *testing.T) {
 // Reserve: the unused part of a higher class's reserve is never taken by
 // lower classes, whether or not it waits.
 func (s *suite) policyReserve(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	p := governor.Policy{Classes: []governor.Class{{Name: "critical", Reserve: 1}, {Name: "default"}, {Name: "batch"}}}
 	var held []governor.Request
 	for i := 0; i < 2; i++ {
@@ -148,8 +138,7 @@ func (s *suite) policyReserve(t *testing.T) {
 // Cap: a class at its cap is passed over, and the others borrow what it
 // leaves idle.
 func (s *suite) policyCap(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	p := governor.Policy{Classes: []governor.Class{{Name: "default"}, {Name: "batch", Cap: 2}}}
 	b1, b2 := preq(key, 4, 1, governor.Fail, p, "batch", ""), preq(key, 4, 1, governor.Fail, p, "batch", "")
 	mustAcquire(t, b, b1, governor.Granted)
@@ -172,8 +161,7 @@ func (s *suite) policyCap(t *testing.T) {
 // Anti-starvation: a waiting lower class is overtaken by at most
 // MaxOvertakes grants to higher classes.
 func (s *suite) policyAntiStarvation(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	p := governor.Policy{Classes: []governor.Class{{Name: "hi"}, {Name: "lo"}}, MaxOvertakes: 2}
 	holder := preq(key, 1, 1, governor.Fail, p, "hi", "")
 	mustAcquire(t, b, holder, governor.Granted)
@@ -209,8 +197,7 @@ func (s *suite) policyFairKeys(t *testing.T) {
 		{"weighted", map[string]int{"a": 2}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := s.h.Open(t)
-			key := governor.Key{Project: project(), Resource: "api"}
+			b, key := s.open(t, "api")
 			p := governor.Policy{Fair: true, FairWeights: tc.weights}
 			h := preq(key, 1, 1, governor.Fail, p, "", "a")
 			mustAcquire(t, b, h, governor.Granted)
@@ -249,8 +236,7 @@ func (s *suite) policyFairKeys(t *testing.T) {
 
 // Fair cap: a key at its cap is passed over, the next key served.
 func (s *suite) policyFairCap(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "api"}
+	b, key := s.open(t, "api")
 	p := governor.Policy{FairCap: 1}
 	a1 := preq(key, 3, 1, governor.Fail, p, "", "a")
 	mustAcquire(t, b, a1, governor.Granted)
@@ -267,8 +253,7 @@ func (s *suite) policyFairCap(t *testing.T) {
 // Bounds: max_queue refuses at once; max_wait drops the waiter, which
 // learns why.
 func (s *suite) policyBounds(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "q"}
+	b, key := s.open(t, "q")
 	p := governor.Policy{MaxQueue: 2, MaxWait: 500 * time.Millisecond}
 	h := preq(key, 1, 1, governor.Fail, p, "", "")
 	mustAcquire(t, b, h, governor.Granted)
@@ -307,8 +292,7 @@ func (s *suite) policyBounds(t *testing.T) {
 // Drift: a busy resource keeps its policy; another one asked for is
 // reported, and its waiters are served under the policy in force.
 func (s *suite) policyDrift(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	h := preq(key, 1, 1, governor.Fail, three, "critical", "")
 	mustAcquire(t, b, h, governor.Granted)
 	other := governor.Policy{MaxQueue: 5}
@@ -351,9 +335,7 @@ func (s *suite) policyHammer(t *testing.T) {
 		g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project, TTL: 30 * time.Second})
 		prio := []string{"critical", "default", "batch"}[w%3]
 		fair := []string{"a", "b"}[w%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var lastToken int64
 			for i := 0; i < rounds; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -400,7 +382,7 @@ func (s *suite) policyHammer(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if f := fail.Load(); f != nil {
@@ -415,8 +397,7 @@ func (s *suite) policyHammer(t *testing.T) {
 func (s *suite) policySupersede(t *testing.T) {
 	for _, p := range []governor.Policy{{}, three} {
 		t.Run(fmt.Sprintf("policy=%q", p.Encode()), func(t *testing.T) {
-			b := s.h.Open(t)
-			key := governor.Key{Project: project(), Resource: "deploy"}
+			b, key := s.open(t, "deploy")
 			h := preq(key, 1, 1, governor.Fail, p, "", "")
 			h.Supersede = "main"
 			mustAcquire(t, b, h, governor.Granted)
@@ -466,9 +447,7 @@ func (s *suite) policySupersede(t *testing.T) {
 				t.Fatalf("while the cancelled holder works on: used %d, holders %+v; want it alone, marked cancelled", st.Used, st.Holders)
 			}
 			// Its release succeeds and hands the slot on, in queue order.
-			if err := b.Release(ctxT(t), key, h.ID, ""); err != nil {
-				t.Fatalf("release of the cancelled holder: %v", err)
-			}
+			release(t, b, key, h.ID)
 			mustAcquire(t, b, other, governor.Granted)
 			newer.New = false
 			if _, err := b.Acquire(ctxT(t), newer); !errors.Is(err, governor.ErrSuperseded) {
@@ -477,9 +456,7 @@ func (s *suite) policySupersede(t *testing.T) {
 			if st := mustStatus(t, b, key); st.Used != 1 || len(st.Waiters) != 1 || st.Waiters[0].ID != latest.ID {
 				t.Fatalf("after cancel-in-progress: used %d, waiters %+v", st.Used, st.Waiters)
 			}
-			if err := b.Release(ctxT(t), key, other.ID, ""); err != nil {
-				t.Fatal(err)
-			}
+			release(t, b, key, other.ID)
 			latest.New = false
 			mustAcquire(t, b, latest, governor.Granted)
 		})
@@ -489,8 +466,7 @@ func (s *suite) policySupersede(t *testing.T) {
 // Cancel in progress of a holder that died: the cancelled lease is
 // reclaimed or expires as any other, and its successor is granted then.
 func (s *suite) policyCancelExpires(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "deploy"}
+	b, key := s.open(t, "deploy")
 	h := preq(key, 1, 1, governor.Fail, governor.Policy{}, "", "")
 	h.Supersede = "main"
 	h.TTL = 400 * time.Millisecond
@@ -507,8 +483,7 @@ func (s *suite) policyCancelExpires(t *testing.T) {
 // governor.EagerPasses times; then the head blocks until it fits. Under
 // FIFO (the default) nobody passes it (HeadOfLineBlocks).
 func (s *suite) policyEager(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "mem"}
+	b, key := s.open(t, "mem")
 	p := governor.Policy{Eager: true}
 	h := preq(key, 2, 1, governor.Fail, p, "", "")
 	mustAcquire(t, b, h, governor.Granted)
@@ -540,8 +515,7 @@ func (s *suite) policyEager(t *testing.T) {
 // A starving lower class waits for room, never for a reserve above it: a
 // higher-class waiter still takes the reserve meant for it.
 func (s *suite) policyStarvingNotInReserve(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "gpu"}
+	b, key := s.open(t, "gpu")
 	p := governor.Policy{Classes: []governor.Class{{Name: "hi", Reserve: 1}, {Name: "lo"}}, MaxOvertakes: 1}
 	mustAcquire(t, b, preq(key, 2, 1, governor.Fail, p, "lo", ""), governor.Granted)
 	lo := preq(key, 2, 1, governor.Wait, p, "lo", "")

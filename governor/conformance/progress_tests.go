@@ -44,13 +44,9 @@ func (s *suite) backendProgress(t *testing.T) {
 	// Still held: its work may still run until its holder stops it.
 	late := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, other, late, governor.Refused)
-	if err := b.Release(ctxT(t), key, r.ID, ""); err != nil {
-		t.Fatalf("release of a stalled lease: %v", err)
-	}
+	release(t, b, key, r.ID)
 	mustAcquire(t, other, late, governor.Granted)
-	if err := other.Release(ctxT(t), key, late.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, other, key, late.ID)
 	// No progress timeout: never stalled; a mark is still shown.
 	plain := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, plain, governor.Granted)
@@ -67,9 +63,7 @@ func (s *suite) backendProgress(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Holders[0].Progress.IsZero() {
 		t.Fatalf("a mark on a lease without progress timeout is not shown: %+v", st.Holders[0])
 	}
-	if err := b.Release(ctxT(t), key, plain.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, plain.ID)
 	if _, err := b.Touch(ctxT(t), key, plain.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Touch of a released lease: %v, want ErrLeaseLost", err)
 	}
@@ -81,10 +75,7 @@ func (s *suite) backendProgress(t *testing.T) {
 func (s *suite) governorProgress(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "stuck", TTL: 3 * time.Second})
-	l, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1, ProgressTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, g, "heavy", governor.AcquireOptions{Limit: 1, ProgressTimeout: 300 * time.Millisecond})
 	s.h.Advance(t, time.Second)
 	select {
 	case <-l.Done():
@@ -97,9 +88,6 @@ func (s *suite) governorProgress(t *testing.T) {
 		t.Fatalf("acquire beside a stalled, unreleased lease: %v, want busy", err)
 	}
 	_ = l.Release()
-	l2, err := other.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatalf("acquire after the stalled lease's release: %v", err)
-	}
+	l2 := mustLease(t, other, "heavy", governor.AcquireOptions{Limit: 1})
 	_ = l2.Release()
 }

@@ -159,40 +159,33 @@ func (s *suite) providerGate(t *testing.T) {
 			clock.Add(int64(tick))
 		}
 	}()
-	var inFlight, peak, done atomic.Int64
+	var inFlight occupancy
+	var done atomic.Int64
 	var mu sync.Mutex
 	var starts []time.Duration
 	var wg sync.WaitGroup
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 50 {
+		wg.Go(func() {
 			err := p.Do(ctxT(t), 100, func(ctx context.Context) (int64, error) {
 				mu.Lock()
 				starts = append(starts, time.Duration(clock.Load()))
 				mu.Unlock()
-				n := inFlight.Add(1)
-				for {
-					m := peak.Load()
-					if n <= m || peak.CompareAndSwap(m, n) {
-						break
-					}
-				}
+				inFlight.enter()
 				time.Sleep(time.Millisecond)
-				inFlight.Add(-1)
+				inFlight.leave()
 				done.Add(1)
 				return 80, nil
 			})
 			if err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)
 	<-ticked
-	if peak.Load() > 2 {
-		t.Fatalf("%d calls in flight, max concurrency 2", peak.Load())
+	if peak := inFlight.most.Load(); peak > 2 {
+		t.Fatalf("%d calls in flight, max concurrency 2", peak)
 	}
 	if done.Load() != 50 {
 		t.Fatalf("%d of 50 calls ran", done.Load())

@@ -15,8 +15,7 @@ import (
 // with its weight and a higher token; the old one can neither renew nor
 // release; an unknown lease is ErrNotHeld; an event is recorded.
 func (s *suite) backendTakeover(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "issue:2316"}
+	b, key := s.open(t, "issue:2316")
 	old := req(key, 3, 2, governor.Fail)
 	res := mustAcquire(t, b, old, governor.Granted)
 	w := req(key, 3, 2, governor.Wait)
@@ -43,9 +42,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
 	}
-	if err := b.Release(ctxT(t), key, old.ID, ""); !errors.Is(err, governor.ErrNotHeld) {
-		t.Fatalf("old holder's release: %v, want ErrNotHeld", err)
-	}
+	wantNotHeld(t, b, key, old.ID, "old holder's release")
 	if _, err := b.Takeover(ctxT(t), key, "unknown", req(key, 3, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of an unknown lease: %v, want ErrNotHeld", err)
 	}
@@ -69,13 +66,10 @@ func (s *suite) backendTakeover(t *testing.T) {
 // taking session; a released or unknown lease is ErrNotHeld and changes
 // nothing; an ended lease whose slot was taken is Refused.
 func (s *suite) backendTakeoverEnded(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "issue:77"}
+	b, key := s.open(t, "issue:77")
 	rel := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, rel, governor.Granted)
-	if err := b.Release(ctxT(t), key, rel.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, rel.ID)
 	if _, err := b.Takeover(ctxT(t), key, rel.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of a released lease: %v, want ErrNotHeld", err)
 	}
@@ -117,9 +111,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 		t.Fatalf("second takeover of the same expired lease: %v, want ErrNotHeld", err)
 	}
 	// Expired while another holds the slot: refused, nothing granted.
-	if err := b.Release(ctxT(t), key, nu.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, b, key, nu.ID)
 	exp2 := req(key, 1, 1, governor.Fail)
 	exp2.TTL = 300 * time.Millisecond
 	mustAcquire(t, b, exp2, governor.Granted)
@@ -138,8 +130,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 
 // events: expiry and reclaim are recorded, with since filtering.
 func (s *suite) events(t *testing.T) {
-	b := s.h.Open(t)
-	key := governor.Key{Project: project(), Resource: "plan:7"}
+	b, key := s.open(t, "plan:7")
 	a := req(key, 2, 1, governor.Fail)
 	a.TTL = 300 * time.Millisecond
 	ra := mustAcquire(t, b, a, governor.Granted)
@@ -232,12 +223,9 @@ func (s *suite) governorTakeover(t *testing.T) {
 	raw := s.h.Open(t)
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2"})
 	old := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-1", TTL: 600 * time.Millisecond})
-	l, err := old.Acquire(ctxT(t), "lifecycle", governor.AcquireOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLease(t, old, "lifecycle", governor.AcquireOptions{Limit: 1})
 	// Alive (this very process): refused, naming it.
-	_, err = g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})
+	_, err := g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})
 	var alive *governor.OwnerAliveError
 	if !errors.As(err, &alive) || alive.Holder.LeaseID != l.ID() {
 		t.Fatalf("takeover of a live owner: %v, want *OwnerAliveError", err)
@@ -304,9 +292,7 @@ func (s *suite) governorTakeover(t *testing.T) {
 	if _, err := g.Takeover(ctxT(t), "merge", 1, governor.TakeoverOptions{LeaseID: far.ID}); !errors.Is(err, governor.ErrOwnerAlive) {
 		t.Fatalf("takeover across hosts: %v, want ErrOwnerAlive", err)
 	}
-	if err := raw.Release(ctxT(t), key, far.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, raw, key, far.ID)
 
 	// Expired: its slot is simply free.
 	exp := req(key, 1, 1, governor.Fail)
@@ -382,9 +368,7 @@ func (s *suite) governorTakeoverSession(t *testing.T) {
 			t.Fatalf("a refused session takeover changed %s: %+v", r, st)
 		}
 	}
-	if err := raw.Release(ctxT(t), farKey, far.ID, ""); err != nil {
-		t.Fatal(err)
-	}
+	release(t, raw, farKey, far.ID)
 	ls, err := g.TakeoverSession(ctxT(t), "relay-1", governor.TakeoverOptions{})
 	if err != nil {
 		t.Fatalf("session takeover: %v", err)

@@ -79,12 +79,7 @@ func TestStateDirRefused(t *testing.T) {
 			t.Skip("needs root to give a directory away")
 		}
 		dir := filepath.Join(t.TempDir(), "theirs")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(dir, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
+		mkdirOwned(t, dir, 0o700, 65534, 65534)
 		_, err := filebackend.New(dir, filebackend.Options{})
 		if err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Fatalf("New on a directory of another user: %v", err)
@@ -92,12 +87,7 @@ func TestStateDirRefused(t *testing.T) {
 	})
 	t.Run("writable by others", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "open")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
+		mkdirMode(t, dir, 0o777)
 		_, err := filebackend.New(dir, filebackend.Options{})
 		if err == nil || !strings.Contains(err.Error(), "chmod 700") {
 			t.Fatalf("New on a world-writable directory: %v", err)

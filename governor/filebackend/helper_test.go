@@ -93,10 +93,8 @@ func helperRace(b *filebackend.Backend, key governor.Key) error {
 	var out strings.Builder
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range workers {
+		wg.Go(func() {
 			for j := 0; j < rounds; j++ {
 				o := governor.AcquireOptions{Limit: 2, Mode: governor.Wait}
 				class, fair := "-", "-"
@@ -120,7 +118,7 @@ func helperRace(b *filebackend.Backend, key governor.Key) error {
 				fmt.Fprintf(&out, "%d %d %s %s\n", start, end, class, fair)
 				mu.Unlock()
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	close(errs)

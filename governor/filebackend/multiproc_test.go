@@ -296,19 +296,30 @@ func TestInheritedLeaseFileKeepsSlot(t *testing.T) {
 	}
 }
 
-// TestDeadWaiterDroppedAtOnce: a queued waiter whose process died does
-// not block the queue until its queue TTL: its orphaned wake-up pipe
-// proves it dead when it reaches the head.
-func TestDeadWaiterDroppedAtOnce(t *testing.T) {
+// waiterBehindHolder holds project's "heavy" (limit 1) on a new store and
+// starts a helper process that queues for it; it returns the helper's
+// lease id once the helper says it is queued.
+func waiterBehindHolder(t *testing.T, project string) (*filebackend.Backend, governor.Key, governor.Request, *helper, string) {
+	t.Helper()
 	dir := t.TempDir()
-	key := governor.Key{Project: "waiter", Resource: "heavy"}
+	key := governor.Key{Project: project, Resource: "heavy"}
 	b := open(t, dir, filebackend.Options{})
 	hold := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, hold, governor.Granted)
 	h := startHelper(t, "wait", dir, key)
-	if l := h.line(); !strings.HasPrefix(l, "queued ") {
+	l := h.line()
+	id, ok := strings.CutPrefix(l, "queued ")
+	if !ok {
 		t.Fatalf("helper said %q", l)
 	}
+	return b, key, hold, h, id
+}
+
+// TestDeadWaiterDroppedAtOnce: a queued waiter whose process died does
+// not block the queue until its queue TTL: its orphaned wake-up pipe
+// proves it dead when it reaches the head.
+func TestDeadWaiterDroppedAtOnce(t *testing.T) {
+	b, key, hold, h, _ := waiterBehindHolder(t, "waiter")
 	h.kill()
 	if err := b.Release(ctxT(t), key, hold.ID, ""); err != nil {
 		t.Fatal(err)
@@ -323,17 +334,7 @@ func TestDeadWaiterDroppedAtOnce(t *testing.T) {
 // TestUnclaimedGrantOfDeadWaiterReclaimed: a grant handed to a live
 // waiter that dies before claiming it is reclaimed at once.
 func TestUnclaimedGrantOfDeadWaiterReclaimed(t *testing.T) {
-	dir := t.TempDir()
-	key := governor.Key{Project: "handed", Resource: "heavy"}
-	b := open(t, dir, filebackend.Options{})
-	hold := req(key, 1, 1, governor.Fail)
-	mustAcquire(t, b, hold, governor.Granted)
-	h := startHelper(t, "wait", dir, key)
-	l := h.line()
-	id, ok := strings.CutPrefix(l, "queued ")
-	if !ok {
-		t.Fatalf("helper said %q", l)
-	}
+	b, key, hold, h, id := waiterBehindHolder(t, "handed")
 	if err := b.Release(ctxT(t), key, hold.ID, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,7 @@ import (
 // the state dir: New refuses it, naming the parent (issue 18 point 10).
 func TestStateDirParentWritableRefused(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "open")
-	if err := os.Mkdir(parent, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(parent, 0o777); err != nil { // not sticky
-		t.Fatal(err)
-	}
+	mkdirMode(t, parent, 0o777) // not sticky
 	dir := filepath.Join(parent, "governor")
 	_, err := filebackend.New(dir, filebackend.Options{})
 	if err == nil || !strings.Contains(err.Error(), "parent "+parent+" is writable by group or others") {
@@ -44,12 +39,7 @@ func TestStateDirParentWritableRefused(t *testing.T) {
 func TestStateDirParentOfAnotherUserRefused(t *testing.T) {
 	other := usertest.New(t)
 	parent := filepath.Join(t.TempDir(), "theirs")
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(parent, other.UID, other.GID); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOwned(t, parent, 0o755, other.UID, other.GID)
 	_, err := filebackend.New(filepath.Join(parent, "governor"), filebackend.Options{})
 	if err == nil || !strings.Contains(err.Error(), "parent "+parent+" is owned by uid") {
 		t.Fatalf("New under another user's dir: %v; want a refusal naming %s", err, parent)
@@ -81,12 +71,7 @@ func TestStateDirReplacedRefused(t *testing.T) {
 func TestRootWithUsersHome(t *testing.T) {
 	other := usertest.New(t)
 	home := filepath.Join(t.TempDir(), "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, other.UID, other.GID); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOwned(t, home, 0o700, other.UID, other.GID)
 	t.Setenv("GOVERNOR_DIR", "")
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", home)
@@ -112,12 +97,7 @@ func TestRootWithUsersHome(t *testing.T) {
 func TestSharedStateDir(t *testing.T) {
 	other := usertest.New(t)
 	dir := filepath.Join(usertest.SharedDir(t), "shared")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, 0, other.GID); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOwned(t, dir, 0o700, 0, other.GID)
 	if err := os.Chmod(dir, 0o770|os.ModeSetgid); err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +161,27 @@ func TestPlantedTempFIFO(t *testing.T) {
 	}
 	if res, err := b.Acquire(context.Background(), req(key, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
 		t.Fatalf("Acquire after the release: %+v, %v", res, err)
+	}
+}
+
+// mkdirOwned makes dir with perm and gives it to uid:gid, or fails t.
+func mkdirOwned(t *testing.T, dir string, perm os.FileMode, uid, gid int) {
+	t.Helper()
+	if err := os.Mkdir(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mkdirMode makes dir with exactly mode, whatever the umask, or fails t.
+func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,22 +7,14 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 // A held lease named with a wrong secret is not said to be named without
 // one (issue 25.12): each refusal says what was wrong.
 func TestProvenHeldNamesWhatIsWrong(t *testing.T) {
 	ctx := context.Background()
-	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(fb, governor.Options{Project: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p"})
 	l, err := g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package proctest finds and ends the processes a test started, by a
 // marker in their command line, and builds the governor binary for tests
-// that run it as a real process.
+// that run it as a real process, and reads the pages of servers it
+// started (Get).
 package proctest
 
 import (

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/publish"
 )
 
@@ -200,15 +200,7 @@ func TestPublishFallbacks(t *testing.T) {
 // A lease no longer held refuses the publish (ErrLeaseLost); a held one
 // lets it through.
 func TestPublishLease(t *testing.T) {
-	b, err := filebackend.New(filepath.Join(t.TempDir(), "state"), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "pubtest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := leasetest.FileGovernor(t, filepath.Join(t.TempDir(), "state"), governor.Options{Project: "pubtest"})
 	l, err := g.Acquire(context.Background(), "release", governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -46,78 +46,62 @@ func (r *Reopening) Governor(ctx context.Context) (*governor.Governor, error) {
 
 func (r *Reopening) Project() string { return r.project }
 
-func (r *Reopening) Resources(ctx context.Context) ([]string, error) {
+// do runs f on the Governor, opening it if it is not yet; an open that
+// fails is the error, and f does not run.
+func (r *Reopening) do(ctx context.Context, f func(*governor.Governor) error) error {
 	g, err := r.Governor(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return g.Resources(ctx)
+	return f(g)
+}
+
+// call is do for a call that returns a value: the zero T when the open
+// fails.
+func call[T any](ctx context.Context, r *Reopening, f func(*governor.Governor) (T, error)) (v T, err error) {
+	err = r.do(ctx, func(g *governor.Governor) error {
+		v, err = f(g)
+		return err
+	})
+	return v, err
+}
+
+func (r *Reopening) Resources(ctx context.Context) ([]string, error) {
+	return call(ctx, r, func(g *governor.Governor) ([]string, error) { return g.Resources(ctx) })
 }
 
 func (r *Reopening) Status(ctx context.Context, resource string) (governor.Status, error) {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return governor.Status{}, err
-	}
-	return g.Status(ctx, resource)
+	return call(ctx, r, func(g *governor.Governor) (governor.Status, error) { return g.Status(ctx, resource) })
 }
 
 func (r *Reopening) Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error) {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Events(ctx, resource, since)
+	return call(ctx, r, func(g *governor.Governor) ([]governor.Event, error) { return g.Events(ctx, resource, since) })
 }
 
 var _ Admin = (*Reopening)(nil)
 
 func (r *Reopening) Cancel(ctx context.Context, resource string, sel governor.CancelSelector, by string) ([]governor.Waiter, error) {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Cancel(ctx, resource, sel, by)
+	return call(ctx, r, func(g *governor.Governor) ([]governor.Waiter, error) { return g.Cancel(ctx, resource, sel, by) })
 }
 
 func (r *Reopening) Pause(ctx context.Context, resource, by string) error {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.Pause(ctx, resource, by)
+	return r.do(ctx, func(g *governor.Governor) error { return g.Pause(ctx, resource, by) })
 }
 
 func (r *Reopening) Resume(ctx context.Context, resource, by string) error {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.Resume(ctx, resource, by)
+	return r.do(ctx, func(g *governor.Governor) error { return g.Resume(ctx, resource, by) })
 }
 
 func (r *Reopening) SetLimit(ctx context.Context, resource string, limit int, by string) error {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return err
-	}
-	return g.SetLimit(ctx, resource, limit, by)
+	return r.do(ctx, func(g *governor.Governor) error { return g.SetLimit(ctx, resource, limit, by) })
 }
 
 func (r *Reopening) Rates(ctx context.Context) ([]string, error) {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return g.Rates(ctx)
+	return call(ctx, r, func(g *governor.Governor) ([]string, error) { return g.Rates(ctx) })
 }
 
 func (r *Reopening) RateStatus(ctx context.Context, name string) (governor.RateStatus, error) {
-	g, err := r.Governor(ctx)
-	if err != nil {
-		return governor.RateStatus{}, err
-	}
-	return g.RateStatus(ctx, name)
+	return call(ctx, r, func(g *governor.Governor) (governor.RateStatus, error) { return g.RateStatus(ctx, name) })
 }
 
 // MinRetention is the least --resources-retention serve takes. Forgetting
