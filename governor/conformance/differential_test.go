@@ -271,7 +271,7 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 					op.weight = 1 // its cap
 				}
 				if rng.IntN(3) == 0 {
-					op.supersede, op.cancel = "s", rng.IntN(2) == 0
+					op.supersede, op.cancel = "0", rng.IntN(2) == 0 // "0": a name, not a default to leave out
 				}
 			}
 		case k < 9:

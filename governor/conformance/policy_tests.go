@@ -395,21 +395,27 @@ func (s *suite) policyHammer(t *testing.T) {
 // holder with the key loses its lease (a superseded end, at its next
 // renewal). With or without a policy.
 func (s *suite) policySupersede(t *testing.T) {
-	for _, p := range []governor.Policy{{}, three} {
-		t.Run(fmt.Sprintf("policy=%q", p.Encode()), func(t *testing.T) {
+	// The key "0" too: a name, not a default the Redis client may leave
+	// out (it once did, and Redis then superseded nothing).
+	for _, c := range []struct {
+		p    governor.Policy
+		name string
+	}{{governor.Policy{}, "main"}, {three, "main"}, {governor.Policy{}, "0"}} {
+		p, name := c.p, c.name
+		t.Run(fmt.Sprintf("policy=%q/key=%q", p.Encode(), name), func(t *testing.T) {
 			b, key := s.open(t, "deploy")
 			h := preq(key, 1, 1, governor.Fail, p, "", "")
-			h.Supersede = "main"
+			h.Supersede = name
 			mustAcquire(t, b, h, governor.Granted)
 			old := preq(key, 1, 1, governor.Wait, p, "", "")
-			old.Supersede = "main"
+			old.Supersede = name
 			ch, stop := b.Notify(ctxT(t), key, old.ID)
 			t.Cleanup(stop)
 			mustAcquire(t, b, old, governor.Queued)
 			other := preq(key, 1, 1, governor.Wait, p, "", "") // no key: untouched
 			mustAcquire(t, b, other, governor.Queued)
 			newer := preq(key, 1, 1, governor.Wait, p, "", "")
-			newer.Supersede = "main"
+			newer.Supersede = name
 			mustAcquire(t, b, newer, governor.Queued)
 			select {
 			case <-ch:
@@ -429,7 +435,7 @@ func (s *suite) policySupersede(t *testing.T) {
 			// releases, so that nobody (other, first in the queue) is
 			// granted beside its work.
 			latest := preq(key, 1, 1, governor.Wait, p, "", "")
-			latest.Supersede, latest.CancelInProgress = "main", true
+			latest.Supersede, latest.CancelInProgress = name, true
 			mustAcquire(t, b, latest, governor.Queued)
 			for range 2 { // and it is never renewed back to life
 				_, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0)

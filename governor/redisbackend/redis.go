@@ -303,18 +303,24 @@ func (b *Backend) register(ctx context.Context, key governor.Key, r *resourceKey
 const acquireOptional = 11
 
 // trimDefaults cuts off the arguments after the first n that hold their
-// default (0, "" or "0") up to the end: the server pays for every
-// argument a script is passed.
+// default (0, "" or false; go-redis sends a bool as 1 or 0) up to the
+// end: the server pays for every argument a script is passed. A string
+// "0" is not a default: a priority class, fair key or supersede key may
+// be named "0".
 func trimDefaults(args []any, n int) []any {
 	end := len(args)
 	for end > n {
 		switch a := args[end-1].(type) {
 		case string:
-			if a != "" && a != "0" {
+			if a != "" {
 				return args[:end]
 			}
 		case int64:
 			if a != 0 {
+				return args[:end]
+			}
+		case bool:
+			if a {
 				return args[:end]
 			}
 		default:
@@ -377,8 +383,8 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	}
 	v, err := b.batch.run(ctx, acquireScript, r.keys, trimDefaults([]any{req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channelArg, decl, holdersInRefusal, flag(req.New), req.Secret,
-		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, flag(req.CancelInProgress),
-		flag(req.Exclusive), flag(req.CancelOthers)}, acquireOptional)...).Slice()
+		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, req.CancelInProgress,
+		req.Exclusive, req.CancelOthers}, acquireOptional)...).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
 	}
