@@ -61,14 +61,7 @@ func TestConformance(t *testing.T) {
 // from the holders) and holds holders and the rest together: only a bad
 // queue entry or event can be written.
 func damageState(t *testing.T, path, lease string, d conformance.Damage) bool {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := readStateMap(t, path)
 	switch d {
 	case conformance.DamageQueueEntry:
 		ws, _ := st["waiters"].([]any)
@@ -80,7 +73,7 @@ func damageState(t *testing.T, path, lease string, d conformance.Damage) bool {
 			}
 		}
 		if !found {
-			t.Fatalf("no waiter %s in %s", lease, data)
+			t.Fatalf("no waiter %s in %v", lease, st)
 		}
 	case conformance.DamageOverLimit:
 		hs, _ := st["holders"].([]any)
@@ -102,11 +95,33 @@ func damageState(t *testing.T, path, lease string, d conformance.Damage) bool {
 	default:
 		return false
 	}
-	if data, err = json.Marshal(st); err != nil {
+	writeStateMap(t, path, st)
+	return true
+}
+
+// readStateMap reads the JSON file at path (a resource's state) as a map,
+// for tests that change fields the backend does not export, and
+// writeStateMap writes it back.
+func readStateMap(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func writeStateMap(t *testing.T, path string, st map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return true
 }

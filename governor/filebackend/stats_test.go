@@ -1,7 +1,6 @@
 package filebackend_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -80,21 +79,9 @@ func TestTornStats(t *testing.T) {
 func TestStatsOfAnOlderState(t *testing.T) {
 	dir, b, key := heldOnce(t)
 	state := filepath.Join(dir, "p", "r", "state")
-	data, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := readStateMap(t, state)
 	st["histograms"] = map[string]any{"wait": map[string]any{"counts": []int64{3}, "sum": int64(time.Second)}}
-	if data, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(state, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeStateMap(t, state, st)
 	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{1}, time.Second); err != nil {
 		t.Fatal(err)
 	}
