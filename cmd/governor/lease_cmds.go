@@ -314,7 +314,9 @@ lease.ttl's default (a quarantine, 'governor events'); without it the renewal
 only learns that the lease is lost. $GOVERNOR_TOKEN may also be the list a
 'governor run' gives its command, where the token of this lease id is taken.
 
-  read -r GOVERNOR_LEASE GOVERNOR_TOKEN <<<"$out"; export GOVERNOR_LEASE GOVERNOR_TOKEN
+  read -r GOVERNOR_LEASE token <<<"$out"; export GOVERNOR_LEASE
+  governor renew --token "$token" || exit   # the token is public; not exported: a
+                                            # 'governor run' reads $GOVERNOR_TOKEN as its list
 
 Exit codes: 0 renewed; 122 the lease is lost; 125 bad input (a handle without its
 secret included, a --token or $GOVERNOR_TOKEN that is no token) or backend
