@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // Describe says who holds a lease, for refusals and listings: session,

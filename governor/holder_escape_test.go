@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/leasetest"
-	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 )
 
 // What a holder declared is another process's text: the busy and takeover

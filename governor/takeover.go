@@ -10,7 +10,7 @@ import (
 
 	"github.com/governor-dev/governor/governor/proc"
 
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // TakeoverOptions name the lease(s) to take over: one lease by id, or

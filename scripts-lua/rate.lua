@@ -1,5 +1,5 @@
 -- rate.lua: GCRA over two dimensions (requests, tokens), the algorithm of
--- internal/gcra. Time is the server's, in microseconds.
+-- governor/internal/gcra. Time is the server's, in microseconds.
 -- KEYS: 1 the rate state hash (fields rq, tk: theoretical arrival times;
 --       it expires when it no longer matters), 2 the counters hash
 --       (allowed, limited, and lim: the limits of the last reservation,

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/safetext"
 	"github.com/governor-dev/governor/internal/view"
 )
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/governor/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/redistest"
-	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/usertest"
 )
 

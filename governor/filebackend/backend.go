@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/fstrust"
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/internal/fstrust"
 )
 
 // closeTimeout bounds the critical sections Close and Notify run on their

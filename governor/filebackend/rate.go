@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/gcra"
+	"github.com/governor-dev/governor/governor/internal/gcra"
 )
 
 // ratePrefix names the pseudo-resource that holds a rate limit's state.

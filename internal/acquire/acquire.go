@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/mkdirslot"
-	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // Events are what Acquire tells its caller as it goes. Nil fields are

@@ -8,8 +8,8 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/exitcode"
-	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // NotAcquiredError is the error of a run (or a `governor acquire`) that

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // LimitNote tells that a --limit the user gave is not the limit that

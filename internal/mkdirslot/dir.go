@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/governor-dev/governor/internal/fstrust"
+	"github.com/governor-dev/governor/governor/fstrust"
 )
 
 // ErrUntrustedDir is wrapped by the error of a DIR that another user than

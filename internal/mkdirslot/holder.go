@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/proc"
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // What is read of a slot.d's files: the wrapper writes a pid and one

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/acquire"
-	"github.com/governor-dev/governor/internal/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/words"
 )
 

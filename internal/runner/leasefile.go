@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // The file backend proves a lease alive while its lease file is locked

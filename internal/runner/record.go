@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/governor-dev/governor/internal/fstrust"
+	"github.com/governor-dev/governor/governor/fstrust"
 )
 
 // Outcome says how a run ended, in its end Record.

@@ -13,11 +13,11 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/redact"
-	"github.com/governor-dev/governor/internal/safetext"
 	"github.com/governor-dev/governor/internal/words"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // statusLine is the one line drawn on a terminal's stderr while a run

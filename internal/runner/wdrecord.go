@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/connect"
-	"github.com/governor-dev/governor/internal/safetext"
 )
 
 // msgRecord starts the line of the watchdog protocol that tells the

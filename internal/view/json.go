@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // WriteJSON writes v indented, with the characters a terminal would act

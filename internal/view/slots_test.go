@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/safetext/safetexttest"
+	"github.com/governor-dev/governor/governor/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/view"
 )
 

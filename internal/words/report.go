@@ -8,7 +8,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/internal/safetext"
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // Refusal is an error of not getting slots whose report lists the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/governor-dev/governor/internal/fstrust"
+	"github.com/governor-dev/governor/governor/fstrust"
 )
 
 func TestDirProblem(t *testing.T) {
