@@ -1,35 +1,62 @@
 #!/usr/bin/env bash
-# Builds one wheel per OS/arch (linux, darwin x amd64, arm64) with the static
-# governor binary (CGO_ENABLED=0) inside, offline: setuptools and wheel of the
-# system Python, no package index. Wheels land in clients/python/dist/. The binary
-# is built as build-packages.sh (TypeScript) builds it, so the two share the cache.
-#   clients/python/build-wheels.sh            # all four
-#   clients/python/build-wheels.sh linux/amd64 # only these
+# Builds the Python packages of governor-client, offline (setuptools and wheel
+# of the system Python, no package index):
+#   one wheel per OS/arch (linux, darwin x amd64, arm64), the static governor
+#   binary inside as governor/_bin/governor, tagged py3-none-PLATFORM;
+#   `sdist`: the source distribution, with the module's Go source (go-src/)
+#   so that pip builds the binary when Go is on PATH (setup.py).
+# Each carries LICENSE, and the version of VERSION at the repository's root.
+#   clients/python/build-wheels.sh                   # the four wheels and the sdist
+#   clients/python/build-wheels.sh linux/amd64 sdist # only these
+# GOVERNOR_BIN_DIR: take the binaries from DIR/OS-ARCH/governor (the release
+# command's) instead of building them; OUT: where they land (default
+# clients/python/dist/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 py=${PYTHON:-/usr/bin/python3}
+out=${OUT:-$here/dist}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+[ ${#targets[@]} -gt 0 ] || targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 sdist)
 plat() {
   case $1 in
     linux/amd64) echo manylinux2014_x86_64 ;;
     linux/arm64) echo manylinux2014_aarch64 ;;
     darwin/amd64) echo macosx_10_12_x86_64 ;;
     darwin/arm64) echo macosx_11_0_arm64 ;;
-    *) echo "unknown target $1; allowed: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64" >&2; exit 2 ;;
+    *) echo "unknown target $1; allowed: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 sdist" >&2; exit 2 ;;
   esac
 }
-mkdir -p "$here/dist"
+mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for t in "${targets[@]}"; do
-  p=$(plat "$t")
+stage() { # the package's tree, as the sdist and each wheel start from it
   rm -rf "$work/src" && mkdir -p "$work/src"
-  cp -r "$here/governor" "$here/pyproject.toml" "$here/setup.py" "$work/src/"
+  cp -r "$here/governor" "$here/pyproject.toml" "$here/setup.py" "$repo/LICENSE" "$repo/VERSION" "$work/src/"
   rm -rf "$work/src/governor/_bin" "$work/src/governor/__pycache__"
+}
+for t in "${targets[@]}"; do
+  stage
+  if [ "$t" = sdist ]; then
+    # The module's Go source without its tests: what `go build ./cmd/governor` needs.
+    # (Tracked files and new ones not ignored; embedded assets included.)
+    (cd "$repo" && git ls-files --cached --others --exclude-standard -- go.mod go.sum VERSION LICENSE \
+      '*.go' release/commit.sh cmd governor internal config metrics scripts-lua |
+      grep -v -e '_test\.go$' -e '/testdata/' -e '^clients/' -e '^bench/' -e '^faults/' -e '^docs/' -e '^release/.*\.go$' |
+      tar cf - -T -) | (mkdir -p "$work/src/go-src" && tar xf - -C "$work/src/go-src")
+    "$repo/release/commit.sh" >"$work/src/COMMIT"
+    printf 'include LICENSE VERSION COMMIT\ngraft go-src\nglobal-exclude __pycache__ *.pyc\n' >"$work/src/MANIFEST.in"
+    (cd "$work/src" && "$py" -m build --sdist --no-isolation --outdir "$out" . >/dev/null)
+    echo "built $(ls "$out"/governor_client-*.tar.gz "$out"/governor-client-*.tar.gz 2>/dev/null)"
+    continue
+  fi
+  p=$(plat "$t")
   mkdir -p "$work/src/governor/_bin"
-  (cd "$repo" && CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go build -ldflags '-s -w' -o "$work/src/governor/_bin/governor" ./cmd/governor)
-  (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p "$py" -m build --wheel --no-isolation --outdir "$here/dist" . >/dev/null)
-  echo "built $(ls "$here/dist"/*-"$p".whl)"
+  if [ -n "${GOVERNOR_BIN_DIR:-}" ]; then
+    cp "$GOVERNOR_BIN_DIR/${t%/*}-${t#*/}/governor" "$work/src/governor/_bin/governor"
+  else
+    "$repo/release/build-binary.sh" "$t" "$work/src/governor/_bin/governor"
+  fi
+  (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p "$py" -m build --wheel --no-isolation --outdir "$out" . >/dev/null)
+  echo "built $(ls "$out"/*-"$p".whl)"
 done

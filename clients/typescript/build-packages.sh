@@ -5,14 +5,19 @@
 #                                     npm installs only the host's; no install script
 #   governor-client-VERSION.tgz       the client (dist/src), the four above under
 #                                     optionalDependencies
+# Each carries LICENSE, "license": "Apache-2.0" and the version of VERSION at
+# the repository's root.
 # Usage: build-packages.sh [OS/ARCH ...]   (Go's names; default: all four)
+# GOVERNOR_BIN_DIR: take the binaries from DIR/OS-ARCH/governor (the release
+# command's) instead of building them; OUT: where the tarballs land
+# (default clients/typescript/packages/, emptied first).
 set -euo pipefail
 cd "$(dirname "$0")"
 here=$PWD
 repo=$(cd ../.. && pwd)
-version=$(node -p 'require("./package.json").version')
-out="$here/packages"
-rm -rf "$out"
+version=$(cat "$repo/VERSION")
+out=${OUT:-$here/packages}
+rm -rf "$out/cli-"* "$out/client" "$out"/governor-cli-*.tgz "$out"/governor-client-*.tgz
 mkdir -p "$out"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
@@ -33,16 +38,22 @@ for target in "${targets[@]}"; do
   name="@governor/cli-$goos-$arch"
   dir="$out/cli-$goos-$arch"
   mkdir -p "$dir/bin"
-  (cd "$repo" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -ldflags '-s -w' -o "$dir/bin/governor" ./cmd/governor)
+  if [ -n "${GOVERNOR_BIN_DIR:-}" ]; then
+    cp "$GOVERNOR_BIN_DIR/$goos-$goarch/governor" "$dir/bin/governor"
+  else
+    "$repo/release/build-binary.sh" "$target" "$dir/bin/governor"
+  fi
+  cp "$repo/LICENSE" "$dir/"
   cat >"$dir/package.json" <<JSON
 {
   "name": "$name",
   "version": "$version",
   "description": "The governor binary for $goos-$arch (used by @governor/client)",
-  "license": "MIT",
+  "license": "Apache-2.0",
   "os": ["$goos"],
   "cpu": ["$arch"],
-  "files": ["bin"]
+  "files": ["bin"],
+  "repository": {"type": "git", "url": "https://github.com/governor-dev/governor.git"}
 }
 JSON
   (cd "$out" && npm pack --silent "$dir" >/dev/null)
@@ -53,13 +64,16 @@ npm run --silent build
 main="$out/client"
 mkdir -p "$main"
 cp -r dist "$main/"
+cp "$repo/LICENSE" "$main/"
 rm -rf "$main/dist/test" "$main/dist/bench" "$main/dist/examples"
 deps=$(IFS=,; echo "${optional[*]}")
 node -e '
   const p = require("./package.json");
   delete p.devDependencies; delete p.scripts;
+  p.version = process.argv[3];
   p.optionalDependencies = JSON.parse("{" + process.argv[1] + "}");
   require("fs").writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");
-' "$deps" "$main/package.json"
+' "$deps" "$main/package.json" "$version"
 (cd "$out" && npm pack --silent "$main" >/dev/null)
+rm -rf "$out/cli-"* "$out/client"
 ls "$out"/*.tgz

@@ -12,6 +12,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/bridge"
+	"github.com/governor-dev/governor/internal/buildinfo"
 	"github.com/governor-dev/governor/internal/exitcode"
 )
 
@@ -49,8 +50,10 @@ config, or stdin could not be read.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cat := l.Catalog()
+			build := buildinfo.Read()
 			c := bridge.Config{
-				Version: version(),
+				Version: build.Version,
+				Commit:  build.Revision,
 				Backend: l.Config.ResolvedBackend(),
 				Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
 					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})

@@ -18,8 +18,9 @@ import (
 
 // Config is what a bridge needs from its command.
 type Config struct {
-	// Version is governor's version, told in hello's result.
-	Version string
+	// Version is governor's release version ("0.1.0") and Commit the
+	// commit it was built from, told in hello's result.
+	Version, Commit string
 	// Open opens the Governor whose leases are declared as owned by the
 	// client process pid, with session ("": the default one). The bridge
 	// closes it when it ends.
@@ -281,6 +282,7 @@ type helloArgs struct {
 type helloResult struct {
 	Protocol int    `json:"protocol"`
 	Version  string `json:"version"`
+	Commit   string `json:"commit"`
 	PID      int    `json:"pid"`
 	Backend  string `json:"backend"`
 	Project  string `json:"project"`
@@ -319,7 +321,7 @@ func (s *server) hello(raw json.RawMessage) (any, error) {
 		_ = g.Close()
 		return nil, errShuttingDown
 	}
-	return helloResult{Protocol: Protocol, Version: s.c.Version, PID: os.Getpid(), Backend: s.c.Backend,
+	return helloResult{Protocol: Protocol, Version: s.c.Version, Commit: s.c.Commit, PID: os.Getpid(), Backend: s.c.Backend,
 		Project: g.Project(), Session: g.Session()}, nil
 }
 

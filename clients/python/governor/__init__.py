@@ -17,7 +17,7 @@ from ._bridge import PROTOCOL, find_binary
 from .errors import (BackendError, Busy, Cancelled, GovernorError, LeaseLost, ProtocolError, Skipped,
                      Superseded, Withdrawn)
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "Governor", "Lease", "Provider", "RateLimited", "Resource", "Holder", "Waiter",

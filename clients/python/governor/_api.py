@@ -489,6 +489,17 @@ class Governor:
     def bridge_pid(self) -> int:
         return int(self._bridge().hello["pid"])
 
+    @property
+    def engine_version(self) -> str:
+        """The version of the governor binary the bridge runs ("0.1.0"), from
+        its hello (starts the bridge); ``governor.__version__`` is the client's."""
+        return str(self._bridge().hello.get("version", ""))
+
+    @property
+    def engine_commit(self) -> str:
+        """The commit the governor binary was built from ("" when unknown)."""
+        return str(self._bridge().hello.get("commit", ""))
+
     def close(self) -> None:
         """Ends the bridge: it releases everything this process holds."""
         with self._lock:

@@ -14,9 +14,10 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
+from ._version import __version__
 
 PROTOCOL = 1
-CLIENT = "python/0.1.0"
+CLIENT = "python/" + __version__
 
 _bridges: "List[Bridge]" = []  # every live bridge of this process, for fork
 _bridges_lock = threading.Lock()

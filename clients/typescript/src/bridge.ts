@@ -2,10 +2,11 @@
 // replies, and pushed events (docs/bridge-protocol.md).
 import { spawn, type ChildProcess } from "node:child_process";
 import { BackendError, fromWire, GovernorError, LeaseLost, ProtocolError, type WireError } from "./errors.js";
+import { VERSION } from "./version.js";
 
 /** The protocol number this client speaks. */
 export const PROTOCOL = 1;
-export const CLIENT = "typescript/0.1.0";
+export const CLIENT = `typescript/${VERSION}`;
 
 export interface BridgeEvent {
   event: string;
@@ -47,6 +48,7 @@ export class Bridge {
   /** The bridge's pid and governor version, from hello. */
   pid = 0;
   version = "";
+  commit = "";
   backend = "";
   project = "";
   session = "";
@@ -85,6 +87,7 @@ export class Bridge {
     }
     this.pid = r.pid;
     this.version = r.version;
+    this.commit = r.commit ?? "";
     this.backend = r.backend;
     this.project = r.project;
     this.session = r.session;

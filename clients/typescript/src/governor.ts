@@ -164,6 +164,12 @@ export class Governor {
     return b;
   }
 
+  /** The governor binary the bridge runs: its version ("0.1.0") and commit, from hello (starts the bridge). */
+  async engine(): Promise<{ version: string; commit: string }> {
+    const b = await this.connect();
+    return { version: b.version, commit: b.commit };
+  }
+
   /** The bridge if it is up (hello answered, not dead): a call then waits on no promise first. */
   private get up(): Bridge | undefined {
     return this.bridge?.live ? this.bridge : undefined;

@@ -8,6 +8,7 @@ export { Lease, type HeldResource } from "./lease.js";
 export { Provider, type ProviderRunOptions } from "./provider.js";
 export { findBinary, platformPackage } from "./binary.js";
 export { PROTOCOL } from "./bridge.js";
+export { VERSION } from "./version.js";
 export {
   GovernorError,
   Busy,

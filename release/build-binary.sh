@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the static governor binary for one OS/ARCH: the one set of build
+# flags behind every artifact (the archives, the wheels, the npm packages).
+#   release/build-binary.sh OS/ARCH OUT
+# CGO_ENABLED=0: static, runs on any Linux of its arch. -buildvcs=false:
+# the commit is stamped rather than read from .git, so a build from a source
+# archive (the sdist's go-src/) names it too. (No -trimpath: it would share
+# no compile cache with `go build ./...`, and CI builds each target anyway.)
+# The commit is stamped with the linker: $GOVERNOR_COMMIT, else git's HEAD
+# (with -dirty when the tree has changes); `governor --version` prints it.
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 OS/ARCH OUT" >&2; exit 2; }
+target=$1 out=$2
+case $target in
+  linux/amd64|linux/arm64|darwin/amd64|darwin/arm64) ;;
+  *) echo "$0: target $target; allowed: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64" >&2; exit 2 ;;
+esac
+repo=$(cd "$(dirname "$0")/.." && pwd)
+commit=${GOVERNOR_COMMIT:-$("$repo/release/commit.sh")}
+cd "$repo"
+CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -buildvcs=false \
+  -ldflags "-s -w -X github.com/governor-dev/governor/internal/buildinfo.commit=$commit" -o "$out" ./cmd/governor
