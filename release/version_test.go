@@ -99,3 +99,12 @@ func TestOneLicence(t *testing.T) {
 		}
 	}
 }
+
+// CHANGELOG.md has an entry for VERSION (the release command refuses to
+// build without one and ships it as RELEASE_NOTES.md).
+func TestChangelogEntry(t *testing.T) {
+	v := strings.TrimSpace(read(t, "VERSION"))
+	if !strings.Contains(read(t, "CHANGELOG.md"), "\n## ["+v+"]\n") {
+		t.Errorf("CHANGELOG.md has no entry \"## [%s]\"", v)
+	}
+}

@@ -22,14 +22,16 @@ plat() {
   case $1 in
     linux/amd64) echo manylinux2014_x86_64 ;;
     linux/arm64) echo manylinux2014_aarch64 ;;
-    darwin/amd64) echo macosx_10_12_x86_64 ;;
-    darwin/arm64) echo macosx_11_0_arm64 ;;
+    darwin/amd64) echo macosx_12_0_x86_64 ;;
+    darwin/arm64) echo macosx_12_0_arm64 ;;
     *) echo "unknown target $1; allowed: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 sdist" >&2; exit 2 ;;
   esac
 }
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# python -m build, its chatter (setuptools' warnings) shown only when it fails.
+pybuild() { "$py" -m build --no-isolation --outdir "$out" "$@" >"$work/log" 2>&1 || { cat "$work/log" >&2; return 1; }; }
 stage() { # the package's tree, as the sdist and each wheel start from it
   rm -rf "$work/src" && mkdir -p "$work/src"
   cp -r "$here/governor" "$here/pyproject.toml" "$here/setup.py" "$repo/LICENSE" "$repo/VERSION" "$work/src/"
@@ -44,9 +46,9 @@ for t in "${targets[@]}"; do
       '*.go' release/commit.sh cmd governor internal config metrics scripts-lua |
       grep -v -e '_test\.go$' -e '/testdata/' -e '^clients/' -e '^bench/' -e '^faults/' -e '^docs/' -e '^release/.*\.go$' |
       tar cf - -T -) | (mkdir -p "$work/src/go-src" && tar xf - -C "$work/src/go-src")
-    "$repo/release/commit.sh" >"$work/src/COMMIT"
+    echo "${GOVERNOR_COMMIT:-$("$repo/release/commit.sh")}" >"$work/src/COMMIT"
     printf 'include LICENSE VERSION COMMIT\ngraft go-src\nglobal-exclude __pycache__ *.pyc\n' >"$work/src/MANIFEST.in"
-    (cd "$work/src" && "$py" -m build --sdist --no-isolation --outdir "$out" . >/dev/null)
+    (cd "$work/src" && pybuild --sdist .)
     echo "built $(ls "$out"/governor_client-*.tar.gz "$out"/governor-client-*.tar.gz 2>/dev/null)"
     continue
   fi
@@ -57,6 +59,6 @@ for t in "${targets[@]}"; do
   else
     "$repo/release/build-binary.sh" "$t" "$work/src/governor/_bin/governor"
   fi
-  (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p "$py" -m build --wheel --no-isolation --outdir "$out" . >/dev/null)
+  (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p pybuild --wheel .)
   echo "built $(ls "$out"/*-"$p".whl)"
 done

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The release command: from a clean tree, every artifact of governor VERSION
+# (the VERSION file) into one directory, with their checksums.
+#
+#   release/release.sh --dry-run [--out DIR]   build only: no tag, no publish
+#   release/release.sh [--out DIR]             build, tag vVERSION, publish
+#
+# DIR (default dist/release/) receives:
+#   governor-VERSION-OS-ARCH.tar.gz        linux/darwin x amd64/arm64: the static
+#                                          binary, LICENSE, README.md
+#   governor_client-VERSION-py3-none-*.whl the four wheels (binary inside)
+#   governor-client-VERSION.tar.gz         the sdist (Go source inside: pip
+#                                          builds the binary when Go is on PATH)
+#   governor-cli-OS-ARCH-VERSION.tgz       the four npm platform packages
+#   governor-client-VERSION.tgz            the npm client
+#   governor.rb                            the Homebrew formula, with this
+#                                          release's archives' sha256
+#   RELEASE_NOTES.md                       VERSION's entry of CHANGELOG.md
+#   SHA256SUMS                             over every file above
+# Every binary is built once (release/build-binary.sh) and shared by the
+# archives, the wheels and the npm packages, stamped with one commit.
+# Publishing (not in --dry-run): the tag v<VERSION> pushed to origin, the npm
+# tarballs by `npm publish`, the wheels and sdist by `twine upload`, the
+# archives, formula and SHA256SUMS as a GitHub release by `gh`; each tool is
+# checked before anything is tagged.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dry=0 out=$repo/dist/release
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry-run) dry=1 ;;
+    --out) [ $# -ge 2 ] || { echo "release.sh: --out needs a directory" >&2; exit 2; }; out=$2; shift ;;
+    --out=*) out=${1#--out=} ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "release.sh: unknown argument $1; allowed: --dry-run, --out DIR, --help" >&2; exit 2 ;;
+  esac
+  shift
+done
+start=$(date +%s)
+cd "$repo"
+version=$(cat VERSION)
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$ ]] || { echo "release.sh: VERSION $version: want MAJOR.MINOR.PATCH[-PRE]" >&2; exit 2; }
+tag=v$version
+notes=$(awk -v v="$version" '/^## /{p = index($0, "## [" v "]") == 1; next} p' CHANGELOG.md)
+[ -n "$(echo "$notes" | tr -d '[:space:]')" ] || { echo "release.sh: CHANGELOG.md has no entry '## [$version]'" >&2; exit 2; }
+commit=$(release/commit.sh)
+if [ $dry = 0 ]; then
+  [ -z "$(git status --porcelain)" ] || { echo "release.sh: the tree has changes; a release builds from a clean tree (or use --dry-run)" >&2; exit 2; }
+  ! git rev-parse -q --verify "refs/tags/$tag" >/dev/null || { echo "release.sh: tag $tag exists; raise VERSION" >&2; exit 2; }
+  for tool in npm twine gh; do
+    command -v $tool >/dev/null || { echo "release.sh: $tool is needed to publish (or use --dry-run)" >&2; exit 2; }
+  done
+fi
+# The sources agree on version and licence before anything is built.
+go test -count=1 ./release/ >/dev/null
+
+rm -rf "$out" && mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export GOVERNOR_COMMIT=$commit GOVERNOR_BIN_DIR=$work/bin
+targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+mtime=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+
+for t in "${targets[@]}"; do
+  os=${t%/*} arch=${t#*/}
+  mkdir -p "$work/bin/$os-$arch"
+  release/build-binary.sh "$t" "$work/bin/$os-$arch/governor"
+  name=governor-$version-$os-$arch
+  mkdir -p "$work/archive/$name"
+  cp "$work/bin/$os-$arch/governor" LICENSE README.md "$work/archive/$name/"
+  tar -C "$work/archive" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$mtime" -cf - "$name" |
+    gzip -9 -n >"$out/$name.tar.gz"
+done
+
+OUT=$out clients/python/build-wheels.sh "${targets[@]}" sdist >/dev/null
+[ -d clients/typescript/node_modules ] || (cd clients/typescript && npm ci --no-audit --no-fund >/dev/null)
+OUT=$out clients/typescript/build-packages.sh "${targets[@]}" >/dev/null
+
+sed_args=(-e "s/@VERSION@/$version/g")
+for t in "${targets[@]}"; do
+  os=${t%/*} arch=${t#*/}
+  sum=$(sha256sum "$out/governor-$version-$os-$arch.tar.gz" | cut -d' ' -f1)
+  key=$(echo "SHA256_${os}_$arch" | tr '[:lower:]' '[:upper:]')
+  sed_args+=(-e "s/@$key@/$sum/")
+done
+sed "${sed_args[@]}" release/homebrew/governor.rb >"$out/governor.rb"
+{ echo "# governor $version"; echo; echo "$notes" | sed -e '/./,$!d'; } >"$out/RELEASE_NOTES.md"
+(cd "$out" && sha256sum -- *.tar.gz *.whl *.tgz governor.rb RELEASE_NOTES.md >SHA256SUMS)
+
+# The artifacts agree with the sources (version, licence, platforms, checksums).
+GOVERNOR_RELEASE_DIR=$out go test -count=1 -run 'Artifacts|GoInstallModule' ./release/ >/dev/null
+
+echo "governor $version ($commit) in $out, $(( $(date +%s) - start )) s:"
+(cd "$out" && ls -l --time-style=+ -- * | awk 'NR > 0 && $5 != "" {printf "  %10d  %s\n", $5, $NF}')
+
+[ $dry = 1 ] && { echo "dry run: not tagged, not published"; exit 0; }
+git tag -a "$tag" -m "governor $version"
+git push origin "$tag"
+for f in "$out"/governor-cli-*.tgz "$out"/governor-client-"$version".tgz; do npm publish --access public "$f"; done
+twine upload "$out"/*.whl "$out/governor-client-$version.tar.gz"
+gh release create "$tag" --title "governor $version" --notes-file "$out/RELEASE_NOTES.md" \
+  "$out"/governor-"$version"-*.tar.gz "$out/governor.rb" "$out/SHA256SUMS"
+echo "released $tag"
