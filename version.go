@@ -20,3 +20,7 @@ var versionFile string
 // Version is the release version, "0.1.0" (no leading v; the tag is
 // "v" + Version).
 var Version = strings.TrimSpace(versionFile)
+
+// License is the SPDX id of the licence (LICENSE) of the module, the
+// wheels and the npm packages alike.
+const License = "Apache-2.0"

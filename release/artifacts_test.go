@@ -187,7 +187,7 @@ func TestArtifacts(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := exec.Command(exe, "--version").Output()
-			if err != nil || !regexp.MustCompile(`^governor `+regexp.QuoteMeta(v)+`, commit [0-9a-f]{40}(-dirty)?, go1\.`).Match(out) {
+			if err != nil || !regexp.MustCompile(`^governor `+regexp.QuoteMeta(v)+`, commit [0-9a-f]{40}(-dirty)?, go1\.[^,]*, `+spdx+`\n$`).Match(out) {
 				t.Errorf("%s: governor --version = %q, %v; want the version and the commit", name, out, err)
 			}
 		}

@@ -73,6 +73,9 @@ func TestOneLicence(t *testing.T) {
 	if l := read(t, "LICENSE"); !strings.Contains(l, "Apache License") || !strings.Contains(l, "Version 2.0, January 2004") {
 		t.Errorf("LICENSE is not the Apache License 2.0")
 	}
+	if module.License != spdx { // governor --version prints it
+		t.Errorf("the module's License %q, want %q", module.License, spdx)
+	}
 	if py := read(t, "clients/python/pyproject.toml"); !strings.Contains(py, `license = { text = "`+spdx+`" }`) {
 		t.Errorf("clients/python/pyproject.toml: want license = { text = %q }", spdx)
 	}

@@ -78,11 +78,11 @@ func from(bi *debug.BuildInfo, stamped string) Info {
 
 // String is the --version line after "governor ": the version, the
 // commit (or, for `go install …@vX`, the module version that names it),
-// the Go release:
+// the Go release, the licence:
 //
-//	0.1.0, commit 02e5943… of 2026-12-04T18:00:00Z, go1.26.0
-//	0.1.0, module v0.1.0, go1.26.0
-//	0.1.0, commit unknown, go1.26.0
+//	0.1.0, commit 02e5943… of 2026-12-04T18:00:00Z, go1.26.0, Apache-2.0
+//	0.1.0, module v0.1.0, go1.26.0, Apache-2.0
+//	0.1.0, commit unknown, go1.26.0, Apache-2.0
 func (in Info) String() string {
 	var b strings.Builder
 	b.WriteString(in.Version)
@@ -101,7 +101,7 @@ func (in Info) String() string {
 		// Built from a tag that is not v<VERSION>: say so rather than hide it.
 		fmt.Fprintf(&b, " (module %s does not match VERSION)", in.Module)
 	}
-	fmt.Fprintf(&b, ", %s", in.GoVersion)
+	fmt.Fprintf(&b, ", %s, %s", in.GoVersion, module.License)
 	return b.String()
 }
 

@@ -39,8 +39,8 @@ func TestString(t *testing.T) {
 		{"a tag that is not VERSION", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v9.9.9"}}, "",
 			v + ", module v9.9.9 (module v9.9.9 does not match VERSION), go1.26.8"},
 	} {
-		if got := from(tc.bi, tc.stamped).String(); got != tc.want {
-			t.Errorf("%s: String() = %q, want %q", tc.name, got, tc.want)
+		if got := from(tc.bi, tc.stamped).String(); got != tc.want+", Apache-2.0" {
+			t.Errorf("%s: String() = %q, want %q", tc.name, got, tc.want+", Apache-2.0")
 		}
 	}
 }

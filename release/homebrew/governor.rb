@@ -37,7 +37,7 @@ class Governor < Formula
   end
 
   test do
-    assert_match "governor #{version}, ", shell_output("#{bin}/governor --version")
+    assert_match(/^governor #{Regexp.escape(version.to_s)}, .*, Apache-2.0$/, shell_output("#{bin}/governor --version"))
     # A run in the machine's heavy slot, on the file backend in the sandbox.
     ENV["GOVERNOR_DIR"] = (testpath/"state").to_s
     output = shell_output("#{bin}/governor run --resource heavy --limit 1 -- echo held")
