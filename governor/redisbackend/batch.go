@@ -2,6 +2,7 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,21 +38,21 @@ type batcher struct {
 type call struct {
 	ctx  context.Context
 	s    *script
-	keys []string
+	keys *resourceKeys
 	args []any
 	cmd  *redis.Cmd
 	lead chan []*call  // the batch this call sends (it heads it)
 	done chan struct{} // closed once cmd is set
 }
 
-// run is s.Run(ctx, b.rdb, keys, args...), batched with calls of other
-// goroutines when batchInFlight round trips are already in flight.
-func (b *batcher) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
+// run is s.Run(ctx, b.rdb, keys.keys, args...), batched with calls of
+// other goroutines when batchInFlight round trips are already in flight.
+func (b *batcher) run(ctx context.Context, s *script, keys *resourceKeys, args ...any) *redis.Cmd {
 	b.mu.Lock()
 	if b.busy < batchInFlight {
 		b.busy++
 		b.mu.Unlock()
-		cmd := s.Run(ctx, b.rdb, keys, args...)
+		cmd := s.runBoxed(ctx, b.rdb, keys.keys, keys.boxed, args...)
 		b.next()
 		return cmd
 	}
@@ -164,7 +165,7 @@ func (b *batcher) send(batch []*call) {
 			alone = append(alone, i)
 		}
 	}
-	groups := callGroups(b.rdb, len(carried), maxMany, func(k int) string { return batch[carried[k]].keys[0] })
+	groups := callGroups(b.rdb, len(carried), maxMany, func(k int) string { return batch[carried[k]].keys.keys[0] })
 	for _, g := range groups {
 		for k := range g {
 			g[k] = carried[g[k]]
@@ -174,38 +175,42 @@ func (b *batcher) send(batch []*call) {
 		groups = append(groups, []int{i})
 	}
 	type scriptCall struct {
-		s    *script
-		keys []string
-		args []any
+		s     *script
+		keys  []string
+		boxed []any
+		args  []any
 	}
 	calls := make([]scriptCall, len(groups))
 	for gi, g := range groups {
 		if len(g) == 1 {
 			c := batch[g[0]]
-			calls[gi] = scriptCall{c.s, c.keys, c.args}
+			calls[gi] = scriptCall{c.s, c.keys.keys, c.keys.boxed, c.args}
 			continue
 		}
 		keys := make([]string, 0, 6*len(g))
+		boxed := make([]any, 0, 6*len(g))
 		var args []any
 		for _, i := range g {
 			c := batch[i]
-			keys = append(keys, c.keys...)
+			keys = append(keys, c.keys.keys...)
+			boxed = append(boxed, c.keys.boxed...)
 			args = append(append(args, manyOp(c.s), len(c.args)), c.args...)
 		}
-		calls[gi] = scriptCall{manyScript, keys, args}
+		calls[gi] = scriptCall{manyScript, keys, boxed, args}
 	}
 	cmds := make([]*redis.Cmd, len(groups))
 	if len(calls) == 1 {
-		cmds[0] = calls[0].s.Run(ctx, b.rdb, calls[0].keys, calls[0].args...)
+		cmds[0] = calls[0].s.runBoxed(ctx, b.rdb, calls[0].keys, calls[0].boxed, calls[0].args...)
 	} else {
 		_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for gi, sc := range calls {
-				cmds[gi] = sc.s.get().EvalSha(ctx, p, sc.keys, sc.args...)
+				cmds[gi] = sc.s.evalSha(ctx, sc.boxed, sc.args)
+				_ = p.Process(ctx, cmds[gi])
 			}
 			return nil
 		})
 		for gi, sc := range calls {
-			if err := cmds[gi].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := cmds[gi].Err(); err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
 				cmds[gi] = sc.s.Run(ctx, b.rdb, sc.keys, sc.args...)
 			}
 		}

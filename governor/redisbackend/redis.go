@@ -78,6 +78,7 @@ type Backend struct {
 
 type resourceKeys struct {
 	keys       []string
+	boxed      []any       // keys, boxed once for runBoxed
 	withStats  []string    // keys, then the stats hash (StatsKey)
 	registered atomic.Bool // listed in the project index
 	// maxTTL is the longest lease TTL, in ms, this backend has asked
@@ -279,7 +280,7 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 		return r.(*resourceKeys)
 	}
 	ks := Keys(key)
-	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, withStats: append(ks[:len(ks):len(ks)], StatsKey(key))})
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: append(ks[:len(ks):len(ks)], StatsKey(key))})
 	return r.(*resourceKeys)
 }
 
@@ -380,7 +381,7 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 			queuedAt = at.(int64)
 		}
 	}
-	v, err := b.batch.run(ctx, acquireScript, r.keys, trimDefaults([]any{req.ID, req.Limit, req.Weight,
+	v, err := b.batch.run(ctx, acquireScript, r, trimDefaults([]any{req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channelArg, decl, holdersInRefusal, flag(req.New), req.Secret,
 		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, req.CancelInProgress,
 		req.Exclusive, req.CancelOthers}, acquireOptional)...).Slice()
@@ -414,7 +415,7 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		return governor.ErrClosed
 	}
 	r := b.resource(key)
-	n, err := b.batch.run(ctx, releaseScript, r.keys, id, secret).Int()
+	n, err := b.batch.run(ctx, releaseScript, r, id, secret).Int()
 	if n != -1 {
 		r.held.Delete(id)
 	}
