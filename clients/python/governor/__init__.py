@@ -10,12 +10,34 @@ Every call goes through one ``governor bridge`` co-process per process
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
-
-from ._api import Governor, Holder, Lease, Provider, RateLimited, Resource, Waiter, default
+from ._api import Governor, Lease, default
 from ._bridge import PROTOCOL, find_binary
 from .errors import (BackendError, Busy, Cancelled, GovernorError, LeaseLost, ProtocolError, Skipped,
                      Superseded, Withdrawn)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, List
+
+    from ._admin import Holder, Resource, Waiter
+    from ._provider import Provider, RateLimited
+
+# Imported on first use (PEP 562): a sync slot needs none of them.
+_LAZY = {"Holder": "_admin", "Resource": "_admin", "Waiter": "_admin", "Provider": "_provider",
+         "RateLimited": "_provider"}
+
+
+def __getattr__(name: str) -> "Any":
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError("module 'governor' has no attribute %r" % name)
+    value = getattr(__import__(__name__ + "." + mod, None, None, [name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> "List[str]":
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 
