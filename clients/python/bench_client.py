@@ -51,17 +51,19 @@ def cpu_seconds(pid: int) -> float:
 def pairs(n: int, *fns, block: int = 100) -> "list[float]":
     """Calls per second of each fn, n calls each, side by side: blocks of
     block calls in turn, so that a change of the machine's load falls on
-    all of them alike."""
+    all of them alike; each fn's rate is that of its median block (a burst
+    of load elsewhere spoils a block or two, not the figure)."""
     for fn in fns:
         fn()  # warm up
-    spent = [0.0] * len(fns)
+    spent: "list[list[float]]" = [[] for _ in fns]
     for done in range(0, n, block):
+        k = min(block, n - done)
         for i, fn in enumerate(fns):
             t0 = time.perf_counter()
-            for _ in range(min(block, n - done)):
+            for _ in range(k):
                 fn()
-            spent[i] += time.perf_counter() - t0
-    return [n / s for s in spent]
+            spent[i].append((time.perf_counter() - t0) / k)
+    return [1 / statistics.median(s) for s in spent]
 
 
 def handoff(n: int, hold, wait_next, queued=None) -> "list[float]":

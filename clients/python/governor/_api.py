@@ -198,34 +198,58 @@ def _seconds(v: "Union[None, int, float, datetime.timedelta]") -> "Optional[floa
     return float(v)
 
 
-_OPTS = {"limit", "weight", "exclusive", "wait", "if_busy", "timeout", "ttl", "progress_timeout", "priority",
-         "fair_key", "supersede", "cancel_in_progress", "tokens", "shareable", "join", "providers"}
+_PLAIN = frozenset(("limit", "weight", "tokens", "priority", "fair_key", "supersede"))
+_FLAGS = frozenset(("exclusive", "shareable", "join", "cancel_in_progress"))
+_DURATIONS = frozenset(("ttl", "progress_timeout"))
+_OPTS = _PLAIN | _FLAGS | _DURATIONS | {"wait", "if_busy", "timeout", "providers"}
+_NEST_KEYS = tuple((k, k.encode()) for k in _NEST_VARS)
+
+
+def _nest_env() -> "Dict[str, str]":
+    """The nesting variables set in os.environ now (read from its bytes
+    mapping where it has one: a third of the time of os.environ.get)."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        out = {}
+        for k, bk in _NEST_KEYS:
+            v = data.get(bk)
+            if v:
+                out[k] = os.fsdecode(v)
+        return out
+    return {k: v for k in _NEST_VARS for v in (os.environ.get(k),) if v}
 
 
 def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[str, Any]":
-    bad = sorted(set(opts) - _OPTS)
-    if bad:
+    if not _OPTS.issuperset(opts):
+        bad = sorted(set(opts) - _OPTS)
         raise TypeError("unknown option %s; allowed: %s" % (", ".join(bad), ", ".join(sorted(_OPTS))))
     args: "Dict[str, Any]" = {"resources": list(resources)}
-    if opts.get("providers"):
-        args["providers"] = list(opts["providers"])
-    for k in ("limit", "weight", "tokens", "priority", "fair_key", "supersede"):
-        if opts.get(k) is not None:
-            args[k] = opts[k]
-    for k in ("exclusive", "shareable", "join", "cancel_in_progress"):
-        if opts.get(k):
-            args[k] = True
-    for k in ("ttl", "progress_timeout"):
-        if opts.get(k) is not None:
-            args[k] = _seconds(opts[k])
-    if_busy = opts.get("if_busy")
-    timeout = _seconds(opts.get("timeout"))
+    timeout = None
+    wait = if_busy = None
+    for k, v in opts.items():
+        if k in _PLAIN:
+            if v is not None:
+                args[k] = v
+        elif k in _FLAGS:
+            if v:
+                args[k] = True
+        elif k in _DURATIONS:
+            if v is not None:
+                args[k] = _seconds(v)
+        elif k == "timeout":
+            timeout = _seconds(v)
+        elif k == "wait":
+            wait = v
+        elif k == "if_busy":
+            if_busy = v
+        elif v:  # providers
+            args[k] = list(v)
     if if_busy is None:
-        if_busy = "wait" if (opts.get("wait") or timeout) else "fail"
+        if_busy = "wait" if (wait or timeout) else "fail"
     args["if_busy"] = if_busy
     if timeout:
         args["wait_timeout"] = timeout
-    env = {k: v for k in _NEST_VARS for v in (os.environ.get(k),) if v}
+    env = _nest_env()
     if env:
         args["env"] = env
     return args

@@ -68,8 +68,30 @@ def _key(k: "Any") -> str:
 
 _INF = float("inf")
 
+def _unencodable(v: "Any") -> "Any":
+    raise TypeError("%r (%s) is not JSON; allowed: str, int, float, bool, None, list, tuple, dict"
+                    % (v, type(v).__name__))
+
+
+def _c_encoder() -> "Any":
+    """json's own C encoder (as json.dumps(v, separators=(",", ":"),
+    allow_nan=False) makes it), or None where its constructor differs."""
+    try:
+        from _json import make_encoder
+        enc = make_encoder(None, _unencodable, _quote, None, ":", ",", False, False, False)
+        if "".join(enc({"a": [1, 2.5, "\u00e9", None, True]}, 0)) == '{"a":[1,2.5,"\\u00e9",null,true]}':
+            return enc
+    except Exception:
+        pass
+    return None
+
+
 if _quote is not None:
     _scan = _make_scanner(_Context())
+    _cenc = _c_encoder()
+    if _cenc is not None:
+        def _encode(v: "Any") -> str:  # noqa: F811 - the C encoder where it can be had
+            return "".join(_cenc(v, 0))
 
     def decode(line: str) -> "Any":
         """One JSON value (ValueError if the line is not one)."""
