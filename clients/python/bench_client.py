@@ -143,7 +143,7 @@ class RawBridge:
         import json
         import subprocess
         self.json = json
-        self.p = subprocess.Popen([governor._bridge.find_binary(), "bridge", "--project", "bench"],
+        self.p = subprocess.Popen([governor.find_binary(), "bridge", "--project", "bench"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   env=dict(os.environ, GOVERNOR_REDIS_URL=url))
         self.rid = 0

@@ -422,6 +422,10 @@ class Bridge:
             self.dead = why
             pending, self._pending = self._pending, {}
             leases, self._leases = self._leases, {}
+        try:
+            self.proc.poll()  # reaped now if it exited (no zombie until this process ends)
+        except OSError:
+            pass
         for lease in leases.values():
             self.run_callbacks(lease._lose("the governor bridge is gone: " + why))
         gone = self._gone_reply(why)

@@ -126,13 +126,19 @@ class ColdImportTests(support.FileCase):
 
     def test_import_governor_is_light(self) -> None:
         self.assertEqual(self.imported("import governor"), [])
+        out = subprocess.run([sys.executable, "-c", "import governor, sys\n"
+                              "print(' '.join(sorted(m for m in sys.modules if m.startswith('governor'))))"],
+                             env=self.backend.env(), stdout=subprocess.PIPE, text=True, check=True,
+                             timeout=support.DEADLINE).stdout.split()
+        self.assertEqual(out, ["governor", "governor.errors"], "the client is loaded by the first slot, not the import")
 
     def test_a_sync_slot_is_light(self) -> None:
         self.assertEqual(self.imported("import governor\nwith governor.slot('cold', limit=1): pass"), [])
 
     def test_lazy_names_resolve(self) -> None:
         import governor
-        for name in ("Provider", "RateLimited", "Holder", "Waiter", "Resource"):
+        for name in ("Governor", "Lease", "default", "PROTOCOL", "find_binary", "Provider", "RateLimited", "Holder",
+                     "Waiter", "Resource"):
             self.assertTrue(hasattr(governor, name), name)
             self.assertIn(name, dir(governor))
         with self.assertRaises(AttributeError):
