@@ -41,9 +41,6 @@ export class Bridge {
   /** Lost events that came before their Lease was made (keepLost). */
   private lostLeases = new Map<string, BridgeEvent>();
   private lostSweep = false;
-  /** Request lines not yet written, and whether a flush is queued (write). */
-  private outq = "";
-  private flushing = false;
   private holds = 0;
   private deadError: GovernorError | undefined;
   private isReady = false;
@@ -231,30 +228,9 @@ export class Bridge {
       this.pending.set(id, { resolve, reject });
       this.ref();
       // JSON.stringify leaves out fields whose value is undefined.
-      this.write(JSON.stringify({ id, op, args }) + "\n");
+      this.child.stdin!.write(JSON.stringify({ id, op, args }) + "\n");
     });
   }
-
-  /**
-   * Queue a request's line: the lines of one tick (50 acquires started
-   * together, their releases) go to the bridge in one write, once the
-   * current code yields (a microtask): one system call and one wake-up of
-   * the bridge instead of one per request, and the bridge reads them
-   * together.
-   */
-  private write(line: string): void {
-    this.outq += line;
-    if (this.flushing) return;
-    this.flushing = true;
-    queueMicrotask(this.flush);
-  }
-
-  private readonly flush = (): void => {
-    this.flushing = false;
-    const out = this.outq;
-    this.outq = "";
-    if (out && !this.child.stdin!.destroyed) this.child.stdin!.write(out);
-  };
 
   /** Send a request after hello (at once once hello is answered: no wait on a settled promise). */
   call(op: string, args: Record<string, unknown> = {}, onId?: (id: number) => void): Promise<any> {
@@ -273,7 +249,6 @@ export class Bridge {
     this.ref(); // keep the process alive until the bridge is gone
     return new Promise((resolve) => {
       this.child.once("exit", () => resolve());
-      this.flush();
       this.child.stdin!.end();
     });
   }
