@@ -424,8 +424,9 @@ class Governor:
     async def _acall(b: Bridge, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
         """A request from asyncio: its reply, read by the reader thread (or
         a synchronous caller), resolves a future of the running loop. A
-        cancelled task cancels the request (cancel_request) and does not
-        wait: a lease it got anyway is released when its reply is read."""
+        cancelled task cancels the request (cancel_request) and ends once
+        the request has (30 s at most, as a sync call; no executor thread):
+        a lease it got anyway is released when its reply is read."""
         import asyncio
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
@@ -440,7 +441,19 @@ class Governor:
         try:
             reply = await fut
         except asyncio.CancelledError:
-            b.cancel(p, wait=False)
+            gone = loop.create_future()
+
+            def settle_gone() -> None:
+                if not gone.done():
+                    gone.set_result(None)
+
+            def ended(_: "Dict[str, Any]") -> None:
+                loop.call_soon_threadsafe(settle_gone)
+            b.cancel(p, wait=False, then=ended)
+            try:
+                await asyncio.wait_for(gone, 30)
+            except asyncio.TimeoutError:
+                pass
             raise
         return result_of(reply)
 

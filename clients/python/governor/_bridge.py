@@ -257,15 +257,23 @@ class Bridge:
             except Exception:
                 pass
 
-    def cancel(self, p: _Pending, wait: bool = True) -> None:
+    def cancel(self, p: _Pending, wait: bool = True,
+               then: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> None:
         """Gives up request p: from now on a lease its reply carries is
         released as soon as it is read; a request in flight is cancelled
-        (cancel_request). wait: until its reply is in (30 s at most)."""
+        (cancel_request). wait: until its reply is in (30 s at most);
+        then, if given, is called with the reply once it is in (from the
+        thread that read it; maybe twice)."""
         if not p.rid:
             return  # never registered: nothing was sent
-        p.callback = self._drop
+
+        def ended(reply: "Dict[str, Any]") -> None:
+            self._drop(reply)
+            if then is not None:
+                then(reply)
+        p.callback = ended
         if p.reply is not None:
-            self._drop(p.reply)
+            ended(p.reply)
             return
         try:
             c = self.send("cancel_request", {"request": p.rid})

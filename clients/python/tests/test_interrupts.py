@@ -81,6 +81,20 @@ class InterruptTests(support.FileCase):
         # the bridge closes, and fails with Busy).
         g.acquire("ki", limit=1, timeout=support.DEADLINE).release()
 
+    def test_cancelled_async_acquire_releases_what_it_was_granted(self) -> None:
+        import asyncio
+        g = self.gov()
+        g.acquire("warm", limit=1).release()
+
+        async def main() -> None:
+            t = asyncio.ensure_future(g.aacquire("ac", limit=1))
+            await asyncio.sleep(0)  # the request is written; its grant is on its way
+            t.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await t
+        asyncio.run(main())
+        g.acquire("ac", limit=1, timeout=support.DEADLINE).release()
+
 
 class RedisInterruptTests(support.RedisCaseMixin, InterruptTests):
     pass
