@@ -53,7 +53,7 @@ class _Pending:
     once its line was written; ``callback`` (if any) is called with the
     reply by whoever read it."""
 
-    __slots__ = ("_got", "reply", "on_event", "callback", "rid", "sent", "dropped")
+    __slots__ = ("_got", "reply", "on_event", "callback", "rid", "sent")
 
     def __init__(self, on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None,
                  callback: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> None:
@@ -64,7 +64,6 @@ class _Pending:
         self.callback = callback
         self.rid = 0
         self.sent = False
-        self.dropped = False
 
     def wait(self, timeout: "Optional[float]" = None) -> bool:
         """Waits up to timeout (None: for ever) for the reply."""
