@@ -199,9 +199,14 @@ class Bridge:
         raised once it has ended; a lease it got anyway is released."""
         p = _Pending(on_event)
         try:
-            self._submit(p, op, args)
             if self._role.acquire(False):
+                # The reader thread keeps out while a caller leads: marked
+                # before the request is registered, else the reader thread,
+                # finding a request in flight and no leader, would read, and
+                # take replies from the callers one after another.
+                self._leader = _thread.get_ident()
                 try:
+                    self._submit(p, op, args)
                     self._lead(p)
                 finally:
                     self._leader = 0
@@ -210,6 +215,8 @@ class Bridge:
                     if self._pending:  # others wait: the reader thread reads for them
                         _release(self._wake)
                     self._run_later()
+            else:
+                self._submit(p, op, args)
             # In slices: a KeyboardInterrupt can land (main thread), and a
             # bridge found gone by a reader interrupted meanwhile is seen.
             while not p.wait(0.5):
@@ -224,7 +231,6 @@ class Bridge:
         """Reads the pipe (the role held) until p's reply is in, the
         bridge is gone, or a loss was read whose callbacks must run: they
         run once the role is released, never while this caller reads."""
-        self._leader = _thread.get_ident()
         self._lines()
         while p.reply is None and self.dead is None and not self._later:
             self._lpoll.poll()
