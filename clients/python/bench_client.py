@@ -11,6 +11,14 @@ It starts its own redis-server (127.0.0.1, random port) and measures, on it:
      bridges) vs redis-py Lock's blocking acquire (which polls);
   3. one bridge holding 100 leases: its resident memory;
   4. an idle waiter: the CPU its bridge uses while waiting 3 s.
+
+--cold N: a cold script's time, phase by phase (no redis-server): N runs each
+of `python3 -c pass`, `python3 -c "import governor"`, and a script that takes
+one slot on the file backend, which stamps (CLOCK_MONOTONIC, the same in
+every process) its start, import, bridge start (spawn + hello), first slot
+(acquire + release); the process's exit is the time from its last stamp to
+its reaping. The bridge's start alone (spawn + hello, no client) is measured
+beside them.
 """
 
 import argparse
@@ -43,17 +51,19 @@ def cpu_seconds(pid: int) -> float:
 def pairs(n: int, *fns, block: int = 100) -> "list[float]":
     """Calls per second of each fn, n calls each, side by side: blocks of
     block calls in turn, so that a change of the machine's load falls on
-    all of them alike."""
+    all of them alike; each fn's rate is that of its median block (a burst
+    of load elsewhere spoils a block or two, not the figure)."""
     for fn in fns:
         fn()  # warm up
-    spent = [0.0] * len(fns)
+    spent: "list[list[float]]" = [[] for _ in fns]
     for done in range(0, n, block):
+        k = min(block, n - done)
         for i, fn in enumerate(fns):
             t0 = time.perf_counter()
-            for _ in range(min(block, n - done)):
+            for _ in range(k):
                 fn()
-            spent[i] += time.perf_counter() - t0
-    return [n / s for s in spent]
+            spent[i].append((time.perf_counter() - t0) / k)
+    return [1 / statistics.median(s) for s in spent]
 
 
 def handoff(n: int, hold, wait_next, queued=None) -> "list[float]":
@@ -133,7 +143,7 @@ class RawBridge:
         import json
         import subprocess
         self.json = json
-        self.p = subprocess.Popen([governor._bridge.find_binary(), "bridge", "--project", "bench"],
+        self.p = subprocess.Popen([governor.find_binary(), "bridge", "--project", "bench"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   env=dict(os.environ, GOVERNOR_REDIS_URL=url))
         self.rid = 0
@@ -177,6 +187,72 @@ def breakdown(n: int, srv, g, r) -> None:
     raw.close()
 
 
+COLD = r"""
+import time
+t0 = time.perf_counter()
+import governor
+t1 = time.perf_counter()
+g = governor.default()
+g._bridge()
+t2 = time.perf_counter()
+with governor.slot("cold", limit=1):
+    pass
+t3 = time.perf_counter()
+print(t0, t1, t2, t3, flush=True)
+"""
+
+
+def cold(n: int) -> None:
+    """A cold script's phases, medians of n runs each, side by side."""
+    import subprocess
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    state = tempfile.mkdtemp(prefix="govcold-")
+    env = dict(os.environ, GOVERNOR_DIR=state, PYTHONPATH=here)
+    py = sys.executable
+    binary = governor.find_binary()
+    rows: "dict[str, list[float]]" = {}
+
+    def add(k: str, v: float) -> None:
+        rows.setdefault(k, []).append(v * 1000)
+
+    def wall(argv: "list[str]") -> "tuple[float, float, str]":
+        t = time.perf_counter()
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, check=True)
+        return t, time.perf_counter(), p.stdout
+
+    hello = b'{"id":1,"op":"hello","args":{"protocol":1,"client":"bench","pid":1}}\n'
+    for _ in range(n):
+        t, e, _ = wall([py, "-c", "pass"])
+        add("python3 -c pass", e - t)
+        t, e, _ = wall([py, "-c", "import governor"])
+        add("python3 -c 'import governor'", e - t)
+        t, e, out = wall([py, "-c", COLD])
+        t0, t1, t2, t3 = map(float, out.split())
+        add("cold slot script, wall", e - t)
+        add("  interpreter start", t0 - t)
+        add("  import governor", t1 - t0)
+        add("  bridge start (spawn + hello)", t2 - t1)
+        add("  first slot (acquire + release)", t3 - t2)
+        add("  exit", e - t3)
+        t = time.perf_counter()
+        b = subprocess.Popen([binary, "bridge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        b.stdin.write(hello)
+        b.stdin.flush()
+        b.stdout.readline()
+        add("bridge alone: spawn + hello", time.perf_counter() - t)
+        b.stdin.close()
+        b.wait()
+        b.stdout.close()
+    for k, v in rows.items():
+        print("%-36s %7.2f ms" % (k, statistics.median(v)))
+    base = statistics.median(rows["python3 -c pass"])
+    script = statistics.median(rows["cold slot script, wall"])
+    bridge = statistics.median(rows["  bridge start (spawn + hello)"])
+    print("cold slot script / bare python3: %.2fx (target <= 2x); without the bridge's start: %.2fx"
+          % (script / base, (script - bridge) / base))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
@@ -186,7 +262,12 @@ def main() -> int:
                     "acquire+release), the client's pair; then stop")
     ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too, side by side, "
                     "then stop (to compare two builds)")
+    ap.add_argument("--cold", type=int, metavar="N", help="a cold script's phases (import, bridge start, first "
+                    "slot, exit), N runs each, on the file backend; then stop")
     a = ap.parse_args()
+    if a.cold:
+        cold(a.cold)
+        return 0
     import redis  # Debian's python3-redis
     srv = RedisServer()
     try:
@@ -221,8 +302,15 @@ def main() -> int:
             for x in (g, g2, other):
                 x.close()
             return 0
-        gp, rp = pairs(a.n, gov_pair, redis_pair)
-        print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.5x)" % (gp, rp, gp / rp))
+        raw = RawBridge(srv.url)
+
+        def raw_pair() -> None:
+            got = raw.call("acquire", {"resources": ["pair-raw"], "limit": 1})
+            raw.call("release", {"lease": got["result"]["lease"]})
+        gp, bp, rp = pairs(a.n, gov_pair, raw_pair, redis_pair)
+        raw.close()
+        print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.8x); the bridge with no client "
+              "(one thread, bare NDJSON) %.0f: governor/bare %.2fx" % (gp, rp, gp / rp, bp, gp / bp))
 
         def gov_hold():
             lease = g.acquire("ho", limit=1)
@@ -242,14 +330,23 @@ def main() -> int:
             lk.acquire(blocking=True)
             return lk.release
 
+        def gov_next_same():
+            lease = g.acquire("ho", limit=1, wait=True)
+            return lease.release
+
         gh, rh = handoff(a.handoffs, gov_hold, gov_next), handoff(a.handoffs, redis_hold, redis_next)
         gq = handoff(a.handoffs, gov_hold, gov_next, queued=lambda: any(x.waiters for x in g.slots("ho")))
+        gs = handoff(a.handoffs, gov_hold, gov_next_same)
+        gsq = handoff(a.handoffs, gov_hold, gov_next_same, queued=lambda: any(x.waiters for x in g2.slots("ho")))
         gp2 = handoff_process(g, srv.url, a.handoffs)
         q = lambda xs, p: sorted(xs)[int(p * (len(xs) - 1))] * 1000  # noqa: E731
         print("hand-off p50/p90 ms, waiter thread in this process: governor %.2f/%.2f, redis-py Lock %.2f/%.2f "
-              "(target p50 <= 1 ms)" % (statistics.median(gh) * 1000, q(gh, 0.9), statistics.median(rh) * 1000, q(rh, 0.9)))
+              "(two bridges)" % (statistics.median(gh) * 1000, q(gh, 0.9), statistics.median(rh) * 1000, q(rh, 0.9)))
         print("hand-off p50/p90 ms, waiter thread in this process, released once it is queued (no idle): governor %.2f/%.2f"
               % (statistics.median(gq) * 1000, q(gq, 0.9)))
+        print("hand-off p50/p90 ms, waiter thread sharing the holder's bridge (one Governor): governor %.2f/%.2f "
+              "(target p50 <= 0.5 ms); released once it is queued: %.2f/%.2f"
+              % (statistics.median(gs) * 1000, q(gs, 0.9), statistics.median(gsq) * 1000, q(gsq, 0.9)))
         print("hand-off p50/p90 ms, waiter in another process: governor %.2f/%.2f"
               % (statistics.median(gp2) * 1000, q(gp2, 0.9)))
 

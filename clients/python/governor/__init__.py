@@ -10,12 +10,42 @@ Every call goes through one ``governor bridge`` co-process per process
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
-
-from ._api import Governor, Holder, Lease, Provider, RateLimited, Resource, Waiter, default
-from ._bridge import PROTOCOL, find_binary
 from .errors import (BackendError, Busy, Cancelled, GovernorError, LeaseLost, ProtocolError, Skipped,
                      Superseded, Withdrawn)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, List
+
+    from ._admin import Holder, Resource, Waiter
+    from ._api import Governor, Lease, default
+    from ._bridge import PROTOCOL, find_binary
+    from ._provider import Provider, RateLimited
+
+# Imported on first use (PEP 562): ``import governor`` loads this module and
+# the exceptions; the first slot the client (_api, _bridge); a sync slot
+# never the admin dataclasses or providers.
+_LAZY = {"Governor": "_api", "Lease": "_api", "default": "_api", "PROTOCOL": "_bridge", "find_binary": "_bridge",
+         "Holder": "_admin", "Resource": "_admin", "Waiter": "_admin", "Provider": "_provider",
+         "RateLimited": "_provider"}
+
+
+def __getattr__(name: str) -> "Any":
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError("module 'governor' has no attribute %r" % name)
+    value = getattr(__import__(__name__ + "." + mod, None, None, [name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> "List[str]":
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _default() -> "Governor":
+    from ._api import default
+    return default()
 
 from ._version import __version__
 
@@ -29,35 +59,35 @@ __all__ = [
 
 def slot(*resources: str, **opts: Any) -> Any:
     """``with governor.slot("heavy", wait=True) as lease:`` (see Governor.slot)."""
-    return default().slot(*resources, **opts)
+    return _default().slot(*resources, **opts)
 
 
 def aslot(*resources: str, **opts: Any) -> Any:
     """``async with governor.aslot("heavy", wait=True) as lease:``; the body
     is cancelled when the lease is lost (``stop_on_lost=False`` to keep it)."""
-    return default().slot(*resources, **opts)
+    return _default().slot(*resources, **opts)
 
 
-def acquire(*resources: str, **opts: Any) -> Lease:
-    return default().acquire(*resources, **opts)
+def acquire(*resources: str, **opts: Any) -> "Lease":
+    return _default().acquire(*resources, **opts)
 
 
 def governed(*resources: str, **opts: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``@governor.governed("heavy", wait=True)`` for sync and async functions."""
-    return default().governed(*resources, **opts)
+    return _default().governed(*resources, **opts)
 
 
-def provider(name: str, **kw: Any) -> Provider:
-    return default().provider(name, **kw)
+def provider(name: str, **kw: Any) -> "Provider":
+    return _default().provider(name, **kw)
 
 
-def slots(*resources: str) -> List[Resource]:
-    return default().slots(*resources)
+def slots(*resources: str) -> "List[Resource]":
+    return _default().slots(*resources)
 
 
-def takeover(*a: Any, **kw: Any) -> Lease:
-    return default().takeover(*a, **kw)
+def takeover(*a: Any, **kw: Any) -> "Lease":
+    return _default().takeover(*a, **kw)
 
 
 def backoff(provider: str, retry_after: Any = None) -> str:
-    return default().backoff(provider, retry_after)
+    return _default().backoff(provider, retry_after)

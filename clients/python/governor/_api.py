@@ -1,47 +1,57 @@
-"""Governor, Lease, slot/aslot, the decorator, providers and slots()."""
+"""Governor, Lease, slot/aslot and the decorator.
+
+Only what a synchronous slot needs is imported here; asyncio on the first
+async call, and providers (_provider), wait records (_record) and
+``slots()``'s dataclasses (_admin) on first use."""
 
 from __future__ import annotations
 
 import _thread
-import asyncio
-import dataclasses
-import datetime
-import functools
-import inspect
-import json
+import _weakref
 import os
-import socket
 import sys
-import threading
-import time
-import uuid
-import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import errors
 from ._bridge import Bridge, bridge_argv, find_binary, result_of
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    import datetime
+    import threading
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+    from ._admin import Resource
+    from ._provider import Provider
+    from ._record import Record
+
 _NEST_VARS = ("GOVERNOR_HELD", "GOVERNOR_TOKEN", "HEAVY_LOCK_HELD")
-_governors: "weakref.WeakSet[Governor]" = weakref.WeakSet()
+_governors: "Dict[int, Any]" = {}  # id -> weak reference, for fork
+_MAIN = _thread.get_ident()  # the importing thread: the main one, unless threading says otherwise
+
+
+def _track(g: "Governor") -> None:
+    k = id(g)
+    _governors[k] = _weakref.ref(g, lambda _, k=k: _governors.pop(k, None))
 
 
 def _forget_after_fork() -> None:
-    for g in list(_governors):
-        g._bridge_obj = None
-        g._lock = threading.Lock()
+    for ref in list(_governors.values()):
+        g = ref()
+        if g is not None:
+            g._bridge_obj = None
+            g._lock = _thread.allocate_lock()
 
 
-class RateLimited(Exception):
-    """Raise it (or an exception with ``status``/``status_code`` 429 and
-    ``headers``) from a provider call: the provider cools off for every
-    process."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
-    def __init__(self, message: str = "rate limited", *, retry_after: Optional[float] = None,
-                 status: int = 429, headers: Optional[Dict[str, str]] = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.status = status
-        self.headers = headers or {}
+
+def _in_main_thread() -> bool:
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        return threading.current_thread() is threading.main_thread()
+    return _thread.get_ident() == _MAIN  # no threading: no thread but ours and _thread's
 
 
 class Lease:
@@ -51,22 +61,46 @@ class Lease:
     ``lost_reason``, ``env`` (what a child needs to nest inside it),
     ``waited`` (seconds), ``nested`` (resources an ancestor holds)."""
 
-    def __init__(self, gov: "Governor", bridge: Bridge, result: Dict[str, Any]) -> None:
+    def __init__(self, gov: "Governor", bridge: Bridge, result: "Dict[str, Any]") -> None:
         self._gov, self._bridge = gov, bridge
         self.id: str = result["lease"]
-        self.resources: List[Dict[str, Any]] = result.get("resources") or []
-        self.nested: List[str] = result.get("nested") or []
-        self.env: Dict[str, str] = dict(result.get("env") or {})
+        self.resources: "List[Dict[str, Any]]" = result.get("resources") or []
+        self.nested: "List[str]" = result.get("nested") or []
+        self.env: "Dict[str, str]" = dict(result.get("env") or {})
         self.waited: float = float(result.get("waited") or 0.0)
-        self.notes: List[str] = result.get("notes") or []
-        self.tokens: Dict[str, int] = {r["resource"]: r["token"] for r in self.resources}
-        self.handles: Dict[str, str] = {r["resource"]: r["handle"] for r in self.resources}
-        self.lost = threading.Event()
+        self.notes: "List[str]" = result.get("notes") or []
+        self.tokens: "Dict[str, int]" = {r["resource"]: r["token"] for r in self.resources}
+        self.handles: "Dict[str, str]" = {r["resource"]: r["handle"] for r in self.resources}
+        self._lost = False
+        self._lost_event: "Optional[threading.Event]" = None
         self.lost_reason = ""
         self.released = False
-        self._on_lost: List[Callable[[], None]] = []
-        self._mu = threading.Lock()
+        self._on_lost: "List[Callable[[], None]]" = []
+        self._mu = _thread.allocate_lock()
         bridge.register(self.id, self)
+
+    @property
+    def lost(self) -> "threading.Event":
+        """A threading.Event, set once the lease is lost (made when first
+        asked for: threading is not imported before)."""
+        ev = self._lost_event
+        if ev is None:
+            import threading
+            with self._mu:
+                if self._lost_event is None:
+                    ev = threading.Event()
+                    if self._lost:
+                        ev.set()
+                    self._lost_event = ev
+                ev = self._lost_event
+        return ev
+
+    def _set_lost(self, reason: str) -> None:
+        """Marks it lost (self._mu held)."""
+        self.lost_reason = reason
+        self._lost = True
+        if self._lost_event is not None:
+            self._lost_event.set()
 
     @property
     def token(self) -> int:
@@ -78,194 +112,171 @@ class Lease:
         own = [r for r in self.resources if not r.get("nested")] or self.resources
         return own[0]["handle"] if own else ""
 
-    def _lose(self, reason: str) -> List[Callable[[], None]]:
+    def _lose(self, reason: str) -> "List[Callable[[], None]]":
         """Marks the lease lost; returns the callbacks to run (the bridge
         runs them: Bridge.run_callbacks), none when it was lost already."""
         with self._mu:
-            if self.lost.is_set() or self.released:
+            if self._lost or self.released:
                 return []
-            self.lost_reason = reason
-            self.lost.set()
+            self._set_lost(reason)
             return list(self._on_lost)
 
-    def on_lost(self, cb: Callable[[], None]) -> None:
+    def on_lost(self, cb: "Callable[[], None]") -> None:
         """Calls cb once the lease is lost (from the thread that read the
         loss, never while a caller reads the bridge's output)."""
         with self._mu:
             self._on_lost.append(cb)
-            lost = self.lost.is_set()
+            lost = self._lost
         if lost:
             cb()
 
     def check(self) -> None:
         """Raises LeaseLost once the lease is lost: call it before a
         protected write."""
-        if self.lost.is_set():
+        if self._lost:
             raise errors.LeaseLost("lease %s lost: %s" % (self.id, self.lost_reason))
 
     def touch(self) -> None:
         """Marks progress (``governor touch``) for ``progress_timeout``."""
         self._bridge.call("touch", {"lease": self.id})
 
-    def seq_next(self, name: str, resource: Optional[str] = None) -> int:
+    def seq_next(self, name: str, resource: "Optional[str]" = None) -> int:
         """The next number of fenced sequence ``name``, fenced by this
         lease's token: refused (Busy) once the lease was taken over."""
-        args: Dict[str, Any] = {"lease": self.id, "name": name}
+        args: "Dict[str, Any]" = {"lease": self.id, "name": name}
         if resource:
             args["resource"] = resource
         return int(self._bridge.call("seq_next", args)["number"])
 
-    def release(self) -> None:
-        """Releases every resource of the lease; LeaseLost if it was lost."""
+    def _start_release(self) -> bool:
+        """Marks it released; True if the bridge must be told."""
         with self._mu:
             if self.released:
-                return
+                return False
             self.released = True
         self._bridge.unregister(self.id)
         if self._bridge.dead is not None:
-            if self.lost.is_set():
+            if self._lost:
                 raise errors.LeaseLost("lease %s lost: %s" % (self.id, self.lost_reason))
+            return False
+        return True
+
+    def _released_lost(self) -> None:
+        with self._mu:
+            if not self._lost:
+                self._set_lost("lost")
+
+    def release(self) -> None:
+        """Releases every resource of the lease; LeaseLost if it was lost."""
+        if not self._start_release():
             return
         try:
             self._bridge.call("release", {"lease": self.id})
         except errors.LeaseLost:
-            if not self.lost.is_set():
-                self.lost_reason = "lost"
-                self.lost.set()
+            self._released_lost()
             raise
 
     async def arelease(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.release)
+        if not self._start_release():
+            return
+        try:
+            await self._gov._acall(self._bridge, "release", {"lease": self.id})
+        except errors.LeaseLost:
+            self._released_lost()
+            raise
 
     def __repr__(self) -> str:
         return "<governor.Lease %s %s token=%s%s>" % (self.id, ",".join(self.tokens), self.token,
-                                                      " lost" if self.lost.is_set() else "")
+                                                      " lost" if self._lost else "")
 
 
-def _seconds(v: Union[None, int, float, datetime.timedelta]) -> Optional[float]:
+def _seconds(v: "Union[None, int, float, datetime.timedelta]") -> "Optional[float]":
     if v is None:
         return None
-    if isinstance(v, datetime.timedelta):
-        return v.total_seconds()
+    if hasattr(v, "total_seconds"):  # a datetime.timedelta (datetime is not imported for it)
+        return float(v.total_seconds())
     return float(v)
 
 
-_OPTS = {"limit", "weight", "exclusive", "wait", "if_busy", "timeout", "ttl", "progress_timeout", "priority",
-         "fair_key", "supersede", "cancel_in_progress", "tokens", "shareable", "join", "providers"}
+_PLAIN = frozenset(("limit", "weight", "tokens", "priority", "fair_key", "supersede"))
+_FLAGS = frozenset(("exclusive", "shareable", "join", "cancel_in_progress"))
+_DURATIONS = frozenset(("ttl", "progress_timeout"))
+_OPTS = _PLAIN | _FLAGS | _DURATIONS | {"wait", "if_busy", "timeout", "providers"}
+_NEST_KEYS = tuple((k, k.encode()) for k in _NEST_VARS)
 
 
-def _acquire_args(resources: Sequence[str], opts: Dict[str, Any]) -> Dict[str, Any]:
-    bad = sorted(set(opts) - _OPTS)
-    if bad:
+def _nest_env() -> "Dict[str, str]":
+    """The nesting variables set in os.environ now (read from its bytes
+    mapping where it has one: a third of the time of os.environ.get)."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        out = {}
+        for k, bk in _NEST_KEYS:
+            v = data.get(bk)
+            if v:
+                out[k] = os.fsdecode(v)
+        return out
+    return {k: v for k in _NEST_VARS for v in (os.environ.get(k),) if v}
+
+
+def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[str, Any]":
+    if not _OPTS.issuperset(opts):
+        bad = sorted(set(opts) - _OPTS)
         raise TypeError("unknown option %s; allowed: %s" % (", ".join(bad), ", ".join(sorted(_OPTS))))
-    args: Dict[str, Any] = {"resources": list(resources)}
-    if opts.get("providers"):
-        args["providers"] = list(opts["providers"])
-    for k in ("limit", "weight", "tokens", "priority", "fair_key", "supersede"):
-        if opts.get(k) is not None:
-            args[k] = opts[k]
-    for k in ("exclusive", "shareable", "join", "cancel_in_progress"):
-        if opts.get(k):
-            args[k] = True
-    for k in ("ttl", "progress_timeout"):
-        if opts.get(k) is not None:
-            args[k] = _seconds(opts[k])
-    if_busy = opts.get("if_busy")
-    timeout = _seconds(opts.get("timeout"))
+    args: "Dict[str, Any]" = {"resources": list(resources)}
+    timeout = None
+    wait = if_busy = None
+    for k, v in opts.items():
+        if k in _PLAIN:
+            if v is not None:
+                args[k] = v
+        elif k in _FLAGS:
+            if v:
+                args[k] = True
+        elif k in _DURATIONS:
+            if v is not None:
+                args[k] = _seconds(v)
+        elif k == "timeout":
+            timeout = _seconds(v)
+        elif k == "wait":
+            wait = v
+        elif k == "if_busy":
+            if_busy = v
+        elif v:  # providers
+            args[k] = list(v)
     if if_busy is None:
-        if_busy = "wait" if (opts.get("wait") or timeout) else "fail"
+        if_busy = "wait" if (wait or timeout) else "fail"
     args["if_busy"] = if_busy
     if timeout:
         args["wait_timeout"] = timeout
-    env = {k: v for k in _NEST_VARS for v in (os.getenv(k),) if v}
+    env = _nest_env()
     if env:
         args["env"] = env
     return args
 
 
-class _Record:
-    """The wait record of ``record=PATH``: the same grant and end lines as
-    ``governor run --record``."""
-
-    def __init__(self, path: str, gov: "Governor", resources: Sequence[str]) -> None:
-        self.path, self.gov = path, gov
-        self.base: Dict[str, Any] = {
-            "id": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(),
-            "command": " ".join(sys.argv), "resources": [{"name": r, "weight": 1, "limit": 0, "nested": False}
-                                                        for r in resources],
-            "nested": False, "wait_seconds": 0.0,
-        }
-        runs = os.environ.get("GOVERNOR_RUN_IDS", "").split()
-        if runs:
-            self.base["outer_run"] = runs[-1]
-        self.start = _now()
-        self.t0 = time.monotonic()
-
-    def granted(self, lease: Lease) -> None:
-        b = self.base
-        b["wait_seconds"] = time.monotonic() - self.t0
-        hello = self.gov._bridge().hello
-        b["project"], b["session"] = hello.get("project", ""), hello.get("session", "")
-        b["resources"] = [{"name": r["resource"], "weight": r.get("weight", 1), "limit": 0,
-                           "nested": bool(r.get("nested")), "lease": r.get("lease_id", ""), "token": r.get("token", 0)}
-                          for r in lease.resources]
-        b["nested"] = bool(lease.resources) and all(r.get("nested") for r in lease.resources)
-        if b["nested"]:
-            b["wait_seconds"] = 0.0
-        self.granted_at = _now()
-        self._write(dict(b, kind="grant", start=self.start, granted=self.granted_at))
-
-    def end(self, outcome: str, exit_code: int) -> None:
-        rec = dict(self.base, kind="end", start=self.start, outcome=outcome, exit_code=exit_code, end=_now())
-        if getattr(self, "granted_at", None):
-            rec["granted"] = self.granted_at
-        else:
-            rec["wait_seconds"] = time.monotonic() - self.t0
-        self._write(rec)
-
-    def _write(self, rec: Dict[str, Any]) -> None:
-        line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0), 0o600)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _outcome(exc: Optional[BaseException]) -> "tuple[str, int]":
-    if exc is None:
-        return "ran", 0
-    if isinstance(exc, errors.GovernorError):
-        return {"busy": "busy", "withdrawn": "busy", "skipped": "skipped", "superseded": "superseded",
-                "lost": "lease_lost"}.get(exc.kind, "error"), exc.code
-    if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-        return "interrupted", 130
-    return "ran", 1
-
-
 class _Slot:
     """``with gov.slot(...) as lease:`` and ``async with gov.aslot(...)``."""
 
-    def __init__(self, gov: "Governor", resources: Sequence[str], opts: Dict[str, Any]) -> None:
+    def __init__(self, gov: "Governor", resources: "Sequence[str]", opts: "Dict[str, Any]") -> None:
         self.gov = gov
         self.resources = list(resources)
         self.record_path = opts.pop("record", None)
         self.stop_on_lost = opts.pop("stop_on_lost", True)
         self.args = _acquire_args(self.resources, opts)
-        self.lease: Optional[Lease] = None
-        self.record: Optional[_Record] = None
+        self.lease: "Optional[Lease]" = None
+        self.record: "Optional[Record]" = None
         self._interrupted = False
-        self._task: Optional[asyncio.Task] = None
+        self._task: "Optional[asyncio.Task[Any]]" = None
+
+    def _start_record(self) -> None:
+        if self.record_path:
+            from ._record import Record
+            self.record = Record(self.record_path, self.gov, self.resources)
 
     # sync
     def __enter__(self) -> Lease:
-        if self.record_path:
-            self.record = _Record(self.record_path, self.gov, self.resources)
+        self._start_record()
         try:
             self.lease = self.gov._acquire(self.args)
         except BaseException as e:
@@ -273,7 +284,7 @@ class _Slot:
             raise
         if self.record:
             self.record.granted(self.lease)
-        if self.stop_on_lost and threading.current_thread() is threading.main_thread():
+        if self.stop_on_lost and _in_main_thread():
             self.lease.on_lost(self._interrupt)
         return self.lease
 
@@ -282,7 +293,7 @@ class _Slot:
             self._interrupted = True
             _thread.interrupt_main()
 
-    def __exit__(self, et: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(self, et: "Any", exc: "Optional[BaseException]", tb: "Any") -> bool:
         try:
             return self._exit(exc)
         except KeyboardInterrupt:
@@ -290,10 +301,10 @@ class _Slot:
                 raise self._lost_error() from None
             raise
 
-    def _exit(self, exc: Optional[BaseException]) -> bool:
+    def _exit(self, exc: "Optional[BaseException]") -> bool:
         lease = self.lease
         assert lease is not None
-        lost_in_body = lease.lost.is_set()
+        lost_in_body = lease._lost
         try:
             lease.release()
         except errors.LeaseLost:
@@ -311,14 +322,14 @@ class _Slot:
         return errors.LeaseLost("lease %s (%s) lost while the body ran: %s" % (
             lease.id if lease else "?", ",".join(self.resources), reason))
 
-    def _end(self, exc: Optional[BaseException]) -> None:
+    def _end(self, exc: "Optional[BaseException]") -> None:
         if self.record:
-            self.record.end(*_outcome(exc))
+            self.record.end(exc)
 
     # async
     async def __aenter__(self) -> Lease:
-        if self.record_path:
-            self.record = _Record(self.record_path, self.gov, self.resources)
+        import asyncio
+        self._start_record()
         try:
             self.lease = await self.gov._aacquire(self.args)
         except BaseException as e:
@@ -338,10 +349,11 @@ class _Slot:
             self.lease.on_lost(cancel)
         return self.lease
 
-    async def __aexit__(self, et: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    async def __aexit__(self, et: "Any", exc: "Optional[BaseException]", tb: "Any") -> bool:
+        import asyncio
         lease = self.lease
         assert lease is not None
-        lost = lease.lost.is_set()
+        lost = lease._lost
         try:
             await lease.arelease()
         except errors.LeaseLost:
@@ -354,105 +366,6 @@ class _Slot:
             raise err from exc
         self._end(exc)
         return False
-
-
-@dataclasses.dataclass
-class Holder:
-    lease_id: str
-    session: str
-    host: str
-    pid: int
-    weight: int
-    token: int
-    acquired_at: str = ""
-    heartbeat_at: str = ""
-    expires_at: str = ""
-    command: str = ""
-    governor_pid: int = 0
-
-
-@dataclasses.dataclass
-class Waiter:
-    id: str
-    session: str
-    pid: int
-    weight: int
-    enqueued_at: str = ""
-
-
-@dataclasses.dataclass
-class Resource:
-    resource: str
-    limit: int
-    used: int
-    free: int
-    holders: List[Holder]
-    waiters: List[Waiter]
-
-
-def _dc(cls: Any, d: Dict[str, Any]) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names})
-
-
-class Provider:
-    """A provider gate: ``call(fn)`` / ``acall(fn)`` run fn under the
-    provider's gate slot and rate budget, sharing cool-offs and adaptive
-    limits with every other process."""
-
-    def __init__(self, gov: "Governor", name: str, wait: bool = True, timeout: Optional[float] = None) -> None:
-        self.gov, self.name, self.wait, self.timeout = gov, name, wait, timeout
-
-    def _args(self, tokens: Optional[int]) -> Dict[str, Any]:
-        a: Dict[str, Any] = {"provider": self.name, "if_busy": "wait" if self.wait else "fail"}
-        if tokens:
-            a["tokens"] = tokens
-        if self.timeout:
-            a["wait_timeout"] = self.timeout
-        return a
-
-    def _report(self, lease: Lease, exc: Optional[BaseException]) -> None:
-        args: Dict[str, Any] = {"lease": lease.id, "outcome": "ok"}
-        status = getattr(exc, "status", None) or getattr(exc, "status_code", None) if exc is not None else None
-        if exc is not None and (isinstance(exc, RateLimited) or status in (429, 529)):
-            args.update(outcome="rate_limited", status=int(status or 429))
-            headers = getattr(exc, "headers", None)
-            if headers:
-                args["headers"] = {str(k): str(v) for k, v in dict(headers).items()}
-            ra = getattr(exc, "retry_after", None)
-            if ra:
-                args["retry_after"] = float(ra)
-        elif exc is not None:
-            return
-        self.gov._bridge().call("provider_report", args)
-
-    def call(self, fn: Callable[..., Any], *a: Any, tokens: Optional[int] = None, **kw: Any) -> Any:
-        lease = self.gov._call_lease("provider_acquire", self._args(tokens))
-        try:
-            out = fn(*a, **kw)
-        except BaseException as e:
-            self._report(lease, e)
-            raise
-        else:
-            self._report(lease, None)
-            return out
-        finally:
-            lease.release()
-
-    async def acall(self, fn: Callable[..., Any], *a: Any, tokens: Optional[int] = None, **kw: Any) -> Any:
-        lease = await self.gov._acall_lease("provider_acquire", self._args(tokens))
-        try:
-            out = fn(*a, **kw)
-            if inspect.isawaitable(out):
-                out = await out
-        except BaseException as e:
-            await asyncio.get_running_loop().run_in_executor(None, self._report, lease, e)
-            raise
-        else:
-            await asyncio.get_running_loop().run_in_executor(None, self._report, lease, None)
-            return out
-        finally:
-            await lease.arelease()
 
 
 class Governor:
@@ -470,9 +383,9 @@ class Governor:
         self._redis_url = redis_url
         self._session = session or ""
         self._binary = binary
-        self._lock = threading.Lock()
-        self._bridge_obj: Optional[Bridge] = None
-        _governors.add(self)
+        self._lock = _thread.allocate_lock()
+        self._bridge_obj: "Optional[Bridge]" = None
+        _track(self)
 
     def _bridge(self) -> Bridge:
         with self._lock:
@@ -518,20 +431,46 @@ class Governor:
         b = self._bridge()
         return Lease(self, b, b.call(op, args))
 
-    async def _acall_lease(self, op: str, args: Dict[str, Any]) -> Lease:
-        b = self._bridge()
+    @staticmethod
+    async def _acall(b: Bridge, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
+        """A request from asyncio: its reply, read by the reader thread (or
+        a synchronous caller), resolves a future of the running loop. A
+        cancelled task cancels the request (cancel_request) and ends once
+        the request has (30 s at most, as a sync call; no executor thread):
+        a lease it got anyway is released when its reply is read."""
+        import asyncio
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 
-        def done(reply: Dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(reply))
-        rid, p = b.send(op, args, callback=done)
+        def settle(reply: "Dict[str, Any]") -> None:
+            if not fut.done():
+                fut.set_result(reply)
+
+        def done(reply: "Dict[str, Any]") -> None:
+            loop.call_soon_threadsafe(settle, reply)
+        p = b.send(op, args, callback=done)
         try:
-            reply = await asyncio.shield(fut)
+            reply = await fut
         except asyncio.CancelledError:
-            await loop.run_in_executor(None, b.cancel, rid, p)
+            gone = loop.create_future()
+
+            def settle_gone() -> None:
+                if not gone.done():
+                    gone.set_result(None)
+
+            def ended(_: "Dict[str, Any]") -> None:
+                loop.call_soon_threadsafe(settle_gone)
+            b.cancel(p, wait=False, then=ended)
+            try:
+                await asyncio.wait_for(gone, 30)
+            except asyncio.TimeoutError:
+                pass
             raise
-        return Lease(self, b, result_of(reply))
+        return result_of(reply)
+
+    async def _acall_lease(self, op: str, args: "Dict[str, Any]") -> Lease:
+        b = self._bridge()
+        return Lease(self, b, await self._acall(b, op, args))
 
     def _acquire(self, args: Dict[str, Any]) -> Lease:
         return self._call_lease("acquire", args)
@@ -560,7 +499,10 @@ class Governor:
     def governed(self, *resources: str, **opts: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator: each call of the (sync or async) function runs in
         ``slot(*resources, **opts)``."""
-        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        import functools
+        import inspect
+
+        def wrap(fn: "Callable[..., Any]") -> "Callable[..., Any]":
             if inspect.iscoroutinefunction(fn):
                 @functools.wraps(fn)
                 async def awrapper(*a: Any, **kw: Any) -> Any:
@@ -588,6 +530,7 @@ class Governor:
         return self._call_lease("takeover", args)
 
     def provider(self, name: str, *, wait: bool = True, timeout: Optional[float] = None) -> Provider:
+        from ._provider import Provider
         return Provider(self, name, wait, timeout)
 
     def backoff(self, provider: str, retry_after: Optional[float] = None) -> str:
@@ -598,10 +541,8 @@ class Governor:
 
     def slots(self, *resources: str) -> List[Resource]:
         r = self._bridge().call("slots", {"resources": list(resources)} if resources else {})
-        return [Resource(resource=x["resource"], limit=x["limit"], used=x["used"], free=x["free"],
-                         holders=[_dc(Holder, h) for h in x.get("holders") or []],
-                         waiters=[_dc(Waiter, w) for w in x.get("waiters") or []])
-                for x in r.get("resources") or []]
+        from ._admin import resources
+        return resources(r)
 
     def events(self, *resources: str, since: Optional[float] = None) -> List[Dict[str, Any]]:
         args: Dict[str, Any] = {"resources": list(resources)}
@@ -624,7 +565,7 @@ class Governor:
 
 
 _default: Optional[Governor] = None
-_default_lock = threading.Lock()
+_default_lock = _thread.allocate_lock()
 
 
 def default() -> Governor:

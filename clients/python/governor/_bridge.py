@@ -1,27 +1,33 @@
 """The co-process: one ``governor bridge`` per Governor configuration and
-process, spoken to in newline-delimited JSON (docs/bridge-protocol.md)."""
+process, spoken to in newline-delimited JSON (docs/bridge-protocol.md).
+
+It imports only what a synchronous slot needs (no threading, json,
+subprocess or asyncio: ``import governor`` and a cold script's first slot
+stay within milliseconds); the rest of the package imports this module,
+never the other way round (tests/test_imports.py)."""
 
 from __future__ import annotations
 
 import _thread
-import json
 import os
 import select
-import shutil
-import subprocess
-import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
 from ._version import __version__
+from ._proc import Child
+from ._wire import decode as _decode
+from ._wire import request as _request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 PROTOCOL = 1
 CLIENT = "python/" + __version__
 
 _bridges: "List[Bridge]" = []  # every live bridge of this process, for fork
-_bridges_lock = threading.Lock()
-_orphans: "List[Any]" = []  # a forked child's copies of its parent's pipes (Bridge._forked)
+_bridges_lock = _thread.allocate_lock()
 
 
 def find_binary() -> str:
@@ -33,9 +39,10 @@ def find_binary() -> str:
     shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "governor")
     if os.path.isfile(shipped) and os.access(shipped, os.X_OK):
         return shipped
-    found = shutil.which("governor")
-    if found:
-        return found
+    for d in os.get_exec_path():
+        found = os.path.join(d, "governor")
+        if os.path.isfile(found) and os.access(found, os.X_OK):
+            return found
     raise errors.BackendError("governor binary not found: set GOVERNOR_BIN, install a wheel that ships it "
                               "(governor/_bin/governor), or put governor on PATH")
 
@@ -43,32 +50,33 @@ def find_binary() -> str:
 class _Pending:
     """A request's reply: ``reply`` once it arrived. ``_got`` is a plain
     lock, made held, released when the reply is in (no Event and its
-    Condition per call)."""
+    Condition per call). ``rid`` is its id once registered, ``sent`` true
+    once its line was written; ``callback`` (if any) is called with the
+    reply by whoever read it."""
 
-    __slots__ = ("_got", "reply", "on_event", "callback")
+    __slots__ = ("_got", "reply", "on_event", "callback", "rid", "sent")
 
-    def __init__(self, on_event: Optional[Callable[[Dict[str, Any]], None]],
-                 callback: Optional[Callable[[Dict[str, Any]], None]]) -> None:
+    def __init__(self, on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None,
+                 callback: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> None:
         self._got = _thread.allocate_lock()
         self._got.acquire()
-        self.reply: Optional[Dict[str, Any]] = None
+        self.reply: "Optional[Dict[str, Any]]" = None
         self.on_event = on_event
         self.callback = callback
+        self.rid = 0
+        self.sent = False
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: "Optional[float]" = None) -> bool:
         """Waits up to timeout (None: for ever) for the reply."""
         if self.reply is None:
             self._got.acquire(True, -1 if timeout is None else timeout)
         return self.reply is not None
 
-    def set(self, reply: Dict[str, Any]) -> None:
+    def set(self, reply: "Dict[str, Any]") -> None:
         """Delivers reply; delivering again changes nothing."""
         if self.reply is None:
             self.reply = reply
-        try:
-            self._got.release()
-        except RuntimeError:  # released already (a repeated delivery)
-            pass
+        _release(self._got)
 
 
 # The reading of the bridge's output. Whoever holds the reading role
@@ -95,46 +103,43 @@ _BUF = 1 << 16
 _QUIET = 0.02
 _NAP = 0.05
 
-_decode = json.JSONDecoder().decode
-
 
 class Bridge:
     """One running ``governor bridge``. Thread-safe: any thread may send
     requests; replies and events are read by the caller that waits (one
     at a time) or a reader thread."""
 
-    def __init__(self, argv: List[str], env: Dict[str, str], session: str = "") -> None:
+    def __init__(self, argv: "List[str]", env: "Dict[str, str]", session: str = "") -> None:
         self.pid_owner = os.getpid()
-        self._wlock = threading.Lock()
-        self._lock = threading.Lock()
+        self._wlock = _thread.allocate_lock()
+        self._lock = _thread.allocate_lock()
         self._next = 0
-        self._pending: Dict[int, _Pending] = {}
-        self._leases: Dict[str, Any] = {}  # bridge lease id -> Lease
-        self.dead: Optional[str] = None
-        self._role = threading.Lock()  # held by whoever reads the pipe
+        self._pending: "Dict[int, _Pending]" = {}
+        self._leases: "Dict[str, Any]" = {}  # bridge lease id -> Lease
+        self.dead: "Optional[str]" = None
+        self._role = _thread.allocate_lock()  # held by whoever reads the pipe
         self._leader = 0  # the thread id of a caller that reads, else 0
-        self._later: List[Callable[[], None]] = []  # loss callbacks a caller read, run once it stops reading
+        self._later: "List[Callable[[], None]]" = []  # loss callbacks a caller read, run once it stops reading
         self._last = 0.0  # when a caller last stopped reading (monotonic)
         self._wake = _thread.allocate_lock()  # released to wake the reader thread up early
         self._wake.acquire()
         self._watchers = 0  # requests in flight with on_event
         self._closing = False
-        self._r: Tuple[bytearray, int] = (bytearray(_BUF), 0)  # the buffer, and where its unread bytes start
+        self._r: "Tuple[bytearray, int]" = (bytearray(_BUF), 0)  # the buffer, and where its unread bytes start
+        self._released: "set[str]" = set()  # leases of requests given up, released by _drop
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                         close_fds=True, bufsize=-1)
+            self.proc = Child(argv, env)
         except OSError as e:
             raise errors.BackendError("cannot start the governor bridge %r: %s" % (argv[0], e)) from None
-        self._out = self.proc.stdin
-        self._in = self.proc.stdout
-        self._fd = self._in.fileno()
-        self._wfd = self._out.fileno()
+        self._wfd = self.proc.stdin
+        self._fd = self.proc.stdout
         os.set_blocking(self._fd, False)
         self._lpoll = select.poll()  # the callers' who read (one at a time)
         self._lpoll.register(self._fd, select.POLLIN)
-        self._reader = threading.Thread(target=self._read, name="governor-bridge-reader", daemon=True)
-        self._reader.start()
-        args = {"protocol": PROTOCOL, "client": CLIENT, "pid": os.getpid()}
+        self._reader_done = _thread.allocate_lock()
+        self._reader_done.acquire()
+        _thread.start_new_thread(self._read, ())
+        args: "Dict[str, Any]" = {"protocol": PROTOCOL, "client": CLIENT, "pid": os.getpid()}
         if session:
             args["session"] = session
         try:
@@ -156,40 +161,53 @@ class Bridge:
 
     # -- requests -------------------------------------------------------
 
-    def send(self, op: str, args: Optional[Dict[str, Any]] = None,
-             on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
-             callback: Optional[Callable[[Dict[str, Any]], None]] = None) -> "tuple[int, _Pending]":
-        """Sends a request; the reply arrives in the returned pending
-        (callback, if given, is called with it from the reader thread)."""
-        p = _Pending(on_event, callback)
+    def _submit(self, p: _Pending, op: str, args: "Optional[Dict[str, Any]]") -> None:
+        """Registers p (its rid set first) and writes its request."""
         with self._lock:
             if self.dead is not None:
                 raise errors.LeaseLost("the governor bridge is gone: " + self.dead)
             self._next += 1
-            rid = self._next
+            p.rid = rid = self._next
             self._pending[rid] = p
-            if on_event is not None:
+            if p.on_event is not None:
                 self._watchers += 1
-        data = (json.dumps({"id": rid, "op": op, "args": args or {}}) + "\n").encode()
+        data = _request(rid, op, args or {})
         try:
             with self._wlock:
                 while data:
                     data = data[os.write(self._wfd, data):]
+                p.sent = True
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
+
+    def send(self, op: str, args: "Optional[Dict[str, Any]]" = None,
+             on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None,
+             callback: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> _Pending:
+        """Sends a request; the reply arrives in the returned pending
+        (callback, if given, is called with it by whoever reads it: the
+        reader thread, or a caller reading for its own reply)."""
+        p = _Pending(on_event, callback)
+        self._submit(p, op, args)
         if callback is not None:
             _release(self._wake)  # no caller reads for it: the reader thread does
-        return rid, p
+        return p
 
-    def call(self, op: str, args: Optional[Dict[str, Any]] = None,
-             on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+    def call(self, op: str, args: "Optional[Dict[str, Any]]" = None,
+             on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> "Dict[str, Any]":
         """Sends a request and waits for its reply: the result, or the
-        error raised. A KeyboardInterrupt while waiting cancels the
-        request (cancel_request) and is raised once it has ended."""
-        rid, p = self.send(op, args, on_event)
+        error raised. An exception while it is sent or waited for (a
+        KeyboardInterrupt) cancels the request (cancel_request) and is
+        raised once it has ended; a lease it got anyway is released."""
+        p = _Pending(on_event)
         try:
             if self._role.acquire(False):
+                # The reader thread keeps out while a caller leads: marked
+                # before the request is registered, else the reader thread,
+                # finding a request in flight and no leader, would read, and
+                # take replies from the callers one after another.
+                self._leader = _thread.get_ident()
                 try:
+                    self._submit(p, op, args)
                     self._lead(p)
                 finally:
                     self._leader = 0
@@ -198,13 +216,15 @@ class Bridge:
                     if self._pending:  # others wait: the reader thread reads for them
                         _release(self._wake)
                     self._run_later()
+            else:
+                self._submit(p, op, args)
             # In slices: a KeyboardInterrupt can land (main thread), and a
             # bridge found gone by a reader interrupted meanwhile is seen.
             while not p.wait(0.5):
                 if self.dead is not None:
                     p.set(self._gone_reply(self.dead))
         except BaseException:
-            self.cancel(rid, p)
+            self.cancel(p)
             raise
         return result_of(p.reply)
 
@@ -212,7 +232,6 @@ class Bridge:
         """Reads the pipe (the role held) until p's reply is in, the
         bridge is gone, or a loss was read whose callbacks must run: they
         run once the role is released, never while this caller reads."""
-        self._leader = threading.get_ident()
         self._lines()
         while p.reply is None and self.dead is None and not self._later:
             self._lpoll.poll()
@@ -230,12 +249,12 @@ class Bridge:
             except Exception:
                 pass
 
-    def run_callbacks(self, callbacks: List[Callable[[], None]]) -> None:
+    def run_callbacks(self, callbacks: "List[Callable[[], None]]") -> None:
         """Runs a lost lease's callbacks: at once, or, read by a caller,
         once it stops reading."""
         if not callbacks:
             return
-        if self._leader == threading.get_ident():
+        if self._leader == _thread.get_ident():
             self._later.extend(callbacks)
             return
         for cb in callbacks:
@@ -244,22 +263,51 @@ class Bridge:
             except Exception:
                 pass
 
-    def cancel(self, rid: int, p: _Pending) -> None:
-        """Cancels request rid and waits for its reply; a lease it got
-        anyway is released."""
+    def cancel(self, p: _Pending, wait: bool = True,
+               then: "Optional[Callable[[Dict[str, Any]], None]]" = None) -> None:
+        """Gives up request p: from now on a lease its reply carries is
+        released as soon as it is read; a request in flight is cancelled
+        (cancel_request). wait: until its reply is in (30 s at most);
+        then, if given, is called with the reply once it is in (from the
+        thread that read it; maybe twice)."""
+        if not p.rid:
+            return  # never registered: nothing was sent
+
+        def ended(reply: "Dict[str, Any]") -> None:
+            self._drop(reply)
+            if then is not None:
+                then(reply)
+        p.callback = ended
+        if p.reply is not None:
+            ended(p.reply)
+            return
         try:
-            self.send("cancel_request", {"request": rid})
+            c = self.send("cancel_request", {"request": p.rid})
         except errors.GovernorError:
             return
-        p.wait(30)
-        r = p.reply or {}
-        if r.get("ok") and isinstance(r.get("result"), dict) and r["result"].get("lease"):
-            try:
-                self.send("release", {"lease": r["result"]["lease"]})
-            except errors.GovernorError:
-                pass
+        if wait:
+            # Not known to be sent (interrupted in the write): its reply,
+            # if it was, comes before the cancel's own.
+            (p if p.sent else c).wait(30)
+        else:
+            _release(self._wake)
 
-    def register(self, lease_id: str, lease: Any) -> None:
+    def _drop(self, reply: "Dict[str, Any]") -> None:
+        """The callback of a request given up: a lease it got is released."""
+        r = reply.get("result") if reply.get("ok") else None
+        lease = r.get("lease") if isinstance(r, dict) else None
+        if not lease:
+            return
+        with self._lock:
+            if self.dead is not None or lease in self._released:
+                return
+            self._released.add(lease)
+        try:
+            self.send("release", {"lease": lease})
+        except errors.GovernorError:
+            pass
+
+    def register(self, lease_id: str, lease: "Any") -> None:
         with self._lock:
             self._leases[lease_id] = lease
             dead = self.dead
@@ -275,25 +323,29 @@ class Bridge:
     def _read(self) -> None:
         """The reader thread: reads the pipe whenever it has something and
         no caller reads it, until its end."""
-        poll = select.poll()
-        poll.register(self._fd, select.POLLIN)
-        nap = 0.002
-        while self.dead is None:
-            quiet = time.monotonic() - self._last
-            if self._leader or quiet < _QUIET and not self._pending and not self._closing:
-                if self._wake.acquire(True, nap):
-                    nap = 0.002  # woken: others wait
-                else:
-                    nap = min(2 * nap, _NAP)
-                continue
+        try:
+            poll = select.poll()
+            poll.register(self._fd, select.POLLIN)
             nap = 0.002
-            try:
-                poll.poll()
-            except OSError:
-                pass
-            with self._role:  # a caller reading: wait until it stops
-                if not self._take(once=False):
-                    return
+            while self.dead is None:
+                quiet = time.monotonic() - self._last
+                if self._leader or quiet < _QUIET and not self._pending and not self._closing:
+                    if self._wake.acquire(True, nap):
+                        nap = 0.002  # woken: others wait
+                    else:
+                        nap = min(2 * nap, _NAP)
+                    continue
+                nap = 0.002
+                try:
+                    poll.poll()
+                except OSError:
+                    pass
+                with self._role:  # a caller reading: wait until it stops
+                    self._lines()  # a line an interrupted caller left dispatched but unmarked
+                    if not self._take(once=False):
+                        return
+        finally:
+            self._reader_done.release()
 
     def _take(self, once: bool) -> bool:
         """Reads what the pipe holds (once: one read, else until it has
@@ -333,6 +385,10 @@ class Bridge:
             start = nl + 1
 
     def _dispatch(self, line: bytearray) -> None:
+        """One line. Its reply is delivered, then its callback called,
+        then its request forgotten: dispatched again (an interrupt came
+        before the line was marked read) it is delivered and called back
+        again (both change nothing the second time), never lost."""
         if line.startswith(b'{"event":"') and not line.startswith(b'{"event":"lost"') and not self._watchers:
             return  # an event nobody watches (granted, queued)
         try:
@@ -345,30 +401,27 @@ class Bridge:
             self._event(msg)
             return
         rid = msg.get("id", 0)
-        with self._lock:
-            p = self._pending.get(rid)
+        p = self._pending.get(rid)
         if p is None:
             return
         p.set(msg)
+        if p.callback is not None:
+            p.callback(msg)
         with self._lock:
             if self._pending.pop(rid, None) is not None and p.on_event is not None:
                 self._watchers -= 1
-        if p.callback is not None:
-            p.callback(msg)
 
-    def _event(self, msg: Dict[str, Any]) -> None:
+    def _event(self, msg: "Dict[str, Any]") -> None:
         if msg.get("event") == "lost":
             lid = msg.get("lease", "")
-            with self._lock:
-                lease = self._leases.get(lid)
+            lease = self._leases.get(lid)
             if lease is not None:
                 self.run_callbacks(lease._lose(msg.get("reason", "lost")))
                 with self._lock:
                     self._leases.pop(lid, None)
             return
         rid = msg.get("request")
-        with self._lock:
-            p = self._pending.get(rid) if rid is not None else None
+        p = self._pending.get(rid) if rid is not None else None
         if p is not None and p.on_event is not None:
             try:
                 p.on_event(msg)
@@ -383,6 +436,10 @@ class Bridge:
             self.dead = why
             pending, self._pending = self._pending, {}
             leases, self._leases = self._leases, {}
+        try:
+            self.proc.poll()  # reaped now if it exited (no zombie until this process ends)
+        except OSError:
+            pass
         for lease in leases.values():
             self.run_callbacks(lease._lose("the governor bridge is gone: " + why))
         gone = self._gone_reply(why)
@@ -392,30 +449,38 @@ class Bridge:
                 p.callback(gone)
 
     @staticmethod
-    def _gone_reply(why: str) -> Dict[str, Any]:
+    def _gone_reply(why: str) -> "Dict[str, Any]":
         return {"ok": False, "error": {"code": 122, "kind": "lost", "message": "the governor bridge is gone: " + why}}
 
     def close(self) -> None:
         """Says bye: the bridge releases everything and exits."""
         if os.getpid() != self.pid_owner:
             return
-        try:
-            with self._wlock:
-                self._out.close()
-        except OSError:
-            pass
+        with self._wlock:
+            if self._wfd >= 0:
+                try:
+                    os.close(self._wfd)
+                except OSError:
+                    pass
+                self._wfd = -1
         try:
             self.proc.wait(10)
-        except subprocess.TimeoutExpired:
+        except TimeoutError:
             self.proc.kill()
             self.proc.wait()
         self._closing = True  # the reader thread reads the end at once
         _release(self._wake)
-        self._reader.join(10)
-        try:
-            self._in.close()
-        except OSError:
-            pass
+        if self._reader_done.acquire(True, 10):
+            self._reader_done.release()
+        if self._role.acquire(True, 10):  # no caller reads it any more: closed, never read reused
+            try:
+                fd, self._fd = self._fd, -1
+                if fd >= 0:
+                    os.close(fd)
+            except OSError:
+                pass
+            finally:
+                self._role.release()
         with _bridges_lock:
             if self in _bridges:
                 _bridges.remove(self)
@@ -426,26 +491,23 @@ class Bridge:
         process's."""
         self.dead = "it belongs to the parent process (this is a forked child)"
         self._pending, self._leases = {}, {}
-        # The file objects are not closed: their locks may be held by the
-        # parent's threads, which do not exist here, so closing them could
-        # hang. Their descriptors are closed, and the objects are kept
-        # forever, so that no finalizer closes a reused descriptor.
-        for f in (self._out, self._in):
-            try:
-                os.close(f.fileno())
-            except (OSError, ValueError):
-                pass
-        _orphans.append((self._out, self._in, self.proc))
+        for fd in (self._wfd, self._fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wfd = self._fd = -1
 
 
-def _release(lock: Any) -> None:
+def _release(lock: "Any") -> None:
     try:
         lock.release()
     except RuntimeError:  # released already
         pass
 
 
-def result_of(reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def result_of(reply: "Optional[Dict[str, Any]]") -> "Dict[str, Any]":
     """The result of a reply, or its error raised."""
     if reply is None:
         raise errors.BackendError("no reply from the governor bridge")
@@ -455,26 +517,24 @@ def result_of(reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _after_fork_in_child() -> None:
-    with _bridges_lock:
-        old = list(_bridges)
-        _bridges.clear()
+    global _bridges_lock
+    _bridges_lock = _thread.allocate_lock()  # a parent's thread may have held it
+    old = list(_bridges)
+    _bridges.clear()
     for b in old:
         b._forked()
-    from . import _api
-    _api._forget_after_fork()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def bridge_argv(binary: str, *, dir: Optional[str] = None, config: Optional[str] = None,
-                project: Optional[str] = None, backend: Optional[str] = None,
-                redis_url_file: Optional[str] = None) -> List[str]:
+def bridge_argv(binary: str, *, dir: "Optional[str]" = None, config: "Optional[str]" = None,
+                project: "Optional[str]" = None, backend: "Optional[str]" = None,
+                redis_url_file: "Optional[str]" = None) -> "List[str]":
     argv = [binary, "bridge"]
     for flag, v in (("--dir", dir), ("--config", config), ("--project", project),
                     ("--backend", backend), ("--redis-url-file", redis_url_file)):
         if v:
             argv += [flag, str(v)]
     return argv
-

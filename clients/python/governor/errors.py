@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 __all__ = [
     "GovernorError", "Busy", "Skipped", "Withdrawn", "Superseded", "LeaseLost",

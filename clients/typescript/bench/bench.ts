@@ -144,7 +144,15 @@ try {
   closers.push(() => b1.close(), () => b2.close());
   await b1.call("hello", { protocol: 1, client: "bench", pid: process.pid });
   await b2.call("hello", { protocol: 1, client: "bench", pid: process.pid });
-  row("bridge, bare loop", { pair: b1.take("bp", false), hold: b1.take("bh", false), wait: b2.take("bh", true) });
+  row("bridge, bare loop", {
+    pair: b1.take("bp", false),
+    many: async (n) => {
+      const rs = await Promise.all(Array.from({ length: n }, (_, i) => b1.call("acquire", { resources: [`bm${i}`], limit: 1, if_busy: "fail" })));
+      await Promise.all(rs.map((r) => b1.call("release", { lease: r.lease })));
+    },
+    hold: b1.take("bh", false),
+    wait: b2.take("bh", true),
+  });
 
   const r1 = new Redis(url);
   const r2 = new Redis(url);
@@ -192,7 +200,8 @@ try {
   console.log(
     `ratio governor/redis-semaphore: pairs/s ${(med(gov.pairs) / med(sem_.pairs)).toFixed(2)}x, ` +
       `${parallel} at once ${(med(gov.manyPairs) / med(sem_.manyPairs)).toFixed(2)}x, hand-off p50 ${(med(sem_.hand) / med(gov.hand)).toFixed(1)}x faster; ` +
-      `bare bridge/redis-semaphore ${(med(bare.pairs) / med(sem_.pairs)).toFixed(2)}x; governor/bare bridge ${(med(gov.pairs) / med(bare.pairs)).toFixed(2)}x`,
+      `bare bridge/redis-semaphore ${(med(bare.pairs) / med(sem_.pairs)).toFixed(2)}x; governor/bare bridge ${(med(gov.pairs) / med(bare.pairs)).toFixed(2)}x, ` +
+      `${parallel} at once ${(med(gov.manyPairs) / med(bare.manyPairs)).toFixed(2)}x`,
   );
   console.log(`governor hand-off within one bridge (holder and waiter on one Governor): p50 ${med(oneBridge.hand).toFixed(2)} ms  p99 ${q(oneBridge.hand, 0.99).toFixed(2)} ms`);
   console.log(`bare bridge round trip with no backend (cancel_request): ${(1e6 / med(noop)).toFixed(0)} us (${spread(noop.map((n) => 1e6 / n))}); a pair is 2 round trips`);

@@ -39,7 +39,9 @@ export class Bridge {
   private listeners = new Set<(e: BridgeEvent) => void>();
   /** Held leases by id: a lost event goes to its lease only, not through every listener. */
   private watchers = new Map<string, (e: BridgeEvent) => void>();
+  /** Lost events that came before their Lease was made (keepLost). */
   private lostLeases = new Map<string, BridgeEvent>();
+  private lostSweep = false;
   private holds = 0;
   private deadError: GovernorError | undefined;
   private isReady = false;
@@ -155,10 +157,28 @@ export class Bridge {
       if (msg.event === "lost" && typeof msg.lease === "string") {
         const w = this.watchers.get(msg.lease);
         if (w) w(msg);
-        else this.lostLeases.set(msg.lease, msg);
+        else this.keepLost(msg.lease, msg);
       }
       for (const l of this.listeners) l(msg as BridgeEvent);
     }
+  }
+
+  /**
+   * Keep a lost event that came before its Lease was made: that Lease is
+   * made when the acquire's reply resolves, in the microtasks that run
+   * after the read that carried the reply (or the loss). Kept until the
+   * event loop's next check phase (setImmediate), by then every such Lease
+   * exists; a loss no Lease ever claims (a lease released before, or got
+   * through call) is dropped then, not kept for the bridge's life.
+   */
+  private keepLost(id: string, e: BridgeEvent): void {
+    this.lostLeases.set(id, e);
+    if (this.lostSweep) return;
+    this.lostSweep = true;
+    setImmediate(() => {
+      this.lostSweep = false;
+      this.lostLeases.clear();
+    });
   }
 
   /**

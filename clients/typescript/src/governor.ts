@@ -4,10 +4,11 @@ import { Bridge } from "./bridge.js";
 import { findBinary } from "./binary.js";
 import { Withdrawn } from "./errors.js";
 import { Lease } from "./lease.js";
+import { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
 import { Provider } from "./provider.js";
 
-/** A duration: milliseconds (as setTimeout), or a string like "10m", "1.5s", "250ms". */
-export type Duration = number | string;
+export { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
+
 
 export interface GovernorOptions {
   /** File backend state directory (--dir; default $GOVERNOR_DIR). */
@@ -28,33 +29,6 @@ export interface GovernorOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface AcquireOptions {
-  /** Wait for the slot (ifBusy "wait"); false: fail at once with Busy. */
-  wait?: boolean;
-  /** fail (Busy, the default), wait, or skip (Skipped). */
-  ifBusy?: "fail" | "wait" | "skip";
-  /** Give up waiting after this long (Busy); implies wait. */
-  waitTimeout?: Duration;
-  weight?: number;
-  exclusive?: boolean;
-  /** The limit when the configuration has none. */
-  limit?: number;
-  priority?: string;
-  fairKey?: string;
-  supersede?: string;
-  cancelInProgress?: boolean;
-  ttl?: Duration;
-  progressTimeout?: Duration;
-  /** Tokens to reserve from a provider's tokens_per_minute budget. */
-  tokens?: number;
-  /** Hold the exec-run lock and accept joiners (governor run --shareable). */
-  shareable?: boolean;
-  /** Take a join slot beside a shareable run (governor run --join). */
-  join?: boolean;
-  /** Aborting it withdraws a waiting acquire (Withdrawn). */
-  signal?: AbortSignal;
-}
-
 export interface TakeoverOptions {
   resource?: string;
   leaseId?: string;
@@ -70,72 +44,6 @@ export interface SlotsResult {
   project: string;
   resources: { resource: string; limit: number; used: number; free: number; holders: any[]; waiters: any[]; [k: string]: unknown }[];
   [k: string]: unknown;
-}
-
-/** Run fn holding lease; release it after; a loss during fn is thrown. */
-export async function holding<T>(lease: Lease, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
-  try {
-    const result = await fn(lease);
-    lease.throwIfLost();
-    return result;
-  } finally {
-    await lease.release();
-  }
-}
-
-const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** A duration as the bridge takes it: seconds. */
-export function seconds(d: Duration | undefined): number | undefined {
-  if (d === undefined) return undefined;
-  let ms: number;
-  if (typeof d === "number") {
-    ms = d;
-  } else {
-    const parts = [...d.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
-    if (d === "0") ms = 0;
-    else if (parts.length === 0 || parts.map((p) => p[0]).join("") !== d)
-      throw new RangeError(`duration "${d}": want milliseconds or a string like "1h30m", "10s", "250ms"`);
-    else ms = parts.reduce((sum, p) => sum + Number(p[1]) * unitMs[p[2]], 0);
-  }
-  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`duration ${d}: want milliseconds >= 0 or a string like "10s"`);
-  return ms / 1000;
-}
-
-/** The nesting variables of this process (what an enclosing governor run holds). */
-function nestingEnv(env: NodeJS.ProcessEnv): Record<string, string> | undefined {
-  const out: Record<string, string> = {};
-  for (const k of ["GOVERNOR_HELD", "HEAVY_LOCK_HELD"]) if (env[k]) out[k] = env[k]!;
-  return Object.keys(out).length ? out : undefined;
-}
-
-/** The acquire op's args (docs/bridge-protocol.md) for these options. */
-export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
-  let ifBusy = o.ifBusy;
-  if (o.wait !== undefined) {
-    if (ifBusy !== undefined && (ifBusy === "wait") !== o.wait)
-      throw new TypeError(`acquire: wait: ${o.wait} contradicts ifBusy: "${ifBusy}"`);
-    ifBusy ??= o.wait ? "wait" : "fail";
-  }
-  if (ifBusy !== undefined && !["fail", "wait", "skip"].includes(ifBusy))
-    throw new TypeError(`acquire: ifBusy "${ifBusy}": want fail, wait or skip`);
-  return {
-    if_busy: ifBusy,
-    wait_timeout: seconds(o.waitTimeout),
-    weight: o.weight,
-    exclusive: o.exclusive,
-    limit: o.limit,
-    priority: o.priority,
-    fair_key: o.fairKey,
-    supersede: o.supersede,
-    cancel_in_progress: o.cancelInProgress,
-    ttl: seconds(o.ttl),
-    progress_timeout: seconds(o.progressTimeout),
-    shareable: o.shareable,
-    join: o.join,
-    tokens: o.tokens,
-    env: nestingEnv(process.env),
-  };
 }
 
 export class Governor {

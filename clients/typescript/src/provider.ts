@@ -1,8 +1,8 @@
 // A provider gate: the provider's concurrency slot and rate reservation
 // around one call, and the call's outcome reported (a 429 or 529 cools the
 // provider off for every process).
-import type { AcquireOptions, Duration, Governor } from "./governor.js";
-import { acquireArgs, holding, seconds } from "./governor.js";
+import type { Governor } from "./governor.js";
+import { acquireArgs, holding, type AcquireOptions, type Duration } from "./options.js";
 import type { Lease } from "./lease.js";
 
 export interface ProviderRunOptions extends AcquireOptions {

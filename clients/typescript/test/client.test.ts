@@ -46,6 +46,22 @@ test("each error kind is its own class with the CLI's code and message", async (
   }
 });
 
+test("a lost event for a lease no Lease was made for is not kept", async () => {
+  const gov = new Governor({ bin: fakeBin() });
+  const bridge = await gov.connect();
+  const kept = () => (bridge as unknown as { lostLeases: Map<string, unknown> }).lostLeases;
+  assert.ok(kept() instanceof Map, "the bridge's map of early losses was renamed: update this test");
+  for (let i = 0; i < 3; i++) await bridge.call("lose", { lease: `L${900 + i}` });
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual([...kept().keys()], []);
+  // A loss right after the grant still reaches the Lease made from it.
+  const lease = await gov.acquire("lose-me");
+  if (!lease.signal.aborted) await new Promise((r) => lease.signal.addEventListener("abort", r));
+  assert.ok(lease.lost);
+  await gov.close();
+});
+
 test("a lost event aborts lease.signal with a LeaseLost; release after it does not throw", async () => {
   const gov = new Governor({ bin: fakeBin() });
   const lease = await gov.acquire("lose-me");

@@ -1,7 +1,8 @@
 // A stand-in for `governor bridge` for the client's own unit tests: speaks
 // the envelope, grants every acquire at once, and misbehaves on request
 // (FAKE_PROTOCOL: the protocol it claims; FAKE_ERROR: a JSON error object to
-// answer acquire with). touch is answered, then its lease is lost. echo answers with its args and an event, written a
+// answer acquire with). touch is answered, then its lease is lost; lose
+// sends a loss of args.lease, then the reply. echo answers with its args and an event, written a
 // few bytes at a time (a line split across reads, a UTF-8 character cut).
 import { createInterface } from "node:readline";
 import { writeSync } from "node:fs";
@@ -38,6 +39,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       })();
       return;
     }
+    case "lose": // a loss of a lease no Lease was made for, before the reply
+      send({ event: "lost", lease: req.args.lease, resource: "never", reason: "expired", code: 122 });
+      return reply({});
     case "bye":
       reply({});
       return process.exit(0);
