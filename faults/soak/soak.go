@@ -55,6 +55,7 @@ type soak struct {
 	logs   string // directory of the shell loops' grant logs
 	limits limitLog
 	mono0  int64  // CLOCK_MONOTONIC at the start
+	losses []int64 // CLOCK_MONOTONIC of each loss of Redis's data
 	w      *watch // the monitor's state
 	port   int    // serve's port
 
@@ -311,6 +312,34 @@ func (s *soak) cleanup() {
 }
 
 func (s *soak) monoStart() int64 { return s.mono0 }
+
+// lost records that Redis is about to lose data (FLUSHALL, a restart).
+func (s *soak) lost() {
+	s.mu.Lock()
+	s.losses = append(s.losses, mono())
+	s.mu.Unlock()
+}
+
+// lossWindow is how long after Redis lost its data a use above the
+// limit is the documented exception (docs/redis.md, the quarantine: a
+// process that never saw the resource, reaching it after the loss before
+// any process that did, is granted at once): the old holders learn of
+// the loss at their next heartbeat (1 s) and stop their commands (kill
+// grace 0.5 s); the TTL bounds it.
+const lossWindow = leaseTTL + 2*time.Second
+
+// afterLoss reports whether t (CLOCK_MONOTONIC) is within lossWindow
+// after a loss of Redis's data.
+func (s *soak) afterLoss(t int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.losses {
+		if t >= l && t-l <= lossWindow.Nanoseconds() {
+			return true
+		}
+	}
+	return false
+}
 
 // sleepCtx waits d or until ctx ends; it reports whether ctx is still live.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
