@@ -54,10 +54,10 @@ type soak struct {
 	recs   string // directory of the run records
 	logs   string // directory of the shell loops' grant logs
 	limits limitLog
-	mono0  int64  // CLOCK_MONOTONIC at the start
+	mono0  int64   // CLOCK_MONOTONIC at the start
 	losses []int64 // CLOCK_MONOTONIC of each loss of Redis's data
-	w      *watch // the monitor's state
-	port   int    // serve's port
+	w      *watch  // the monitor's state
+	port   int     // serve's port
 
 	mu         sync.Mutex
 	ops        map[string]int // operations done, by kind
