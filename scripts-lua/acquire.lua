@@ -52,7 +52,10 @@ local v
 -- queued, no holder expired, not held back (quarantine, paused, cooling
 -- off), and room. The same writes as grant() below, straight.
 if new then
-  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12])
+  -- '#' .. id too: a request sent again as it was (a client's retry after
+  -- a broken connection, the first run's reply lost) finds its grant.
+  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12], '#' .. id)
+  local held = v[13]
   -- used below zero would let too many in: the full path recounts it.
   -- A field that holds no number (tonumber nil) is the full path's to
   -- name (num() in lib.lua).
@@ -61,7 +64,7 @@ if new then
   -- any other spelling takes the full path, which reads it as a number.
   local q, dr, ad = v[6], v[3], v[12]
   local used, minexp, last, n
-  if v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
+  if not held and v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
       and not v[11] and (not ad or ad == ARGV[2]) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
     used, minexp, last, n = tonumber(v[2] or 0), tonumber(v[7] or 0), tonumber(v[4] or 0), tonumber(v[5] or 0)
   end
@@ -82,6 +85,13 @@ if new then
   end
   local w = redis.call('HMGET', S, F[13], F[14], F[15])
   v[13], v[14], v[15] = w[1], w[2], w[3]
+  -- Granted or queued by an earlier run of this same request: not new
+  -- (counted once, claimed below, or left in its place in the queue).
+  if held then
+    new, v[16] = false, held
+  elseif q and q ~= '0' and redis.call('ZSCORE', Q, id) then
+    new = false
+  end
 end
 
 --[[lib]]

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 
@@ -24,12 +27,14 @@ func killNestedOuter(t *testing.T, script string) (*target, []string) {
 	}
 	eventually(t, 10*time.Second, "the inner tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
 	var groups []string
+	var declared []governor.Holder
 	g := tg.governor(t)
 	for _, r := range []string{"heavy", "inner"} {
 		for _, h := range tg.status(t, g, r).Holders {
 			if h.Cgroup != "" {
 				groups = append(groups, h.Cgroup)
 			}
+			declared = append(declared, h)
 		}
 	}
 	if err := c.Process.Kill(); err != nil {
@@ -37,6 +42,12 @@ func killNestedOuter(t *testing.T, script string) (*target, []string) {
 	}
 	_ = c.Wait()
 	eventually(t, 10*time.Second, "processes of the nested trees outlived the outer governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+	// The watchdogs the leases declare (their pids) carry no marker: the
+	// outer one sweeps the trees, then records what it did in the state
+	// directory and exits, within its recording budget (5 s). The test
+	// ends only after them, or the state directory's cleanup races
+	// their last writes ("directory not empty").
+	waitDeclaredGone(t, declared)
 	return tg, groups
 }
 
@@ -47,9 +58,37 @@ func killNestedOuter(t *testing.T, script string) (*target, []string) {
 // (no cgroup), so it runs on every path, GOVERNOR_PORTABLE included.
 func TestRunSIGKILLOfNestedGovernorsByMarkers(t *testing.T) {
 	tg, _ := killNestedOuter(t, `setsid "$0" 60 & "$0" 60; :`)
+	// The outer watchdog, gone, recorded its sweep on the heavy lease.
+	evs, err := tg.governor(t).Events(context.Background(), "heavy", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	for _, e := range evs {
+		if e.Kind == governor.EventWatchdogKill {
+			kills++
+		}
+	}
+	if kills != 1 {
+		t.Fatalf("%d %s events on heavy, want the outer watchdog's one: %+v", kills, governor.EventWatchdogKill, evs)
+	}
 	// The inner slot is free again: its holder was proven dead.
 	eventually(t, 10*time.Second, "the inner slot did not become free", func() bool {
 		code, _, _ := tg.run(t, "run", "--resource", "inner", "--", "true")
 		return code == 0
 	})
+}
+
+// waitDeclaredGone fails t unless every process the holders declare
+// (pid and governor pid, by identity) has ended within 15 s: a watchdog
+// lives on after governor's death until it has swept the tree and
+// recorded it (within recordBudget, 5 s).
+func waitDeclaredGone(t *testing.T, holders []governor.Holder) {
+	t.Helper()
+	for _, h := range holders {
+		eventually(t, 15*time.Second, "a process the lease declared outlived its run", func() bool {
+			return proc.Check(h.PID, h.StartTime) == proc.Dead &&
+				(h.GovernorPID == 0 || proc.Check(h.GovernorPID, h.GovernorStart) == proc.Dead)
+		})
+	}
 }

@@ -164,6 +164,7 @@ func Run(t *testing.T, h Harness) {
 		{"GrantLimit", s.grantLimit},
 		{"LearnedBudget", s.learnedBudget},
 		{"ShadowRates", s.shadowRates},
+		{"RetriedNewAcquire", s.retriedNewAcquire},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -1,0 +1,100 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// procFault is a signal to one process of a kind, picked at random:
+// SIGKILL, or SIGSTOP then SIGCONT after a pause drawn up to maxStop.
+type procFault struct {
+	name    string
+	kinds   []string
+	stop    bool
+	minStop time.Duration
+	maxStop time.Duration
+	group   bool // signal the process group (a shell loop and its work)
+}
+
+// procFaults are the soak's process faults. A stop is bounded where
+// nothing stops the protected work past its lease: a shell loop's or a
+// client's own bridge stopped past the TTL would let its work run on
+// after its lease expired, which is no guarantee governor gives (the
+// holder must renew); a governor run stopped past its TTL is the
+// watchdog's case.
+var procFaults = []procFault{
+	{name: "SIGKILL governor run", kinds: []string{"governor run"}},
+	{name: "SIGSTOP governor run (0.5-8 s, past the TTL too)", kinds: []string{"governor run"}, stop: true, minStop: 500 * time.Millisecond, maxStop: 8 * time.Second},
+	{name: "SIGKILL watchdog", kinds: []string{"watchdog"}},
+	{name: "SIGSTOP watchdog (0.3-2 s)", kinds: []string{"watchdog"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 2 * time.Second},
+	{name: "SIGKILL bridge", kinds: []string{"bridge"}},
+	{name: "SIGSTOP bridge (0.3-1.5 s)", kinds: []string{"bridge"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 1500 * time.Millisecond},
+	{name: "SIGKILL client (Python, TypeScript)", kinds: []string{"python", "node"}},
+	{name: "SIGSTOP client (0.3-5 s)", kinds: []string{"python", "node"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 5 * time.Second},
+	{name: "SIGKILL shell loop (its process group)", kinds: []string{"shell"}, group: true},
+	{name: "SIGSTOP shell loop (0.2-0.8 s)", kinds: []string{"shell"}, group: true, stop: true, minStop: 200 * time.Millisecond, maxStop: 800 * time.Millisecond},
+	{name: "SIGKILL serve", kinds: []string{"serve"}},
+}
+
+// faultLoop injects one fault every 1-4 s until ctx ends: a process
+// fault or one of the store's, drawn from the seeded generator.
+func (s *soak) faultLoop(ctx context.Context) {
+	storeFaults := s.st.faults()
+	var names []string
+	for n := range storeFaults {
+		names = append(names, n)
+	}
+	sort.Strings(names) // map order is random: the schedule must follow the seed
+	for sleepCtx(ctx, time.Duration(1000+s.intn(3000))*time.Millisecond) {
+		// A store fault one time in five.
+		if len(names) > 0 && s.intn(5) == 0 {
+			n := names[s.intn(len(names))]
+			s.fault(n)
+			storeFaults[n](ctx)
+			continue
+		}
+		s.procFault(ctx, procFaults[s.intn(len(procFaults))])
+	}
+}
+
+func (s *soak) procFault(ctx context.Context, f procFault) {
+	var cands []ourProc
+	for _, p := range s.scan() {
+		for _, k := range f.kinds {
+			if p.kind == k && !(k == "shell" && p.PGID != p.PID) {
+				cands = append(cands, p)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	p := cands[s.intn(len(cands))]
+	send := func(sig syscall.Signal) {
+		if f.group {
+			_ = syscall.Kill(-p.PGID, sig)
+			return
+		}
+		_ = sendTo(p, sig)
+	}
+	if !f.stop {
+		s.markKilled(p.PID)
+		send(syscall.SIGKILL)
+		s.fault(f.name)
+		return
+	}
+	d := f.minStop + time.Duration(s.intn(int((f.maxStop-f.minStop)/time.Millisecond)+1))*time.Millisecond
+	send(syscall.SIGSTOP)
+	s.fault(f.name)
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	send(syscall.SIGCONT)
+}

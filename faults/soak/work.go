@@ -1,0 +1,191 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// workArg is the first argument of this program's work mode: the
+// protected work of a run or a shell lease, which appends "WHO START
+// END" (CLOCK_MONOTONIC ns) to OUT for every 20 ms it works, one write
+// per line, for DURATION.
+const workArg = "work"
+
+func work(args []string) int {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "soak work: want OUT DURATION WHO")
+		return 2
+	}
+	d, err := time.ParseDuration(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak work:", err)
+		return 2
+	}
+	f, err := os.OpenFile(args[0], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak work:", err)
+		return 2
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		start := mono()
+		time.Sleep(20 * time.Millisecond)
+		fmt.Fprintf(f, "%s %d %d\n", args[2], start, mono())
+	}
+	return 0
+}
+
+// mono reads CLOCK_MONOTONIC in ns: the clock the work spans use, which
+// Python's time.monotonic_ns and Node's process.hrtime read too.
+func mono() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+type span struct {
+	start, end int64
+	who        string
+}
+
+// readSpans reads every span file of resource res in dir (RES-*.spans).
+func readSpans(dir, res string) []span {
+	files, _ := filepath.Glob(filepath.Join(dir, res+"-*.spans"))
+	var out []span
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 {
+				continue // a line cut by a kill
+			}
+			st, err1 := strconv.ParseInt(f[1], 10, 64)
+			en, err2 := strconv.ParseInt(f[2], 10, 64)
+			if err1 != nil || err2 != nil || en < st {
+				continue
+			}
+			out = append(out, span{start: st, end: en, who: f[0]})
+		}
+	}
+	return out
+}
+
+// limitLog is each resource's limit in force over time (CLOCK_MONOTONIC).
+type limitLog struct {
+	mu  sync.Mutex
+	byR map[string][]limitAt
+}
+
+type limitAt struct {
+	at    int64
+	limit int
+}
+
+func (l *limitLog) set(res string, limit int, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byR == nil {
+		l.byR = map[string][]limitAt{}
+	}
+	l.byR[res] = append(l.byR[res], limitAt{at: at, limit: limit})
+}
+
+// allowed is the largest limit in force at any time in [t-window, t]:
+// a limit lowered live keeps its holders (nothing new is granted until
+// the use falls under it), so the use may stay above the new limit for
+// as long as a holder granted before can hold.
+func (l *limitLog) allowed(res string, t int64, window time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := l.byR[res]
+	from := t - window.Nanoseconds()
+	best := 0
+	for i, c := range ch {
+		inForceUntil := int64(1<<62 - 1)
+		if i+1 < len(ch) {
+			inForceUntil = ch[i+1].at
+		}
+		if c.at <= t && inForceUntil >= from && c.limit > best {
+			best = c.limit
+		}
+	}
+	return best
+}
+
+// overlapWindow is how long a holder granted under a limit may work on
+// after the limit was lowered: its work (at most 2 s) plus its lease's
+// TTL (its governor stopped) plus slack.
+const overlapWindow = 2*time.Second + leaseTTL + 2*time.Second
+
+// checkLimit checks that the spans of res never sum above the limit in
+// force; it returns the number of points checked and the largest use.
+func (s *soak) checkLimit(res string) (int, int) {
+	spans := readSpans(s.work, res)
+	type edge struct {
+		at    int64
+		delta int
+		sp    span
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, sp := range spans {
+		edges = append(edges, edge{sp.start, 1, sp}, edge{sp.end, -1, sp})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at != edges[j].at {
+			return edges[i].at < edges[j].at
+		}
+		return edges[i].delta < edges[j].delta // an end before a start at the same instant
+	})
+	use, worst, reported, excused := 0, 0, 0, 0
+	open := map[span]bool{}
+	for _, e := range edges {
+		use += e.delta
+		if e.delta > 0 {
+			open[e.sp] = true
+		} else {
+			delete(open, e.sp)
+		}
+		if use > worst {
+			worst = use
+		}
+		if e.delta > 0 {
+			lim := s.limits.allowed(res, e.at, overlapWindow)
+			if use > lim && s.afterLoss(e.at) {
+				excused++
+				s.worstAt("use above the limit within "+lossWindow.String()+" after Redis lost its data (documented; "+res+")", float64(use-lim))
+				continue
+			}
+			if use > lim && reported < 5 {
+				reported++
+				var who []string
+				for sp := range open {
+					who = append(who, fmt.Sprintf("%s[%.3fs..%.3fs]", sp.who, s.rel(sp.start), s.rel(sp.end)))
+				}
+				sort.Strings(who)
+				s.violate("limit", "%s: use %d above the limit in force %d at %.3fs: %s", res, use, lim, s.rel(e.at), strings.Join(who, " "))
+			}
+		}
+	}
+	if excused > 0 {
+		s.worstAt("span starts above the limit after Redis lost its data (documented; "+res+")", float64(excused))
+	}
+	return len(spans), worst
+}
+
+// rel is a CLOCK_MONOTONIC reading in seconds since the soak started.
+func (s *soak) rel(ns int64) float64 { return float64(ns-s.monoStart()) / 1e9 }
