@@ -63,6 +63,25 @@ type acquireResult struct {
 	Notes     []string          `json:"notes,omitempty"`
 	Taken     []takenResult     `json:"taken,omitempty"`
 	Provider  string            `json:"provider,omitempty"`
+	Record    *recordResult     `json:"record,omitempty"`
+}
+
+// recordResult is what a wait record says of an acquire's resources,
+// built as governor run --record builds it (acquire.RecordOf).
+type recordResult struct {
+	Resources []acquire.RecordResource `json:"resources"`
+	Nested    bool                     `json:"nested"`
+}
+
+// recordOf is the record of held, when it knows its plan's items.
+func recordOf(held Held) *recordResult {
+	p, ok := held.(interface{ Items() []*acquire.Item })
+	if !ok {
+		return nil
+	}
+	r := &recordResult{}
+	r.Resources, r.Nested = acquire.RecordOf(p.Items())
+	return r
 }
 
 // add registers held as a new bridge lease and returns the result that

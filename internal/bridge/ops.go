@@ -110,6 +110,9 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
+	if a.Record {
+		res.Record = recordOf(held)
+	}
 	return thenReply{result: res, before: grantedEvent{Event: "granted", Request: id, Lease: l.id},
 		then: func() { s.watch(l) }}, nil
 }

@@ -59,6 +59,7 @@ class Lease:
         self.env: Dict[str, str] = dict(result.get("env") or {})
         self.waited: float = float(result.get("waited") or 0.0)
         self.notes: List[str] = result.get("notes") or []
+        self._record: Optional[Dict[str, Any]] = result.get("record")  # asked for by record=PATH
         self.tokens: Dict[str, int] = {r["resource"]: r["token"] for r in self.resources}
         self.handles: Dict[str, str] = {r["resource"]: r["handle"] for r in self.resources}
         self.lost = threading.Event()
@@ -206,10 +207,8 @@ class _Record:
         b["wait_seconds"] = time.monotonic() - self.t0
         hello = self.gov._bridge().hello
         b["project"], b["session"] = hello.get("project", ""), hello.get("session", "")
-        b["resources"] = [{"name": r["resource"], "weight": r.get("weight", 1), "limit": 0,
-                           "nested": bool(r.get("nested")), "lease": r.get("lease_id", ""), "token": r.get("token", 0)}
-                          for r in lease.resources]
-        b["nested"] = bool(lease.resources) and all(r.get("nested") for r in lease.resources)
+        rec = lease._record or {}
+        b["resources"], b["nested"] = rec.get("resources", b["resources"]), bool(rec.get("nested"))
         if b["nested"]:
             b["wait_seconds"] = 0.0
         self.granted_at = _now()
@@ -257,6 +256,8 @@ class _Slot:
         self.record_path = opts.pop("record", None)
         self.stop_on_lost = opts.pop("stop_on_lost", True)
         self.args = _acquire_args(self.resources, opts)
+        if self.record_path:
+            self.args["record"] = True  # the bridge builds the record's resources, as governor run --record
         self.lease: Optional[Lease] = None
         self.record: Optional[_Record] = None
         self._interrupted = False
