@@ -6,7 +6,9 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,174 @@ func (c *pipedClient) call(rest string) string {
 		}
 		lease, _, _ = bytes.Cut(lease, []byte(`"`))
 		return string(lease)
+	}
+}
+
+// BenchmarkBridgeVsLibrary50 is BenchmarkBridgeVsLibrary with 50 pairs at
+// once in each iteration: 50 acquires written together (as 50 promises
+// or threads of one client send them), then their 50 releases, through a
+// bridge; and 50 goroutines each taking a pair through the library. It
+// reports pairs per second of each and their ratio (library/bridge: how
+// many times the bridge's time a burst takes):
+//
+//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench BridgeVsLibrary50 -benchtime 200x ./internal/bridge/
+func BenchmarkBridgeVsLibrary50(b *testing.B) {
+	b.Run("redis", func(b *testing.B) { benchBurst(b, redisStore(b), 50) })
+}
+
+func benchBurst(b *testing.B, st store, n int) {
+	c := startPiped(b, st)
+	g, err := governor.New(st(b), governor.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	limit := strconv.Itoa(n)
+	bridgeBurst := func() {
+		leases := c.burst(n, func(int) string { return `"acquire","args":{"resources":["b"],"limit":` + limit + `}` })
+		c.burst(n, func(i int) string { return `"release","args":{"lease":"` + leases[i] + `"}` })
+	}
+	libraryBurst := func() {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				l, err := g.Acquire(ctx, "l", governor.AcquireOptions{Limit: n})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := l.Release(); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	bridgeBurst()
+	libraryBurst()
+	var inBridge, inLibrary time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		bridgeBurst()
+		t1 := time.Now()
+		libraryBurst()
+		inBridge += t1.Sub(t0)
+		inLibrary += time.Since(t1)
+	}
+	b.StopTimer()
+	pairs := float64(n * b.N)
+	b.ReportMetric(pairs/inBridge.Seconds(), "bridge-pairs/s")
+	b.ReportMetric(pairs/inLibrary.Seconds(), "library-pairs/s")
+	b.ReportMetric(float64(inBridge)/float64(inLibrary), "bridge/library")
+}
+
+// burst writes n requests {"id":N,"op":req(i)} in one write and returns
+// the lease of each reply, in request order, failing on an error reply.
+func (c *pipedClient) burst(n int, req func(i int) string) []string {
+	c.t.Helper()
+	first := c.nextID + 1
+	c.buf = c.buf[:0]
+	for i := range n {
+		c.nextID++
+		c.buf = append(append(append(append(c.buf, `{"id":`...), strconv.Itoa(c.nextID)...), `,"op":`...), req(i)...)
+		c.buf = append(c.buf, "}\n"...)
+	}
+	if _, err := c.in.Write(c.buf); err != nil {
+		c.t.Fatal(err)
+	}
+	leases := make([]string, n)
+	for got := 0; got < n; {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rest, ok := bytes.CutPrefix(line, []byte(`{"id":`))
+		if !ok {
+			continue // an event
+		}
+		num, rest, _ := bytes.Cut(rest, []byte(","))
+		id, err := strconv.Atoi(string(num))
+		if err != nil || id < first || id >= first+n {
+			c.t.Fatalf("reply %s", line)
+		}
+		if !bytes.HasPrefix(rest, []byte(`"ok":true`)) {
+			c.t.Fatalf("reply %s", line)
+		}
+		if _, lease, ok := bytes.Cut(rest, []byte(`"lease":"`)); ok {
+			lease, _, _ = bytes.Cut(lease, []byte(`"`))
+			leases[id-first] = string(lease)
+		}
+		got++
+	}
+	return leases
+}
+
+// BenchmarkBridgeHandOff is the hand-off between two requests of one
+// client sharing its bridge (Python threads, TypeScript promises): an
+// acquire waits (queued) while another holds the slot; the time from the
+// holder's release being written to the waiter's grant being read, as
+// p50 and p99 in milliseconds:
+//
+//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench BridgeHandOff -benchtime 300x ./internal/bridge/
+func BenchmarkBridgeHandOff(b *testing.B) {
+	c := startPiped(b, redisStore(b))
+	held := c.call(`"acquire","args":{"resources":["baton"],"limit":1}`)
+	lats := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		waiter := c.send(`"acquire","args":{"resources":["baton"],"limit":1,"if_busy":"wait"}`)
+		c.until(func(line []byte) bool { return bytes.HasPrefix(line, []byte(`{"event":"queued"`)) })
+		start := time.Now()
+		release := c.send(`"release","args":{"lease":"` + held + `"}`)
+		var at time.Time
+		for n := 0; n < 2; n++ {
+			line := c.until(func(line []byte) bool {
+				return bytes.HasPrefix(line, c.replyPrefix(waiter)) || bytes.HasPrefix(line, c.replyPrefix(release))
+			})
+			if !bytes.Contains(line, []byte(`"ok":true`)) {
+				b.Fatalf("reply %s", line)
+			}
+			if bytes.HasPrefix(line, c.replyPrefix(waiter)) {
+				at = time.Now()
+				_, lease, _ := bytes.Cut(line, []byte(`"lease":"`))
+				lease, _, _ = bytes.Cut(lease, []byte(`"`))
+				held = string(lease)
+			}
+		}
+		lats = append(lats, at.Sub(start))
+	}
+	b.StopTimer()
+	slices.Sort(lats)
+	b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// send writes {"id":N,"op":REST} and returns N.
+func (c *pipedClient) send(rest string) int {
+	c.t.Helper()
+	c.nextID++
+	c.buf = append(append(append(append(c.buf[:0], `{"id":`...), strconv.Itoa(c.nextID)...), `,"op":`...), rest...)
+	c.buf = append(c.buf, "}\n"...)
+	if _, err := c.in.Write(c.buf); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.nextID
+}
+
+func (c *pipedClient) replyPrefix(id int) []byte { return []byte(`{"id":` + strconv.Itoa(id) + `,`) }
+
+// until reads lines until one matches, and returns a copy of it.
+func (c *pipedClient) until(match func([]byte) bool) []byte {
+	c.t.Helper()
+	for {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if match(line) {
+			return bytes.Clone(line)
+		}
 	}
 }

@@ -157,7 +157,14 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 		if run == nil {
 			continue
 		}
-		if quick && r.Buffered() == 0 {
+		switch {
+		case r.Buffered() > 0:
+			// More requests arrived with this one (a client's threads or
+			// promises at once): start each at once and read on, so that
+			// they reach the backend together, in one batched call.
+			go run()
+			continue
+		case quick:
 			// Answered in a call or two to the backend, and nothing else
 			// to read yet: run here, with no hand-off (a wake-up of
 			// another goroutine, often of another thread, per request).
