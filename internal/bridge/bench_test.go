@@ -50,22 +50,29 @@ func benchBridgeVsLibrary(b *testing.B, st store) {
 			b.Fatal(err)
 		}
 	}
-	bridgePair() // warm both: connections, scripts loaded
-	libraryPair()
-	var inBridge, inLibrary time.Duration
+	inBridge, inLibrary := sideBySide(b, bridgePair, libraryPair)
+	b.ReportMetric(float64(inBridge.Nanoseconds())/float64(b.N), "bridge-ns/pair")
+	b.ReportMetric(float64(inLibrary.Nanoseconds())/float64(b.N), "library-ns/pair")
+	b.ReportMetric(float64(inBridge)/float64(inLibrary), "bridge/library")
+}
+
+// sideBySide runs bridge and library once each to warm them
+// (connections, scripts loaded), then b.N times each, one after the
+// other, and returns the time each took.
+func sideBySide(b *testing.B, bridge, library func()) (inBridge, inLibrary time.Duration) {
+	bridge()
+	library()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		bridgePair()
+		bridge()
 		t1 := time.Now()
-		libraryPair()
+		library()
 		inBridge += t1.Sub(t0)
 		inLibrary += time.Since(t1)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(inBridge.Nanoseconds())/float64(b.N), "bridge-ns/pair")
-	b.ReportMetric(float64(inLibrary.Nanoseconds())/float64(b.N), "library-ns/pair")
-	b.ReportMetric(float64(inBridge)/float64(inLibrary), "bridge/library")
+	return inBridge, inLibrary
 }
 
 // pipedClient drives a bridge served on OS pipes, as a client process
@@ -120,12 +127,7 @@ func startPiped(t testing.TB, st store) *pipedClient {
 // failing on an error reply.
 func (c *pipedClient) call(rest string) string {
 	c.t.Helper()
-	c.nextID++
-	c.buf = append(append(append(append(c.buf[:0], `{"id":`...), strconv.Itoa(c.nextID)...), `,"op":`...), rest...)
-	c.buf = append(c.buf, "}\n"...)
-	if _, err := c.in.Write(c.buf); err != nil {
-		c.t.Fatal(err)
-	}
+	c.send(rest)
 	want := []byte(`{"id":` + strconv.Itoa(c.nextID) + `,"ok":`)
 	for {
 		line, err := c.out.ReadSlice('\n')
@@ -188,19 +190,7 @@ func benchBurst(b *testing.B, st store, n int) {
 		}
 		wg.Wait()
 	}
-	bridgeBurst()
-	libraryBurst()
-	var inBridge, inLibrary time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		bridgeBurst()
-		t1 := time.Now()
-		libraryBurst()
-		inBridge += t1.Sub(t0)
-		inLibrary += time.Since(t1)
-	}
-	b.StopTimer()
+	inBridge, inLibrary := sideBySide(b, bridgeBurst, libraryBurst)
 	pairs := float64(n * b.N)
 	b.ReportMetric(pairs/inBridge.Seconds(), "bridge-pairs/s")
 	b.ReportMetric(pairs/inLibrary.Seconds(), "library-pairs/s")
