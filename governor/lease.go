@@ -43,7 +43,8 @@ type Lease struct {
 	// (start fires): a lease released before that — most are — never
 	// spawns one, and Release waits for nothing.
 	start   *time.Timer
-	done    chan struct{}
+	done    chan struct{} // closed by closeDone only
+	after   []*afterDone  // what AfterDone registered, until done closes
 	stop    chan struct{}
 	stopped chan struct{}
 	renewed chan struct{} // capacity 1: a value after each successful renewal
@@ -435,12 +436,12 @@ func (l *Lease) lose(err error, reason string) {
 		// Still held: freed by Release (or Close) once the work it
 		// protects has stopped, never before; or by its expiry.
 		l.stalled = true
+		l.closeDone()
 		l.mu.Unlock()
-		close(l.done)
 		return
 	}
+	l.closeDone()
 	l.mu.Unlock()
-	close(l.done)
 	l.g.forget(l)
 	free := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
@@ -505,8 +506,8 @@ func (l *Lease) Release() error {
 	}
 	l.mu.Lock()
 	l.err = ErrNotHeld
+	l.closeDone()
 	l.mu.Unlock()
-	close(l.done)
 	l.g.forget(l)
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
@@ -539,7 +540,7 @@ func (l *Lease) Detach() {
 	l.mu.Lock()
 	if l.err == nil {
 		l.err = ErrNotHeld
-		close(l.done)
+		l.closeDone()
 	}
 	l.mu.Unlock()
 	l.g.forget(l)

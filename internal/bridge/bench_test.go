@@ -1,59 +1,307 @@
 package bridge_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/bridge"
 )
 
-// BenchmarkPairs is acquire+release pairs through the bridge, through the
-// acquire pipeline it calls (no wire: the bridge's own cost is the
-// difference) and through the library, on the same Redis:
+// BenchmarkBridgeVsLibrary runs, side by side in each iteration, one
+// acquire+release pair through a bridge (its request handling, served
+// on real pipes with the protocol's NDJSON, read by a minimal client)
+// and the same pair through governor.Governor, on the same backend. It
+// reports each one's time per pair and their ratio (bridge/library), so
+// that the load of a shared machine weighs on both alike:
 //
-//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench Pairs ./internal/bridge/
-func BenchmarkPairs(b *testing.B) {
-	st := redisStore(b)
-	b.Run("bridge", func(b *testing.B) {
-		c := start(b, st)
-		c.hello()
-		for i := 0; i < b.N; i++ {
-			got := c.call("acquire", map[string]any{"resources": []string{"p"}, "limit": 1})
-			c.call("release", map[string]any{"lease": got["lease"]})
-		}
-	})
-	b.Run("pipeline", func(b *testing.B) {
-		g, err := governor.New(st(b), governor.Options{})
+//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench BridgeVsLibrary -benchtime 3000x ./internal/bridge/
+func BenchmarkBridgeVsLibrary(b *testing.B) {
+	b.Run("redis", func(b *testing.B) { benchBridgeVsLibrary(b, redisStore(b)) })
+	b.Run("file", func(b *testing.B) { benchBridgeVsLibrary(b, fileStore(b)) })
+}
+
+func benchBridgeVsLibrary(b *testing.B, st store) {
+	c := startPiped(b, st)
+	g, err := governor.New(st(b), governor.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	bridgePair := func() {
+		lease := c.call(`"acquire","args":{"resources":["b"],"limit":1}`)
+		c.call(`"release","args":{"lease":"` + lease + `"}`)
+	}
+	libraryPair := func() {
+		l, err := g.Acquire(ctx, "l", governor.AcquireOptions{Limit: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer g.Close()
-		acq := bridge.AcquirePipeline(emptyCatalog(b))
-		for i := 0; i < b.N; i++ {
-			h, err := acq(context.Background(), g, bridge.AcquireArgs{Resources: []string{"r"}, Limit: 1}, bridge.Events{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := h.Release(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("library", func(b *testing.B) {
-		g, err := governor.New(st(b), governor.Options{})
-		if err != nil {
+		if err := l.Release(); err != nil {
 			b.Fatal(err)
 		}
-		defer g.Close()
-		for i := 0; i < b.N; i++ {
-			l, err := g.Acquire(context.Background(), "q", governor.AcquireOptions{Limit: 1})
-			if err != nil {
-				b.Fatal(err)
+	}
+	inBridge, inLibrary := sideBySide(b, bridgePair, libraryPair)
+	b.ReportMetric(float64(inBridge.Nanoseconds())/float64(b.N), "bridge-ns/pair")
+	b.ReportMetric(float64(inLibrary.Nanoseconds())/float64(b.N), "library-ns/pair")
+	b.ReportMetric(float64(inBridge)/float64(inLibrary), "bridge/library")
+}
+
+// sideBySide runs bridge and library once each to warm them
+// (connections, scripts loaded), then b.N times each, one after the
+// other, and returns the time each took.
+func sideBySide(b *testing.B, bridge, library func()) (inBridge, inLibrary time.Duration) {
+	bridge()
+	library()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		bridge()
+		t1 := time.Now()
+		library()
+		inBridge += t1.Sub(t0)
+		inLibrary += time.Since(t1)
+	}
+	b.StopTimer()
+	return inBridge, inLibrary
+}
+
+// pipedClient drives a bridge served on OS pipes, as a client process
+// does, with as little work of its own as it can: it writes request
+// lines and reads reply lines, skipping events.
+type pipedClient struct {
+	t      testing.TB
+	in     *os.File
+	out    *bufio.Reader
+	nextID int
+	buf    []byte
+}
+
+func startPiped(t testing.TB, st store) *pipedClient {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bridge.Config{
+		Version: "bench",
+		Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
+			return governor.New(st(t), governor.Options{PID: pid, Session: session})
+		},
+		Acquire: bridge.AcquirePipeline(emptyCatalog(t)),
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := bridge.Serve(context.Background(), inR, outW, cfg)
+		outW.Close()
+		done <- err
+	}()
+	c := &pipedClient{t: t, in: inW, out: bufio.NewReaderSize(outR, 64<<10)}
+	t.Cleanup(func() {
+		inW.Close()
+		_, _ = io.Copy(io.Discard, outR)
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		inR.Close()
+		outR.Close()
+	})
+	c.call(`"hello","args":{"protocol":1,"client":"bench","pid":` + strconv.Itoa(os.Getpid()) + `}`)
+	return c
+}
+
+// call sends {"id":N,"op":REST} and returns the reply's lease, if any,
+// failing on an error reply.
+func (c *pipedClient) call(rest string) string {
+	c.t.Helper()
+	c.send(rest)
+	want := []byte(`{"id":` + strconv.Itoa(c.nextID) + `,"ok":`)
+	for {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if !bytes.HasPrefix(line, want) {
+			continue // an event, or the reply to an earlier request
+		}
+		if !bytes.HasPrefix(line[len(want):], []byte("true")) {
+			c.t.Fatalf("%s: %s", rest, line)
+		}
+		_, lease, ok := bytes.Cut(line, []byte(`"lease":"`))
+		if !ok {
+			return ""
+		}
+		lease, _, _ = bytes.Cut(lease, []byte(`"`))
+		return string(lease)
+	}
+}
+
+// BenchmarkBridgeVsLibrary50 is BenchmarkBridgeVsLibrary with 50 pairs at
+// once in each iteration: 50 acquires written together (as 50 promises
+// or threads of one client send them), then their 50 releases, through a
+// bridge; and 50 goroutines each taking a pair through the library. It
+// reports pairs per second of each and their ratio (library/bridge: how
+// many times the bridge's time a burst takes):
+//
+//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench BridgeVsLibrary50 -benchtime 200x ./internal/bridge/
+func BenchmarkBridgeVsLibrary50(b *testing.B) {
+	b.Run("redis", func(b *testing.B) { benchBurst(b, redisStore(b), 50) })
+}
+
+func benchBurst(b *testing.B, st store, n int) {
+	c := startPiped(b, st)
+	g, err := governor.New(st(b), governor.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	limit := strconv.Itoa(n)
+	bridgeBurst := func() {
+		leases := c.burst(n, func(int) string { return `"acquire","args":{"resources":["b"],"limit":` + limit + `}` })
+		c.burst(n, func(i int) string { return `"release","args":{"lease":"` + leases[i] + `"}` })
+	}
+	libraryBurst := func() {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				l, err := g.Acquire(ctx, "l", governor.AcquireOptions{Limit: n})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := l.Release(); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	inBridge, inLibrary := sideBySide(b, bridgeBurst, libraryBurst)
+	pairs := float64(n * b.N)
+	b.ReportMetric(pairs/inBridge.Seconds(), "bridge-pairs/s")
+	b.ReportMetric(pairs/inLibrary.Seconds(), "library-pairs/s")
+	b.ReportMetric(float64(inBridge)/float64(inLibrary), "bridge/library")
+}
+
+// burst writes n requests {"id":N,"op":req(i)} in one write and returns
+// the lease of each reply, in request order, failing on an error reply.
+func (c *pipedClient) burst(n int, req func(i int) string) []string {
+	c.t.Helper()
+	first := c.nextID + 1
+	c.buf = c.buf[:0]
+	for i := range n {
+		c.nextID++
+		c.buf = append(append(append(append(c.buf, `{"id":`...), strconv.Itoa(c.nextID)...), `,"op":`...), req(i)...)
+		c.buf = append(c.buf, "}\n"...)
+	}
+	if _, err := c.in.Write(c.buf); err != nil {
+		c.t.Fatal(err)
+	}
+	leases := make([]string, n)
+	for got := 0; got < n; {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rest, ok := bytes.CutPrefix(line, []byte(`{"id":`))
+		if !ok {
+			continue // an event
+		}
+		num, rest, _ := bytes.Cut(rest, []byte(","))
+		id, err := strconv.Atoi(string(num))
+		if err != nil || id < first || id >= first+n {
+			c.t.Fatalf("reply %s", line)
+		}
+		if !bytes.HasPrefix(rest, []byte(`"ok":true`)) {
+			c.t.Fatalf("reply %s", line)
+		}
+		if _, lease, ok := bytes.Cut(rest, []byte(`"lease":"`)); ok {
+			lease, _, _ = bytes.Cut(lease, []byte(`"`))
+			leases[id-first] = string(lease)
+		}
+		got++
+	}
+	return leases
+}
+
+// BenchmarkBridgeHandOff is the hand-off between two requests of one
+// client sharing its bridge (Python threads, TypeScript promises): an
+// acquire waits (queued) while another holds the slot; the time from the
+// holder's release being written to the waiter's grant being read, as
+// p50 and p99 in milliseconds:
+//
+//	GOVERNOR_REQUIRE_REDIS=1 go test -run '^$' -bench BridgeHandOff -benchtime 300x ./internal/bridge/
+func BenchmarkBridgeHandOff(b *testing.B) {
+	c := startPiped(b, redisStore(b))
+	held := c.call(`"acquire","args":{"resources":["baton"],"limit":1}`)
+	lats := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		waiter := c.send(`"acquire","args":{"resources":["baton"],"limit":1,"if_busy":"wait"}`)
+		c.until(func(line []byte) bool { return bytes.HasPrefix(line, []byte(`{"event":"queued"`)) })
+		start := time.Now()
+		release := c.send(`"release","args":{"lease":"` + held + `"}`)
+		var at time.Time
+		for n := 0; n < 2; n++ {
+			line := c.until(func(line []byte) bool {
+				return bytes.HasPrefix(line, c.replyPrefix(waiter)) || bytes.HasPrefix(line, c.replyPrefix(release))
+			})
+			if !bytes.Contains(line, []byte(`"ok":true`)) {
+				b.Fatalf("reply %s", line)
 			}
-			if err := l.Release(); err != nil {
-				b.Fatal(err)
+			if bytes.HasPrefix(line, c.replyPrefix(waiter)) {
+				at = time.Now()
+				_, lease, _ := bytes.Cut(line, []byte(`"lease":"`))
+				lease, _, _ = bytes.Cut(lease, []byte(`"`))
+				held = string(lease)
 			}
 		}
-	})
+		lats = append(lats, at.Sub(start))
+	}
+	b.StopTimer()
+	slices.Sort(lats)
+	b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// send writes {"id":N,"op":REST} and returns N.
+func (c *pipedClient) send(rest string) int {
+	c.t.Helper()
+	c.nextID++
+	c.buf = append(append(append(append(c.buf[:0], `{"id":`...), strconv.Itoa(c.nextID)...), `,"op":`...), rest...)
+	c.buf = append(c.buf, "}\n"...)
+	if _, err := c.in.Write(c.buf); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.nextID
+}
+
+func (c *pipedClient) replyPrefix(id int) []byte { return []byte(`{"id":` + strconv.Itoa(id) + `,`) }
+
+// until reads lines until one matches, and returns a copy of it.
+func (c *pipedClient) until(match func([]byte) bool) []byte {
+	c.t.Helper()
+	for {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if match(line) {
+			return bytes.Clone(line)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,13 +25,13 @@ type lease struct {
 	// released closes when the client (or the bridge's end) releases it:
 	// its watcher then stops.
 	released chan struct{}
-	// lost is closed once a lease of held is lost (lostOf), asked for
-	// once in add, before any release.
-	lost <-chan struct{}
 
 	mu    sync.Mutex
 	state leaseState
 	why   string // what ended it, once lost
+	// unwatch stops the watcher of a lease of one governor lease (watch)
+	// before the bridge releases it.
+	unwatch func()
 }
 
 type leaseState int
@@ -62,6 +63,25 @@ type acquireResult struct {
 	Notes     []string          `json:"notes,omitempty"`
 	Taken     []takenResult     `json:"taken,omitempty"`
 	Provider  string            `json:"provider,omitempty"`
+	Record    *recordResult     `json:"record,omitempty"`
+}
+
+// recordResult is what a wait record says of an acquire's resources,
+// built as governor run --record builds it (acquire.RecordOf).
+type recordResult struct {
+	Resources []acquire.RecordResource `json:"resources"`
+	Nested    bool                     `json:"nested"`
+}
+
+// recordOf is the record of held, when it knows its plan's items.
+func recordOf(held Held) *recordResult {
+	p, ok := held.(interface{ Items() []*acquire.Item })
+	if !ok {
+		return nil
+	}
+	r := &recordResult{}
+	r.Resources, r.Nested = acquire.RecordOf(p.Items())
+	return r
 }
 
 // add registers held as a new bridge lease and returns the result that
@@ -75,7 +95,7 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 		return nil, nil, errShuttingDown
 	}
 	s.nextID++
-	l := &lease{id: fmt.Sprintf("L%d", s.nextID), held: held, released: make(chan struct{}), lost: lostOf(held)}
+	l := &lease{id: "L" + strconv.Itoa(s.nextID), held: held, released: make(chan struct{})}
 	s.leases[l.id] = l
 	s.mu.Unlock()
 	res := &acquireResult{Lease: l.id, Nested: held.Nested(), Env: map[string]string{}}
@@ -107,38 +127,49 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 	return l, res, nil
 }
 
-// lostOf is closed once a lease of held is lost, or released: with one
-// lease (most acquires), its own Done, without the goroutines of
-// Held.Lost, which merges many.
-func lostOf(held Held) <-chan struct{} {
-	if ls := held.Leases(); len(ls) == 1 {
-		return ls[0].Done()
-	}
-	return held.Lost()
-}
-
 // watch pushes the lost event of l once any of its leases is lost, and
-// releases the rest of it.
+// releases the rest of it. With one lease (most acquires) nothing waits
+// meanwhile (governor.Lease.AfterDone); with more, a goroutine merges
+// them (Held.Lost).
 func (s *server) watch(l *lease) {
 	s.watchers.Add(1)
+	if ls := l.held.Leases(); len(ls) == 1 {
+		stop := ls[0].AfterDone(func() {
+			defer s.watchers.Done()
+			s.lost(l)
+		})
+		l.mu.Lock()
+		l.unwatch = func() {
+			if stop() {
+				s.watchers.Done()
+			}
+		}
+		l.mu.Unlock()
+		return
+	}
 	go func() {
 		defer s.watchers.Done()
 		select {
-		case <-l.lost:
+		case <-l.held.Lost():
+			s.lost(l)
 		case <-l.released:
-			return
 		}
-		resource, why := lostReason(l.held)
-		l.mu.Lock()
-		if l.state != stateHeld {
-			l.mu.Unlock()
-			return
-		}
-		l.state, l.why = stateLost, resource+": "+why
-		l.mu.Unlock()
-		_ = s.out.send(lostEvent{Event: "lost", Lease: l.id, Resource: resource, Reason: why, Code: exitcode.LeaseLost})
-		releaseHeld(l.held)
 	}()
+}
+
+// lost ends l as lost, unless it was released or lost already: it tells
+// the client and releases the rest of it.
+func (s *server) lost(l *lease) {
+	resource, why := lostReason(l.held)
+	l.mu.Lock()
+	if l.state != stateHeld {
+		l.mu.Unlock()
+		return
+	}
+	l.state, l.why = stateLost, resource+": "+why
+	l.mu.Unlock()
+	_ = s.out.send(lostEvent{Event: "lost", Lease: l.id, Resource: resource, Reason: why, Code: exitcode.LeaseLost})
+	releaseHeld(l.held)
 }
 
 type lostEvent struct {
@@ -174,8 +205,11 @@ func (l *lease) release() (held bool, why string) {
 		l.state = stateReleased
 		close(l.released)
 	}
-	why = l.why
+	why, unwatch := l.why, l.unwatch
 	l.mu.Unlock()
+	if unwatch != nil {
+		unwatch()
+	}
 	if state != stateHeld {
 		return false, why
 	}
@@ -183,12 +217,10 @@ func (l *lease) release() (held bool, why string) {
 	return true, ""
 }
 
-// releaseHeld releases held with a fresh bounded context: the request's
-// may have ended already.
+// releaseHeld releases held whatever the request's context: each lease
+// releases with its own bounded context (governor.Lease.Release).
 func releaseHeld(held Held) {
-	ctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)
-	defer cancel()
-	_ = held.Release(ctx)
+	_ = held.Release(context.Background())
 }
 
 // leaseArgs name a bridge lease.

@@ -64,14 +64,17 @@ type grantedEvent struct {
 }
 
 func opAcquire(ctx context.Context, s *server, req request) (any, error) {
-	var a AcquireArgs
-	if err := decodeArgs(req.Args, &a); err != nil {
-		return nil, err
+	a := req.acquire
+	if a == nil {
+		a = new(AcquireArgs)
+		if err := decodeArgs(req.Args, a); err != nil {
+			return nil, err
+		}
 	}
 	if len(a.Resources) == 0 && len(a.Providers) == 0 && !a.Join && !a.Shareable && !a.ExecRun {
 		return nil, badRequest("acquire needs resources (or providers), or an exec run (exec_run, join or shareable); allowed: [\"NAME\" or \"NAME:WEIGHT\", ...]")
 	}
-	return s.acquire(ctx, req.ID, a, "")
+	return s.acquire(ctx, req.ID, *a, "")
 }
 
 // acquire takes a through the pipeline and registers what it took as a
@@ -107,6 +110,9 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
+	if a.Record {
+		res.Record = recordOf(held)
+	}
 	return thenReply{result: res, before: grantedEvent{Event: "granted", Request: id, Lease: l.id},
 		then: func() { s.watch(l) }}, nil
 }

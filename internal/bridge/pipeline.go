@@ -52,6 +52,9 @@ type AcquireArgs struct {
 	CancelInProgress bool              `json:"cancel_in_progress"`
 	Tokens           int64             `json:"tokens"`
 	Env              map[string]string `json:"env"`
+	// Record asks for the result's record: what a wait record says of
+	// the resources (acquire.RecordOf, as governor run --record).
+	Record bool `json:"record"`
 }
 
 // EnvList is a.Env as KEY=VALUE entries, the form of an environment.

@@ -154,15 +154,33 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			done <- nil
 			return
 		}
-		if run := s.dispatch(req); run != nil {
-			s.handOn(turn{r, done})
-			run()
-			t, ok := s.nextTurn()
-			if !ok {
-				return
-			}
-			r, done = t.r, t.done
+		run, quick := s.dispatch(req)
+		if run == nil {
+			continue
 		}
+		switch {
+		case r.Buffered() > 0:
+			// More requests arrived with this one (a client's threads or
+			// promises at once): start each at once and read on, so that
+			// they reach the backend together, in one batched call.
+			go run()
+			continue
+		case quick:
+			// Answered in a call or two to the backend, and nothing else
+			// to read yet: run here, with no hand-off (a wake-up of
+			// another goroutine, often of another thread, per request).
+			// A request that arrives meanwhile is read once it ends (the
+			// backend's timeouts and the bridge's end bound it).
+			run()
+			continue
+		}
+		s.handOn(turn{r, done})
+		run()
+		t, ok := s.nextTurn()
+		if !ok {
+			return
+		}
+		r, done = t.r, t.done
 	}
 }
 
@@ -195,11 +213,13 @@ func (s *server) nextTurn() (turn, bool) {
 
 // dispatch answers req at once when it can (hello: nothing else may run
 // before it; a refusal), or returns the op to run, registered in flight:
-// read runs it on its own goroutine, so that a wait holds up nothing.
-func (s *server) dispatch(req request) (run func()) {
+// read runs it on its own goroutine, so that a wait holds up nothing,
+// unless quick: the op never waits for a slot (a release, a touch, an
+// acquire that fails or skips when busy), so read may run it itself.
+func (s *server) dispatch(req request) (run func(), quick bool) {
 	if req.ID <= 0 {
 		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
-		return nil
+		return nil, false
 	}
 	if req.Op == "hello" || s.g == nil {
 		var result any
@@ -208,12 +228,23 @@ func (s *server) dispatch(req request) (run func()) {
 			result, err = s.hello(req.Args)
 		}
 		s.answer(req.ID, result, err)
-		return nil
+		return nil, false
 	}
 	op, ok := ops[req.Op]
 	if !ok {
 		s.answer(req.ID, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
-		return nil
+		return nil, false
+	}
+	switch req.Op {
+	case "release", "provider_release", "touch":
+		quick = true
+	case "acquire":
+		req.acquire = new(AcquireArgs)
+		if err := decodeArgs(req.Args, req.acquire); err != nil {
+			s.answer(req.ID, nil, err)
+			return nil, false
+		}
+		quick = req.acquire.IfBusy != "wait" && req.acquire.WaitTimeout == 0
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.mu.Lock()
@@ -221,13 +252,13 @@ func (s *server) dispatch(req request) (run func()) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, errShuttingDown)
-		return nil
+		return nil, false
 	}
 	if _, dup := s.inflight[req.ID]; dup {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
-		return nil
+		return nil, false
 	}
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
@@ -243,7 +274,7 @@ func (s *server) dispatch(req request) (run func()) {
 		s.mu.Unlock()
 		cancel(nil)
 		s.answer(req.ID, result, err)
-	}
+	}, quick
 }
 
 // answer sends the reply to request id.

@@ -21,6 +21,8 @@ type request struct {
 	ID   int64           `json:"id"`
 	Op   string          `json:"op"`
 	Args json.RawMessage `json:"args"`
+	// acquire are the args of an acquire, decoded by dispatch.
+	acquire *AcquireArgs
 }
 
 // reply is the one answer to a request.

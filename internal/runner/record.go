@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/fstrust"
+	"github.com/governor-dev/governor/internal/acquire"
 )
 
 // Outcome says how a run ended, in its end Record.
@@ -96,17 +97,9 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	}{plain: plain(r)})
 }
 
-// RecordResource is one resource of a Record.
-type RecordResource struct {
-	Name   string `json:"name"`
-	Weight int    `json:"weight"`
-	Limit  int    `json:"limit"`
-	// Nested is true when an ancestor run held it: this run neither
-	// acquired nor released it, and Lease is the ancestor's.
-	Nested bool   `json:"nested"`
-	Lease  string `json:"lease,omitempty"`
-	Token  int64  `json:"token,omitempty"`
-}
+// RecordResource is one resource of a Record, built by acquire.RecordOf
+// for every way in (the bridge's records too).
+type RecordResource = acquire.RecordResource
 
 // openRecord opens path for appending: the last component is never
 // followed if it is a symbolic link, the open never blocks (a FIFO with no

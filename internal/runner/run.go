@@ -331,19 +331,7 @@ func (r *run) writeRecord(kind RecordKind) {
 	if r.plan != nil {
 		items = r.plan.Items()
 	}
-	rec.Nested = len(items) > 0
-	rec.Resources = make([]RecordResource, 0, len(items))
-	for _, it := range items {
-		rr := RecordResource{Name: it.Name, Weight: it.Weight, Limit: it.Limit, Nested: it.Nested}
-		switch {
-		case it.Nested:
-			rr.Lease, rr.Token = it.Held.LeaseID, it.Held.Token
-		case it.Lease != nil:
-			rr.Lease, rr.Token = it.Lease.ID(), it.Lease.Token()
-		}
-		rec.Nested = rec.Nested && it.Nested
-		rec.Resources = append(rec.Resources, rr)
-	}
+	rec.Resources, rec.Nested = acquire.RecordOf(items)
 	rec.Start, rec.Granted, rec.End = rec.Start.UTC(), rec.Granted.UTC(), rec.End.UTC()
 	if err := appendRecord(r.recf, rec); err != nil {
 		fmt.Fprintf(r.stderr, "governor: --record %s: %v\n", r.o.Record, err)

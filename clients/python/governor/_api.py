@@ -69,6 +69,7 @@ class Lease:
         self.env: "Dict[str, str]" = dict(result.get("env") or {})
         self.waited: float = float(result.get("waited") or 0.0)
         self.notes: "List[str]" = result.get("notes") or []
+        self._record: "Optional[Dict[str, Any]]" = result.get("record")  # asked for by record=PATH
         self.tokens: "Dict[str, int]" = {r["resource"]: r["token"] for r in self.resources}
         self.handles: "Dict[str, str]" = {r["resource"]: r["handle"] for r in self.resources}
         self._lost = False
@@ -264,6 +265,8 @@ class _Slot:
         self.record_path = opts.pop("record", None)
         self.stop_on_lost = opts.pop("stop_on_lost", True)
         self.args = _acquire_args(self.resources, opts)
+        if self.record_path:
+            self.args["record"] = True  # the bridge builds the record's resources, as governor run --record
         self.lease: "Optional[Lease]" = None
         self.record: "Optional[Record]" = None
         self._interrupted = False

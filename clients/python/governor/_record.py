@@ -43,10 +43,8 @@ class Record:
         b["wait_seconds"] = time.monotonic() - self.t0
         hello = self.gov._bridge().hello
         b["project"], b["session"] = hello.get("project", ""), hello.get("session", "")
-        b["resources"] = [{"name": r["resource"], "weight": r.get("weight", 1), "limit": 0,
-                           "nested": bool(r.get("nested")), "lease": r.get("lease_id", ""), "token": r.get("token", 0)}
-                          for r in lease.resources]
-        b["nested"] = bool(lease.resources) and all(r.get("nested") for r in lease.resources)
+        rec = lease._record or {}  # the bridge builds the resources, as governor run --record does
+        b["resources"], b["nested"] = rec.get("resources", b["resources"]), bool(rec.get("nested"))
         if b["nested"]:
             b["wait_seconds"] = 0.0
         self.granted_at = _now()

@@ -206,6 +206,21 @@ class ClientTests(support.FileCase):
         self.assertEqual(lines[1]["outcome"], "ran")
         self.assertEqual(lines[0]["resources"][0]["token"], lease.token)
         self.assertGreaterEqual(lines[0]["wait_seconds"], 0)
+        # The same acquire through governor run --record: the same record of
+        # each resource, field by field (one builder), but its own lease.
+        cli = self.path("cli.jsonl")
+        out = subprocess.run([support.binary(), "run", "--record", cli, "--resource", "rc", "--limit", "1", "--", "true"],
+                             env=self.backend.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(cli) as f:
+            cli_lines = [json.loads(l) for l in f]
+        self.assertEqual([l["kind"] for l in cli_lines], ["grant", "end"])
+        for mine, theirs in zip(lines, cli_lines):
+            strip = lambda rs: [{k: v for k, v in r.items() if k not in ("lease", "token")} for r in rs]
+            self.assertEqual(strip(mine["resources"]), strip(theirs["resources"]))
+            self.assertEqual(strip(mine["resources"]), [{"name": "rc", "weight": 1, "limit": 1, "nested": False}])
+            self.assertEqual(mine["nested"], theirs["nested"])
+            self.assertEqual(sorted(mine), sorted(theirs))
 
     def test_nests_inside_governor_run(self) -> None:
         env = self.backend.env()
