@@ -21,13 +21,14 @@ if TYPE_CHECKING:
     from ._api import Governor, Lease, default
     from ._bridge import PROTOCOL, find_binary
     from ._provider import Provider, RateLimited
+    from ._version import __version__
 
 # Imported on first use (PEP 562): ``import governor`` loads this module and
 # the exceptions; the first slot the client (_api, _bridge); a sync slot
 # never the admin dataclasses or providers.
 _LAZY = {"Governor": "_api", "Lease": "_api", "default": "_api", "PROTOCOL": "_bridge", "find_binary": "_bridge",
          "Holder": "_admin", "Resource": "_admin", "Waiter": "_admin", "Provider": "_provider",
-         "RateLimited": "_provider"}
+         "RateLimited": "_provider", "__version__": "_version"}
 
 
 def __getattr__(name: str) -> "Any":
@@ -47,7 +48,6 @@ def _default() -> "Governor":
     from ._api import default
     return default()
 
-from ._version import __version__
 
 __all__ = [
     "Governor", "Lease", "Provider", "RateLimited", "Resource", "Holder", "Waiter",
