@@ -50,8 +50,16 @@ func New(t testing.TB) *User {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)
 	}
 	t.Cleanup(func() {
-		for try := 0; try < 20; try++ {
+		// A process of the user that a test killed may still be exiting
+		// (userdel: "currently used by process"): end what is left of
+		// the user's processes, and try again, within a generous bound.
+		for try := 0; try < 100; try++ {
 			out, err := exec.Command("userdel", name).CombinedOutput()
+			if err != nil && bytes.Contains(out, []byte("used by process")) {
+				exec.Command("pkill", "-KILL", "-u", name).Run()
+				<-time.After(100 * time.Millisecond)
+				continue
+			}
 			if err == nil || !bytes.Contains(out, []byte("lock")) {
 				if err != nil {
 					t.Errorf("userdel %s: %v: %s", name, err, out)
