@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkBridgeStart measures `governor bridge` from its start to its
+// hello reply, beside `governor --version` (the binary's start alone),
+// in turns, on the file backend; it reports each one's median (ms) and,
+// on Linux, the bridge's RSS at rest after 300 pairs (MiB, and how much
+// of it is anonymous memory, the rest being the binary's own pages,
+// shared by every bridge):
+//
+//	go test -run '^$' -bench BridgeStart -benchtime 30x ./cmd/governor/
+func BenchmarkBridgeStart(b *testing.B) {
+	bin := governorBin(b)
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "exec-defaults.yaml")
+	if err := os.WriteFile(cfg, []byte("project: bench\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	global := []string{"--config", cfg, "--backend", "file", "--dir", filepath.Join(dir, "state")}
+	var hellos, versions []float64
+	var rss, anon float64
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		c := exec.Command(bin, append(slices.Clone(global), "bridge")...)
+		c.Env = cleanEnv()
+		in, err := c.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		outp, err := c.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := bufio.NewReader(outp)
+		call := func(id int, req string) string {
+			if _, err := fmt.Fprintf(in, `{"id":%d,%s}`+"\n", id, req); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				line, err := out.ReadString('\n')
+				if err != nil {
+					b.Fatal(err)
+				}
+				if strings.HasPrefix(line, `{"id":`+strconv.Itoa(id)+`,"ok":true`) {
+					return line
+				}
+				if strings.HasPrefix(line, `{"id":`+strconv.Itoa(id)+`,`) {
+					b.Fatalf("%s: %s", req, line)
+				}
+			}
+		}
+		call(1, `"op":"hello","args":{"protocol":1,"client":"bench","pid":`+strconv.Itoa(os.Getpid())+`}`)
+		hellos = append(hellos, float64(time.Since(start))/float64(time.Millisecond))
+		if i == b.N-1 && runtime.GOOS == "linux" {
+			for k := 0; k < 300; k++ {
+				res := call(2+2*k, `"op":"acquire","args":{"resources":["r"],"limit":1}`)
+				_, lease, _ := strings.Cut(res, `"lease":"`)
+				lease, _, _ = strings.Cut(lease, `"`)
+				call(3+2*k, `"op":"release","args":{"lease":"`+lease+`"}`)
+			}
+			time.Sleep(time.Second) // at rest
+			rss, anon = memOf(b, c.Process.Pid)
+		}
+		in.Close()
+		_, _ = io.Copy(io.Discard, out)
+		if err := c.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		v := exec.Command(bin, "--version")
+		v.Env = cleanEnv()
+		if err := v.Run(); err != nil {
+			b.Fatal(err)
+		}
+		versions = append(versions, float64(time.Since(start))/float64(time.Millisecond))
+	}
+	b.ReportMetric(median(hellos), "hello-ms")
+	b.ReportMetric(median(versions), "version-ms")
+	if rss > 0 {
+		b.ReportMetric(rss, "rss-MiB")
+		b.ReportMetric(anon, "anon-MiB")
+	}
+}
+
+// memOf is pid's resident memory and its anonymous part, in MiB.
+func memOf(b *testing.B, pid int) (rss, anon float64) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "RssAnon:":
+			anon = kb / 1024
+		}
+	}
+	return rss, anon
+}
