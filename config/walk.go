@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -34,8 +35,10 @@ type fileLayer struct {
 	problems []*FieldError
 }
 
-// yamlLine matches the errors of go.yaml.in/yaml/v3 that carry a line.
-var yamlLine = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+// yamlLine matches the errors of go.yaml.in/yaml/v3 that carry a line;
+// compiled at its first use (a file that does not parse), not at every
+// start of the binary.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`) })
 
 // parseFile checks data against the schema and returns its settings. It
 // parses with yaml.v3 itself, before viper, to have line numbers.
@@ -90,7 +93,7 @@ func (w *walker) syntaxError(err error, data []byte) {
 // is 0.
 func syntaxLine(err error, data []byte) (int, string) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		if isParserProblem(m[2]) {
 			line++

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,17 +27,19 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 	return c, hidePasswords(err)
 }
 
-// userPassword is user:password@ anywhere in a text.
-var userPassword = regexp.MustCompile(`([^\s:/@?&=]*):[^\s@/]+@`)
+// userPassword is user:password@ anywhere in a text, compiled at its
+// first use (a parse error): every start of the binary, the file
+// backend's and the watchdog's included, would compile it at init.
+var userPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([^\s:/@?&=]*):[^\s@/]+@`) })
 
 // hidePasswords returns err with every user:password@ in its text shown
 // as user:***@: go-redis's parse errors quote the URL, or the part that
 // did not parse (?addr=u:PW@…), whole.
 func hidePasswords(err error) error {
-	if err == nil || !userPassword.MatchString(err.Error()) {
+	if err == nil || !userPassword().MatchString(err.Error()) {
 		return err
 	}
-	return errors.New(userPassword.ReplaceAllString(err.Error(), "$1:***@"))
+	return errors.New(userPassword().ReplaceAllString(err.Error(), "$1:***@"))
 }
 
 func newClient(rawURL string) (redis.UniversalClient, error) {
