@@ -342,8 +342,7 @@ def main() -> int:
         print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.8x); the bridge with no client "
               "(one thread, bare NDJSON) %.0f: governor/bare %.2fx" % (gp, rp, gp / rp, bp, gp / bp))
         sp, ap = async_pairs(min(a.n, 2000), g)
-        print("pairs/s, one after another: sync slot %.0f, async aslot %.0f (async/sync %.2fx: its replies are read "
-              "by the reader thread and handed to the loop)" % (sp, ap, ap / sp))
+        print("pairs/s, one after another: sync slot %.0f, async aslot %.0f (async/sync %.2fx)" % (sp, ap, ap / sp))
 
         def gov_hold():
             lease = g.acquire("ho", limit=1)
