@@ -66,6 +66,36 @@ def pairs(n: int, *fns, block: int = 100) -> "list[float]":
     return [1 / statistics.median(s) for s in spent]
 
 
+def async_pairs(n: int, g: "governor.Governor", block: int = 100) -> "tuple[float, float]":
+    """Pairs/s of ``with g.slot`` and of ``async with g.aslot`` (one task
+    after another), in alternating blocks, each the rate of its median
+    block: what asyncio's path costs over the sync one."""
+    import asyncio
+
+    async def ablock(k: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(k):
+            async with g.aslot("apair", limit=1):
+                pass
+        return (time.perf_counter() - t0) / k
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(ablock(1))  # warm up
+        sync, asyn = [], []
+        for done in range(0, n, block):
+            k = min(block, n - done)
+            t0 = time.perf_counter()
+            for _ in range(k):
+                with g.slot("spair", limit=1):
+                    pass
+            sync.append((time.perf_counter() - t0) / k)
+            asyn.append(loop.run_until_complete(ablock(k)))
+    finally:
+        loop.close()
+    return 1 / statistics.median(sync), 1 / statistics.median(asyn)
+
+
 def handoff(n: int, hold, wait_next, queued=None) -> "list[float]":
     """n hand-offs: hold() returns a release function; wait_next() blocks
     until granted and returns its own release. The release comes 50 ms
@@ -311,6 +341,8 @@ def main() -> int:
         raw.close()
         print("pairs/s: governor %.0f, redis-py Lock %.0f, ratio %.2fx (target >= 0.8x); the bridge with no client "
               "(one thread, bare NDJSON) %.0f: governor/bare %.2fx" % (gp, rp, gp / rp, bp, gp / bp))
+        sp, ap = async_pairs(min(a.n, 2000), g)
+        print("pairs/s, one after another: sync slot %.0f, async aslot %.0f (async/sync %.2fx)" % (sp, ap, ap / sp))
 
         def gov_hold():
             lease = g.acquire("ho", limit=1)
