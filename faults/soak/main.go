@@ -85,11 +85,16 @@ func run(o options) int {
 	}
 	s := &soak{o: o, dir: dir, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)), start: time.Now()}
 	defer s.cleanup()
-	if s.bin = o.bin; s.bin == "" {
-		if s.bin, err = proctest.BuildGovernor(dir); err != nil {
-			fmt.Fprintln(os.Stderr, "soak:", err)
-			return 2
-		}
+	// The binary lives in the soak's directory: its path in every command
+	// line is how the soak finds its processes.
+	if o.bin == "" {
+		s.bin, err = proctest.BuildGovernor(dir)
+	} else {
+		s.bin, err = copyExecutable(o.bin, filepath.Join(dir, "governor"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
 	}
 	if s.self, err = os.Executable(); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -127,4 +132,13 @@ func run(o options) int {
 	}
 	fmt.Printf("soak: PASS (seed %d)\n", o.seed)
 	return 0
+}
+
+// copyExecutable copies the executable src to dst and returns dst.
+func copyExecutable(src, dst string) (string, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	return dst, os.WriteFile(dst, b, 0o700)
 }

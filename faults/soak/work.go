@@ -128,9 +128,9 @@ func (l *limitLog) allowed(res string, t int64, window time.Duration) int {
 }
 
 // overlapWindow is how long a holder granted under a limit may work on
-// after the limit was lowered: its work (at most 2 s) plus its lease's
+// after the limit was lowered: its work (at most 6 s) plus its lease's
 // TTL (its governor stopped) plus slack.
-const overlapWindow = 2*time.Second + leaseTTL + 2*time.Second
+const overlapWindow = 6*time.Second + leaseTTL + 2*time.Second
 
 // checkLimit checks that the spans of res never sum above the limit in
 // force; it returns the number of points checked and the largest use.
