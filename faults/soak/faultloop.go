@@ -82,9 +82,18 @@ func pickFault(r int) procFault {
 
 func (s *soak) procFault(ctx context.Context, f procFault) {
 	var cands []ourProc
-	for _, p := range s.scan() {
+	procs := s.scan()
+	working := map[int]bool{} // governor runs whose command works
+	for _, p := range procs {
+		if p.kind == "work" {
+			working[p.PPID] = true
+		}
+	}
+	for _, p := range procs {
 		for _, k := range f.kinds {
-			if p.kind == k && !(k == "shell" && p.PGID != p.PID) {
+			// A stop of a governor run is of one whose command works: a
+			// waiting one stopped tells nothing.
+			if p.kind == k && !(k == "shell" && p.PGID != p.PID) && !(k == "governor run" && f.stop && !working[p.PID]) {
 				cands = append(cands, p)
 			}
 		}
