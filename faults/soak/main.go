@@ -36,6 +36,7 @@ type options struct {
 	bin      string
 	root     string
 	faults   bool
+	loss     bool
 	verbose  bool
 }
 
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "governor binary (default: built from this module)")
 	flag.StringVar(&o.root, "root", ".", "the module's root (the clients' sources)")
 	flag.BoolVar(&o.faults, "faults", true, "inject faults (false: the load alone)")
+	flag.BoolVar(&o.loss, "loss", true, "Redis: inject the faults that lose its data (FLUSHALL, restarts); false: cuts, stalls and a restart with persistence only")
 	flag.BoolVar(&o.verbose, "v", false, "log every fault and unexpected exit as it happens")
 	flag.Parse()
 	if flag.NArg() != 0 {

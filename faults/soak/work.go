@@ -102,7 +102,11 @@ func (l *limitLog) set(res string, limit int, at int64) {
 	if l.byR == nil {
 		l.byR = map[string][]limitAt{}
 	}
-	l.byR[res] = append(l.byR[res], limitAt{at: at, limit: limit})
+	// In time order: a change noted late (a raise, at its command's
+	// start) goes before the later ones.
+	ch := append(l.byR[res], limitAt{at: at, limit: limit})
+	sort.SliceStable(ch, func(i, j int) bool { return ch[i].at < ch[j].at })
+	l.byR[res] = ch
 }
 
 // allowed is the largest limit in force at any time in [t-window, t]:
