@@ -78,7 +78,7 @@ func TestBadInputCLI(t *testing.T) {
 		{"negative weight", []string{"acquire", "heavy", "--weight", "-1"}, []string{"weight -1"}},
 		{"weight above limit", []string{"acquire", "heavy", "--weight", "3"}, []string{"weight 3"}},
 		{"run weight above limit", []string{"run", "--resource", "heavy:3", "--", "true"}, []string{"weight 3", "above its limit"}},
-		{"limit 0", []string{"acquire", "gpu", "--limit", "0"}, []string{"no limit"}},
+		{"limit 0", []string{"acquire", "gpu", "--limit", "0"}, []string{"--limit 0; allowed: 1 to"}},
 		{"negative limit", []string{"acquire", "gpu", "--limit", "-1"}, []string{"--limit -1"}},
 		{"enormous limit", []string{"acquire", "gpu", "--limit", "99999999999999999999"}, []string{"99999999999999999999"}},
 		{"limit above max", []string{"acquire", "gpu", "--limit", strconv.Itoa(governor.MaxLimit + 1)}, []string{"1 to"}},

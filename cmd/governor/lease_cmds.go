@@ -199,6 +199,9 @@ or the queue policy's max_queue or max_wait, or the wait was cancelled
 RESOURCE bound to the with-heavy-lock slot.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := limitGiven(cmd, limit); err != nil {
+				return err
+			}
 			resource := args[0]
 			if weight < 1 {
 				return exitWith(exitcode.Failure, fmt.Errorf("--weight %d; allowed: 1 to the limit", weight))
@@ -521,4 +524,14 @@ $GOVERNOR_TOKEN that is no token, bad input, or backend unreachable.`,
 	}
 	cmd.Flags().Var(&token, "token", "the fencing token of the one lease named, as acquire printed it (default $GOVERNOR_TOKEN; see 'governor renew --help')")
 	return cmd
+}
+
+// limitGiven refuses --limit 0 given on the command line: 0 is the
+// flag's "not given", never a limit, and taking it for one would be a
+// silent default.
+func limitGiven(cmd *cobra.Command, limit int) error {
+	if limit == 0 && cmd.Flags().Changed("limit") {
+		return exitWith(exitcode.Failure, fmt.Errorf("--limit 0; allowed: 1 to %d", governor.MaxLimit))
+	}
+	return nil
 }

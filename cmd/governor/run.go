@@ -200,6 +200,9 @@ Exit codes:
   governor run --resource issue:2316 --limit 1 --if-busy skip -- ./fix-issue.sh 2316`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := limitGiven(cmd, o.Limit); err != nil {
+				return err
+			}
 			l, err := a.load()
 			if err != nil {
 				return err

@@ -36,8 +36,10 @@ func (s *soak) adminLoop(ctx context.Context) {
 			if s.admin(ctx, args...) {
 				at := mono()
 				if n > s.limits.allowed(resHeavy, before, 0) {
-					at = before
+					s.limits.set(resHeavy, n, before)
 				}
+				// Noted at its return too: a loss of Redis's data noted
+				// while it ran may have come before it.
 				s.limits.set(resHeavy, n, at)
 			} else {
 				// Unknown whether it took effect: the larger of both

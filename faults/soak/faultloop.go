@@ -18,6 +18,7 @@ type procFault struct {
 	minStop time.Duration
 	maxStop time.Duration
 	group   bool // signal the process group (a shell loop and its work)
+	weight  int  // how often it is drawn against the others (0: 1)
 }
 
 // procFaults are the soak's process faults. A stop is bounded where
@@ -27,8 +28,8 @@ type procFault struct {
 // holder must renew); a governor run stopped past its TTL is the
 // watchdog's case.
 var procFaults = []procFault{
-	{name: "SIGKILL governor run", kinds: []string{"governor run"}},
-	{name: "SIGSTOP governor run (0.5-8 s, past the TTL too)", kinds: []string{"governor run"}, stop: true, minStop: 500 * time.Millisecond, maxStop: 8 * time.Second},
+	{name: "SIGKILL governor run", kinds: []string{"governor run"}, weight: 2},
+	{name: "SIGSTOP governor run (0.5-8 s, past the TTL too)", kinds: []string{"governor run"}, stop: true, minStop: 500 * time.Millisecond, maxStop: 8 * time.Second, weight: 3},
 	{name: "SIGKILL watchdog", kinds: []string{"watchdog"}},
 	{name: "SIGSTOP watchdog (0.3-2 s)", kinds: []string{"watchdog"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 2 * time.Second},
 	{name: "SIGKILL bridge", kinds: []string{"bridge"}},
@@ -57,15 +58,42 @@ func (s *soak) faultLoop(ctx context.Context) {
 			storeFaults[n](ctx)
 			continue
 		}
-		s.procFault(ctx, procFaults[s.intn(len(procFaults))])
+		s.procFault(ctx, pickFault(s.intn(faultWeights())))
 	}
+}
+
+func faultWeights() int {
+	n := 0
+	for _, f := range procFaults {
+		n += max(f.weight, 1)
+	}
+	return n
+}
+
+// pickFault returns the fault at position r of the weighted table.
+func pickFault(r int) procFault {
+	for _, f := range procFaults {
+		if r -= max(f.weight, 1); r < 0 {
+			return f
+		}
+	}
+	return procFaults[len(procFaults)-1]
 }
 
 func (s *soak) procFault(ctx context.Context, f procFault) {
 	var cands []ourProc
-	for _, p := range s.scan() {
+	procs := s.scan()
+	working := map[int]bool{} // governor runs whose command works
+	for _, p := range procs {
+		if p.kind == "work" {
+			working[p.PPID] = true
+		}
+	}
+	for _, p := range procs {
 		for _, k := range f.kinds {
-			if p.kind == k && !(k == "shell" && p.PGID != p.PID) {
+			// A stop of a governor run is of one whose command works: a
+			// waiting one stopped tells nothing.
+			if p.kind == k && !(k == "shell" && p.PGID != p.PID) && !(k == "governor run" && f.stop && !working[p.PID]) {
 				cands = append(cands, p)
 			}
 		}

@@ -25,7 +25,12 @@ func (s *soak) runLoop(ctx context.Context, i int) {
 	for n := 0; ctx.Err() == nil; n++ {
 		who := fmt.Sprintf("run%d.%d", i, n)
 		out := filepath.Join(s.work, fmt.Sprintf("%s-run%d.spans", resHeavy, i))
+		// Some longer than the TTL: a governor stopped while its command
+		// works on must have it stopped by its watchdog.
 		d := time.Duration(200+s.intn(1300)) * time.Millisecond
+		if s.intn(4) == 0 {
+			d = time.Duration(3000+s.intn(3000)) * time.Millisecond
+		}
 		// Not CommandContext: the end of the soak lets the last run end.
 		c := s.gov(context.Background(), "run", "--resource", resHeavy, "--record", rec,
 			"--wait-timeout", "30s", "--kill-grace", "500ms", "--", s.self, workArg, out, d.String(), who)
@@ -83,14 +88,15 @@ func tail(s string) string {
 }
 
 // shellScript is a bash loop of acquire, work, renew, work, release on
-// resource shell. Each grant is logged as "grant TOKEN WALLNS" and its
-// end as "end TOKEN WALLNS CODE" to LOG.
+// resource shell. Each grant is logged as "grant TOKEN WALLNS" (when
+// its acquire started) and its end as "end TOKEN WALLNS CODE" to LOG.
 const shellScript = `
 set -u
 while :; do
+  asked=$(date +%s%N)
   out=$("$GOVERNOR_BIN" --config "$CFG" $STORE acquire shell --ttl 3s --pid $$ --wait-timeout 20s) || { sleep 0.2; continue; }
   read -r lease token <<<"$out"
-  echo "grant $token $(date +%s%N)" >>"$LOG"
+  echo "grant $token $asked" >>"$LOG"
   "$SOAK" work "$OUT" "0.$((RANDOM % 8 + 1))s" "$WHO"
   code=0
   "$GOVERNOR_BIN" --config "$CFG" $STORE renew --token "$token" "$lease" || code=$?
@@ -160,7 +166,7 @@ func (s *soak) checkShellLogs() int {
 			}
 			switch f[0] {
 			case "grant":
-				gs = append(gs, grant{res: resShell, token: tok, granted: at, who: filepath.Base(p)})
+				gs = append(gs, grant{res: resShell, token: tok, asked: at, who: filepath.Base(p)})
 				open[tok] = len(gs) - 1
 			case "end":
 				if i, ok := open[tok]; ok {

@@ -36,6 +36,7 @@ type options struct {
 	bin      string
 	root     string
 	faults   bool
+	loss     bool
 	verbose  bool
 }
 
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "governor binary (default: built from this module)")
 	flag.StringVar(&o.root, "root", ".", "the module's root (the clients' sources)")
 	flag.BoolVar(&o.faults, "faults", true, "inject faults (false: the load alone)")
+	flag.BoolVar(&o.loss, "loss", true, "Redis: inject the faults that lose its data (FLUSHALL, restarts); false: cuts, stalls and a restart with persistence only")
 	flag.BoolVar(&o.verbose, "v", false, "log every fault and unexpected exit as it happens")
 	flag.Parse()
 	if flag.NArg() != 0 {
@@ -85,11 +87,16 @@ func run(o options) int {
 	}
 	s := &soak{o: o, dir: dir, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)), start: time.Now()}
 	defer s.cleanup()
-	if s.bin = o.bin; s.bin == "" {
-		if s.bin, err = proctest.BuildGovernor(dir); err != nil {
-			fmt.Fprintln(os.Stderr, "soak:", err)
-			return 2
-		}
+	// The binary lives in the soak's directory: its path in every command
+	// line is how the soak finds its processes.
+	if o.bin == "" {
+		s.bin, err = proctest.BuildGovernor(dir)
+	} else {
+		s.bin, err = copyExecutable(o.bin, filepath.Join(dir, "governor"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
 	}
 	if s.self, err = os.Executable(); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -127,4 +134,13 @@ func run(o options) int {
 	}
 	fmt.Printf("soak: PASS (seed %d)\n", o.seed)
 	return 0
+}
+
+// copyExecutable copies the executable src to dst and returns dst.
+func copyExecutable(src, dst string) (string, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	return dst, os.WriteFile(dst, b, 0o700)
 }

@@ -12,17 +12,19 @@ import (
 	"time"
 )
 
-// grant is one lease granted, as its holder saw it: wall times in ns
-// (end 0: no end seen).
+// grant is one lease granted, as its holder saw it: wall times in ns of
+// the start of its acquire (before any wait: the backend may have handed
+// it the slot, with its token, long before the holder learnt it) and of
+// its end (0: no end seen).
 type grant struct {
-	res     string
-	token   int64
-	granted int64
-	end     int64
-	who     string
+	res   string
+	token int64
+	asked int64
+	end   int64
+	who   string
 }
 
-// checkFencing checks that a grant made after another had ended (on
+// checkFencing checks that a grant asked for after another had ended (on
 // the same resource) carries a larger token, and that no token repeats.
 func (s *soak) checkFencing(gs []grant) {
 	byRes := map[string][]grant{}
@@ -44,20 +46,20 @@ func (s *soak) checkFencing(gs []grant) {
 			}
 		}
 		sort.Slice(ended, func(i, j int) bool { return ended[i].end < ended[j].end })
-		sort.Slice(list, func(i, j int) bool { return list[i].granted < list[j].granted })
+		sort.Slice(list, func(i, j int) bool { return list[i].asked < list[j].asked })
 		// maxEnded is the largest token of the grants ended so far.
 		var maxEnded grant
 		j := 0
 		for _, g := range list {
-			for j < len(ended) && ended[j].end < g.granted {
+			for j < len(ended) && ended[j].end < g.asked {
 				if ended[j].token > maxEnded.token {
 					maxEnded = ended[j]
 				}
 				j++
 			}
 			if maxEnded.token != 0 && g.token <= maxEnded.token {
-				s.violate("fencing", "%s: token %d granted to %s at %s after token %d (%s) had ended at %s",
-					res, g.token, g.who, wall(g.granted), maxEnded.token, maxEnded.who, wall(maxEnded.end))
+				s.violate("fencing", "%s: token %d granted to %s, asked for at %s, after token %d (%s) had ended at %s",
+					res, g.token, g.who, wall(g.asked), maxEnded.token, maxEnded.who, wall(maxEnded.end))
 			}
 		}
 		s.check("fencing tokens increase per resource (grants)", len(list))
@@ -72,7 +74,7 @@ type runRecord struct {
 	ID        string `json:"id"`
 	PID       int    `json:"pid"`
 	Outcome   string `json:"outcome"`
-	Granted   string `json:"granted"`
+	Start     string `json:"start"`
 	End       string `json:"end"`
 	Resources []struct {
 		Name  string `json:"name"`
@@ -118,7 +120,7 @@ func (s *soak) checkRecords() int {
 				s.violate("records", "%s: run %s (governor pid %d, not killed by the soak) has a grant and no end", filepath.Base(p), id, g.PID)
 			}
 			for _, res := range g.Resources {
-				gr := grant{res: res.Name, token: res.Token, granted: parseWall(g.Granted), who: "run " + id}
+				gr := grant{res: res.Name, token: res.Token, asked: parseWall(g.Start), who: "run " + id}
 				if e := endOf[id]; e != nil {
 					gr.end = parseWall(e.End)
 				}

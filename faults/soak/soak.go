@@ -314,10 +314,16 @@ func (s *soak) cleanup() {
 func (s *soak) monoStart() int64 { return s.mono0 }
 
 // lost records that Redis is about to lose data (FLUSHALL, a restart).
-func (s *soak) lost() {
+// With all its data (wiped), the live limit goes too: the configured
+// one is in force again.
+func (s *soak) lost(wiped bool) {
+	now := mono()
 	s.mu.Lock()
-	s.losses = append(s.losses, mono())
+	s.losses = append(s.losses, now)
 	s.mu.Unlock()
+	if wiped {
+		s.limits.set(resHeavy, limHeavy, now)
+	}
 }
 
 // lossWindow is how long after Redis lost its data a use above the

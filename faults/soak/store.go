@@ -149,6 +149,20 @@ func (r *redisStore) url() string { return r.srv.URL() }
 func (r *redisStore) dir() string { return "" }
 
 func (r *redisStore) faults() map[string]func(ctx context.Context) {
+	if !r.s.o.loss {
+		return map[string]func(ctx context.Context){
+			"redis restart after SHUTDOWN SAVE (nothing lost)": func(ctx context.Context) {
+				_ = r.rc.ShutdownSave(ctx).Err() // exits after the dump; its reply may not come
+				_ = r.srv.Restart()
+			},
+			"connection cut (proxy)": func(context.Context) { r.proxy.Cut() },
+			"network stall 1.5 s (proxy blackhole)": func(ctx context.Context) {
+				r.proxy.Blackhole()
+				sleepCtx(ctx, 1500*time.Millisecond)
+				r.proxy.Heal()
+			},
+		}
+	}
 	return map[string]func(ctx context.Context){
 		"redis restart without persistence": func(context.Context) {
 			_ = os.Remove(filepath.Join(r.srv.Dir, "dump.rdb"))

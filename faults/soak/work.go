@@ -102,7 +102,11 @@ func (l *limitLog) set(res string, limit int, at int64) {
 	if l.byR == nil {
 		l.byR = map[string][]limitAt{}
 	}
-	l.byR[res] = append(l.byR[res], limitAt{at: at, limit: limit})
+	// In time order: a change noted late (a raise, at its command's
+	// start) goes before the later ones.
+	ch := append(l.byR[res], limitAt{at: at, limit: limit})
+	sort.SliceStable(ch, func(i, j int) bool { return ch[i].at < ch[j].at })
+	l.byR[res] = ch
 }
 
 // allowed is the largest limit in force at any time in [t-window, t]:
@@ -128,9 +132,9 @@ func (l *limitLog) allowed(res string, t int64, window time.Duration) int {
 }
 
 // overlapWindow is how long a holder granted under a limit may work on
-// after the limit was lowered: its work (at most 2 s) plus its lease's
+// after the limit was lowered: its work (at most 6 s) plus its lease's
 // TTL (its governor stopped) plus slack.
-const overlapWindow = 2*time.Second + leaseTTL + 2*time.Second
+const overlapWindow = 6*time.Second + leaseTTL + 2*time.Second
 
 // checkLimit checks that the spans of res never sum above the limit in
 // force; it returns the number of points checked and the largest use.
