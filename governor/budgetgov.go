@@ -181,12 +181,22 @@ func (r *BudgetReservation) Settle(ctx context.Context, actual int64) (BudgetSet
 	for _, s := range r.spends {
 		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
 	}
-	return r.g.SettleBudgets(ctx, r.Lease, amounts)
+	return r.SettleEach(ctx, amounts)
 }
 
 // SettleEach closes the reservation with an actual per budget; a budget
 // not named is settled at its estimate.
 func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmount) (BudgetSettlement, error) {
+	// The births seen at reserve are the evidence: a state born since
+	// lost this reservation.
+	actual = append([]BudgetAmount(nil), actual...)
+	for i := range actual {
+		for _, st := range r.States {
+			if st.Name == actual[i].Name && actual[i].Born.IsZero() {
+				actual[i].Born = st.Born
+			}
+		}
+	}
 	return r.g.SettleBudgets(ctx, r.Lease, actual)
 }
 
