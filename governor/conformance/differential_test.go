@@ -162,7 +162,7 @@ func before(ops []diffOp, res string) []string {
 	return out
 }
 
-func openRedis(t *testing.T, addr string) governor.Backend {
+func openRedis(t testing.TB, addr string) governor.Backend {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	b, err := redisbackend.New(context.Background(), rdb, redisbackend.OwnClient())
