@@ -87,3 +87,12 @@ governor_budget_overruns_total{budget="evals-day",project="m"} 1
 		t.Fatalf("promtool check metrics: %v\n%s\n%s", err, out, page)
 	}
 }
+
+// oneBudget is a BudgetSource with one budget.
+type oneBudget struct{}
+
+func (oneBudget) Project() string { return "p" }
+
+func (oneBudget) Budgets(context.Context, []string) ([]governor.BudgetState, time.Time, error) {
+	return []governor.BudgetState{{Name: "evals-day", Limit: 40 * governor.MicroUnit, Spent: governor.MicroUnit, End: time.Unix(1e9, 0)}}, time.Unix(1e9, 0), nil
+}
