@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // budgetsCmd lists the project's spend budgets.
@@ -51,34 +52,10 @@ Exit codes: 0 printed; 125 bad flags, bad config or backend unreachable.`,
 	}
 }
 
-// budgetJSON is a budget in 'governor budgets --json'.
-type budgetJSON struct {
-	Name     string    `json:"name"`
-	Spent    int64     `json:"spent"`
-	Reserved int64     `json:"reserved"`
-	Limit    int64     `json:"limit"`
-	LimitBy  string    `json:"limit_by,omitempty"`
-	Soft     int64     `json:"soft,omitempty"`
-	Start    time.Time `json:"window_start"`
-	Reset    time.Time `json:"reset"`
-	Open     int64     `json:"open"`
-	Overruns int64     `json:"overruns"`
-	Paused   string    `json:"paused_by,omitempty"`
-	Held     string    `json:"held,omitempty"`
-}
-
 func writeBudgetsJSON(w io.Writer, sts []governor.BudgetState, now time.Time) error {
-	out := struct {
-		Now     time.Time    `json:"now"`
-		Budgets []budgetJSON `json:"budgets"`
-	}{Now: now, Budgets: []budgetJSON{}}
-	for _, s := range sts {
-		out.Budgets = append(out.Budgets, budgetJSON{Name: s.Name, Spent: s.Spent, Reserved: s.Reserved, Limit: s.Limit, LimitBy: s.LimitBy,
-			Soft: s.Soft, Start: s.Start.UTC(), Reset: s.End.UTC(), Open: s.Open, Overruns: s.Overruns, Paused: s.Paused, Held: s.Held})
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(view.BudgetsOf(sts, now))
 }
 
 // units shows micro-units as units with up to six decimals.

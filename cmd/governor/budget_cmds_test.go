@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/proctest"
+	"github.com/governor-dev/governor/internal/statuspage"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // TestBudgetsView: 'governor budgets' shows a budget a reservation made,
@@ -41,6 +46,15 @@ func TestBudgetsView(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Budgets) != 1 || v.Budgets[0].Spent != 3*governor.MicroUnit ||
 			v.Budgets[0].Limit != 40*governor.MicroUnit || v.Budgets[0].Reset.IsZero() {
 			t.Fatalf("budgets --json: exit %d, %q, %q", code, out, stderr)
+		}
+		mux := http.NewServeMux()
+		statuspage.NewPage(g, statuspage.PageOptions{Timeout: 5 * time.Second}).Register(mux)
+		srv := httptest.NewServer(mux)
+		defer srv.Close()
+		code, page := proctest.Get(t, srv.URL+"/api/v1/budgets?budget=evals-day")
+		var api view.Budgets
+		if code != 200 || json.Unmarshal([]byte(page), &api) != nil || len(api.Budgets) != 1 || api.Budgets[0].Spent != 3*governor.MicroUnit {
+			t.Fatalf("/api/v1/budgets: %d %q", code, page)
 		}
 		if code, out, stderr := tg.run(t, "budget", "evals-day", "--limit", "12.50", "--by", "ops"); code != 0 || !strings.Contains(out, "12.5 (live)") {
 			t.Fatalf("budget --limit 12.50: exit %d, %q, %q", code, out, stderr)
