@@ -589,6 +589,9 @@ type Backend interface {
 	// RateBackend: the rate limits, kept apart from the slots (rate.go).
 	RateBackend
 
+	// BudgetBackend: the spend budgets (budget.go).
+	BudgetBackend
+
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.
 	Close() error

@@ -96,6 +96,8 @@ type Governor struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
+	// budgetBorn: the budgets' births this Governor saw (budgetgov.go).
+	budgetBorn sync.Map
 	// down is the degraded state of providers' resources (degraded.go).
 	down map[string]*degraded
 	// gathering lists the leases whose renewal joins the batch being

@@ -63,7 +63,7 @@ func readDashboard(t *testing.T) dashboard {
 func emitted(t *testing.T) (names, labels map[string]bool) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(newCollector(t, fixedState(), metrics.CollectorOptions{}))
+	reg.MustRegister(newCollector(t, fixedState(), metrics.CollectorOptions{}), metrics.NewBudgetCollector(oneBudget{}, 0))
 	in, err := metrics.NewInstruments(reg)
 	if err != nil {
 		t.Fatal(err)

@@ -165,6 +165,16 @@ func Run(t *testing.T, h Harness) {
 		{"LearnedBudget", s.learnedBudget},
 		{"ShadowRates", s.shadowRates},
 		{"RetriedNewAcquire", s.retriedNewAcquire},
+		{"BudgetReserveSettle", s.budgetReserveSettle},
+		{"BudgetAllOrNone", s.budgetAllOrNone},
+		{"BudgetOverrun", s.budgetOverrun},
+		{"BudgetAbandoned", s.budgetAbandoned},
+		{"BudgetWindow", s.budgetWindow},
+		{"BudgetAdmin", s.budgetAdmin},
+		{"BudgetLoss", s.budgetLoss},
+		{"BudgetBadInput", s.budgetBadInput},
+		{"BudgetHammer", s.budgetHammer},
+		{"BudgetGovernor", s.budgetGovernor},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

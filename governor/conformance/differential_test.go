@@ -82,6 +82,8 @@ func diffStores(t *testing.T, clocked bool) []diffStore {
 	fileOpts := filebackend.Options{}
 	if clocked {
 		fileOpts.Clock = func() time.Duration { return time.Duration(boot.Load()) }
+		wall := time.Now().Add(-time.Hour)
+		fileOpts.Wall = func() time.Time { return wall.Add(time.Duration(boot.Load())) }
 	}
 	stores := []diffStore{
 		{name: "file", open: func(t *testing.T) governor.Backend {
@@ -160,7 +162,7 @@ func before(ops []diffOp, res string) []string {
 	return out
 }
 
-func openRedis(t *testing.T, addr string) governor.Backend {
+func openRedis(t testing.TB, addr string) governor.Backend {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	b, err := redisbackend.New(context.Background(), rdb, redisbackend.OwnClient())
@@ -176,7 +178,8 @@ func openRedis(t *testing.T, addr string) governor.Backend {
 type diffOp struct {
 	// acquire, poll, renew, release, cancel, reclaim, takeover, withdraw,
 	// pause, resume, limit, touch, renewbatch, cooloff, adapt, forget,
-	// reserve, adjust, learn, lost, observe, seq, degraded, advance
+	// reserve, adjust, learn, lost, observe, seq, degraded, advance;
+	// breserve, bsettle, badmin (differential_budget_test.go)
 	kind     string
 	resource string
 	id       string   // the lease or waiter
@@ -251,6 +254,10 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 			id := fmt.Sprintf("l%02d", i)
 			sent[res] = append(sent[res], id)
 			return id
+		}
+		if op, ok := budgetOp(rng, i, sent, clocked); ok {
+			ops = append(ops, op)
+			continue
 		}
 		op := diffOp{resource: res}
 		switch k := rng.IntN(37); {
@@ -501,6 +508,8 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
+	case "breserve", "bsettle", "badmin":
+		return r.budgetStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)
 }

@@ -29,6 +29,9 @@ type Options struct {
 	// leases (see governor.Lease). Tests inject one to move time; every
 	// Backend on one state dir must then share it.
 	Clock func() time.Duration
+	// Wall returns the time of day that spend budgets' windows are
+	// measured on (budget.go). Default: time.Now. Tests inject one.
+	Wall func() time.Time
 }
 
 // DefaultDir is the state dir to use when none is configured:
@@ -63,7 +66,8 @@ type Backend struct {
 	dev   uint64 // of dir when New checked it
 	ino   uint64
 	clock func() time.Duration
-	boot  string // kernel boot id
+	wall  func() time.Time // for budgets
+	boot  string           // kernel boot id
 
 	mu      sync.Mutex
 	closed  bool
@@ -116,7 +120,7 @@ func New(dir string, opts Options) (*Backend, error) {
 	if err := checkParents(abs); err != nil {
 		return nil, err
 	}
-	b := &Backend{dir: abs, dev: uint64(st.Dev), ino: uint64(st.Ino), clock: opts.Clock, boot: proc.BootID(),
+	b := &Backend{dir: abs, dev: uint64(st.Dev), ino: uint64(st.Ino), clock: opts.Clock, wall: opts.Wall, boot: proc.BootID(),
 		leases: map[leaseRef]*os.File{}, waiters: map[*listener]struct{}{}}
 	if b.clock == nil {
 		var ts unix.Timespec
@@ -124,6 +128,9 @@ func New(dir string, opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("governor: file backend: %s: %w", machineClockName, err)
 		}
 		b.clock = machineClock
+	}
+	if b.wall == nil {
+		b.wall = time.Now
 	}
 	return b, nil
 }

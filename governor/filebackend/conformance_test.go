@@ -40,9 +40,10 @@ func open(t testing.TB, dir string, opts filebackend.Options) *filebackend.Backe
 func TestConformance(t *testing.T) {
 	dir := t.TempDir()
 	clock := newFakeClock()
+	wall := time.Now().Add(-clock.now())
 	conformance.Run(t, conformance.Harness{
 		Open: func(t *testing.T) governor.Backend {
-			return open(t, dir, filebackend.Options{Clock: clock.now})
+			return open(t, dir, filebackend.Options{Clock: clock.now, Wall: func() time.Time { return wall.Add(clock.now()) }})
 		},
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
 		Corrupt: func(t *testing.T, key governor.Key, _ string) {

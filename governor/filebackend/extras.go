@@ -124,5 +124,5 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 // isSeq tells a sequence's or rate limit's pseudo-resource from a
 // resource.
 func isSeq(name string) bool {
-	return strings.HasPrefix(name, seqPrefix) || strings.HasPrefix(name, ratePrefix)
+	return strings.HasPrefix(name, seqPrefix) || strings.HasPrefix(name, ratePrefix) || name == budgetResource
 }

@@ -54,6 +54,9 @@ type state struct {
 	// The limits of the last reservation, for RateStatus.
 	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
 	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`
+	// Budgets is the project's spend budgets (the pseudo-resource
+	// budgetResource; budget.go), nil elsewhere.
+	Budgets *budgetBook `json:"budgets,omitempty"`
 	// Histograms of a state file written before the stats file (see
 	// stats) took them: read by Status, added to, never written anew.
 	Histograms map[string]*histogram `json:"histograms,omitempty"`

@@ -88,6 +88,7 @@ func (p *Page) Register(mux *http.ServeMux) {
 	handle("GET /api/v1/slots", p.slots)
 	handle("GET /api/v1/events", p.events)
 	handle("GET /api/v1/history", p.history)
+	handle("GET /api/v1/budgets", p.budgets)
 	if p.admin == nil {
 		return // read-only: the actions are not there at all (404)
 	}

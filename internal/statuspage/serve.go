@@ -161,6 +161,9 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 func reg(c *metrics.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if bs, ok := c.Source().(metrics.BudgetSource); ok {
+		r.MustRegister(metrics.NewBudgetCollector(bs, 0))
+	}
 	return r
 }
 

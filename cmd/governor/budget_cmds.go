@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/exitcode"
+	"github.com/governor-dev/governor/internal/view"
+)
+
+// budgetsCmd lists the project's spend budgets.
+func (a *app) budgetsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "budgets [NAME...]",
+		Short: "List the project's spend budgets: spent, reserved, limit, reset",
+		Long: `budgets lists the project's spend budgets (see docs/budgets.md) with state: what
+is spent and reserved in the window in force, the limit in force (and who set it,
+if an operator did), when the window resets, open reservations, overruns, and
+whether the budget is paused or held after evidence of lost data. Amounts are in
+units (micro-units / 1,000,000). --json prints the same as a list of objects with
+amounts in micro-units.
+
+Exit codes: 0 printed; 125 bad flags, bad config or backend unreachable.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			g, err := a.open(ctx, openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			var names []string
+			if len(args) > 0 {
+				names = args
+			}
+			sts, now, err := g.Budgets(ctx, names)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return writeBudgetsJSON(cmd.OutOrStdout(), sts, now)
+			}
+			return writeBudgets(cmd.OutOrStdout(), sts, now)
+		},
+	}
+}
+
+func writeBudgetsJSON(w io.Writer, sts []governor.BudgetState, now time.Time) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(view.BudgetsOf(sts, now))
+}
+
+// units shows micro-units as units with up to six decimals.
+func units(n int64) string {
+	s := strconv.FormatFloat(float64(n)/governor.MicroUnit, 'f', 6, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+func writeBudgets(w io.Writer, sts []governor.BudgetState, now time.Time) error {
+	if len(sts) == 0 {
+		_, err := fmt.Fprintln(w, "no budgets with state in this project")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUDGET\tSPENT\tRESERVED\tLIMIT\tUSED\tRESETS IN\tOPEN\tOVERRUNS\tSTATE")
+	for _, s := range sts {
+		used := "-"
+		if s.Limit > 0 {
+			used = fmt.Sprintf("%.1f%%", 100*float64(s.Spent+s.Reserved)/float64(s.Limit))
+		}
+		state := "ok"
+		switch {
+		case s.Held != "":
+			state = "HELD (lost data; 'governor budget " + s.Name + " --confirm')"
+		case s.Paused != "":
+			state = "PAUSED by " + s.Paused
+		case s.Limit > 0 && s.Spent+s.Reserved >= s.Limit:
+			state = "EXHAUSTED"
+		}
+		limit := units(s.Limit)
+		if s.LimitBy != "" {
+			limit += " (live)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, units(s.Spent), units(s.Reserved), limit, used,
+			max(s.End.Sub(now), 0).Round(time.Second), s.Open, s.Overruns, state)
+	}
+	return tw.Flush()
+}
+
+// budgetCmd applies an operator's action to one budget.
+func (a *app) budgetCmd() *cobra.Command {
+	var (
+		by, limit                       string
+		reset, pause, resume, confirmed bool
+	)
+	cmd := &cobra.Command{
+		Use:   "budget NAME (--limit AMOUNT | --reset | --pause | --resume | --confirm)",
+		Short: "Set a spend budget's limit live, reset, pause, resume it, or confirm it after a loss",
+		Long: `budget acts on spend budget NAME (see docs/budgets.md), each action recorded as a
+budget event with who did it (--by adds a label):
+
+  --limit AMOUNT  the limit in force from now on, in units (e.g. 40 or 12.50);
+                  0 returns to the configured limit
+  --reset         spent back to 0 in the window in force (open reservations stay)
+  --pause         refuse every reservation until --resume
+  --resume        end a pause
+  --confirm       lift the hold set after evidence of lost data
+
+Exit codes: 0 done; 125 an unknown budget, bad flags, bad config or backend
+unreachable; nothing changed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ops []governor.BudgetOp
+			var value int64
+			if limit != "" {
+				v, err := parseUnits(limit)
+				if err != nil {
+					return exitWith(exitcode.Failure, err)
+				}
+				ops, value = append(ops, governor.BudgetSetLimit), v
+			}
+			for _, f := range []struct {
+				set bool
+				op  governor.BudgetOp
+			}{{reset, governor.BudgetReset}, {pause, governor.BudgetPause}, {resume, governor.BudgetResume}, {confirmed, governor.BudgetConfirm}} {
+				if f.set {
+					ops = append(ops, f.op)
+				}
+			}
+			if len(ops) != 1 {
+				return exitWith(exitcode.Failure, fmt.Errorf("budget %s: %d actions given; allowed: exactly one of --limit, --reset, --pause, --resume, --confirm", args[0], len(ops)))
+			}
+			ctx := cmd.Context()
+			g, err := a.open(ctx, openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			if err := g.BudgetAdmin(ctx, args[0], ops[0], value, by); err != nil {
+				return exitWith(exitcode.Failure, err)
+			}
+			sts, now, err := g.Budgets(ctx, []string{args[0]})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return writeBudgetsJSON(cmd.OutOrStdout(), sts, now)
+			}
+			return writeBudgets(cmd.OutOrStdout(), sts, now)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&limit, "limit", "", "the limit in force, in units (0: back to the configured one)")
+	f.BoolVar(&reset, "reset", false, "spent back to 0 in the window in force")
+	f.BoolVar(&pause, "pause", false, "refuse every reservation until --resume")
+	f.BoolVar(&resume, "resume", false, "end a pause")
+	f.BoolVar(&confirmed, "confirm", false, "lift the hold set after evidence of lost data")
+	f.StringVar(&by, "by", "", "a label for who acts, recorded beside your identity")
+	return cmd
+}
+
+// parseUnits reads an amount in units ("40", "12.50") as micro-units.
+func parseUnits(s string) (int64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || v < 0 || v*governor.MicroUnit > governor.MaxBudgetAmount {
+		return 0, fmt.Errorf("%w: amount %q; allowed: a number of units from 0 to %d, e.g. 40 or 12.50",
+			governor.ErrInvalid, s, governor.MaxBudgetAmount/governor.MicroUnit)
+	}
+	return int64(v*governor.MicroUnit + 0.5), nil
+}

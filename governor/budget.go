@@ -1,0 +1,283 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNoBudget: an admin action named a budget that has no state.
+var ErrNoBudget = errors.New("governor: no such budget")
+
+// Budget amounts are integers of millionths of the budget's unit
+// (micro-units): $40 is 40_000_000. Integers keep sums exact on every
+// backend (a Lua number holds them exactly up to 2^53).
+const (
+	// MicroUnit is the number of budget amount units in one unit.
+	MicroUnit = 1_000_000
+	// MaxBudgetAmount bounds every limit and amount: 1e15 micro-units
+	// (a billion units), far below 2^53.
+	MaxBudgetAmount = 1_000_000_000_000_000
+	// MaxBudgetsPerCall bounds the budgets one reservation charges.
+	MaxBudgetsPerCall = 32
+	// DefaultBudgetTTL is how long a reservation stays open unsettled
+	// before it is counted as spent at its estimate.
+	DefaultBudgetTTL = time.Hour
+	// MaxBudgetEvents is how many budget events a project keeps.
+	MaxBudgetEvents = 200
+)
+
+// BudgetCharge is one budget's part of a reservation.
+type BudgetCharge struct {
+	// Name is the budget's name (ValidateResource's rules).
+	Name string
+	// Limit is the configured limit; a limit set by an operator
+	// (BudgetSetLimit) takes its place while it lasts.
+	Limit int64
+	// Soft is the soft threshold (0: none): crossing it records an
+	// EventBudgetSoft, nothing is refused.
+	Soft int64
+	// Start and End are the window the caller holds current; the backend
+	// checks its own clock lies in it (BudgetResult.Mismatch).
+	Start, End time.Time
+	// Amount is the estimate to reserve (0 or more).
+	Amount int64
+	// Born is the budget state's birth as the caller last saw it (zero:
+	// never seen). A state that is gone or born since is evidence of
+	// lost data: the budget is then held (BudgetState.Held).
+	Born time.Time
+}
+
+// BudgetRequest reserves the charges of one call, all or none.
+type BudgetRequest struct {
+	Project string
+	// Lease names the reservation; BudgetSettle names it again.
+	Lease string
+	// TTL is how long the reservation stays open unsettled (zero:
+	// DefaultBudgetTTL); after it, it counts as spent at its estimate.
+	TTL     time.Duration
+	Charges []BudgetCharge
+	// By names who reserves, for events.
+	By string
+}
+
+// BudgetState is a budget as the backend keeps it.
+type BudgetState struct {
+	Name string
+	// Limit in force (an operator's, else the last configured one).
+	Limit int64
+	// LimitBy names the operator who set the limit in force ("" when
+	// it is the configured one).
+	LimitBy  string
+	Soft     int64
+	Spent    int64
+	Reserved int64
+	// Start and End bound the window in force; End is the reset time.
+	Start, End time.Time
+	// Born is when this state was made (loss evidence, see BudgetCharge.Born).
+	Born time.Time
+	// Paused names who paused it ("" when not paused).
+	Paused string
+	// Held is set while the budget refuses after evidence of lost data,
+	// until End or an operator's BudgetConfirm; it says why.
+	Held     string
+	Overruns int64
+	// Open is the number of reservations not settled yet.
+	Open int64
+}
+
+// Remaining is what a reservation may still take: limit − spent −
+// reserved, never below 0.
+func (s BudgetState) Remaining() int64 { return max(s.Limit-s.Spent-s.Reserved, 0) }
+
+// BudgetResult is a reservation's decision: a refusal is data.
+type BudgetResult struct {
+	Allowed bool
+	// Mismatch: the backend's clock (Now) lies outside a charge's
+	// window; nothing changed, compute the windows at Now and retry.
+	Mismatch bool
+	// Now is the backend's clock.
+	Now time.Time
+	// Refused is the first budget that refused (Allowed false, not
+	// Mismatch), and Reason why: "exhausted", "paused" or "held".
+	Refused BudgetState
+	Reason  string
+	// States are the charged budgets after the decision, in the order of
+	// the request's charges.
+	States []BudgetState
+}
+
+// BudgetAmount is an actual cost charged to one budget.
+type BudgetAmount struct {
+	Name   string
+	Amount int64
+	// Born is the budget's birth as the caller saw it at reserve (loss
+	// evidence when the reservation is gone).
+	Born time.Time
+}
+
+// BudgetSettlement says what a settle did.
+type BudgetSettlement struct {
+	// Settled is false when the lease had no open reservation: settled
+	// before, or counted at its estimate after its TTL. Nothing changed.
+	Settled bool
+	// Overruns names the budgets whose actual was above the estimate.
+	Overruns []string
+}
+
+// BudgetOp is an operator's action on a budget.
+type BudgetOp string
+
+// The admin actions on a budget; each records an event with its actor.
+const (
+	BudgetSetLimit BudgetOp = "limit"   // Value is the new limit; 0 clears it
+	BudgetReset    BudgetOp = "reset"   // spent to 0, open reservations kept
+	BudgetPause    BudgetOp = "pause"   // refuse every reservation
+	BudgetResume   BudgetOp = "resume"  // end a pause
+	BudgetConfirm  BudgetOp = "confirm" // lift a loss hold
+)
+
+// The kinds of budget events.
+const (
+	EventBudgetSoft      = "soft"      // the soft threshold was crossed
+	EventBudgetExhausted = "exhausted" // a reservation was refused for lack of room
+	EventBudgetOverrun   = "overrun"   // an actual above its estimate
+	EventBudgetAbandoned = "abandoned" // a reservation counted at its estimate after its TTL
+	EventBudgetHeld      = "held"      // evidence of lost data: the budget refuses
+	EventBudgetAdmin     = "admin"     // an operator's action (Detail says which)
+)
+
+// BudgetEvent is one thing that happened to a budget.
+type BudgetEvent struct {
+	At     time.Time
+	Budget string
+	Kind   string
+	By     string
+	Lease  string
+	Detail string
+}
+
+// BudgetBackend is the part of the contract (Backend) for spend budgets.
+// All budgets of a project live together, so that one call checks and
+// charges several atomically. Time is the backend's wall clock (the
+// Redis server's TIME, the machine's clock).
+type BudgetBackend interface {
+	// BudgetReserve charges every charge of req, or none: none when a
+	// charge's window does not hold the backend's now (Mismatch), when a
+	// budget is paused or held, or when spent + reserved + amount would
+	// pass its limit (Refused, Reason). A lease already open (a retried
+	// reserve) is allowed again without charging anything more.
+	BudgetReserve(ctx context.Context, req BudgetRequest) (BudgetResult, error)
+	// BudgetSettle closes lease's reservation: each budget's estimate
+	// leaves Reserved and its actual (actual, by name; a budget not named
+	// is settled at its estimate) joins Spent — in full, with an
+	// EventBudgetOverrun, when above the estimate. A lease without an
+	// open reservation changes nothing (Settled false), unless a named
+	// budget's state is gone or born after the Born it gives: then that
+	// budget is held (EventBudgetHeld) and the actual counted.
+	BudgetSettle(ctx context.Context, project, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error)
+	// Budgets reads the budgets of project with state (names nil: all),
+	// without changing them, ordered by name, with the backend's now.
+	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)
+	// BudgetAdmin applies op to budget name as by. A budget without state
+	// is ErrNoBudget, but for BudgetSetLimit, which makes it (with an
+	// empty window: the next reservation opens one).
+	BudgetAdmin(ctx context.Context, project, name string, op BudgetOp, value int64, by string) error
+	// BudgetEvents lists the project's budget events, oldest first, at
+	// most MaxBudgetEvents.
+	BudgetEvents(ctx context.Context, project string) ([]BudgetEvent, error)
+}
+
+// ValidateBudgetRequest checks req as every backend needs it: a valid
+// project, lease and names, amounts and limits in range, windows with
+// Start before End, at most MaxBudgetsPerCall charges, no name twice.
+func ValidateBudgetRequest(req BudgetRequest) error {
+	if err := ValidateProject(req.Project); err != nil {
+		return err
+	}
+	if err := validateName("lease id", req.Lease, MaxNameLen); err != nil {
+		return err
+	}
+	if len(req.Charges) == 0 || len(req.Charges) > MaxBudgetsPerCall {
+		return invalid("%d budgets in one reservation; allowed: 1 to %d", len(req.Charges), MaxBudgetsPerCall)
+	}
+	if req.TTL < 0 || req.TTL > 7*24*time.Hour {
+		return invalid("budget reservation ttl %v; allowed: 0 (default %v) to 168h", req.TTL, DefaultBudgetTTL)
+	}
+	seen := map[string]bool{}
+	for _, c := range req.Charges {
+		if err := ValidateResource(c.Name); err != nil {
+			return fmt.Errorf("budget name: %w", err)
+		}
+		if seen[c.Name] {
+			return invalid("budget %q twice in one reservation; allowed: each once", c.Name)
+		}
+		seen[c.Name] = true
+		if err := validAmount("budget "+c.Name+" limit", c.Limit); err != nil {
+			return err
+		}
+		if err := validAmount("budget "+c.Name+" estimate", c.Amount); err != nil {
+			return err
+		}
+		if c.Soft < 0 || c.Soft > c.Limit {
+			return invalid("budget %s soft threshold %d; allowed: 0 (none) to the limit %d", c.Name, c.Soft, c.Limit)
+		}
+		if !c.Start.Before(c.End) || c.Start.UnixMilli() < 0 {
+			return invalid("budget %s window %v to %v; allowed: a start after 1970 before the end", c.Name, c.Start, c.End)
+		}
+	}
+	return nil
+}
+
+func validAmount(what string, v int64) error {
+	if v < 0 || v > MaxBudgetAmount {
+		return invalid("%s %d; allowed: 0 to %d micro-units", what, v, int64(MaxBudgetAmount))
+	}
+	return nil
+}
+
+// ValidateBudgetAdmin checks an admin action's arguments.
+func ValidateBudgetAdmin(project, name string, op BudgetOp, value int64) error {
+	if err := ValidateProject(project); err != nil {
+		return err
+	}
+	if err := ValidateResource(name); err != nil {
+		return fmt.Errorf("budget name: %w", err)
+	}
+	switch op {
+	case BudgetSetLimit:
+		return validAmount("budget "+name+" limit", value)
+	case BudgetReset, BudgetPause, BudgetResume, BudgetConfirm:
+		return nil
+	}
+	return invalid("budget action %q; allowed: limit, reset, pause, resume, confirm", op)
+}
+
+// ValidateBudgetSettle checks a settle's arguments: a valid project and
+// lease, valid names each once, amounts in range.
+func ValidateBudgetSettle(project, lease string, actual []BudgetAmount) error {
+	if err := ValidateProject(project); err != nil {
+		return err
+	}
+	if err := validateName("lease id", lease, MaxNameLen); err != nil {
+		return err
+	}
+	if len(actual) > MaxBudgetsPerCall {
+		return invalid("%d budgets in one settlement; allowed: at most %d", len(actual), MaxBudgetsPerCall)
+	}
+	seen := map[string]bool{}
+	for _, a := range actual {
+		if err := ValidateResource(a.Name); err != nil {
+			return fmt.Errorf("budget name: %w", err)
+		}
+		if seen[a.Name] {
+			return invalid("budget %q twice in one settlement; allowed: each once", a.Name)
+		}
+		seen[a.Name] = true
+		if err := validAmount("budget "+a.Name+" actual cost", a.Amount); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package governor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SpendBudget is a spend budget as configured (see docs/budgets.md).
+type SpendBudget struct {
+	Name  string
+	Limit int64 // micro-units
+	Soft  int64 // 0: none
+	// Unit names what is counted ("USD", "tokens"); for display.
+	Unit   string
+	Window BudgetWindow
+}
+
+// Validate says what is wrong with b, naming the bad value.
+func (b SpendBudget) Validate() error {
+	if err := ValidateResource(b.Name); err != nil {
+		return fmt.Errorf("budget name: %w", err)
+	}
+	if err := validAmount("budget "+b.Name+" limit", b.Limit); err != nil {
+		return err
+	}
+	if b.Soft < 0 || b.Soft > b.Limit {
+		return invalid("budget %s soft threshold %d; allowed: 0 (none) to the limit %d", b.Name, b.Soft, b.Limit)
+	}
+	if err := b.Window.Validate(); err != nil {
+		return fmt.Errorf("budget %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// BudgetSpend is an amount charged to a budget.
+type BudgetSpend struct {
+	Budget SpendBudget
+	Amount int64
+}
+
+// BudgetOptions configure a reservation. The zero value reserves once,
+// failing when it does not fit, under a fresh lease, open for
+// DefaultBudgetTTL.
+type BudgetOptions struct {
+	// Lease names the reservation (empty: a fresh random one).
+	Lease string
+	// TTL: see BudgetRequest.TTL.
+	TTL time.Duration
+	// Mode Wait waits while a budget refuses (until others settle below
+	// their estimates or the window resets), until ctx ends; Fail
+	// (default) returns the *BudgetBusyError at once.
+	Mode Mode
+}
+
+// BudgetBusyError is a reservation refused: Budget is the budget that
+// refused, Reason why ("exhausted", "paused", "held"). It is ErrBusy.
+type BudgetBusyError struct {
+	Budget BudgetState
+	Reason string
+	Now    time.Time
+}
+
+func (e *BudgetBusyError) Error() string {
+	b := e.Budget
+	s := fmt.Sprintf("governor: budget %s %s: spent %d, reserved %d, limit %d (micro-units); resets at %s",
+		b.Name, e.Reason, b.Spent, b.Reserved, b.Limit, b.End.UTC().Format(time.RFC3339))
+	switch e.Reason {
+	case "paused":
+		s += "; paused by " + b.Paused
+	case "held":
+		s += "; " + b.Held
+	}
+	return s
+}
+
+// Is makes a BudgetBusyError match ErrBusy.
+func (e *BudgetBusyError) Is(target error) bool { return target == ErrBusy }
+
+// BudgetReservation is an open reservation; Settle closes it.
+type BudgetReservation struct {
+	g      *Governor
+	Lease  string
+	spends []BudgetSpend
+	// States are the budgets as the reservation left them.
+	States []BudgetState
+}
+
+// born is when this Governor last saw budget name's state born: the
+// evidence of lost data (BudgetCharge.Born); zero when never.
+func (g *Governor) born(name string) time.Time {
+	if v, ok := g.budgetBorn.Load(name); ok {
+		return v.(time.Time)
+	}
+	return time.Time{}
+}
+
+func (g *Governor) sawBudgets(states []BudgetState) {
+	for _, s := range states {
+		g.budgetBorn.Store(s.Name, s.Born)
+	}
+}
+
+// budgetPoll is how often a waiting reservation asks again while others
+// may settle below their estimates.
+const budgetPoll = 500 * time.Millisecond
+
+// ReserveBudgets reserves every spend's amount on its budget, all or
+// none. It returns the open reservation; a refusal is a *BudgetBusyError
+// (Mode Fail), or is waited out (Mode Wait) until ctx ends, which
+// returns ctx's error. Nothing is reserved on any error.
+func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o BudgetOptions) (*BudgetReservation, error) {
+	for _, s := range spends {
+		if err := s.Budget.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	lease := o.Lease
+	if lease == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		lease = "b-" + hex.EncodeToString(b[:])
+	}
+	now := time.Now()
+	for {
+		res, err := g.tryBudgets(ctx, spends, lease, o.TTL, now)
+		if err != nil {
+			return nil, err
+		}
+		g.sawBudgets(res.States)
+		if res.Allowed {
+			return &BudgetReservation{g: g, Lease: lease, spends: spends, States: res.States}, nil
+		}
+		busy := &BudgetBusyError{Budget: res.Refused, Reason: res.Reason, Now: res.Now}
+		if o.Mode != Wait {
+			return nil, busy
+		}
+		wait := budgetPoll
+		if d := res.Refused.End.Sub(res.Now); res.Reason != "paused" && d < wait {
+			wait = max(d, time.Millisecond)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (waiting for %v)", ctx.Err(), busy)
+		case <-t.C:
+		}
+		now = res.Now.Add(wait)
+	}
+}
+
+// tryBudgets asks once, computing the windows at now and again at the
+// backend's now when it finds them not current.
+func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease string, ttl time.Duration, now time.Time) (BudgetResult, error) {
+	req := BudgetRequest{Project: g.project, Lease: lease, TTL: ttl, By: g.Identity()}
+	for range 3 {
+		req.Charges = req.Charges[:0]
+		for _, s := range spends {
+			start, end := s.Budget.Window.Bounds(now)
+			req.Charges = append(req.Charges, BudgetCharge{Name: s.Budget.Name, Limit: s.Budget.Limit, Soft: s.Budget.Soft,
+				Start: start, End: end, Amount: s.Amount, Born: g.born(s.Budget.Name)})
+		}
+		res, err := g.b.BudgetReserve(ctx, req)
+		if err != nil || !res.Mismatch {
+			return res, err
+		}
+		now = res.Now
+	}
+	return BudgetResult{}, fmt.Errorf("%w: the backend's clock left each budget window computed for it", ErrBackend)
+}
+
+// Settle closes the reservation with actual charged to every budget
+// (all in one unit; see SettleEach otherwise). A second Settle changes
+// nothing and returns Settled false.
+func (r *BudgetReservation) Settle(ctx context.Context, actual int64) (BudgetSettlement, error) {
+	amounts := make([]BudgetAmount, 0, len(r.spends))
+	for _, s := range r.spends {
+		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
+	}
+	return r.SettleEach(ctx, amounts)
+}
+
+// SettleEach closes the reservation with an actual per budget; a budget
+// not named is settled at its estimate.
+func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmount) (BudgetSettlement, error) {
+	// The births seen at reserve are the evidence: a state born since
+	// lost this reservation.
+	actual = append([]BudgetAmount(nil), actual...)
+	for i := range actual {
+		for _, st := range r.States {
+			if st.Name == actual[i].Name && actual[i].Born.IsZero() {
+				actual[i].Born = st.Born
+			}
+		}
+	}
+	return r.g.SettleBudgets(ctx, r.Lease, actual)
+}
+
+// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
+// giving as loss evidence the births this process saw.
+func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+	for i := range actual {
+		if actual[i].Born.IsZero() {
+			actual[i].Born = g.born(actual[i].Name)
+		}
+	}
+	// A settle runs even when the caller's context has ended: the spend
+	// happened, and an unsettled estimate would only count in full later.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
+	defer cancel()
+	return g.b.BudgetSettle(sctx, g.project, lease, actual, g.Identity())
+}
+
+// Budgets reads the project's budgets (names nil: all) and the
+// backend's now.
+func (g *Governor) Budgets(ctx context.Context, names []string) ([]BudgetState, time.Time, error) {
+	return g.b.Budgets(ctx, g.project, names)
+}
+
+// BudgetEvents lists the project's budget events, oldest first.
+func (g *Governor) BudgetEvents(ctx context.Context) ([]BudgetEvent, error) {
+	return g.b.BudgetEvents(ctx, g.project)
+}
+
+// BudgetAdmin applies op to budget name, recorded with this Governor's
+// Identity and by (a label, "" for none) as the actor.
+func (g *Governor) BudgetAdmin(ctx context.Context, name string, op BudgetOp, value int64, by string) error {
+	actor, err := g.actor(by)
+	if err != nil {
+		return err
+	}
+	err = g.b.BudgetAdmin(ctx, g.project, name, op, value, actor)
+	if errors.Is(err, ErrNoBudget) {
+		return fmt.Errorf("%w (no reservation has named it yet)", err)
+	}
+	return err
+}

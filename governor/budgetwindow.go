@@ -1,0 +1,72 @@
+package governor
+
+import (
+	"fmt"
+	"time"
+)
+
+// BudgetWindow is when a budget resets: fixed windows of Per aligned on
+// the Unix epoch (Per 24h: every day at 00:00 UTC), or calendar days or
+// months ("day", "month") in Location (nil: UTC). Exactly one of Per and
+// Calendar is set.
+type BudgetWindow struct {
+	Per      time.Duration
+	Calendar string
+	Location *time.Location
+}
+
+// The bounds of BudgetWindow.Per.
+const (
+	MinBudgetPer = time.Second
+	MaxBudgetPer = 366 * 24 * time.Hour
+)
+
+// Validate says what is wrong with w, naming the bad value.
+func (w BudgetWindow) Validate() error {
+	switch {
+	case w.Per != 0 && w.Calendar != "":
+		return invalid("budget window per %v and calendar %q; allowed: one of them", w.Per, w.Calendar)
+	case w.Calendar != "":
+		if w.Calendar != "day" && w.Calendar != "month" {
+			return invalid("budget window calendar %q; allowed: day, month", w.Calendar)
+		}
+	case w.Per < MinBudgetPer || w.Per > MaxBudgetPer:
+		return invalid("budget window per %v; allowed: %v to %v", w.Per, MinBudgetPer, MaxBudgetPer)
+	}
+	return nil
+}
+
+// Bounds is the window that holds now: its start and its end (the
+// reset time). A calendar day in a zone with a daylight-saving change
+// lasts 23 or 25 hours, as the zone says.
+func (w BudgetWindow) Bounds(now time.Time) (start, end time.Time) {
+	if w.Calendar == "" {
+		per := max(w.Per, MinBudgetPer).Milliseconds()
+		s := now.UnixMilli() / per * per
+		return time.UnixMilli(s), time.UnixMilli(s + per)
+	}
+	loc := w.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	t := now.In(loc)
+	if w.Calendar == "month" {
+		s := time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
+		return s, s.AddDate(0, 1, 0)
+	}
+	s := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	return s, s.AddDate(0, 0, 1)
+}
+
+// String is the window as configured: "per 24h0m0s", "calendar day in
+// Europe/Paris".
+func (w BudgetWindow) String() string {
+	if w.Calendar == "" {
+		return fmt.Sprintf("per %v", w.Per)
+	}
+	loc := "UTC"
+	if w.Location != nil {
+		loc = w.Location.String()
+	}
+	return fmt.Sprintf("calendar %s in %s", w.Calendar, loc)
+}

@@ -1,0 +1,91 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// diffBudgetT is the middle of the budget window of every differential
+// step: every store's clock lies within two days of it for a whole run.
+var diffBudgetT = time.Now()
+
+// budgetOp draws a spend-budget step one time in seven: a reservation
+// of one or two budgets (sometimes in a window not holding now), a
+// settle (of a lease reserved, or a ghost), or an admin action.
+func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (diffOp, bool) {
+	if rng.IntN(7) != 0 {
+		return diffOp{}, false
+	}
+	op := diffOp{resource: "r1"}
+	names := []string{"b1", "b2", "b3"}
+	switch k := rng.IntN(10); {
+	case k < 5:
+		op.kind, op.id = "breserve", fmt.Sprintf("bl%02d", i)
+		sent["~budgets"] = append(sent["~budgets"], op.id)
+		op.ids = []string{names[rng.IntN(2)]}
+		if rng.IntN(3) == 0 {
+			op.ids = []string{"b1", "b2"}
+		}
+		op.n = int64(rng.IntN(60))
+		op.wait = rng.IntN(15) == 0 // a window behind now: a mismatch
+		if clocked && rng.IntN(2) == 0 {
+			op.ttl = 5 * time.Minute
+		}
+	case k < 8:
+		op.kind, op.id = "bsettle", "ghost"
+		if ids := sent["~budgets"]; len(ids) > 0 && rng.IntN(8) != 0 {
+			op.id = ids[rng.IntN(len(ids))]
+		}
+		op.n = int64(rng.IntN(80))
+		op.ids = names[:rng.IntN(3)]
+	default:
+		op.kind, op.prio = "badmin", []string{"limit", "reset", "pause", "resume", "confirm"}[rng.IntN(5)]
+		op.ids, op.limit = []string{names[rng.IntN(3)]}, rng.IntN(3)*40
+	}
+	return op, true
+}
+
+// budgetStep runs a spend-budget step and says what the store answered,
+// with its budgets and budget events after it.
+func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
+	start, end := diffBudgetT.Add(-48*time.Hour), diffBudgetT.Add(48*time.Hour)
+	if o.wait {
+		start, end = diffBudgetT.Add(-96*time.Hour), start
+	}
+	var out string
+	switch o.kind {
+	case "breserve":
+		req := governor.BudgetRequest{Project: r.project, Lease: o.id, TTL: o.ttl, By: "diff"}
+		for _, n := range o.ids {
+			req.Charges = append(req.Charges, governor.BudgetCharge{Name: n, Limit: 100, Soft: 70, Start: start, End: end, Amount: o.n})
+		}
+		res, err := r.b.BudgetReserve(ctx, req)
+		out = fmt.Sprintf("%s allowed %v mismatch %v reason %q refused %s", errClass(err), res.Allowed, res.Mismatch, res.Reason, res.Refused.Name)
+	case "bsettle":
+		var actual []governor.BudgetAmount
+		for _, n := range o.ids {
+			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
+		}
+		s, err := r.b.BudgetSettle(ctx, r.project, o.id, actual, "diff")
+		out = fmt.Sprintf("%s settled %v overruns %v", errClass(err), s.Settled, s.Overruns)
+	case "badmin":
+		out = errClass(r.b.BudgetAdmin(ctx, r.project, o.ids[0], governor.BudgetOp(o.prio), int64(o.limit), "diff"))
+	}
+	sts, _, err := r.b.Budgets(ctx, r.project, nil)
+	out += " | budgets " + errClass(err)
+	for _, s := range sts {
+		out += fmt.Sprintf(" %s:%d/%d/%d open %d overruns %d paused %q held %v by %q window %v", s.Name, s.Spent, s.Reserved, s.Limit, s.Open,
+			s.Overruns, s.Paused, s.Held != "", s.LimitBy, s.End.Sub(s.Start))
+	}
+	evs, err := r.b.BudgetEvents(ctx, r.project)
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.Budget+":"+e.Lease+":"+e.By+":"+e.Detail)
+	}
+	return out + " | budget events " + errClass(err) + " " + strings.Join(kinds, " ")
+}

@@ -1,0 +1,316 @@
+package filebackend
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// budgetBook is a project's spend budgets, their open reservations and
+// events: the twin of budget.lua's hashes. Instants are Unix
+// milliseconds of the wall clock (Options.Wall).
+type budgetBook struct {
+	Budgets map[string]*budgetRec `json:"budgets"`
+	Open    map[string]*budgetRes `json:"open,omitempty"`
+	Events  []budgetEvent         `json:"events,omitempty"`
+}
+
+type budgetRec struct {
+	Limit     int64  `json:"limit"`
+	LiveLimit int64  `json:"live_limit,omitempty"`
+	LiveBy    string `json:"live_by,omitempty"`
+	Soft      int64  `json:"soft,omitempty"`
+	Spent     int64  `json:"spent"`
+	Reserved  int64  `json:"reserved"`
+	// Carry is what was counted after End, before the next window
+	// opened: the next window starts with it spent.
+	Carry     int64  `json:"carry,omitempty"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+	Born      int64  `json:"born"`
+	Paused    string `json:"paused,omitempty"`
+	Held      string `json:"held,omitempty"`
+	Overruns  int64  `json:"overruns,omitempty"`
+	Open      int64  `json:"open,omitempty"`
+	SoftNoted bool   `json:"soft_noted,omitempty"`
+	FullNoted bool   `json:"full_noted,omitempty"`
+}
+
+type budgetRes struct {
+	Expires int64          `json:"expires"`
+	Charges []budgetAmount `json:"charges"`
+}
+
+type budgetAmount struct {
+	Name   string `json:"name"`
+	Amount int64  `json:"amount"`
+}
+
+type budgetEvent struct {
+	At     int64  `json:"at"`
+	Budget string `json:"budget"`
+	Kind   string `json:"kind"`
+	By     string `json:"by,omitempty"`
+	Lease  string `json:"lease,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func newBudgetBook() *budgetBook {
+	return &budgetBook{Budgets: map[string]*budgetRec{}, Open: map[string]*budgetRes{}}
+}
+
+func (bk *budgetBook) event(now int64, budget, kind, by, lease, detail string) {
+	bk.Events = append(bk.Events, budgetEvent{At: now, Budget: budget, Kind: kind, By: by, Lease: lease, Detail: detail})
+	if n := len(bk.Events) - governor.MaxBudgetEvents; n > 0 {
+		bk.Events = slices.Delete(bk.Events, 0, n)
+	}
+}
+
+func (r *budgetRec) limit() int64 {
+	if r.LiveBy != "" {
+		return r.LiveLimit
+	}
+	return r.Limit
+}
+
+// count adds amount to what r spent: to the window in force, or, once it
+// has ended, to the next one.
+func (bk *budgetBook) count(name string, r *budgetRec, amount, now int64) {
+	if now >= r.End {
+		r.Carry += amount
+	} else {
+		r.Spent += amount
+	}
+	bk.soft(name, r, now)
+}
+
+// soft records the first crossing of r's soft threshold in a window.
+func (bk *budgetBook) soft(name string, r *budgetRec, now int64) {
+	if r.Soft > 0 && !r.SoftNoted && r.Spent+r.Reserved >= r.Soft {
+		r.SoftNoted = true
+		bk.event(now, name, governor.EventBudgetSoft, "", "", fmt.Sprintf("spent %d reserved %d of soft %d (limit %d)", r.Spent, r.Reserved, r.Soft, r.limit()))
+	}
+}
+
+// prune counts every reservation past its expiry as spent at its
+// estimate, in lease order (the order budget.lua's sorted set gives).
+func (bk *budgetBook) prune(now int64) {
+	var gone []string
+	for id, o := range bk.Open {
+		if o.Expires <= now {
+			gone = append(gone, id)
+		}
+	}
+	slices.SortFunc(gone, func(a, b string) int {
+		return cmp.Or(cmp.Compare(bk.Open[a].Expires, bk.Open[b].Expires), cmp.Compare(a, b))
+	})
+	for _, id := range gone {
+		for _, c := range bk.Open[id].Charges {
+			if r := bk.Budgets[c.Name]; r != nil {
+				r.Reserved -= c.Amount
+				r.Open--
+				bk.count(c.Name, r, c.Amount, now)
+				bk.event(now, c.Name, governor.EventBudgetAbandoned, "", id, fmt.Sprintf("unsettled after its ttl: counted at its estimate %d", c.Amount))
+			}
+		}
+		delete(bk.Open, id)
+	}
+}
+
+// roll opens window start..end when it is later than r's: what was
+// counted after the last one ended starts it, and a loss hold ends.
+// A window earlier than r's (the clock stepped back) leaves r as it is.
+func (r *budgetRec) roll(start, end int64) {
+	if start <= r.Start && r.End != 0 {
+		return
+	}
+	r.Start, r.End = start, end
+	r.Spent, r.Carry = r.Carry, 0
+	r.SoftNoted, r.FullNoted, r.Held = false, false, ""
+}
+
+// reserve is BudgetReserve on bk at now (ms).
+func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) governor.BudgetResult {
+	bk.prune(now)
+	res := governor.BudgetResult{Now: time.UnixMilli(now)}
+	for _, c := range req.Charges {
+		if now < c.Start.UnixMilli() || now >= c.End.UnixMilli() {
+			res.Mismatch = true
+			return res
+		}
+	}
+	if bk.Open[req.Lease] != nil {
+		res.Allowed = true
+		res.States = bk.states(req.Charges)
+		return res
+	}
+	for _, c := range req.Charges {
+		r := bk.Budgets[c.Name]
+		seen := c.Born.UnixMilli()
+		lost := ""
+		if c.Born.IsZero() {
+			seen = 0
+		}
+		switch {
+		case r == nil && seen > 0:
+			lost = fmt.Sprintf("state gone since %d", seen)
+		case r != nil && seen > 0 && r.Born > seen:
+			lost = fmt.Sprintf("state born %d after %d", r.Born, seen)
+		}
+		if r == nil {
+			r = &budgetRec{Born: now}
+			bk.Budgets[c.Name] = r
+		}
+		r.roll(c.Start.UnixMilli(), c.End.UnixMilli())
+		if lost != "" {
+			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
+			bk.event(now, c.Name, governor.EventBudgetHeld, req.By, req.Lease, lost)
+		}
+		r.Limit, r.Soft = c.Limit, c.Soft
+	}
+	for _, c := range req.Charges {
+		r := bk.Budgets[c.Name]
+		reason := ""
+		switch {
+		case r.Paused != "":
+			reason = "paused"
+		case r.Held != "":
+			reason = "held"
+		case r.Spent+r.Reserved+c.Amount > r.limit():
+			reason = "exhausted"
+			if !r.FullNoted {
+				r.FullNoted = true
+				bk.event(now, c.Name, governor.EventBudgetExhausted, req.By, req.Lease,
+					fmt.Sprintf("estimate %d over spent %d reserved %d limit %d", c.Amount, r.Spent, r.Reserved, r.limit()))
+			}
+		}
+		if reason != "" {
+			res.Reason, res.Refused = reason, bk.state(c.Name, r)
+			res.States = bk.states(req.Charges)
+			return res
+		}
+	}
+	o := &budgetRes{Expires: now + cmpTTL(req.TTL).Milliseconds()}
+	for _, c := range req.Charges {
+		r := bk.Budgets[c.Name]
+		r.Reserved += c.Amount
+		r.Open++
+		o.Charges = append(o.Charges, budgetAmount{Name: c.Name, Amount: c.Amount})
+		bk.soft(c.Name, r, now)
+	}
+	bk.Open[req.Lease] = o
+	res.Allowed = true
+	res.States = bk.states(req.Charges)
+	return res
+}
+
+func cmpTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return governor.DefaultBudgetTTL
+	}
+	return d
+}
+
+// settle is BudgetSettle on bk at now (ms).
+func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by string, now int64) governor.BudgetSettlement {
+	bk.prune(now)
+	var out governor.BudgetSettlement
+	o := bk.Open[lease]
+	if o == nil {
+		for _, a := range actual {
+			r := bk.Budgets[a.Name]
+			if a.Born.IsZero() {
+				continue
+			}
+			seen := a.Born.UnixMilli()
+			lost := ""
+			switch {
+			case r == nil:
+				lost = fmt.Sprintf("state gone since %d", seen)
+				r = &budgetRec{Born: now}
+				bk.Budgets[a.Name] = r
+			case r.Born > seen:
+				lost = fmt.Sprintf("state born %d after %d", r.Born, seen)
+			default:
+				continue
+			}
+			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
+			bk.event(now, a.Name, governor.EventBudgetHeld, by, lease, lost)
+			bk.count(a.Name, r, a.Amount, now)
+		}
+		return out
+	}
+	out.Settled = true
+	for _, c := range o.Charges {
+		r := bk.Budgets[c.Name]
+		if r == nil {
+			continue
+		}
+		amount := c.Amount
+		for _, a := range actual {
+			if a.Name == c.Name {
+				amount = a.Amount
+			}
+		}
+		r.Reserved -= c.Amount
+		r.Open--
+		if amount > c.Amount {
+			r.Overruns++
+			out.Overruns = append(out.Overruns, c.Name)
+			bk.event(now, c.Name, governor.EventBudgetOverrun, by, lease, fmt.Sprintf("actual %d above its estimate %d", amount, c.Amount))
+		}
+		bk.count(c.Name, r, amount, now)
+	}
+	delete(bk.Open, lease)
+	return out
+}
+
+// admin is BudgetAdmin on bk at now (ms).
+func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by string, now int64) error {
+	r := bk.Budgets[name]
+	if r == nil && op != governor.BudgetSetLimit {
+		return fmt.Errorf("%w: %s", governor.ErrNoBudget, name)
+	}
+	if r == nil {
+		r = &budgetRec{Born: now}
+		bk.Budgets[name] = r
+	}
+	detail := string(op)
+	switch op {
+	case governor.BudgetSetLimit:
+		r.LiveLimit, r.LiveBy = value, by
+		if value == 0 {
+			r.LiveBy = ""
+		}
+		detail = fmt.Sprintf("limit %d", value)
+	case governor.BudgetReset:
+		r.Spent, r.Carry, r.SoftNoted, r.FullNoted = 0, 0, false, false
+	case governor.BudgetPause:
+		r.Paused = by
+	case governor.BudgetResume:
+		r.Paused = ""
+	case governor.BudgetConfirm:
+		r.Held = ""
+	}
+	bk.event(now, name, governor.EventBudgetAdmin, by, "", detail)
+	return nil
+}
+
+func (bk *budgetBook) state(name string, r *budgetRec) governor.BudgetState {
+	return governor.BudgetState{Name: name, Limit: r.limit(), LimitBy: r.LiveBy, Soft: r.Soft, Spent: r.Spent, Reserved: r.Reserved,
+		Start: time.UnixMilli(r.Start), End: time.UnixMilli(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
+		Overruns: r.Overruns, Open: r.Open}
+}
+
+func (bk *budgetBook) states(cs []governor.BudgetCharge) []governor.BudgetState {
+	out := make([]governor.BudgetState, 0, len(cs))
+	for _, c := range cs {
+		if r := bk.Budgets[c.Name]; r != nil {
+			out = append(out, bk.state(c.Name, r))
+		}
+	}
+	return out
+}

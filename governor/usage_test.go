@@ -1,0 +1,47 @@
+package governor_test
+
+import (
+	"testing"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+func TestUsageFromJSON(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		want       governor.Usage
+		ok         bool
+	}{
+		{"anthropic", `{"usage":{"input_tokens":100,"output_tokens":50,"cache_read_input_tokens":400,"cache_creation_input_tokens":20}}`,
+			governor.Usage{InputTokens: 120, CachedInputTokens: 400, OutputTokens: 50}, true},
+		{"openai chat", `{"usage":{"prompt_tokens":1000,"completion_tokens":30,"prompt_tokens_details":{"cached_tokens":600}}}`,
+			governor.Usage{InputTokens: 400, CachedInputTokens: 600, OutputTokens: 30}, true},
+		{"openai responses", `{"usage":{"input_tokens":900,"output_tokens":10,"input_tokens_details":{"cached_tokens":100}}}`,
+			governor.Usage{InputTokens: 800, CachedInputTokens: 100, OutputTokens: 10}, true},
+		{"no usage", `{"id":"x"}`, governor.Usage{}, false},
+		{"half a usage", `{"usage":{"input_tokens":3}}`, governor.Usage{}, false},
+		{"not json", `<html>`, governor.Usage{}, false},
+		{"cached above prompt", `{"usage":{"prompt_tokens":1,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":5}}}`, governor.Usage{}, false},
+	} {
+		got, ok := governor.UsageFromJSON([]byte(tt.body))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: %+v %v; want %+v %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestPriceCost(t *testing.T) {
+	// $3 / $15 / $0.30 per million tokens, in micro-units.
+	p := governor.Price{Input: 3_000_000, Output: 15_000_000, CachedInput: 300_000}
+	u := governor.Usage{InputTokens: 1000, CachedInputTokens: 10_000, OutputTokens: 500}
+	// 1000*3 + 10000*0.3 + 500*15 = 3000+3000+7500 micro-units = $0.0135
+	if got := p.Cost(u); got != 13_500 {
+		t.Fatalf("Cost = %d; want 13500", got)
+	}
+	if got := p.Estimate(1000, 4096); got != 3000+61_440 {
+		t.Fatalf("Estimate = %d; want %d", got, 3000+61_440)
+	}
+	if got := (governor.Price{PerCall: 7, Input: 1}).Cost(governor.Usage{InputTokens: 1}); got != 8 {
+		t.Fatalf("a token's fraction and a per-call price: %d; want 8 (rounded up)", got)
+	}
+}

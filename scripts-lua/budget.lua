@@ -1,0 +1,324 @@
+-- budget.lua: a project's spend budgets, reserved before a call and
+-- settled after; the twin of governor/filebackend/budgetbook.go. Time is
+-- the server's, in milliseconds. Every key shares the project's hash tag:
+-- one call checks and charges several budgets atomically, on Cluster too.
+-- KEYS: 1 the budgets hash (field: budget name, value: its record, JSON
+--       with every number a string), 2 the open reservations hash (field:
+--       lease, value: {"x": expiry ms, "c": [[name, amount], ...]}), 3 the
+--       open reservations' expiries (sorted set of leases), 4 the events
+--       list (JSON records, oldest first, at most ARGV's cap)
+-- ARGV: 1 mode ('reserve' | 'settle' | 'admin' | 'read'), 2 events cap,
+--   reserve: 3 lease, 4 ttl ms, 5 by, 6 n, then n times 7 fields: name,
+--            limit, soft, window start ms, window end ms, amount, born ms
+--            as the caller saw it (0: never)
+--   settle:  3 lease, 4 by, 5 n, then n times 3 fields: name, actual
+--            amount, born ms as seen at reserve (0: unknown)
+--   admin:   3 name, 4 op ('limit' | 'reset' | 'pause' | 'resume' |
+--            'confirm'), 5 value, 6 by
+-- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
+--   'held'), now ms, the refusing budget's name or '', then the record of
+--   each charged budget that has one, as {name, JSON}...};
+--   settle: {settled 0|1, overrun budget names...}; admin: 1, or
+--   'nobudget'; read: {now ms, name, JSON, name, JSON...} of every budget.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local B, O, X, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local cap = tonumber(ARGV[2])
+local mode = ARGV[1]
+
+local function fmt(v)
+  return string.format('%.0f', v)
+end
+
+local nums = {'limit', 'live', 'soft', 'spent', 'reserved', 'carry', 'start', 'end', 'born', 'overruns', 'open'}
+
+local function load(name)
+  local v = redis.call('HGET', B, name)
+  if not v then
+    return nil
+  end
+  local r = cjson.decode(v)
+  for _, f in ipairs(nums) do
+    r[f] = tonumber(r[f] or '0') or 0
+  end
+  return r
+end
+
+local function fresh()
+  local r = {live_by = '', paused = '', held = '', soft_noted = '0', full_noted = '0'}
+  for _, f in ipairs(nums) do
+    r[f] = 0
+  end
+  r.born = now
+  return r
+end
+
+local function encode(r)
+  local o = {}
+  for k, v in pairs(r) do
+    if type(v) == 'number' then
+      o[k] = fmt(v)
+    else
+      o[k] = v
+    end
+  end
+  return cjson.encode(o)
+end
+
+local cache = {}
+local function get(name)
+  if cache[name] == nil then
+    cache[name] = load(name) or false
+  end
+  return cache[name] or nil
+end
+
+local function put(name, r)
+  cache[name] = r
+  redis.call('HSET', B, name, encode(r))
+end
+
+local function limit(r)
+  if r.live_by ~= '' then
+    return r.live
+  end
+  return r.limit
+end
+
+local function event(budget, kind, by, lease, detail)
+  redis.call('RPUSH', E, cjson.encode({at = fmt(now), budget = budget, kind = kind, by = by, lease = lease, detail = detail}))
+  redis.call('LTRIM', E, -cap, -1)
+end
+
+local function soft(name, r)
+  if r.soft > 0 and r.soft_noted ~= '1' and r.spent + r.reserved >= r.soft then
+    r.soft_noted = '1'
+    event(name, 'soft', '', '', string.format('spent %s reserved %s of soft %s (limit %s)', fmt(r.spent), fmt(r.reserved),
+      fmt(r.soft), fmt(limit(r))))
+  end
+end
+
+-- count adds amount to the window in force, or, once it has ended, to
+-- the next one.
+local function count(name, r, amount)
+  if now >= r['end'] then
+    r.carry = r.carry + amount
+  else
+    r.spent = r.spent + amount
+  end
+  soft(name, r)
+end
+
+-- prune counts every reservation past its expiry as spent at its estimate.
+local function prune()
+  local gone = redis.call('ZRANGEBYSCORE', X, '-inf', now)
+  for _, id in ipairs(gone) do
+    local v = redis.call('HGET', O, id)
+    if v then
+      for _, c in ipairs(cjson.decode(v).c) do
+        local r = get(c[1])
+        if r then
+          local a = tonumber(c[2])
+          r.reserved = r.reserved - a
+          r.open = r.open - 1
+          count(c[1], r, a)
+          event(c[1], 'abandoned', '', id, 'unsettled after its ttl: counted at its estimate ' .. fmt(a))
+          put(c[1], r)
+        end
+      end
+      redis.call('HDEL', O, id)
+    end
+    redis.call('ZREM', X, id)
+  end
+end
+
+local function hold(name, r, by, lease, lost)
+  r.held = 'evidence of lost data (' .. lost .. '); held until the window ends or an operator confirms'
+  event(name, 'held', by, lease, lost)
+end
+
+local function records(names)
+  local out = {}
+  for _, n in ipairs(names) do
+    local r = get(n)
+    if r then
+      out[#out + 1] = n
+      out[#out + 1] = encode(r)
+    end
+  end
+  return out
+end
+
+if mode == 'read' then
+  local all = redis.call('HGETALL', B)
+  table.insert(all, 1, fmt(now))
+  return all
+end
+
+if mode == 'admin' then
+  local name, op, value, by = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+  local r = load(name)
+  if not r then
+    if op ~= 'limit' then
+      return 'nobudget'
+    end
+    r = fresh()
+  end
+  local detail = op
+  if op == 'limit' then
+    r.live, r.live_by = value, by
+    if value == 0 then
+      r.live_by = ''
+    end
+    detail = 'limit ' .. fmt(value)
+  elseif op == 'reset' then
+    r.spent, r.carry, r.soft_noted, r.full_noted = 0, 0, '0', '0'
+  elseif op == 'pause' then
+    r.paused = by
+  elseif op == 'resume' then
+    r.paused = ''
+  elseif op == 'confirm' then
+    r.held = ''
+  end
+  put(name, r)
+  event(name, 'admin', by, '', detail)
+  return 1
+end
+
+prune()
+
+if mode == 'settle' then
+  local lease, by, n = ARGV[3], ARGV[4], tonumber(ARGV[5])
+  local actual, born, names = {}, {}, {}
+  for i = 0, n - 1 do
+    local name = ARGV[6 + 3 * i]
+    names[#names + 1] = name
+    actual[name] = tonumber(ARGV[7 + 3 * i])
+    born[name] = tonumber(ARGV[8 + 3 * i])
+  end
+  local v = redis.call('HGET', O, lease)
+  if not v then
+    for _, name in ipairs(names) do
+      local seen = born[name]
+      if seen > 0 then
+        local r = get(name)
+        local lost
+        if not r then
+          lost = 'state gone since ' .. fmt(seen)
+          r = fresh()
+        elseif r.born > seen then
+          lost = 'state born ' .. fmt(r.born) .. ' after ' .. fmt(seen)
+        end
+        if lost then
+          hold(name, r, by, lease, lost)
+          count(name, r, actual[name])
+          put(name, r)
+        end
+      end
+    end
+    return {0}
+  end
+  local out = {1}
+  for _, c in ipairs(cjson.decode(v).c) do
+    local r = get(c[1])
+    if r then
+      local est = tonumber(c[2])
+      local a = actual[c[1]] or est
+      r.reserved = r.reserved - est
+      r.open = r.open - 1
+      if a > est then
+        r.overruns = r.overruns + 1
+        out[#out + 1] = c[1]
+        event(c[1], 'overrun', by, lease, 'actual ' .. fmt(a) .. ' above its estimate ' .. fmt(est))
+      end
+      count(c[1], r, a)
+      put(c[1], r)
+    end
+  end
+  redis.call('HDEL', O, lease)
+  redis.call('ZREM', X, lease)
+  return out
+end
+
+-- reserve
+local lease, ttl, by, n = ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local cs = {}
+for i = 0, n - 1 do
+  local b = 7 + 7 * i
+  cs[#cs + 1] = {name = ARGV[b], limit = tonumber(ARGV[b + 1]), soft = tonumber(ARGV[b + 2]), start = tonumber(ARGV[b + 3]),
+    ['end'] = tonumber(ARGV[b + 4]), amount = tonumber(ARGV[b + 5]), born = tonumber(ARGV[b + 6])}
+end
+local names = {}
+for _, c in ipairs(cs) do
+  names[#names + 1] = c.name
+  if now < c.start or now >= c['end'] then
+    return {'mismatch', fmt(now), ''}
+  end
+end
+local function reply(verdict, refused)
+  local out = {verdict, fmt(now), refused}
+  for _, v in ipairs(records(names)) do
+    out[#out + 1] = v
+  end
+  return out
+end
+if redis.call('HEXISTS', O, lease) == 1 then
+  return reply('ok', '')
+end
+for _, c in ipairs(cs) do
+  local r = get(c.name)
+  local lost
+  if not r and c.born > 0 then
+    lost = 'state gone since ' .. fmt(c.born)
+  elseif r and c.born > 0 and r.born > c.born then
+    lost = 'state born ' .. fmt(r.born) .. ' after ' .. fmt(c.born)
+  end
+  if not r then
+    r = fresh()
+  end
+  -- A window later than the record's opens; an earlier one (the clock
+  -- stepped back) leaves the record's in force.
+  if c.start > r.start or r['end'] == 0 then
+    r.start, r['end'] = c.start, c['end']
+    r.spent, r.carry = r.carry, 0
+    r.soft_noted, r.full_noted, r.held = '0', '0', ''
+  end
+  if lost then
+    hold(c.name, r, by, lease, lost)
+  end
+  r.limit, r.soft = c.limit, c.soft
+  put(c.name, r)
+end
+for _, c in ipairs(cs) do
+  local r = get(c.name)
+  local reason
+  if r.paused ~= '' then
+    reason = 'paused'
+  elseif r.held ~= '' then
+    reason = 'held'
+  elseif r.spent + r.reserved + c.amount > limit(r) then
+    reason = 'exhausted'
+    if r.full_noted ~= '1' then
+      r.full_noted = '1'
+      event(c.name, 'exhausted', by, lease, 'estimate ' .. fmt(c.amount) .. ' over spent ' .. fmt(r.spent) .. ' reserved ' ..
+        fmt(r.reserved) .. ' limit ' .. fmt(limit(r)))
+      put(c.name, r)
+    end
+  end
+  if reason then
+    return reply(reason, c.name)
+  end
+end
+local charges = {}
+for _, c in ipairs(cs) do
+  local r = get(c.name)
+  r.reserved = r.reserved + c.amount
+  r.open = r.open + 1
+  charges[#charges + 1] = {c.name, fmt(c.amount)}
+  soft(c.name, r)
+  put(c.name, r)
+end
+local x = now + ttl
+redis.call('HSET', O, lease, cjson.encode({x = fmt(x), c = charges}))
+redis.call('ZADD', X, x, lease)
+return reply('ok', '')
