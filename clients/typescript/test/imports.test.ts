@@ -3,11 +3,17 @@
 // back (governor.ts and provider.ts did).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
-const src = fileURLToPath(new URL("../src/", import.meta.url));
+// In the tree, the compiled sources beside this test; where the suite runs
+// against an installed package (CI installs the release's tarball into an
+// empty project, whose dist/src holds only a shim), that package's modules.
+const beside = fileURLToPath(new URL("../src/", import.meta.url));
+const src = existsSync(join(beside, "governor.js"))
+  ? beside
+  : dirname(fileURLToPath(import.meta.resolve("@governor/client")));
 
 /** The relative modules a compiled module's import and export statements (and dynamic imports) load. */
 export function importsOf(code: string): string[] {
