@@ -322,6 +322,13 @@ func TestPublishSIGKILL(t *testing.T) {
 		}
 		full = min(full, time.Since(start))
 	}
+	// Kills that land during the copy for certain, whatever the machine's
+	// load: the publisher reads a pipe the test feeds half the content
+	// into, and is killed once its temporary file has bytes.
+	for i := range 5 {
+		killMidCopy(t, out, content, helper, i)
+	}
+	// Then kills at random points of whole publishes from a file.
 	var killedEarly, killedMidway, completed int
 	deadline := time.Now().Add(8 * time.Second)
 	n := 0
@@ -353,14 +360,56 @@ func TestPublishSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d kills in %v (a whole publish: %v): %d before the temporary file, %d during the copy, %d after the publish",
 		n, time.Since(deadline.Add(-8*time.Second)), full, killedEarly, killedMidway, completed)
-	if killedMidway == 0 {
-		t.Fatalf("no kill landed during a copy: the test proved nothing")
-	}
 	if _, err := publish.File(context.Background(), src, filepath.Join(out, "final"), publish.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if left := temps(t, out); len(left) != 0 {
 		t.Fatalf("temporary files left after the next publish: %v", left)
+	}
+}
+
+// killMidCopy starts a publisher of a pipe to out/mid<i>, writes half of
+// content into the pipe, SIGKILLs the publisher once its temporary file
+// holds bytes, and checks that the destination is absent and the
+// temporary file left (for the next publish to remove).
+func killMidCopy(t *testing.T, out string, content []byte, helper func(dst string) *exec.Cmd, i int) {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(out, fmt.Sprintf("mid%d", i))
+	c := helper(dst)
+	c.Env = append(c.Env, helperEnv+"="+fifo) // the last value wins
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // until the publisher opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write(content[:len(content)/2]); err != nil {
+		t.Fatal(err)
+	}
+	var tmp string
+	for deadline := time.Now().Add(time.Minute); tmp == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("publisher %d: no temporary file with bytes in %s after a minute: %v", c.Process.Pid, out, temps(t, out))
+		}
+		for _, n := range temps(t, out) {
+			if fi, err := os.Stat(filepath.Join(out, n)); err == nil && fi.Size() > 0 && strings.Contains(n, fmt.Sprintf(".%d.", c.Process.Pid)) {
+				tmp = n
+			}
+		}
+	}
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("killed during the copy, yet %s: %v", dst, err)
+	}
+	if _, err := os.Lstat(filepath.Join(out, tmp)); err != nil {
+		t.Fatalf("the killed publisher's temporary file %s: %v", tmp, err)
 	}
 }
 
