@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // day is a spend budget as a client gives it inline.
@@ -167,4 +168,30 @@ func TestBudgetBadInputIsRefusedByName(t *testing.T) {
 	if e := a.fail("settle", map[string]any{"lease": l["lease"], "costs": map[string]any{"other": 1}}); !strings.Contains(e["message"].(string), "evals-day") {
 		t.Fatalf("settle naming another budget: %v", e)
 	}
+}
+
+func TestBudgetWaitIsCancelledLeavingNothingHeld(t *testing.T) {
+	backends(t, func(t *testing.T, st store) {
+		a, b := pair(t, st)
+		a.call("acquire", map[string]any{"resources": []string{"c1"}, "limit": 1, "budgets": []any{day(1)}, "estimate": 1})
+		id := b.send("acquire", map[string]any{"resources": []string{"c2"}, "limit": 1, "budgets": []any{day(1)}, "estimate": 0.5, "if_busy": "wait"})
+		// The wait holds its slot while it waits for the budget: c2 is busy.
+		for end := time.Now().Add(deadline); ; {
+			s := a.call("slots", map[string]any{"resources": []string{"c2"}})
+			if len(s["resources"].([]any)[0].(map[string]any)["holders"].([]any)) == 1 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatal("the budget wait never held its slot")
+			}
+		}
+		b.call("cancel_request", map[string]any{"request": id})
+		if r := b.reply(id); r["ok"] != false || r["error"].(map[string]any)["kind"] != "cancelled" {
+			t.Fatalf("cancelled budget wait: %v", r)
+		}
+		a.call("acquire", map[string]any{"resources": []string{"c2"}, "limit": 1}) // the slot was released
+		if s, r := spent(a); s != 0 || r != 1 {
+			t.Fatalf("after the cancelled wait: spent %v reserved %v; want 0, 1 (nothing of it reserved)", s, r)
+		}
+	})
 }

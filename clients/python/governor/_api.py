@@ -267,6 +267,9 @@ def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[s
             if_busy = v
         elif k == "budgets":
             if v:
+                bad = [b for b in v if not hasattr(b, "_wire")]
+                if bad:
+                    raise TypeError("budgets: %r is not a governor.Budget" % (bad[0],))
                 args[k] = [b._wire() for b in v]
         elif k == "estimate":
             if v is not None:

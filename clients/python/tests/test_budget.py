@@ -98,6 +98,8 @@ class BudgetTests(support.FileCase):
         with self.assertRaises(governor.GovernorError) as cm:
             g.acquire("x", limit=1, budgets=[day(1)])
         self.assertIn("estimate", str(cm.exception))
+        with self.assertRaisesRegex(TypeError, "not a governor.Budget"):
+            g.acquire("x", limit=1, budgets=[{"name": "evals-day"}], estimate=0.1)
 
 
 class ProviderBudgetTests(support.FileCase):
