@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { join } from "node:path";
-import { backends, here, project, root } from "./helpers.js";
+import { writeFileSync } from "node:fs";
+import { backends, here, project, tmp } from "./helpers.js";
 
 const all = await backends();
 after(async () => {
@@ -13,7 +14,10 @@ after(async () => {
 });
 
 const agent = join(here, "..", "examples", "agent-gate", "agent.js");
-const config = join(root, "examples", "agent-gate", "exec-defaults.yaml");
+// The example's exec-defaults.yaml, written here: the suite also runs from
+// an empty project that holds only the compiled tests and examples.
+const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+writeFileSync(config, "providers:\n  llm: {max_concurrency: 2}\n", { mode: 0o600 });
 
 async function run(env: Record<string, string>) {
   const { stdout } = await promisify(execFile)(process.execPath, [agent], { env: { ...process.env, CONFIG: config, ...env } });
