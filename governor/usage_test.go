@@ -1,6 +1,9 @@
 package governor_test
 
 import (
+	"encoding/json"
+	"math"
+	"os"
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
@@ -43,5 +46,48 @@ func TestPriceCost(t *testing.T) {
 	}
 	if got := (governor.Price{PerCall: 7, Input: 1}).Cost(governor.Usage{InputTokens: 1}); got != 8 {
 		t.Fatalf("a token's fraction and a per-call price: %d; want 8 (rounded up)", got)
+	}
+}
+
+// TestUsageShapesShared reads the cases the Python and TypeScript
+// clients' usage and price helpers are tested on: the three agree.
+func TestUsageShapesShared(t *testing.T) {
+	raw, err := os.ReadFile("testdata/usage-shapes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type usage struct {
+		Input  int64 `json:"input_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+		Output int64 `json:"output_tokens"`
+	}
+	var f struct {
+		Usage []struct {
+			Name, Body string
+			Usage      *usage
+		}
+		Prices []struct {
+			Price map[string]float64
+			Usage usage
+			Cost  float64
+		}
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Usage {
+		got, ok := governor.UsageFromJSON([]byte(c.Body))
+		if ok != (c.Usage != nil) || ok && got != (governor.Usage{InputTokens: c.Usage.Input, CachedInputTokens: c.Usage.Cached, OutputTokens: c.Usage.Output}) {
+			t.Errorf("%s: %+v %v; want %+v", c.Name, got, ok, c.Usage)
+		}
+	}
+	micro := func(v float64) int64 { return int64(math.Round(v * governor.MicroUnit)) }
+	for _, c := range f.Prices {
+		p := governor.Price{Input: micro(c.Price["input"]), Output: micro(c.Price["output"]),
+			CachedInput: micro(c.Price["cached_input"]), PerCall: micro(c.Price["per_call"])}
+		u := governor.Usage{InputTokens: c.Usage.Input, CachedInputTokens: c.Usage.Cached, OutputTokens: c.Usage.Output}
+		if got := p.Cost(u); got != micro(c.Cost) {
+			t.Errorf("%v of %+v: %d micro-units; want %d", c.Price, c.Usage, got, micro(c.Cost))
+		}
 	}
 }

@@ -41,6 +41,7 @@ type Held struct {
 	slots   []heldSlot        // mkdir slots made here, in acquisition order
 	ambient []HeldLease       // GOVERNOR_HELD as read, the leases this call took left out
 	notes   []*LimitNote
+	spend   *governor.BudgetReservation // the spend budgets' reservation (Spend)
 
 	lostOnce sync.Once
 	lost     chan struct{}
@@ -269,6 +270,10 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		notes.granted()
 	}
 	if err := p.takeBudgets(wctx, g, mode); err != nil {
+		_ = h.Release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if h.spend, err = p.reserveSpend(wctx, g, mode); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}

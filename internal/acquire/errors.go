@@ -28,6 +28,9 @@ type NotAcquiredError struct {
 	// Superseded is true for a waiter replaced by a newer one with its
 	// --supersede key.
 	Superseded bool
+	// Budget is the spend budget that refused (a reservation that did
+	// not fit), nil otherwise.
+	Budget *governor.BudgetBusyError
 	// Store are the global flags that select the store the refusal came
 	// from, added to the 'governor takeover' hint so that pasting it acts
 	// on the same store (the CLI sets them from its configuration).
@@ -58,10 +61,13 @@ func (e *NotAcquiredError) Holders() (*governor.BusyError, []config.StoreFlag) {
 }
 
 func (e *NotAcquiredError) Unwrap() error {
-	if e.Busy == nil {
-		return nil
+	switch {
+	case e.Busy != nil:
+		return e.Busy
+	case e.Budget != nil:
+		return e.Budget
 	}
-	return e.Busy
+	return nil
 }
 
 // failed is the error to report for an acquire that got no

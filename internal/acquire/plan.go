@@ -82,6 +82,11 @@ type Request struct {
 	// Tokens is the token estimate to reserve from each provider's
 	// tokens-per-minute budget (--tokens).
 	Tokens int64
+	// Budgets are spend budgets on which Cost, the call's upper-bound
+	// estimate in micro-units, is reserved, all or none, after the slots
+	// and rate budgets (reserveSpend; docs/budgets.md).
+	Budgets []governor.SpendBudget
+	Cost    int64
 	// Detached leases live by TTL and `governor renew` (governor
 	// acquire), and a resource bound to a mkdir slot is refused; false:
 	// they heartbeat (run, bridge) and mkdir slots are taken.
@@ -163,6 +168,9 @@ func NewPlan(cat *config.Catalog, req Request) (*Plan, error) {
 	}
 	if req.Weight < 0 {
 		return nil, fmt.Errorf("--weight %d; allowed: 1 to the limit", req.Weight)
+	}
+	if err := validSpend(req); err != nil {
+		return nil, err
 	}
 	p := &Plan{req: req, ifBusy: ifBusy}
 	var rs []Resource

@@ -14,11 +14,15 @@ import (
 // held by the bridge itself (a live process), nesting by a.Env.
 func AcquirePipeline(cat *config.Catalog) Pipeline {
 	return func(ctx context.Context, g *governor.Governor, a AcquireArgs, ev Events) (Held, error) {
+		budgets, cost, err := spendOf(a)
+		if err != nil {
+			return nil, err
+		}
 		p, err := acquire.NewPlan(cat, acquire.Request{
 			Resources: a.Resources, Providers: a.Providers, Weight: a.Weight, Limit: a.Limit, Exclusive: a.Exclusive,
 			Shareable: a.Shareable, Join: a.Join, ExecRun: a.ExecRun, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout.D(),
 			TTL: a.TTL.D(), ProgressTimeout: a.ProgressTimeout.D(), Priority: a.Priority, FairKey: a.FairKey,
-			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: a.Tokens,
+			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: a.Tokens, Budgets: budgets, Cost: cost,
 			Env: a.EnvList(), HolderPID: os.Getpid(), Command: "governor bridge",
 		})
 		if err != nil {
@@ -26,7 +30,7 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 		}
 		h, err := p.Acquire(ctx, g, acquire.Events{OnQueued: ev.OnQueued, OnNote: ev.OnNote})
 		if err != nil {
-			return nil, err
+			return nil, refusal(err, a.Budgets, cost)
 		}
 		return h, nil
 	}

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -247,6 +248,11 @@ type providerArgs struct {
 	RetryAfter  Seconds           `json:"retry_after"`
 	Status      int               `json:"status"`
 	Headers     map[string]string `json:"headers"`
+	// Budgets and Estimate: acquire's; Cost settles the lease's spend
+	// reservation with the report (settle's cost).
+	Budgets  []BudgetArg `json:"budgets"`
+	Estimate *float64    `json:"estimate"`
+	Cost     *float64    `json:"cost"`
 }
 
 func decodeProvider(req request) (providerArgs, error) {
@@ -267,7 +273,8 @@ func opProviderAcquire(ctx context.Context, s *server, req request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return s.acquire(ctx, req.ID, AcquireArgs{Providers: []string{a.Provider}, Tokens: a.Tokens, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout}, a.Provider)
+	return s.acquire(ctx, req.ID, AcquireArgs{Providers: []string{a.Provider}, Tokens: a.Tokens, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout,
+		Budgets: a.Budgets, Estimate: a.Estimate}, a.Provider)
 }
 
 // opProviderReport reports how a provider call ended (Provider.Report),
@@ -278,10 +285,23 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 		return nil, err
 	}
 	name := a.Provider
+	var settled *settleResult
+	if a.Cost != nil && a.Lease == "" {
+		return nil, badRequest("provider_report's cost settles a lease's spend budgets: give the lease")
+	}
 	if a.Lease != "" {
 		l, err := s.lookup(a.Lease)
 		if err != nil {
 			return nil, err
+		}
+		if a.Cost != nil {
+			raw, _ := json.Marshal(settleArgs{Lease: a.Lease, Cost: a.Cost})
+			st, err := opSettle(ctx, s, request{Args: raw})
+			if err != nil {
+				return nil, err
+			}
+			r := st.(settleResult)
+			settled = &r
 		}
 		for _, gl := range l.held.Leases() {
 			if p, ok := strings.CutPrefix(gl.Resource(), "provider:"); ok && (name == "" || name == p) {
@@ -320,10 +340,14 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if end.IsZero() {
-		return nil, nil
+	res := map[string]any{}
+	if !end.IsZero() {
+		res["cooloff_until"] = end.UTC()
 	}
-	return map[string]time.Time{"cooloff_until": end.UTC()}, nil
+	if settled != nil {
+		res["settled"], res["overruns"] = settled.Settled, settled.Overruns
+	}
+	return res, nil
 }
 
 type backoffArgs struct {

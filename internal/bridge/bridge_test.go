@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,12 @@ func start(t testing.TB, st store) *client {
 // client writes to inW.
 func startOn(t testing.TB, st store, inR io.Reader, inW io.WriteCloser) *client {
 	t.Helper()
+	return startWith(t, st, emptyCatalog(t), inR, inW)
+}
+
+// startWith serves a bridge of catalog cat.
+func startWith(t testing.TB, st store, cat *config.Catalog, inR io.Reader, inW io.WriteCloser) *client {
+	t.Helper()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, msgs: make(chan map[string]any, 100), done: make(chan error, 1)}
 	cfg := bridge.Config{
@@ -87,7 +94,7 @@ func startOn(t testing.TB, st store, inR io.Reader, inW io.WriteCloser) *client 
 		},
 		ProviderLimits: func(string) governor.ProviderLimits { return governor.ProviderLimits{} },
 	}
-	cfg.Acquire = bridge.AcquirePipeline(emptyCatalog(t))
+	cfg.Acquire = bridge.AcquirePipeline(cat)
 	go func() {
 		err := bridge.Serve(context.Background(), inR, outW, cfg)
 		outW.Close()
@@ -313,8 +320,16 @@ func TestStdinEOFReleasesEverything(t *testing.T) {
 }
 
 // emptyCatalog is the catalog of a configuration with no file.
-func emptyCatalog(t testing.TB) *config.Catalog {
+func emptyCatalog(t testing.TB) *config.Catalog { return catalogOf(t, "") }
+
+// catalogOf is the catalog of exec-defaults.yaml yaml ("": no file).
+func catalogOf(t testing.TB, yaml string) *config.Catalog {
 	dir := t.TempDir()
+	if yaml != "" {
+		if err := os.WriteFile(filepath.Join(dir, "exec-defaults.yaml"), []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	l, err := config.Load(config.LoadOptions{Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir}, Getwd: func() (string, error) { return dir, nil }})
 	if err != nil {
 		t.Fatal(err)

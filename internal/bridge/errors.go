@@ -33,6 +33,8 @@ type errorMsg struct {
 	Rule       string        `json:"rule,omitempty"`
 	Holders    []view.Holder `json:"holders,omitempty"`
 	RetryAfter *float64      `json:"retry_after,omitempty"`
+	// Budget is the spend budget that refused (busy, skipped).
+	Budget *budgetResult `json:"budget,omitempty"`
 }
 
 // protoError is an error that already knows its kind and code: bad
@@ -71,7 +73,10 @@ func toWire(err error, code func(error) int) *errorMsg {
 	e := &errorMsg{Code: code(err), Message: words.Message(err)}
 	var busy *governor.BusyError
 	var gone *governor.WithdrawnError
+	var spend *budgetRefusal
 	switch {
+	case errors.As(err, &spend):
+		e.Budget = spend.wire()
 	case errors.As(err, &busy):
 		e.Resource, e.Rule = busy.Resource, busy.Rule
 		e.Holders = holders(busy.Status)

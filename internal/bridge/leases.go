@@ -29,6 +29,8 @@ type lease struct {
 	mu    sync.Mutex
 	state leaseState
 	why   string // what ended it, once lost
+	// settled: the spend reservation was settled (settle), or is being.
+	settled bool
 	// unwatch stops the watcher of a lease of one governor lease (watch)
 	// before the bridge releases it.
 	unwatch func()
@@ -64,6 +66,7 @@ type acquireResult struct {
 	Taken     []takenResult     `json:"taken,omitempty"`
 	Provider  string            `json:"provider,omitempty"`
 	Record    *recordResult     `json:"record,omitempty"`
+	Budgets   []budgetResult    `json:"budgets,omitempty"`
 }
 
 // recordResult is what a wait record says of an acquire's resources,
@@ -91,6 +94,7 @@ func (s *server) add(held Held, env []string) (*lease, *acquireResult, error) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		(&lease{held: held}).settleAtEstimate()
 		releaseHeld(held)
 		return nil, nil, errShuttingDown
 	}
@@ -210,6 +214,7 @@ func (l *lease) release() (held bool, why string) {
 	if unwatch != nil {
 		unwatch()
 	}
+	l.settleAtEstimate()
 	if state != stateHeld {
 		return false, why
 	}

@@ -20,7 +20,7 @@ var ops = map[string]opFunc{
 	"takeover": opTakeover, "cancel_request": opCancelRequest,
 	"slots": opSlots, "events": opEvents, "cancel": opCancel, "pause": opPause, "resume": opResume, "limit": opLimit,
 	"provider_acquire": opProviderAcquire, "provider_release": opRelease, "provider_report": opProviderReport,
-	"backoff": opBackoff,
+	"backoff": opBackoff, "settle": opSettle,
 }
 
 func opNames() string {
@@ -110,6 +110,7 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
+	res.Budgets = budgetsOf(spendOfHeld(held), a.Budgets)
 	if a.Record {
 		res.Record = recordOf(held)
 	}

@@ -52,6 +52,11 @@ type AcquireArgs struct {
 	CancelInProgress bool              `json:"cancel_in_progress"`
 	Tokens           int64             `json:"tokens"`
 	Env              map[string]string `json:"env"`
+	// Budgets are spend budgets on which Estimate, the call's
+	// upper-bound cost in their unit, is reserved with the slots, all or
+	// none (docs/budgets.md); settle tells the actual cost after.
+	Budgets  []BudgetArg `json:"budgets"`
+	Estimate *float64    `json:"estimate"`
 	// Record asks for the result's record: what a wait record says of
 	// the resources (acquire.RecordOf, as governor run --record).
 	Record bool `json:"record"`

@@ -236,7 +236,7 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 		return nil, false
 	}
 	switch req.Op {
-	case "release", "provider_release", "touch":
+	case "release", "provider_release", "touch", "settle":
 		quick = true
 	case "acquire":
 		req.acquire = new(AcquireArgs)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._admin import Holder, Resource, Waiter
     from ._api import Governor, Lease, default
     from ._bridge import PROTOCOL, find_binary
+    from ._budget import Budget, Price, Usage, usage_from_json
     from ._provider import Provider, RateLimited
     from ._version import __version__
 
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 # never the admin dataclasses or providers.
 _LAZY = {"Governor": "_api", "Lease": "_api", "default": "_api", "PROTOCOL": "_bridge", "find_binary": "_bridge",
          "Holder": "_admin", "Resource": "_admin", "Waiter": "_admin", "Provider": "_provider",
-         "RateLimited": "_provider", "__version__": "_version"}
+         "RateLimited": "_provider", "__version__": "_version", "Budget": "_budget", "Price": "_budget",
+         "Usage": "_budget", "usage_from_json": "_budget"}
 
 
 def __getattr__(name: str) -> "Any":
@@ -53,7 +55,7 @@ __all__ = [
     "Governor", "Lease", "Provider", "RateLimited", "Resource", "Holder", "Waiter",
     "slot", "aslot", "acquire", "governed", "provider", "slots", "takeover", "backoff", "default",
     "GovernorError", "Busy", "Skipped", "Withdrawn", "Superseded", "LeaseLost", "BackendError",
-    "ProtocolError", "Cancelled", "PROTOCOL", "find_binary",
+    "ProtocolError", "Cancelled", "PROTOCOL", "find_binary", "Budget", "Price", "Usage", "usage_from_json",
 ]
 
 

@@ -71,6 +71,7 @@ class Lease:
         self.notes: "List[str]" = result.get("notes") or []
         self._record: "Optional[Dict[str, Any]]" = result.get("record")  # asked for by record=PATH
         self.tokens: "Dict[str, int]" = {r["resource"]: r["token"] for r in self.resources}
+        self.budgets: "List[Dict[str, Any]]" = result.get("budgets") or []  # as the reservation left them
         self.handles: "Dict[str, str]" = {r["resource"]: r["handle"] for r in self.resources}
         self._lost = False
         self._lost_event: "Optional[threading.Event]" = None
@@ -149,6 +150,27 @@ class Lease:
             args["resource"] = resource
         return int(self._bridge.call("seq_next", args)["number"])
 
+    @staticmethod
+    def _settle_args(lease: str, cost: "Optional[float]", costs: "Optional[Dict[str, float]]") -> "Dict[str, Any]":
+        args: "Dict[str, Any]" = {"lease": lease}
+        if cost is not None:
+            args["cost"] = float(cost)
+        if costs is not None:
+            args["costs"] = {k: float(v) for k, v in costs.items()}
+        return args
+
+    def settle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
+        """Tells the actual cost of the work this lease guarded, in the
+        budgets' unit: ``cost`` on every budget, or ``costs`` by name; none:
+        at the estimate. Once per lease: a second settle changes nothing and
+        returns False. A lease released unsettled counts its estimate.
+        Above the estimate, the actual is counted in full (an overrun)."""
+        return bool(self._bridge.call("settle", self._settle_args(self.id, cost, costs))["settled"])
+
+    async def asettle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
+        r = await self._gov._acall(self._bridge, "settle", self._settle_args(self.id, cost, costs))
+        return bool(r["settled"])
+
     def _start_release(self) -> bool:
         """Marks it released; True if the bridge must be told."""
         with self._mu:
@@ -202,7 +224,7 @@ def _seconds(v: "Union[None, int, float, datetime.timedelta]") -> "Optional[floa
 _PLAIN = frozenset(("limit", "weight", "tokens", "priority", "fair_key", "supersede"))
 _FLAGS = frozenset(("exclusive", "shareable", "join", "cancel_in_progress"))
 _DURATIONS = frozenset(("ttl", "progress_timeout"))
-_OPTS = _PLAIN | _FLAGS | _DURATIONS | {"wait", "if_busy", "timeout", "providers"}
+_OPTS = _PLAIN | _FLAGS | _DURATIONS | {"wait", "if_busy", "timeout", "providers", "budgets", "estimate"}
 _NEST_KEYS = tuple((k, k.encode()) for k in _NEST_VARS)
 
 
@@ -243,6 +265,15 @@ def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[s
             wait = v
         elif k == "if_busy":
             if_busy = v
+        elif k == "budgets":
+            if v:
+                bad = [b for b in v if not hasattr(b, "_wire")]
+                if bad:
+                    raise TypeError("budgets: %r is not a governor.Budget" % (bad[0],))
+                args[k] = [b._wire() for b in v]
+        elif k == "estimate":
+            if v is not None:
+                args[k] = float(v)
         elif v:  # providers
             args[k] = list(v)
     if if_busy is None:
@@ -492,7 +523,9 @@ class Governor:
         """``with gov.slot("heavy", wait=True) as lease:``. Options: limit,
         weight, exclusive, wait, if_busy, timeout, ttl, progress_timeout,
         priority, fair_key, supersede, cancel_in_progress, tokens,
-        shareable, join, providers, record (a wait-record JSONL path),
+        shareable, join, providers, budgets (governor.Budget, reserved
+        with the slot) and estimate (the work's upper-bound cost; settle
+        the actual with ``lease.settle(cost)``), record (a wait-record JSONL path),
         stop_on_lost (default True: a loss interrupts the body in the main
         thread, raised as LeaseLost)."""
         return _Slot(self, resources, opts)
@@ -532,9 +565,13 @@ class Governor:
             args["ttl"] = _seconds(ttl)
         return self._call_lease("takeover", args)
 
-    def provider(self, name: str, *, wait: bool = True, timeout: Optional[float] = None) -> Provider:
+    def provider(self, name: str, *, wait: bool = True, timeout: Optional[float] = None,
+                 budgets: "Optional[Sequence[Any]]" = None, price: "Optional[Any]" = None) -> Provider:
+        """The gate of provider name; with ``budgets`` (governor.Budget)
+        each call reserves its estimate and settles its cost (see
+        Provider.call)."""
         from ._provider import Provider
-        return Provider(self, name, wait, timeout)
+        return Provider(self, name, wait, timeout, budgets, price)
 
     def backoff(self, provider: str, retry_after: Optional[float] = None) -> str:
         args: Dict[str, Any] = {"provider": provider}

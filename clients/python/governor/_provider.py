@@ -4,9 +4,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional
+    from typing import Any, Callable, Dict, Optional, Sequence
 
     from ._api import Governor, Lease
+    from ._budget import Budget, Price
 
 
 class RateLimited(Exception):
@@ -22,25 +23,59 @@ class RateLimited(Exception):
         self.headers = headers or {}
 
 
+_MAX_TOKENS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+
 class Provider:
     """A provider gate: ``call(fn)`` / ``acall(fn)`` run fn under the
     provider's gate slot and rate budget, sharing cool-offs and adaptive
-    limits with every other process."""
+    limits with every other process.
 
-    def __init__(self, gov: "Governor", name: str, wait: bool = True, timeout: "Optional[float]" = None) -> None:
+    With ``budgets`` (governor.Budget), each call also reserves its
+    upper-bound cost on them, all or none, and settles what it cost: the
+    estimate is ``estimate=``, else ``price.estimate(tokens,
+    max_tokens)`` (max_tokens read from the call's own keywords); the
+    cost is ``price.cost(usage_from_json(result))`` when the result
+    carries a usage it can read, else the estimate. A call that does not
+    fit raises Busy (``wait=False``) with ``budget`` set, or waits."""
+
+    def __init__(self, gov: "Governor", name: str, wait: bool = True, timeout: "Optional[float]" = None,
+                 budgets: "Optional[Sequence[Budget]]" = None, price: "Optional[Price]" = None) -> None:
         self.gov, self.name, self.wait, self.timeout = gov, name, wait, timeout
+        self.budgets, self.price = list(budgets or ()), price
 
-    def _args(self, tokens: "Optional[int]") -> "Dict[str, Any]":
+    def _args(self, tokens: "Optional[int]", estimate: "Optional[float]", kw: "Dict[str, Any]") -> "Dict[str, Any]":
         a: "Dict[str, Any]" = {"provider": self.name, "if_busy": "wait" if self.wait else "fail"}
         if tokens:
             a["tokens"] = tokens
         if self.timeout:
             a["wait_timeout"] = self.timeout
+        if self.budgets:
+            if estimate is None:
+                most = next((kw[k] for k in _MAX_TOKENS if isinstance(kw.get(k), int)), None)
+                if self.price is None or most is None:
+                    raise ValueError("provider %s has spend budgets: give estimate=, or a price and the call's "
+                                     "max_tokens" % self.name)
+                estimate = self.price.estimate(tokens or 0, most)
+            a["budgets"] = [b._wire() for b in self.budgets]
+            a["estimate"] = float(estimate)
         return a
 
-    def _report_args(self, lease: "Lease", exc: "Optional[BaseException]") -> "Optional[Dict[str, Any]]":
+    def _cost(self, out: "Any") -> "Optional[float]":
+        """What the call cost, read from its result; None: unknown (it
+        is then settled at its estimate)."""
+        if not self.budgets or self.price is None:
+            return None
+        from ._budget import usage_from_json
+        u = usage_from_json(out)
+        return None if u is None else self.price.cost(u)
+
+    def _report_args(self, lease: "Lease", exc: "Optional[BaseException]",
+                     cost: "Optional[float]" = None) -> "Optional[Dict[str, Any]]":
         """The provider_report's args for the call's outcome; None: nothing to report."""
         args: "Dict[str, Any]" = {"lease": lease.id, "outcome": "ok"}
+        if cost is not None:
+            args["cost"] = cost
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None) if exc is not None else None
         if exc is not None and (isinstance(exc, RateLimited) or status in (429, 529)):
             args.update(outcome="rate_limited", status=int(status or 429))
@@ -54,32 +89,37 @@ class Provider:
             return None
         return args
 
-    def _report(self, lease: "Lease", exc: "Optional[BaseException]") -> None:
-        args = self._report_args(lease, exc)
+    def _report(self, lease: "Lease", exc: "Optional[BaseException]", cost: "Optional[float]" = None) -> None:
+        args = self._report_args(lease, exc, cost)
         if args is not None:
             self.gov._bridge().call("provider_report", args)
 
-    async def _areport(self, lease: "Lease", exc: "Optional[BaseException]") -> None:
-        args = self._report_args(lease, exc)
+    async def _areport(self, lease: "Lease", exc: "Optional[BaseException]", cost: "Optional[float]" = None) -> None:
+        args = self._report_args(lease, exc, cost)
         if args is not None:
             await self.gov._acall(self.gov._bridge(), "provider_report", args)
 
-    def call(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None, **kw: "Any") -> "Any":
-        lease = self.gov._call_lease("provider_acquire", self._args(tokens))
+    def call(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None,
+             estimate: "Optional[float]" = None, **kw: "Any") -> "Any":
+        """fn(*a, **kw) under the gate. ``tokens``: the input's token
+        estimate (rate budget, and the price's input); ``estimate``: the
+        call's upper-bound cost, for the provider's budgets."""
+        lease = self.gov._call_lease("provider_acquire", self._args(tokens, estimate, kw))
         try:
             out = fn(*a, **kw)
         except BaseException as e:
             self._report(lease, e)
             raise
         else:
-            self._report(lease, None)
+            self._report(lease, None, self._cost(out))
             return out
         finally:
             lease.release()
 
-    async def acall(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None, **kw: "Any") -> "Any":
+    async def acall(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None,
+                    estimate: "Optional[float]" = None, **kw: "Any") -> "Any":
         import inspect
-        lease = await self.gov._acall_lease("provider_acquire", self._args(tokens))
+        lease = await self.gov._acall_lease("provider_acquire", self._args(tokens, estimate, kw))
         try:
             out = fn(*a, **kw)
             if inspect.isawaitable(out):
@@ -88,7 +128,7 @@ class Provider:
             await self._areport(lease, e)
             raise
         else:
-            await self._areport(lease, None)
+            await self._areport(lease, None, self._cost(out))
             return out
         finally:
             await lease.arelease()

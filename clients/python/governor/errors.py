@@ -16,15 +16,17 @@ class GovernorError(Exception):
     """Base of every governor error. ``code`` is the CLI's exit code for it
     (73 busy, 75 skipped, 76 superseded, 122 lost, 125 failure), ``kind``
     the bridge's word, ``message`` the CLI's message; ``resource``,
-    ``rule``, ``holders`` (dicts as ``governor slots --json``) and
-    ``retry_after`` (seconds) when the bridge said them."""
+    ``rule``, ``holders`` (dicts as ``governor slots --json``),
+    ``retry_after`` (seconds) and ``budget`` (the spend budget that
+    refused: a dict of name, unit, reason, spent, reserved, limit,
+    estimate, reset) when the bridge said them."""
 
     code = 125
     kind = "failure"
 
     def __init__(self, message: str, *, code: Optional[int] = None, kind: Optional[str] = None,
                  resource: str = "", rule: str = "", holders: Optional[List[Dict[str, Any]]] = None,
-                 retry_after: Optional[float] = None) -> None:
+                 retry_after: Optional[float] = None, budget: Optional[Dict[str, Any]] = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -35,6 +37,7 @@ class GovernorError(Exception):
         self.rule = rule
         self.holders = holders or []
         self.retry_after = retry_after
+        self.budget = budget
 
     def __str__(self) -> str:
         lines = [self.message]
@@ -97,4 +100,4 @@ def from_wire(e: Dict[str, Any]) -> GovernorError:
     cls = _BY_KIND.get(e.get("kind", ""), GovernorError)
     return cls(e.get("message", "governor bridge error"), code=e.get("code"), kind=e.get("kind"),
                resource=e.get("resource", ""), rule=e.get("rule", ""), holders=e.get("holders"),
-               retry_after=e.get("retry_after"))
+               retry_after=e.get("retry_after"), budget=e.get("budget"))

@@ -67,6 +67,49 @@ class ExampleTests(support.FileCase):
         self.assertIn("fenced", out, err)
         self.assertIn(a.returncode, (73, 122))
 
+    def matrix(self, budget: str, report: str) -> subprocess.Popen:
+        return self.run_example("eval_matrix.py", "--budget", budget, "--report", self.path(report))
+
+    def test_eval_matrix_stops_cleanly_when_the_days_budget_is_spent(self) -> None:
+        p = self.matrix("0.05", "a.json")
+        out, err = p.communicate(timeout=support.DEADLINE)
+        self.assertEqual(p.returncode, 75, err)
+        with open(self.path("a.json")) as f:
+            r = json.load(f)
+        self.assertTrue(r["ran"] and r["skipped"], r)
+        self.assertEqual(len(r["ran"]) + len(r["skipped"]), 12)
+        self.assertLessEqual(r["spent"], 0.05)
+        self.assertEqual(r["stopped_by"]["name"], "evals-day")
+        self.assertIn("stopping", err)
+        # It stops: after the first skipped cell, nothing ran.
+        kinds = [l.split()[0] for l in out.splitlines()[:-1]]
+        self.assertEqual(kinds, sorted(kinds), out)  # every "ran" before every "skipped"
+        self.assertIn("ran %d skipped %d" % (len(r["ran"]), len(r["skipped"])), out)
+        # The day's budget is spent for every later run: nothing more fits.
+        p = self.matrix("0.05", "b.json")
+        p.communicate(timeout=support.DEADLINE)
+        with open(self.path("b.json")) as f:
+            r2 = json.load(f)
+        self.assertLessEqual(r["spent"] + r2["spent"], 0.05)
+
+    def test_eval_matrices_started_together_share_the_budget(self) -> None:
+        ps = [self.matrix("0.06", "m%d.json" % i) for i in range(3)]
+        for p in ps:
+            _, err = p.communicate(timeout=support.DEADLINE)
+            self.assertIn(p.returncode, (0, 75), err)
+        spent = 0.0
+        for i in range(3):
+            with open(self.path("m%d.json" % i)) as f:
+                spent += json.load(f)["spent"]
+        self.assertGreater(spent, 0)
+        self.assertLessEqual(spent, 0.06 + 1e-9)
+
+    def test_eval_matrix_within_budget_runs_everything(self) -> None:
+        p = self.matrix("5", "all.json")
+        out, err = p.communicate(timeout=support.DEADLINE)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("ran 12 skipped 0", out)
+
 
 class RedisExampleTests(support.RedisCaseMixin, ExampleTests):
     pass

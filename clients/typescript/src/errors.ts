@@ -1,5 +1,6 @@
 // Errors named for what happened, each carrying the CLI's exit code (busy 73,
 // skipped 75, superseded 76, lost 122, timeout 124, failure 125) and message.
+import type { BudgetState } from "./budget.js";
 
 /** A reply's error object as the bridge sends it (docs/bridge-protocol.md). */
 export interface WireError {
@@ -26,6 +27,10 @@ export class GovernorError extends Error {
   get holders(): unknown[] {
     const h = this.details.holders;
     return Array.isArray(h) ? h : [];
+  }
+  /** The spend budget that refused (name, spent, reserved, limit, reset, ...), when one did. */
+  get budget(): BudgetState | undefined {
+    return this.details.budget as BudgetState | undefined;
   }
 }
 

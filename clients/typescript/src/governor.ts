@@ -5,7 +5,7 @@ import { findBinary } from "./binary.js";
 import { Withdrawn } from "./errors.js";
 import { Lease } from "./lease.js";
 import { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
-import { Provider } from "./provider.js";
+import { Provider, type ProviderOptions } from "./provider.js";
 
 export { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
 
@@ -139,9 +139,9 @@ export class Governor {
     return holding(await this.acquire(resource, opts), fn);
   }
 
-  /** The provider gate for NAME (resource provider:NAME). */
-  provider(name: string): Provider {
-    return new Provider(this, name);
+  /** The provider gate for NAME (resource provider:NAME); with budgets, each call reserves and settles its cost. */
+  provider(name: string, opts: ProviderOptions = {}): Provider {
+    return new Provider(this, name, opts);
   }
 
   /** Each resource's limit, use, holders and waiters (as `governor slots --json`). */

@@ -2,10 +2,12 @@
 // `governor bridge` co-process per Governor (docs/typescript.md).
 import { Governor, type AcquireOptions } from "./governor.js";
 import type { Lease } from "./lease.js";
+import type { ProviderOptions } from "./provider.js";
 
 export { Governor, holding, seconds, type AcquireOptions, type Duration, type GovernorOptions, type SlotsResult, type TakeoverOptions } from "./governor.js";
 export { Lease, type HeldResource } from "./lease.js";
-export { Provider, type ProviderRunOptions } from "./provider.js";
+export { Provider, type ProviderOptions, type ProviderRunOptions } from "./provider.js";
+export { Price, usageFromJSON, type Budget, type BudgetState, type Usage } from "./budget.js";
 export { findBinary, platformPackage } from "./binary.js";
 export { PROTOCOL } from "./bridge.js";
 export { VERSION } from "./version.js";
@@ -33,8 +35,8 @@ export function acquire(resource: string | string[], opts?: AcquireOptions): Pro
 export function withSlot<T>(resource: string | string[], opts: AcquireOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
   return defaultGovernor().withSlot(resource, opts, fn);
 }
-export function provider(name: string) {
-  return defaultGovernor().provider(name);
+export function provider(name: string, opts?: ProviderOptions) {
+  return defaultGovernor().provider(name, opts);
 }
 export function slots(...resources: string[]) {
   return defaultGovernor().slots(...resources);

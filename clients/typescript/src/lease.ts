@@ -2,6 +2,7 @@
 // release through `await using` (Symbol.asyncDispose).
 import type { Bridge, BridgeEvent } from "./bridge.js";
 import { LeaseLost } from "./errors.js";
+import type { BudgetState } from "./budget.js";
 
 // Node 20 has no Symbol.asyncDispose of its own.
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
@@ -38,14 +39,17 @@ export class Lease implements AsyncDisposable {
   readonly waited: number;
   /** The limit / ignored-env notes the CLI prints. */
   readonly notes: string[];
+  /** The spend budgets reserved with the slot, as the reservation left them. */
+  readonly budgets: BudgetState[];
 
-  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[] }) {
+  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[]; budgets?: BudgetState[] }) {
     this.bridge = bridge;
     this.id = result.lease;
     this.resources = result.resources ?? [];
     this.env = result.env ?? {};
     this.waited = result.waited ?? 0;
     this.notes = result.notes ?? [];
+    this.budgets = result.budgets ?? [];
     bridge.ref();
     const off = bridge.watch(this.id, (e) => this.onEvent(e));
     if (!this.ended) this.off = off;
@@ -115,6 +119,19 @@ export class Lease implements AsyncDisposable {
   async seqNext(name: string, resource?: string): Promise<number> {
     const r = await this.bridge.call("seq_next", { lease: this.id, name, resource });
     return r.number;
+  }
+
+  /**
+   * Tell the actual cost of the work this lease guarded, in the budgets'
+   * unit: one cost for every budget, or a cost by budget name; none: at the
+   * estimate. Once per lease: a second settle changes nothing and returns
+   * false. A lease released unsettled counts its estimate; an actual above
+   * the estimate is counted in full (an overrun).
+   */
+  async settle(cost?: number | Record<string, number>): Promise<boolean> {
+    const args = typeof cost === "object" ? { lease: this.id, costs: cost } : { lease: this.id, cost };
+    const r = await this.bridge.call("settle", args);
+    return r.settled === true;
   }
 
   /**

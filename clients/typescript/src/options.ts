@@ -2,6 +2,7 @@
 // (docs/bridge-protocol.md); holding, the body run under a lease. Shared by
 // governor.ts and provider.ts, which import it and not each other.
 import type { Lease } from "./lease.js";
+import type { Budget } from "./budget.js";
 
 /** A duration: milliseconds (as setTimeout), or a string like "10m", "1.5s", "250ms". */
 export type Duration = number | string;
@@ -31,6 +32,10 @@ export interface AcquireOptions {
   join?: boolean;
   /** Aborting it withdraws a waiting acquire (Withdrawn). */
   signal?: AbortSignal;
+  /** Spend budgets on which estimate is reserved with the slot, all or none (docs/budgets.md). */
+  budgets?: Budget[];
+  /** The work's upper-bound cost, in the budgets' unit; settle the actual with lease.settle(cost). */
+  estimate?: number;
 }
 
 /** Run fn holding lease; release it after; a loss during fn is thrown. */
@@ -61,6 +66,11 @@ export function seconds(d: Duration | undefined): number | undefined {
   }
   if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`duration ${d}: want milliseconds >= 0 or a string like "10s"`);
   return ms / 1000;
+}
+
+/** A budget's wire form (docs/bridge-protocol.md, Spend budgets). */
+function budgetArg(b: Budget): Record<string, unknown> {
+  return { name: b.name, limit: b.limit, unit: b.unit ?? "USD", per: seconds(b.per), calendar: b.calendar, tz: b.tz, soft: b.soft };
 }
 
 /** The nesting variables of this process (what an enclosing governor run holds). */
@@ -95,6 +105,8 @@ export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
     shareable: o.shareable,
     join: o.join,
     tokens: o.tokens,
+    budgets: o.budgets?.map(budgetArg),
+    estimate: o.estimate,
     env: nestingEnv(process.env),
   };
 }

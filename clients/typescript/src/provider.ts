@@ -4,10 +4,22 @@
 import type { Governor } from "./governor.js";
 import { acquireArgs, holding, type AcquireOptions, type Duration } from "./options.js";
 import type { Lease } from "./lease.js";
+import { usageFromJSON, type Budget, type Price, type Usage } from "./budget.js";
+
+/** A gate's spend budgets: each call reserves its estimate on them and settles its cost. */
+export interface ProviderOptions {
+  budgets?: Budget[];
+  /** Turns maxTokens (and tokens, the input) into the estimate, and the response's usage into the cost. */
+  price?: Price;
+}
 
 export interface ProviderRunOptions extends AcquireOptions {
   /** Tokens the call used (settles the reservation), when known after the call. */
   usedTokens?: (result: unknown) => number | undefined;
+  /** The call's max_tokens: with the gate's price and tokens, its estimate (unless estimate is given). */
+  maxTokens?: number;
+  /** The call's usage, when the result is not a body usageFromJSON reads (an SDK object, a stream's end). */
+  usage?: (result: unknown) => Usage | undefined;
 }
 
 /** What a call's outcome looks like to the gate: a fetch Response, or an error carrying one's status. */
@@ -40,10 +52,12 @@ export function headerObject(h: HttpLike["headers"]): Record<string, string> {
 export class Provider {
   readonly name: string;
   private readonly gov: Governor;
+  private readonly spend: ProviderOptions;
 
-  constructor(gov: Governor, name: string) {
+  constructor(gov: Governor, name: string, opts: ProviderOptions = {}) {
     this.gov = gov;
     this.name = name;
+    this.spend = opts;
   }
 
   /**
@@ -52,10 +66,16 @@ export class Provider {
    * reports the outcome, releases. A fetch Response (or an error with
    * .status / .response) of 429 or 529 is reported as a rate-limit signal with
    * its headers (retry-after, ...).
+   *
+   * With the gate's budgets, the call first reserves its estimate (opts.estimate,
+   * else price.estimate(tokens, maxTokens)) on every budget, all or none: a call
+   * that does not fit throws Busy (error.budget says which) or waits. After it,
+   * the gate settles by itself what the result's usage costs at its price (a
+   * parsed body, a JSON string, or opts.usage), else the estimate.
    */
   async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
-    const { usedTokens, ...acq } = opts;
-    const lease = await this.acquire({ wait: true, ...acq });
+    const { usedTokens, maxTokens, usage, ...acq } = opts;
+    const lease = await this.acquire({ wait: true, ...acq }, maxTokens);
     return holding(lease, async () => {
       let result: T;
       try {
@@ -64,14 +84,32 @@ export class Provider {
         await this.report(lease, err);
         throw err;
       }
-      await this.report(lease, result, usedTokens?.(result));
+      await this.report(lease, result, usedTokens?.(result), this.cost(result, usage));
       return result;
     });
   }
 
-  /** The gate slot and rate reservation, held until the lease is released. */
-  async acquire(opts: AcquireOptions = {}): Promise<Lease> {
-    const { join, shareable, ...rest } = acquireArgs(opts);
+  /** What the call cost, from its result's usage at the gate's price; undefined: settled at the estimate. */
+  private cost(result: unknown, usage?: (result: unknown) => Usage | undefined): number | undefined {
+    const price = this.spend.price;
+    if (!this.spend.budgets?.length || !price) return undefined;
+    const u = usage ? usage(result) : usageFromJSON(result);
+    return u ? price.cost(u) : undefined;
+  }
+
+  /**
+   * The gate slot and rate reservation (and the gate's spend budgets),
+   * held until the lease is released.
+   */
+  async acquire(opts: AcquireOptions = {}, maxTokens?: number): Promise<Lease> {
+    const budgets = opts.budgets ?? this.spend.budgets;
+    let estimate = opts.estimate;
+    if (budgets?.length && estimate === undefined) {
+      if (!this.spend.price || maxTokens === undefined)
+        throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or a price and maxTokens`);
+      estimate = this.spend.price.estimate(opts.tokens ?? 0, maxTokens);
+    }
+    const { join, shareable, ...rest } = acquireArgs({ ...opts, budgets, estimate });
     if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
     return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
   }
@@ -79,11 +117,12 @@ export class Provider {
   /**
    * Report the outcome of the call made under lease: outcome is a fetch
    * Response (or an error with .status or .response); 429 and 529 are a
-   * rate-limit signal, with the response's headers (retry-after, ...).
+   * rate-limit signal, with the response's headers (retry-after, ...). cost
+   * settles the lease's spend budgets (lease.settle) in the same request.
    */
-  async report(lease: Lease, outcome: unknown, usedTokens?: number): Promise<{ cooloff_until?: string }> {
+  async report(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Promise<{ cooloff_until?: string; settled?: boolean }> {
     const http = httpOf(outcome);
-    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens };
+    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens, cost };
     if (http && (http.status === 429 || http.status === 529)) {
       args.outcome = "rate_limited";
       args.status = http.status;

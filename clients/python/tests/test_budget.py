@@ -1,0 +1,143 @@
+"""Spend budgets from Python: reserved with the slot or the provider gate,
+settled after; usage and price helpers read as Go's do."""
+
+from __future__ import annotations
+
+import json
+import os
+import unittest
+
+from tests import support
+
+import governor
+
+SHAPES = os.path.join(support.ROOT, "..", "..", "governor", "testdata", "usage-shapes.json")
+
+
+def day(limit: float) -> "governor.Budget":
+    return governor.Budget("evals-day", limit=limit, unit="USD", per="24h")
+
+
+class UsageAndPriceTests(unittest.TestCase):
+    """The cases Go's usage_test.go reads too (governor/testdata)."""
+
+    def setUp(self) -> None:
+        if not os.path.exists(SHAPES):
+            self.skipTest("the repository's governor/testdata is not here")
+        with open(SHAPES) as f:
+            self.shapes = json.load(f)
+
+    def test_usage_shapes_read_as_go_reads_them(self) -> None:
+        for c in self.shapes["usage"]:
+            want = None if c["usage"] is None else governor.Usage(**c["usage"])
+            self.assertEqual(governor.usage_from_json(c["body"]), want, c["name"])
+            self.assertEqual(governor.usage_from_json(c["body"].encode()), want, c["name"])
+
+    def test_prices_cost_as_go_costs_them(self) -> None:
+        for c in self.shapes["prices"]:
+            self.assertEqual(governor.Price(**c["price"]).cost(governor.Usage(**c["usage"])), c["cost"], c)
+
+    def test_parsed_bodies_and_sdk_objects(self) -> None:
+        class Message:
+            def model_dump(self) -> dict:
+                return {"usage": {"input_tokens": 5, "output_tokens": 6}}
+        self.assertEqual(governor.usage_from_json({"usage": {"prompt_tokens": 3, "completion_tokens": 4}}),
+                         governor.Usage(3, 0, 4))
+        self.assertEqual(governor.usage_from_json(Message()), governor.Usage(5, 0, 6))
+        self.assertIsNone(governor.usage_from_json(None))
+        self.assertIsNone(governor.usage_from_json({"usage": {"input_tokens": True, "output_tokens": 1}}))
+
+    def test_estimate_is_every_input_token_and_all_of_max_tokens(self) -> None:
+        self.assertEqual(governor.Price(input=3, output=15).estimate(1000, 4096), 0.06444)
+        with self.assertRaisesRegex(ValueError, "price output -1"):
+            governor.Price(output=-1)
+
+
+class BudgetTests(support.FileCase):
+
+    def test_reserve_with_the_slot_settle_once(self) -> None:
+        g, other = self.gov(), self.gov()
+        with g.slot("b1", limit=1, budgets=[day(1)], estimate=0.3) as s:
+            self.assertEqual([(b["name"], b["reserved"], b["unit"]) for b in s.budgets], [("evals-day", 0.3, "USD")])
+            with self.assertRaises(governor.Busy) as cm:
+                with other.slot("b2", limit=1, budgets=[day(1)], estimate=0.8):
+                    self.fail("a call that does not fit ran")
+            b = cm.exception.budget
+            self.assertEqual((cm.exception.code, b["name"], b["spent"], b["reserved"], b["limit"], b["reason"]),
+                             (73, "evals-day", 0, 0.3, 1, "exhausted"))
+            self.assertTrue(b["reset"])
+            self.assertIn("limit 1 USD", str(cm.exception))
+            with self.assertRaises(governor.Skipped):
+                with other.slot("b2", limit=1, budgets=[day(1)], estimate=0.8, if_busy="skip"):
+                    pass
+            self.assertTrue(s.settle(0.1))
+            self.assertFalse(s.settle(0.5), "a second settle changes nothing")
+        with other.slot("b2", limit=1, budgets=[day(1)], estimate=0.8):
+            pass  # released unsettled: counted at its estimate
+        with self.assertRaises(governor.Busy) as cm:
+            g.acquire("b3", limit=1, budgets=[day(1)], estimate=0.2)
+        self.assertEqual((cm.exception.budget["spent"], cm.exception.budget["reserved"]), (0.9, 0))
+
+    def test_overrun_counts_in_full_and_async_settles(self) -> None:
+        import asyncio
+        g = self.gov()
+
+        async def run() -> bool:
+            async with g.aslot("o", limit=1, budgets=[day(1)], estimate=0.2) as s:
+                return await s.asettle(costs={"evals-day": 0.7})
+        self.assertTrue(asyncio.run(run()))
+        with self.assertRaises(governor.Busy) as cm:
+            g.acquire("o", limit=1, budgets=[day(1)], estimate=0.31)
+        self.assertEqual(cm.exception.budget["spent"], 0.7)
+
+    def test_bad_budget_is_refused_by_name(self) -> None:
+        g = self.gov()
+        with self.assertRaises(governor.GovernorError) as cm:
+            g.acquire("x", limit=1, budgets=[governor.Budget("evals-day", limit=1, per="1x")], estimate=0.1)
+        self.assertIn('"1x"', str(cm.exception))
+        with self.assertRaises(governor.GovernorError) as cm:
+            g.acquire("x", limit=1, budgets=[day(1)])
+        self.assertIn("estimate", str(cm.exception))
+        with self.assertRaisesRegex(TypeError, "not a governor.Budget"):
+            g.acquire("x", limit=1, budgets=[{"name": "evals-day"}], estimate=0.1)
+
+
+class ProviderBudgetTests(support.FileCase):
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.config = self.path("exec-defaults.yaml")
+        with open(self.config, "w") as f:
+            f.write("providers:\n  anthropic: {max_concurrency: 2}\n")
+        os.chmod(self.config, 0o600)
+
+    def test_gate_settles_by_itself_from_the_usage(self) -> None:
+        g = self.gov(config=self.config)
+        price = governor.Price(input=3, output=15)
+        p = g.provider("anthropic", budgets=[day(0.1)], price=price, wait=False)
+
+        def create(**kw: object) -> bytes:
+            return b'{"usage":{"input_tokens":1000,"output_tokens":2000}}'  # 0.003 + 0.03
+        self.assertTrue(p.call(create, tokens=1000, max_tokens=4096).startswith(b"{"))  # estimate 0.06444 fits
+        # Spent 0.033: a second call's estimate (0.06444) fits, a third not.
+        p.call(lambda **kw: {"no": "usage"}, tokens=1000, max_tokens=4096)  # unreadable: counted at the estimate
+        with self.assertRaises(governor.Busy) as cm:
+            p.call(create, tokens=1000, max_tokens=4096)
+        self.assertAlmostEqual(cm.exception.budget["spent"], 0.033 + 0.06444)
+        with self.assertRaisesRegex(ValueError, "estimate"):
+            p.call(create)
+
+    def test_explicit_estimate(self) -> None:
+        g = self.gov(config=self.config)
+        p = g.provider("anthropic", budgets=[day(1)], wait=False)
+        self.assertEqual(p.call(lambda: "done", estimate=0.9), "done")
+        with self.assertRaises(governor.Busy):
+            p.call(lambda: "done", estimate=0.2)
+
+
+class RedisBudgetTests(support.RedisCaseMixin, BudgetTests):
+    pass
+
+
+class RedisProviderBudgetTests(support.RedisCaseMixin, ProviderBudgetTests):
+    pass

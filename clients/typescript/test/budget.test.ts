@@ -1,0 +1,90 @@
+// Spend budgets from TypeScript: reserved with the slot or the provider
+// gate, settled after; usageFromJSON and Price as Go's (one shared fixture).
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Busy, Governor, Price, Skipped, usageFromJSON, type Budget, type Usage } from "../src/index.js";
+import { backends, project, root, tmp } from "./helpers.js";
+
+const shapes = join(root, "..", "..", "governor", "testdata", "usage-shapes.json");
+const camel = (u: { input_tokens: number; cached_input_tokens: number; output_tokens: number }): Usage =>
+  ({ inputTokens: u.input_tokens, cachedInputTokens: u.cached_input_tokens, outputTokens: u.output_tokens });
+
+test("usageFromJSON and Price read and cost as Go's (governor/testdata/usage-shapes.json)", { skip: !existsSync(shapes) }, () => {
+  const f = JSON.parse(readFileSync(shapes, "utf8"));
+  for (const c of f.usage) {
+    const want = c.usage === null ? undefined : camel(c.usage);
+    assert.deepEqual(usageFromJSON(c.body), want, c.name);
+    assert.deepEqual(usageFromJSON(new TextEncoder().encode(c.body)), want, c.name);
+  }
+  for (const c of f.prices) {
+    const p = c.price;
+    assert.equal(new Price({ input: p.input, output: p.output, cachedInput: p.cached_input, perCall: p.per_call }).cost(camel(c.usage)), c.cost);
+  }
+  assert.deepEqual(usageFromJSON({ usage: { prompt_tokens: 3, completion_tokens: 4 } }), { inputTokens: 3, cachedInputTokens: 0, outputTokens: 4 });
+  assert.equal(new Price({ input: 3, output: 15 }).estimate(1000, 4096), 0.06444);
+  assert.throws(() => new Price({ output: -1 }), /price output -1/);
+});
+
+const all = await backends();
+after(async () => {
+  for (const b of all) await b.stop();
+});
+
+const day = (limit: number): Budget => ({ name: "evals-day", limit, unit: "USD", per: "24h" });
+
+for (const b of all) {
+  const gov = (config?: string) => new Governor({ env: { ...process.env, ...b.env }, project: project(), config });
+
+  test(`budgets on the ${b.name} backend: reserved with the slot, refused by name, settled once`, async () => {
+    const proj = project();
+    const g = new Governor({ env: { ...process.env, ...b.env }, project: proj });
+    const other = new Governor({ env: { ...process.env, ...b.env }, project: proj });
+    try {
+      const s = await g.acquire("b1", { limit: 1, budgets: [day(1)], estimate: 0.3 });
+      assert.deepEqual(s.budgets.map((x) => [x.name, x.reserved, x.unit]), [["evals-day", 0.3, "USD"]]);
+      await assert.rejects(other.acquire("b2", { limit: 1, budgets: [day(1)], estimate: 0.8 }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.equal(e.code, 73);
+        assert.equal(e.budget?.name, "evals-day");
+        assert.deepEqual([e.budget?.spent, e.budget?.reserved, e.budget?.limit, e.budget?.reason], [0, 0.3, 1, "exhausted"]);
+        assert.ok(e.budget?.reset);
+        return true;
+      });
+      await assert.rejects(other.acquire("b2", { limit: 1, budgets: [day(1)], estimate: 0.8, ifBusy: "skip" }), Skipped);
+      assert.equal(await s.settle(0.1), true);
+      assert.equal(await s.settle(0.5), false, "a second settle changes nothing");
+      await s.release();
+      await (await other.acquire("b2", { limit: 1, budgets: [day(1)], estimate: 0.8 })).release(); // unsettled: its estimate counts
+      await assert.rejects(g.acquire("b3", { limit: 1, budgets: [day(1)], estimate: 0.2 }), (e: unknown) => {
+        assert.ok(e instanceof Busy);
+        assert.deepEqual([e.budget?.spent, e.budget?.reserved], [0.9, 0]);
+        return true;
+      });
+    } finally {
+      await g.close();
+      await other.close();
+    }
+  });
+
+  test(`the provider gate on the ${b.name} backend settles by itself from the usage`, async () => {
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {max_concurrency: 2}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const p = g.provider("anthropic", { budgets: [day(0.1)], price: new Price({ input: 3, output: 15 }) });
+      const body = { usage: { input_tokens: 1000, output_tokens: 2000 } }; // 0.003 + 0.03
+      assert.equal(await p.run(() => body, { tokens: 1000, maxTokens: 4096, wait: false }), body); // estimate 0.06444 fits
+      await p.run(() => "no usage here", { tokens: 1000, maxTokens: 4096, wait: false }); // counted at its estimate
+      await assert.rejects(p.run(() => body, { tokens: 1000, maxTokens: 4096, wait: false }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.ok(Math.abs(e.budget!.spent - (0.033 + 0.06444)) < 1e-9, JSON.stringify(e.budget));
+        return true;
+      });
+      await assert.rejects(p.run(() => body), /estimate/);
+    } finally {
+      await g.close();
+    }
+  });
+}

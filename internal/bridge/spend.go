@@ -1,0 +1,303 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+)
+
+// BudgetArg is a spend budget given inline by a client (acquire's
+// budgets): governor.SpendBudget with amounts in units, not micro-units.
+type BudgetArg struct {
+	Name  string  `json:"name"`
+	Limit float64 `json:"limit"`
+	Unit  string  `json:"unit"`
+	Soft  float64 `json:"soft"`
+	// Per (seconds, or a duration such as "24h") or Calendar ("day",
+	// "month") in TZ (an IANA zone; default UTC): when it resets.
+	Per      Per    `json:"per"`
+	Calendar string `json:"calendar"`
+	TZ       string `json:"tz"`
+}
+
+// Per is a budget window's length: a number of seconds, or a Go
+// duration string ("24h", "90m").
+type Per time.Duration
+
+// UnmarshalJSON reads a number of seconds or a duration string.
+func (p *Per) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("per %q: not a duration; allowed: seconds, or a duration such as \"24h\"", s)
+		}
+		*p = Per(d)
+		return nil
+	}
+	var sec Seconds
+	if err := sec.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("per %s: allowed: seconds, or a duration such as \"24h\"", b)
+	}
+	*p = Per(sec)
+	return nil
+}
+
+// micro is v units as micro-units, refusing what the library would not
+// hold.
+func micro(what string, v float64) (int64, error) {
+	if math.IsNaN(v) || v < 0 || v > governor.MaxBudgetAmount/governor.MicroUnit {
+		return 0, badRequest("%s %v; allowed: 0 to %d units", what, v, governor.MaxBudgetAmount/governor.MicroUnit)
+	}
+	return int64(math.Round(v * governor.MicroUnit)), nil
+}
+
+// units is v micro-units as units.
+func units(v int64) float64 { return float64(v) / governor.MicroUnit }
+
+// spendOf is the spend budgets and estimate (micro-units) of a. The
+// library checks the budgets (acquire.NewPlan); here only what the wire
+// form adds: amounts and time zones.
+func spendOf(a AcquireArgs) ([]governor.SpendBudget, int64, error) {
+	if len(a.Budgets) == 0 && a.Estimate == nil {
+		return nil, 0, nil
+	}
+	if len(a.Budgets) == 0 || a.Estimate == nil {
+		return nil, 0, badRequest("budgets and estimate go together: give the spend budgets and the call's upper-bound estimate (in their unit)")
+	}
+	est, err := micro("estimate", *a.Estimate)
+	if err != nil {
+		return nil, 0, err
+	}
+	bs := make([]governor.SpendBudget, 0, len(a.Budgets))
+	for _, b := range a.Budgets {
+		sb := governor.SpendBudget{Name: b.Name, Unit: b.Unit,
+			Window: governor.BudgetWindow{Per: time.Duration(b.Per), Calendar: b.Calendar}}
+		if sb.Limit, err = micro("budget "+b.Name+" limit", b.Limit); err != nil {
+			return nil, 0, err
+		}
+		if sb.Soft, err = micro("budget "+b.Name+" soft", b.Soft); err != nil {
+			return nil, 0, err
+		}
+		if b.TZ != "" {
+			if b.Calendar == "" {
+				return nil, 0, badRequest("budget %s: tz %q without calendar; allowed: tz with calendar day or month", b.Name, b.TZ)
+			}
+			if sb.Window.Location, err = time.LoadLocation(b.TZ); err != nil {
+				return nil, 0, badRequest("budget %s: tz %q: %v; allowed: an IANA time zone such as Europe/Paris", b.Name, b.TZ, err)
+			}
+		}
+		bs = append(bs, sb)
+	}
+	return bs, est, nil
+}
+
+// budgetResult is a budget as an acquire's result and a refusal tell it,
+// amounts in units.
+type budgetResult struct {
+	Name     string    `json:"name"`
+	Unit     string    `json:"unit,omitempty"`
+	Spent    float64   `json:"spent"`
+	Reserved float64   `json:"reserved"`
+	Limit    float64   `json:"limit"`
+	Reset    time.Time `json:"reset"`
+	// Reason is why it refused: "exhausted", "paused" or "held".
+	Reason   string   `json:"reason,omitempty"`
+	Estimate *float64 `json:"estimate,omitempty"`
+}
+
+func budgetOf(st governor.BudgetState, unit string) budgetResult {
+	return budgetResult{Name: st.Name, Unit: unit, Spent: units(st.Spent), Reserved: units(st.Reserved),
+		Limit: units(st.Limit), Reset: st.End.UTC()}
+}
+
+// unitOf is the unit of budget name among bs.
+func unitOf(bs []BudgetArg, name string) string {
+	for _, b := range bs {
+		if b.Name == name {
+			return b.Unit
+		}
+	}
+	return ""
+}
+
+// budgetRefusal is a reservation a spend budget refused, told in the
+// budget's unit.
+type budgetRefusal struct {
+	err    error // the pipeline's (an *acquire.NotAcquiredError)
+	busy   *governor.BudgetBusyError
+	unit   string
+	amount int64
+}
+
+func (e *budgetRefusal) Unwrap() error { return e.err }
+
+func (e *budgetRefusal) Error() string {
+	b, u := e.busy.Budget, ""
+	if e.unit != "" {
+		u = " " + e.unit
+	}
+	f := func(v int64) string { return strconv.FormatFloat(units(v), 'f', -1, 64) }
+	msg := fmt.Sprintf("budget %s %s: spent %s, reserved %s, limit %s%s; this call's estimate %s%s", b.Name, e.busy.Reason,
+		f(b.Spent), f(b.Reserved), f(b.Limit), u, f(e.amount), u)
+	switch e.busy.Reason {
+	case "paused":
+		msg += "; paused by " + b.Paused
+	case "held":
+		msg += "; " + b.Held
+	default:
+		msg += " does not fit"
+	}
+	msg += "; resets at " + b.End.UTC().Format(time.RFC3339)
+	// What the pipeline added: a skip, a --wait-timeout.
+	if _, after, ok := strings.Cut(e.err.Error(), e.busy.Error()); ok {
+		msg += after
+	}
+	return msg
+}
+
+// wire is the refusal's budget object.
+func (e *budgetRefusal) wire() *budgetResult {
+	r := budgetOf(e.busy.Budget, e.unit)
+	r.Reason = e.busy.Reason
+	est := units(e.amount)
+	r.Estimate = &est
+	return &r
+}
+
+// refusal tells err in the budgets' unit when a spend budget refused.
+func refusal(err error, bs []BudgetArg, amount int64) error {
+	var busy *governor.BudgetBusyError
+	if !errors.As(err, &busy) {
+		return err
+	}
+	return &budgetRefusal{err: err, busy: busy, unit: unitOf(bs, busy.Budget.Name), amount: amount}
+}
+
+// spender is a Held with a spend reservation (*acquire.Held).
+type spender interface {
+	Spend() *governor.BudgetReservation
+}
+
+// spendOfHeld is the open spend reservation of held, nil when none.
+func spendOfHeld(held Held) *governor.BudgetReservation {
+	if s, ok := held.(spender); ok {
+		return s.Spend()
+	}
+	return nil
+}
+
+type settleArgs struct {
+	Lease string             `json:"lease"`
+	Cost  *float64           `json:"cost"`
+	Costs map[string]float64 `json:"costs"`
+}
+
+type settleResult struct {
+	Settled  bool     `json:"settled"`
+	Overruns []string `json:"overruns"`
+}
+
+// opSettle settles a lease's spend reservation: cost on every budget,
+// or costs by budget (a budget not named: at its estimate), neither: at
+// the estimate. Idempotent: a second settle changes nothing (settled
+// false). A lost lease may still settle: the call it guarded may have
+// run.
+func opSettle(ctx context.Context, s *server, req request) (any, error) {
+	var a settleArgs
+	if err := decodeArgs(req.Args, &a); err != nil {
+		return nil, err
+	}
+	l, err := s.lookup(a.Lease)
+	if err != nil {
+		return nil, err
+	}
+	r := spendOfHeld(l.held)
+	if r == nil {
+		return nil, badRequest("lease %s reserved no spend budget; allowed: a lease acquired with budgets and an estimate", l.id)
+	}
+	if a.Cost != nil && a.Costs != nil {
+		return nil, badRequest("settle takes one of cost (every budget) and costs (by budget)")
+	}
+	var actual []governor.BudgetAmount
+	for _, st := range r.States {
+		v, ok := a.Costs[st.Name]
+		if a.Cost != nil {
+			v, ok = *a.Cost, true
+		}
+		if !ok {
+			continue
+		}
+		m, err := micro("budget "+st.Name+" cost", v)
+		if err != nil {
+			return nil, err
+		}
+		actual = append(actual, governor.BudgetAmount{Name: st.Name, Amount: m})
+	}
+	if len(actual) != len(a.Costs) && a.Cost == nil {
+		return nil, badRequest("settle costs name a budget lease %s did not reserve; allowed: %s", l.id, budgetNames(r))
+	}
+	return l.settle(ctx, r, actual)
+}
+
+func budgetNames(r *governor.BudgetReservation) string {
+	var names []string
+	for _, st := range r.States {
+		names = append(names, st.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// settle settles r, l's reservation, with actual (nil: every budget at
+// its estimate), once: a later settle changes nothing.
+func (l *lease) settle(ctx context.Context, r *governor.BudgetReservation, actual []governor.BudgetAmount) (settleResult, error) {
+	l.mu.Lock()
+	done := l.settled
+	l.settled = true
+	l.mu.Unlock()
+	if done {
+		return settleResult{Overruns: []string{}}, nil
+	}
+	st, err := r.SettleEach(ctx, actual)
+	if err != nil {
+		l.mu.Lock()
+		l.settled = false // not settled: release counts it at its estimate
+		l.mu.Unlock()
+		return settleResult{}, err
+	}
+	if st.Overruns == nil {
+		st.Overruns = []string{}
+	}
+	return settleResult{Settled: st.Settled, Overruns: st.Overruns}, nil
+}
+
+// settleAtEstimate settles l's reservation at its estimate unless the
+// client settled it: a lease released unsettled spent what it reserved
+// (spend is never under-counted).
+func (l *lease) settleAtEstimate() {
+	if r := spendOfHeld(l.held); r != nil {
+		_, _ = l.settle(context.Background(), r, nil)
+	}
+}
+
+// budgetsOf is what an acquire's result says of its reservation.
+func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
+	if r == nil {
+		return nil
+	}
+	out := make([]budgetResult, 0, len(r.States))
+	for _, st := range r.States {
+		out = append(out, budgetOf(st, unitOf(bs, st.Name)))
+	}
+	return out
+}
+
+var _ spender = (*acquire.Held)(nil)
