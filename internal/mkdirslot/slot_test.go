@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/internal/mkdirslot"
+	"github.com/governor-dev/governor/internal/usertest"
 )
 
 // helperEnv makes the test binary a TryAcquire on the named directory,
@@ -193,11 +194,7 @@ func TestEPERMIsKept(t *testing.T) {
 	}
 	lock := filepath.Join(dir, "lock")
 	makeSlot(t, lock, strconv.Itoa(os.Getpid()), "root's")
-	for p := dir; p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Skipf("cannot open %s to uid %d: %v", p, nobody, err)
-		}
-	}
+	usertest.Reachable(t, dir)
 	os.Chmod(lock, 0o777|os.ModeSticky) // shared, as /tmp: only the owner of slot.d may rename it
 	c := exec.Command(bin)
 	c.Env = append(os.Environ(), helperEnv+"="+lock)

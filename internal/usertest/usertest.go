@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,4 +107,30 @@ func SharedDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// Reachable makes every directory from dir up to / searchable by every
+// user, so another user can reach a path under dir. It adds the search
+// bits where they are missing and takes nothing away: the system's
+// temporary directory keeps its 1777 (setting 0755 on every ancestor, as
+// two tests once did, left /tmp unwritable to everyone but root, apt's
+// sandbox user among them, for the rest of the machine's life). It skips
+// the test, saying why, when a directory cannot be opened up.
+func Reachable(t testing.TB, dir string) {
+	t.Helper()
+	const keep = os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode() & keep; m&0o011 != 0o011 {
+			if err := os.Chmod(p, m|0o055); err != nil {
+				t.Skipf("cannot open %s to another user: %v", p, err)
+			}
+		}
+		if p == filepath.Dir(p) {
+			return
+		}
+	}
 }
