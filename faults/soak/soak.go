@@ -248,13 +248,6 @@ func (s *soak) gov(ctx context.Context, args ...string) *exec.Cmd {
 	c.Env = s.env()
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.WaitDelay = 5 * time.Second
-	// The run's end kills what is still going: the soak's own kill, not a
-	// crash (an admin command slow under load died so at the end, and was
-	// reported as a crash).
-	c.Cancel = func() error {
-		s.markKilled(c.Process.Pid)
-		return c.Process.Kill()
-	}
 	return c
 }
 
