@@ -1,10 +1,11 @@
 // The soak's TypeScript client: 50 promises at once, each taking the slot
 // "shared" and working in 20 ms chunks appended to a span file
-// (CLOCK_MONOTONIC ns, process.hrtime), stopping when its lease is lost;
+// (CLOCK_MONOTONIC ns, process.hrtime), stopping the moment its lease is lost;
 // then again, until 30 s pass without a grant. Run by faults/soak; argv:
 // INDEX_JS SPANDIR WHO.
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 
 const [indexJs, spans, who] = process.argv.slice(2);
 const { Governor } = await import(indexJs);
@@ -26,9 +27,12 @@ async function one(n) {
   try {
     const chunks = 2 + Math.floor(Math.random() * 20);
     for (let i = 0; i < chunks && !lease.lost; i++) {
+      // A chunk stops the moment the lease is lost, as a user's fetch
+      // given lease.signal does (a plain sleep worked on past a loss).
       const start = process.hrtime.bigint();
-      await sleep(20);
+      const lost = await delay(20, false, { signal: lease.signal }).catch(() => true);
       appendFileSync(file, `${name} ${start} ${process.hrtime.bigint()}\n`);
+      if (lost) break;
     }
   } finally {
     await lease.release().catch(() => {});

@@ -24,8 +24,10 @@ def work(lease, res, name, chunks):
         if lease.lost.is_set():
             return
         start = time.monotonic_ns()
-        time.sleep(0.02)
+        lost = lease.lost.wait(0.02)  # a chunk stops the moment the lease is lost
         record(res, name, start)
+        if lost:
+            return
 
 
 def thread_loop(n):
