@@ -75,7 +75,7 @@ func BenchmarkBridgeStart(b *testing.B) {
 				lease, _, _ = strings.Cut(lease, `"`)
 				call(3+2*k, `"op":"release","args":{"lease":"`+lease+`"}`)
 			}
-			time.Sleep(time.Second) // at rest
+			time.Sleep(2 * time.Second) // at rest: over a second without a request (then the bridge frees its garbage)
 			rss, anon = memOf(b, c.Process.Pid)
 		}
 		in.Close()
