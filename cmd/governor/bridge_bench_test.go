@@ -22,8 +22,9 @@ import (
 // on Linux, the bridge's RSS at rest after 300 pairs (MiB, and how much
 // of it is anonymous memory, the rest being the binary's own pages,
 // shared by every bridge). The default build (cgo where a C compiler is
-// found) and the static one (CGO_ENABLED=0: the released binaries,
-// wheels and npm packages) take turns in each iteration:
+// found), the static one (CGO_ENABLED=0: the released binaries, wheels
+// and npm packages) and the static one without serve (-tags
+// governor_noserve) take turns in each iteration:
 //
 //	go test -run '^$' -bench BridgeStart -benchtime 30x ./cmd/governor/
 func BenchmarkBridgeStart(b *testing.B) {
@@ -32,11 +33,15 @@ func BenchmarkBridgeStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	noserve, err := proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
+	if err != nil {
+		b.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: bench\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	builds := []*bridgeStart{{name: "", bin: governorBin(b)}, {name: "nocgo-", bin: nocgo}}
+	builds := []*bridgeStart{{name: "", bin: governorBin(b)}, {name: "nocgo-", bin: nocgo}, {name: "noserve-", bin: noserve}}
 	for i := 0; i < b.N; i++ {
 		for k := range builds {
 			builds[(i+k)%len(builds)].once(b, cfg, filepath.Join(dir, "state"), i == b.N-1)
