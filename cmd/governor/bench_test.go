@@ -34,14 +34,7 @@ func BenchmarkWrappedTrue(b *testing.B) {
 	}
 	bin := governorBin(b)
 	dir := b.TempDir()
-	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	noserve, err := proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
-	if err != nil {
-		b.Fatal(err)
-	}
+	nocgo, noserve := staticBuilds(b, dir)
 	cfg := filepath.Join(dir, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: bench\n"), 0o600); err != nil {
 		b.Fatal(err)
@@ -88,6 +81,20 @@ func BenchmarkWrappedTrue(b *testing.B) {
 	// match of 'RATIO .*'.
 	fmt.Printf("RATIO run_true_vs_flock=%.2f nocgo=%.2f n=%d flock_ms=%.2f run_ms=%.2f noserve=%.2f\n",
 		median(ratios(1)), median(ratios(2)), b.N, median(times[0]), median(times[1]), median(ratios(3)))
+}
+
+// staticBuilds builds governor into dir with CGO_ENABLED=0 (as released)
+// and so without serve (-tags governor_noserve).
+func staticBuilds(b *testing.B, dir string) (nocgo, noserve string) {
+	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	noserve, err = proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return nocgo, noserve
 }
 
 func median(xs []float64) float64 {

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/governor-dev/governor/internal/proctest"
 )
 
 // BenchmarkBridgeStart measures `governor bridge` from its start to its
@@ -29,14 +27,7 @@ import (
 //	go test -run '^$' -bench BridgeStart -benchtime 30x ./cmd/governor/
 func BenchmarkBridgeStart(b *testing.B) {
 	dir := b.TempDir()
-	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	noserve, err := proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
-	if err != nil {
-		b.Fatal(err)
-	}
+	nocgo, noserve := staticBuilds(b, dir)
 	cfg := filepath.Join(dir, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: bench\n"), 0o600); err != nil {
 		b.Fatal(err)
