@@ -19,7 +19,9 @@ import (
 //
 // governor is the binary `go build` makes by default (with cgo where a C
 // compiler is found: dynamically linked, its threads made by libc);
-// governor-nocgo the same source built with CGO_ENABLED=0. Each
+// governor-nocgo the same source built with CGO_ENABLED=0, and
+// governor-noserve with CGO_ENABLED=0 and -tags governor_noserve (no
+// serve, hence no client_golang, procfs, protobuf to initialise). Each
 // iteration runs the three commands once, in turns rotated from one
 // iteration to the next, so that a machine whose speed drifts slows
 // them alike; it reports each one's median (ms) and the medians of the
@@ -32,10 +34,7 @@ func BenchmarkWrappedTrue(b *testing.B) {
 	}
 	bin := governorBin(b)
 	dir := b.TempDir()
-	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	nocgo, noserve := staticBuilds(b, dir)
 	cfg := filepath.Join(dir, "exec-defaults.yaml")
 	if err := os.WriteFile(cfg, []byte("project: bench\n"), 0o600); err != nil {
 		b.Fatal(err)
@@ -46,6 +45,7 @@ func BenchmarkWrappedTrue(b *testing.B) {
 		func() *exec.Cmd { return exec.Command("flock", lock, "true") },
 		func() *exec.Cmd { c := exec.Command(bin, args...); c.Env = cleanEnv(); return c },
 		func() *exec.Cmd { c := exec.Command(nocgo, args...); c.Env = cleanEnv(); return c },
+		func() *exec.Cmd { c := exec.Command(noserve, args...); c.Env = cleanEnv(); return c },
 	}
 	times := make([][]float64, len(commands)) // ms, per iteration
 	for i := 0; i < b.N; i++ {
@@ -73,12 +73,28 @@ func BenchmarkWrappedTrue(b *testing.B) {
 	b.ReportMetric(median(times[2]), "governor-nocgo-ms")
 	b.ReportMetric(median(ratios(1)), "governor-x-flock")
 	b.ReportMetric(median(ratios(2)), "governor-nocgo-x-flock")
+	b.ReportMetric(median(times[3]), "governor-noserve-ms")
+	b.ReportMetric(median(ratios(3)), "governor-noserve-x-flock")
 	// One line CI keeps (.ci/run prints it at its end), not an assertion.
 	// The benchmark runs once with b.N=1 before the run asked for, and go
 	// test prints the benchmark's name before the line: take the last
 	// match of 'RATIO .*'.
-	fmt.Printf("RATIO run_true_vs_flock=%.2f nocgo=%.2f n=%d flock_ms=%.2f run_ms=%.2f\n",
-		median(ratios(1)), median(ratios(2)), b.N, median(times[0]), median(times[1]))
+	fmt.Printf("RATIO run_true_vs_flock=%.2f nocgo=%.2f n=%d flock_ms=%.2f run_ms=%.2f noserve=%.2f\n",
+		median(ratios(1)), median(ratios(2)), b.N, median(times[0]), median(times[1]), median(ratios(3)))
+}
+
+// staticBuilds builds governor into dir with CGO_ENABLED=0 (as released)
+// and so without serve (-tags governor_noserve).
+func staticBuilds(b *testing.B, dir string) (nocgo, noserve string) {
+	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	noserve, err = proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return nocgo, noserve
 }
 
 func median(xs []float64) float64 {

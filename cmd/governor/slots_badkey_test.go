@@ -1,3 +1,5 @@
+//go:build !governor_noserve
+
 package main
 
 import (
