@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import unittest
 
 from tests import support
@@ -43,6 +45,16 @@ class ProviderTests(support.FileCase):
         with self.assertRaises(governor.Busy) as cm:
             other.provider("anthropic", wait=False).call(lambda: None)
         self.assertIsNotNone(cm.exception.retry_after)
+
+    def test_gate_runs_inside_governor_run(self) -> None:
+        # governor run exports the nesting variables; the gate's
+        # provider_acquire takes none (as the TypeScript client's).
+        code = ("import governor\n"
+                "print(governor.Governor(config=%r).provider('anthropic').call(lambda: 'ran'))\n" % self.config)
+        out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual((out.returncode, out.stdout), (0, "ran\n"), out.stderr)
 
     def test_backoff_is_shared(self) -> None:
         g = self.gov(config=self.config)
