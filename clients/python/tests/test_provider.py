@@ -56,6 +56,19 @@ class ProviderTests(support.FileCase):
                              timeout=support.DEADLINE)
         self.assertEqual((out.returncode, out.stdout), (0, "ran\n"), out.stderr)
 
+    def test_usage_settles_the_token_reservation(self) -> None:
+        # Rates only: 6000 tokens a minute, 100 a second refilled. The
+        # first call reserves them all and uses 1000: the other 5000 are
+        # given back, so a second call of 5000 fits at once.
+        with open(self.config, "w") as f:
+            f.write("providers:\n  anthropic: {tokens_per_minute: 6000}\n")
+        p = self.gov(config=self.config).provider("anthropic", wait=False)
+        body = {"usage": {"input_tokens": 400, "output_tokens": 600}}
+        self.assertEqual(p.call(lambda: body, tokens=6000), body)
+        self.assertEqual(p.call(lambda: "no usage", tokens=5000), "no usage")
+        with self.assertRaises(governor.Busy):  # no usage: it stays at its estimate
+            p.call(lambda: None, tokens=5000)
+
     def test_backoff_is_shared(self) -> None:
         g = self.gov(config=self.config)
         until = g.backoff("anthropic", retry_after=30)
