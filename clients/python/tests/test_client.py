@@ -261,6 +261,9 @@ class ClientTests(support.FileCase):
         with self.assertRaises(governor.GovernorError) as cm:
             self.gov().acquire("x")  # no limit configured
         self.assertIn("limit", str(cm.exception))
+        # Bad input, not a backend error a caller might retry.
+        self.assertNotIsInstance(cm.exception, governor.BackendError)
+        self.assertEqual((cm.exception.kind, cm.exception.code), ("failure", 125))
 
 
 class RedisClientTests(support.RedisCaseMixin, ClientTests):
