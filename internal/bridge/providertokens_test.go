@@ -47,8 +47,8 @@ func reportSettlesTokens(t *testing.T, def string) {
 		if got := remainingTokens(t, st); got < 5000 {
 			t.Fatalf("6000 reserved, 1000 used: %d tokens left; want 5000 given back", got)
 		}
-		// A second report settles nothing more.
-		a.call("provider_report", map[string]any{"lease": l["lease"], "outcome": "ok", "used_tokens": 6000})
+		// A second report settles nothing more (not 3000 more charged).
+		a.call("provider_report", map[string]any{"lease": l["lease"], "outcome": "ok", "used_tokens": 9000})
 		if got := remainingTokens(t, st); got < 5000 {
 			t.Fatalf("after a second report: %d tokens left; want the first report's 5000 or more", got)
 		}
@@ -58,8 +58,9 @@ func reportSettlesTokens(t *testing.T, def string) {
 		at := time.Now()
 		before := remainingTokens(t, st)
 		a.call("provider_report", map[string]any{"lease": l["lease"], "used_tokens": 3000})
-		refill := int64(time.Since(at).Seconds()*100) + 2 // and a token of rounding on each read
-		if got := remainingTokens(t, st); got > before-3000+refill {
+		got := remainingTokens(t, st)
+		refill := int64(time.Since(at).Seconds()*100) + 2 // since before was read, and a token of rounding on each read
+		if got > before-3000+refill {
 			t.Fatalf("0 reserved, 3000 used: %d tokens left of %d (refill at most %d); want 3000 charged", got, before, refill)
 		}
 	})

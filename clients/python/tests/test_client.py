@@ -229,7 +229,7 @@ class ClientTests(support.FileCase):
                 "    print(l.nested, l.token)\n")
         out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
                               sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                             timeout=5)
+                             timeout=support.DEADLINE)
         self.assertEqual(out.returncode, 0, out.stderr)
         nested, token = out.stdout.split("]")
         self.assertEqual(nested + "]", "['heavy']")
