@@ -232,10 +232,8 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 	used, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if p.limits.Tokens.Rate > 0 && used != estimate {
-		if aerr := p.g.b.RateAdjust(actx, key, p.limits.Tokens, used-estimate); aerr != nil && err == nil {
-			err = aerr
-		}
+	if aerr := p.SettleTokens(actx, estimate, used); aerr != nil && err == nil {
+		err = aerr
 	}
 	if _, rerr := p.Report(actx, err); rerr != nil {
 		if err == nil {
@@ -244,6 +242,28 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 		err = fmt.Errorf("%w (%v)", err, rerr)
 	}
 	return err
+}
+
+// SettleTokens settles a call's token reservation, estimate tokens, at
+// used, the tokens it used, as Do does after each call: with a tokens
+// limit the difference is charged (refunded when used is below the
+// estimate); without one nothing changes. A negative count is an
+// ErrInvalid error and changes nothing. For callers that reserve and
+// run the call themselves (the bridge's provider gates).
+func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error {
+	if estimate < 0 || used < 0 {
+		return invalid("tokens: estimate %d, used %d; allowed: 0 or more", estimate, used)
+	}
+	if p.limits.Tokens.Rate <= 0 || used == estimate {
+		return nil
+	}
+	if err := ValidateResource(p.resource); err != nil {
+		return err
+	}
+	if err := p.limits.Tokens.validate("tokens"); err != nil {
+		return err
+	}
+	return p.g.b.RateAdjust(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate)
 }
 
 // Report tells the provider's fleet-wide state how a call ended, as Do

@@ -7,6 +7,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // AcquirePipeline is the CLI's acquire pipeline (internal/acquire) for
@@ -26,7 +27,9 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 			Env: a.EnvList(), HolderPID: os.Getpid(), Command: "governor bridge",
 		})
 		if err != nil {
-			return nil, err
+			// NewPlan touches nothing: its every error is bad input
+			// (a weight, a limit, a policy), never the backend's.
+			return nil, badRequest("%s", words.Message(err))
 		}
 		h, err := p.Acquire(ctx, g, acquire.Events{OnQueued: ev.OnQueued, OnNote: ev.OnNote})
 		if err != nil {

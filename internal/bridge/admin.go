@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -244,7 +243,7 @@ type providerArgs struct {
 	WaitTimeout Seconds           `json:"wait_timeout"`
 	Lease       string            `json:"lease"`
 	Outcome     string            `json:"outcome"`
-	UsedTokens  int64             `json:"used_tokens"`
+	UsedTokens  *int64            `json:"used_tokens"`
 	RetryAfter  Seconds           `json:"retry_after"`
 	Status      int               `json:"status"`
 	Headers     map[string]string `json:"headers"`
@@ -289,10 +288,30 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 	if a.Cost != nil && a.Lease == "" {
 		return nil, badRequest("provider_report's cost settles a lease's spend budgets: give the lease")
 	}
+	if a.UsedTokens != nil && a.Lease == "" {
+		return nil, badRequest("provider_report's used_tokens settles a lease's token reservation: give the lease")
+	}
+	if a.UsedTokens != nil && *a.UsedTokens < 0 {
+		return nil, badRequest("used_tokens %d; allowed: 0 or more", *a.UsedTokens)
+	}
+	if a.Outcome != "" && a.Outcome != "ok" && a.Outcome != "rate_limited" {
+		// Before anything is settled: bad input changes nothing.
+		return nil, badRequest("outcome %q; allowed: ok, rate_limited", a.Outcome)
+	}
+	var l *lease
 	if a.Lease != "" {
-		l, err := s.lookup(a.Lease)
-		if err != nil {
+		if l, err = s.lookup(a.Lease); err != nil {
 			return nil, err
+		}
+		if name == "" {
+			if name, err = l.provider(); err != nil {
+				return nil, err
+			}
+		}
+		if a.UsedTokens != nil {
+			if err := l.reservedTokens(name); err != nil {
+				return nil, err
+			}
 		}
 		if a.Cost != nil {
 			raw, _ := json.Marshal(settleArgs{Lease: a.Lease, Cost: a.Cost})
@@ -303,16 +322,16 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 			r := st.(settleResult)
 			settled = &r
 		}
-		for _, gl := range l.held.Leases() {
-			if p, ok := strings.CutPrefix(gl.Resource(), "provider:"); ok && (name == "" || name == p) {
-				name = p
-			}
-		}
 	}
 	if name == "" {
 		return nil, badRequest("provider_report needs a provider, or a lease of one")
 	}
 	p := s.g.Provider(name, s.c.ProviderLimits(name))
+	if a.UsedTokens != nil {
+		if err := l.settleTokens(ctx, p, name, *a.UsedTokens); err != nil {
+			return nil, err
+		}
+	}
 	var outcome error
 	switch a.Outcome {
 	case "ok", "":
@@ -333,8 +352,6 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 			rl.RetryAfter = sig.RetryAfter
 		}
 		outcome = rl
-	default:
-		return nil, badRequest("outcome %q; allowed: ok, rate_limited", a.Outcome)
 	}
 	end, err := p.Report(ctx, outcome)
 	if err != nil {

@@ -92,7 +92,7 @@ func startWith(t testing.TB, st store, cat *config.Catalog, inR io.Reader, inW i
 			}
 			return flag, "", nil
 		},
-		ProviderLimits: func(string) governor.ProviderLimits { return governor.ProviderLimits{} },
+		ProviderLimits: func(name string) governor.ProviderLimits { p, _ := cat.Provider(name); return p.Limits },
 	}
 	cfg.Acquire = bridge.AcquirePipeline(cat)
 	go func() {

@@ -31,6 +31,12 @@ type lease struct {
 	why   string // what ended it, once lost
 	// settled: the spend reservation was settled (settle), or is being.
 	settled bool
+	// providers and tokens are the acquire's: tokens were reserved on
+	// each provider's rate budget; provider_report's used_tokens settles
+	// them once per provider (tokensSettled).
+	providers     []string
+	tokens        int64
+	tokensSettled []string
 	// unwatch stops the watcher of a lease of one governor lease (watch)
 	// before the bridge releases it.
 	unwatch func()

@@ -105,6 +105,9 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
+	l.providers, l.tokens = a.Providers, a.Tokens
+	l.mu.Unlock()
 	res.Waited = time.Since(start).Seconds()
 	mu.Lock()
 	res.Notes = notes

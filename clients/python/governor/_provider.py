@@ -4,7 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional, Sequence
+    from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
     from ._api import Governor, Lease
     from ._budget import Budget, Price
@@ -37,7 +37,11 @@ class Provider:
     max_tokens)`` (max_tokens read from the call's own keywords); the
     cost is ``price.cost(usage_from_json(result))`` when the result
     carries a usage it can read, else the estimate. A call that does not
-    fit raises Busy (``wait=False``) with ``budget`` set, or waits."""
+    fit raises Busy (``wait=False``) with ``budget`` set, or waits.
+
+    A result whose usage it can read also settles the call's token
+    reservation (``tokens``) at the tokens used, input and output, as
+    Go's ``Provider.Do`` does; otherwise it stays at the estimate."""
 
     def __init__(self, gov: "Governor", name: str, wait: bool = True, timeout: "Optional[float]" = None,
                  budgets: "Optional[Sequence[Budget]]" = None, price: "Optional[Price]" = None) -> None:
@@ -61,19 +65,24 @@ class Provider:
             a["estimate"] = float(estimate)
         return a
 
-    def _cost(self, out: "Any") -> "Optional[float]":
-        """What the call cost, read from its result; None: unknown (it
-        is then settled at its estimate)."""
-        if not self.budgets or self.price is None:
-            return None
+    def _settlement(self, out: "Any") -> "Tuple[Optional[int], Optional[float]]":
+        """The tokens the call used (input and output, as Go's
+        Provider.Do is told) and what it cost, read from its result's
+        usage; None: unknown (the token reservation then stays at its
+        estimate, and the cost is settled at its estimate)."""
         from ._budget import usage_from_json
         u = usage_from_json(out)
-        return None if u is None else self.price.cost(u)
+        if u is None:
+            return None, None
+        cost = self.price.cost(u) if self.budgets and self.price is not None else None
+        return u.input_tokens + u.output_tokens, cost
 
-    def _report_args(self, lease: "Lease", exc: "Optional[BaseException]",
+    def _report_args(self, lease: "Lease", exc: "Optional[BaseException]", used_tokens: "Optional[int]" = None,
                      cost: "Optional[float]" = None) -> "Optional[Dict[str, Any]]":
         """The provider_report's args for the call's outcome; None: nothing to report."""
         args: "Dict[str, Any]" = {"lease": lease.id, "outcome": "ok"}
+        if used_tokens is not None:
+            args["used_tokens"] = used_tokens
         if cost is not None:
             args["cost"] = cost
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None) if exc is not None else None
@@ -89,13 +98,13 @@ class Provider:
             return None
         return args
 
-    def _report(self, lease: "Lease", exc: "Optional[BaseException]", cost: "Optional[float]" = None) -> None:
-        args = self._report_args(lease, exc, cost)
+    def _report(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
+        args = self._report_args(lease, exc, *self._settlement(out)) if exc is None else self._report_args(lease, exc)
         if args is not None:
             self.gov._bridge().call("provider_report", args)
 
-    async def _areport(self, lease: "Lease", exc: "Optional[BaseException]", cost: "Optional[float]" = None) -> None:
-        args = self._report_args(lease, exc, cost)
+    async def _areport(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
+        args = self._report_args(lease, exc, *self._settlement(out)) if exc is None else self._report_args(lease, exc)
         if args is not None:
             await self.gov._acall(self.gov._bridge(), "provider_report", args)
 
@@ -111,7 +120,7 @@ class Provider:
             self._report(lease, e)
             raise
         else:
-            self._report(lease, None, self._cost(out))
+            self._report(lease, None, out)
             return out
         finally:
             lease.release()
@@ -128,7 +137,7 @@ class Provider:
             await self._areport(lease, e)
             raise
         else:
-            await self._areport(lease, None, self._cost(out))
+            await self._areport(lease, None, out)
             return out
         finally:
             await lease.arelease()

@@ -229,7 +229,7 @@ class ClientTests(support.FileCase):
                 "    print(l.nested, l.token)\n")
         out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
                               sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                             timeout=5)
+                             timeout=support.DEADLINE)
         self.assertEqual(out.returncode, 0, out.stderr)
         nested, token = out.stdout.split("]")
         self.assertEqual(nested + "]", "['heavy']")
@@ -261,6 +261,9 @@ class ClientTests(support.FileCase):
         with self.assertRaises(governor.GovernorError) as cm:
             self.gov().acquire("x")  # no limit configured
         self.assertIn("limit", str(cm.exception))
+        # Bad input, not a backend error a caller might retry.
+        self.assertNotIsInstance(cm.exception, governor.BackendError)
+        self.assertEqual((cm.exception.kind, cm.exception.code), ("failure", 125))
 
 
 class RedisClientTests(support.RedisCaseMixin, ClientTests):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import unittest
 
 from tests import support
@@ -43,6 +45,29 @@ class ProviderTests(support.FileCase):
         with self.assertRaises(governor.Busy) as cm:
             other.provider("anthropic", wait=False).call(lambda: None)
         self.assertIsNotNone(cm.exception.retry_after)
+
+    def test_gate_runs_inside_governor_run(self) -> None:
+        # governor run exports the nesting variables; the gate's
+        # provider_acquire takes none (as the TypeScript client's).
+        code = ("import governor\n"
+                "print(governor.Governor(config=%r).provider('anthropic').call(lambda: 'ran'))\n" % self.config)
+        out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual((out.returncode, out.stdout), (0, "ran\n"), out.stderr)
+
+    def test_usage_settles_the_token_reservation(self) -> None:
+        # Rates only: 6000 tokens a minute, 100 a second refilled. The
+        # first call reserves them all and uses 1000: the other 5000 are
+        # given back, so a second call of 5000 fits at once.
+        with open(self.config, "w") as f:
+            f.write("providers:\n  anthropic: {tokens_per_minute: 6000}\n")
+        p = self.gov(config=self.config).provider("anthropic", wait=False)
+        body = {"usage": {"input_tokens": 400, "output_tokens": 600}}
+        self.assertEqual(p.call(lambda: body, tokens=6000), body)
+        self.assertEqual(p.call(lambda: "no usage", tokens=5000), "no usage")
+        with self.assertRaises(governor.Busy):  # no usage: it stays at its estimate
+            p.call(lambda: None, tokens=5000)
 
     def test_backoff_is_shared(self) -> None:
         g = self.gov(config=self.config)

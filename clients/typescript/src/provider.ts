@@ -14,7 +14,10 @@ export interface ProviderOptions {
 }
 
 export interface ProviderRunOptions extends AcquireOptions {
-  /** Tokens the call used (settles the reservation), when known after the call. */
+  /**
+   * Tokens the call used (settles the token reservation, as Go's Provider.Do),
+   * when known after the call; default: input and output of the result's usage.
+   */
   usedTokens?: (result: unknown) => number | undefined;
   /** The call's max_tokens: with the gate's price and tokens, its estimate (unless estimate is given). */
   maxTokens?: number;
@@ -71,7 +74,9 @@ export class Provider {
    * else price.estimate(tokens, maxTokens)) on every budget, all or none: a call
    * that does not fit throws Busy (error.budget says which) or waits. After it,
    * the gate settles by itself what the result's usage costs at its price (a
-   * parsed body, a JSON string, or opts.usage), else the estimate.
+   * parsed body, a JSON string, or opts.usage), else the estimate; that
+   * usage's input and output tokens (or opts.usedTokens) settle the token
+   * reservation (tokens), which otherwise stays at its estimate.
    */
   async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
     const { usedTokens, maxTokens, usage, ...acq } = opts;
@@ -84,16 +89,16 @@ export class Provider {
         await this.report(lease, err);
         throw err;
       }
-      await this.report(lease, result, usedTokens?.(result), this.cost(result, usage));
+      const u = usage ? usage(result) : usageFromJSON(result);
+      await this.report(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens, this.cost(u));
       return result;
     });
   }
 
   /** What the call cost, from its result's usage at the gate's price; undefined: settled at the estimate. */
-  private cost(result: unknown, usage?: (result: unknown) => Usage | undefined): number | undefined {
+  private cost(u: Usage | undefined): number | undefined {
     const price = this.spend.price;
     if (!this.spend.budgets?.length || !price) return undefined;
-    const u = usage ? usage(result) : usageFromJSON(result);
     return u ? price.cost(u) : undefined;
   }
 
@@ -109,7 +114,9 @@ export class Provider {
         throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or a price and maxTokens`);
       estimate = this.spend.price.estimate(opts.tokens ?? 0, maxTokens);
     }
-    const { join, shareable, ...rest } = acquireArgs({ ...opts, budgets, estimate });
+    // env (the nesting variables) is acquire's alone: provider_acquire takes
+    // none, as in the Python client (docs/bridge-protocol.md).
+    const { join, shareable, env: _nesting, ...rest } = acquireArgs({ ...opts, budgets, estimate });
     if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
     return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
   }

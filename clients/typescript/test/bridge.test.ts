@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { backends, cli, intervals, mono, overlap, project, tmp, Worker, type Backend } from "./helpers.js";
+import { backends, cli, here, intervals, mono, overlap, project, tmp, Worker, type Backend } from "./helpers.js";
 
 const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
 // A short lease, so that a takeover is seen within a heartbeat and a dead
@@ -104,6 +104,13 @@ for (const b of all) {
       await cli(b.env, "--config", config, "--project", proj2, "backoff", "p", "--retry-after", "30s");
       const third = workers(b, proj2, join(tmp(), "work"))({ MODE: "provider-try", PROVIDER: "p" });
       assert.match(await third.line("refused"), /^refused Busy 73 /);
+    });
+
+    test("a provider gate runs inside governor run, whose nesting variables it does not send to provider_acquire", async () => {
+      const proj = project();
+      const { stdout } = await cli({ ...b.env, CONFIG: config, PROJECT: proj, MODE: "provider-try", PROVIDER: "p" },
+        "--config", config, "--project", proj, "run", "--resource", "t", "--", process.execPath, join(here, "worker.js"));
+      assert.equal(stdout.trim(), "ran");
     });
   });
 }

@@ -87,4 +87,25 @@ for (const b of all) {
       await g.close();
     }
   });
+
+  test(`the provider gate on the ${b.name} backend settles its token reservation from the usage`, async () => {
+    // Rates only: 6000 tokens a minute, 100 a second refilled. The first
+    // call reserves them all and uses 1000: the other 5000 are given back,
+    // so a second call of 5000 fits at once.
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {tokens_per_minute: 6000}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const p = g.provider("anthropic");
+      const body = { usage: { input_tokens: 400, output_tokens: 600 } };
+      assert.equal(await p.run(() => body, { tokens: 6000, wait: false }), body);
+      // usedTokens says it when the result has no usage the gate reads.
+      assert.equal(await p.run(() => null, { tokens: 5000, wait: false, usedTokens: () => 0 }), null);
+      // No usage: it stays at its estimate.
+      assert.equal(await p.run(() => "no usage", { tokens: 5000, wait: false }), "no usage");
+      await assert.rejects(p.run(() => null, { tokens: 5000, wait: false }), (e: unknown) => e instanceof Busy);
+    } finally {
+      await g.close();
+    }
+  });
 }
