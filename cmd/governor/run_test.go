@@ -467,8 +467,12 @@ while :; do sh -c "trap '' TERM; $0 60; :" & sleep 0.05; done`
 	if left := proctest.Marked(marker); len(left) != 1 || left[0] != sentinel.Process.Pid {
 		t.Fatalf("after governor exited, processes with the marker: %v; want only the sentinel %d", left, sentinel.Process.Pid)
 	}
-	if max := timeout + grace + time.Second; took > max {
-		t.Fatalf("the run took %v, want at most %v", took, max)
+	// Not a timing claim (BenchmarkRunTimeout-style figures belong in
+	// benchmarks): the command runs for ever, its sleeps for 60 s, so a
+	// run that ended well before those did so by its timeout. Under load
+	// 59 the old bound, timeout + grace + 1 s, failed.
+	if max := 30 * time.Second; took > max {
+		t.Fatalf("the run took %v, want well under the command's own 60 s (at most %v)", took, max)
 	}
 }
 
