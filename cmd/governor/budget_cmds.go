@@ -168,12 +168,6 @@ unreachable; nothing changed.`,
 	return cmd
 }
 
-// parseUnits reads an amount in units ("40", "12.50") as micro-units.
-func parseUnits(s string) (int64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v < 0 || v*governor.MicroUnit > governor.MaxBudgetAmount {
-		return 0, fmt.Errorf("%w: amount %q; allowed: a number of units from 0 to %d, e.g. 40 or 12.50",
-			governor.ErrInvalid, s, governor.MaxBudgetAmount/governor.MicroUnit)
-	}
-	return int64(v*governor.MicroUnit + 0.5), nil
-}
+// parseUnits reads an amount in units ("40", "12.50") as micro-units
+// (governor.ParseBudgetAmount: exact, at most six decimals).
+func parseUnits(s string) (int64, error) { return governor.ParseBudgetAmount(s) }
