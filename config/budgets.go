@@ -229,9 +229,9 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// parseAmount parses an amount for the file, the environment or a flag,
+// parseAmount parses an Amount for the file, the environment or a flag,
 // returning a message naming s if it is not one.
-func parseAmount(s string) (Amount, string) {
+func parseAmount(s string) (any, string) {
 	v, err := governor.ParseBudgetAmount(s)
 	if err != nil {
 		return 0, strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": ")

@@ -472,8 +472,7 @@ func convert(k kind, raw string) (any, string) {
 		}
 		return b, ""
 	case kindAmount:
-		a, msg := parseAmount(raw)
-		return a, msg
+		return parseAmount(raw)
 	case kindList:
 		items := strings.Split(raw, ",")
 		for i := range items {
