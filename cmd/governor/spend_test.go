@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,5 +214,38 @@ func TestRunCostBadValues(t *testing.T) {
 	}
 	if st := tg.status(t, g, "provider:anthropic"); st.Used != 0 {
 		t.Fatalf("provider:anthropic after bad values: %d in use", st.Used)
+	}
+}
+
+// TestBudgetsViewConfigured: 'governor budgets' lists the configured
+// budgets before anything is spent, in their unit, and after a spend
+// its burn rate (spent over the window so far, per hour) and, as JSON,
+// the unit, window and burn rate.
+func TestBudgetsViewConfigured(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	code, out, stderr := tg.run(t, "budgets")
+	if code != 0 || !strings.Contains(out, "BURN/H") || !strings.Contains(out, "fleet-hour") ||
+		!strings.Contains(out, "0 USD") || !strings.Contains(out, "1000000 tokens") {
+		t.Fatalf("budgets before any spend: exit %d, %q, %q", code, out, stderr)
+	}
+	if code, _, stderr := tg.run(t, "run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "1.5", "--", "true"); code != 0 {
+		t.Fatalf("run --cost 1.5: exit %d, %q", code, stderr)
+	}
+	code, out, stderr = tg.run(t, "--json", "budgets", "team-day")
+	var v struct {
+		Budgets []struct {
+			Name, Unit, Window string
+			Configured         bool
+			Spent              int64
+			Burn               int64      `json:"burn_rate_per_hour"`
+			Exhausts           *time.Time `json:"exhausts_at"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Budgets) != 1 {
+		t.Fatalf("budgets --json team-day: exit %d, %q, %q", code, out, stderr)
+	}
+	b := v.Budgets[0]
+	if b.Name != "team-day" || b.Unit != "USD" || b.Window != "calendar day in Europe/Paris" || !b.Configured || b.Spent != 1_500_000 || b.Burn < 1_500_000/25 {
+		t.Errorf("team-day as JSON: %+v", b)
 	}
 }

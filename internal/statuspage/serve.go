@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/governor-dev/governor/internal/view"
 	"github.com/governor-dev/governor/internal/words"
 	"github.com/governor-dev/governor/metrics"
 )
@@ -33,6 +34,7 @@ type Options struct {
 	Token   string // the admin token: actions on the page and the API ("" read-only)
 	Limits  map[string]int
 	Locks   map[string]string
+	Budgets map[string]view.BudgetConfig // the configured spend budgets
 	Version string
 
 	// Source is the backend, opened lazily; Redis says a backend that
@@ -131,7 +133,7 @@ func handler(o Options, c *metrics.Collector, hist *History, loop bool) http.Han
 		if o.Token != "" {
 			admin = o.Source
 		}
-		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, History: hist, Admin: admin, Token: o.Token}).Register(mux)
+		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Budgets: o.Budgets, Version: o.Version, History: hist, Admin: admin, Token: o.Token}).Register(mux)
 		h = mux
 	}
 	if loop {
