@@ -249,3 +249,33 @@ func TestBudgetsViewConfigured(t *testing.T) {
 		t.Errorf("team-day as JSON: %+v", b)
 	}
 }
+
+// TestRunCostConcurrent: 8 runs at once (room for all 8 in their
+// resource), each $0.50 on team-day ($2, by --budget) and fleet-hour
+// ($100, every call): exactly 4 run, 4 are refused (73), and both
+// budgets end at $2: never over the limit, never one charged without
+// the other.
+func TestRunCostConcurrent(t *testing.T) {
+	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		codes := make(chan int, 8)
+		for range 8 {
+			go func() {
+				code, _, _ := execCode(t, tg.command("run", "--resource", "bulk", "--limit", "8", "--budget", "team-day", "--cost", "0.5", "--", "true"))
+				codes <- code
+			}()
+		}
+		count := map[int]int{}
+		for range 8 {
+			count[<-codes]++
+		}
+		if count[0] != 4 || count[73] != 4 {
+			t.Fatalf("exit codes %v; want 4 runs (0) and 4 refusals (73)", count)
+		}
+		for _, name := range []string{"team-day", "fleet-hour"} {
+			if st := budgetState(t, g, name); st.Spent != 2*governor.MicroUnit || st.Reserved != 0 || st.Open != 0 {
+				t.Errorf("%s after 4 runs of 0.5: %+v", name, st)
+			}
+		}
+	})
+}
