@@ -178,7 +178,8 @@ func TestRunCostBadValues(t *testing.T) {
 		{[]string{"--provider", "anthropic", "--cost", "1", "--max-tokens", "10"}, "allowed: one of --cost (an estimate given) or --max-tokens"},
 		{[]string{"--provider", "openai", "--max-tokens", "10"}, `no price for provider "openai" model ""; configure prices.openai`},
 		{[]string{"--provider", "anthropic", "--max-tokens", "-5"}, "--max-tokens -5, --input-tokens 0; allowed: 0 or more"},
-		{[]string{"--provider", "anthropic", "--input-tokens", "5"}, "--input-tokens or --budget without a cost"},
+		{[]string{"--provider", "anthropic", "--input-tokens", "5"}, "--input-tokens, --model or --budget without a cost"},
+		{[]string{"--provider", "anthropic", "--model", "claude-opus-4"}, "--input-tokens, --model or --budget without a cost"},
 	} {
 		code, _, stderr := tg.run(t, append(append([]string{"run"}, tt.args...), "--", "true")...)
 		if code != 125 || !strings.Contains(stderr, tt.want) {

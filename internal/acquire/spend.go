@@ -84,8 +84,8 @@ func PlanSpend(c config.Config, r SpendRequest, scope config.SpendScope) (*Spend
 	case r.Cost != "" && (r.MaxTokens > 0 || r.InputTokens > 0):
 		return nil, bad("--cost %s with --max-tokens or --input-tokens; allowed: one of --cost (an estimate given) or --max-tokens (priced by the price table)", r.Cost)
 	case r.Cost == "" && r.MaxTokens == 0:
-		if r.InputTokens > 0 || len(r.Budgets) > 0 {
-			return nil, bad("--input-tokens or --budget without a cost; allowed: with --cost N or --max-tokens N")
+		if r.InputTokens > 0 || len(r.Budgets) > 0 || r.Model != "" {
+			return nil, bad("--input-tokens, --model or --budget without a cost; allowed: with --cost N or --max-tokens N")
 		}
 		return nil, nil
 	}
