@@ -124,7 +124,7 @@ func Serve(ctx context.Context, o Options) error {
 // page and the API with o.Page; on a loopback listener (loop), for
 // loopback Hosts only, on every path.
 func handler(o Options, c *metrics.Collector, hist *History, loop bool) http.Handler {
-	h := metrics.Handler(reg(c), c)
+	h := metrics.Handler(reg(c, o.Timeout), c)
 	if o.Page {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
@@ -158,13 +158,14 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
 }
 
-// reg returns the registry serve exposes: c, and this process's go_* and
-// process_* metrics.
-func reg(c *metrics.Collector) *prometheus.Registry {
+// reg returns the registry serve exposes: c, the spend budgets of its
+// source (each read bounded by timeout, as c's are), and this process's
+// go_* and process_* metrics.
+func reg(c *metrics.Collector, timeout time.Duration) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if bs, ok := c.Source().(metrics.BudgetSource); ok {
-		r.MustRegister(metrics.NewBudgetCollector(bs, 0))
+		r.MustRegister(metrics.NewBudgetCollector(bs, timeout))
 	}
 	return r
 }
