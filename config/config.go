@@ -64,6 +64,10 @@ type Config struct {
 	Providers map[string]Provider `mapstructure:"providers"`
 	Resources map[string]Resource `mapstructure:"resources"`
 	LockOrder []string            `mapstructure:"lock_order"` // resource-name prefixes, in acquisition order
+	// Budgets are the spend budgets by name; Prices the price table, by
+	// provider or PROVIDER/MODEL (docs/budgets.md).
+	Budgets map[string]Budget `mapstructure:"budgets"`
+	Prices  map[string]Price  `mapstructure:"prices"`
 
 	// origin says where each value came from, so that Validate can point
 	// at the file line, variable or flag. Nil for a hand-built Config.

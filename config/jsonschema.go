@@ -19,6 +19,9 @@ const (
 // every duration key takes.
 const durationPattern = `^\s*[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`
 
+// amountPattern is an amount in units written as a string (Amount).
+const amountPattern = `^\s*([0-9]{1,10}(\.[0-9]{0,6})?|\.[0-9]{1,6})\s*$`
+
 // JSONSchema returns the JSON Schema (draft 2020-12) of exec-defaults.yaml,
 // made from the one schema Load walks: the same keys, each with the
 // shape of its value. What the schema cannot say (a limit's range, a
@@ -54,6 +57,11 @@ func jsonSchema(s *schema) map[string]any {
 		return map[string]any{"type": "boolean"}
 	case kindDuration:
 		return map[string]any{"type": "string", "pattern": durationPattern}
+	case kindAmount:
+		return map[string]any{"anyOf": []any{
+			map[string]any{"type": "number", "minimum": 0},
+			map[string]any{"type": "string", "pattern": amountPattern},
+		}}
 	}
 	return map[string]any{"type": "string"}
 }

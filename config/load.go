@@ -146,6 +146,8 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	}
 	cfg.Providers = restore(names, "providers", cfg.Providers)
 	cfg.Resources = restore(names, "resources", cfg.Resources)
+	cfg.Budgets = restore(names, "budgets", cfg.Budgets)
+	cfg.Prices = restore(names, "prices", cfg.Prices)
 
 	// Every key's winner, as viper resolved it, says where its value
 	// came from.
@@ -469,6 +471,8 @@ func convert(k kind, raw string) (any, string) {
 			return nil, fmt.Sprintf("%s is not true or false", quote(raw))
 		}
 		return b, ""
+	case kindAmount:
+		return parseAmount(raw)
 	case kindList:
 		items := strings.Split(raw, ",")
 		for i := range items {
@@ -553,7 +557,7 @@ func restore[V any](r *nameRegistry, section string, m map[string]V) map[string]
 // GOVERNOR_RESOURCES_<NAME>_<FIELD> to a path, or returns nil if name is
 // not of that form.
 func (r *nameRegistry) fromEnv(name string) ([]string, string) {
-	for _, section := range []string{"providers", "resources"} {
+	for _, section := range []string{"providers", "resources", "budgets", "prices"} {
 		rest, ok := strings.CutPrefix(name, EnvPrefix+strings.ToUpper(section)+"_")
 		if !ok {
 			continue

@@ -18,6 +18,7 @@ const (
 	kindBool          // true or false
 	kindSection       // a mapping with the fixed keys in fields
 	kindNamed         // a mapping from user-chosen names to entries shaped like entry
+	kindAmount        // an amount in units, up to 6 decimals: 40, 12.50 (Amount)
 )
 
 type schema struct {
@@ -88,6 +89,8 @@ var root = section(map[string]*schema{
 		"mkdir_lock": leaf(kindString),
 	}, queueKeys)},
 	"lock_order": leaf(kindList),
+	"budgets":    {kind: kindNamed, entry: section(budgetKeys)},
+	"prices":     {kind: kindNamed, entry: section(priceKeys)},
 })
 
 // lookup returns the schema of path, or nil if path names no key.

@@ -95,6 +95,8 @@ func formatValue(v reflect.Value) (string, bool) {
 		return strconv.FormatBool(*x), true
 	case time.Duration:
 		return x.String(), true
+	case Amount:
+		return x.String(), true
 	case []string:
 		return strings.Join(x, ","), true
 	}

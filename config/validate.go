@@ -251,6 +251,8 @@ func (c Config) problems() []*FieldError {
 		}
 	}
 
+	ps = append(ps, c.budgetProblems()...)
+
 	if !o.isBroken("lock_order") {
 		if err, ok := governor.ValidateLockOrder(c.LockOrder).(interface{ Unwrap() []error }); ok {
 			for _, e := range err.Unwrap() {

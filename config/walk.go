@@ -266,6 +266,8 @@ func (w *walker) scalar(n *yaml.Node, line int, path []string, k kind) {
 			msg = fmt.Sprintf("%s is not true or false", quoteScalar(n))
 		}
 		s.value = b
+	case kindAmount:
+		s.value, msg = parseAmount(n.Value)
 	}
 	if msg != "" {
 		w.broke(line, key, n.Value, msg)

@@ -177,7 +177,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 	})
 	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
 		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
-		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd(), a.backoffCmd(), a.bridgeCmd(), a.budgetsCmd(), a.budgetCmd())
+		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd(), a.backoffCmd(), a.bridgeCmd(), a.budgetsCmd(), a.budgetCmd(), a.settleCmd())
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

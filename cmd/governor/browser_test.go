@@ -182,7 +182,10 @@ func waiterCount(resource string, n int) string {
 }
 
 func pageConfig(t *testing.T) string {
-	return configFile(t, "project: pagetest\nresources:\n  gpu:\n    limit: 1\n  build:\n    limit: 4\n")
+	return configFile(t, "project: pagetest\nresources:\n  gpu:\n    limit: 1\n  build:\n    limit: 4\n"+
+		"providers:\n  anthropic: {max_concurrency: 4}\n"+
+		"budgets:\n  evals-day: {limit: 40, unit: USD, calendar: day, tz: Europe/Paris, providers: [anthropic]}\n"+
+		"  spare-hour: {limit: 5, unit: USD, per: 1h}\n")
 }
 
 // TestStatusPage drives the status page of a live 'governor serve
@@ -199,6 +202,7 @@ func TestStatusPage(t *testing.T) {
 		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "2s", "--admin-token-file", tokenFile(t))...)
 		b := openPage(t, browser, p.base+"/", "file")
 		queueOnPage(t, b, global)
+		budgetsOnPage(t, b, global)
 
 		// A phone's width: nothing wider than the screen but the
 		// tables, which scroll inside their card.
@@ -219,6 +223,7 @@ func TestStatusPage(t *testing.T) {
 		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s", "--admin-token-file", tokenFile(t))...)
 		b := openPage(t, browser, p.base+"/", "redis")
 		queueOnPage(t, b, global)
+		budgetsOnPage(t, b, global)
 
 		// Redis stops: the page says the backend does not answer, and
 		// comes back by itself when it does.
@@ -367,4 +372,33 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	click(gpu + "button.clear-limit")
 	b.until("the live limit cleared", `[...document.querySelectorAll('#events tr.event[data-kind="limit"] td.detail')].some((td) => td.textContent.includes("live limit cleared"))`)
 	b.shot("actions")
+}
+
+// budgetRow is the JavaScript expression of budget name's row on the page.
+func budgetRow(name string) string {
+	return fmt.Sprintf(`document.querySelector('#budgets tr.budget[data-budget=%s]')`, strconv.Quote(name))
+}
+
+// budgetsOnPage watches the page b show the configured budgets before
+// any spend, then a run's spend: spent, limit, burn rate, when it runs
+// out at that rate and when it resets.
+func budgetsOnPage(t *testing.T, b *tab, global []string) {
+	t.Helper()
+	b.until("the configured budgets, nothing spent", `!document.getElementById("budgets-section").hidden && `+
+		budgetRow("evals-day")+`?.querySelector("td.spent").textContent === "0 USD" && `+
+		budgetRow("spare-hour")+`?.querySelector("td.limit").textContent === "5 USD"`)
+	c := exec.Command(governorBin(t), append(global, "run", "--provider", "anthropic", "--cost", "2.5", "--", "true")...)
+	c.Env = cleanEnv()
+	if code, _, errs := execCode(t, c); code != 0 {
+		t.Fatalf("run --cost 2.5: exit %d: %s", code, errs)
+	}
+	row := budgetRow("evals-day")
+	b.until("the run's spend on both budgets", row+`?.querySelector("td.spent").textContent === "2.5 USD" && `+
+		budgetRow("spare-hour")+`?.querySelector("td.spent").textContent === "2.5 USD"`)
+	b.until("limit, use, burn rate, run-out and reset", row+`.querySelector("td.limit").textContent === "40 USD" && `+
+		row+`.querySelector("td.used").textContent === "6.3%" && `+
+		`/^\d+(\.\d+)? USD\/h$/.test(`+row+`.querySelector("td.burn").textContent) && `+
+		`/^(in \S+|not before reset)$/.test(`+row+`.querySelector("td.exhausts").textContent) && `+
+		`/^in \d+h\d\dm$|^in \d+m\d\ds$/.test(`+row+`.querySelector("td.reset").textContent)`)
+	b.shot("budgets")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/view"
@@ -31,6 +33,10 @@ amounts in micro-units.
 Exit codes: 0 printed; 125 bad flags, bad config or backend unreachable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
 			g, err := a.open(ctx, openOptions{})
 			if err != nil {
 				return err
@@ -44,18 +50,34 @@ Exit codes: 0 printed; 125 bad flags, bad config or backend unreachable.`,
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return writeBudgetsJSON(cmd.OutOrStdout(), sts, now)
-			}
-			return writeBudgets(cmd.OutOrStdout(), sts, now)
+			return a.writeBudgets(cmd.OutOrStdout(), view.BudgetsWith(sts, now, budgetConfigs(l.Config, names)))
 		},
 	}
 }
 
-func writeBudgetsJSON(w io.Writer, sts []governor.BudgetState, now time.Time) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(view.BudgetsOf(sts, now))
+// budgetConfigs is what the configuration says of its budgets (those of
+// names; all when names is nil), for the budgets view.
+func budgetConfigs(c config.Config, names []string) map[string]view.BudgetConfig {
+	out := map[string]view.BudgetConfig{}
+	for name, b := range c.Budgets {
+		if names != nil && !slices.Contains(names, name) {
+			continue
+		}
+		if sb, err := c.SpendBudget(name); err == nil { // Load refused any other
+			out[name] = view.BudgetConfig{Limit: sb.Limit, Soft: sb.Soft, Unit: b.Unit, Window: sb.Window}
+		}
+	}
+	return out
+}
+
+// writeBudgets prints v as a table, or as JSON with --json.
+func (a *app) writeBudgets(w io.Writer, v view.Budgets) error {
+	if a.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return writeBudgetsTable(w, v)
 }
 
 // units shows micro-units as units with up to six decimals.
@@ -65,14 +87,20 @@ func units(n int64) string {
 	return s
 }
 
-func writeBudgets(w io.Writer, sts []governor.BudgetState, now time.Time) error {
-	if len(sts) == 0 {
-		_, err := fmt.Fprintln(w, "no budgets with state in this project")
+func writeBudgetsTable(w io.Writer, v view.Budgets) error {
+	if len(v.Budgets) == 0 {
+		_, err := fmt.Fprintln(w, "no budgets configured or with state in this project")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUDGET\tSPENT\tRESERVED\tLIMIT\tUSED\tRESETS IN\tOPEN\tOVERRUNS\tSTATE")
-	for _, s := range sts {
+	fmt.Fprintln(tw, "BUDGET\tSPENT\tRESERVED\tLIMIT\tUSED\tBURN/H\tEXHAUSTS IN\tRESETS IN\tOPEN\tOVERRUNS\tSTATE")
+	for _, s := range v.Budgets {
+		u := func(n int64) string {
+			if s.Unit == "" {
+				return units(n)
+			}
+			return units(n) + " " + s.Unit
+		}
 		used := "-"
 		if s.Limit > 0 {
 			used = fmt.Sprintf("%.1f%%", 100*float64(s.Spent+s.Reserved)/float64(s.Limit))
@@ -85,13 +113,19 @@ func writeBudgets(w io.Writer, sts []governor.BudgetState, now time.Time) error 
 			state = "PAUSED by " + s.Paused
 		case s.Limit > 0 && s.Spent+s.Reserved >= s.Limit:
 			state = "EXHAUSTED"
+		case !s.Configured:
+			state = "ok (not configured)"
 		}
-		limit := units(s.Limit)
+		limit := u(s.Limit)
 		if s.LimitBy != "" {
 			limit += " (live)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, units(s.Spent), units(s.Reserved), limit, used,
-			max(s.End.Sub(now), 0).Round(time.Second), s.Open, s.Overruns, state)
+		exhausts := "-"
+		if s.Exhausts != nil {
+			exhausts = max(s.Exhausts.Sub(v.Now), 0).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, u(s.Spent), u(s.Reserved), limit, used,
+			u(s.BurnRate), exhausts, max(s.Reset.Sub(v.Now), 0).Round(time.Second), s.Open, s.Overruns, state)
 	}
 	return tw.Flush()
 }
@@ -152,10 +186,11 @@ unreachable; nothing changed.`,
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return writeBudgetsJSON(cmd.OutOrStdout(), sts, now)
+			l, err := a.load()
+			if err != nil {
+				return err
 			}
-			return writeBudgets(cmd.OutOrStdout(), sts, now)
+			return a.writeBudgets(cmd.OutOrStdout(), view.BudgetsWith(sts, now, budgetConfigs(l.Config, []string{args[0]})))
 		},
 	}
 	f := cmd.Flags()
@@ -168,12 +203,6 @@ unreachable; nothing changed.`,
 	return cmd
 }
 
-// parseUnits reads an amount in units ("40", "12.50") as micro-units.
-func parseUnits(s string) (int64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v < 0 || v*governor.MicroUnit > governor.MaxBudgetAmount {
-		return 0, fmt.Errorf("%w: amount %q; allowed: a number of units from 0 to %d, e.g. 40 or 12.50",
-			governor.ErrInvalid, s, governor.MaxBudgetAmount/governor.MicroUnit)
-	}
-	return int64(v*governor.MicroUnit + 0.5), nil
-}
+// parseUnits reads an amount in units ("40", "12.50") as micro-units
+// (governor.ParseBudgetAmount: exact, at most six decimals).
+func parseUnits(s string) (int64, error) { return governor.ParseBudgetAmount(s) }

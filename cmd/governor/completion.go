@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +61,19 @@ func (a *app) complete(root *cobra.Command) {
 			_ = c.RegisterFlagCompletionFunc("provider", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 				return a.completeProviders(), cobra.ShellCompDirectiveNoFileComp
 			})
+		}
+		if c.Flags().Lookup("budget") != nil {
+			_ = c.RegisterFlagCompletionFunc("budget", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				return a.completeBudgets(), cobra.ShellCompDirectiveNoFileComp
+			})
+		}
+		if c.CommandPath() == "governor budgets" || c.CommandPath() == "governor budget" {
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				if c.CommandPath() == "governor budget" && len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return a.completeBudgets(), cobra.ShellCompDirectiveNoFileComp
+			}
 		}
 		if c.CommandPath() == "governor seq next" {
 			_ = c.RegisterFlagCompletionFunc("lease", leases)
@@ -128,13 +143,25 @@ func (a *app) completeResources(cmd *cobra.Command, args []string) []string {
 
 // completeProviders lists the configured providers.
 func (a *app) completeProviders() []string {
-	names := map[string]bool{}
-	if l, err := a.load(); err == nil {
-		for n := range l.Config.Providers {
-			names[n] = true
-		}
+	return a.configured(func(c config.Config) []string { return slices.Collect(maps.Keys(c.Providers)) })
+}
+
+// completeBudgets lists the configured spend budgets.
+func (a *app) completeBudgets() []string {
+	return a.configured(func(c config.Config) []string { return slices.Collect(maps.Keys(c.Budgets)) })
+}
+
+// configured lists, sorted, the names that of finds in the loaded
+// configuration
+// (none when it does not load).
+func (a *app) configured(of func(config.Config) []string) []string {
+	l, err := a.load()
+	if err != nil {
+		return nil
 	}
-	return sorted(names)
+	names := of(l.Config)
+	slices.Sort(names)
+	return names
 }
 
 // completeLeases lists lease handles, RESOURCE@LEASE_ID, of every

@@ -28,7 +28,7 @@ func complete(t *testing.T, args ...string) ([]string, string) {
 // ids, and never offers files (exec-defaults.yaml) where a file makes no
 // sense.
 func TestCompletion(t *testing.T) {
-	tg := fileTarget(t, "providers:\n  anthropic: {max_concurrency: 2}\n")
+	tg := fileTarget(t, "providers:\n  anthropic: {max_concurrency: 2}\nbudgets:\n  team-day: {limit: 2, unit: USD, per: 24h}\n  fleet: {limit: 9, unit: USD, per: 1h}\n")
 	g := tg.global()
 	code, out, errs := cli(t, append(g, "acquire", "gpu", "--limit", "1")...)
 	if code != 0 {
@@ -53,6 +53,10 @@ func TestCompletion(t *testing.T) {
 		{[]string{"acquire", "heavy", ""}, nil},
 		{[]string{"run", "--resource", ""}, []string{"gpu", "heavy", "provider:anthropic", "run", "run:join"}},
 		{[]string{"run", "--provider", ""}, []string{"anthropic"}},
+		{[]string{"run", "--budget", ""}, []string{"fleet", "team-day"}},
+		{[]string{"budgets", ""}, []string{"fleet", "team-day"}},
+		{[]string{"budget", ""}, []string{"fleet", "team-day"}},
+		{[]string{"budget", "fleet", ""}, nil},
 		{[]string{"release", ""}, []string{handle}},
 		{[]string{"renew", ""}, []string{handle}},
 		{[]string{"seq", "next", "v", "--lease", ""}, []string{handle}},

@@ -56,7 +56,7 @@ func acquireHandle(t *testing.T, g []string, resource string, args ...string) st
 
 // configFile writes content to a new exec-defaults.yaml and returns its
 // path.
-func configFile(t *testing.T, content string) string {
+func configFile(t testing.TB, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {

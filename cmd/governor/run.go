@@ -144,6 +144,8 @@ The command sees:
   GOVERNOR_TOKEN    their fencing tokens, PROJECT/RESOURCE=TOKEN,...
   GOVERNOR_SESSION  the declared session
   GOVERNOR_RUN_IDS  invocation ids of this run and its ancestors, innermost last
+  GOVERNOR_SPEND    with --cost or --max-tokens: "RESERVATION BUDGET...", for
+                    'governor settle'
   HEAVY_LOCK_HELD   when this run made the with-heavy-lock slot: the pid in slot.d
 A nested 'governor run' for a resource an ancestor holds (same project, lease
 still listed, and its secret in GOVERNOR_HELD) does not acquire it again and never
@@ -165,6 +167,22 @@ absent at top level), wait_seconds (this invocation's own wait, monotonic; 0
 when nested), start, granted, end. Lines without "kind" (older governor) are
 end lines. FILE must be a regular file or absent: a symlink, FIFO, device or
 directory is refused (125); a new FILE is created 0600.
+
+Spend budgets (docs/budgets.md): --cost N (in the budgets' unit: 0.50, or
+0.50USD to have the unit checked), or --max-tokens N [--input-tokens N] priced by
+the price table (prices.PROVIDER/MODEL for --model, else prices.PROVIDER; one
+--provider), reserves the estimate on every budget that applies, all or none:
+those whose scope (providers, models, fair_keys, sessions) holds the run's
+--provider, --model, --fair-key and session, and each --budget NAME. It is
+reserved once the slots are held; a budget it does not fit in is busy as a slot
+is: --if-busy fail exits 73 naming the budget, spent, reserved, limit and reset
+time, skip exits 75, wait waits until others settle below their estimates or
+the window resets (up to --wait-timeout). After the command, the estimate is
+settled as spent, unless the command reported its actual cost first with
+'governor settle --cost N' (GOVERNOR_SPEND tells it the reservation); a command
+that never started settles at 0. The reservation stays open for an hour (with
+--timeout: that plus five minutes); a run still going after that has its
+estimate counted.
 
 Provider rate limits: after a rate-limit signal for provider P (a 429 seen
 by 'governor backoff P', by the Go library's Provider.Do, or by a run with
@@ -220,6 +238,11 @@ Exit codes:
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
+	f.StringVar(&o.Spend.Cost, "cost", "", "the command's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled after (docs/budgets.md)")
+	f.StringVar(&o.Spend.Model, "model", "", "the model the command calls: for the budgets' models scope and the price table (prices.PROVIDER/MODEL)")
+	f.Int64Var(&o.Spend.MaxTokens, "max-tokens", 0, "instead of --cost: price the call from the price table, as --input-tokens of input and this many of output")
+	f.Int64Var(&o.Spend.InputTokens, "input-tokens", 0, "with --max-tokens: the call's input tokens")
+	f.StringArrayVar(&o.Spend.Budgets, "budget", nil, "a spend budget to charge besides those whose scope holds the run (repeatable)")
 	f.IntVar(&o.BackoffExitCode, "backoff-exit-code", 0, "the command exiting with this code (1-255) is a rate-limit signal: each --provider cools off fleet-wide (see 'governor backoff')")
 	f.BoolVar(&o.Exclusive, "exclusive", false, "take the whole limit of every resource")
 	f.BoolVar(&o.Shareable, "shareable", false, "hold the run lock and accept --join runs beside this one")

@@ -95,7 +95,7 @@ func fileTarget(t *testing.T, config string) *target {
 
 // writeRunConfig writes a config with project runtest, heavy (limit 1)
 // and extra YAML.
-func writeRunConfig(t *testing.T, extra string) string {
+func writeRunConfig(t testing.TB, extra string) string {
 	return configFile(t, "project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra)
 }
 
@@ -165,7 +165,7 @@ func (tg *target) soleHolder(t *testing.T, g *governor.Governor, resource string
 }
 
 // governor opens tg's backend in the test process.
-func (tg *target) governor(t *testing.T) *governor.Governor {
+func (tg *target) governor(t testing.TB) *governor.Governor {
 	t.Helper()
 	var b governor.Backend
 	if tg.redisURL != "" {

@@ -194,7 +194,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 			})
 			defer src.Close()
 			err = statuspage.Serve(ctx, statuspage.Options{Listen: listen, Unix: unix, Timeout: timeout, Retention: retention,
-				Page: page, Token: token, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(), Version: version(),
+				Page: page, Token: token, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(), Budgets: budgetConfigs(l.Config, nil), Version: version(),
 				Source: src, Redis: l.Config.ResolvedBackend() == config.BackendRedis, Stderr: cmd.ErrOrStderr()})
 			if err != nil {
 				var ee *exitcode.Error

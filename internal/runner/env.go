@@ -26,3 +26,14 @@ func childEnv(env, held []string, session string, runIDs string) []string {
 	out = append(out, held...)
 	return append(out, EnvSession+"="+session, EnvRunIDs+"="+runIDs)
 }
+
+// childHeld is what the command's environment says of what this run
+// holds: acquire.Held.Env, and EnvSpend when the run reserved a cost
+// (it wins over an outer run's: later duplicates win).
+func (r *run) childHeld() []string {
+	env := r.held.Env()
+	if r.spent != nil {
+		env = append(env, acquire.EnvSpend+"="+acquire.FormatSpend(r.spent.Lease, r.spend.Names()))
+	}
+	return env
+}

@@ -66,7 +66,7 @@ func (r *run) execute() (int, Outcome, error) {
 	r.planStop() // the watchdog has the plan before the command runs
 	tree, err := supervise.Start(supervise.Options{
 		Args:       r.o.Args,
-		Env:        childEnv(r.env, r.held.Env(), r.session, runIDs),
+		Env:        childEnv(r.env, r.childHeld(), r.session, runIDs),
 		Stdin:      r.o.Stdin,
 		Stdout:     r.o.Stdout,
 		Stderr:     r.o.Stderr,
@@ -83,6 +83,7 @@ func (r *run) execute() (int, Outcome, error) {
 	case err != nil:
 		return ExitFailure, OutcomeError, err
 	}
+	r.started = true
 	if r.wd != nil {
 		r.wd.follow(tree) // each plan names the tree's processes
 	}

@@ -63,6 +63,11 @@ type Options struct {
 	// run still exits with the command's code.
 	BackoffExitCode int
 
+	// Spend is what the command may cost (--cost, --max-tokens, --budget,
+	// --model): its estimate is reserved on the budgets that apply once
+	// the slots are held, and settled after the command (docs/budgets.md).
+	Spend acquire.SpendRequest
+
 	// Timeout stops the command tree after this long (0: never);
 	// KillGrace is the time between TERM and KILL (0: supervise's
 	// default, 5s).

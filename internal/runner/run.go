@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/safetext"
@@ -44,6 +45,13 @@ type run struct {
 	// file, to be checked before the release (awaitLeaseFile)
 	checkLock map[*governor.Lease]bool
 	waited    time.Duration
+
+	// spend is the planned cost (nil: none), reserved under the run id
+	// in spent once the slots are held; started says the command started
+	// (a reservation of a command that never ran settles at 0).
+	spend   *acquire.Spend
+	spent   *governor.BudgetReservation
+	started bool
 }
 
 // Run runs the command of o holding its slots, as `governor run` does (see
@@ -134,6 +142,13 @@ func (r *run) run(ctx context.Context) int {
 	r.session = connect.Session(r.o.Session, r.env)
 	if r.session == "" {
 		r.session = fmt.Sprintf("%s:%d", r.rec.Host, r.rec.PID)
+	}
+	if r.spend, err = acquire.PlanSpend(r.o.Config.Config, r.o.Spend, config.SpendScope{Providers: r.o.Providers,
+		Model: r.o.Spend.Model, FairKey: r.o.FairKey, Session: r.session}); err != nil {
+		return r.fail(ExitFailure, err)
+	}
+	if r.spend != nil && len(r.spend.Budgets) == 0 {
+		fmt.Fprintf(r.stderr, "governor: no spend budget applies to this run (see 'governor budgets'): its cost is not reserved\n")
 	}
 	if err := r.awaitWatchdog(); err != nil {
 		return r.fail(ExitFailure, err)
@@ -265,7 +280,50 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return code, OutcomeOf(code), err
 	}
 	r.held, r.leases = held, held.Leases()
+	if r.spend != nil {
+		wait := r.o.WaitTimeout
+		if wait > 0 {
+			wait = max(wait-r.waited, time.Millisecond)
+		}
+		start := time.Now()
+		r.spent, err = r.spend.Reserve(ctx, g, r.id, r.spendTTL(), r.plan.IfBusy(), wait)
+		r.waited += time.Since(start)
+		if err != nil {
+			code := exitcode.For(err)
+			return code, OutcomeOf(code), err
+		}
+	}
 	return -1, "", nil
+}
+
+// spendTTL is how long the run's reservation stays open unsettled: past
+// --timeout with a margin, else governor's default; a run that outlives
+// it has its estimate counted as spent (never less).
+func (r *run) spendTTL() time.Duration {
+	if r.o.Timeout <= 0 {
+		return 0
+	}
+	return min(r.o.Timeout+r.o.KillGrace+5*time.Minute, 7*24*time.Hour)
+}
+
+// settle settles the run's reservation, if any: at its estimate once the
+// command started (unless the command settled its actual cost first with
+// 'governor settle', which makes this one change nothing), at 0 when it
+// never did.
+func (r *run) settle() {
+	if r.spent == nil {
+		return
+	}
+	var actual []governor.BudgetAmount
+	if !r.started {
+		for _, n := range r.spend.Names() {
+			actual = append(actual, governor.BudgetAmount{Name: n})
+		}
+	}
+	if _, err := r.spent.SettleEach(context.Background(), actual); err != nil {
+		fmt.Fprintf(r.stderr, "governor: settling the run's cost: %s (its estimate stays counted)\n", safetext.Escape(err.Error()))
+	}
+	r.spent = nil
 }
 
 // releaseAll releases what this run acquired (acquire.Held.ReleaseWith),
@@ -290,6 +348,7 @@ func (r *run) releaseAll() (lost []string) {
 // end record and returns code. err, if set, is reported first (Options.Report,
 // else words.WriteReport on Stderr).
 func (r *run) finish(code int, outcome Outcome, err error) int {
+	r.settle()
 	if lost := r.releaseAll(); len(lost) > 0 && outcome == OutcomeRan {
 		lostErr := fmt.Errorf("the lease on %s was lost before the command ended (exit %d); its work may have overlapped another holder's",
 			strings.Join(lost, ", "), code)

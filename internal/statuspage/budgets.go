@@ -9,7 +9,8 @@ import (
 )
 
 // budgets serves what 'governor budgets --json' prints, for the budgets
-// named by ?budget= (all when none is).
+// named by ?budget= (all when none is): those with state and those
+// configured.
 func (p *Page) budgets(w http.ResponseWriter, r *http.Request) {
 	bs, ok := p.src.(view.BudgetSource)
 	if !ok {
@@ -18,10 +19,20 @@ func (p *Page) budgets(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()
-	sts, now, err := bs.Budgets(ctx, r.URL.Query()["budget"])
+	names := r.URL.Query()["budget"]
+	sts, now, err := bs.Budgets(ctx, names)
 	if err != nil {
 		writeAPIError(w, readStatus(err), err)
 		return
 	}
-	writeAPI(w, http.StatusOK, view.BudgetsOf(sts, now))
+	conf := p.budgetConf
+	if len(names) > 0 {
+		conf = map[string]view.BudgetConfig{}
+		for _, n := range names {
+			if c, ok := p.budgetConf[n]; ok {
+				conf[n] = c
+			}
+		}
+	}
+	writeAPI(w, http.StatusOK, view.BudgetsWith(sts, now, conf))
 }

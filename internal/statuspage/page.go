@@ -41,12 +41,13 @@ type Source interface {
 // 'governor serve'. Reads are open to whoever can connect; actions exist
 // only with an admin and its token.
 type Page struct {
-	src     Source
-	timeout time.Duration     // bound on the backend reads and actions of one request
-	limits  map[string]int    // the configured limits (view.Statuses)
-	locks   map[string]string // the configured mkdir slots (view.SlotsOf)
-	version string
-	hist    *History // nil: no history kept (an empty one is served)
+	src        Source
+	timeout    time.Duration     // bound on the backend reads and actions of one request
+	limits     map[string]int    // the configured limits (view.Statuses)
+	locks      map[string]string // the configured mkdir slots (view.SlotsOf)
+	budgetConf map[string]view.BudgetConfig
+	version    string
+	hist       *History // nil: no history kept (an empty one is served)
 
 	// admin is nil on a read-only page: no action is registered.
 	admin Admin
@@ -58,11 +59,12 @@ type Page struct {
 
 // PageOptions say what a Page reads and who may act on it.
 type PageOptions struct {
-	Timeout time.Duration     // bound on the backend reads and actions of one request
-	Limits  map[string]int    // configured limits by resource
-	Locks   map[string]string // configured mkdir slots by resource
-	Version string            // governor's, for /api/v1/info
-	History *History          // what serve's polls saw (nil: none)
+	Timeout time.Duration                // bound on the backend reads and actions of one request
+	Limits  map[string]int               // configured limits by resource
+	Locks   map[string]string            // configured mkdir slots by resource
+	Budgets map[string]view.BudgetConfig // configured spend budgets by name
+	Version string                       // governor's, for /api/v1/info
+	History *History                     // what serve's polls saw (nil: none)
 	// Admin acts for requests carrying Token (not empty); nil: read-only.
 	Admin Admin
 	Token string
@@ -70,7 +72,7 @@ type PageOptions struct {
 
 // NewPage returns the page of src.
 func NewPage(src Source, o PageOptions) *Page {
-	p := &Page{src: src, timeout: o.Timeout, limits: o.Limits, locks: o.Locks, version: o.Version, hist: o.History,
+	p := &Page{src: src, timeout: o.Timeout, limits: o.Limits, locks: o.Locks, budgetConf: o.Budgets, version: o.Version, hist: o.History,
 		admin: o.Admin, csrf: http.NewCrossOriginProtection()}
 	if o.Admin != nil {
 		p.tokenSum = sha256.Sum256([]byte(o.Token))

@@ -104,6 +104,18 @@ func (r *Reopening) RateStatus(ctx context.Context, name string) (governor.RateS
 	return call(ctx, r, func(g *governor.Governor) (governor.RateStatus, error) { return g.RateStatus(ctx, name) })
 }
 
+// Budgets reads the project's spend budgets (view.BudgetSource,
+// metrics.BudgetSource).
+func (r *Reopening) Budgets(ctx context.Context, names []string) ([]governor.BudgetState, time.Time, error) {
+	var now time.Time
+	sts, err := call(ctx, r, func(g *governor.Governor) ([]governor.BudgetState, error) {
+		sts, n, err := g.Budgets(ctx, names)
+		now = n
+		return sts, err
+	})
+	return sts, now, err
+}
+
 // MinRetention is the least --resources-retention serve takes. Forgetting
 // a resource erases its events, admin actions included, and any user of the
 // backend can run serve: a floor of hours keeps a week-end's record of who

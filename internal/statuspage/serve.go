@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/governor-dev/governor/internal/view"
 	"github.com/governor-dev/governor/internal/words"
 	"github.com/governor-dev/governor/metrics"
 )
@@ -33,6 +34,7 @@ type Options struct {
 	Token   string // the admin token: actions on the page and the API ("" read-only)
 	Limits  map[string]int
 	Locks   map[string]string
+	Budgets map[string]view.BudgetConfig // the configured spend budgets
 	Version string
 
 	// Source is the backend, opened lazily; Redis says a backend that
@@ -122,7 +124,7 @@ func Serve(ctx context.Context, o Options) error {
 // page and the API with o.Page; on a loopback listener (loop), for
 // loopback Hosts only, on every path.
 func handler(o Options, c *metrics.Collector, hist *History, loop bool) http.Handler {
-	h := metrics.Handler(reg(c), c)
+	h := metrics.Handler(reg(c, o.Timeout), c)
 	if o.Page {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
@@ -131,7 +133,7 @@ func handler(o Options, c *metrics.Collector, hist *History, loop bool) http.Han
 		if o.Token != "" {
 			admin = o.Source
 		}
-		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Version: o.Version, History: hist, Admin: admin, Token: o.Token}).Register(mux)
+		NewPage(o.Source, PageOptions{Timeout: o.Timeout, Limits: o.Limits, Locks: o.Locks, Budgets: o.Budgets, Version: o.Version, History: hist, Admin: admin, Token: o.Token}).Register(mux)
 		h = mux
 	}
 	if loop {
@@ -156,13 +158,14 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
 }
 
-// reg returns the registry serve exposes: c, and this process's go_* and
-// process_* metrics.
-func reg(c *metrics.Collector) *prometheus.Registry {
+// reg returns the registry serve exposes: c, the spend budgets of its
+// source (each read bounded by timeout, as c's are), and this process's
+// go_* and process_* metrics.
+func reg(c *metrics.Collector, timeout time.Duration) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if bs, ok := c.Source().(metrics.BudgetSource); ok {
-		r.MustRegister(metrics.NewBudgetCollector(bs, 0))
+		r.MustRegister(metrics.NewBudgetCollector(bs, timeout))
 	}
 	return r
 }

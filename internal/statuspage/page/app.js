@@ -80,6 +80,7 @@
     $("live").classList.toggle("stale", !!text);
     $("resources").classList.toggle("stale", !!text);
     document.querySelector(".events").classList.toggle("stale", !!text);
+    document.querySelector(".budgets").classList.toggle("stale", !!text);
     document.body.dataset.state = text ? "down" : "live";
   }
 
@@ -115,6 +116,8 @@
           }
         }
         drawSlots(s.body);
+        const bu = await getJSON("api/v1/budgets");
+        if (bu.status === 200 && bu.body && Array.isArray(bu.body.budgets)) drawBudgets(bu.body);
         const e = await getJSON("api/v1/events?since=24h");
         if (e.status === 200 && Array.isArray(e.body)) drawEvents(e.body);
         banner("");
@@ -319,6 +322,36 @@
         td(w.weight, "weight num"), cancel, td(w.host, "host"), td(w.processes || w.pid, "pid"), td(w.command, "command"));
     }));
     if (!r.waiters || r.waiters.length === 0) c.waiters.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody waits" })));
+  }
+
+  // amount writes micro-units as units, with the budget's unit.
+  function amount(n, unit) {
+    const s = (n / 1e6).toFixed(6).replace(/\.?0+$/, "");
+    return unit ? s + " " + unit : s;
+  }
+
+  // drawBudgets draws /api/v1/budgets: spent, reserved, limit, the burn
+  // rate over the window so far, when it runs out at that rate, and
+  // when the window resets.
+  function drawBudgets(v) {
+    const now = new Date(v.now).getTime();
+    const until = (t) => ago((new Date(t).getTime() - now) / 1000);
+    $("budgets-section").hidden = v.budgets.length === 0;
+    document.querySelector("#budgets tbody").replaceChildren(...v.budgets.map((b) => {
+      const used = b.limit > 0 ? ((100 * (b.spent + b.reserved)) / b.limit).toFixed(1) + "%" : "-";
+      let state = "ok";
+      if (b.held) state = "held: " + b.held;
+      else if (b.paused_by) state = "paused by " + b.paused_by;
+      else if (b.limit > 0 && b.spent + b.reserved >= b.limit) state = "exhausted";
+      const out = b.exhausts_at ? (new Date(b.exhausts_at).getTime() <= now ? "now" : "in " + until(b.exhausts_at)) : "not before reset";
+      const tr = el("tr", { class: "budget", "data-budget": b.name, "data-state": state.split(/[ :]/)[0] },
+        td(b.name, "name"), td(amount(b.spent, b.unit), "spent num"), td(amount(b.reserved, b.unit), "reserved num"),
+        td(amount(b.limit, b.unit) + (b.limit_by ? " (live, " + b.limit_by + ")" : ""), "limit num"), td(used, "used num"),
+        td(amount(b.burn_rate_per_hour, b.unit) + "/h", "burn num"), td(out, "exhausts"),
+        td("in " + until(b.reset), "reset"), td(state, "state"));
+      tr.title = (b.window || "not configured") + "; resets at " + new Date(b.reset).toLocaleString();
+      return tr;
+    }));
   }
 
   function drawEvents(rows) {

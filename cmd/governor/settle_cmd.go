@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/exitcode"
+)
+
+// settleCmd settles a spend reservation at its actual cost.
+func (a *app) settleCmd() *cobra.Command {
+	var (
+		cost, lease string
+		budgets     []string
+	)
+	cmd := &cobra.Command{
+		Use:   "settle --cost N [--lease ID --budget NAME...]",
+		Short: "Settle a spend reservation at its actual cost (from inside 'governor run --cost')",
+		Long: `settle closes a spend reservation (docs/budgets.md) at the actual cost N, in the
+budgets' unit (0.42, or 0.42USD to have the unit checked): the estimate leaves
+reserved and N joins spent on each of its budgets; an N above the estimate is
+counted in full and recorded as an overrun.
+
+Inside 'governor run --cost' (or --max-tokens) the reservation is the run's:
+$GOVERNOR_SPEND names it and its budgets, so the command reports what it spent
+with 'governor settle --cost N' before it exits; the run then settles nothing
+more. A reservation made elsewhere is named with --lease ID and each of its
+budgets with --budget NAME (a budget not named is settled at its estimate).
+
+Settling is idempotent: a reservation settled before, or counted at its
+estimate after its TTL, is left as it is, and settle says so (exit 0). --json
+prints {"lease", "budgets", "cost", "settled", "overruns"}, cost in micro-units.
+
+Exit codes: 0 settled, or nothing left to settle; 125 a bad --cost, budget or
+lease, no reservation named, bad config or backend unreachable; nothing changed.`,
+		Example: `  governor run --provider anthropic --cost 0.50 -- sh -c './call.sh > out.json && governor settle --cost "$(jq .cost out.json)"'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fail := func(err error) error { return exitWith(exitcode.Failure, err) }
+			amount, unit, err := acquire.ParseCost(cost)
+			switch {
+			case cost == "":
+				return fail(errors.New("--cost missing; allowed: the actual cost in the budgets' unit, 0 or more: 0.42 or 0.42USD"))
+			case err != nil:
+				return fail(err)
+			}
+			names := budgets
+			switch {
+			case lease == "" && len(budgets) > 0:
+				return fail(errors.New("--budget without --lease; allowed: --lease ID with each budget it reserved, or neither inside 'governor run --cost'"))
+			case lease != "" && len(budgets) == 0:
+				return fail(fmt.Errorf("--lease %s without --budget; allowed: each budget the reservation charged, as --budget NAME", lease))
+			case lease == "":
+				var ok bool
+				if lease, names, ok = acquire.SpendFromEnv(a.env); !ok {
+					return fail(fmt.Errorf("no reservation to settle: $%s is not set (it is inside 'governor run --cost' or --max-tokens); elsewhere give --lease ID --budget NAME", acquire.EnvSpend))
+				}
+			}
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
+			if err := checkUnit(l.Config, names, unit); err != nil {
+				return fail(err)
+			}
+			actual := make([]governor.BudgetAmount, len(names))
+			for i, n := range names {
+				actual[i] = governor.BudgetAmount{Name: n, Amount: amount}
+			}
+			ctx := cmd.Context()
+			g, err := a.open(ctx, openOptions{})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			st, err := g.SettleBudgets(ctx, lease, actual)
+			if err != nil {
+				if errors.Is(err, governor.ErrInvalid) {
+					return fail(err)
+				}
+				return err
+			}
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": lease, "budgets": names, "cost": amount,
+					"settled": st.Settled, "overruns": append([]string{}, st.Overruns...)})
+			}
+			w := cmd.OutOrStdout()
+			if !st.Settled {
+				_, err := fmt.Fprintf(w, "%s: nothing to settle: settled before, or counted at its estimate after its TTL\n", lease)
+				return err
+			}
+			shown := config.Amount(amount).String()
+			if b, ok := l.Config.Budgets[names[0]]; ok {
+				shown += " " + b.Unit
+			}
+			fmt.Fprintf(w, "settled %s: %s on %s\n", lease, shown, strings.Join(names, ", "))
+			for _, o := range st.Overruns {
+				fmt.Fprintf(w, "overrun on %s: the actual is above the estimate; counted in full\n", o)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cost, "cost", "", "the actual cost, in the budgets' unit (0.42 or 0.42USD)")
+	f.StringVar(&lease, "lease", "", "the reservation (default: the run's, from $"+acquire.EnvSpend+")")
+	f.StringArrayVar(&budgets, "budget", nil, "with --lease: a budget the reservation charged (repeatable)")
+	return cmd
+}
+
+// checkUnit refuses a cost written in a unit other than that of a
+// configured budget among names.
+func checkUnit(c config.Config, names []string, unit string) error {
+	if unit == "" {
+		return nil
+	}
+	for _, n := range names {
+		if b, ok := c.Budgets[n]; ok && b.Unit != unit {
+			return fmt.Errorf("%w: cost in %s; budget %s is in %s", governor.ErrInvalid, unit, n, b.Unit)
+		}
+	}
+	return nil
+}

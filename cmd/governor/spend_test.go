@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+)
+
+// spendConfig configures spend budgets for the run tests: team-day
+// ($2 a calendar day in Paris, anthropic calls of fair key evals),
+// fleet-hour ($100 an hour, every call with a cost), tokens-day (a
+// budget in another unit, for model tok-model) and anthropic's price.
+const spendConfig = `providers:
+  anthropic: {max_concurrency: 2, fair: true}
+  openai: {requests_per_minute: 6000}
+budgets:
+  team-day: {limit: 2, unit: USD, calendar: day, tz: Europe/Paris, providers: [anthropic], fair_keys: [evals]}
+  fleet-hour: {limit: 100, unit: USD, per: 1h}
+  tokens-day: {limit: 1000000, unit: tokens, per: 24h, models: [tok-model]}
+prices:
+  anthropic: {input: 3, output: 15}
+`
+
+// budgetState reads budget name as tg's backend keeps it (zero when it
+// has no state).
+func budgetState(t *testing.T, g *governor.Governor, name string) governor.BudgetState {
+	t.Helper()
+	sts, _, err := g.Budgets(context.Background(), []string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) == 0 {
+		return governor.BudgetState{}
+	}
+	return sts[0]
+}
+
+// settleLine is a shell command that runs 'governor settle' with tg's
+// global flags and args.
+func (tg *target) settleLine(args ...string) string {
+	return strings.Join(append(append([]string{tg.bin}, tg.global()...), append([]string{"settle"}, args...)...), " ")
+}
+
+// TestRunCost: 'governor run --cost' reserves on every budget whose scope
+// holds the run, all or none, once the slot is held; the command settles
+// its actual with 'governor settle' (a second settle changes nothing),
+// else the run settles the estimate; a cost that does not fit fails 73
+// naming the budget, spent, reserved, limit and reset, skips 75, or
+// waits up to --wait-timeout, leaving nothing reserved or held.
+func TestRunCost(t *testing.T) {
+	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		call := []string{"run", "--provider", "anthropic", "--fair-key", "evals"}
+		code, out, stderr := tg.run(t, append(call, "--cost", "0.50", "--",
+			"sh", "-c", `echo "$GOVERNOR_SPEND"; `+tg.settleLine("--cost", "0.2USD")+"; "+tg.settleLine("--cost", "0.3"))...)
+		if code != 0 || !strings.Contains(out, " fleet-hour team-day\n") || !strings.Contains(out, "settled ") ||
+			!strings.Contains(out, "nothing to settle") {
+			t.Fatalf("run --cost 0.50 settling 0.2: exit %d, %q, %q", code, out, stderr)
+		}
+		for _, name := range []string{"team-day", "fleet-hour"} {
+			if st := budgetState(t, g, name); st.Spent != 200_000 || st.Reserved != 0 || st.Open != 0 {
+				t.Fatalf("%s after a settle of 0.2: %+v", name, st)
+			}
+		}
+		if st := budgetState(t, g, "tokens-day"); !st.Born.IsZero() {
+			t.Fatalf("tokens-day, whose scope the run is out of, was charged: %+v", st)
+		}
+		if code, _, stderr := tg.run(t, append(call, "--cost", "0.5", "--", "true")...); code != 0 {
+			t.Fatalf("run --cost 0.5: exit %d, %q", code, stderr)
+		}
+		if st := budgetState(t, g, "team-day"); st.Spent != 700_000 || st.Reserved != 0 {
+			t.Fatalf("team-day after a run settled at its estimate: %+v", st)
+		}
+		want := "budget team-day exhausted: spent 0.7 USD, reserved 0 USD, limit 2 USD, this call 1.5 USD; resets at "
+		code, _, stderr = tg.run(t, append(call, "--cost", "1.5", "--", "true")...)
+		if code != 73 || !strings.Contains(stderr, want) {
+			t.Fatalf("run --cost 1.5 over the limit: exit %d, %q; want 73 with %q", code, stderr, want)
+		}
+		code, _, stderr = tg.run(t, append(call, "--if-busy", "skip", "--cost", "1.5", "--", "true")...)
+		if code != 75 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "skipped (--if-busy skip)") {
+			t.Fatalf("run --if-busy skip over the limit: exit %d, %q", code, stderr)
+		}
+		// 1000 input tokens at $3/M and 100000 output at $15/M: $1.503.
+		code, _, stderr = tg.run(t, append(call, "--max-tokens", "100000", "--input-tokens", "1000", "--", "true")...)
+		if code != 73 || !strings.Contains(stderr, "this call 1.503 USD") {
+			t.Fatalf("run --max-tokens over the limit: exit %d, %q", code, stderr)
+		}
+		code, _, stderr = tg.run(t, append(call, "--wait-timeout", "300ms", "--cost", "1.5", "--", "true")...)
+		if code != 73 || !strings.Contains(stderr, "not reserved within --wait-timeout: budget team-day exhausted: spent 0.7 USD") {
+			t.Fatalf("run --wait-timeout over the limit: exit %d, %q", code, stderr)
+		}
+		// All or none: the refusals charged fleet-hour nothing, and the
+		// slot is free.
+		if st := budgetState(t, g, "fleet-hour"); st.Spent != 700_000 || st.Reserved != 0 || st.Open != 0 {
+			t.Fatalf("fleet-hour after refusals on team-day: %+v", st)
+		}
+		if st := tg.status(t, g, "provider:anthropic"); st.Used != 0 {
+			t.Fatalf("provider:anthropic after refusals: %d in use", st.Used)
+		}
+		// A library reservation settled from the shell, by name.
+		day := governor.SpendBudget{Name: "lib-day", Limit: 10 * governor.MicroUnit, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
+		if _, err := g.ReserveBudgets(context.Background(), []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit}},
+			governor.BudgetOptions{Lease: "lib-lease"}); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr = tg.run(t, "settle", "--lease", "lib-lease", "--budget", "lib-day", "--cost", "1.25")
+		if code != 0 || !strings.Contains(out, "overrun on lib-day") {
+			t.Fatalf("settle --lease above the estimate: exit %d, %q, %q", code, out, stderr)
+		}
+		if st := budgetState(t, g, "lib-day"); st.Spent != 1_250_000 || st.Overruns != 1 {
+			t.Fatalf("lib-day after an overrun: %+v", st)
+		}
+	})
+}
+
+// TestRunCostWaits: a run whose cost does not fit waits, holding its
+// slot, until another run settles below its estimate.
+func TestRunCostWaits(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	g := tg.governor(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	first := tg.command("run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "1.5", "--",
+		"sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.05; done; "+tg.settleLine("--cost", "0.1"))
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the first run's reservation", func() bool { return budgetState(t, g, "team-day").Reserved == 1_500_000 })
+	second := tg.command("run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "0.6", "--if-busy", "wait", "--", "true")
+	done := make(chan int, 1)
+	go func() { code, _, _ := execCode(t, second); done <- code }()
+	eventually(t, 20*time.Second, "the second run holding its slot while it waits", func() bool {
+		return tg.status(t, g, "provider:anthropic").Used == 2
+	})
+	select {
+	case code := <-done:
+		t.Fatalf("the second run ended (exit %d) before the first settled", code)
+	default:
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("second run: exit %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second run still waits after the first settled below its estimate")
+	}
+	if st := budgetState(t, g, "team-day"); st.Spent != 700_000 || st.Reserved != 0 {
+		t.Fatalf("team-day after 0.1 and 0.6: %+v", st)
+	}
+}
+
+// TestRunCostBadValues: bad spend flags exit 125 naming the value and
+// what is allowed, before anything is held or reserved.
+func TestRunCostBadValues(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	g := tg.governor(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider", "anthropic", "--cost", "-1"}, `cost "-1"; allowed: an amount in units, 0 or more`},
+		{[]string{"--provider", "anthropic", "--cost", "lots"}, `cost "lots"; allowed:`},
+		{[]string{"--provider", "anthropic", "--cost", "1EUR"}, "cost 1EUR is in EUR; the budgets that apply (fleet-hour) are in USD"},
+		{[]string{"--provider", "anthropic", "--cost", "1", "--budget", "nope"}, `budget "nope" is not configured; configured: fleet-hour, team-day, tokens-day`},
+		{[]string{"--provider", "anthropic", "--cost", "1", "--model", "tok-model"}, "budgets fleet-hour (USD) and tokens-day (tokens) both apply to this call"},
+		{[]string{"--provider", "anthropic", "--cost", "1", "--max-tokens", "10"}, "allowed: one of --cost (an estimate given) or --max-tokens"},
+		{[]string{"--provider", "openai", "--max-tokens", "10"}, `no price for provider "openai" model ""; configure prices.openai`},
+		{[]string{"--provider", "anthropic", "--max-tokens", "-5"}, "--max-tokens -5, --input-tokens 0; allowed: 0 or more"},
+		{[]string{"--provider", "anthropic", "--input-tokens", "5"}, "--input-tokens, --model or --budget without a cost"},
+		{[]string{"--provider", "anthropic", "--model", "claude-opus-4"}, "--input-tokens, --model or --budget without a cost"},
+	} {
+		code, _, stderr := tg.run(t, append(append([]string{"run"}, tt.args...), "--", "true")...)
+		if code != 125 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("run %v: exit %d, %q; want 125 with %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	settle := func(env []string, args ...string) (int, string) {
+		c := tg.command(append([]string{"settle"}, args...)...)
+		c.Env = append(c.Env, env...)
+		code, _, stderr := execCode(t, c)
+		return code, stderr
+	}
+	for _, tt := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--cost", "1"}, "no reservation to settle: $GOVERNOR_SPEND is not set"},
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "-1"}, `cost "-1"; allowed:`},
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{}, "--cost missing"},
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
+		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
+		{nil, []string{"--cost", "1", "--lease", "x"}, "--lease x without --budget"},
+		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},
+	} {
+		if code, stderr := settle(tt.env, tt.args...); code != 125 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("settle %v %v: exit %d, %q; want 125 with %q", tt.env, tt.args, code, stderr, tt.want)
+		}
+	}
+	sts, _, err := g.Budgets(context.Background(), nil)
+	if err != nil || len(sts) != 0 {
+		t.Fatalf("budgets after bad values only: %+v, %v; want none with state", sts, err)
+	}
+	if st := tg.status(t, g, "provider:anthropic"); st.Used != 0 {
+		t.Fatalf("provider:anthropic after bad values: %d in use", st.Used)
+	}
+}
+
+// TestBudgetsViewConfigured: 'governor budgets' lists the configured
+// budgets before anything is spent, in their unit, and after a spend
+// its burn rate (spent over the window so far, per hour) and, as JSON,
+// the unit, window and burn rate.
+func TestBudgetsViewConfigured(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	code, out, stderr := tg.run(t, "budgets")
+	if code != 0 || !strings.Contains(out, "BURN/H") || !strings.Contains(out, "fleet-hour") ||
+		!strings.Contains(out, "0 USD") || !strings.Contains(out, "1000000 tokens") {
+		t.Fatalf("budgets before any spend: exit %d, %q, %q", code, out, stderr)
+	}
+	if code, _, stderr := tg.run(t, "run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "1.5", "--", "true"); code != 0 {
+		t.Fatalf("run --cost 1.5: exit %d, %q", code, stderr)
+	}
+	code, out, stderr = tg.run(t, "--json", "budgets", "team-day")
+	var v struct {
+		Budgets []struct {
+			Name, Unit, Window string
+			Configured         bool
+			Spent              int64
+			Burn               int64      `json:"burn_rate_per_hour"`
+			Exhausts           *time.Time `json:"exhausts_at"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Budgets) != 1 {
+		t.Fatalf("budgets --json team-day: exit %d, %q, %q", code, out, stderr)
+	}
+	b := v.Budgets[0]
+	if b.Name != "team-day" || b.Unit != "USD" || b.Window != "calendar day in Europe/Paris" || !b.Configured || b.Spent != 1_500_000 || b.Burn < 1_500_000/25 {
+		t.Errorf("team-day as JSON: %+v", b)
+	}
+}
+
+// TestRunCostConcurrent: 8 runs at once (room for all 8 in their
+// resource), each $0.50 on team-day ($2, by --budget) and fleet-hour
+// ($100, every call): exactly 4 run, 4 are refused (73), and both
+// budgets end at $2: never over the limit, never one charged without
+// the other.
+func TestRunCostConcurrent(t *testing.T) {
+	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		codes := make(chan int, 8)
+		for range 8 {
+			go func() {
+				code, _, _ := execCode(t, tg.command("run", "--resource", "bulk", "--limit", "8", "--budget", "team-day", "--cost", "0.5", "--", "true"))
+				codes <- code
+			}()
+		}
+		count := map[int]int{}
+		for range 8 {
+			count[<-codes]++
+		}
+		if count[0] != 4 || count[73] != 4 {
+			t.Fatalf("exit codes %v; want 4 runs (0) and 4 refusals (73)", count)
+		}
+		for _, name := range []string{"team-day", "fleet-hour"} {
+			if st := budgetState(t, g, name); st.Spent != 2*governor.MicroUnit || st.Reserved != 0 || st.Open != 0 {
+				t.Errorf("%s after 4 runs of 0.5: %+v", name, st)
+			}
+		}
+	})
+}
+
+// TestServeBudgets: governor serve reads the budgets through its
+// reopening source: /metrics has their series and /api/v1/budgets the
+// configured ones too, with unit and burn rate.
+func TestServeBudgets(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	if code, _, stderr := tg.run(t, "run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "1.5", "--", "true"); code != 0 {
+		t.Fatalf("run --cost 1.5: exit %d, %q", code, stderr)
+	}
+	p := startServe(t, append(tg.global(), "serve", "--listen", "127.0.0.1:0", "--timeout", "5s")...)
+	expectSeries(t, "after a spend", p.scrape(t), map[string]float64{
+		`governor_budget_spent{budget="team-day",project="runtest"}`: 1.5,
+		`governor_budget_limit{budget="team-day",project="runtest"}`: 2,
+		`governor_budget_read_error{project="runtest"}`:              0,
+	})
+	code, body := p.get(t, "/api/v1/budgets")
+	var v struct {
+		Budgets []struct {
+			Name, Unit string
+			Spent      int64
+			Burn       int64 `json:"burn_rate_per_hour"`
+		}
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.Budgets) != 3 {
+		t.Fatalf("/api/v1/budgets: %d %s; want the 3 configured budgets", code, body)
+	}
+	if b := v.Budgets[1]; b.Name != "team-day" || b.Unit != "USD" || b.Spent != 1_500_000 || b.Burn <= 0 {
+		t.Errorf("team-day from the API: %+v", b)
+	}
+	if code, _ := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve: exit %d", code)
+	}
+}

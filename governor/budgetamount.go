@@ -1,0 +1,54 @@
+package governor
+
+import (
+	"strconv"
+	"strings"
+)
+
+// amountForm says what ParseBudgetAmount takes, for messages.
+const amountForm = "a number of units from 0 to 1000000000 with at most 6 decimals, e.g. 40, 12.50 or 0.000003"
+
+// ParseBudgetAmount reads an amount written in units ("40", "12.50",
+// "0.000003") as micro-units, exactly (no float rounding). A sign, an
+// exponent, more than six decimals or more than MaxBudgetAmount is an
+// ErrInvalid naming s.
+func ParseBudgetAmount(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	whole, frac, dot := strings.Cut(t, ".")
+	digits := func(d string) bool {
+		for _, c := range d {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if (whole == "" && frac == "") || (dot && frac == "" && whole == "") || !digits(whole) || !digits(frac) ||
+		len(frac) > 6 || len(whole) > 10 {
+		return 0, invalid("amount %q; allowed: %s", s, amountForm)
+	}
+	w, _ := strconv.ParseInt("0"+whole, 10, 64)
+	f, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	v := w*MicroUnit + f
+	if v > MaxBudgetAmount {
+		return 0, invalid("amount %q; allowed: %s", s, amountForm)
+	}
+	return v, nil
+}
+
+// ValidateBudgetUnit checks a budget's unit: a currency code (USD) or
+// any cost unit (tokens, credits), 1 to 16 ASCII letters, digits or '_',
+// starting with a letter.
+func ValidateBudgetUnit(u string) error {
+	ok := len(u) >= 1 && len(u) <= 16
+	for i, c := range u {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_')) {
+			ok = false
+		}
+	}
+	if !ok {
+		return invalid("budget unit %q; allowed: a currency code such as USD or a cost unit such as tokens: 1 to 16 letters, digits or '_', starting with a letter", u)
+	}
+	return nil
+}
