@@ -174,7 +174,7 @@ func serveCLI(t *testing.T, args ...string) (int, string, string) {
 // of those runs stay.
 func TestServeMetricsCoverFinishedRuns(t *testing.T) {
 	check := func(t *testing.T, global []string) *serveProc {
-		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s")...)
+		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "10s")...)
 		const gpu = `{project="servetest",resource="gpu"}`
 		// Configured and never used: reported with its configured limit.
 		expectSeries(t, "before use", p.scrape(t), map[string]float64{
