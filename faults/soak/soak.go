@@ -246,6 +246,12 @@ func (s *soak) global() []string {
 // gov returns a governor command with the soak's global flags.
 func (s *soak) gov(ctx context.Context, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, s.bin, append(s.global(), args...)...)
+	// The end of the load kills what is still running: the soak's own
+	// signal, not a crash.
+	c.Cancel = func() error {
+		s.markKilled(c.Process.Pid)
+		return c.Process.Kill()
+	}
 	c.Env = s.env()
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.WaitDelay = 5 * time.Second
