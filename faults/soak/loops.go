@@ -115,7 +115,9 @@ done
 func (s *soak) shellLoop(ctx context.Context, i int) {
 	stop := filepath.Join(s.dir, fmt.Sprintf("stop-shell%d", i))
 	for n := 0; ctx.Err() == nil; n++ {
-		c := exec.Command("bash", "-c", shellScript)
+		// The soak's directory as an argument ($1, unused): the soak
+		// finds its processes by it in their command lines.
+		c := exec.Command("bash", "-c", shellScript, "soak-shell", s.dir)
 		c.Env = s.env("CFG="+s.cfg, "STORE="+strings.Join(s.st.flags(), " "), "SOAK="+s.self,
 			"LOG="+filepath.Join(s.logs, fmt.Sprintf("shell%d.log", i)), "STOP="+stop,
 			"OUT="+filepath.Join(s.work, fmt.Sprintf("%s-shell%d.spans", resShell, i)), fmt.Sprintf("WHO=shell%d.%d", i, n))

@@ -21,6 +21,7 @@ type watch struct {
 	deadSince   map[string]time.Time // lease id -> first seen with its owner dead
 	deadBad     map[string]bool
 	rss         map[string]*rssSeries
+	queues      map[string][]governor.Waiter // resource -> its queue at the last read
 	sizes       []int64
 	b           governor.Backend
 }
@@ -38,7 +39,7 @@ type rssSeries struct {
 // the store's size; every 30 s the limit over the work spans so far.
 func (s *soak) monitor(ctx context.Context) {
 	w := &watch{orphanSince: map[int]time.Time{}, orphanBad: map[int]bool{}, deadSince: map[string]time.Time{},
-		deadBad: map[string]bool{}, rss: map[string]*rssSeries{}}
+		deadBad: map[string]bool{}, rss: map[string]*rssSeries{}, queues: map[string][]governor.Waiter{}}
 	s.w = w
 	defer func() {
 		if w.b != nil {
@@ -130,6 +131,7 @@ func (s *soak) checkDeadOwners(ctx context.Context, w *watch) {
 			continue
 		}
 		s.check("no lease held after its owner's death beyond the TTL (reads)", 1)
+		s.checkOrder(w, r, st)
 		for _, h := range st.Holders {
 			listed[h.LeaseID] = true
 			if h.PID == 0 || proc.Check(h.PID, h.StartTime) != proc.Dead ||

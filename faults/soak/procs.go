@@ -14,7 +14,9 @@ import (
 
 // ourProc is a living process of the soak's: its command line carries
 // the soak's directory (the governor binary, the config, the work files
-// and the client scripts are all in it).
+// and the client scripts are all in it; a shell loop has it as an
+// argument), or it is a watchdog the soak's governor binary started
+// (ourSelfExec).
 type ourProc struct {
 	proc.Info
 	cmd  string // the command line, NUL-separated arguments joined by spaces
@@ -31,13 +33,28 @@ func (s *soak) scan() []ourProc {
 			continue
 		}
 		b, err := proc.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(s.dir)) {
+		if err != nil || !bytes.Contains(b, []byte(s.dir)) && !s.ourSelfExec(p.PID, b) {
 			continue
 		}
 		cmd := strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 		out = append(out, ourProc{Info: p, cmd: cmd, kind: kindOf(s, b)})
 	}
 	return out
+}
+
+// selfExe is how governor starts itself again (runner.SelfExecutable):
+// its watchdog's command line is "/proc/self/exe run --watchdog ID",
+// which names neither the binary nor the soak's directory.
+const selfExe = "/proc/self/exe"
+
+// ourSelfExec reports whether pid, whose command line is cmdline, is the
+// soak's governor binary started as selfExe (a watchdog).
+func (s *soak) ourSelfExec(pid int, cmdline []byte) bool {
+	if !bytes.HasPrefix(cmdline, []byte(selfExe+"\x00")) {
+		return false
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && exe == s.bin
 }
 
 func kindOf(s *soak, cmdline []byte) string {
@@ -53,7 +70,7 @@ func kindOf(s *soak, cmdline []byte) string {
 	switch {
 	case len(args) > 1 && args[0] == s.self && args[1] == workArg:
 		return "work"
-	case args[0] == s.bin && has("--watchdog"):
+	case (args[0] == s.bin || args[0] == selfExe) && has("--watchdog"):
 		return "watchdog"
 	case args[0] == s.bin && has("bridge"):
 		return "bridge"

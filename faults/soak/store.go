@@ -30,6 +30,9 @@ type store interface {
 	// size is the state's size: bytes of the state directory, or keys.
 	size() (what string, n int64)
 	url() string // the Redis URL the monitor reads ("" for the file backend)
+	// env selects the store for a process that takes no flags (the
+	// clients' bridges): GOVERNOR_BACKEND and its location.
+	env() []string
 	dir() string // the state directory ("" for Redis)
 	close()
 }
@@ -59,7 +62,10 @@ func newFileStore(s *soak) (*fileStore, error) {
 
 func (f *fileStore) flags() []string { return []string{"--backend", "file", "--dir", f.path} }
 func (f *fileStore) url() string     { return "" }
-func (f *fileStore) dir() string     { return f.path }
+func (f *fileStore) env() []string {
+	return []string{"GOVERNOR_BACKEND=file", "GOVERNOR_DIR=" + f.path}
+}
+func (f *fileStore) dir() string { return f.path }
 
 func (f *fileStore) faults() map[string]func(ctx context.Context) {
 	if !f.tmpfs {
@@ -139,40 +145,36 @@ func newRedisStore(s *soak) (*redisStore, error) {
 		srv.Stop()
 		return nil, err
 	}
+	// The monitor's client logs every failed dial while Redis restarts:
+	// noise in the soak's output, whose faults say when.
+	redis.SetLogger(silentLog{})
 	return &redisStore{s: s, srv: srv, proxy: p, rc: redis.NewClient(&redis.Options{Addr: srv.Addr})}, nil
 }
+
+type silentLog struct{}
+
+func (silentLog) Printf(context.Context, string, ...any) {}
 
 func (r *redisStore) flags() []string {
 	return []string{"--backend", "redis", "--redis-url", "redis://" + r.proxy.Addr() + "/0"}
 }
 func (r *redisStore) url() string { return r.srv.URL() }
+func (r *redisStore) env() []string {
+	return []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_REDIS_URL=redis://" + r.proxy.Addr() + "/0"}
+}
 func (r *redisStore) dir() string { return "" }
 
 func (r *redisStore) faults() map[string]func(ctx context.Context) {
-	if !r.s.o.loss {
-		return map[string]func(ctx context.Context){
-			"redis restart after SHUTDOWN SAVE (nothing lost)": func(ctx context.Context) {
-				_ = r.rc.ShutdownSave(ctx).Err() // exits after the dump; its reply may not come
-				_ = r.srv.Restart()
-			},
-			"connection cut (proxy)": func(context.Context) { r.proxy.Cut() },
-			"network stall 1.5 s (proxy blackhole)": func(ctx context.Context) {
-				r.proxy.Blackhole()
-				sleepCtx(ctx, 1500*time.Millisecond)
-				r.proxy.Heal()
-			},
-		}
-	}
-	return map[string]func(ctx context.Context){
-		"redis restart without persistence": func(context.Context) {
-			_ = os.Remove(filepath.Join(r.srv.Dir, "dump.rdb"))
-			_ = r.srv.Restart()
+	f := map[string]func(ctx context.Context){
+		// SHUTDOWN SAVE, not SAVE then a kill: a write between the two
+		// (a grant, a renewal) would be lost with no evidence a process
+		// could see (the state rolled back, not gone: what the
+		// quarantine cannot see, docs/redis.md), which is no restart
+		// with persistence.
+		"redis restart after SHUTDOWN SAVE (nothing lost)": func(ctx context.Context) {
+			_ = r.rc.ShutdownSave(ctx).Err() // exits after the dump; its reply may not come
+			_ = r.srv.Restart()              // the same --dir: the dump is loaded
 		},
-		"redis restart with persistence (SAVE, then restart)": func(ctx context.Context) {
-			_ = r.rc.Save(ctx).Err()
-			_ = r.srv.Restart() // the same --dir: the dump is loaded
-		},
-		"redis FLUSHALL":         func(ctx context.Context) { _ = r.rc.FlushAll(ctx).Err() },
 		"connection cut (proxy)": func(context.Context) { r.proxy.Cut() },
 		"network stall 1.5 s (proxy blackhole)": func(ctx context.Context) {
 			r.proxy.Blackhole()
@@ -180,6 +182,20 @@ func (r *redisStore) faults() map[string]func(ctx context.Context) {
 			r.proxy.Heal()
 		},
 	}
+	if r.s.o.loss {
+		// Noted before the loss (s.lost): the live limit goes with the
+		// data, and the documented window after a loss starts.
+		f["redis restart without persistence"] = func(context.Context) {
+			r.s.lost(true)
+			_ = os.Remove(filepath.Join(r.srv.Dir, "dump.rdb"))
+			_ = r.srv.Restart()
+		}
+		f["redis FLUSHALL"] = func(ctx context.Context) {
+			r.s.lost(true)
+			_ = r.rc.FlushAll(ctx).Err()
+		}
+	}
+	return f
 }
 
 func (r *redisStore) heal() { r.proxy.Heal() }

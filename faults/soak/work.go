@@ -169,19 +169,19 @@ func (s *soak) checkLimit(res string) (int, int) {
 		}
 		if e.delta > 0 {
 			lim := s.limits.allowed(res, e.at, overlapWindow)
-			if use > lim && s.afterLoss(e.at) {
-				excused++
-				s.worstAt("use above the limit within "+lossWindow.String()+" after Redis lost its data (documented; "+res+")", float64(use-lim))
+			if use <= lim {
 				continue
 			}
-			if use > lim && reported < 5 {
+			if loss, ok := s.afterLoss(e.at); ok {
+				excused++
+				s.worstAt("use above the limit within "+lossWindow.String()+" after Redis lost its data (documented; "+res+")", float64(use-lim))
+				s.excuse(loss, fmt.Sprintf("%s: use %d above the limit in force %d at %.3fs, %.3fs after the loss at %.3fs: %s",
+					res, use, lim, s.rel(e.at), float64(e.at-loss)/1e9, s.rel(loss), spansText(s, open)))
+				continue
+			}
+			if reported < 5 {
 				reported++
-				var who []string
-				for sp := range open {
-					who = append(who, fmt.Sprintf("%s[%.3fs..%.3fs]", sp.who, s.rel(sp.start), s.rel(sp.end)))
-				}
-				sort.Strings(who)
-				s.violate("limit", "%s: use %d above the limit in force %d at %.3fs: %s", res, use, lim, s.rel(e.at), strings.Join(who, " "))
+				s.violate("limit", "%s: use %d above the limit in force %d at %.3fs: %s", res, use, lim, s.rel(e.at), spansText(s, open))
 			}
 		}
 	}
@@ -189,6 +189,16 @@ func (s *soak) checkLimit(res string) (int, int) {
 		s.worstAt("span starts above the limit after Redis lost its data (documented; "+res+")", float64(excused))
 	}
 	return len(spans), worst
+}
+
+// spansText names the open spans, sorted, for a report.
+func spansText(s *soak, open map[span]bool) string {
+	var who []string
+	for sp := range open {
+		who = append(who, fmt.Sprintf("%s[%.3fs..%.3fs]", sp.who, s.rel(sp.start), s.rel(sp.end)))
+	}
+	sort.Strings(who)
+	return strings.Join(who, " ")
 }
 
 // rel is a CLOCK_MONOTONIC reading in seconds since the soak started.

@@ -41,6 +41,11 @@ type Harness struct {
 	// restarted without persistence does. Backends on it must hold back
 	// grants where they have evidence of the loss (see LostDataHeldBack).
 	Lose func(t *testing.T)
+	// Crash, if set, ends backend b as a SIGKILL of its process would:
+	// nothing released, nothing handed back, every proof of life the
+	// backend keeps for its leases (the file backend's locked lease
+	// files) gone at once. Unset: b.Close().
+	Crash func(t *testing.T, b governor.Backend)
 }
 
 // Damage is a contradiction in a backend's stored state.
@@ -100,6 +105,7 @@ func Run(t *testing.T, h Harness) {
 		{"GovernorFIFO", s.governorFIFO},
 		{"CancelledWaitLeavesNothing", s.cancelledWaitLeavesNothing},
 		{"DeadOwnerReclaimed", s.deadOwnerReclaimed},
+		{"CrashedHolderOwnerAlive", s.crashedHolderOwnerAlive},
 		{"BusyErrorNamesHolders", s.busyErrorNamesHolders},
 		{"AcquireAllNoDeadlock", s.acquireAllNoDeadlock},
 		{"AcquireAllReleasesOnFailure", s.acquireAllReleasesOnFailure},

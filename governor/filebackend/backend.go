@@ -254,6 +254,21 @@ func (b *Backend) isClosed() bool {
 // unproven under the lock first, so that they are not taken for dead.
 // Notifications stop. It returns the first error.
 func (b *Backend) Close() error {
+	leases := b.shut()
+	var first error
+	for ref, f := range leases {
+		if err := b.detach(ref); err != nil && first == nil {
+			first = err
+		}
+		f.Close()
+	}
+	return first
+}
+
+// shut marks b closed, stops its waiters' notifications and returns the
+// lease files it held (none when it was closed already), for the caller
+// to let go of.
+func (b *Backend) shut() map[leaseRef]*os.File {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -270,14 +285,7 @@ func (b *Backend) Close() error {
 	for _, l := range ls {
 		l.stop()
 	}
-	var first error
-	for ref, f := range leases {
-		if err := b.detach(ref); err != nil && first == nil {
-			first = err
-		}
-		f.Close()
-	}
-	return first
+	return leases
 }
 
 // detach marks a lease's record as without lease-file proof, so that it

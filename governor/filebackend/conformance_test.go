@@ -54,6 +54,7 @@ func TestConformance(t *testing.T) {
 		Damage: func(t *testing.T, key governor.Key, lease string, d conformance.Damage) bool {
 			return damageState(t, filepath.Join(dir, key.Project, key.Resource, "state"), lease, d)
 		},
+		Crash: func(t *testing.T, b governor.Backend) { filebackend.Crash(b.(*filebackend.Backend)) },
 	})
 }
 

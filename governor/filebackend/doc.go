@@ -74,10 +74,13 @@
 // lease.ID and holds a shared flock on it until Release, Cancel or Close.
 // When someone needs room, the critical section tries an exclusive,
 // non-blocking flock on the lease file of every holder owned by another
-// Backend: if it gets it, and the command tree the holder declares is not
-// alive on this host (governor.Declaration.TreeVerdict: a `governor run`
-// process that closed the lease file it inherited still lives in the
-// run's cgroup or carries its run id), the owner is proven dead (SIGKILL
+// Backend: if it gets it, and no process the holder declares is alive on
+// this host (governor.Declaration.OwnerVerdict: its owner and governor
+// pids, and the command tree - a `governor run` process that closed the
+// lease file it inherited still lives in the run's cgroup or carries its
+// run id; the owner, such as the client of a `governor bridge`, may be
+// another process than the one that held the file), the owner is proven
+// dead (SIGKILL
 // and the OOM killer included), its weight is reclaimed at once (Counters
 // ReclaimedDead) and the run's empty cgroup removed
 // (governor.Declaration.RemoveDeadCgroup). A grant handed to a waiter that has not claimed it yet

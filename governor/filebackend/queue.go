@@ -52,10 +52,14 @@ func (t *tx) settle() {
 }
 
 // reap reclaims holders whose owner is proven dead: their lease file is
-// not locked and the command tree they declare is not alive
-// (governor.Declaration.TreeVerdict), or their grant is unclaimed and
-// their wake-up pipe orphaned. Leases this Backend holds are alive by
-// definition.
+// not locked and no process they declare is alive
+// (governor.Declaration.OwnerVerdict: the owner, its governor, the
+// command tree), or their grant is unclaimed and their wake-up pipe
+// orphaned. An unlocked lease file proves only that the process that held
+// it died: the declared owner may be another, live, process that does the
+// protected work (the client of a SIGKILLed `governor bridge`); its lease
+// then lasts until its TTL, as on Redis. Leases this Backend holds are
+// alive by definition.
 func (t *tx) reap() {
 	if t.reaped {
 		return
@@ -71,8 +75,10 @@ func (t *tx) reap() {
 				// The lease file of a `governor run` is held by its
 				// command tree, but a process of the tree may have closed
 				// it: the tree's own proof of life (its cgroup, its run
-				// id) must be gone as well.
-				dead = leaseDead(t.dir, leasePrefix+escape(h.ID)) && h.Decl.TreeVerdict() != proc.Alive
+				// id) must be gone as well, and so must the processes
+				// declared (the owner may not be the process that held
+				// the file).
+				dead = leaseDead(t.dir, leasePrefix+escape(h.ID)) && h.Decl.OwnerVerdict() != proc.Alive
 			case h.Handed:
 				if pokePipe(t.dir, waitPrefix+escape(h.ID), false) == pipeOrphaned {
 					dead = true
