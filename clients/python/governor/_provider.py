@@ -63,6 +63,10 @@ class Provider:
                 estimate = self.price.estimate(tokens or 0, most)
             a["budgets"] = [b._wire() for b in self.budgets]
             a["estimate"] = float(estimate)
+        from ._api import _nest_env
+        env = _nest_env()  # inside a run holding the provider, the call joins its hold (as slot's acquire)
+        if env:
+            a["env"] = env
         return a
 
     def _settlement(self, out: "Any") -> "Tuple[Optional[int], Optional[float]]":

@@ -47,14 +47,27 @@ class ProviderTests(support.FileCase):
         self.assertIsNotNone(cm.exception.retry_after)
 
     def test_gate_runs_inside_governor_run(self) -> None:
-        # governor run exports the nesting variables; the gate's
-        # provider_acquire takes none (as the TypeScript client's).
+        # governor run exports the nesting variables; the gate sends them
+        # with provider_acquire, as slot does with acquire.
         code = ("import governor\n"
                 "print(governor.Governor(config=%r).provider('anthropic').call(lambda: 'ran'))\n" % self.config)
         out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
                               sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
                              timeout=support.DEADLINE)
         self.assertEqual((out.returncode, out.stdout), (0, "ran\n"), out.stderr)
+
+    def test_gate_nests_inside_governor_run_of_its_provider(self) -> None:
+        # max_concurrency 1, held by the enclosing governor run --provider:
+        # the gate's call joins that hold (as a nested governor run
+        # --provider does), neither Busy nor waiting for itself.
+        code = ("import governor\n"
+                "g = governor.Governor(config=%r)\n"
+                "print(g.provider('anthropic', wait=False).call(lambda: 'ran'))\n"
+                "print(g.provider('anthropic', wait=False).call(lambda: 'again'))\n" % self.config)
+        out = subprocess.run([support.binary(), "--config", self.config, "run", "--provider", "anthropic", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual((out.returncode, out.stdout), (0, "ran\nagain\n"), out.stderr)
 
     def test_usage_settles_the_token_reservation(self) -> None:
         # Rates only: 6000 tokens a minute, 100 a second refilled. The
