@@ -69,6 +69,22 @@ class ProviderTests(support.FileCase):
                              timeout=support.DEADLINE)
         self.assertEqual((out.returncode, out.stdout), (0, "ran\nagain\n"), out.stderr)
 
+    def test_gate_out_of_lock_order_is_bad_input(self) -> None:
+        # provider:anthropic comes before zz, which the run holds: the gate
+        # is refused as a nested run would be, as bad input (not a
+        # BackendError, which callers retry as temporary).
+        code = ("import governor\n"
+                "try:\n"
+                "    governor.Governor(config=%r).provider('anthropic').call(lambda: None)\n"
+                "except governor.GovernorError as e:\n"
+                "    print(type(e).__name__, e.kind)\n" % self.config)
+        out = subprocess.run([support.binary(), "run", "--resource", "zz", "--limit", "1", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("BackendError", out.stdout)
+        self.assertTrue(out.stdout.endswith(" failure\n"), out.stdout)
+
     def test_usage_settles_the_token_reservation(self) -> None:
         # Rates only: 6000 tokens a minute, 100 a second refilled. The
         # first call reserves them all and uses 1000: the other 5000 are
