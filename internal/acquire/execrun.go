@@ -43,6 +43,14 @@ func execRunInside(ctx context.Context, g *governor.Governor, byKey map[governor
 	return HeldLease{}, 0, 0, false, nil
 }
 
+// OrderError is checkOrder's refusal: a nested acquire that wants a
+// resource before one its ancestors hold. It is bad input (the caller
+// must take its resources in order), not the backend's: retrying it
+// fails the same way.
+type OrderError struct{ msg string }
+
+func (e *OrderError) Error() string { return e.msg }
+
 // checkOrder refuses at once a nested acquire that wants a resource
 // earlier in the lock order than one its ancestors hold (GOVERNOR_HELD,
 // proven): it would wait holding the later one, against the order every
@@ -59,8 +67,8 @@ func (p *Plan) checkOrder(ctx context.Context, g *governor.Governor, byKey map[g
 			if ProvenHeld(ctx, g, h) != nil {
 				continue // not proven held: nothing to deadlock with
 			}
-			return fmt.Errorf("%s comes before %s in the lock order (lock_order, then name), and an ancestor holds %s (%s): waiting for %s while it is held can deadlock with a process that holds %s and waits for %s; take %s in the outer run too (one --resource per resource, taken in order), or run this one outside it",
-				w.Resource, k.Resource, k.Resource, EnvHeld, w.Resource, w.Resource, k.Resource, w.Resource)
+			return &OrderError{msg: fmt.Sprintf("%s comes before %s in the lock order (lock_order, then name), and an ancestor holds %s (%s): waiting for %s while it is held can deadlock with a process that holds %s and waits for %s; take %s in the outer run too (one --resource per resource, taken in order), or run this one outside it",
+				w.Resource, k.Resource, k.Resource, EnvHeld, w.Resource, w.Resource, k.Resource, w.Resource)}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/governor-dev/governor/config"
@@ -32,6 +33,11 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 			return nil, badRequest("%s", words.Message(err))
 		}
 		h, err := p.Acquire(ctx, g, acquire.Events{OnQueued: ev.OnQueued, OnNote: ev.OnNote})
+		var order *acquire.OrderError
+		if errors.As(err, &order) {
+			// Out of the lock order: bad input, as NewPlan's.
+			return nil, badRequest("%s", words.Message(err))
+		}
 		if err != nil {
 			return nil, refusal(err, a.Budgets, cost)
 		}

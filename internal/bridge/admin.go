@@ -252,6 +252,10 @@ type providerArgs struct {
 	Budgets  []BudgetArg `json:"budgets"`
 	Estimate *float64    `json:"estimate"`
 	Cost     *float64    `json:"cost"`
+	// Env is provider_acquire's, as acquire's: the caller's nesting
+	// variables (GOVERNOR_HELD, GOVERNOR_TOKEN), so that a call inside a
+	// run holding the provider joins its hold.
+	Env map[string]string `json:"env"`
 }
 
 func decodeProvider(req request) (providerArgs, error) {
@@ -273,7 +277,7 @@ func opProviderAcquire(ctx context.Context, s *server, req request) (any, error)
 		return nil, err
 	}
 	return s.acquire(ctx, req.ID, AcquireArgs{Providers: []string{a.Provider}, Tokens: a.Tokens, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout,
-		Budgets: a.Budgets, Estimate: a.Estimate}, a.Provider)
+		Budgets: a.Budgets, Estimate: a.Estimate, Env: a.Env}, a.Provider)
 }
 
 // opProviderReport reports how a provider call ended (Provider.Report),

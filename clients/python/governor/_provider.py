@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._bridge import nest_env
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Sequence, Tuple
@@ -63,6 +65,9 @@ class Provider:
                 estimate = self.price.estimate(tokens or 0, most)
             a["budgets"] = [b._wire() for b in self.budgets]
             a["estimate"] = float(estimate)
+        env = nest_env()  # inside a run holding the provider, the call joins its hold (as slot's acquire)
+        if env:
+            a["env"] = env
         return a
 
     def _settlement(self, out: "Any") -> "Tuple[Optional[int], Optional[float]]":

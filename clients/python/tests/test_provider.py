@@ -47,14 +47,43 @@ class ProviderTests(support.FileCase):
         self.assertIsNotNone(cm.exception.retry_after)
 
     def test_gate_runs_inside_governor_run(self) -> None:
-        # governor run exports the nesting variables; the gate's
-        # provider_acquire takes none (as the TypeScript client's).
+        # governor run exports the nesting variables; the gate sends them
+        # with provider_acquire, as slot does with acquire.
         code = ("import governor\n"
                 "print(governor.Governor(config=%r).provider('anthropic').call(lambda: 'ran'))\n" % self.config)
         out = subprocess.run([support.binary(), "run", "--resource", "heavy", "--limit", "1", "--",
                               sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
                              timeout=support.DEADLINE)
         self.assertEqual((out.returncode, out.stdout), (0, "ran\n"), out.stderr)
+
+    def test_gate_nests_inside_governor_run_of_its_provider(self) -> None:
+        # max_concurrency 1, held by the enclosing governor run --provider:
+        # the gate's call joins that hold (as a nested governor run
+        # --provider does), neither Busy nor waiting for itself.
+        code = ("import governor\n"
+                "g = governor.Governor(config=%r)\n"
+                "print(g.provider('anthropic', wait=False).call(lambda: 'ran'))\n"
+                "print(g.provider('anthropic', wait=False).call(lambda: 'again'))\n" % self.config)
+        out = subprocess.run([support.binary(), "--config", self.config, "run", "--provider", "anthropic", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual((out.returncode, out.stdout), (0, "ran\nagain\n"), out.stderr)
+
+    def test_gate_out_of_lock_order_is_bad_input(self) -> None:
+        # provider:anthropic comes before zz, which the run holds: the gate
+        # is refused as a nested run would be, as bad input (not a
+        # BackendError, which callers retry as temporary).
+        code = ("import governor\n"
+                "try:\n"
+                "    governor.Governor(config=%r).provider('anthropic').call(lambda: None)\n"
+                "except governor.GovernorError as e:\n"
+                "    print(type(e).__name__, e.kind)\n" % self.config)
+        out = subprocess.run([support.binary(), "run", "--resource", "zz", "--limit", "1", "--",
+                              sys.executable, "-c", code], env=self.backend.env(), capture_output=True, text=True,
+                             timeout=support.DEADLINE)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("BackendError", out.stdout)
+        self.assertTrue(out.stdout.endswith(" failure\n"), out.stdout)
 
     def test_usage_settles_the_token_reservation(self) -> None:
         # Rates only: 6000 tokens a minute, 100 a second refilled. The

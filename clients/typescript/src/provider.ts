@@ -114,9 +114,9 @@ export class Provider {
         throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or a price and maxTokens`);
       estimate = this.spend.price.estimate(opts.tokens ?? 0, maxTokens);
     }
-    // env (the nesting variables) is acquire's alone: provider_acquire takes
-    // none, as in the Python client (docs/bridge-protocol.md).
-    const { join, shareable, env: _nesting, ...rest } = acquireArgs({ ...opts, budgets, estimate });
+    // env (the nesting variables) goes too: inside a run holding the
+    // provider, the call joins its hold (docs/bridge-protocol.md).
+    const { join, shareable, ...rest } = acquireArgs({ ...opts, budgets, estimate });
     if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
     return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
   }

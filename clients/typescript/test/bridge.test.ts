@@ -106,10 +106,21 @@ for (const b of all) {
       assert.match(await third.line("refused"), /^refused Busy 73 /);
     });
 
-    test("a provider gate runs inside governor run, whose nesting variables it does not send to provider_acquire", async () => {
+    test("a provider gate runs inside governor run of a resource before it in the lock order, and is refused after one", async () => {
+      const proj = project();
+      const env = { ...b.env, CONFIG: config, PROJECT: proj, MODE: "provider-try", PROVIDER: "p" };
+      const inside = (resource: string) =>
+        cli(env, "--config", config, "--project", proj, "run", "--resource", resource, "--limit", "1", "--", process.execPath, join(here, "worker.js"));
+      assert.equal((await inside("a")).stdout.trim(), "ran");
+      // provider:p before t, held by the run: waiting for p holding t could
+      // deadlock, as for a nested governor run --provider p.
+      assert.match((await inside("t")).stdout.trim(), /^refused \w+ 125 provider:p comes before t in the lock order/);
+    });
+
+    test("a provider gate inside governor run --provider p joins its hold (max_concurrency 1), as a nested run does", async () => {
       const proj = project();
       const { stdout } = await cli({ ...b.env, CONFIG: config, PROJECT: proj, MODE: "provider-try", PROVIDER: "p" },
-        "--config", config, "--project", proj, "run", "--resource", "t", "--", process.execPath, join(here, "worker.js"));
+        "--config", config, "--project", proj, "run", "--provider", "p", "--", process.execPath, join(here, "worker.js"));
       assert.equal(stdout.trim(), "ran");
     });
   });
