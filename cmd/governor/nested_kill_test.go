@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -91,4 +92,25 @@ func waitDeclaredGone(t *testing.T, holders []governor.Holder) {
 				(h.GovernorPID == 0 || proc.Check(h.GovernorPID, h.GovernorStart) == proc.Dead)
 		})
 	}
+}
+
+// killRun SIGKILLs the governor run c, which holds resource on tg, and
+// reaps it. Before the test's temporary directories are removed, it waits
+// (waitDeclaredGone) for the processes the run's lease declared: its
+// watchdog records the kill in the state directory after governor's
+// death, and a cleanup that races those writes fails with "directory not
+// empty" (TestRunSIGKILLOfGovernorEscaped in a CI run).
+func killRun(t *testing.T, tg *target, c *exec.Cmd, resource string) {
+	t.Helper()
+	declared := tg.status(t, tg.governor(t), resource).Holders
+	if len(declared) == 0 {
+		t.Fatalf("no holder of %s declared before the kill", resource)
+	}
+	// Registered after every TempDir of the test so far, so it runs
+	// before their removal.
+	t.Cleanup(func() { waitDeclaredGone(t, declared) })
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
 }

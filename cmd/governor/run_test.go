@@ -492,10 +492,7 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
-		if err := c.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Wait()
+		killRun(t, tg, c, "heavy")
 		killed := time.Now()
 		eventually(t, 5*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
 		t.Logf("tree gone %v after SIGKILL of governor", time.Since(killed))
@@ -586,10 +583,7 @@ func TestRunSIGKILLOfGovernorEscaped(t *testing.T) {
 		return len(sleeps) == 2
 	})
 	group := runCgroup(t, tg, "heavy", sleeps[0])
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
+	killRun(t, tg, c, "heavy")
 	eventually(t, 10*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
 	eventually(t, 10*time.Second, "the run's cgroup "+group+" was not removed", func() bool { return cgroupGone(group) })
 }
@@ -724,10 +718,7 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 		return false
 	})
 	st := tg.status(t, g, "heavy")
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
+	killRun(t, tg, c, "heavy")
 	all := recordtest.All(t, rec)
 	if len(all) != 1 || all[0].Kind != runner.KindGrant {
 		t.Fatalf("records %+v, want only the grant record; stderr %s", all, errb)
