@@ -1,9 +1,12 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/internal/runner/recordtest"
 )
 
 // TestBackoff: 'governor backoff P' pauses P for every process: a run
@@ -13,28 +16,34 @@ import (
 func TestBackoff(t *testing.T) {
 	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n  openai:\n    requests_per_minute: 600\n"
 	runTargets(t, cfg, func(t *testing.T, tg *target) {
+		g := tg.governor(t)
 		for _, p := range []string{"anthropic", "openai"} {
-			code, out, errs := tg.run(t, "backoff", p, "--retry-after", "3s")
-			if code != 0 || !strings.Contains(out, "provider "+p+": cooling off after a rate-limit signal until ") {
-				t.Fatalf("backoff %s: exit %d %q %q", p, code, out, errs)
-			}
-			code, _, errs = tg.run(t, "run", "--provider", p, "--", "true")
-			if code != 73 || !strings.Contains(errs, "cooling off after a rate-limit signal until ") {
-				t.Fatalf("run --provider %s during the cool-off: exit %d %q; want 73 saying until when", p, code, errs)
-			}
-			if p == "anthropic" {
-				code, _, errs = tg.run(t, "acquire", "provider:"+p)
-				if code != 73 || !strings.Contains(errs, "cooling off after a rate-limit signal until ") {
-					t.Fatalf("acquire provider:%s during the cool-off: exit %d %q; want 73 saying until when", p, code, errs)
+			// The refusals are checked while the cool-off is known to be in
+			// force: a command that ran after its end proves nothing, and
+			// the round is tried again with a new cool-off (a loaded
+			// machine can take seconds per process start).
+			var end time.Time
+			for round := 1; ; round++ {
+				code, out, errs := tg.run(t, "backoff", p, "--retry-after", "3s")
+				if code != 0 || !strings.Contains(out, "provider "+p+": cooling off after a rate-limit signal until ") {
+					t.Fatalf("backoff %s: exit %d %q %q", p, code, out, errs)
+				}
+				end = tg.status(t, g, "provider:"+p).CoolOff
+				if end.IsZero() {
+					t.Fatalf("backoff %s: the status shows no cool-off", p)
+				}
+				if refusedDuringCoolOff(t, tg, p, end) || round == 5 {
+					break
 				}
 			}
-			start := time.Now()
-			if code, _, errs := tg.run(t, "run", "--provider", p, "--if-busy", "wait", "--wait-timeout", "60s", "--", "true"); code != 0 {
+			// A waiting run is granted at or after the cool-off's end (its
+			// record's grant time; both clocks are this machine's).
+			rec := filepath.Join(t.TempDir(), "runs.jsonl")
+			if code, _, errs := tg.run(t, "run", "--provider", p, "--if-busy", "wait", "--wait-timeout", "60s", "--record", rec, "--", "true"); code != 0 {
 				t.Fatalf("waiting run --provider %s: exit %d %q", p, code, errs)
-			} else if time.Since(start) < time.Second {
-				// The cool-off is 3s on the backend's clock: a run that did
-				// not wait at all ignored it.
-				t.Fatalf("waiting run --provider %s started after %v, inside the cool-off", p, time.Since(start))
+			}
+			if r := recordtest.Ends(t, rec); len(r) != 1 || r[0].Granted.Before(end) {
+				t.Fatalf("waiting run --provider %s: records %+v; want one granted at or after the cool-off's end %v", p, r, end)
 			}
 		}
 		for _, bad := range [][]string{{"backoff", "anthropic", "--retry-after", "-1s"}, {"backoff", "anthropic", "--retry-after", "25h"},
@@ -45,6 +54,30 @@ func TestBackoff(t *testing.T) {
 			}
 		}
 	})
+}
+
+// refusedDuringCoolOff runs 'run --provider p' (and, for a provider with
+// slots, 'acquire provider:p') during p's cool-off, which ends at end. It
+// fails t if one is not refused (exit 73 saying until when) although it
+// ended before end; it returns false, inconclusive, if one ran after end.
+func refusedDuringCoolOff(t *testing.T, tg *target, p string, end time.Time) bool {
+	t.Helper()
+	cmds := [][]string{{"run", "--provider", p, "--", "true"}}
+	if p == "anthropic" {
+		cmds = append(cmds, []string{"acquire", "provider:" + p})
+	}
+	for _, args := range cmds {
+		code, _, errs := tg.run(t, args...)
+		if code == 73 && strings.Contains(errs, "cooling off after a rate-limit signal until ") {
+			continue
+		}
+		if time.Now().After(end) {
+			t.Logf("%q ended after the cool-off (exit %d): tried again", args, code)
+			return false
+		}
+		t.Fatalf("%q during the cool-off: exit %d %q; want 73 saying until when", args, code, errs)
+	}
+	return true
 }
 
 // TestRunBackoffExitCode: a command exiting with --backoff-exit-code N
