@@ -44,7 +44,11 @@ export class Withdrawn extends GovernorError {}
 export class Superseded extends GovernorError {}
 /** A held lease was lost: expired, taken over, cancelled, or the bridge died (122). */
 export class LeaseLost extends GovernorError {}
-/** Bad input, bad configuration, an unreachable backend, or a bridge that failed (125). */
+/**
+ * The backend (Redis, the state directory) or the bridge failed (125): worth
+ * retrying later. Bad input and bad configuration (kind "failure", 125) are
+ * a plain GovernorError, as in the Python client: retrying them cannot help.
+ */
 export class BackendError extends GovernorError {}
 /** The bridge speaks another protocol version than this client. */
 export class ProtocolError extends GovernorError {}
@@ -59,7 +63,7 @@ const byKind: Record<string, typeof GovernorError> = {
   lost: LeaseLost,
   protocol: ProtocolError,
   backend: BackendError,
-  failure: BackendError,
+  failure: GovernorError,
 };
 
 const byCode: Record<number, typeof GovernorError> = {

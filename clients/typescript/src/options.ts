@@ -76,7 +76,7 @@ function budgetArg(b: Budget): Record<string, unknown> {
 /** The nesting variables of this process (what an enclosing governor run holds). */
 function nestingEnv(env: NodeJS.ProcessEnv): Record<string, string> | undefined {
   const out: Record<string, string> = {};
-  for (const k of ["GOVERNOR_HELD", "HEAVY_LOCK_HELD"]) if (env[k]) out[k] = env[k]!;
+  for (const k of ["GOVERNOR_HELD", "GOVERNOR_TOKEN", "HEAVY_LOCK_HELD"]) if (env[k]) out[k] = env[k]!;
   return Object.keys(out).length ? out : undefined;
 }
 

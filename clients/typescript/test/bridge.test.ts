@@ -117,6 +117,16 @@ for (const b of all) {
       assert.match((await inside("t")).stdout.trim(), /^refused \w+ 125 provider:p comes before t in the lock order/);
     });
 
+    test("a slot inside governor run of it nests, with the run's fencing token (GOVERNOR_TOKEN)", async () => {
+      const proj = project();
+      const { stdout } = await cli({ ...b.env, CONFIG: config, PROJECT: proj, MODE: "nested", RES: "heavy" },
+        "--config", config, "--project", proj, "run", "--resource", "heavy", "--limit", "1", "--", process.execPath, join(here, "worker.js"));
+      const m = /^nested (\w+) (\d+)$/.exec(stdout.trim());
+      assert.ok(m, stdout);
+      assert.equal(m[1], "true");
+      assert.ok(Number(m[2]) > 0, `token ${m[2]}: want the run's, not 0`);
+    });
+
     test("a provider gate inside governor run --provider p joins its hold (max_concurrency 1), as a nested run does", async () => {
       const proj = project();
       const { stdout } = await cli({ ...b.env, CONFIG: config, PROJECT: proj, MODE: "provider-try", PROVIDER: "p" },

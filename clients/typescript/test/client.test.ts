@@ -27,13 +27,15 @@ test("each error kind is its own class with the CLI's code and message", async (
     ["cancelled", 125, Withdrawn],
     ["lost", 122, LeaseLost],
     ["backend", 125, BackendError],
-    ["failure", 125, BackendError],
+    ["failure", 125, GovernorError],
   ];
   for (const [kind, code, cls] of cases) {
     const err = { code, kind, message: `governor: x is ${kind}`, resource: "x", holders: [{ lease_id: "a" }] };
     const gov = new Governor({ bin: fakeBin({ FAKE_ERROR: JSON.stringify(err) }) });
     await assert.rejects(gov.acquire("x"), (e: unknown) => {
       assert.ok(e instanceof cls, `${kind}: ${e}`);
+      // Bad input is no backend failure: a caller retrying BackendError must not retry it.
+      assert.equal(e instanceof BackendError, cls === BackendError, `${kind}: ${e}`);
       assert.ok(e instanceof GovernorError);
       assert.equal(e.code, code);
       assert.equal(e.kind, kind);

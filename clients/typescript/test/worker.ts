@@ -4,6 +4,7 @@
 //               until lease.signal aborts, then write E and print "stopped KIND".
 //   MODE=provider-429  run one call through provider PROVIDER returning a 429 with retry-after RETRY; print "reported".
 //   MODE=provider-try  run one call through provider PROVIDER without waiting; print "ran" or "refused CODE MESSAGE".
+//   MODE=nested  acquire RES (limit 1, no wait); print "nested NESTED TOKEN" of its resource.
 // Every mode prints "fail CLASS CODE MESSAGE" on an unexpected error and exits 3.
 import { appendFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -60,7 +61,12 @@ async function providerTry(): Promise<void> {
   }
 }
 
-const modes: Record<string, () => Promise<void>> = { churn, hold, "provider-429": provider429, "provider-try": providerTry };
+async function nested(): Promise<void> {
+  await using lease = await gov.acquire(res, { limit: 1, wait: false });
+  console.log(`nested ${lease.resources[0].nested} ${lease.token}`);
+}
+
+const modes: Record<string, () => Promise<void>> = { churn, hold, nested, "provider-429": provider429, "provider-try": providerTry };
 try {
   const run = modes[env.MODE ?? ""];
   if (!run) throw new Error(`MODE=${env.MODE}: want ${Object.keys(modes).join(", ")}`);
