@@ -58,6 +58,35 @@ func (p stopPlan) cause() *stopCause {
 			p.resource, left.Round(time.Millisecond))}
 }
 
+// overduePlans remembers the first stop plan whose TERM instant had passed
+// when governor next ran (a renewal read late: governor was stopped or
+// starved). The watchdog had only that plan meanwhile and may have killed
+// the tree by it, although a later renewal moved the plan on.
+type overduePlans struct {
+	first stopPlan
+	seen  bool
+}
+
+// note records p, the plan in force until now, if it was overdue.
+func (o *overduePlans) note(p stopPlan, planned bool, now time.Time) {
+	if planned && !o.seen && now.After(p.term) {
+		o.first, o.seen = p, true
+	}
+}
+
+// killedBy says whether a command killed by a signal at now was killed by
+// the watchdog: the plan in force (cur) or an earlier one was overdue. It
+// returns the plan the watchdog acted on.
+func (o *overduePlans) killedBy(cur stopPlan, planned bool, now time.Time) (stopPlan, bool) {
+	switch {
+	case o.seen:
+		return o.first, true
+	case planned && now.After(cur.term):
+		return cur, true
+	}
+	return stopPlan{}, false
+}
+
 // The watchdog protocol, one line at a time on the pipe: "deadline TERM
 // KILL CLOCK" after each renewal — readings, in nanoseconds, of a clock
 // both processes share (never wall time): CLOCK "sleep" is

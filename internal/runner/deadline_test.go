@@ -48,3 +48,35 @@ func TestWatchdogLines(t *testing.T) {
 		}
 	}
 }
+
+// A renewal read after the plan's TERM instant had passed (governor
+// stopped or starved) moves the plan on, but the watchdog acted on the
+// old one meanwhile: a command killed by a signal then is the watchdog's
+// doing (exit 122), not the command's own end (a starved run once exited
+// 137 this way). A renewal in time leaves a signal the command's own.
+func TestOverduePlanKilledBy(t *testing.T) {
+	now := time.Now()
+	old := stopPlan{term: now.Add(-time.Second), kill: now, resource: "a"}
+	cur := stopPlan{term: now.Add(time.Minute), kill: now.Add(2 * time.Minute), resource: "b"}
+	var o overduePlans
+	if _, ok := o.killedBy(cur, true, now); ok {
+		t.Fatal("nothing overdue: a signal is the command's own")
+	}
+	if p, ok := o.killedBy(old, true, now); !ok || p.resource != "a" {
+		t.Fatalf("the plan in force is overdue: %+v, %v", p, ok)
+	}
+	o.note(cur, true, now) // renewed in time
+	if _, ok := o.killedBy(cur, true, now); ok {
+		t.Fatal("a renewal in time marked the plan overdue")
+	}
+	o.note(old, true, now) // renewed late: the old plan had passed
+	o.note(stopPlan{term: now.Add(-time.Millisecond), resource: "c"}, true, now)
+	if p, ok := o.killedBy(cur, true, now); !ok || p.resource != "a" {
+		t.Fatalf("after a late renewal: %+v, %v; want the first overdue plan, a's", p, ok)
+	}
+	var none overduePlans
+	none.note(old, false, now)
+	if _, ok := none.killedBy(old, false, now); ok {
+		t.Fatal("a run without a plan of its own: nothing for the watchdog to act on")
+	}
+}

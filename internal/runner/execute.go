@@ -168,6 +168,7 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 		wdExited = r.wd.exited
 	}
 
+	var overdue overduePlans
 	stopping := false
 	stop := func(c *stopCause) {
 		if stopping {
@@ -202,11 +203,13 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 				}
 				return c.code, c.outcome, nil
 			}
-			if planned && w.exit.Signal != 0 && time.Now().After(plan.term) {
-				// Killed while governor could not act (it was stopped past
-				// the plan's TERM instant): the watchdog's doing.
-				return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog killed the command tree (%s); its message above says whether every process of it was gone",
-					plan.resource, w.exit.Signal)
+			if w.exit.Signal != 0 {
+				if p, ok := overdue.killedBy(plan, planned, time.Now()); ok {
+					// Killed while governor could not act (it was stopped past
+					// the plan's TERM instant): the watchdog's doing.
+					return ExitLeaseLost, OutcomeLeaseLost, fmt.Errorf("the lease on %s was lost while governor was stopped past its deadline; the watchdog killed the command tree (%s); its message above says whether every process of it was gone",
+						p.resource, w.exit.Signal)
+				}
 			}
 			return supervise.ExitCode(w.exit), OutcomeRan, nil
 		case <-leaderDone:
@@ -216,6 +219,7 @@ func (r *run) supervise(tree *supervise.Tree) (int, Outcome, error) {
 			stop(&stopCause{ExitTimeout, OutcomeTimeout,
 				fmt.Sprintf("--timeout %v passed; stopping the command tree (TERM, then KILL after %v)", r.o.Timeout, r.killGrace())})
 		case <-renewed:
+			overdue.note(plan, planned, time.Now())
 			if plan, planned = r.planStop(); planned && !stopping {
 				deadlineT.Reset(time.Until(plan.term))
 			}
