@@ -39,6 +39,18 @@ func startKilledAtCleanup(t *testing.T, c *exec.Cmd) (<-chan string, *bytes.Buff
 		t.Fatal(err)
 	}
 	killAtCleanup(t, c)
+	// Registered after the kill, so it runs before it: kill and reap c
+	// here, then its stderr can be read. A failed test shows what every
+	// process it started said (a watchdog's messages among them).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		_ = c.Process.Signal(syscall.SIGCONT)
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		t.Logf("stderr of %q:\n%s", c.Args, errb.String())
+	})
 	return out, &errb
 }
 
