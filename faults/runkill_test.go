@@ -266,9 +266,7 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 	first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, command...)
 	expectLine(t, out, "working", time.Minute)
 	eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
-	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopOutsideWrite(t, first.Process.Pid)
 	w.second()
 	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
