@@ -18,7 +18,8 @@ one slot on the file backend, which stamps (CLOCK_MONOTONIC, the same in
 every process) its start, import, bridge start (spawn + hello), first slot
 (acquire + release); the process's exit is the time from its last stamp to
 its reaping. The bridge's start alone (spawn + hello, no client) is measured
-beside them. With --against BIN, each run's script and bridge take a turn
+beside them. The scripts import a copy of the package compiled to bytecode,
+as a wheel installs it. With --against BIN, each run's script and bridge take a turn
 with BIN too (two builds side by side, as the load moves).
 """
 
@@ -237,11 +238,20 @@ def cold(n: int, against: "str | None" = None) -> None:
     """A cold script's phases, medians of n runs each, side by side: with
     against, each run takes its turn with that binary too, and each binary's
     rows are printed apart."""
+    import compileall
+    import shutil
     import subprocess
     import tempfile
     here = os.path.dirname(os.path.abspath(__file__))
     state = tempfile.mkdtemp(prefix="govcold-")
-    env = dict(os.environ, GOVERNOR_DIR=state, PYTHONPATH=here)
+    # The package as an installed wheel has it: with its bytecode (pip
+    # compiles at install), whatever PYTHONDONTWRITEBYTECODE says here; a
+    # source tree without __pycache__ compiles every module at each import.
+    pkg = tempfile.mkdtemp(prefix="govcold-pkg-")
+    shutil.copytree(os.path.join(here, "governor"), os.path.join(pkg, "governor"),
+                    ignore=shutil.ignore_patterns("__pycache__", "_bin"))
+    compileall.compile_dir(os.path.join(pkg, "governor"), quiet=1)
+    env = dict(os.environ, GOVERNOR_DIR=state, PYTHONPATH=pkg)
     py = sys.executable
     binaries = [("", governor.find_binary())] + ([("against: ", against)] if against else [])
     rows: "dict[str, list[float]]" = {}
@@ -279,6 +289,8 @@ def cold(n: int, against: "str | None" = None) -> None:
             b.stdin.close()
             b.wait()
             b.stdout.close()
+    shutil.rmtree(pkg)
+    shutil.rmtree(state, ignore_errors=True)
     for k, v in rows.items():
         print("%-46s %7.2f ms" % (k, statistics.median(v)))
     base = statistics.median(rows["python3 -c pass"])
