@@ -5,8 +5,8 @@
 # --without-serve: the clients' build (the wheels' and the npm platform
 # packages'), which they run only as `governor bridge`: -tags
 # governor_noserve, so it links no metrics/Prometheus code and its processes
-# skip that package initialisation (a bridge at rest 14 MiB against 17,
-# hello in about half the time: docs/benchmarks.md); its `serve` says it is
+# skip that package initialisation (a bridge at rest 14 MiB against 17, its
+# --version 11 ms of CPU against 17: docs/benchmarks.md); its `serve` says it is
 # missing. The archives, Homebrew and `go install` have the full binary.
 # CGO_ENABLED=0: static, runs on any Linux of its arch. -buildvcs=false:
 # the commit is stamped rather than read from .git, so a build from a source
