@@ -8,17 +8,21 @@
 # DIR (default dist/release/) receives:
 #   governor-VERSION-OS-ARCH.tar.gz        linux/darwin x amd64/arm64: the static
 #                                          binary, LICENSE, README.md
-#   governor_client-VERSION-py3-none-*.whl the four wheels (binary inside)
+#   governor_client-VERSION-py3-none-*.whl the four wheels (the binary without
+#                                          serve inside)
 #   governor-client-VERSION.tar.gz         the sdist (Go source inside: pip
 #                                          builds the binary when Go is on PATH)
-#   governor-cli-OS-ARCH-VERSION.tgz       the four npm platform packages
+#   governor-cli-OS-ARCH-VERSION.tgz       the four npm platform packages (the
+#                                          wheel's binary)
 #   governor-client-VERSION.tgz            the npm client
 #   governor.rb                            the Homebrew formula, with this
 #                                          release's archives' sha256
 #   RELEASE_NOTES.md                       VERSION's entry of CHANGELOG.md
 #   SHA256SUMS                             over every file above
-# Every binary is built once (release/build-binary.sh) and shared by the
-# archives, the wheels and the npm packages, stamped with one commit.
+# Each OS/arch has two builds (release/build-binary.sh), stamped with one
+# commit and one version: the full binary in the archive (and so Homebrew's),
+# and the clients' build without serve (--without-serve), shared by the
+# wheel and the npm platform package, which run it only as `governor bridge`.
 # Publishing (not in --dry-run): the tag v<VERSION> pushed to origin, the npm
 # tarballs by `npm publish`, the wheels and sdist by `twine upload`, the
 # archives, formula and SHA256SUMS as a GitHub release by `gh`; each tool is
@@ -58,14 +62,15 @@ rm -rf "$out" && mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export GOVERNOR_COMMIT=$commit GOVERNOR_BIN_DIR=$work/bin
+export GOVERNOR_COMMIT=$commit GOVERNOR_BIN_DIR=$work/bridge
 targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
 mtime=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 
 for t in "${targets[@]}"; do
   os=${t%/*} arch=${t#*/}
-  mkdir -p "$work/bin/$os-$arch"
+  mkdir -p "$work/bin/$os-$arch" "$work/bridge/$os-$arch"
   release/build-binary.sh "$t" "$work/bin/$os-$arch/governor"
+  release/build-binary.sh --without-serve "$t" "$work/bridge/$os-$arch/governor"
   name=governor-$version-$os-$arch
   mkdir -p "$work/archive/$name"
   cp "$work/bin/$os-$arch/governor" LICENSE README.md "$work/archive/$name/"
@@ -88,7 +93,8 @@ sed "${sed_args[@]}" release/homebrew/governor.rb >"$out/governor.rb"
 { echo "# governor $version"; echo; echo "$notes" | sed -e '/./,$!d'; } >"$out/RELEASE_NOTES.md"
 (cd "$out" && sha256sum -- *.tar.gz *.whl *.tgz governor.rb RELEASE_NOTES.md >SHA256SUMS)
 
-# The artifacts agree with the sources (version, licence, platforms, checksums).
+# The artifacts agree with the sources (version, licence, platforms, checksums)
+# and with each other (the clients' binaries: one build, the archive's but for serve).
 GOVERNOR_RELEASE_DIR=$out go test -count=1 -run 'Artifacts|GoInstallModule' ./release/ >/dev/null
 
 echo "governor $version ($commit) in $out, $(( $(date +%s) - start )) s:"

@@ -18,7 +18,9 @@ one slot on the file backend, which stamps (CLOCK_MONOTONIC, the same in
 every process) its start, import, bridge start (spawn + hello), first slot
 (acquire + release); the process's exit is the time from its last stamp to
 its reaping. The bridge's start alone (spawn + hello, no client) is measured
-beside them.
+beside them. The scripts import a copy of the package compiled to bytecode,
+as a wheel installs it. With --against BIN, each run's script and bridge take a turn
+with BIN too (two builds side by side, as the load moves).
 """
 
 import argparse
@@ -232,55 +234,71 @@ print(t0, t1, t2, t3, flush=True)
 """
 
 
-def cold(n: int) -> None:
-    """A cold script's phases, medians of n runs each, side by side."""
+def cold(n: int, against: "str | None" = None) -> None:
+    """A cold script's phases, medians of n runs each, side by side: with
+    against, each run takes its turn with that binary too, and each binary's
+    rows are printed apart."""
+    import compileall
+    import shutil
     import subprocess
     import tempfile
     here = os.path.dirname(os.path.abspath(__file__))
     state = tempfile.mkdtemp(prefix="govcold-")
-    env = dict(os.environ, GOVERNOR_DIR=state, PYTHONPATH=here)
+    # The package as an installed wheel has it: with its bytecode (pip
+    # compiles at install), whatever PYTHONDONTWRITEBYTECODE says here; a
+    # source tree without __pycache__ compiles every module at each import.
+    pkg = tempfile.mkdtemp(prefix="govcold-pkg-")
+    shutil.copytree(os.path.join(here, "governor"), os.path.join(pkg, "governor"),
+                    ignore=shutil.ignore_patterns("__pycache__", "_bin"))
+    compileall.compile_dir(os.path.join(pkg, "governor"), quiet=1)
+    env = dict(os.environ, GOVERNOR_DIR=state, PYTHONPATH=pkg)
     py = sys.executable
-    binary = governor.find_binary()
+    binaries = [("", governor.find_binary())] + ([("against: ", against)] if against else [])
     rows: "dict[str, list[float]]" = {}
 
     def add(k: str, v: float) -> None:
         rows.setdefault(k, []).append(v * 1000)
 
-    def wall(argv: "list[str]") -> "tuple[float, float, str]":
+    def wall(argv: "list[str]", e: "dict[str, str]") -> "tuple[float, float, str]":
         t = time.perf_counter()
-        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, check=True)
+        p = subprocess.run(argv, env=e, stdout=subprocess.PIPE, text=True, check=True)
         return t, time.perf_counter(), p.stdout
 
     hello = b'{"id":1,"op":"hello","args":{"protocol":1,"client":"bench","pid":1}}\n'
     for _ in range(n):
-        t, e, _ = wall([py, "-c", "pass"])
+        t, e, _ = wall([py, "-c", "pass"], env)
         add("python3 -c pass", e - t)
-        t, e, _ = wall([py, "-c", "import governor"])
+        t, e, _ = wall([py, "-c", "import governor"], env)
         add("python3 -c 'import governor'", e - t)
-        t, e, out = wall([py, "-c", COLD])
-        t0, t1, t2, t3 = map(float, out.split())
-        add("cold slot script, wall", e - t)
-        add("  interpreter start", t0 - t)
-        add("  import governor", t1 - t0)
-        add("  bridge start (spawn + hello)", t2 - t1)
-        add("  first slot (acquire + release)", t3 - t2)
-        add("  exit", e - t3)
-        t = time.perf_counter()
-        b = subprocess.Popen([binary, "bridge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        b.stdin.write(hello)
-        b.stdin.flush()
-        b.stdout.readline()
-        add("bridge alone: spawn + hello", time.perf_counter() - t)
-        b.stdin.close()
-        b.wait()
-        b.stdout.close()
+        for label, binary in binaries:
+            benv = dict(env, GOVERNOR_BIN=binary)
+            t, e, out = wall([py, "-c", COLD], benv)
+            t0, t1, t2, t3 = map(float, out.split())
+            add(label + "cold slot script, wall", e - t)
+            add(label + "  interpreter start", t0 - t)
+            add(label + "  import governor", t1 - t0)
+            add(label + "  bridge start (spawn + hello)", t2 - t1)
+            add(label + "  first slot (acquire + release)", t3 - t2)
+            add(label + "  exit", e - t3)
+            t = time.perf_counter()
+            b = subprocess.Popen([binary, "bridge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=benv)
+            b.stdin.write(hello)
+            b.stdin.flush()
+            b.stdout.readline()
+            add(label + "bridge alone: spawn + hello", time.perf_counter() - t)
+            b.stdin.close()
+            b.wait()
+            b.stdout.close()
+    shutil.rmtree(pkg)
+    shutil.rmtree(state, ignore_errors=True)
     for k, v in rows.items():
-        print("%-36s %7.2f ms" % (k, statistics.median(v)))
+        print("%-46s %7.2f ms" % (k, statistics.median(v)))
     base = statistics.median(rows["python3 -c pass"])
-    script = statistics.median(rows["cold slot script, wall"])
-    bridge = statistics.median(rows["  bridge start (spawn + hello)"])
-    print("cold slot script / bare python3: %.2fx (target <= 2x); without the bridge's start: %.2fx"
-          % (script / base, (script - bridge) / base))
+    for label, binary in binaries:
+        script = statistics.median(rows[label + "cold slot script, wall"])
+        bridge = statistics.median(rows[label + "  bridge start (spawn + hello)"])
+        print("%s%s: cold slot script / bare python3: %.2fx (target <= 2x); without the bridge's start: %.2fx"
+              % (label, binary, script / base, (script - bridge) / base))
 
 
 def main() -> int:
@@ -290,13 +308,13 @@ def main() -> int:
     ap.add_argument("--breakdown", action="store_true", help="where a pair's time goes, side by side: redis-py's "
                     "PING and Lock pair, the bridge spoken to with no client (one thread: a no-op request, an "
                     "acquire+release), the client's pair; then stop")
-    ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too, side by side, "
-                    "then stop (to compare two builds)")
+    ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too (with --cold: its "
+                    "cold script), side by side, then stop (to compare two builds)")
     ap.add_argument("--cold", type=int, metavar="N", help="a cold script's phases (import, bridge start, first "
                     "slot, exit), N runs each, on the file backend; then stop")
     a = ap.parse_args()
     if a.cold:
-        cold(a.cold)
+        cold(a.cold, a.against)
         return 0
     import redis  # Debian's python3-redis
     srv = RedisServer()

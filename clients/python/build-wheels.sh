@@ -2,7 +2,8 @@
 # Builds the Python packages of governor-client, offline (setuptools and wheel
 # of the system Python, no package index):
 #   one wheel per OS/arch (linux, darwin x amd64, arm64), the static governor
-#   binary inside as governor/_bin/governor, tagged py3-none-PLATFORM;
+#   binary without serve (the bridge's build: release/build-binary.sh
+#   --without-serve) inside as governor/_bin/governor, tagged py3-none-PLATFORM;
 #   `sdist`: the source distribution, with the module's Go source (go-src/)
 #   so that pip builds the binary when Go is on PATH (setup.py).
 # Each carries LICENSE, and the version of VERSION at the repository's root.
@@ -57,7 +58,7 @@ for t in "${targets[@]}"; do
   if [ -n "${GOVERNOR_BIN_DIR:-}" ]; then
     cp "$GOVERNOR_BIN_DIR/${t%/*}-${t#*/}/governor" "$work/src/governor/_bin/governor"
   else
-    "$repo/release/build-binary.sh" "$t" "$work/src/governor/_bin/governor"
+    "$repo/release/build-binary.sh" --without-serve "$t" "$work/src/governor/_bin/governor"
   fi
   (cd "$work/src" && GOVERNOR_WHEEL_PLAT=$p pybuild --wheel .)
   echo "built $(ls "$out"/*-"$p".whl)"

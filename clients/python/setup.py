@@ -9,7 +9,9 @@ The binary, governor/_bin/governor, comes from the first of:
     binary of each OS/arch there; GOVERNOR_WHEEL_PLAT names the platform tag);
   - GOVERNOR_BIN: a governor binary to copy in;
   - the module's Go source (go-src/ in the sdist, the repository in a
-    checkout) built with `go` when Go is on PATH;
+    checkout) built with `go` when Go is on PATH, as the release builds the
+    wheels' binary: static, without serve (-tags governor_noserve; the
+    client runs it only as `governor bridge`);
 and with none of them the wheel is pure and finds the binary at run time by
 GOVERNOR_BIN or PATH."""
 
@@ -72,7 +74,8 @@ def go_build(out: str) -> None:
     ldflags = "-s -w -X github.com/governor-dev/governor/internal/buildinfo.commit=" + commit
     env = dict(os.environ, CGO_ENABLED="0")
     print("building the governor binary from %s with %s" % (GO_SRC, shutil.which("go")))
-    subprocess.run(["go", "build", "-buildvcs=false", "-ldflags", ldflags, "-o", os.path.abspath(out), "./cmd/governor"],
+    subprocess.run(["go", "build", "-buildvcs=false", "-tags", "governor_noserve", "-ldflags", ldflags,
+                    "-o", os.path.abspath(out), "./cmd/governor"],
                    cwd=GO_SRC, env=env, check=True)
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the npm packages into clients/typescript/packages/:
 #   governor-cli-OS-ARCH-VERSION.tgz  one per linux/darwin x x64/arm64: the static
-#                                     governor binary in bin/, "os" and "cpu" set so
-#                                     npm installs only the host's; no install script
+#                                     governor binary without serve (the bridge's
+#                                     build: release/build-binary.sh --without-serve)
+#                                     in bin/, "os" and "cpu" set so npm installs
+#                                     only the host's; no install script, no "bin"
 #   governor-client-VERSION.tgz       the client (dist/src), the four above under
 #                                     optionalDependencies
 # Each carries LICENSE, "license": "Apache-2.0" and the version of VERSION at
@@ -41,7 +43,7 @@ for target in "${targets[@]}"; do
   if [ -n "${GOVERNOR_BIN_DIR:-}" ]; then
     cp "$GOVERNOR_BIN_DIR/$goos-$goarch/governor" "$dir/bin/governor"
   else
-    "$repo/release/build-binary.sh" "$target" "$dir/bin/governor"
+    "$repo/release/build-binary.sh" --without-serve "$target" "$dir/bin/governor"
   fi
   cp "$repo/LICENSE" "$dir/"
   cat >"$dir/package.json" <<JSON

@@ -83,14 +83,17 @@ func BenchmarkWrappedTrue(b *testing.B) {
 		median(ratios(1)), median(ratios(2)), b.N, median(times[0]), median(times[1]), median(ratios(3)))
 }
 
-// staticBuilds builds governor into dir with CGO_ENABLED=0 (as released)
-// and so without serve (-tags governor_noserve).
+// staticBuilds builds governor into dir as the release does
+// (release/build-binary.sh: CGO_ENABLED=0, stripped): the archives' full
+// binary and the clients' (the wheels' and npm packages') without serve
+// (-tags governor_noserve).
 func staticBuilds(b *testing.B, dir string) (nocgo, noserve string) {
-	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0")
+	// -s: no symbol table, and so no DWARF either (-w), as released.
+	nocgo, err := proctest.BuildGovernorAs(dir, "governor-nocgo", "CGO_ENABLED=0", "GOFLAGS=-ldflags=-s")
 	if err != nil {
 		b.Fatal(err)
 	}
-	noserve, err = proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve")
+	noserve, err = proctest.BuildGovernorAs(dir, "governor-noserve", "CGO_ENABLED=0", "GOFLAGS=-tags=governor_noserve -ldflags=-s")
 	if err != nil {
 		b.Fatal(err)
 	}

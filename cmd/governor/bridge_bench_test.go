@@ -20,9 +20,9 @@ import (
 // on Linux, the bridge's RSS at rest after 300 pairs (MiB, and how much
 // of it is anonymous memory, the rest being the binary's own pages,
 // shared by every bridge). The default build (cgo where a C compiler is
-// found), the static one (CGO_ENABLED=0: the released binaries, wheels
-// and npm packages) and the static one without serve (-tags
-// governor_noserve) take turns in each iteration:
+// found), the static one (CGO_ENABLED=0, stripped: the release archives')
+// and the static one without serve (-tags governor_noserve: the wheels'
+// and npm packages') take turns in each iteration:
 //
 //	go test -run '^$' -bench BridgeStart -benchtime 30x ./cmd/governor/
 func BenchmarkBridgeStart(b *testing.B) {

@@ -27,7 +27,7 @@ func (a *app) serveCmd() *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error {
 			return exitWith(exitcode.Failure, errors.New("serve: this governor was built without serve (-tags governor_noserve, "+
-				"a client library's bridge); run serve with a full governor binary (a release archive's, or go install)"))
+				"a client library's bridge); run serve with a full governor binary (a release archive's, Homebrew's or go install's)"))
 		},
 	}
 }
