@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // SpendBudget is a spend budget as configured (see docs/budgets.md).
@@ -57,22 +59,34 @@ type BudgetOptions struct {
 }
 
 // BudgetBusyError is a reservation refused: Budget is the budget that
-// refused, Reason why ("exhausted", "paused", "held"). It is ErrBusy.
+// refused, Reason why ("exhausted", "paused", "held"), Unit the budget's
+// unit and Estimate what this call asked of it (micro-units). It is
+// ErrBusy. Its message tells the amounts in the unit: the one message
+// the CLI, the bridge and the library print.
 type BudgetBusyError struct {
-	Budget BudgetState
-	Reason string
-	Now    time.Time
+	Budget   BudgetState
+	Reason   string
+	Unit     string
+	Estimate int64
+	Now      time.Time
 }
 
 func (e *BudgetBusyError) Error() string {
 	b := e.Budget
-	s := fmt.Sprintf("governor: budget %s %s: spent %d, reserved %d, limit %d (micro-units); resets at %s",
-		b.Name, e.Reason, b.Spent, b.Reserved, b.Limit, b.End.UTC().Format(time.RFC3339))
+	u := func(v int64) string {
+		if e.Unit == "" {
+			return FormatBudgetAmount(v)
+		}
+		return FormatBudgetAmount(v) + " " + e.Unit
+	}
+	s := fmt.Sprintf("governor: budget %s %s: spent %s, reserved %s, limit %s, this call %s; resets at %s (in %v)",
+		b.Name, e.Reason, u(b.Spent), u(b.Reserved), u(b.Limit), u(e.Estimate),
+		b.End.UTC().Format(time.RFC3339), max(b.End.Sub(e.Now), 0).Round(time.Second))
 	switch e.Reason {
 	case "paused":
-		s += "; paused by " + b.Paused
+		s += "; paused by " + safetext.Escape(b.Paused)
 	case "held":
-		s += "; " + b.Held
+		s += "; " + safetext.Escape(b.Held)
 	}
 	return s
 }
@@ -135,6 +149,11 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 			return &BudgetReservation{g: g, Lease: lease, spends: spends, States: res.States}, nil
 		}
 		busy := &BudgetBusyError{Budget: res.Refused, Reason: res.Reason, Now: res.Now}
+		for _, s := range spends {
+			if s.Budget.Name == res.Refused.Name {
+				busy.Unit, busy.Estimate = s.Budget.Unit, s.Amount
+			}
+		}
 		if o.Mode != Wait {
 			return nil, busy
 		}

@@ -92,7 +92,7 @@ func TestRunCost(t *testing.T) {
 			t.Fatalf("run --max-tokens over the limit: exit %d, %q", code, stderr)
 		}
 		code, _, stderr = tg.run(t, append(call, "--wait-timeout", "300ms", "--cost", "1.5", "--", "true")...)
-		if code != 73 || !strings.Contains(stderr, "not reserved within --wait-timeout: budget team-day exhausted: spent 0.7 USD") {
+		if code != 73 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "; not reserved within --wait-timeout 300ms") {
 			t.Fatalf("run --wait-timeout over the limit: exit %d, %q", code, stderr)
 		}
 		// All or none: the refusals charged fleet-hour nothing, and the

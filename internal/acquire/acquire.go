@@ -254,9 +254,11 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	}
 	h.ambient = ambientInOrder(held, h.ambient)
 	wctx := ctx
+	var deadline time.Time
 	if mode == governor.Wait && p.req.WaitTimeout > 0 {
+		deadline = time.Now().Add(p.req.WaitTimeout)
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, p.req.WaitTimeout)
+		wctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	if len(wants) > 0 {
@@ -273,7 +275,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if h.spend, err = p.reserveSpend(wctx, g, mode); err != nil {
+	if h.spend, err = p.reserveSpend(ctx, g, deadline); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
