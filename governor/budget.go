@@ -177,6 +177,15 @@ type BudgetBackend interface {
 	// budget's state is gone or born after the Born it gives: then that
 	// budget is held (EventBudgetHeld) and the actual counted.
 	BudgetSettle(ctx context.Context, project, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error)
+	// ReleaseSettle is Release(ctx, key, id, secret) and
+	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together:
+	// on Redis one round trip (one pipeline, whose parts go to their
+	// nodes at once on a Cluster), so that a provider call's settle
+	// costs no round trip of its own. The parts are independent: each
+	// does what it does alone and reports its own outcome (the
+	// settlement and its error, then the release's error); bad settle
+	// input (ErrInvalid) settles nothing and still releases.
+	ReleaseSettle(ctx context.Context, key Key, id, secret, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)

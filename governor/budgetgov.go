@@ -196,18 +196,19 @@ func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease s
 // (all in one unit; see SettleEach otherwise). A second Settle changes
 // nothing and returns Settled false.
 func (r *BudgetReservation) Settle(ctx context.Context, actual int64) (BudgetSettlement, error) {
-	amounts := make([]BudgetAmount, 0, len(r.spends))
-	for _, s := range r.spends {
-		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
-	}
-	return r.SettleEach(ctx, amounts)
+	return r.SettleEach(ctx, r.eachAt(actual))
 }
 
 // SettleEach closes the reservation with an actual per budget; a budget
 // not named is settled at its estimate.
 func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmount) (BudgetSettlement, error) {
-	// The births seen at reserve are the evidence: a state born since
-	// lost this reservation.
+	return r.g.SettleBudgets(ctx, r.Lease, r.evidence(actual))
+}
+
+// evidence is a copy of actual with the births seen at reserve, the
+// evidence that a state born since lost this reservation, else those
+// this process saw last.
+func (r *BudgetReservation) evidence(actual []BudgetAmount) []BudgetAmount {
 	actual = append([]BudgetAmount(nil), actual...)
 	for i := range actual {
 		for _, st := range r.States {
@@ -216,17 +217,32 @@ func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmoun
 			}
 		}
 	}
-	return r.g.SettleBudgets(ctx, r.Lease, actual)
+	return r.g.evidence(actual)
 }
 
-// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
-// giving as loss evidence the births this process saw.
-func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+// evidence fills in the births this process saw where actual has none.
+func (g *Governor) evidence(actual []BudgetAmount) []BudgetAmount {
 	for i := range actual {
 		if actual[i].Born.IsZero() {
 			actual[i].Born = g.born(actual[i].Name)
 		}
 	}
+	return actual
+}
+
+// eachAt is actual charged to every budget of r.
+func (r *BudgetReservation) eachAt(actual int64) []BudgetAmount {
+	amounts := make([]BudgetAmount, 0, len(r.spends))
+	for _, s := range r.spends {
+		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
+	}
+	return amounts
+}
+
+// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
+// giving as loss evidence the births this process saw.
+func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+	actual = g.evidence(actual)
 	// A settle runs even when the caller's context has ended: the spend
 	// happened, and an unsettled estimate would only count in full later.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)

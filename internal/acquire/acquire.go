@@ -42,6 +42,7 @@ type Held struct {
 	ambient []HeldLease       // GOVERNOR_HELD as read, the leases this call took left out
 	notes   []*LimitNote
 	spend   *governor.BudgetReservation // the spend budgets' reservation (Spend)
+	settle  *settleOnRelease            // a settle to send with the next release
 
 	lostOnce sync.Once
 	lost     chan struct{}
@@ -141,6 +142,8 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 	h.mu.Lock()
 	leases := h.leases
 	h.leases = nil
+	ps := h.settle
+	h.settle = nil
 	h.mu.Unlock()
 	for i := len(leases) - 1; i >= 0; i-- {
 		l := leases[i]
@@ -154,7 +157,13 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 		if err := h.releaseSlot(l.Resource()); err != nil {
 			re.Failed = append(re.Failed, err)
 		}
-		err := l.Release()
+		var err error
+		if ps != nil {
+			err = ps.with(l)
+			ps = nil
+		} else {
+			err = l.Release()
+		}
 		if after != nil {
 			after()
 		}
@@ -164,6 +173,9 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 		case err != nil:
 			re.Failed = append(re.Failed, fmt.Errorf("releasing %s: %w (it expires after its TTL)", l.Resource(), err))
 		}
+	}
+	if ps != nil {
+		ps.alone(ctx)
 	}
 	if len(re.Lost) == 0 && len(re.Failed) == 0 {
 		return nil

@@ -120,3 +120,33 @@ func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, deadline 
 // for no budget): settle it after the work (Settle, SettleEach); one
 // never settled counts at its estimate once its TTL passes.
 func (h *Held) Spend() *governor.BudgetReservation { return h.spend }
+
+// settleOnRelease is a settle to send with a release (SettleOnRelease).
+type settleOnRelease struct {
+	r      *governor.BudgetReservation
+	actual []governor.BudgetAmount
+	done   func(governor.BudgetSettlement, error)
+}
+
+// with releases l with the settle (governor.Lease.ReleaseSettle).
+func (ps *settleOnRelease) with(l *governor.Lease) error {
+	st, serr, err := l.ReleaseSettle(ps.r, ps.actual)
+	ps.done(st, serr)
+	return err
+}
+
+// alone sends the settle by itself: no lease went with it.
+func (ps *settleOnRelease) alone(ctx context.Context) {
+	ps.done(ps.r.SettleEach(ctx, ps.actual))
+}
+
+// SettleOnRelease settles r with actual (r.SettleEach) with the next
+// ReleaseWith: sent with the release of its first lease
+// (governor.Lease.ReleaseSettle: on Redis no round trip of its own), or
+// alone when it releases no lease. done is told the outcome; a settle
+// that fails leaves the estimate counted.
+func (h *Held) SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error)) {
+	h.mu.Lock()
+	h.settle = &settleOnRelease{r: r, actual: actual, done: done}
+	h.mu.Unlock()
+}

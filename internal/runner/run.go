@@ -320,8 +320,17 @@ func (r *run) settle() {
 			actual = append(actual, governor.BudgetAmount{Name: n})
 		}
 	}
-	if _, err := r.spent.SettleEach(context.Background(), actual); err != nil {
-		fmt.Fprintf(r.stderr, "governor: settling the run's cost: %s (its estimate stays counted)\n", safetext.Escape(err.Error()))
+	report := func(_ governor.BudgetSettlement, err error) {
+		if err != nil {
+			fmt.Fprintf(r.stderr, "governor: settling the run's cost: %s (its estimate stays counted)\n", safetext.Escape(err.Error()))
+		}
+	}
+	if r.held != nil {
+		// Sent with the release of the run's slot (releaseAll): no
+		// round trip of its own.
+		r.held.SettleOnRelease(r.spent, actual, report)
+	} else {
+		report(r.spent.SettleEach(context.Background(), actual))
 	}
 	r.spent = nil
 }

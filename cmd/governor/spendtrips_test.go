@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/governor-dev/governor/internal/redistest"
+)
+
+// turnProxy forwards TCP connections to a Redis server and counts, on
+// every connection, the client's turns that carry a script call
+// (EVALSHA, EVAL): a turn is what the client writes between two of the
+// server's replies, so a pipeline is one turn and so is a command sent
+// alone. Each turn is a round trip the client waited for.
+type turnProxy struct {
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	turns int
+}
+
+func startTurnProxy(t *testing.T, to string) *turnProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &turnProxy{ln: ln, to: to}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *turnProxy) serve(c net.Conn) {
+	defer c.Close()
+	s, err := net.Dial("tcp", p.to)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	replied := true // the server spoke since the client last did (or nothing was said)
+	go func() {
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 {
+				mu.Lock()
+				replied = true // before the client can see the reply
+				mu.Unlock()
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				_ = c.Close()
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			mu.Lock()
+			turn := replied
+			replied = false
+			mu.Unlock()
+			if turn && bytes.Contains(bytes.ToLower(buf[:n]), []byte("eval")) {
+				p.mu.Lock()
+				p.turns++
+				p.mu.Unlock()
+			}
+			if _, werr := s.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				_ = s.Close()
+			}
+			return
+		}
+	}
+}
+
+// take returns the turns counted since the last take.
+func (p *turnProxy) take() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.turns
+	p.turns = 0
+	return n
+}
+
+// TestRunCostRoundTrips counts the script round trips 'governor run
+// --provider' makes on Redis, with and without --cost: the cost adds
+// one, the reserve (the settle goes in the slot release's pipeline).
+// The fewest over a few runs of each is compared: something else a run
+// may send now and then (a heartbeat) only adds.
+//
+//	go test -run TestRunCostRoundTrips -v ./cmd/governor/
+func TestRunCostRoundTrips(t *testing.T) {
+	s := redistest.Start(t)
+	p := startTurnProxy(t, s.Addr)
+	tg := &target{bin: governorBin(t), name: "redis", redisURL: "redis://" + p.ln.Addr().String() + "/0", config: writeRunConfig(t, spendConfig)}
+	shapes := map[string][]string{
+		"run":        {"run", "--provider", "anthropic", "--", "true"},
+		"run --cost": {"run", "--provider", "anthropic", "--cost", "0.01", "--", "true"},
+	}
+	fewest := map[string]int{}
+	for round := range 4 {
+		for _, name := range []string{"run", "run --cost"} {
+			p.take()
+			if code, _, stderr := tg.run(t, shapes[name]...); code != 0 {
+				t.Fatalf("%s: exit %d, %s", name, code, stderr)
+			}
+			n := p.take()
+			if round == 0 {
+				continue // scripts loaded (EVALSHA, then EVAL)
+			}
+			if f, ok := fewest[name]; !ok || n < f {
+				fewest[name] = n
+			}
+		}
+	}
+	t.Logf("script round trips per run, fewest of 3: %v", fewest)
+	if got := fewest["run --cost"] - fewest["run"]; got != 1 {
+		t.Fatalf("--cost adds %d round trips (%v); want 1", got, fewest)
+	}
+}
