@@ -197,12 +197,12 @@ func TestRunCostBadValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"--cost", "1"}, "no reservation to settle: $GOVERNOR_SPEND is not set"},
+		{nil, []string{"--cost", "1"}, "no reservation to settle: neither $GOVERNOR_SPEND"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "-1"}, `cost "-1"; allowed:`},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{}, "--cost missing"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
 		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
-		{nil, []string{"--cost", "1", "--lease", "x"}, "--lease x without --budget"},
+		{[]string{"GOVERNOR_LEASE=no-handle"}, []string{"--cost", "1"}, "no-handle"},
 		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},
 	} {
 		if code, stderr := settle(tt.env, tt.args...); code != 125 || !strings.Contains(stderr, tt.want) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 
@@ -139,4 +140,57 @@ func TestRunCostRoundTrips(t *testing.T) {
 	if got := fewest["run --cost"] - fewest["run"]; got != 1 {
 		t.Fatalf("--cost adds %d round trips (%v); want 1", got, fewest)
 	}
+}
+
+// TestAcquireCost: 'governor acquire --cost' reserves under the lease's
+// id once the slot is held; 'governor settle --cost' with the lease in
+// $GOVERNOR_LEASE settles every budget it reserved; 'governor release'
+// settles what is left at its estimate; a cost that does not fit exits
+// 73 naming the budget and leaves the slot free.
+func TestAcquireCost(t *testing.T) {
+	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
+		g := tg.governor(t)
+		withLease := func(handle string, args ...string) (int, string, string) {
+			c := tg.command(args...)
+			c.Env = append(c.Env, "GOVERNOR_LEASE="+handle)
+			return execCode(t, c)
+		}
+		acquireCost := func(cost string) string {
+			t.Helper()
+			code, out, stderr := tg.run(t, "acquire", "provider:anthropic", "--cost", cost)
+			f := strings.Fields(out)
+			if code != 0 || len(f) != 2 {
+				t.Fatalf("acquire --cost %s: exit %d, %q, %q", cost, code, out, stderr)
+			}
+			return f[0]
+		}
+		h := acquireCost("0.5")
+		if st := budgetState(t, g, "fleet-hour"); st.Reserved != 500_000 || st.Open != 1 {
+			t.Fatalf("fleet-hour after acquire --cost 0.5: %+v", st)
+		}
+		if code, out, stderr := withLease(h, "settle", "--cost", "0.2"); code != 0 || !strings.Contains(out, "on every budget it reserved") {
+			t.Fatalf("settle --cost 0.2 with $GOVERNOR_LEASE: exit %d, %q, %q", code, out, stderr)
+		}
+		if code, _, stderr := withLease(h, "release"); code != 0 {
+			t.Fatalf("release: exit %d, %q", code, stderr)
+		}
+		if st := budgetState(t, g, "fleet-hour"); st.Spent != 200_000 || st.Reserved != 0 || st.Open != 0 {
+			t.Fatalf("fleet-hour after a settle of 0.2 and the release: %+v", st)
+		}
+		// Released unsettled: at its estimate.
+		h = acquireCost("0.3")
+		if code, _, stderr := withLease(h, "release"); code != 0 {
+			t.Fatalf("release: exit %d, %q", code, stderr)
+		}
+		if st := budgetState(t, g, "fleet-hour"); st.Spent != 500_000 || st.Reserved != 0 || st.Open != 0 {
+			t.Fatalf("fleet-hour after a release unsettled: %+v", st)
+		}
+		code, _, stderr := tg.run(t, "acquire", "provider:anthropic", "--cost", "100")
+		if code != 73 || !strings.Contains(stderr, "budget fleet-hour exhausted: spent 0.5 USD, reserved 0 USD, limit 100 USD, this call 100 USD") {
+			t.Fatalf("acquire --cost 100 over the limit: exit %d, %q", code, stderr)
+		}
+		if st := tg.status(t, g, "provider:anthropic"); st.Used != 0 {
+			t.Fatalf("provider:anthropic after a refused cost: %d in use", st.Used)
+		}
+	})
 }

@@ -69,6 +69,32 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 	wantBudget(t, "after an overrun", budgetState(t, b, p, "day"), 50, 0, 100)
 }
 
+// budgetSettleEvery: a settle's amount named "" is the actual of every
+// budget of the reservation that no other amount names; given twice it
+// is bad input.
+func (s *suite) budgetSettleEvery(t *testing.T) {
+	b, p := s.h.Open(t), project()
+	start := budgetNow(t, b, p).Add(-time.Second)
+	reserve(t, b, p, "e1", charge("day", 100, 30, start, time.Hour), charge("hour", 100, 30, start, time.Hour),
+		charge("team", 100, 30, start, time.Hour))
+	st := settle(t, b, p, "e1", governor.BudgetAmount{Amount: 12}, governor.BudgetAmount{Name: "hour", Amount: 40})
+	if !st.Settled || !slices.Equal(st.Overruns, []string{"hour"}) {
+		t.Fatalf("settle of every budget at 12, hour at 40: %+v; want settled, an overrun on hour", st)
+	}
+	wantBudget(t, "day", budgetState(t, b, p, "day"), 12, 0, 100)
+	wantBudget(t, "team", budgetState(t, b, p, "team"), 12, 0, 100)
+	wantBudget(t, "hour", budgetState(t, b, p, "hour"), 40, 0, 100)
+	reserve(t, b, p, "e2", charge("day", 100, 30, start, time.Hour))
+	_, err := b.BudgetSettle(ctxT(t), p, "e2", []governor.BudgetAmount{{Amount: 1}, {Amount: 2}}, "conformance")
+	if !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("two amounts for every budget: %v; want ErrInvalid", err)
+	}
+	if got := settle(t, b, p, "ghost", governor.BudgetAmount{Amount: 5}); got.Settled {
+		t.Fatalf("settle of every budget of no reservation: %+v; want nothing settled", got)
+	}
+	wantBudget(t, "day after refusals", budgetState(t, b, p, "day"), 12, 30, 100)
+}
+
 // budgetDoSpend: a provider call with a slot and spend budgets settles
 // its cost with the slot's release: the actual it reports, the estimate
 // when it cannot tell; a refusal runs nothing and leaves the slot free.

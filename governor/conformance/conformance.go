@@ -183,6 +183,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetGovernor", s.budgetGovernor},
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},
 		{"BudgetDoSpend", s.budgetDoSpend},
+		{"BudgetSettleEvery", s.budgetSettleEvery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
