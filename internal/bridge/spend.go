@@ -248,6 +248,37 @@ func (l *lease) settleAtEstimate() {
 	}
 }
 
+// releaseSettler is a Held that sends a settle with its release
+// (*acquire.Held).
+type releaseSettler interface {
+	SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error))
+}
+
+// settleWithRelease is settleAtEstimate for a lease about to be
+// released: the settle goes with the release of its slot (no round trip
+// of its own on Redis) where the Held can send it so.
+func (l *lease) settleWithRelease() {
+	r := spendOfHeld(l.held)
+	rs, ok := l.held.(releaseSettler)
+	if r == nil || !ok {
+		l.settleAtEstimate()
+		return
+	}
+	l.mu.Lock()
+	done := l.settled
+	l.settled = true
+	l.mu.Unlock()
+	if !done {
+		rs.SettleOnRelease(r, nil, func(_ governor.BudgetSettlement, err error) {
+			if err != nil {
+				l.mu.Lock()
+				l.settled = false // not settled: the estimate stays counted, by its TTL
+				l.mu.Unlock()
+			}
+		})
+	}
+}
+
 // budgetsOf is what an acquire's result says of its reservation.
 func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
 	if r == nil {
@@ -260,4 +291,7 @@ func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
 	return out
 }
 
-var _ spender = (*acquire.Held)(nil)
+var (
+	_ spender        = (*acquire.Held)(nil)
+	_ releaseSettler = (*acquire.Held)(nil)
+)
