@@ -165,7 +165,7 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 }
 
 // do is Do; a spend reservation fn leaves in spend is settled with the
-// release of the call's slot (spendAfter.free), when it has one.
+// release of the call's slot (spendAfter.release), when it has one.
 func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn func(ctx context.Context) (used int64, err error)) error {
 	if err := ValidateResource(p.resource); err != nil {
 		return err

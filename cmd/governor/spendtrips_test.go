@@ -106,8 +106,9 @@ func (p *turnProxy) take() int {
 }
 
 // TestRunCostRoundTrips counts the script round trips 'governor run
-// --provider' makes on Redis, with and without --cost: the cost adds
-// one, the reserve (the settle goes in the slot release's pipeline).
+// --provider' makes on Redis, and 'governor acquire' with its 'governor
+// release', with and without --cost: the cost adds one, the reserve (the
+// settle goes in the slot release's pipeline).
 // The fewest over a few runs of each is compared: something else a run
 // may send now and then (a heartbeat) only adds.
 //
@@ -116,16 +117,30 @@ func TestRunCostRoundTrips(t *testing.T) {
 	s := redistest.Start(t)
 	p := startTurnProxy(t, s.Addr)
 	tg := &target{bin: governorBin(t), name: "redis", redisURL: "redis://" + p.ln.Addr().String() + "/0", config: writeRunConfig(t, spendConfig)}
-	shapes := map[string][]string{
-		"run":        {"run", "--provider", "anthropic", "--", "true"},
-		"run --cost": {"run", "--provider", "anthropic", "--cost", "0.01", "--", "true"},
+	// A shape is its commands, run in turn; a release finds the lease
+	// its acquire printed in $GOVERNOR_LEASE.
+	shapes := map[string][][]string{
+		"run":                     {{"run", "--provider", "anthropic", "--", "true"}},
+		"run --cost":              {{"run", "--provider", "anthropic", "--cost", "0.01", "--", "true"}},
+		"acquire, release":        {{"acquire", "provider:anthropic"}, {"release"}},
+		"acquire --cost, release": {{"acquire", "provider:anthropic", "--cost", "0.01"}, {"release"}},
 	}
+	order := []string{"run", "run --cost", "acquire, release", "acquire --cost, release"}
 	fewest := map[string]int{}
 	for round := range 4 {
-		for _, name := range []string{"run", "run --cost"} {
+		for _, name := range order {
 			p.take()
-			if code, _, stderr := tg.run(t, shapes[name]...); code != 0 {
-				t.Fatalf("%s: exit %d, %s", name, code, stderr)
+			handle := ""
+			for _, args := range shapes[name] {
+				c := tg.command(args...)
+				c.Env = append(c.Env, "GOVERNOR_LEASE="+handle)
+				code, out, stderr := execCode(t, c)
+				if code != 0 {
+					t.Fatalf("%s: %v: exit %d, %s", name, args, code, stderr)
+				}
+				if f := strings.Fields(out); args[0] == "acquire" && len(f) == 2 {
+					handle = f[0]
+				}
 			}
 			n := p.take()
 			if round == 0 {
@@ -136,9 +151,12 @@ func TestRunCostRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("script round trips per run, fewest of 3: %v", fewest)
+	t.Logf("script round trips, fewest of 3: %v", fewest)
 	if got := fewest["run --cost"] - fewest["run"]; got != 1 {
-		t.Fatalf("--cost adds %d round trips (%v); want 1", got, fewest)
+		t.Errorf("--cost adds %d round trips to a run (%v); want 1", got, fewest)
+	}
+	if got := fewest["acquire --cost, release"] - fewest["acquire, release"]; got != 1 {
+		t.Errorf("--cost adds %d round trips to an acquire and its release (%v); want 1", got, fewest)
 	}
 }
 
