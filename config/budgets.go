@@ -14,10 +14,7 @@ import (
 type Amount int64
 
 // String writes a in units, with up to six decimals.
-func (a Amount) String() string {
-	s := fmt.Sprintf("%d.%06d", int64(a)/governor.MicroUnit, int64(a)%governor.MicroUnit)
-	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
-}
+func (a Amount) String() string { return governor.FormatBudgetAmount(int64(a)) }
 
 // Budget configures one spend budget (docs/budgets.md): budgets.NAME.
 type Budget struct {

@@ -110,6 +110,9 @@ type BudgetResult struct {
 
 // BudgetAmount is an actual cost charged to one budget.
 type BudgetAmount struct {
+	// Name is the budget's; "" gives the actual of every budget of the
+	// reservation that no other BudgetAmount of the settle names (for a
+	// caller that knows the reservation but not its budgets).
 	Name   string
 	Amount int64
 	// Born is the budget's birth as the caller saw it at reserve (loss
@@ -170,13 +173,23 @@ type BudgetBackend interface {
 	// reserve) is allowed again without charging anything more.
 	BudgetReserve(ctx context.Context, req BudgetRequest) (BudgetResult, error)
 	// BudgetSettle closes lease's reservation: each budget's estimate
-	// leaves Reserved and its actual (actual, by name; a budget not named
-	// is settled at its estimate) joins Spent — in full, with an
+	// leaves Reserved and its actual (actual, by name; the name "" for
+	// every budget not named, else a budget not named is settled at its
+	// estimate) joins Spent — in full, with an
 	// EventBudgetOverrun, when above the estimate. A lease without an
 	// open reservation changes nothing (Settled false), unless a named
 	// budget's state is gone or born after the Born it gives: then that
 	// budget is held (EventBudgetHeld) and the actual counted.
 	BudgetSettle(ctx context.Context, project, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error)
+	// ReleaseSettle is Release(ctx, key, id, secret) and
+	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together:
+	// on Redis one round trip (one pipeline, whose parts go to their
+	// nodes at once on a Cluster), so that a provider call's settle
+	// costs no round trip of its own. The parts are independent: each
+	// does what it does alone and reports its own outcome (the
+	// settlement and its error, then the release's error); bad settle
+	// input (ErrInvalid) settles nothing and still releases.
+	ReleaseSettle(ctx context.Context, key Key, id, secret, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)
@@ -255,7 +268,8 @@ func ValidateBudgetAdmin(project, name string, op BudgetOp, value int64) error {
 }
 
 // ValidateBudgetSettle checks a settle's arguments: a valid project and
-// lease, valid names each once, amounts in range.
+// lease, valid names (or "", every budget not named) each once, amounts
+// in range.
 func ValidateBudgetSettle(project, lease string, actual []BudgetAmount) error {
 	if err := ValidateProject(project); err != nil {
 		return err
@@ -268,6 +282,13 @@ func ValidateBudgetSettle(project, lease string, actual []BudgetAmount) error {
 	}
 	seen := map[string]bool{}
 	for _, a := range actual {
+		if a.Name == "" && !seen[""] {
+			seen[""] = true // every budget not named
+			if err := validAmount("actual cost", a.Amount); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := ValidateResource(a.Name); err != nil {
 			return fmt.Errorf("budget name: %w", err)
 		}

@@ -1,6 +1,7 @@
 package governor
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,18 @@ func ParseBudgetAmount(s string) (int64, error) {
 		return 0, invalid("amount %q; allowed: %s", s, amountForm)
 	}
 	return v, nil
+}
+
+// FormatBudgetAmount writes v micro-units in units, as
+// ParseBudgetAmount reads them: 40, 12.5, 0.000003 (a negative v with
+// its sign).
+func FormatBudgetAmount(v int64) string {
+	sign := ""
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	s := strings.TrimRight(fmt.Sprintf("%d.%06d", v/MicroUnit, v%MicroUnit), "0")
+	return sign + strings.TrimSuffix(s, ".")
 }
 
 // ValidateBudgetUnit checks a budget's unit: a currency code (USD) or

@@ -2,7 +2,9 @@ package governor_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
 )
@@ -37,5 +39,53 @@ func TestValidateBudgetUnit(t *testing.T) {
 		if err := governor.ValidateBudgetUnit(u); !errors.Is(err, governor.ErrInvalid) {
 			t.Errorf("ValidateBudgetUnit(%q) = %v; want ErrInvalid", u, err)
 		}
+	}
+}
+
+func TestFormatBudgetAmount(t *testing.T) {
+	for _, tt := range []struct {
+		in   int64
+		want string
+	}{
+		{40_000_000, "40"}, {12_500_000, "12.5"}, {3, "0.000003"}, {0, "0"}, {-700_000, "-0.7"},
+		{governor.MaxBudgetAmount, "1000000000"},
+	} {
+		if got := governor.FormatBudgetAmount(tt.in); got != tt.want {
+			t.Errorf("FormatBudgetAmount(%d) = %q; want %q", tt.in, got, tt.want)
+		}
+		if tt.in >= 0 {
+			if back, err := governor.ParseBudgetAmount(tt.want); err != nil || back != tt.in {
+				t.Errorf("ParseBudgetAmount(FormatBudgetAmount(%d)) = %d, %v", tt.in, back, err)
+			}
+		}
+	}
+}
+
+// A refusal tells the amounts in the budget's unit: the message the
+// CLI, the bridge and the library print alike.
+func TestBudgetBusyErrorInUnits(t *testing.T) {
+	now := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	st := governor.BudgetState{Name: "evals-day", Spent: 39_700_000, Limit: 40_000_000, End: now.Add(19*time.Hour + 58*time.Minute)}
+	for _, tt := range []struct {
+		err  governor.BudgetBusyError
+		want string
+	}{
+		{governor.BudgetBusyError{Budget: st, Reason: "exhausted", Unit: "USD", Estimate: 500_000, Now: now},
+			"governor: budget evals-day exhausted: spent 39.7 USD, reserved 0 USD, limit 40 USD, this call 0.5 USD; resets at 2026-12-05T23:58:00Z (in 19h58m0s)"},
+		{governor.BudgetBusyError{Budget: st, Reason: "exhausted", Estimate: 500_000, Now: now},
+			"governor: budget evals-day exhausted: spent 39.7, reserved 0, limit 40, this call 0.5; resets at 2026-12-05T23:58:00Z (in 19h58m0s)"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+		if !errors.Is(&tt.err, governor.ErrBusy) {
+			t.Errorf("%v is not ErrBusy", &tt.err)
+		}
+	}
+	paused := st
+	paused.Paused = "ops\x1b[31m"
+	e := &governor.BudgetBusyError{Budget: paused, Reason: "paused", Unit: "USD", Now: now}
+	if got := e.Error(); !strings.HasSuffix(got, "; paused by ops\\x1b[31m") {
+		t.Errorf("paused: %s", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // SpendBudget is a spend budget as configured (see docs/budgets.md).
@@ -57,22 +59,34 @@ type BudgetOptions struct {
 }
 
 // BudgetBusyError is a reservation refused: Budget is the budget that
-// refused, Reason why ("exhausted", "paused", "held"). It is ErrBusy.
+// refused, Reason why ("exhausted", "paused", "held"), Unit the budget's
+// unit and Estimate what this call asked of it (micro-units). It is
+// ErrBusy. Its message tells the amounts in the unit: the one message
+// the CLI, the bridge and the library print.
 type BudgetBusyError struct {
-	Budget BudgetState
-	Reason string
-	Now    time.Time
+	Budget   BudgetState
+	Reason   string
+	Unit     string
+	Estimate int64
+	Now      time.Time
 }
 
 func (e *BudgetBusyError) Error() string {
 	b := e.Budget
-	s := fmt.Sprintf("governor: budget %s %s: spent %d, reserved %d, limit %d (micro-units); resets at %s",
-		b.Name, e.Reason, b.Spent, b.Reserved, b.Limit, b.End.UTC().Format(time.RFC3339))
+	u := func(v int64) string {
+		if e.Unit == "" {
+			return FormatBudgetAmount(v)
+		}
+		return FormatBudgetAmount(v) + " " + e.Unit
+	}
+	s := fmt.Sprintf("governor: budget %s %s: spent %s, reserved %s, limit %s, this call %s; resets at %s (in %v)",
+		b.Name, e.Reason, u(b.Spent), u(b.Reserved), u(b.Limit), u(e.Estimate),
+		b.End.UTC().Format(time.RFC3339), max(b.End.Sub(e.Now), 0).Round(time.Second))
 	switch e.Reason {
 	case "paused":
-		s += "; paused by " + b.Paused
+		s += "; paused by " + safetext.Escape(b.Paused)
 	case "held":
-		s += "; " + b.Held
+		s += "; " + safetext.Escape(b.Held)
 	}
 	return s
 }
@@ -135,6 +149,11 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 			return &BudgetReservation{g: g, Lease: lease, spends: spends, States: res.States}, nil
 		}
 		busy := &BudgetBusyError{Budget: res.Refused, Reason: res.Reason, Now: res.Now}
+		for _, s := range spends {
+			if s.Budget.Name == res.Refused.Name {
+				busy.Unit, busy.Estimate = s.Budget.Unit, s.Amount
+			}
+		}
 		if o.Mode != Wait {
 			return nil, busy
 		}
@@ -177,18 +196,19 @@ func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease s
 // (all in one unit; see SettleEach otherwise). A second Settle changes
 // nothing and returns Settled false.
 func (r *BudgetReservation) Settle(ctx context.Context, actual int64) (BudgetSettlement, error) {
-	amounts := make([]BudgetAmount, 0, len(r.spends))
-	for _, s := range r.spends {
-		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
-	}
-	return r.SettleEach(ctx, amounts)
+	return r.SettleEach(ctx, r.eachAt(actual))
 }
 
 // SettleEach closes the reservation with an actual per budget; a budget
 // not named is settled at its estimate.
 func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmount) (BudgetSettlement, error) {
-	// The births seen at reserve are the evidence: a state born since
-	// lost this reservation.
+	return r.g.SettleBudgets(ctx, r.Lease, r.evidence(actual))
+}
+
+// evidence is a copy of actual with the births seen at reserve, the
+// evidence that a state born since lost this reservation, else those
+// this process saw last.
+func (r *BudgetReservation) evidence(actual []BudgetAmount) []BudgetAmount {
 	actual = append([]BudgetAmount(nil), actual...)
 	for i := range actual {
 		for _, st := range r.States {
@@ -197,17 +217,32 @@ func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmoun
 			}
 		}
 	}
-	return r.g.SettleBudgets(ctx, r.Lease, actual)
+	return r.g.evidence(actual)
 }
 
-// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
-// giving as loss evidence the births this process saw.
-func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+// evidence fills in the births this process saw where actual has none.
+func (g *Governor) evidence(actual []BudgetAmount) []BudgetAmount {
 	for i := range actual {
 		if actual[i].Born.IsZero() {
 			actual[i].Born = g.born(actual[i].Name)
 		}
 	}
+	return actual
+}
+
+// eachAt is actual charged to every budget of r.
+func (r *BudgetReservation) eachAt(actual int64) []BudgetAmount {
+	amounts := make([]BudgetAmount, 0, len(r.spends))
+	for _, s := range r.spends {
+		amounts = append(amounts, BudgetAmount{Name: s.Budget.Name, Amount: actual})
+	}
+	return amounts
+}
+
+// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
+// giving as loss evidence the births this process saw.
+func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+	actual = g.evidence(actual)
 	// A settle runs even when the caller's context has ended: the spend
 	// happened, and an unsettled estimate would only count in full later.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)

@@ -247,17 +247,49 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 // freed by 'governor release' counts too. The hold is read before the
 // release; a lease that cannot be read is released all the same.
 func (g *Governor) releaseOwn(ctx context.Context, key Key, h Handle) error {
+	return g.releaseOwnWith(ctx, key, h, func(ctx context.Context) error { return g.b.Release(ctx, key, h.ID, h.Secret) })
+}
+
+// releaseOwnWith is releaseOwn sending the release through free.
+func (g *Governor) releaseOwnWith(ctx context.Context, key Key, h Handle, free func(ctx context.Context) error) error {
 	var held time.Duration
 	if st, err := g.b.Status(ctx, key); err == nil {
 		if x, ok := st.holder(h.ID); ok {
 			held = st.Now.Sub(x.AcquiredAt)
 		}
 	}
-	err := g.b.Release(ctx, key, h.ID, h.Secret)
+	err := free(ctx)
 	if err == nil && held > 0 {
 		g.rec.observe(key, HistogramHold, held)
 	}
 	return err
+}
+
+// ReleaseHandleSettle is ReleaseHandle of h, which must carry its secret
+// (the lease is yours), with the settle of spend reservation lease
+// (SettleBudgets(lease, actual)) sent with the release
+// (Backend.ReleaseSettle: one round trip on Redis). The two are
+// independent: it returns the settlement and the settle's error, then
+// the release's (ErrNotHeld when the lease is not held: the settle
+// happened all the same).
+func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease string, actual []BudgetAmount) (BudgetSettlement, error, error) {
+	if err := ValidateResource(h.Resource); err != nil {
+		return BudgetSettlement{}, nil, err
+	}
+	if h.Secret == "" {
+		return BudgetSettlement{}, nil, fmt.Errorf("%w: the handle of lease %s has no secret; allowed: a handle RESOURCE@LEASE_ID.SECRET (release it with ReleaseHandle, settle apart)", ErrInvalid, h.ID)
+	}
+	actual = g.evidence(actual)
+	var st BudgetSettlement
+	var serr error
+	rerr := g.releaseOwnWith(ctx, Key{g.project, h.Resource}, h, func(ctx context.Context) error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
+		defer cancel()
+		var err error
+		st, serr, err = g.b.ReleaseSettle(sctx, Key{g.project, h.Resource}, h.ID, h.Secret, lease, actual, g.Identity())
+		return err
+	})
+	return st, serr, rerr
 }
 
 // RenewHandle extends the lease h names to now+ttl (0: the lease's own

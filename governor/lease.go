@@ -473,7 +473,15 @@ func (l *Lease) lose(err error, reason string) {
 // had been lost (the protected work may have overlapped another holder),
 // nil on a second call, and a backend error if the release could not be
 // sent — the lease then expires after its TTL.
-func (l *Lease) Release() error {
+func (l *Lease) Release() error { return l.release(nil) }
+
+// release is Release, sending the release through free when free is not
+// nil (a release that carries a budget settle, Backend.ReleaseSettle).
+// free is not called when the lease was lost before: nothing is sent.
+func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
+	if free == nil {
+		free = func(ctx context.Context, l *Lease) error { return l.g.b.Release(ctx, l.key, l.id, l.secret) }
+	}
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -498,7 +506,7 @@ func (l *Lease) Release() error {
 		if errors.As(lostErr, &ended) {
 			_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, ended.Reason())
 		}
-		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
+		_ = free(ctx, l)
 		return lostErr
 	}
 	if lostErr != nil {
@@ -511,7 +519,7 @@ func (l *Lease) Release() error {
 	l.g.forget(l)
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	err := l.g.b.Release(ctx, l.key, l.id, l.secret)
+	err := free(ctx, l)
 	if errors.Is(err, ErrNotHeld) {
 		// Gone on the backend although our deadline had not passed: it
 		// was taken over or reclaimed.

@@ -161,6 +161,12 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // would waste budget that others could use, and the number waiting on
 // the rate limit is then bounded by the concurrency.
 func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.Context) (used int64, err error)) error {
+	return p.do(ctx, estimate, nil, fn)
+}
+
+// do is Do; a spend reservation fn leaves in spend is settled with the
+// release of the call's slot (spendAfter.release), when it has one.
+func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn func(ctx context.Context) (used int64, err error)) error {
 	if err := ValidateResource(p.resource); err != nil {
 		return err
 	}
@@ -212,7 +218,7 @@ func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.C
 		if err != nil {
 			return err
 		}
-		defer l.Release()
+		defer func() { spend.release(l) }()
 		var cancel context.CancelFunc
 		work, cancel = l.Context(ctx)
 		defer cancel()

@@ -12,7 +12,8 @@
 --            limit, soft, window start ms, window end ms, amount, born ms
 --            as the caller saw it (0: never)
 --   settle:  3 lease, 4 by, 5 n, then n times 3 fields: name, actual
---            amount, born ms as seen at reserve (0: unknown)
+--            amount, born ms as seen at reserve (0: unknown); the name ''
+--            gives the actual of every budget not named
 --   admin:   3 name, 4 op ('limit' | 'reset' | 'pause' | 'resume' |
 --            'confirm'), 5 value, 6 by
 -- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
@@ -200,7 +201,7 @@ if mode == 'settle' then
   if not v then
     for _, name in ipairs(names) do
       local seen = born[name]
-      if seen > 0 then
+      if seen > 0 and name ~= '' then
         local r = get(name)
         local lost
         if not r then
@@ -223,7 +224,7 @@ if mode == 'settle' then
     local r = get(c[1])
     if r then
       local est = tonumber(c[2])
-      local a = actual[c[1]] or est
+      local a = actual[c[1]] or actual[''] or est
       r.reserved = r.reserved - est
       r.open = r.open - 1
       if a > est then

@@ -146,6 +146,7 @@ func (a *app) acquireCmd() *cobra.Command {
 		fairKey     string
 		supersede   string
 		cancelRun   bool
+		spendReq    acquire.SpendRequest
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
@@ -191,6 +192,12 @@ mark progress (the grant counts as the first); after D, renew and touch exit
 policy (docs/queue-policies.md); its max_queue refuses at once and its
 max_wait drops the waiter, both exit 73 naming the bound.
 
+--cost N (or --max-tokens, as for 'governor run'): once the slot is held, N is
+reserved on every spend budget that applies (docs/budgets.md), under the lease's
+LEASE_ID. 'governor settle --cost N' with $GOVERNOR_LEASE settles it; 'governor
+release' settles what is left at its estimate. A cost that does not fit exits 73
+(75 with --if-busy skip) naming the budget, and the slot is freed.
+
 Exit codes: 0 acquired; 73 busy (--if-busy fail) or --wait-timeout passed,
 or the queue policy's max_queue or max_wait, or the wait was cancelled
 ('governor cancel'); 76 superseded while waiting
@@ -218,6 +225,10 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			if err != nil {
 				return exitWith(exitcode.Failure, err)
 			}
+			spend, err := a.planAcquireSpend(l.Config, spendReq, resource, fairKey, session, cmd.ErrOrStderr())
+			if err != nil {
+				return exitWith(exitcode.Failure, err)
+			}
 			g, err := a.open(cmd.Context(), openOptions{Session: session, PID: holderPID(pid), Command: "governor acquire " + resource})
 			if err != nil {
 				return err
@@ -228,12 +239,20 @@ RESOURCE bound to the with-heavy-lock slot.`,
 			if err != nil {
 				return err
 			}
+			if spend != nil {
+				if _, err := reserveLeaseSpend(cmd.Context(), g, plan, held, spend, ttl, waitTimeout); err != nil {
+					return err
+				}
+			}
 			l0 := held.Leases()[0]
 			if a.json {
 				out := map[string]any{"lease": l0.Handle().String(), "resource": resource,
 					"lease_id": l0.ID(), "token": l0.Token(), "expires_at": l0.Expires().UTC()}
 				if notes := held.LimitNotes(); len(notes) > 0 {
 					out["limit_note"] = notes[0]
+				}
+				if spend != nil {
+					out["spend"] = map[string]any{"lease": l0.ID(), "budgets": spend.Names(), "estimate": spend.Estimate}
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
@@ -256,6 +275,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	f.StringVar(&supersede, "supersede", "", "supersede key: a newer acquire with the same key replaces this one while it waits (exit 76)")
 	f.BoolVar(&cancelRun, "cancel-in-progress", false, "with --supersede and --if-busy wait: also cancel the lease of a holder with the same key (its renewals fail, exit 122; it keeps its slots until released, while this one waits)")
 	f.StringVar(&fairKey, "fair-key", "", "the fair key (tenant, agent, session) to queue under, when the resource has fairness: keys take turns")
+	spendFlags(f, &spendReq)
 	return cmd
 }
 
@@ -397,7 +417,7 @@ use --force); 122 the lease was not held; 125 bad input or backend unreachable.`
 				return err
 			}
 			defer g.Close()
-			err = g.ReleaseHandle(cmd.Context(), h, force)
+			err = a.releaseHandle(cmd.Context(), g, h, force, cmd.ErrOrStderr())
 			switch {
 			case errors.Is(err, governor.ErrNotHeld):
 				return exitWith(exitcode.LeaseLost, fmt.Errorf("lease %s was not held (expired, released or taken over)", public(h)))

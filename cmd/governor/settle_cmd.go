@@ -20,7 +20,7 @@ func (a *app) settleCmd() *cobra.Command {
 		budgets     []string
 	)
 	cmd := &cobra.Command{
-		Use:   "settle --cost N [--lease ID --budget NAME...]",
+		Use:   "settle --cost N [--lease ID [--budget NAME...]]",
 		Short: "Settle a spend reservation at its actual cost (from inside 'governor run --cost')",
 		Long: `settle closes a spend reservation (docs/budgets.md) at the actual cost N, in the
 budgets' unit (0.42, or 0.42USD to have the unit checked): the estimate leaves
@@ -30,12 +30,16 @@ counted in full and recorded as an overrun.
 Inside 'governor run --cost' (or --max-tokens) the reservation is the run's:
 $GOVERNOR_SPEND names it and its budgets, so the command reports what it spent
 with 'governor settle --cost N' before it exits; the run then settles nothing
-more. A reservation made elsewhere is named with --lease ID and each of its
-budgets with --budget NAME (a budget not named is settled at its estimate).
+more. For a lease of 'governor acquire --cost', the reservation is named after
+the lease: with its handle in $GOVERNOR_LEASE, 'governor settle --cost N' settles
+every budget it charged. A reservation made elsewhere is named with --lease ID,
+and its budgets with --budget NAME (a budget not named is then settled at its
+estimate; without --budget, every budget is settled at N).
 
 Settling is idempotent: a reservation settled before, or counted at its
 estimate after its TTL, is left as it is, and settle says so (exit 0). --json
-prints {"lease", "budgets", "cost", "settled", "overruns"}, cost in micro-units.
+prints {"lease", "budgets", "cost", "settled", "overruns"}, cost in micro-units
+(budgets empty: every budget of the reservation).
 
 Exit codes: 0 settled, or nothing left to settle; 125 a bad --cost, budget or
 lease, no reservation named, bad config or backend unreachable; nothing changed.`,
@@ -55,12 +59,23 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 			case lease == "" && len(budgets) > 0:
 				return fail(errors.New("--budget without --lease; allowed: --lease ID with each budget it reserved, or neither inside 'governor run --cost'"))
 			case lease != "" && len(budgets) == 0:
-				return fail(fmt.Errorf("--lease %s without --budget; allowed: each budget the reservation charged, as --budget NAME", lease))
+				names = []string{""} // every budget of the reservation
 			case lease == "":
 				var ok bool
-				if lease, names, ok = acquire.SpendFromEnv(a.env); !ok {
-					return fail(fmt.Errorf("no reservation to settle: $%s is not set (it is inside 'governor run --cost' or --max-tokens); elsewhere give --lease ID --budget NAME", acquire.EnvSpend))
+				if lease, names, ok = acquire.SpendFromEnv(a.env); ok {
+					break
 				}
+				// A lease of 'governor acquire --cost': its reservation
+				// is named after the lease.
+				arg, err := a.leaseArg(nil)
+				if err != nil {
+					return fail(fmt.Errorf("no reservation to settle: neither $%s (inside 'governor run --cost') nor $%s (a lease of 'governor acquire --cost') is set; elsewhere give --lease ID", acquire.EnvSpend, envLease))
+				}
+				h, err := parseHandle(arg)
+				if err != nil {
+					return err
+				}
+				lease, names = h.ID, []string{""}
 			}
 			l, err := a.load()
 			if err != nil {
@@ -87,7 +102,11 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 				return err
 			}
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": lease, "budgets": names, "cost": amount,
+				shown := names
+				if names[0] == "" {
+					shown = []string{} // every budget it reserved
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"lease": lease, "budgets": shown, "cost": amount,
 					"settled": st.Settled, "overruns": append([]string{}, st.Overruns...)})
 			}
 			w := cmd.OutOrStdout()
@@ -98,8 +117,14 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 			shown := config.Amount(amount).String()
 			if b, ok := l.Config.Budgets[names[0]]; ok {
 				shown += " " + b.Unit
+			} else if unit != "" {
+				shown += " " + unit
 			}
-			fmt.Fprintf(w, "settled %s: %s on %s\n", lease, shown, strings.Join(names, ", "))
+			on := strings.Join(names, ", ")
+			if names[0] == "" {
+				on = "every budget it reserved"
+			}
+			fmt.Fprintf(w, "settled %s: %s on %s\n", lease, shown, on)
 			for _, o := range st.Overruns {
 				fmt.Fprintf(w, "overrun on %s: the actual is above the estimate; counted in full\n", o)
 			}
@@ -108,8 +133,8 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 	}
 	f := cmd.Flags()
 	f.StringVar(&cost, "cost", "", "the actual cost, in the budgets' unit (0.42 or 0.42USD)")
-	f.StringVar(&lease, "lease", "", "the reservation (default: the run's, from $"+acquire.EnvSpend+")")
-	f.StringArrayVar(&budgets, "budget", nil, "with --lease: a budget the reservation charged (repeatable)")
+	f.StringVar(&lease, "lease", "", "the reservation (default: the run's, from $"+acquire.EnvSpend+", else that of the lease in $"+envLease+")")
+	f.StringArrayVar(&budgets, "budget", nil, "with --lease: a budget the reservation charged (repeatable; default: every budget it charged)")
 	return cmd
 }
 

@@ -92,7 +92,7 @@ func TestRunCost(t *testing.T) {
 			t.Fatalf("run --max-tokens over the limit: exit %d, %q", code, stderr)
 		}
 		code, _, stderr = tg.run(t, append(call, "--wait-timeout", "300ms", "--cost", "1.5", "--", "true")...)
-		if code != 73 || !strings.Contains(stderr, "not reserved within --wait-timeout: budget team-day exhausted: spent 0.7 USD") {
+		if code != 73 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "; not reserved within --wait-timeout 300ms") {
 			t.Fatalf("run --wait-timeout over the limit: exit %d, %q", code, stderr)
 		}
 		// All or none: the refusals charged fleet-hour nothing, and the
@@ -197,12 +197,12 @@ func TestRunCostBadValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"--cost", "1"}, "no reservation to settle: $GOVERNOR_SPEND is not set"},
+		{nil, []string{"--cost", "1"}, "no reservation to settle: neither $GOVERNOR_SPEND"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "-1"}, `cost "-1"; allowed:`},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{}, "--cost missing"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
 		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
-		{nil, []string{"--cost", "1", "--lease", "x"}, "--lease x without --budget"},
+		{[]string{"GOVERNOR_LEASE=no-handle"}, []string{"--cost", "1"}, "no-handle"},
 		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},
 	} {
 		if code, stderr := settle(tt.env, tt.args...); code != 125 || !strings.Contains(stderr, tt.want) {

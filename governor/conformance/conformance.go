@@ -181,6 +181,9 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetBadInput", s.budgetBadInput},
 		{"BudgetHammer", s.budgetHammer},
 		{"BudgetGovernor", s.budgetGovernor},
+		{"BudgetReleaseSettle", s.budgetReleaseSettle},
+		{"BudgetDoSpend", s.budgetDoSpend},
+		{"BudgetSettleEvery", s.budgetSettleEvery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

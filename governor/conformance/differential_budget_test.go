@@ -43,6 +43,9 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 		}
 		op.n = int64(rng.IntN(80))
 		op.ids = names[:rng.IntN(3)]
+		if rng.IntN(4) == 0 {
+			op.ids = append(op.ids, "") // every budget not named
+		}
 	default:
 		op.kind, op.prio = "badmin", []string{"limit", "reset", "pause", "resume", "confirm"}[rng.IntN(5)]
 		op.ids, op.limit = []string{names[rng.IntN(3)]}, rng.IntN(3)*40

@@ -288,6 +288,11 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 			op.ttl = []time.Duration{0, time.Minute, 2 * time.Minute}[rng.IntN(3)]
 		case k < 15:
 			op.kind, op.id = "release", pick()
+			if ls := sent["~budgets"]; len(ls) > 0 && rng.IntN(3) == 0 {
+				// The release carries a settle (ReleaseSettle).
+				op.kind, op.newID = "releasesettle", ls[rng.IntN(len(ls))]
+				op.ids, op.n = []string{"b1", "b2", "b3"}[:rng.IntN(3)], int64(rng.IntN(80))
+			}
 		case k < 17:
 			op.kind, op.id = "cancel", pick()
 		case k < 18:
@@ -561,6 +566,13 @@ func (r *diffRun) step(o diffOp) string {
 		out = errClass(err)
 	case "release":
 		out = errClass(r.b.Release(ctx, key, o.id, ""))
+	case "releasesettle":
+		var actual []governor.BudgetAmount
+		for _, n := range o.ids {
+			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
+		}
+		st, serr, rerr := r.b.ReleaseSettle(ctx, key, o.id, "", o.newID, actual, "diff")
+		out = fmt.Sprintf("%s settle %s settled %v overruns %v", errClass(rerr), errClass(serr), st.Settled, st.Overruns)
 	case "cancel":
 		out = errClass(r.b.Cancel(ctx, key, o.id, ""))
 	case "reclaim":

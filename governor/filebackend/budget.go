@@ -52,6 +52,15 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	})
 }
 
+// ReleaseSettle implements governor.BudgetBackend: the release, then
+// the settle (each under its own lock; nothing here costs a round trip).
+func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease string, actual []governor.BudgetAmount,
+	by string) (governor.BudgetSettlement, error, error) {
+	rerr := b.Release(ctx, key, id, secret)
+	st, serr := b.BudgetSettle(ctx, key.Project, lease, actual, by)
+	return st, serr, rerr
+}
+
 // BudgetSettle implements governor.BudgetBackend.
 func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {

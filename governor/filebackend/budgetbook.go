@@ -222,7 +222,7 @@ func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by st
 	if o == nil {
 		for _, a := range actual {
 			r := bk.Budgets[a.Name]
-			if a.Born.IsZero() {
+			if a.Born.IsZero() || a.Name == "" {
 				continue
 			}
 			seen := a.Born.UnixMilli()
@@ -249,10 +249,13 @@ func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by st
 		if r == nil {
 			continue
 		}
-		amount := c.Amount
+		amount, named := c.Amount, false
 		for _, a := range actual {
-			if a.Name == c.Name {
-				amount = a.Amount
+			switch {
+			case a.Name == c.Name:
+				amount, named = a.Amount, true
+			case a.Name == "" && !named:
+				amount = a.Amount // every budget not named
 			}
 		}
 		r.Reserved -= c.Amount

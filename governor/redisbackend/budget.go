@@ -114,11 +114,43 @@ func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actua
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err
 	}
+	v, err := b.budgetRun(ctx, "settle", project, settleArgs(lease, by, actual)...)
+	return settled(project, v, err)
+}
+
+// ReleaseSettle implements governor.BudgetBackend: the release and the
+// settle in one pipeline (batcher.send), each script call keeping its
+// own reply.
+func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease string, actual []governor.BudgetAmount,
+	by string) (governor.BudgetSettlement, error, error) {
+	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
+		return governor.BudgetSettlement{}, err, b.Release(ctx, key, id, secret)
+	}
+	if b.closed.Load() {
+		return governor.BudgetSettlement{}, governor.ErrClosed, governor.ErrClosed
+	}
+	r := b.resource(key)
+	bk := BudgetKeys(key.Project)
+	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret}, done: make(chan struct{})}
+	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
+		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+	b.batch.send([]*call{rel, set})
+	v, err := set.cmd.Result()
+	st, serr := settled(key.Project, v, wrap("budget settle", err))
+	return st, serr, b.released(key, r, id, rel.cmd)
+}
+
+// settleArgs are budget.lua settle's arguments.
+func settleArgs(lease, by string, actual []governor.BudgetAmount) []any {
 	args := []any{lease, by, len(actual)}
 	for _, a := range actual {
 		args = append(args, a.Name, a.Amount, ms(a.Born))
 	}
-	v, err := b.budgetRun(ctx, "settle", project, args...)
+	return args
+}
+
+// settled reads budget.lua settle's reply v (err: the call's error).
+func settled(project string, v any, err error) (governor.BudgetSettlement, error) {
 	if err != nil {
 		return governor.BudgetSettlement{}, err
 	}

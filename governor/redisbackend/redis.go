@@ -415,7 +415,12 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		return governor.ErrClosed
 	}
 	r := b.resource(key)
-	n, err := b.batch.run(ctx, releaseScript, r, id, secret).Int()
+	return b.released(key, r, id, b.batch.run(ctx, releaseScript, r, id, secret))
+}
+
+// released reads the reply of release.lua for lease id of key (r).
+func (b *Backend) released(key governor.Key, r *resourceKeys, id string, cmd *redis.Cmd) error {
+	n, err := cmd.Int()
 	if n != -1 {
 		r.held.Delete(id)
 	}

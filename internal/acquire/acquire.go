@@ -42,6 +42,7 @@ type Held struct {
 	ambient []HeldLease       // GOVERNOR_HELD as read, the leases this call took left out
 	notes   []*LimitNote
 	spend   *governor.BudgetReservation // the spend budgets' reservation (Spend)
+	settle  *settleOnRelease            // a settle to send with the next release
 
 	lostOnce sync.Once
 	lost     chan struct{}
@@ -141,6 +142,8 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 	h.mu.Lock()
 	leases := h.leases
 	h.leases = nil
+	ps := h.settle
+	h.settle = nil
 	h.mu.Unlock()
 	for i := len(leases) - 1; i >= 0; i-- {
 		l := leases[i]
@@ -154,7 +157,13 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 		if err := h.releaseSlot(l.Resource()); err != nil {
 			re.Failed = append(re.Failed, err)
 		}
-		err := l.Release()
+		var err error
+		if ps != nil {
+			err = ps.with(l)
+			ps = nil
+		} else {
+			err = l.Release()
+		}
 		if after != nil {
 			after()
 		}
@@ -164,6 +173,9 @@ func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (af
 		case err != nil:
 			re.Failed = append(re.Failed, fmt.Errorf("releasing %s: %w (it expires after its TTL)", l.Resource(), err))
 		}
+	}
+	if ps != nil {
+		ps.alone(ctx)
 	}
 	if len(re.Lost) == 0 && len(re.Failed) == 0 {
 		return nil
@@ -254,9 +266,11 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	}
 	h.ambient = ambientInOrder(held, h.ambient)
 	wctx := ctx
+	var deadline time.Time
 	if mode == governor.Wait && p.req.WaitTimeout > 0 {
+		deadline = time.Now().Add(p.req.WaitTimeout)
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, p.req.WaitTimeout)
+		wctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	if len(wants) > 0 {
@@ -273,7 +287,7 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if h.spend, err = p.reserveSpend(wctx, g, mode); err != nil {
+	if h.spend, err = p.reserveSpend(ctx, g, deadline); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}

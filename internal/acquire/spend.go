@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/words"
 )
 
 // validSpend checks the spend budgets of req (Request.Budgets): each
@@ -37,14 +39,73 @@ func validSpend(req Request) error {
 	return nil
 }
 
-// reserveSpend reserves the plan's cost estimate on every spend budget,
-// all or none, once the slots and rate budgets are held (a call waiting
-// for a slot holds no budget). A refusal is handled as a busy slot: fail
-// 73 and skip 75 name the budget, its spent, reserved, limit and reset
-// time; wait waits until the budget fits (others settle below their
-// estimates, or the window resets) or --wait-timeout passes. It returns
-// nil when the plan has no budgets; on error nothing is reserved.
-func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, mode governor.Mode) (*governor.BudgetReservation, error) {
+// spendAsk is one reservation of spend budgets and how a refusal is
+// handled: IfBusy fail and skip refuse at once, wait waits until
+// Deadline (zero: no bound; WaitTimeout is the --wait-timeout that set
+// it, for the message).
+type spendAsk struct {
+	Spends      []governor.BudgetSpend
+	Options     governor.BudgetOptions
+	IfBusy      string
+	WaitTimeout time.Duration
+	Deadline    time.Time
+}
+
+// reserve is the one reservation of spend budgets of 'governor run
+// --cost' (Spend.Reserve) and of the pipeline (Plan.Acquire: the bridge,
+// the clients): all or none, refused as a busy slot is. Fail (73) and
+// skip (75) are a *NotAcquiredError whose message is the
+// *governor.BudgetBusyError's (the budget, its spent, reserved, limit,
+// this call and the reset time, in the budget's unit); wait waits until
+// the budgets fit (others settle below their estimates, or the window
+// resets) or the deadline, then tries once more without waiting, so that
+// a refusal names the budget. ctx is the caller's own context: once it
+// has ended, its error is returned. Nothing is reserved on any error.
+func reserve(ctx context.Context, g *governor.Governor, a spendAsk) (*governor.BudgetReservation, error) {
+	o := a.Options
+	wctx := ctx
+	if a.IfBusy == IfBusyWait {
+		o.Mode = governor.Wait
+		if !a.Deadline.IsZero() {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(ctx, a.Deadline)
+			defer cancel()
+		}
+	}
+	r, err := g.ReserveBudgets(wctx, a.Spends, o)
+	timedOut := o.Mode == governor.Wait && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
+	if timedOut {
+		// The wait's error names no budget: once more, not waiting, it
+		// may fit now, else the refusal says where each budget stands.
+		o.Mode = governor.Fail
+		r, err = g.ReserveBudgets(ctx, a.Spends, o)
+	}
+	var busy *governor.BudgetBusyError
+	if !errors.As(err, &busy) {
+		return r, err
+	}
+	na := &NotAcquiredError{Msg: words.Message(busy), Budget: busy}
+	switch busy.Reason {
+	case "paused":
+		na.Msg += fmt.Sprintf(" ('governor budget %s --resume' ends it)", busy.Budget.Name)
+	case "held":
+		na.Msg += fmt.Sprintf(" ('governor budget %s --confirm' lifts it)", busy.Budget.Name)
+	}
+	switch {
+	case timedOut:
+		na.Msg += fmt.Sprintf("; not reserved within --wait-timeout %v", a.WaitTimeout)
+	case a.IfBusy == IfBusySkip:
+		na.Msg += "; skipped (--if-busy skip)"
+		na.Skipped = true
+	}
+	return nil, na
+}
+
+// reserveSpend reserves the plan's cost estimate on every spend budget
+// (reserve), once the slots and rate budgets are held (a call waiting
+// for a slot holds no budget), waiting at most until deadline. It
+// returns nil when the plan has no budgets.
+func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, deadline time.Time) (*governor.BudgetReservation, error) {
 	if len(p.req.Budgets) == 0 {
 		return nil, nil
 	}
@@ -52,31 +113,40 @@ func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, mode gove
 	for _, b := range p.req.Budgets {
 		spends = append(spends, governor.BudgetSpend{Budget: b, Amount: p.req.Cost})
 	}
-	r, err := g.ReserveBudgets(ctx, spends, governor.BudgetOptions{Mode: mode})
-	if mode == governor.Wait && err != nil && errors.Is(err, context.DeadlineExceeded) && p.req.WaitTimeout > 0 {
-		// The wait's error names no budget: one last try, with a fresh
-		// context, says which refuses now (or gets the reservation).
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), governor.DefaultReleaseTimeout)
-		defer cancel()
-		r, err = g.ReserveBudgets(tctx, spends, governor.BudgetOptions{})
-		var busy *governor.BudgetBusyError
-		if errors.As(err, &busy) {
-			return nil, &NotAcquiredError{Msg: fmt.Sprintf("%v; not available within --wait-timeout %v", busy, p.req.WaitTimeout), Budget: busy}
-		}
-	}
-	var busy *governor.BudgetBusyError
-	if errors.As(err, &busy) {
-		na := &NotAcquiredError{Msg: busy.Error(), Budget: busy}
-		if p.ifBusy == IfBusySkip {
-			na.Msg += "; skipped (--if-busy skip)"
-			na.Skipped = true
-		}
-		return nil, na
-	}
-	return r, err
+	return reserve(ctx, g, spendAsk{Spends: spends, IfBusy: p.ifBusy, WaitTimeout: p.req.WaitTimeout, Deadline: deadline})
 }
 
 // Spend is the open spend reservation this call made (nil: it asked
 // for no budget): settle it after the work (Settle, SettleEach); one
 // never settled counts at its estimate once its TTL passes.
 func (h *Held) Spend() *governor.BudgetReservation { return h.spend }
+
+// settleOnRelease is a settle to send with a release (SettleOnRelease).
+type settleOnRelease struct {
+	r      *governor.BudgetReservation
+	actual []governor.BudgetAmount
+	done   func(governor.BudgetSettlement, error)
+}
+
+// with releases l with the settle (governor.Lease.ReleaseSettle).
+func (ps *settleOnRelease) with(l *governor.Lease) error {
+	st, serr, err := l.ReleaseSettle(ps.r, ps.actual)
+	ps.done(st, serr)
+	return err
+}
+
+// alone sends the settle by itself: no lease went with it.
+func (ps *settleOnRelease) alone(ctx context.Context) {
+	ps.done(ps.r.SettleEach(ctx, ps.actual))
+}
+
+// SettleOnRelease settles r with actual (r.SettleEach) with the next
+// ReleaseWith: sent with the release of its first lease
+// (governor.Lease.ReleaseSettle: on Redis no round trip of its own), or
+// alone when it releases no lease. done is told the outcome; a settle
+// that fails leaves the estimate counted.
+func (h *Held) SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error)) {
+	h.mu.Lock()
+	h.settle = &settleOnRelease{r: r, actual: actual, done: done}
+	h.mu.Unlock()
+}

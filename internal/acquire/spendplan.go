@@ -2,7 +2,6 @@ package acquire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/safetext"
 )
 
 // EnvSpend tells a command run with a cost which reservation it runs
@@ -142,13 +140,12 @@ func PlanSpend(c config.Config, r SpendRequest, scope config.SpendScope) (*Spend
 }
 
 // Reserve reserves s's estimate on every budget, all or none, under
-// lease, open for ttl (0: governor's default), as ifBusy says: fail and
-// skip refuse at once (a *NotAcquiredError: exit 73 naming the budget,
-// spent, reserved, limit and reset time; 75 for skip), wait waits until
-// it fits or the window resets, up to waitTimeout (0: no bound). It
-// returns nil, nil when s charges no budget. Nothing is reserved on any
-// error.
-func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease string, ttl time.Duration, ifBusy string, waitTimeout time.Duration) (*governor.BudgetReservation, error) {
+// lease, open for ttl (0: governor's default), as ifBusy says (reserve:
+// fail 73 and skip 75 name the budget; wait waits until deadline, zero
+// for no bound, set by --wait-timeout waitTimeout). It returns nil, nil
+// when s charges no budget. Nothing is reserved on any error.
+func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease string, ttl time.Duration, ifBusy string,
+	waitTimeout time.Duration, deadline time.Time) (*governor.BudgetReservation, error) {
 	if len(s.Budgets) == 0 {
 		return nil, nil
 	}
@@ -156,55 +153,8 @@ func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease string,
 	for i, b := range s.Budgets {
 		spends[i] = governor.BudgetSpend{Budget: b, Amount: s.Estimate}
 	}
-	o := governor.BudgetOptions{Lease: lease, TTL: ttl}
-	wctx := ctx
-	if ifBusy == IfBusyWait {
-		o.Mode = governor.Wait
-		if waitTimeout > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, waitTimeout)
-			defer cancel()
-		}
-	}
-	r, err := g.ReserveBudgets(wctx, spends, o)
-	var busy *governor.BudgetBusyError
-	switch {
-	case err == nil:
-		return r, nil
-	case errors.As(err, &busy):
-		na := &NotAcquiredError{Msg: s.refusal(busy)}
-		if ifBusy == IfBusySkip {
-			na.Msg += "; skipped (--if-busy skip)"
-			na.Skipped = true
-		}
-		return nil, na
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		// Once more, not waiting: it may fit now, else the refusal says
-		// where each budget stands.
-		o.Mode = governor.Fail
-		if r, err = g.ReserveBudgets(ctx, spends, o); errors.As(err, &busy) {
-			return nil, &NotAcquiredError{Msg: "not reserved within --wait-timeout: " + s.refusal(busy)}
-		}
-		return r, err
-	}
-	return nil, err
-}
-
-// refusal says why busy refused s: the budget, its spent, reserved and
-// limit in s's unit, this call's estimate, and when it resets.
-func (s *Spend) refusal(busy *governor.BudgetBusyError) string {
-	b := busy.Budget
-	u := func(n int64) string { return config.Amount(n).String() + " " + s.Unit }
-	msg := fmt.Sprintf("budget %s %s: spent %s, reserved %s, limit %s, this call %s; resets at %s (in %v)",
-		b.Name, busy.Reason, u(b.Spent), u(b.Reserved), u(b.Limit), u(s.Estimate),
-		b.End.UTC().Format(time.RFC3339), max(b.End.Sub(busy.Now), 0).Round(time.Second))
-	switch busy.Reason {
-	case "paused":
-		msg += fmt.Sprintf("; paused by %s until 'governor budget %s --resume'", safetext.Escape(b.Paused), b.Name)
-	case "held":
-		msg += "; " + safetext.Escape(b.Held) + fmt.Sprintf(" ('governor budget %s --confirm')", b.Name)
-	}
-	return msg
+	return reserve(ctx, g, spendAsk{Spends: spends, Options: governor.BudgetOptions{Lease: lease, TTL: ttl},
+		IfBusy: ifBusy, WaitTimeout: waitTimeout, Deadline: deadline})
 }
 
 // FormatSpend is the value of EnvSpend for a reservation under lease on

@@ -39,7 +39,7 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 			return nil, badRequest("%s", words.Message(err))
 		}
 		if err != nil {
-			return nil, refusal(err, a.Budgets, cost)
+			return nil, err
 		}
 		return h, nil
 	}

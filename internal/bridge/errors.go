@@ -73,10 +73,9 @@ func toWire(err error, code func(error) int) *errorMsg {
 	e := &errorMsg{Code: code(err), Message: words.Message(err)}
 	var busy *governor.BusyError
 	var gone *governor.WithdrawnError
-	var spend *budgetRefusal
+	e.Budget = refusalOf(err)
 	switch {
-	case errors.As(err, &spend):
-		e.Budget = spend.wire()
+	case e.Budget != nil:
 	case errors.As(err, &busy):
 		e.Resource, e.Rule = busy.Resource, busy.Rule
 		e.Holders = holders(busy.Status)

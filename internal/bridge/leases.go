@@ -220,10 +220,11 @@ func (l *lease) release() (held bool, why string) {
 	if unwatch != nil {
 		unwatch()
 	}
-	l.settleAtEstimate()
 	if state != stateHeld {
+		l.settleAtEstimate()
 		return false, why
 	}
+	l.settleWithRelease()
 	releaseHeld(l.held)
 	return true, ""
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -129,57 +128,18 @@ func unitOf(bs []BudgetArg, name string) string {
 	return ""
 }
 
-// budgetRefusal is a reservation a spend budget refused, told in the
-// budget's unit.
-type budgetRefusal struct {
-	err    error // the pipeline's (an *acquire.NotAcquiredError)
-	busy   *governor.BudgetBusyError
-	unit   string
-	amount int64
-}
-
-func (e *budgetRefusal) Unwrap() error { return e.err }
-
-func (e *budgetRefusal) Error() string {
-	b, u := e.busy.Budget, ""
-	if e.unit != "" {
-		u = " " + e.unit
-	}
-	f := func(v int64) string { return strconv.FormatFloat(units(v), 'f', -1, 64) }
-	msg := fmt.Sprintf("budget %s %s: spent %s, reserved %s, limit %s%s; this call's estimate %s%s", b.Name, e.busy.Reason,
-		f(b.Spent), f(b.Reserved), f(b.Limit), u, f(e.amount), u)
-	switch e.busy.Reason {
-	case "paused":
-		msg += "; paused by " + b.Paused
-	case "held":
-		msg += "; " + b.Held
-	default:
-		msg += " does not fit"
-	}
-	msg += "; resets at " + b.End.UTC().Format(time.RFC3339)
-	// What the pipeline added: a skip, a --wait-timeout.
-	if _, after, ok := strings.Cut(e.err.Error(), e.busy.Error()); ok {
-		msg += after
-	}
-	return msg
-}
-
-// wire is the refusal's budget object.
-func (e *budgetRefusal) wire() *budgetResult {
-	r := budgetOf(e.busy.Budget, e.unit)
-	r.Reason = e.busy.Reason
-	est := units(e.amount)
-	r.Estimate = &est
-	return &r
-}
-
-// refusal tells err in the budgets' unit when a spend budget refused.
-func refusal(err error, bs []BudgetArg, amount int64) error {
+// refusalOf is the budget object of a spend budget's refusal, nil when
+// err is none.
+func refusalOf(err error) *budgetResult {
 	var busy *governor.BudgetBusyError
 	if !errors.As(err, &busy) {
-		return err
+		return nil
 	}
-	return &budgetRefusal{err: err, busy: busy, unit: unitOf(bs, busy.Budget.Name), amount: amount}
+	r := budgetOf(busy.Budget, busy.Unit)
+	r.Reason = busy.Reason
+	est := units(busy.Estimate)
+	r.Estimate = &est
+	return &r
 }
 
 // spender is a Held with a spend reservation (*acquire.Held).
@@ -288,6 +248,37 @@ func (l *lease) settleAtEstimate() {
 	}
 }
 
+// releaseSettler is a Held that sends a settle with its release
+// (*acquire.Held).
+type releaseSettler interface {
+	SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error))
+}
+
+// settleWithRelease is settleAtEstimate for a lease about to be
+// released: the settle goes with the release of its slot (no round trip
+// of its own on Redis) where the Held can send it so.
+func (l *lease) settleWithRelease() {
+	r := spendOfHeld(l.held)
+	rs, ok := l.held.(releaseSettler)
+	if r == nil || !ok {
+		l.settleAtEstimate()
+		return
+	}
+	l.mu.Lock()
+	done := l.settled
+	l.settled = true
+	l.mu.Unlock()
+	if !done {
+		rs.SettleOnRelease(r, nil, func(_ governor.BudgetSettlement, err error) {
+			if err != nil {
+				l.mu.Lock()
+				l.settled = false // not settled: the estimate stays counted, by its TTL
+				l.mu.Unlock()
+			}
+		})
+	}
+}
+
 // budgetsOf is what an acquire's result says of its reservation.
 func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
 	if r == nil {
@@ -300,4 +291,7 @@ func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
 	return out
 }
 
-var _ spender = (*acquire.Held)(nil)
+var (
+	_ spender        = (*acquire.Held)(nil)
+	_ releaseSettler = (*acquire.Held)(nil)
+)

@@ -281,12 +281,12 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	}
 	r.held, r.leases = held, held.Leases()
 	if r.spend != nil {
-		wait := r.o.WaitTimeout
-		if wait > 0 {
-			wait = max(wait-r.waited, time.Millisecond)
+		var deadline time.Time
+		if r.o.WaitTimeout > 0 {
+			deadline = time.Now().Add(max(r.o.WaitTimeout-r.waited, time.Millisecond))
 		}
 		start := time.Now()
-		r.spent, err = r.spend.Reserve(ctx, g, r.id, r.spendTTL(), r.plan.IfBusy(), wait)
+		r.spent, err = r.spend.Reserve(ctx, g, r.id, r.spendTTL(), r.plan.IfBusy(), r.o.WaitTimeout, deadline)
 		r.waited += time.Since(start)
 		if err != nil {
 			code := exitcode.For(err)
@@ -320,8 +320,17 @@ func (r *run) settle() {
 			actual = append(actual, governor.BudgetAmount{Name: n})
 		}
 	}
-	if _, err := r.spent.SettleEach(context.Background(), actual); err != nil {
-		fmt.Fprintf(r.stderr, "governor: settling the run's cost: %s (its estimate stays counted)\n", safetext.Escape(err.Error()))
+	report := func(_ governor.BudgetSettlement, err error) {
+		if err != nil {
+			fmt.Fprintf(r.stderr, "governor: settling the run's cost: %s (its estimate stays counted)\n", safetext.Escape(err.Error()))
+		}
+	}
+	if r.held != nil {
+		// Sent with the release of the run's slot (releaseAll): no
+		// round trip of its own.
+		r.held.SettleOnRelease(r.spent, actual, report)
+	} else {
+		report(r.spent.SettleEach(context.Background(), actual))
 	}
 	r.spent = nil
 }

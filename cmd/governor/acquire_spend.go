@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/governor-dev/governor/config"
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/connect"
+)
+
+// spendFlags adds run's spend flags (--cost, --model, --max-tokens,
+// --input-tokens, --budget) to f, for 'governor acquire'.
+func spendFlags(f *pflag.FlagSet, s *acquire.SpendRequest) {
+	f.StringVar(&s.Cost, "cost", "", "the lease's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled by 'governor settle' or at the estimate by 'governor release' (docs/budgets.md)")
+	f.StringVar(&s.Model, "model", "", "the model the lease's work calls: for the budgets' models scope and the price table (prices.PROVIDER/MODEL)")
+	f.Int64Var(&s.MaxTokens, "max-tokens", 0, "instead of --cost: price the call from the price table, as --input-tokens of input and this many of output")
+	f.Int64Var(&s.InputTokens, "input-tokens", 0, "with --max-tokens: the call's input tokens")
+	f.StringArrayVar(&s.Budgets, "budget", nil, "a spend budget to charge besides those whose scope holds the lease (repeatable)")
+}
+
+// planAcquireSpend plans the spend of 'governor acquire RESOURCE': its
+// scope is the provider when RESOURCE is provider:NAME, --model,
+// --fair-key and the session. nil when no cost is asked.
+func (a *app) planAcquireSpend(c config.Config, r acquire.SpendRequest, resource, fairKey, session string, stderr io.Writer) (*acquire.Spend, error) {
+	scope := config.SpendScope{Model: r.Model, FairKey: fairKey, Session: connect.Session(session, a.env)}
+	if name, ok := strings.CutPrefix(resource, governor.ProviderResourcePrefix); ok {
+		scope.Providers = []string{name}
+	}
+	if scope.Session == "" {
+		host, _ := os.Hostname()
+		scope.Session = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	s, err := acquire.PlanSpend(c, r, scope)
+	if s != nil && len(s.Budgets) == 0 {
+		fmt.Fprintf(stderr, "governor: no spend budget applies to this lease (see 'governor budgets'): its cost is not reserved\n")
+		return nil, nil
+	}
+	return s, err
+}
+
+// reserveLeaseSpend reserves s for the lease held (its first), under the
+// lease's id: 'governor settle' finds it by $GOVERNOR_LEASE and 'governor
+// release' settles it at its estimate. It stays open an hour, or the
+// lease's ttl and five minutes when longer; unsettled after that, it
+// counts at its estimate. On a refusal the lease is released.
+func reserveLeaseSpend(ctx context.Context, g *governor.Governor, plan *acquire.Plan, held *acquire.Held, s *acquire.Spend,
+	ttl, waitTimeout time.Duration) (*governor.BudgetReservation, error) {
+	var deadline time.Time
+	if waitTimeout > 0 {
+		deadline = time.Now().Add(max(waitTimeout-plan.Waited(), time.Millisecond))
+	}
+	rttl := min(max(governor.DefaultBudgetTTL, ttl+5*time.Minute), 7*24*time.Hour)
+	r, err := s.Reserve(ctx, g, held.Leases()[0].ID(), rttl, plan.IfBusy(), waitTimeout, deadline)
+	if err != nil {
+		// The lease is detached (it lives by its TTL): freed by its handle.
+		for _, l := range held.Leases() {
+			_ = g.ReleaseHandle(context.WithoutCancel(ctx), l.Handle(), false)
+		}
+	}
+	return r, err
+}
+
+// releaseHandle is 'governor release' of h: ReleaseHandle, with the
+// settle of the reservation 'governor acquire --cost' made under the
+// lease (every budget at its estimate, unless settled before) sent with
+// the release when the configuration has spend budgets and h proves the
+// lease (ReleaseHandleSettle: no round trip of its own on Redis). A
+// settle that fails is said on stderr (the estimate stays counted).
+func (a *app) releaseHandle(ctx context.Context, g *governor.Governor, h governor.Handle, force bool, stderr io.Writer) error {
+	l, err := a.load()
+	if err != nil || len(l.Config.Budgets) == 0 || h.Secret == "" {
+		return g.ReleaseHandle(ctx, h, force)
+	}
+	_, serr, rerr := g.ReleaseHandleSettle(ctx, h, h.ID, nil)
+	if serr != nil {
+		fmt.Fprintf(stderr, "governor: settling the lease's cost: %s (its estimate stays counted)\n", safetext.Escape(serr.Error()))
+	}
+	return rerr
+}
