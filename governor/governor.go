@@ -439,7 +439,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 					g.cancel(req)
 				}
 				if ctx.Err() != nil {
-					return nil, g.ended(caller)
+					return nil, g.ended(caller, err)
 				}
 				return nil, err
 			}
@@ -451,7 +451,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		case <-ctx.Done():
 			timer.Stop()
 			g.cancel(req)
-			return nil, g.ended(caller)
+			return nil, g.ended(caller, nil)
 		case <-notify:
 			timer.Stop()
 		case <-timer.C:
@@ -512,12 +512,18 @@ func (g *Governor) enter() error {
 }
 
 // ended tells why a call's context (caller's, bounded by Close) ended:
-// the caller's error, or ErrClosed.
-func (g *Governor) ended(caller context.Context) error {
-	if err := caller.Err(); err != nil {
-		return err
+// the caller's error, or ErrClosed. The backend's error last, when it
+// is the caller's error with the backend's reason (errors.Is: the file
+// backend naming the holder of a lock it waited for), stands for it.
+func (g *Governor) ended(caller context.Context, last error) error {
+	err := caller.Err()
+	switch {
+	case err == nil:
+		return ErrClosed
+	case last != nil && errors.Is(last, err):
+		return last
 	}
-	return ErrClosed
+	return err
 }
 
 // Want is one resource of an AcquireAll.
