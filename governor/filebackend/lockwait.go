@@ -94,8 +94,8 @@ func (e *LockWaitError) Reason() string {
 		}
 	}
 	if h.Stopped {
-		return fmt.Sprintf("the state of %s (%s) is locked by %s: a process stopped inside a state write holds every other process of the resource until it is resumed or killed",
-			e.Resource, e.Path, who)
+		return fmt.Sprintf("the state of %s (%s) is locked by %s: a process stopped inside a state write holds every other process of the resource until it is resumed (kill -CONT %d) or killed",
+			e.Resource, e.Path, who, h.PID)
 	}
 	suspects := "a process that is not governor, or a stopped or stuck one"
 	if h.PID > 0 {
@@ -129,6 +129,7 @@ func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, err
 		defer cancel()
 	}
 	lock, err := lockDir(lctx, dir)
+	b.noteWait(key, err)
 	if err == nil {
 		return lock, nil
 	}
@@ -148,13 +149,36 @@ func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, err
 	return -1, w
 }
 
+// noteWait keeps, for ended, how long a wait for key's lock lasted when
+// a context cut it after lockSlow or more (err, lockDir's), until the
+// lock is had again (err nil).
+func (b *Backend) noteWait(key governor.Key, err error) {
+	var w *LockWaitError
+	cut := errors.As(err, &w) && w.Waited >= lockSlow
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case cut:
+		if b.cut == nil {
+			b.cut = map[governor.Key]time.Duration{}
+		}
+		b.cut[key] = w.Waited
+	case err == nil && len(b.cut) > 0:
+		delete(b.cut, key)
+	}
+}
+
 // ended is the error of a call on key whose context ctx ended before it
 // began: ctx's error, as a *LockWaitError when a stopped process holds
-// the resource's lock. A waiter may have spent its whole wait on that
-// lock before (Notify takes it too), and it is what the caller needs to
-// know.
+// the resource's lock, or when it is still held after a wait for it that
+// a context cut (noteWait). A waiter may have spent its whole wait on
+// that lock before (Notify takes it first), and it is what the caller
+// needs to know.
 func (b *Backend) ended(ctx context.Context, key governor.Key) error {
 	err := ctx.Err()
+	b.mu.Lock()
+	waited, cut := b.cut[key]
+	b.mu.Unlock()
 	dir, derr := b.openResource(key.Project, key.Resource, false)
 	if derr != nil {
 		return err
@@ -165,10 +189,13 @@ func (b *Backend) ended(ctx context.Context, key governor.Key) error {
 		return err
 	}
 	f := fileOf(fd)
-	unix.Close(fd)
 	h := lockHolder(f)
-	if !h.Stopped {
+	// Where the holder cannot be told (macOS), a failed try tells that
+	// the lock is held; a try that succeeds is undone by the close.
+	held := h.PID > 0 || cut && flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
+	unix.Close(fd)
+	if !h.Stopped && !(cut && held) {
 		return err
 	}
-	return &LockWaitError{Resource: key.Resource, Path: b.resourceFile(key, lockName), Holder: h, Err: err, file: f}
+	return &LockWaitError{Resource: key.Resource, Path: b.resourceFile(key, lockName), Holder: h, Waited: waited, Err: err, file: f}
 }
