@@ -282,6 +282,8 @@ type AcquireOptions struct {
 // that heartbeats itself until Release. In Fail mode a resource without
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
+// (or the backend's error that wraps it, saying why, such as the file
+// backend's LockWaitError: errors.Is ctx.Err() either way)
 // leaving no waiter and no lease behind; if Close ends the wait, it
 // returns ErrClosed, leaving nothing behind either; if someone withdraws
 // the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying

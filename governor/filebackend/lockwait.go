@@ -189,12 +189,15 @@ func (b *Backend) ended(ctx context.Context, key governor.Key) error {
 		return err
 	}
 	f := fileOf(fd)
-	h := lockHolder(f)
-	// Where the holder cannot be told (macOS), a failed try tells that
-	// the lock is held; a try that succeeds is undone by the close.
-	held := h.PID > 0 || cut && flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
+	// A try that succeeds (the close undoes it) finds the lock free: the
+	// usual case, told without reading /proc/locks.
+	held := flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
 	unix.Close(fd)
-	if !h.Stopped && !(cut && held) {
+	if !held {
+		return err
+	}
+	h := lockHolder(f)
+	if !h.Stopped && !cut {
 		return err
 	}
 	return &LockWaitError{Resource: key.Resource, Path: b.resourceFile(key, lockName), Holder: h, Waited: waited, Err: err, file: f}
