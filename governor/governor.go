@@ -282,6 +282,8 @@ type AcquireOptions struct {
 // that heartbeats itself until Release. In Fail mode a resource without
 // room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
 // in FIFO order until granted or ctx ends, and then returns ctx.Err()
+// (or the backend's error that wraps it, saying why, such as the file
+// backend's LockWaitError: errors.Is ctx.Err() either way)
 // leaving no waiter and no lease behind; if Close ends the wait, it
 // returns ErrClosed, leaving nothing behind either; if someone withdraws
 // the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying
@@ -439,7 +441,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 					g.cancel(req)
 				}
 				if ctx.Err() != nil {
-					return nil, g.ended(caller)
+					return nil, g.ended(caller, err)
 				}
 				return nil, err
 			}
@@ -451,7 +453,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 		case <-ctx.Done():
 			timer.Stop()
 			g.cancel(req)
-			return nil, g.ended(caller)
+			return nil, g.ended(caller, nil)
 		case <-notify:
 			timer.Stop()
 		case <-timer.C:
@@ -512,12 +514,18 @@ func (g *Governor) enter() error {
 }
 
 // ended tells why a call's context (caller's, bounded by Close) ended:
-// the caller's error, or ErrClosed.
-func (g *Governor) ended(caller context.Context) error {
-	if err := caller.Err(); err != nil {
-		return err
+// the caller's error, or ErrClosed. The backend's error last, when it
+// is the caller's error with the backend's reason (errors.Is: the file
+// backend naming the holder of a lock it waited for), stands for it.
+func (g *Governor) ended(caller context.Context, last error) error {
+	err := caller.Err()
+	switch {
+	case err == nil:
+		return ErrClosed
+	case last != nil && errors.Is(last, err):
+		return last
 	}
-	return ErrClosed
+	return err
 }
 
 // Want is one resource of an AcquireAll.

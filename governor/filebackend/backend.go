@@ -73,6 +73,7 @@ type Backend struct {
 	closed  bool
 	leases  map[leaseRef]*os.File
 	waiters map[*listener]struct{}
+	cut     map[governor.Key]time.Duration // see Backend.ended
 }
 
 type leaseRef struct {

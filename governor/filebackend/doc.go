@@ -39,7 +39,11 @@
 // file, reads the state, prunes expired holders and waiters, hands freed
 // weight to the head of the queue, applies its change, writes state.tmp,
 // syncs it (fdatasync; on macOS F_BARRIERFSYNC, see syncData) and renames
-// it over state, then unlocks. The kernel drops the
+// it over state, then unlocks. A wait for the lock that gives up (its
+// context ends, or lockWait passes) is a *LockWaitError naming the lock
+// file and, on Linux, its holder (from /proc/locks) and whether it is
+// stopped: a process stopped inside a critical section holds every other
+// process of the resource until it is resumed. The kernel drops the
 // lock of a process that dies, so no crash leaves a lock behind; a killed
 // writer leaves at most state.tmp, which is only ever written under the
 // lock and is removed by the next call. Status reads state without the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -228,8 +229,9 @@ func (b *Backend) dirError(path string, err error) error {
 
 // lockDir takes the exclusive lock of a resource directory and returns
 // the lock file's descriptor; closing it unlocks. Waiting honours ctx:
-// a waiter that gives up leaves a goroutine that closes the descriptor
-// as soon as the lock comes.
+// a waiter that gives up returns a *LockWaitError (errors.Is ctx's
+// error) that Backend.lock completes, and leaves a goroutine that closes
+// the descriptor as soon as the lock comes.
 func lockDir(ctx context.Context, dir int) (int, error) {
 	fd, err := openat(dir, lockName, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err != nil {
@@ -247,6 +249,7 @@ func lockDir(ctx context.Context, dir int) (int, error) {
 		unix.Close(fd)
 		return -1, err
 	}
+	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- flock(fd, unix.LOCK_EX) }()
 	select {
@@ -257,11 +260,12 @@ func lockDir(ctx context.Context, dir int) (int, error) {
 		}
 		return fd, nil
 	case <-ctx.Done():
+		w := &LockWaitError{Waited: time.Since(start), Err: ctx.Err(), file: fileOf(fd)}
 		go func() {
 			<-done
 			unix.Close(fd)
 		}()
-		return -1, ctx.Err()
+		return -1, w
 	}
 }
 

@@ -66,6 +66,8 @@ func runHelper(role string) error {
 		return helperWait(b, key)
 	case "pairs":
 		return helperPairs(b, key)
+	case "lock":
+		return helperLock(os.Getenv(envDir), key)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

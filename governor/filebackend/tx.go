@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -108,8 +107,8 @@ func committed[T any](t *tx, v T) (T, error) {
 // begin opens and locks key's directory and reads its state. Without
 // create, a resource that has no directory is errNoState.
 func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, b.ended(ctx, key)
 	}
 	dir, lock, err := b.lockResource(ctx, key, create)
 	if err != nil {
@@ -139,42 +138,6 @@ func (b *Backend) lockResource(ctx context.Context, key governor.Key, create boo
 		return -1, -1, err
 	}
 	return dir, lock, nil
-}
-
-// ErrLockHeld is matched (errors.Is) by the error of a call that could
-// not take a resource's lock within lockWait, having no deadline of its
-// own. It is not final: a waiter retries.
-var ErrLockHeld = errors.New("governor: file backend: lock held by another process")
-
-// lockWait bounds the wait for a resource's lock of a call without a
-// deadline. governor holds a lock for milliseconds, so one held longer
-// is held by a process that is not governor, or that is stopped inside
-// a critical section: the caller is told so, naming the file, rather
-// than left hanging.
-const lockWait = 5 * time.Second
-
-// lock takes the lock of key's directory dir, waiting no longer than ctx
-// allows (and lockWait when ctx has no deadline).
-func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, error) {
-	lctx := ctx
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithTimeout(ctx, lockWait)
-		defer cancel()
-	}
-	lock, err := lockDir(lctx, dir)
-	if err == nil {
-		return lock, nil
-	}
-	path := b.projectPath(key.Project) + "/" + escape(key.Resource) + "/" + lockName
-	switch {
-	case ctx.Err() != nil:
-		return -1, ctx.Err()
-	case lctx.Err() != nil:
-		return -1, fmt.Errorf("%w: %s: not had in %v (governor holds it for milliseconds: is a process that is not governor, or a stopped one, holding it? see fuser -v %s)",
-			ErrLockHeld, path, lockWait, path)
-	}
-	return -1, fmt.Errorf("governor: file backend: lock %s: %w", path, err)
 }
 
 // dropBadWaiters drops the queue entries that do not read, each said in

@@ -70,6 +70,14 @@ func (e *NotAcquiredError) Unwrap() error {
 	return nil
 }
 
+// reasoned is a backend's error that says why a wait could not end in
+// time, beside the context's error it wraps: the file backend's
+// LockWaitError names the holder of a resource's state lock.
+type reasoned interface {
+	error
+	Reason() string
+}
+
 // failed is the error to report for an acquire that got no
 // slots, for `governor run` and `governor acquire` alike; its exit code
 // is exitcode.For's. ctx is the caller's own context, not the wait's:
@@ -90,6 +98,10 @@ func failed(ctx context.Context, g *governor.Governor, err error, skip bool, wai
 		return ctx.Err() // after a signal, acquire reports that instead
 	case errors.Is(err, context.DeadlineExceeded):
 		na := &NotAcquiredError{Msg: fmt.Sprintf("not acquired within --wait-timeout %v", waitTimeout)}
+		var why reasoned
+		if errors.As(err, &why) {
+			na.Msg += ": " + why.Reason()
+		}
 		if waitingFor != "" {
 			na.Msg = waitingFor + ": " + na.Msg
 			sctx, cancel := context.WithTimeout(context.Background(), governor.DefaultReleaseTimeout)

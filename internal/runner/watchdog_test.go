@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -263,5 +264,37 @@ func TestWatchdogKillsWhenItCannotRecord(t *testing.T) {
 	}
 	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, "could not record the "+governor.EventWatchdogKill+" event") {
 		t.Fatalf("the watchdog's message: %q", msg)
+	}
+}
+
+// A watchdog whose record waits on the lock of a resource's state held
+// by a stopped process (one SIGSTOPped inside a state write) says who
+// holds it, rather than "context deadline exceeded" alone.
+func TestWatchdogRecordNamesStoppedLockHolder(t *testing.T) {
+	dir := t.TempDir()
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := governor.Key{Project: "p", Resource: "heavy"}
+	res, err := b.Acquire(context.Background(), governor.Request{Key: key, ID: "lease-1", Limit: 1, Weight: 1,
+		TTL: time.Minute, Mode: governor.Fail, QueueTTL: time.Minute})
+	if cerr := b.Close(); err != nil || cerr != nil || res.Outcome != governor.Granted {
+		t.Fatalf("acquire: %v %v, close: %v", res.Outcome, err, cerr)
+	}
+	path := filepath.Join(dir, "p", "heavy", "lock")
+	pid := proctest.StoppedLockHolder(t, path)
+	ww := newWatchWorld(t)
+	ww.send(recordLine(t, connect.Store{Backend: config.BackendFile, Dir: dir}, key, "lease-1", res.Token))
+	ww.plan(time.Duration(ww.clock.Load()) - time.Second)
+	ww.start()
+	ww.waitKilled()
+	if code := ww.done(); code != ExitOK {
+		t.Fatalf("watchdog exit %d", code)
+	}
+	want := fmt.Sprintf("could not record the %s event: governor: file backend: the state of heavy (%s) is locked by pid %d (flock, stopped): "+
+		"a process stopped inside a state write", governor.EventWatchdogKill, path, pid)
+	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, want) {
+		t.Fatalf("the watchdog's message: %q; want %q", msg, want)
 	}
 }

@@ -1,0 +1,204 @@
+package filebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/safetext"
+)
+
+// ErrLockHeld is matched (errors.Is) by the error of a call that could
+// not take a resource's lock within lockWait, having no deadline of its
+// own. It is not final: a waiter retries.
+var ErrLockHeld = errors.New("governor: file backend: lock held by another process")
+
+// lockWait bounds the wait for a resource's lock of a call without a
+// deadline. governor holds a lock for milliseconds, so one held longer
+// is held by a process that is not governor, or that is stopped inside
+// a critical section: the caller is told so, naming the file, rather
+// than left hanging.
+const lockWait = 5 * time.Second
+
+// lockSlow is how long a wait for a resource's lock must have lasted
+// for its end by the caller's context to be laid on the lock's holder
+// (unless the holder is stopped): a shorter wait met the ordinary
+// contention of milliseconds-long writes.
+const lockSlow = time.Second
+
+// LockWaitError is the error of a call that gave up waiting for the
+// lock of a resource's state (DIR/PROJECT/RESOURCE/lock) held too long
+// by another process: its context ended (errors.Is
+// context.DeadlineExceeded or context.Canceled), or, without a
+// deadline, lockWait passed (errors.Is ErrLockHeld). It names the lock
+// file and, where the system tells (Linux: /proc/locks), its holder. A
+// context that ends in a short wait on a running holder is returned
+// as it is: that is contention, not a held lock.
+type LockWaitError struct {
+	// Resource is the resource whose state is locked; Path its lock file.
+	Resource, Path string
+	// Holder is the process holding the lock; its PID is 0 when the
+	// system cannot tell.
+	Holder LockHolder
+	// Waited is how long the call waited for the lock (0: it did not,
+	// its context had ended before it began).
+	Waited time.Duration
+	// Err is the context's error, or ErrLockHeld.
+	Err error
+
+	file fileID
+}
+
+// LockHolder is a process that holds a lock.
+type LockHolder struct {
+	// PID is 0 when unknown.
+	PID int
+	// Command is its command name ("" when unknown).
+	Command string
+	// Stopped: the process is stopped (SIGSTOP, Ctrl-Z) or traced, and
+	// holds the lock until it is resumed or killed.
+	Stopped bool
+}
+
+func (e *LockWaitError) Error() string {
+	if errors.Is(e.Err, ErrLockHeld) {
+		return e.Err.Error() + ": " + e.Reason()
+	}
+	return "governor: file backend: " + e.Reason() + ": " + e.Err.Error()
+}
+
+func (e *LockWaitError) Unwrap() error { return e.Err }
+
+// Reason says, in one line, which lock the call waited for, who holds it
+// and what that means, without the context's error.
+func (e *LockWaitError) Reason() string {
+	h := e.Holder
+	who := "another process"
+	if h.PID > 0 {
+		who = "pid " + strconv.Itoa(h.PID)
+		var about []string
+		if h.Command != "" {
+			about = append(about, safetext.Escape(h.Command))
+		}
+		if h.Stopped {
+			about = append(about, "stopped")
+		}
+		if len(about) > 0 {
+			who += " (" + strings.Join(about, ", ") + ")"
+		}
+	}
+	if h.Stopped {
+		return fmt.Sprintf("the state of %s (%s) is locked by %s: a process stopped inside a state write holds every other process of the resource until it is resumed (kill -CONT %d) or killed",
+			e.Resource, e.Path, who, h.PID)
+	}
+	suspects := "a process that is not governor, or a stopped or stuck one"
+	if h.PID > 0 {
+		suspects = "a process that is not governor, or a stuck one"
+	}
+	return fmt.Sprintf("the state of %s (%s) is locked by %s, not had in %v: governor holds it for milliseconds, so %s, holds it (see lsof %s)",
+		e.Resource, e.Path, who, e.Waited.Round(100*time.Millisecond), suspects, e.Path)
+}
+
+// fileID is a file's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// fileOf is the fileID of descriptor fd (zero if fstat fails).
+func fileOf(fd int) fileID {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return fileID{}
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}
+}
+
+// lock takes the lock of key's directory dir, waiting no longer than ctx
+// allows (and lockWait when ctx has no deadline). A wait that ends so is
+// a *LockWaitError, or ctx's own error after a short wait on a running
+// holder.
+func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (int, error) {
+	lctx := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, lockWait)
+		defer cancel()
+	}
+	lock, err := lockDir(lctx, dir)
+	b.noteWait(key, err)
+	if err == nil {
+		return lock, nil
+	}
+	path := b.resourceFile(key, lockName)
+	var w *LockWaitError
+	if !errors.As(err, &w) {
+		return -1, fmt.Errorf("governor: file backend: lock %s: %w", path, err)
+	}
+	w.Resource, w.Path, w.Holder = key.Resource, path, lockHolder(w.file)
+	if ctx.Err() == nil { // lockWait passed
+		w.Err = ErrLockHeld
+		return -1, w
+	}
+	if !w.Holder.Stopped && w.Waited < lockSlow {
+		return -1, ctx.Err()
+	}
+	return -1, w
+}
+
+// noteWait keeps, for ended, how long a wait for key's lock lasted when
+// a context cut it after lockSlow or more (err, lockDir's), until the
+// lock is had again (err nil).
+func (b *Backend) noteWait(key governor.Key, err error) {
+	var w *LockWaitError
+	cut := errors.As(err, &w) && w.Waited >= lockSlow
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case cut:
+		if b.cut == nil {
+			b.cut = map[governor.Key]time.Duration{}
+		}
+		b.cut[key] = w.Waited
+	case err == nil && len(b.cut) > 0:
+		delete(b.cut, key)
+	}
+}
+
+// ended is the error of a call on key whose context ctx ended before it
+// began: ctx's error, as a *LockWaitError when a stopped process holds
+// the resource's lock, or when it is still held after a wait for it that
+// a context cut (noteWait). A waiter may have spent its whole wait on
+// that lock before (Notify takes it first), and it is what the caller
+// needs to know.
+func (b *Backend) ended(ctx context.Context, key governor.Key) error {
+	err := ctx.Err()
+	b.mu.Lock()
+	waited, cut := b.cut[key]
+	b.mu.Unlock()
+	dir, derr := b.openResource(key.Project, key.Resource, false)
+	if derr != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	fd, ferr := openat(dir, lockName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if ferr != nil {
+		return err
+	}
+	f := fileOf(fd)
+	// A try that succeeds (the close undoes it) finds the lock free: the
+	// usual case, told without reading /proc/locks.
+	held := flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
+	unix.Close(fd)
+	if !held {
+		return err
+	}
+	h := lockHolder(f)
+	if !h.Stopped && !cut {
+		return err
+	}
+	return &LockWaitError{Resource: key.Resource, Path: b.resourceFile(key, lockName), Holder: h, Waited: waited, Err: err, file: f}
+}
