@@ -7,7 +7,11 @@ import { join } from "node:path";
 import { Busy, Governor, Price, Skipped, usageFromJSON, type Budget, type Usage } from "../src/index.js";
 import { backends, project, root, tmp } from "./helpers.js";
 
-const shapes = join(root, "..", "..", "governor", "testdata", "usage-shapes.json");
+// The shared fixture lives in the repository (governor/testdata); a run
+// against the installed package (CI's npm channel) names it by
+// GOVERNOR_USAGE_SHAPES, and under CI it must be there.
+const shapes = process.env.GOVERNOR_USAGE_SHAPES || join(root, "..", "..", "governor", "testdata", "usage-shapes.json");
+if (process.env.CI && !existsSync(shapes)) throw new Error(`${shapes} is not here (set GOVERNOR_USAGE_SHAPES): CI runs these cases, never skips them`);
 const camel = (u: { input_tokens: number; cached_input_tokens: number; output_tokens: number }): Usage =>
   ({ inputTokens: u.input_tokens, cachedInputTokens: u.cached_input_tokens, outputTokens: u.output_tokens });
 
