@@ -1,12 +1,18 @@
 package bridge_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/bridge"
 )
 
 // day is a spend budget as a client gives it inline.
@@ -261,4 +267,43 @@ func TestProviderReportReleases(t *testing.T) {
 			t.Fatalf("during the cool-off: %v", e)
 		}
 	})
+}
+
+// failingSettle is an acquire's Held whose settle, sent with its
+// release, fails (nothing is settled).
+type failingSettle struct {
+	*acquire.Held
+	done func(governor.BudgetSettlement, error)
+}
+
+func (f *failingSettle) SettleOnRelease(_ *governor.BudgetReservation, _ []governor.BudgetAmount, done func(governor.BudgetSettlement, error)) {
+	f.done = done
+}
+
+func (f *failingSettle) Release(ctx context.Context) error {
+	err := f.Held.Release(ctx)
+	if f.done != nil {
+		f.done(governor.BudgetSettlement{}, errors.New("settle: backend down"))
+	}
+	return err
+}
+
+// TestProviderReportReleaseTellsAFailedSettle: a settle sent with the
+// report's release that fails is the reply's error; the slot is
+// released, the estimate stays counted.
+func TestProviderReportReleaseTellsAFailedSettle(t *testing.T) {
+	inR, inW := io.Pipe()
+	a := startWrapped(t, fileStore(t), catalogOf(t, "providers:\n  anthropic: {max_concurrency: 1}\n"), inR, inW,
+		func(h bridge.Held) bridge.Held { return &failingSettle{Held: h.(*acquire.Held)} })
+	a.hello()
+	gate := map[string]any{"provider": "anthropic", "if_busy": "fail", "budgets": []any{day(10)}, "estimate": 0.6}
+	l := a.call("provider_acquire", gate)
+	e := a.fail("provider_report", map[string]any{"lease": l["lease"], "cost": 0.2, "release": true})
+	if e["kind"] != "backend" || !strings.Contains(e["message"].(string), "backend down") || !strings.Contains(e["message"].(string), "not settled") {
+		t.Fatalf("a failed settle: %v; want a backend error saying so", e)
+	}
+	a.call("provider_acquire", map[string]any{"provider": "anthropic", "if_busy": "fail"}) // the slot was released
+	if s, r := spent(a); s != 0 || r != 0.6 {
+		t.Fatalf("spent %v reserved %v; want 0, the estimate 0.6 still reserved", s, r)
+	}
 }
