@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -71,54 +68,16 @@ func bridgeRecord(t *testing.T, g []string, acq map[string]any) (rec struct {
 	Nested    bool                     `json:"nested"`
 }) {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(append(g, "bridge"), inR, outW, io.Discard)
-		outW.Close()
-	}()
-	lines := bufio.NewScanner(outR)
-	call := func(id int, op string, args any) json.RawMessage {
-		b, _ := json.Marshal(map[string]any{"id": id, "op": op, "args": args})
-		if _, err := inW.Write(append(b, '\n')); err != nil {
-			t.Fatal(err)
-		}
-		for lines.Scan() {
-			var r struct {
-				ID     int             `json:"id"`
-				OK     bool            `json:"ok"`
-				Result json.RawMessage `json:"result"`
-				Error  json.RawMessage `json:"error"`
-			}
-			if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
-				t.Fatalf("bridge wrote %q: %v", lines.Text(), err)
-			}
-			if r.ID != id {
-				continue // an event
-			}
-			if !r.OK {
-				t.Fatalf("%s: %s", op, r.Error)
-			}
-			return r.Result
-		}
-		t.Fatalf("%s: the bridge ended its output: %v", op, lines.Err())
-		return nil
-	}
-	call(1, "hello", map[string]any{"protocol": 1, "client": "test", "pid": os.Getpid()})
+	b := startBridge(t, g)
 	var res struct {
 		Record *json.RawMessage `json:"record"`
 	}
-	if err := json.Unmarshal(call(2, "acquire", acq), &res); err != nil || res.Record == nil {
+	if err := json.Unmarshal(b.call("acquire", acq), &res); err != nil || res.Record == nil {
 		t.Fatalf("acquire %v: %v, no record in its result", acq, err)
 	}
 	if err := json.Unmarshal(*res.Record, &rec); err != nil {
 		t.Fatal(err)
 	}
-	inW.Close()
-	go io.Copy(io.Discard, outR)
-	if code := <-done; code != 0 {
-		t.Fatalf("bridge: exit %d", code)
-	}
+	b.close()
 	return rec
 }

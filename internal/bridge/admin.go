@@ -2,8 +2,8 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -252,6 +252,9 @@ type providerArgs struct {
 	Budgets  []BudgetArg `json:"budgets"`
 	Estimate *float64    `json:"estimate"`
 	Cost     *float64    `json:"cost"`
+	// Release releases the lease after the report, its spend
+	// reservation settled with the release (provider_report).
+	Release bool `json:"release"`
 	// Env is provider_acquire's, as acquire's: the caller's nesting
 	// variables (GOVERNOR_HELD, GOVERNOR_TOKEN), so that a call inside a
 	// run holding the provider joins its hold.
@@ -281,19 +284,25 @@ func opProviderAcquire(ctx context.Context, s *server, req request) (any, error)
 }
 
 // opProviderReport reports how a provider call ended (Provider.Report),
-// learning from its response headers.
+// learning from its response headers; with release, it then releases
+// the lease, its spend reservation settled (at cost, else at its
+// estimate) with the release of its slot: the gate's report, settle and
+// release in one request and, on Redis, one round trip for the three
+// writes a settle and a release make.
 func opProviderReport(ctx context.Context, s *server, req request) (any, error) {
 	a, err := decodeProvider(req)
 	if err != nil {
 		return nil, err
 	}
 	name := a.Provider
-	var settled *settleResult
 	if a.Cost != nil && a.Lease == "" {
 		return nil, badRequest("provider_report's cost settles a lease's spend budgets: give the lease")
 	}
 	if a.UsedTokens != nil && a.Lease == "" {
 		return nil, badRequest("provider_report's used_tokens settles a lease's token reservation: give the lease")
+	}
+	if a.Release && a.Lease == "" {
+		return nil, badRequest("provider_report's release releases a lease: give the lease")
 	}
 	if a.UsedTokens != nil && *a.UsedTokens < 0 {
 		return nil, badRequest("used_tokens %d; allowed: 0 or more", *a.UsedTokens)
@@ -303,6 +312,8 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 		return nil, badRequest("outcome %q; allowed: ok, rate_limited", a.Outcome)
 	}
 	var l *lease
+	var spend *governor.BudgetReservation
+	var actual []governor.BudgetAmount
 	if a.Lease != "" {
 		if l, err = s.lookup(a.Lease); err != nil {
 			return nil, err
@@ -318,28 +329,78 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 			}
 		}
 		if a.Cost != nil {
-			raw, _ := json.Marshal(settleArgs{Lease: a.Lease, Cost: a.Cost})
-			st, err := opSettle(ctx, s, request{Args: raw})
-			if err != nil {
+			if spend, actual, err = l.settlement(settleArgs{Cost: a.Cost}); err != nil {
 				return nil, err
 			}
-			r := st.(settleResult)
-			settled = &r
 		}
 	}
 	if name == "" {
 		return nil, badRequest("provider_report needs a provider, or a lease of one")
 	}
+	if a.Release {
+		return s.reportRelease(ctx, l, name, a, actual)
+	}
+	res := map[string]any{}
+	if spend != nil {
+		st, err := l.settle(ctx, spend, actual)
+		if err != nil {
+			return nil, err
+		}
+		res["settled"], res["overruns"] = st.Settled, st.Overruns
+	}
+	end, err := s.report(ctx, l, name, a)
+	if err != nil {
+		return nil, err
+	}
+	if !end.IsZero() {
+		res["cooloff_until"] = end.UTC()
+	}
+	return res, nil
+}
+
+// reportRelease is provider_report with release: the report, then l's
+// release with its settle at actual (nil: at the estimate). The lease
+// is released whatever the report found; a settle that fails is the
+// reply's error (the estimate stays counted), a lost lease is a lost
+// error (its settle went alone).
+func (s *server) reportRelease(ctx context.Context, l *lease, name string, a providerArgs, actual []governor.BudgetAmount) (any, error) {
+	s.forget(l)
+	end, rerr := s.report(ctx, l, name, a)
+	held, why, st, serr := l.releaseSettle(actual)
+	if serr != nil {
+		serr = fmt.Errorf("the call's cost was not settled (it counts at its estimate): %w", serr)
+	}
+	if !held {
+		if serr != nil {
+			why += "; " + words.Message(serr)
+		}
+		return nil, lostError("lease %s (%s) was lost", l.id, why)
+	}
+	if err := errors.Join(rerr, serr); err != nil {
+		return nil, err
+	}
+	res := map[string]any{}
+	if !end.IsZero() {
+		res["cooloff_until"] = end.UTC()
+	}
+	if spendOfHeld(l.held) != nil {
+		res["settled"], res["overruns"] = st.Settled, st.Overruns
+	}
+	return res, nil
+}
+
+// report is what provider_report tells provider name of the call l
+// guarded: the tokens it used (settling l's), its outcome (learning
+// from a 429's headers); it returns the cool-off's end, zero when none.
+func (s *server) report(ctx context.Context, l *lease, name string, a providerArgs) (time.Time, error) {
 	p := s.g.Provider(name, s.c.ProviderLimits(name))
 	if a.UsedTokens != nil {
 		if err := l.settleTokens(ctx, p, name, *a.UsedTokens); err != nil {
-			return nil, err
+			return time.Time{}, err
 		}
 	}
 	var outcome error
-	switch a.Outcome {
-	case "ok", "":
-	case "rate_limited":
+	if a.Outcome == "rate_limited" {
 		resp := &http.Response{StatusCode: a.Status, Header: http.Header{}}
 		if resp.StatusCode == 0 {
 			resp.StatusCode = http.StatusTooManyRequests
@@ -349,7 +410,7 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 		}
 		sig := governor.SignalFromHTTP(resp)
 		if err := p.Learn(ctx, sig); err != nil {
-			return nil, err
+			return time.Time{}, err
 		}
 		rl := governor.RateLimited{RetryAfter: a.RetryAfter.D(), Reason: "HTTP " + http.StatusText(resp.StatusCode)}
 		if rl.RetryAfter == 0 {
@@ -357,18 +418,7 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 		}
 		outcome = rl
 	}
-	end, err := p.Report(ctx, outcome)
-	if err != nil {
-		return nil, err
-	}
-	res := map[string]any{}
-	if !end.IsZero() {
-		res["cooloff_until"] = end.UTC()
-	}
-	if settled != nil {
-		res["settled"], res["overruns"] = settled.Settled, settled.Overruns
-	}
-	return res, nil
+	return p.Report(ctx, outcome)
 }
 
 type backoffArgs struct {

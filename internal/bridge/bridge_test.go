@@ -79,6 +79,13 @@ func startOn(t testing.TB, st store, inR io.Reader, inW io.WriteCloser) *client 
 // startWith serves a bridge of catalog cat.
 func startWith(t testing.TB, st store, cat *config.Catalog, inR io.Reader, inW io.WriteCloser) *client {
 	t.Helper()
+	return startWrapped(t, st, cat, inR, inW, nil)
+}
+
+// startWrapped is startWith, each acquire's Held passed through wrap
+// (nil: as it is).
+func startWrapped(t testing.TB, st store, cat *config.Catalog, inR io.Reader, inW io.WriteCloser, wrap func(bridge.Held) bridge.Held) *client {
+	t.Helper()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, msgs: make(chan map[string]any, 100), done: make(chan error, 1)}
 	cfg := bridge.Config{
@@ -95,6 +102,15 @@ func startWith(t testing.TB, st store, cat *config.Catalog, inR io.Reader, inW i
 		ProviderLimits: func(name string) governor.ProviderLimits { p, _ := cat.Provider(name); return p.Limits },
 	}
 	cfg.Acquire = bridge.AcquirePipeline(cat)
+	if acq := cfg.Acquire; wrap != nil {
+		cfg.Acquire = func(ctx context.Context, g *governor.Governor, a bridge.AcquireArgs, ev bridge.Events) (bridge.Held, error) {
+			h, err := acq(ctx, g, a, ev)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(h), nil
+		}
+	}
 	go func() {
 		err := bridge.Serve(context.Background(), inR, outW, cfg)
 		outW.Close()

@@ -206,9 +206,21 @@ func lostReason(held Held) (resource, why string) {
 	return strings.Join(held.Nested(), ","), "the slot is no longer held"
 }
 
-// release releases l for the client; it reports whether l was still
+// release releases l for the client, its spend reservation settled at
+// its estimate unless settled before; it reports whether l was still
 // held (false: it had been lost, and why says why).
 func (l *lease) release() (held bool, why string) {
+	held, why, _, _ = l.releaseSettle(nil)
+	return held, why
+}
+
+// releaseSettle is release with l's spend reservation settled at actual
+// (nil: every budget at its estimate), unless settled before, with the
+// release of its slot (one round trip on Redis); a lost lease settles
+// alone (the call it guarded may have run). st and serr are the
+// settle's outcome (zero when l reserved nothing); a settle that fails
+// leaves the estimate counted.
+func (l *lease) releaseSettle(actual []governor.BudgetAmount) (held bool, why string, st settleResult, serr error) {
 	l.mu.Lock()
 	state := l.state
 	if state == stateHeld {
@@ -221,12 +233,13 @@ func (l *lease) release() (held bool, why string) {
 		unwatch()
 	}
 	if state != stateHeld {
-		l.settleAtEstimate()
-		return false, why
+		if r := spendOfHeld(l.held); r != nil {
+			st, serr = l.settle(context.Background(), r, actual)
+		}
+		return false, why, st, serr
 	}
-	l.settleWithRelease()
-	releaseHeld(l.held)
-	return true, ""
+	st, serr = l.settleWithRelease(actual)
+	return true, "", st, serr
 }
 
 // releaseHeld releases held whatever the request's context: each lease
@@ -266,6 +279,13 @@ func (s *server) held(id string) (*lease, error) {
 	return l, nil
 }
 
+// forget drops l from the bridge's leases: its id is unknown from now.
+func (s *server) forget(l *lease) {
+	s.mu.Lock()
+	delete(s.leases, l.id)
+	s.mu.Unlock()
+}
+
 func opRelease(ctx context.Context, s *server, req request) (any, error) {
 	var a leaseArgs
 	if err := decodeArgs(req.Args, &a); err != nil {
@@ -275,9 +295,7 @@ func opRelease(ctx context.Context, s *server, req request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.leases, l.id)
-	s.mu.Unlock()
+	s.forget(l)
 	if ok, why := l.release(); !ok {
 		return nil, lostError("lease %s (%s) was lost", l.id, why)
 	}

@@ -180,12 +180,23 @@ func opSettle(ctx context.Context, s *server, req request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, actual, err := l.settlement(a)
+	if err != nil {
+		return nil, err
+	}
+	return l.settle(ctx, r, actual)
+}
+
+// settlement is l's spend reservation and the actual cost a settle's
+// args give it (nil: every budget at its estimate); bad args are an
+// error and change nothing.
+func (l *lease) settlement(a settleArgs) (*governor.BudgetReservation, []governor.BudgetAmount, error) {
 	r := spendOfHeld(l.held)
 	if r == nil {
-		return nil, badRequest("lease %s reserved no spend budget; allowed: a lease acquired with budgets and an estimate", l.id)
+		return nil, nil, badRequest("lease %s reserved no spend budget; allowed: a lease acquired with budgets and an estimate", l.id)
 	}
 	if a.Cost != nil && a.Costs != nil {
-		return nil, badRequest("settle takes one of cost (every budget) and costs (by budget)")
+		return nil, nil, badRequest("settle takes one of cost (every budget) and costs (by budget)")
 	}
 	var actual []governor.BudgetAmount
 	for _, st := range r.States {
@@ -198,14 +209,14 @@ func opSettle(ctx context.Context, s *server, req request) (any, error) {
 		}
 		m, err := micro("budget "+st.Name+" cost", v)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		actual = append(actual, governor.BudgetAmount{Name: st.Name, Amount: m})
 	}
 	if len(actual) != len(a.Costs) && a.Cost == nil {
-		return nil, badRequest("settle costs name a budget lease %s did not reserve; allowed: %s", l.id, budgetNames(r))
+		return nil, nil, badRequest("settle costs name a budget lease %s did not reserve; allowed: %s", l.id, budgetNames(r))
 	}
-	return l.settle(ctx, r, actual)
+	return r, actual, nil
 }
 
 func budgetNames(r *governor.BudgetReservation) string {
@@ -254,29 +265,45 @@ type releaseSettler interface {
 	SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error))
 }
 
-// settleWithRelease is settleAtEstimate for a lease about to be
-// released: the settle goes with the release of its slot (no round trip
-// of its own on Redis) where the Held can send it so.
-func (l *lease) settleWithRelease() {
+// settleWithRelease releases l's Held with its reservation settled at
+// actual (nil: at its estimate) unless settled before: the settle goes
+// with the release of its slot (no round trip of its own on Redis) where
+// the Held can send it so, else alone first.
+func (l *lease) settleWithRelease(actual []governor.BudgetAmount) (settleResult, error) {
 	r := spendOfHeld(l.held)
 	rs, ok := l.held.(releaseSettler)
 	if r == nil || !ok {
-		l.settleAtEstimate()
-		return
+		var st settleResult
+		var err error
+		if r != nil {
+			st, err = l.settle(context.Background(), r, actual)
+		}
+		releaseHeld(l.held)
+		return st, err
 	}
 	l.mu.Lock()
 	done := l.settled
 	l.settled = true
 	l.mu.Unlock()
+	res, serr := settleResult{Overruns: []string{}}, error(nil)
 	if !done {
-		rs.SettleOnRelease(r, nil, func(_ governor.BudgetSettlement, err error) {
+		// done is called by the release (Held.ReleaseWith), before it returns.
+		rs.SettleOnRelease(r, actual, func(st governor.BudgetSettlement, err error) {
 			if err != nil {
 				l.mu.Lock()
 				l.settled = false // not settled: the estimate stays counted, by its TTL
 				l.mu.Unlock()
+				serr = err
+				return
+			}
+			res.Settled = st.Settled
+			if st.Overruns != nil {
+				res.Overruns = st.Overruns
 			}
 		})
 	}
+	releaseHeld(l.held)
+	return res, serr
 }
 
 // budgetsOf is what an acquire's result says of its reservation.

@@ -1,10 +1,18 @@
 package bridge_test
 
 import (
+	"context"
+	"errors"
 	"io"
+	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/bridge"
 )
 
 // day is a spend budget as a client gives it inline.
@@ -194,4 +202,108 @@ func TestBudgetWaitIsCancelledLeavingNothingHeld(t *testing.T) {
 			t.Fatalf("after the cancelled wait: spent %v reserved %v; want 0, 1 (nothing of it reserved)", s, r)
 		}
 	})
+}
+
+// TestProviderReportReleases: provider_report with release is the
+// report, then the release with the settle: at the cost given, else at
+// the estimate, once per lease; bad input releases nothing; a lost
+// lease still settles, and the reply says it was lost.
+func TestProviderReportReleases(t *testing.T) {
+	backends(t, func(t *testing.T, st store) {
+		inR, inW := io.Pipe()
+		a := startWith(t, st, catalogOf(t, "providers:\n  anthropic: {max_concurrency: 1}\n"), inR, inW)
+		a.hello()
+		b := start(t, st)
+		b.call("hello", map[string]any{"protocol": 1, "pid": os.Getpid(), "session": "taker"})
+		gate := func() string {
+			l := a.call("provider_acquire", map[string]any{"provider": "anthropic", "if_busy": "fail", "budgets": []any{day(10)}, "estimate": 0.6})
+			return l["lease"].(string)
+		}
+		l := gate()
+		if e := a.fail("provider_report", map[string]any{"lease": l, "release": true, "cost": -1}); e["kind"] != "failure" || !strings.Contains(e["message"].(string), "cost -1") {
+			t.Fatalf("a negative cost: %v", e)
+		}
+		if e := a.fail("provider_report", map[string]any{"release": true}); !strings.Contains(e["message"].(string), "give the lease") {
+			t.Fatalf("release without a lease: %v", e)
+		}
+		// The refused reports released nothing: the lease is still held.
+		r := a.call("provider_report", map[string]any{"lease": l, "outcome": "ok", "cost": 0.25, "release": true})
+		if r["settled"] != true || len(r["overruns"].([]any)) != 0 {
+			t.Fatalf("provider_report with release: %v", r)
+		}
+		if e := a.fail("release", map[string]any{"lease": l}); !strings.Contains(e["message"].(string), "unknown lease") {
+			t.Fatalf("release after the report's: %v; want an unknown lease", e)
+		}
+		// Settled before: the report's settle changes nothing.
+		l = gate() // the slot (max 1) was freed
+		a.call("settle", map[string]any{"lease": l, "cost": 0.1})
+		if r := a.call("provider_report", map[string]any{"lease": l, "cost": 0.5, "release": true}); r["settled"] != false {
+			t.Fatalf("report after a settle: %v; want settled false", r)
+		}
+		// No cost: at the estimate.
+		a.call("provider_report", map[string]any{"lease": gate(), "release": true})
+		if s, r := spent(a); math.Abs(s-0.95) > 1e-9 || r != 0 {
+			t.Fatalf("spent %v reserved %v; want 0.25+0.1+0.6, 0", s, r)
+		}
+		// Lost (taken over): the cost is settled all the same, the reply is lost.
+		held := a.call("provider_acquire", map[string]any{"provider": "anthropic", "if_busy": "fail", "budgets": []any{day(10)}, "estimate": 0.6})
+		l = held["lease"].(string)
+		took := b.call("takeover", map[string]any{"resource": "provider:anthropic", "force": true, "limit": 1,
+			"lease_id": held["resources"].([]any)[0].(map[string]any)["lease_id"]})
+		a.event("lost")
+		if e := a.fail("provider_report", map[string]any{"lease": l, "cost": 0.05, "release": true}); e["kind"] != "lost" || e["code"] != float64(122) {
+			t.Fatalf("report of a lost lease: %v", e)
+		}
+		if s, r := spent(a); math.Abs(s-1.0) > 1e-9 || r != 0 {
+			t.Fatalf("after the lost lease's report: spent %v reserved %v; want 1.0, 0", s, r)
+		}
+		b.call("release", map[string]any{"lease": took["lease"]})
+		// A 429: the cool-off starts, and the lease is released.
+		r = a.call("provider_report", map[string]any{"lease": gate(), "outcome": "rate_limited", "retry_after": 30, "release": true})
+		if r["cooloff_until"] == nil || r["settled"] != true {
+			t.Fatalf("rate-limited report with release: %v", r)
+		}
+		if e := a.fail("provider_acquire", map[string]any{"provider": "anthropic", "if_busy": "fail"}); e["kind"] != "busy" || e["retry_after"] == nil {
+			t.Fatalf("during the cool-off: %v", e)
+		}
+	})
+}
+
+// failingSettle is an acquire's Held whose settle, sent with its
+// release, fails (nothing is settled).
+type failingSettle struct {
+	*acquire.Held
+	done func(governor.BudgetSettlement, error)
+}
+
+func (f *failingSettle) SettleOnRelease(_ *governor.BudgetReservation, _ []governor.BudgetAmount, done func(governor.BudgetSettlement, error)) {
+	f.done = done
+}
+
+func (f *failingSettle) Release(ctx context.Context) error {
+	err := f.Held.Release(ctx)
+	if f.done != nil {
+		f.done(governor.BudgetSettlement{}, errors.New("settle: backend down"))
+	}
+	return err
+}
+
+// TestProviderReportReleaseTellsAFailedSettle: a settle sent with the
+// report's release that fails is the reply's error; the slot is
+// released, the estimate stays counted.
+func TestProviderReportReleaseTellsAFailedSettle(t *testing.T) {
+	inR, inW := io.Pipe()
+	a := startWrapped(t, fileStore(t), catalogOf(t, "providers:\n  anthropic: {max_concurrency: 1}\n"), inR, inW,
+		func(h bridge.Held) bridge.Held { return &failingSettle{Held: h.(*acquire.Held)} })
+	a.hello()
+	gate := map[string]any{"provider": "anthropic", "if_busy": "fail", "budgets": []any{day(10)}, "estimate": 0.6}
+	l := a.call("provider_acquire", gate)
+	e := a.fail("provider_report", map[string]any{"lease": l["lease"], "cost": 0.2, "release": true})
+	if e["kind"] != "backend" || !strings.Contains(e["message"].(string), "backend down") || !strings.Contains(e["message"].(string), "not settled") {
+		t.Fatalf("a failed settle: %v; want a backend error saying so", e)
+	}
+	a.call("provider_acquire", map[string]any{"provider": "anthropic", "if_busy": "fail"}) // the slot was released
+	if s, r := spent(a); s != 0 || r != 0.6 {
+		t.Fatalf("spent %v reserved %v; want 0, the estimate 0.6 still reserved", s, r)
+	}
 }

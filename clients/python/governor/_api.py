@@ -207,6 +207,40 @@ class Lease:
             self._released_lost()
             raise
 
+    def _release_with(self, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
+        """Releases it with op's request (args and release: provider_report's):
+        one request for both. LeaseLost if it was lost. A request refused
+        (bad input releases nothing) is followed by a plain release. Released
+        before: op alone."""
+        if not self._start_release():
+            return self._bridge.call(op, args)
+        try:
+            return self._bridge.call(op, dict(args, release=True))
+        except errors.LeaseLost:
+            self._released_lost()
+            raise
+        except errors.GovernorError:
+            try:
+                self._bridge.call("release", {"lease": self.id})
+            except errors.GovernorError:
+                pass  # released by op
+            raise
+
+    async def _arelease_with(self, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
+        if not self._start_release():
+            return await self._gov._acall(self._bridge, op, args)
+        try:
+            return await self._gov._acall(self._bridge, op, dict(args, release=True))
+        except errors.LeaseLost:
+            self._released_lost()
+            raise
+        except errors.GovernorError:
+            try:
+                await self._gov._acall(self._bridge, "release", {"lease": self.id})
+            except errors.GovernorError:
+                pass  # released by op
+            raise
+
     def __repr__(self) -> str:
         return "<governor.Lease %s %s token=%s%s>" % (self.id, ",".join(self.tokens), self.token,
                                                       " lost" if self._lost else "")

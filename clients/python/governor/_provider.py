@@ -103,15 +103,22 @@ class Provider:
             return None
         return args
 
-    def _report(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
+    def _end(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
+        """Reports the call's outcome and releases its lease in one request
+        (provider_report with release: the cost is settled with the slot's
+        release); with nothing to report, releases it."""
         args = self._report_args(lease, exc, *self._settlement(out)) if exc is None else self._report_args(lease, exc)
-        if args is not None:
-            self.gov._bridge().call("provider_report", args)
+        if args is None:
+            lease.release()
+        else:
+            lease._release_with("provider_report", args)
 
-    async def _areport(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
+    async def _aend(self, lease: "Lease", exc: "Optional[BaseException]", out: "Any" = None) -> None:
         args = self._report_args(lease, exc, *self._settlement(out)) if exc is None else self._report_args(lease, exc)
-        if args is not None:
-            await self.gov._acall(self.gov._bridge(), "provider_report", args)
+        if args is None:
+            await lease.arelease()
+        else:
+            await lease._arelease_with("provider_report", args)
 
     def call(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None,
              estimate: "Optional[float]" = None, **kw: "Any") -> "Any":
@@ -121,14 +128,14 @@ class Provider:
         lease = self.gov._call_lease("provider_acquire", self._args(tokens, estimate, kw))
         try:
             out = fn(*a, **kw)
+            self._end(lease, None, out)
         except BaseException as e:
-            self._report(lease, e)
+            if not lease.released:
+                self._end(lease, e)
             raise
-        else:
-            self._report(lease, None, out)
-            return out
         finally:
-            lease.release()
+            lease.release()  # when _end did not get to (a no-op when it did)
+        return out
 
     async def acall(self, fn: "Callable[..., Any]", *a: "Any", tokens: "Optional[int]" = None,
                     estimate: "Optional[float]" = None, **kw: "Any") -> "Any":
@@ -138,11 +145,11 @@ class Provider:
             out = fn(*a, **kw)
             if inspect.isawaitable(out):
                 out = await out
+            await self._aend(lease, None, out)
         except BaseException as e:
-            await self._areport(lease, e)
+            if not lease.released:
+                await self._aend(lease, e)
             raise
-        else:
-            await self._areport(lease, None, out)
-            return out
         finally:
-            await lease.arelease()
+            await lease.arelease()  # when _aend did not get to (a no-op when it did)
+        return out

@@ -133,6 +133,26 @@ class ProviderBudgetTests(support.FileCase):
         with self.assertRaisesRegex(ValueError, "estimate"):
             p.call(create)
 
+    def test_gate_reports_and_releases_in_one_request(self) -> None:
+        # The report carries the release (the settle goes with the slot's
+        # release); a 429 still starts the cool-off.
+        g = self.gov(config=self.config)
+        p = g.provider("anthropic", budgets=[day(1)], wait=False)
+        b = g._bridge()
+        ops: "list[str]" = []
+        call = b.call
+        b.call = lambda op, args, *a, **kw: ops.append(op) or call(op, args, *a, **kw)  # type: ignore[method-assign]
+        for _ in range(3):  # two slots: each call freed its own
+            self.assertEqual(p.call(lambda: {"usage": {"input_tokens": 1, "output_tokens": 1}}, estimate=0.2), {
+                "usage": {"input_tokens": 1, "output_tokens": 1}})
+        self.assertEqual(ops, ["provider_acquire", "provider_report"] * 3)
+        with self.assertRaises(governor.RateLimited):
+            p.call(lambda: (_ for _ in ()).throw(governor.RateLimited(retry_after=30)), estimate=0.2)
+        with self.assertRaises(governor.Busy):
+            p.call(lambda: "cooling off", estimate=0.2)
+        self.assertEqual(ops[6:8], ["provider_acquire", "provider_report"])
+        self.assertNotIn("release", ops)
+
     def test_explicit_estimate(self) -> None:
         g = self.gov(config=self.config)
         p = g.provider("anthropic", budgets=[day(1)], wait=False)

@@ -151,6 +151,27 @@ export class Lease implements AsyncDisposable {
     }
   }
 
+  /**
+   * Release it with the request op, args plus release: true (such as
+   * provider_report's: the report, then the release with the settle, in
+   * one request); its result. LeaseLost when the lease was lost. A request
+   * refused (bad input releases nothing) is followed by a plain release.
+   * Released before: op alone.
+   * @internal
+   */
+  async releaseWith(op: string, args: Record<string, unknown>): Promise<any> {
+    if (this.released || this.bridge.dead) return this.bridge.call(op, args);
+    this.released = true;
+    this.end();
+    if (!this.lossReason) this.controller?.abort(this.releasedReason());
+    try {
+      return await this.bridge.call(op, { ...args, release: true });
+    } catch (err) {
+      if (!(err instanceof LeaseLost)) await this.bridge.call("release", { lease: this.id }).catch(noop);
+      throw err;
+    }
+  }
+
   private releasedReason(): LeaseLost {
     return new LeaseLost(`lease ${this.id} released`, 122, "released");
   }

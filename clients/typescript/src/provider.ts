@@ -4,6 +4,7 @@
 import type { Governor } from "./governor.js";
 import { acquireArgs, holding, type AcquireOptions, type Duration } from "./options.js";
 import type { Lease } from "./lease.js";
+import { LeaseLost } from "./errors.js";
 import { usageFromJSON, type Budget, type Price, type Usage } from "./budget.js";
 
 /** A gate's spend budgets: each call reserves its estimate on them and settles its cost. */
@@ -86,11 +87,15 @@ export class Provider {
       try {
         result = await fn(lease);
       } catch (err) {
-        await this.report(lease, err);
+        // A loss is told by lease.signal; the call's own error goes on.
+        await lease.releaseWith("provider_report", this.reportArgs(lease, err)).catch((e) => {
+          if (!(e instanceof LeaseLost)) throw e;
+        });
         throw err;
       }
       const u = usage ? usage(result) : usageFromJSON(result);
-      await this.report(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens, this.cost(u));
+      // One request: the report, then the release with the settle.
+      await lease.releaseWith("provider_report", this.reportArgs(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens, this.cost(u)));
       return result;
     });
   }
@@ -128,6 +133,11 @@ export class Provider {
    * settles the lease's spend budgets (lease.settle) in the same request.
    */
   async report(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Promise<{ cooloff_until?: string; settled?: boolean }> {
+    return this.gov.call("provider_report", this.reportArgs(lease, outcome, usedTokens, cost));
+  }
+
+  /** provider_report's args for the call's outcome. */
+  private reportArgs(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Record<string, unknown> {
     const http = httpOf(outcome);
     const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens, cost };
     if (http && (http.status === 429 || http.status === 529)) {
@@ -137,7 +147,7 @@ export class Provider {
     } else {
       args.outcome = "ok";
     }
-    return this.gov.call("provider_report", args);
+    return args;
   }
 
   /** Report a rate-limit signal by hand (`governor backoff`): the provider cools off for every process. */

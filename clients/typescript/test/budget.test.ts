@@ -92,6 +92,30 @@ for (const b of all) {
     }
   });
 
+  test(`the provider gate on the ${b.name} backend reports and releases in one request`, async () => {
+    // The report carries the release (the settle goes with the slot's
+    // release); a 429 still starts the cool-off.
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {max_concurrency: 2}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const p = g.provider("anthropic", { budgets: [day(1)] });
+      await p.run(() => "connected", { estimate: 0.1, wait: false });
+      const bridge = (g as unknown as { bridge: { call: (op: string, ...rest: unknown[]) => Promise<unknown> } }).bridge;
+      const ops: string[] = [];
+      const call = bridge.call.bind(bridge);
+      bridge.call = (op: string, ...rest: unknown[]) => (ops.push(op), call(op, ...rest));
+      for (let i = 0; i < 3; i++) assert.equal(await p.run(() => "done", { estimate: 0.1, wait: false }), "done"); // two slots: each call freed its own
+      assert.deepEqual(ops, ["provider_acquire", "provider_report", "provider_acquire", "provider_report", "provider_acquire", "provider_report"]);
+      const limited = Object.assign(new Error("429"), { status: 429, headers: { "retry-after": "30" } });
+      await assert.rejects(p.run(() => { throw limited; }, { estimate: 0.1, wait: false }), (e: unknown) => e === limited);
+      await assert.rejects(p.run(() => "cooling off", { estimate: 0.1, wait: false }), (e: unknown) => e instanceof Busy);
+      assert.ok(!ops.includes("release"), ops.join(","));
+    } finally {
+      await g.close();
+    }
+  });
+
   test(`the provider gate on the ${b.name} backend settles its token reservation from the usage`, async () => {
     // Rates only: 6000 tokens a minute, 100 a second refilled. The first
     // call reserves them all and uses 1000: the other 5000 are given back,
