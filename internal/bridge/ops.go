@@ -93,6 +93,11 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 			mu.Unlock()
 		},
 	}
+	budgets, err := s.configuredBudgets(a.Budgets)
+	if err != nil {
+		return nil, err
+	}
+	a.Budgets = budgets
 	held, err := s.c.Acquire(ctx, s.g, a, ev)
 	var gone *governor.WithdrawnError
 	if errors.As(err, &gone) {

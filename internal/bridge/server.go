@@ -33,6 +33,9 @@ type Config struct {
 	LimitFor func(resource string, flag int) (limit int, origin string, err error)
 	// ProviderLimits are a provider's configured limits.
 	ProviderLimits func(name string) governor.ProviderLimits
+	// Budget is the spend budget configured under name (budgets.NAME),
+	// for the budgets an acquire gives by name; nil: none configured.
+	Budget func(name string) (governor.SpendBudget, error)
 	// Backend names the backend in hello's result ("file", "redis").
 	Backend string
 	// OwnerPoll is how often the client's pid is checked (default

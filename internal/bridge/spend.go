@@ -1,20 +1,25 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
+	"github.com/governor-dev/governor/internal/words"
 )
 
-// BudgetArg is a spend budget given inline by a client (acquire's
-// budgets): governor.SpendBudget with amounts in units, not micro-units.
+// BudgetArg is a spend budget of acquire's budgets: given inline by a
+// client (an object: governor.SpendBudget with amounts in units, not
+// micro-units), or by name (a string: a budget of the bridge's
+// configuration, Config.Budget).
 type BudgetArg struct {
 	Name  string  `json:"name"`
 	Limit float64 `json:"limit"`
@@ -25,6 +30,57 @@ type BudgetArg struct {
 	Per      Per    `json:"per"`
 	Calendar string `json:"calendar"`
 	TZ       string `json:"tz"`
+	// named: given by its name alone; configured is what the name
+	// resolved to (server.configuredBudgets).
+	named      bool
+	configured *governor.SpendBudget
+}
+
+// UnmarshalJSON reads a budget given inline (an object) or by name (a
+// string).
+func (b *BudgetArg) UnmarshalJSON(data []byte) error {
+	var name string
+	if json.Unmarshal(data, &name) == nil {
+		*b = BudgetArg{Name: name, named: true}
+		return nil
+	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("budgets entry %s; allowed: the name of a configured budget (\"evals-day\") or a budget {name, limit, unit, per or calendar}", data)
+	}
+	type inline BudgetArg // without this method
+	var v inline
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&v); err != nil {
+		return err
+	}
+	*b = BudgetArg(v)
+	return nil
+}
+
+// configuredBudgets is bs with each budget given by name resolved by the
+// bridge's configuration, as 'governor run --budget NAME' resolves it
+// (config.Config.SpendBudget): an unknown name is bad input naming it and
+// the configured budgets.
+func (s *server) configuredBudgets(bs []BudgetArg) ([]BudgetArg, error) {
+	out := bs // cloned before the first change: the request's own stays as sent
+	for i, b := range bs {
+		if !b.named {
+			continue
+		}
+		if s.c.Budget == nil {
+			return nil, badRequest("budget %q by name: this bridge has no configured budgets; allowed: a budget given inline ({name, limit, unit, per})", b.Name)
+		}
+		sb, err := s.c.Budget(b.Name)
+		if err != nil {
+			return nil, badRequest("%s", words.Message(err))
+		}
+		if &out[0] == &bs[0] {
+			out = slices.Clone(bs)
+		}
+		out[i] = BudgetArg{Name: sb.Name, Unit: sb.Unit, configured: &sb}
+	}
+	return out, nil
 }
 
 // Per is a budget window's length: a number of seconds, or a Go
@@ -78,6 +134,10 @@ func spendOf(a AcquireArgs) ([]governor.SpendBudget, int64, error) {
 	}
 	bs := make([]governor.SpendBudget, 0, len(a.Budgets))
 	for _, b := range a.Budgets {
+		if b.configured != nil {
+			bs = append(bs, *b.configured)
+			continue
+		}
 		sb := governor.SpendBudget{Name: b.Name, Unit: b.Unit,
 			Window: governor.BudgetWindow{Per: time.Duration(b.Per), Calendar: b.Calendar}}
 		if sb.Limit, err = micro("budget "+b.Name+" limit", b.Limit); err != nil {

@@ -157,6 +157,8 @@ func TestBudgetBadInputIsRefusedByName(t *testing.T) {
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "calendar": "day", "tz": "Mars/Olympus"}}, "estimate": 0.1}, "Mars/Olympus"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "per": 60, "cap": 2}}, "estimate": 0.1}, "cap"},
 		{map[string]any{"budgets": []any{day(1), day(2)}, "estimate": 0.1}, "twice"},
+		{map[string]any{"budgets": []any{"evals-day"}, "estimate": 0.1}, `budget "evals-day" by name: this bridge has no configured budgets`},
+		{map[string]any{"budgets": []any{5}, "estimate": 0.1}, "budgets entry 5; allowed: the name of a configured budget"},
 	} {
 		args := map[string]any{"resources": []string{"bad"}, "limit": 1}
 		for k, v := range tc.args {

@@ -285,10 +285,8 @@ def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[s
             if_busy = v
         elif k == "budgets":
             if v:
-                bad = [b for b in v if not hasattr(b, "_wire")]
-                if bad:
-                    raise TypeError("budgets: %r is not a governor.Budget" % (bad[0],))
-                args[k] = [b._wire() for b in v]
+                from ._budget import budgets_wire
+                args[k] = budgets_wire(v)
         elif k == "estimate":
             if v is not None:
                 args[k] = float(v)
@@ -541,8 +539,8 @@ class Governor:
         """``with gov.slot("heavy", wait=True) as lease:``. Options: limit,
         weight, exclusive, wait, if_busy, timeout, ttl, progress_timeout,
         priority, fair_key, supersede, cancel_in_progress, tokens,
-        shareable, join, providers, budgets (governor.Budget, reserved
-        with the slot) and estimate (the work's upper-bound cost; settle
+        shareable, join, providers, budgets (governor.Budget, or the name
+        of a configured budget; reserved with the slot) and estimate (the work's upper-bound cost; settle
         the actual with ``lease.settle(cost)``), record (a wait-record JSONL path),
         stop_on_lost (default True: a loss interrupts the body in the main
         thread, raised as LeaseLost)."""
@@ -585,8 +583,8 @@ class Governor:
 
     def provider(self, name: str, *, wait: bool = True, timeout: Optional[float] = None,
                  budgets: "Optional[Sequence[Any]]" = None, price: "Optional[Any]" = None) -> Provider:
-        """The gate of provider name; with ``budgets`` (governor.Budget)
-        each call reserves its estimate and settles its cost (see
+        """The gate of provider name; with ``budgets`` (governor.Budget,
+        or a configured budget's name) each call reserves its estimate and settles its cost (see
         Provider.call)."""
         from ._provider import Provider
         return Provider(self, name, wait, timeout, budgets, price)

@@ -11,7 +11,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime
-    from typing import Any, Dict, Optional, Union
+    from typing import Any, Dict, List, Optional, Sequence, Union
 
 _MICRO = 1_000_000
 
@@ -48,6 +48,20 @@ class Budget:
     def __repr__(self) -> str:
         window = "per=%r" % (self.per,) if self.per is not None else "calendar=%r, tz=%r" % (self.calendar, self.tz)
         return "Budget(%r, limit=%r, unit=%r, %s)" % (self.name, self.limit, self.unit, window)
+
+
+def budgets_wire(budgets: "Sequence[Any]") -> "List[Any]":
+    """budgets as the bridge takes them: a governor.Budget inline, a str
+    by name (a budget of the configuration, budgets.NAME)."""
+    out: "List[Any]" = []
+    for b in budgets:
+        if isinstance(b, str):
+            out.append(b)
+        elif hasattr(b, "_wire"):
+            out.append(b._wire())
+        else:
+            raise TypeError("budgets: %r is neither a governor.Budget nor a configured budget's name (str)" % (b,))
+    return out
 
 
 class Usage:

@@ -6,7 +6,7 @@ from ._bridge import nest_env
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
     from ._api import Governor, Lease
     from ._budget import Budget, Price
@@ -33,7 +33,8 @@ class Provider:
     provider's gate slot and rate budget, sharing cool-offs and adaptive
     limits with every other process.
 
-    With ``budgets`` (governor.Budget), each call also reserves its
+    With ``budgets`` (governor.Budget, or a configured budget's name),
+    each call also reserves its
     upper-bound cost on them, all or none, and settles what it cost: the
     estimate is ``estimate=``, else ``price.estimate(tokens,
     max_tokens)`` (max_tokens read from the call's own keywords); the
@@ -46,7 +47,7 @@ class Provider:
     Go's ``Provider.Do`` does; otherwise it stays at the estimate."""
 
     def __init__(self, gov: "Governor", name: str, wait: bool = True, timeout: "Optional[float]" = None,
-                 budgets: "Optional[Sequence[Budget]]" = None, price: "Optional[Price]" = None) -> None:
+                 budgets: "Optional[Sequence[Union[Budget, str]]]" = None, price: "Optional[Price]" = None) -> None:
         self.gov, self.name, self.wait, self.timeout = gov, name, wait, timeout
         self.budgets, self.price = list(budgets or ()), price
 
@@ -63,7 +64,8 @@ class Provider:
                     raise ValueError("provider %s has spend budgets: give estimate=, or a price and the call's "
                                      "max_tokens" % self.name)
                 estimate = self.price.estimate(tokens or 0, most)
-            a["budgets"] = [b._wire() for b in self.budgets]
+            from ._budget import budgets_wire
+            a["budgets"] = budgets_wire(self.budgets)
             a["estimate"] = float(estimate)
         env = nest_env()  # inside a run holding the provider, the call joins its hold (as slot's acquire)
         if env:

@@ -104,8 +104,32 @@ class BudgetTests(support.FileCase):
         with self.assertRaises(governor.GovernorError) as cm:
             g.acquire("x", limit=1, budgets=[day(1)])
         self.assertIn("estimate", str(cm.exception))
-        with self.assertRaisesRegex(TypeError, "not a governor.Budget"):
+        with self.assertRaisesRegex(TypeError, "neither a governor.Budget nor a configured budget's name"):
             g.acquire("x", limit=1, budgets=[{"name": "evals-day"}], estimate=0.1)
+
+    def test_budget_by_its_configured_name(self) -> None:
+        # The fleet's budgets live in the config file, as the CLI's do.
+        config = self.path("exec-defaults.yaml")
+        with open(config, "w") as f:
+            f.write("budgets:\n  evals-day: {limit: 1, unit: USD, per: 24h}\n")
+        os.chmod(config, 0o600)
+        g = self.gov(config=config)
+        with g.slot("n1", limit=1, budgets=["evals-day"], estimate=0.3) as s:
+            self.assertEqual([(b["name"], b["reserved"], b["limit"], b["unit"]) for b in s.budgets],
+                             [("evals-day", 0.3, 1, "USD")])
+            with self.assertRaises(governor.Busy) as cm:
+                g.acquire("n2", limit=1, budgets=["evals-day"], estimate=0.8)
+            self.assertEqual((cm.exception.budget["name"], cm.exception.budget["reserved"]), ("evals-day", 0.3))
+            s.settle(0.25)
+        with self.assertRaises(governor.GovernorError) as cm:
+            g.acquire("n2", limit=1, budgets=["nope"], estimate=0.1)
+        self.assertEqual(cm.exception.code, 125)
+        self.assertIn('"nope"', str(cm.exception))
+        self.assertIn("evals-day", str(cm.exception))
+        # The refusal held nothing; names and Budget objects mix.
+        inline = governor.Budget("inline-day", limit=1, unit="USD", per="24h")
+        with g.slot("n2", limit=1, if_busy="fail", budgets=["evals-day", inline], estimate=0.75) as s:
+            self.assertEqual([b["spent"] for b in s.budgets], [0.25, 0])
 
 
 class ProviderBudgetTests(support.FileCase):

@@ -32,8 +32,11 @@ export interface AcquireOptions {
   join?: boolean;
   /** Aborting it withdraws a waiting acquire (Withdrawn). */
   signal?: AbortSignal;
-  /** Spend budgets on which estimate is reserved with the slot, all or none (docs/budgets.md). */
-  budgets?: Budget[];
+  /**
+   * Spend budgets on which estimate is reserved with the slot, all or none (docs/budgets.md):
+   * a Budget given inline, or the name of a budget of the configuration (budgets.NAME).
+   */
+  budgets?: (Budget | string)[];
   /** The work's upper-bound cost, in the budgets' unit; settle the actual with lease.settle(cost). */
   estimate?: number;
 }
@@ -68,8 +71,11 @@ export function seconds(d: Duration | undefined): number | undefined {
   return ms / 1000;
 }
 
-/** A budget's wire form (docs/bridge-protocol.md, Spend budgets). */
-function budgetArg(b: Budget): Record<string, unknown> {
+/** A budget's wire form (docs/bridge-protocol.md, Spend budgets): a configured budget's name as it is. */
+function budgetArg(b: Budget | string): Record<string, unknown> | string {
+  if (typeof b === "string") return b;
+  if (typeof b !== "object" || b === null)
+    throw new TypeError(`budgets: ${String(b)} is neither a Budget nor a configured budget's name (string)`);
   return { name: b.name, limit: b.limit, unit: b.unit ?? "USD", per: seconds(b.per), calendar: b.calendar, tz: b.tz, soft: b.soft };
 }
 

@@ -7,9 +7,9 @@ import type { Lease } from "./lease.js";
 import { LeaseLost } from "./errors.js";
 import { usageFromJSON, type Budget, type Price, type Usage } from "./budget.js";
 
-/** A gate's spend budgets: each call reserves its estimate on them and settles its cost. */
+/** A gate's spend budgets (inline, or a configured budget's name): each call reserves its estimate on them and settles its cost. */
 export interface ProviderOptions {
-  budgets?: Budget[];
+  budgets?: (Budget | string)[];
   /** Turns maxTokens (and tokens, the input) into the estimate, and the response's usage into the cost. */
   price?: Price;
 }

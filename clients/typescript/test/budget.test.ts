@@ -4,7 +4,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Busy, Governor, Price, Skipped, usageFromJSON, type Budget, type Usage } from "../src/index.js";
+import { Busy, Governor, GovernorError, Price, Skipped, usageFromJSON, type Budget, type Usage } from "../src/index.js";
 import { backends, project, root, tmp } from "./helpers.js";
 
 // The shared fixture lives in the repository (governor/testdata); a run
@@ -69,6 +69,36 @@ for (const b of all) {
     } finally {
       await g.close();
       await other.close();
+    }
+  });
+
+  test(`a budget named on the ${b.name} backend: the configured one (budgets.NAME) is reserved, an unknown name refused`, async () => {
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "budgets:\n  evals-day: {limit: 1, unit: USD, per: 24h}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const s = await g.acquire("n1", { limit: 1, budgets: ["evals-day"], estimate: 0.3 });
+      assert.deepEqual(s.budgets.map((x) => [x.name, x.reserved, x.limit, x.unit]), [["evals-day", 0.3, 1, "USD"]]);
+      await assert.rejects(g.acquire("n2", { limit: 1, budgets: ["evals-day"], estimate: 0.8 }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.deepEqual([e.budget?.name, e.budget?.reserved], ["evals-day", 0.3]);
+        return true;
+      });
+      assert.equal(await s.settle(0.25), true);
+      await s.release();
+      await assert.rejects(g.acquire("n2", { limit: 1, budgets: ["nope"], estimate: 0.1 }), (e: unknown) => {
+        assert.ok(e instanceof GovernorError && !(e instanceof Busy), String(e));
+        assert.equal(e.code, 125);
+        assert.match(e.message, /"nope".*evals-day/);
+        return true;
+      });
+      await assert.rejects(g.acquire("n2", { limit: 1, budgets: [5 as unknown as string], estimate: 0.1 }), TypeError);
+      // The refusal held nothing: the slot is free, the budget as the settle left it.
+      const t = await g.acquire("n2", { limit: 1, ifBusy: "fail", budgets: ["evals-day"], estimate: 0.75 });
+      assert.deepEqual(t.budgets.map((x) => [x.spent, x.reserved]), [[0.25, 0.75]]);
+      await t.release();
+    } finally {
+      await g.close();
     }
   });
 
