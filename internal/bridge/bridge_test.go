@@ -61,6 +61,10 @@ type client struct {
 	msgs   chan map[string]any
 	done   chan error
 	nextID int
+	// early holds the messages read while looking for another: a reply
+	// may come before the event or reply looked for first (a cancelled
+	// wait's reply before cancel_request's), and is not lost.
+	early []map[string]any
 }
 
 func start(t testing.TB, st store) *client {
@@ -142,22 +146,30 @@ func (c *client) send(op string, args any) int {
 	return c.nextID
 }
 
-// next returns the next message that matches.
+// next returns the first message that matches, of those read early and
+// then of those to come; the others are kept for later.
 func (c *client) next(match func(map[string]any) bool) map[string]any {
 	c.t.Helper()
+	for i, m := range c.early {
+		if match(m) {
+			c.early = append(c.early[:i:i], c.early[i+1:]...)
+			return m
+		}
+	}
 	timer := time.NewTimer(deadline)
 	defer timer.Stop()
 	for {
 		select {
 		case m, ok := <-c.msgs:
 			if !ok {
-				c.t.Fatal("the bridge ended its output")
+				c.t.Fatalf("the bridge ended its output; unmatched messages: %v", c.early)
 			}
 			if match(m) {
 				return m
 			}
+			c.early = append(c.early, m)
 		case <-timer.C:
-			c.t.Fatal("no message in time")
+			c.t.Fatalf("no message in time; unmatched messages: %v", c.early)
 		}
 	}
 }
