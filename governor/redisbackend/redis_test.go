@@ -126,7 +126,12 @@ func loser(dial func() redis.UniversalClient) func(t *testing.T) {
 	}
 }
 
+// The three conformance runs (miniredis, a server, a Cluster) each have
+// their own servers, so they run beside each other: the real ones mostly
+// sleep (RealTime), and one after the other they were the longest part
+// of the Go suite's critical path in CI (99 + 91 + 60 s).
 func TestConformanceMiniredis(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
 	m.SetTime(clock.now)
@@ -140,6 +145,7 @@ func TestConformanceMiniredis(t *testing.T) {
 }
 
 func TestConformanceRealRedis(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	conformance.Run(t, conformance.Harness{
 		Open:     func(t *testing.T) governor.Backend { return open(t, s.Addr) },
@@ -156,6 +162,7 @@ func TestConformanceRealRedis(t *testing.T) {
 // a hash tag, so each script runs on the one node that owns the resource,
 // and grants published there reach subscribers connected to any node.
 func TestConformanceRealCluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, 3)
 	conformance.Run(t, conformance.Harness{
 		Open: func(t *testing.T) governor.Backend {
