@@ -17,11 +17,8 @@ func lockHolder(f fileID) LockHolder {
 	if f == (fileID{}) {
 		return LockHolder{}
 	}
-	data, err := proc.ReadFile("/proc/locks")
-	if err != nil {
-		return LockHolder{}
-	}
-	pid := flockHolder(data, f, hasOpen)
+	locks, _ := proc.Locks() // a diagnosis: the lines that can be read serve
+	pid := flockHolder(locks, f, hasOpen)
 	if pid <= 0 {
 		return LockHolder{}
 	}
@@ -33,34 +30,22 @@ func lockHolder(f fileID) LockHolder {
 	return LockHolder{PID: pid, Command: strings.TrimSpace(string(comm)), Stopped: st.Stopped()}
 }
 
-// flockHolder is the pid that data, the content of /proc/locks, shows
-// holding an flock on f ("1: FLOCK  ADVISORY  WRITE 15133
-// fe:00:10011890 0 EOF": major and minor in hex, then the inode), 0 if
-// none. A blocked request ("1: -> FLOCK ...") holds nothing. The device
-// shown is the file system's, which some (btrfs subvolumes, overlayfs)
-// show otherwise to stat: a line with f's inode on another device
-// counts when open confirms that its process has f open. A pid of
-// another PID namespace shows as 0 or -1.
-func flockHolder(data []byte, f fileID, open func(pid int, f fileID) bool) int {
-	maj, minor := uint64(unix.Major(f.dev)), uint64(unix.Minor(f.dev))
-	ino := strconv.FormatUint(f.ino, 10)
+// flockHolder is the pid that locks, from /proc/locks, show holding an
+// flock on f, 0 if none. The device shown is the file system's, which
+// some (btrfs subvolumes, overlayfs) show otherwise to stat: a lock on
+// f's inode on another device counts when open confirms that its
+// process has f open. A pid of another PID namespace shows as 0 or -1.
+func flockHolder(locks []proc.Lock, f fileID, open func(pid int, f fileID) bool) int {
+	maj, minor := unix.Major(f.dev), unix.Minor(f.dev)
 	var others []int
-	for line := range strings.Lines(string(data)) {
-		fs := strings.Fields(line)
-		if len(fs) < 6 || fs[1] != "FLOCK" {
+	for _, l := range locks {
+		if l.Kind != proc.Flock || l.Inode != f.ino || l.PID <= 0 {
 			continue
 		}
-		dev := strings.Split(fs[5], ":")
-		pid, err := strconv.Atoi(fs[4])
-		if len(dev) != 3 || dev[2] != ino || err != nil || pid <= 0 {
-			continue
+		if l.Major == maj && l.Minor == minor {
+			return l.PID
 		}
-		ma, err1 := strconv.ParseUint(dev[0], 16, 32)
-		mi, err2 := strconv.ParseUint(dev[1], 16, 32)
-		if err1 == nil && err2 == nil && ma == maj && mi == minor {
-			return pid
-		}
-		others = append(others, pid)
+		others = append(others, l.PID)
 	}
 	for _, pid := range others {
 		if open(pid, f) {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/governor-dev/governor/governor/proc"
 )
 
 // TestFlockHolder: the holder of an flock is read from /proc/locks by
@@ -45,7 +47,8 @@ func TestFlockHolder(t *testing.T) {
 		{"garbage", "x\n1: FLOCK\n1: FLOCK ADVISORY WRITE 5 fe:00 0 EOF\n1: FLOCK ADVISORY WRITE z fe:00:10011890 0 EOF\n", none, 0},
 		{"empty", "", none, 0},
 	} {
-		if got := flockHolder([]byte(c.locks), f, c.open); got != c.want {
+		locks, _ := proc.ParseLocks([]byte(c.locks)) // "garbage": its lines are left out
+		if got := flockHolder(locks, f, c.open); got != c.want {
 			t.Errorf("%s: flockHolder = %d, want %d", c.name, got, c.want)
 		}
 	}

@@ -7,8 +7,9 @@
 // namespace.
 //
 // The package is also the one layer through which governor lists,
-// identifies and signals processes (List, Stat, Kill), with one file per
-// system: what runs above it is the same code on Linux and macOS.
+// identifies and signals processes (List, Stat, Kill) and reads who holds
+// file locks (Locks, from /proc/locks), with one file per system: what
+// runs above it is the same code on Linux and macOS.
 package proc
 
 import (
