@@ -34,7 +34,7 @@ func (s *soak) clients(ctx context.Context) {
 		} else {
 			n++
 			go func() {
-				s.clientLoop(ctx, "python client", func(who string) *exec.Cmd {
+				s.clientLoop(ctx, "python client", "py", func(who string) *exec.Cmd {
 					c := exec.Command(py, p, s.work, who)
 					c.Env = s.env("CFG="+s.cfg, "PYTHONPATH="+filepath.Join(s.o.root, "clients", "python"))
 					return c
@@ -52,7 +52,7 @@ func (s *soak) clients(ctx context.Context) {
 		} else {
 			n++
 			go func() {
-				s.clientLoop(ctx, "typescript client", func(who string) *exec.Cmd {
+				s.clientLoop(ctx, "typescript client", "ts", func(who string) *exec.Cmd {
 					c := exec.Command("node", p, index, s.work, who)
 					c.Env = s.env("CFG=" + s.cfg)
 					return c
@@ -80,9 +80,9 @@ func (s *soak) tsClient() (index, why string) {
 
 // clientLoop starts client processes one after another until ctx ends,
 // then stops the last with SIGTERM (its bridge releases what it holds).
-func (s *soak) clientLoop(ctx context.Context, what string, mk func(who string) *exec.Cmd) {
+func (s *soak) clientLoop(ctx context.Context, what, prefix string, mk func(who string) *exec.Cmd) {
 	for i := 0; ctx.Err() == nil; i++ {
-		c := mk(fmt.Sprintf("c%d", i))
+		c := mk(fmt.Sprintf("%s%d", prefix, i))
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var stderr bytes.Buffer
 		c.Stderr = &stderr

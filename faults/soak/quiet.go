@@ -91,6 +91,7 @@ func (s *soak) finalChecks() {
 	}
 	s.check("every grant's token increasing (run records)", s.checkRecords())
 	s.check("every grant's token increasing (shell loops)", s.checkShellLogs())
+	s.checkWays()
 	if s.w != nil {
 		s.checkRSS(s.w)
 		s.checkSizes(s.w)

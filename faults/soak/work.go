@@ -203,3 +203,57 @@ func spansText(s *soak, open map[span]bool) string {
 
 // rel is a CLOCK_MONOTONIC reading in seconds since the soak started.
 func (s *soak) rel(ns int64) float64 { return float64(ns-s.monoStart()) / 1e9 }
+
+// checkWays checks that every way in the soak started held a slot at
+// least once: its processes wrote spans (files RES-WHO.spans, WHO from
+// the loop's prefix). A way that never did tested nothing, and the
+// invariants above pass on it vacuously: a client that could not load its
+// module (the TypeScript client run from a copy of the tree without its
+// package.json exited 1 at once, two minutes long) is a failure, with
+// the first such exit's stderr as its evidence.
+func (s *soak) checkWays() {
+	ways := []struct{ what, glob, sample string }{
+		{"governor run loops", resHeavy + "-run*.spans", "run exit"},
+		{"shell loops", resShell + "-shell*.spans", "shell loop exit"},
+		{"python client", "*-py*.spans", "python client exit"},
+		{"typescript client", "*-ts*.spans", "typescript client exit"},
+	}
+	for _, w := range ways {
+		s.mu.Lock()
+		_, skipped := s.skipped[w.what]
+		s.mu.Unlock()
+		if skipped || w.what == "shell loops" && s.o.shells == 0 {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(s.work, w.glob))
+		n := 0
+		for _, p := range files {
+			if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+				n++
+			}
+		}
+		s.check("every way in held a slot", 1)
+		if n == 0 {
+			s.violate("every way in held a slot", "the %s never held one in %v (no spans in %s): %s",
+				w.what, s.o.duration, w.glob, s.firstSample(w.sample))
+		}
+	}
+}
+
+// firstSample is the stderr kept of the first exit whose kind starts
+// with prefix ("typescript client exit"), or says there was none.
+func (s *soak) firstSample(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kinds := make([]string, 0, len(s.samples))
+	for k := range s.samples {
+		if strings.HasPrefix(k, prefix) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return "no failed exit was kept"
+	}
+	sort.Strings(kinds)
+	return kinds[0] + ": " + s.samples[kinds[0]]
+}
