@@ -18,6 +18,7 @@ import (
 // Status and in a refusal. (That it ends a wait is the conformance
 // suite's MalformedStateEndsWait.)
 func TestMalformedRecordNamed(t *testing.T) {
+	t.Parallel() // its own miniredis servers; beside the conformance runs
 	for _, c := range []struct{ name, record, want string }{
 		{"garbage", "garbage", `record of lease`},
 		{"number", "1 30000 x 5 {}", `the token`},
@@ -54,6 +55,7 @@ func TestMalformedRecordNamed(t *testing.T) {
 // the field, on the fast paths too, never a raw Lua arithmetic error
 // (issue 25.12).
 func TestMalformedMetaNamed(t *testing.T) {
+	t.Parallel() // its own miniredis servers; beside the conformance runs
 	for _, field := range []string{"limit", "drift", "token", "acquired", "released"} {
 		t.Run(field, func(t *testing.T) {
 			m := miniredis.RunT(t)

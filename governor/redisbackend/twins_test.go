@@ -409,6 +409,8 @@ func twinRandom(rng *rand.Rand, n int) []twinOp {
 // the fast and slow paths leave byte-identical state, times and tokens
 // included.
 func TestTwinsMiniredis(t *testing.T) {
+	// Not parallel: slowScripts swaps the package's scripts (a race with
+	// any test running beside it).
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	open := func(slow bool) *twin {
 		m := miniredis.RunT(t)
