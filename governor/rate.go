@@ -227,8 +227,14 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	err := p.g.waitRate(work, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
+	rreq := RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens, NRequests: 1, NTokens: estimate,
+		Shadow: p.limits.Shadow}
+	var err error
+	if spend != nil && len(spend.spends) > 0 {
+		err = spend.reserveWith(work, p.g, rreq)
+	} else {
+		err = p.g.waitRate(work, rreq)
+	}
 	if pol.Mode != DownClosed && isDown(work, err) {
 		return degradedRun(err)
 	}
@@ -340,7 +346,25 @@ func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {
 }
 
 func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
+	return g.waitRateAfter(ctx, req, 0)
+}
+
+// waitRateAfter is waitRate asking first after wait (a denial's
+// RetryAfter).
+func (g *Governor) waitRateAfter(ctx context.Context, req RateRequest, wait time.Duration) error {
 	for {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
+					return cause
+				}
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 		res, err := g.b.RateReserve(ctx, req)
 		if err != nil {
 			return err
@@ -348,15 +372,6 @@ func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
 		if res.Allowed {
 			return nil
 		}
-		t := time.NewTimer(max(res.RetryAfter, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
-				return cause
-			}
-			return ctx.Err()
-		case <-t.C:
-		}
+		wait = max(res.RetryAfter, time.Millisecond)
 	}
 }

@@ -184,6 +184,8 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},
 		{"BudgetDoSpend", s.budgetDoSpend},
 		{"BudgetSettleEvery", s.budgetSettleEvery},
+		{"BudgetRateReserve", s.budgetRateReserve},
+		{"BudgetDoSpendRates", s.budgetDoSpendRates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

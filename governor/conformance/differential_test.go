@@ -179,7 +179,7 @@ type diffOp struct {
 	// acquire, poll, renew, release, cancel, reclaim, takeover, withdraw,
 	// pause, resume, limit, touch, renewbatch, cooloff, adapt, forget,
 	// reserve, adjust, learn, lost, observe, seq, degraded, advance;
-	// breserve, bsettle, badmin (differential_budget_test.go)
+	// breserve, ratebudget, bsettle, badmin (differential_budget_test.go)
 	kind     string
 	resource string
 	id       string   // the lease or waiter
@@ -513,7 +513,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
-	case "breserve", "bsettle", "badmin":
+	case "breserve", "ratebudget", "bsettle", "badmin":
 		return r.budgetStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)

@@ -76,14 +76,17 @@ func (c *trips) take() []string {
 	return out
 }
 
-// TestSpendRoundTrips counts the round trips of a provider call (a slot
-// and rate budget) on Redis: without a budget, with a budget reserved
-// and settled in the call (the shape DoSpend had before: a settle of its
-// own), and through DoSpend, whose settle goes in the slot release's
-// pipeline (ReleaseSettle). Budgets add exactly one round trip, the
-// reserve. Counted by a go-redis hook, not timed. On a Cluster the hook
-// sees the client's pipeline once; go-redis sends each node its part at
-// once (one goroutine per node), one round trip in time.
+// TestSpendRoundTrips counts the round trips of a provider call on
+// Redis: with a slot and rate budget, without a budget, with a budget
+// reserved and settled in the call (each a round trip of its own), and
+// through DoSpend, whose reserve goes in the rate reservation's pipeline
+// (RateBudgetReserve) and settle in the slot release's (ReleaseSettle):
+// budgets add no round trip. With rate limits only (no slot), Do and
+// DoSpend: the reserve goes with the rate's, the settle, with no release
+// to ride on, alone: budgets add one. Counted by a go-redis hook, not
+// timed. On a Cluster the hook sees the client's pipeline once; go-redis
+// sends each node its part at once (one goroutine per node), one round
+// trip in time.
 //
 //	go test -run TestSpendRoundTrips -v ./governor/redisbackend/
 func TestSpendRoundTrips(t *testing.T) {
@@ -111,6 +114,8 @@ func hookedProvider(t *testing.T, rdb redis.UniversalClient, hook redis.Hook) (*
 func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 	count := &trips{}
 	g, p := hookedProvider(t, rdb, count)
+	// Rate limits only: no slot, so no release for the settle to go with.
+	rates := g.Provider("openai", governor.ProviderLimits{Requests: governor.PerMinute(1e6)})
 	ctx := context.Background()
 	day := governor.SpendBudget{Name: "day", Limit: 1000 * governor.MicroUnit, Unit: "USD", Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	spends := []governor.BudgetSpend{{Budget: day, Amount: 10}}
@@ -133,6 +138,13 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		}},
 		{"DoSpend", func() error {
 			return p.DoSpend(ctx, []governor.SpendBudget{day}, 10, 0, governor.BudgetOptions{},
+				func(context.Context) (int64, int64, error) { return 0, 7, nil })
+		}},
+		{"rates only: Do", func() error {
+			return rates.Do(ctx, 0, func(context.Context) (int64, error) { return 0, nil })
+		}},
+		{"rates only: DoSpend", func() error {
+			return rates.DoSpend(ctx, []governor.SpendBudget{day}, 10, 0, governor.BudgetOptions{},
 				func(context.Context) (int64, int64, error) { return 0, 7, nil })
 		}},
 	}
@@ -159,15 +171,18 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		per[s.name] = len(sent) / calls
 		t.Logf("%s: %d round trips per call: %s", s.name, per[s.name], strings.Join(sent[:per[s.name]], ", "))
 	}
-	if got, want := per["DoSpend"]-per["Do"], 1; got != want {
-		t.Errorf("DoSpend adds %d round trips to Do; want %d", got, want)
+	if got, want := per["DoSpend"]-per["Do"], 0; got != want {
+		t.Errorf("DoSpend adds %d round trips to Do; want %d (the reserve goes with the rate's, the settle with the release)", got, want)
 	}
 	if got, want := per["Do+ReserveBudgets+Settle"]-per["Do"], 2; got != want {
 		t.Errorf("a reserve and a settle of their own add %d round trips; want %d", got, want)
 	}
+	if got, want := per["rates only: DoSpend"]-per["rates only: Do"], 1; got != want {
+		t.Errorf("without a slot, DoSpend adds %d round trips to Do; want %d (the settle, alone)", got, want)
+	}
 	sts, _, err := g.Budgets(ctx, []string{"day"})
-	if err != nil || len(sts) != 1 || sts[0].Spent != (2*calls+2)*7 || sts[0].Reserved != 0 {
-		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (2*calls+2)*7)
+	if err != nil || len(sts) != 1 || sts[0].Spent != (3*calls+3)*7 || sts[0].Reserved != 0 {
+		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (3*calls+3)*7)
 	}
 }
 
