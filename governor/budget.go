@@ -202,6 +202,14 @@ type BudgetBackend interface {
 	// caller undoes the part it does not want (Provider.DoSpend settles
 	// at 0 a budget reserved beside a rate denied).
 	RateBudgetReserve(ctx context.Context, rate RateRequest, budget BudgetRequest) (RateResult, error, BudgetResult, error)
+	// RateAdjustSettle is RateAdjust(ctx, key, tokens, delta) and
+	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together,
+	// as ReleaseSettle is, for a provider call without a slot whose
+	// settle then rides on its token settle: independent parts, the
+	// settlement and its error, then the adjustment's error; bad settle
+	// input (ErrInvalid) settles nothing and still adjusts.
+	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease string, actual []BudgetAmount,
+		by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)

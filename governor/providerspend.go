@@ -14,13 +14,14 @@ import (
 // the estimate when fn reports a negative cost (it could not tell), in
 // full when above it (an overrun). tokens is Do's token estimate; fn
 // reports the tokens it used, as for Do. A refused call runs nothing
-// and uses no tokens. The budgets add one round trip to the call: the
-// reserve goes with the rate's (Backend.RateBudgetReserve) when the rate
-// allows at once, and the settle with the slot's release
-// (Backend.ReleaseSettle) when there is a slot (MaxConcurrency), both
-// one round trip on Redis; a rate that makes the call wait, or a slot
-// lost, costs one more. A settle that fails is in the returned error
-// (the estimate then counts).
+// and uses no tokens. The budgets ride on the call's own round trips:
+// the reserve on the rate's (Backend.RateBudgetReserve) when the rate
+// allows at once, the settle on the slot's release
+// (Backend.ReleaseSettle) when there is a slot (MaxConcurrency), else on
+// the token settle (Backend.RateAdjustSettle) when there is one. A call
+// with neither settles alone, one round trip more, as does one whose
+// rate made it wait or whose slot was lost. A settle that fails is in
+// the returned error (the estimate then counts).
 func (p *Provider) DoSpend(ctx context.Context, budgets []SpendBudget, cost, tokens int64, o BudgetOptions,
 	fn func(ctx context.Context) (usedTokens, actualCost int64, err error)) error {
 	if cost < 0 {
@@ -132,6 +133,23 @@ func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends [
 		}
 	}
 	return res, nil, err
+}
+
+// settleTokens is SettleTokens after a call, carrying the call's spend
+// settle (Backend.RateAdjustSettle: one round trip on Redis) when it has
+// no slot whose release could carry it.
+func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *spendAfter) error {
+	if sp == nil || sp.r == nil || sp.r.g != p.g || p.limits.MaxConcurrency > 0 {
+		return p.SettleTokens(ctx, estimate, used)
+	}
+	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
+		return err
+	}
+	var aerr error
+	sp.sent = true
+	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease,
+		sp.r.evidence(sp.r.eachAt(sp.actual)), p.g.Identity())
+	return aerr
 }
 
 // release releases l, the call's slot, with the settle when there is one.

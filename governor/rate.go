@@ -244,7 +244,7 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 	used, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if aerr := p.SettleTokens(actx, estimate, used); aerr != nil && err == nil {
+	if aerr := p.settleTokens(actx, estimate, used, spend); aerr != nil && err == nil {
 		err = aerr
 	}
 	if _, rerr := p.Report(actx, err); rerr != nil {
@@ -263,19 +263,28 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 // ErrInvalid error and changes nothing. For callers that reserve and
 // run the call themselves (the bridge's provider gates).
 func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error {
-	if estimate < 0 || used < 0 {
-		return invalid("tokens: estimate %d, used %d; allowed: 0 or more", estimate, used)
-	}
-	if p.limits.Tokens.Rate <= 0 || used == estimate {
-		return nil
-	}
-	if err := ValidateResource(p.resource); err != nil {
-		return err
-	}
-	if err := p.limits.Tokens.validate("tokens"); err != nil {
+	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
 	return p.g.b.RateAdjust(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate)
+}
+
+// tokensToSettle says whether SettleTokens(estimate, used) has a
+// difference to charge, or why it is bad input.
+func (p *Provider) tokensToSettle(estimate, used int64) (bool, error) {
+	if estimate < 0 || used < 0 {
+		return false, invalid("tokens: estimate %d, used %d; allowed: 0 or more", estimate, used)
+	}
+	if p.limits.Tokens.Rate <= 0 || used == estimate {
+		return false, nil
+	}
+	if err := ValidateResource(p.resource); err != nil {
+		return false, err
+	}
+	if err := p.limits.Tokens.validate("tokens"); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Report tells the provider's fleet-wide state how a call ended, as Do

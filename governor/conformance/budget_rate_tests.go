@@ -102,3 +102,75 @@ func (s *suite) budgetDoSpendRates(t *testing.T) {
 	}
 	spent("after a rate denied", 25, 0)
 }
+
+// budgetRateAdjustSettle: RateAdjustSettle adjusts a rate's tokens and
+// settles a reservation together, each part with its own outcome: a
+// second call settles nothing and still adjusts; bad settle input
+// settles nothing and still adjusts.
+func (s *suite) budgetRateAdjustSettle(t *testing.T) {
+	b, key := s.open(t, "provider:tokens")
+	p := key.Project
+	tokens := governor.RateLimit{Rate: 100, Period: time.Hour}
+	start := budgetNow(t, b, p).Add(-time.Second)
+	left := func(what string, want int64) {
+		t.Helper()
+		st, err := b.RateStatus(ctxT(t), key)
+		// A token comes back every 36 s: at most one during the test.
+		if err != nil || st.RemainingTokens < want || st.RemainingTokens > want+1 {
+			t.Fatalf("%s: rate status %+v, %v; want %d tokens left", what, st, err, want)
+		}
+	}
+	if res, err := b.RateReserve(ctxT(t), governor.RateRequest{Key: key, Tokens: tokens, NTokens: 50}); err != nil || !res.Allowed {
+		t.Fatalf("RateReserve of 50 tokens: %+v, %v", res, err)
+	}
+	reserve(t, b, p, "a1", charge("day", 100, 40, start, time.Hour))
+	both := func(delta int64, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error, error) {
+		return b.RateAdjustSettle(ctxT(t), key, tokens, delta, "a1", actual, "conformance")
+	}
+	st, serr, aerr := both(-30, governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || aerr != nil || !st.Settled {
+		t.Fatalf("RateAdjustSettle: %+v, settle %v, adjust %v; want settled and adjusted", st, serr, aerr)
+	}
+	left("after 30 tokens refunded", 80)
+	wantBudget(t, "after a settle of 25 of 40", budgetState(t, b, p, "day"), 25, 0, 100)
+	st, serr, aerr = both(10, governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || aerr != nil || st.Settled {
+		t.Fatalf("RateAdjustSettle again: %+v, settle %v, adjust %v; want nothing settled, adjusted", st, serr, aerr)
+	}
+	left("after 10 tokens charged", 70)
+	wantBudget(t, "after a settle again", budgetState(t, b, p, "day"), 25, 0, 100)
+	reserve(t, b, p, "a1", charge("day", 100, 10, start, time.Hour))
+	st, serr, aerr = both(20, governor.BudgetAmount{Name: "day", Amount: -1})
+	if !errors.Is(serr, governor.ErrInvalid) || aerr != nil || st.Settled {
+		t.Fatalf("RateAdjustSettle with a negative cost: %+v, settle %v, adjust %v; want ErrInvalid, adjusted", st, serr, aerr)
+	}
+	left("after 20 tokens charged", 50)
+	wantBudget(t, "after a bad settle", budgetState(t, b, p, "day"), 25, 10, 100)
+}
+
+// budgetDoSpendTokens: a provider call with a tokens limit only and
+// spend budgets settles its cost with its tokens (RateAdjustSettle):
+// both the cost and the tokens it reports count.
+func (s *suite) budgetDoSpendTokens(t *testing.T) {
+	p := project()
+	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	tokens := governor.RateLimit{Rate: 1000, Period: time.Hour}
+	pr := g.Provider("tokens", governor.ProviderLimits{Tokens: tokens})
+	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
+	for _, actual := range []int64{25, -1} {
+		if err := pr.DoSpend(ctxT(t), []governor.SpendBudget{day}, 40, 300, governor.BudgetOptions{},
+			func(context.Context) (int64, int64, error) { return 100, actual, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sts, _, err := g.Budgets(ctxT(t), []string{"day"})
+	if err != nil || len(sts) != 1 || sts[0].Open != 0 {
+		t.Fatalf("Budgets: %+v, %v; want day, nothing open", sts, err)
+	}
+	wantBudget(t, "after calls of 25 and at the estimate, 40", sts[0], 65, 0, 100)
+	st, err := g.RateStatus(ctxT(t), governor.ProviderResource("tokens"))
+	// 100 used by each call; a token comes back every 3.6 s.
+	if err != nil || st.RemainingTokens < 800 || st.RemainingTokens > 802 {
+		t.Fatalf("tokens after two calls of 100: %+v, %v; want 800 left", st, err)
+	}
+}

@@ -186,6 +186,8 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetSettleEvery", s.budgetSettleEvery},
 		{"BudgetRateReserve", s.budgetRateReserve},
 		{"BudgetDoSpendRates", s.budgetDoSpendRates},
+		{"BudgetRateAdjustSettle", s.budgetRateAdjustSettle},
+		{"BudgetDoSpendTokens", s.budgetDoSpendTokens},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -177,6 +177,27 @@ func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateReque
 	return res, rerr, bres, berr
 }
 
+// RateAdjustSettle implements governor.BudgetBackend: the token
+// adjustment and the settle in one pipeline (batcher.send), each script
+// call keeping its own reply.
+func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease string,
+	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
+	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
+		return governor.BudgetSettlement{}, err, b.RateAdjust(ctx, key, tokens, delta)
+	}
+	if b.closed.Load() {
+		return governor.BudgetSettlement{}, governor.ErrClosed, governor.ErrClosed
+	}
+	rk, bk := RateKeys(key), BudgetKeys(key.Project)
+	adj := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(tokens, delta), done: make(chan struct{})}
+	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
+		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+	b.batch.send([]*call{adj, set})
+	v, err := set.cmd.Result()
+	st, serr := settled(key.Project, v, wrap("budget settle", err))
+	return st, serr, wrap("rate adjust", adj.cmd.Err())
+}
+
 // settleArgs are budget.lua settle's arguments.
 func settleArgs(lease, by string, actual []governor.BudgetAmount) []any {
 	args := []any{lease, by, len(actual)}

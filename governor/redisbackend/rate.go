@@ -84,9 +84,14 @@ func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens gover
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
+	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), rateAdjustArgs(tokens, delta)...).Err())
+}
+
+// rateAdjustArgs are rate.lua's arguments for an adjustment of tokens by
+// delta.
+func rateAdjustArgs(tokens governor.RateLimit, delta int64) []any {
 	args := append([]any{"adjust"}, rateArgs(governor.RateLimit{}, 0)...)
-	args = append(args, rateArgs(tokens, delta)...)
-	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
+	return append(args, rateArgs(tokens, delta)...)
 }
 
 // RateStatus implements governor.RateBackend.

@@ -83,7 +83,8 @@ func (c *trips) take() []string {
 // (RateBudgetReserve) and settle in the slot release's (ReleaseSettle):
 // budgets add no round trip. With rate limits only (no slot), Do and
 // DoSpend: the reserve goes with the rate's, the settle, with no release
-// to ride on, alone: budgets add one. Counted by a go-redis hook, not
+// to ride on, with the token settle (RateAdjustSettle) when there is one
+// (budgets add none), else alone (budgets add one). Counted by a go-redis hook, not
 // timed. On a Cluster the hook sees the client's pipeline once; go-redis
 // sends each node its part at once (one goroutine per node), one round
 // trip in time.
@@ -116,6 +117,8 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 	g, p := hookedProvider(t, rdb, count)
 	// Rate limits only: no slot, so no release for the settle to go with.
 	rates := g.Provider("openai", governor.ProviderLimits{Requests: governor.PerMinute(1e6)})
+	// And with a tokens limit, whose settle the budgets' rides on.
+	tokens := g.Provider("gemini", governor.ProviderLimits{Tokens: governor.PerMinute(1e9)})
 	ctx := context.Background()
 	day := governor.SpendBudget{Name: "day", Limit: 1000 * governor.MicroUnit, Unit: "USD", Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	spends := []governor.BudgetSpend{{Budget: day, Amount: 10}}
@@ -146,6 +149,13 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		{"rates only: DoSpend", func() error {
 			return rates.DoSpend(ctx, []governor.SpendBudget{day}, 10, 0, governor.BudgetOptions{},
 				func(context.Context) (int64, int64, error) { return 0, 7, nil })
+		}},
+		{"tokens only: Do", func() error {
+			return tokens.Do(ctx, 100, func(context.Context) (int64, error) { return 80, nil })
+		}},
+		{"tokens only: DoSpend", func() error {
+			return tokens.DoSpend(ctx, []governor.SpendBudget{day}, 10, 100, governor.BudgetOptions{},
+				func(context.Context) (int64, int64, error) { return 80, 7, nil })
 		}},
 	}
 	// Warm up: every script loaded (a first EVALSHA of a script the
@@ -180,9 +190,12 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 	if got, want := per["rates only: DoSpend"]-per["rates only: Do"], 1; got != want {
 		t.Errorf("without a slot, DoSpend adds %d round trips to Do; want %d (the settle, alone)", got, want)
 	}
+	if got, want := per["tokens only: DoSpend"]-per["tokens only: Do"], 0; got != want {
+		t.Errorf("without a slot, with a token settle, DoSpend adds %d round trips to Do; want %d (the settle goes with the token settle)", got, want)
+	}
 	sts, _, err := g.Budgets(ctx, []string{"day"})
-	if err != nil || len(sts) != 1 || sts[0].Spent != (3*calls+3)*7 || sts[0].Reserved != 0 {
-		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (3*calls+3)*7)
+	if err != nil || len(sts) != 1 || sts[0].Spent != (4*calls+4)*7 || sts[0].Reserved != 0 {
+		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (4*calls+4)*7)
 	}
 }
 
