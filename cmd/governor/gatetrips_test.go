@@ -100,8 +100,11 @@ func (b *bridgeConn) close() {
 // provider_report's release), or as one (release: true), which sends the
 // settle with the slot's release. The budget adds one round trip to the
 // one-request gate (the reserve), two to the two-request one (the
-// reserve, and the settle alone). The fewest over a few rounds of each
-// is compared: a heartbeat now and then only adds.
+// reserve, and the settle alone). A provider with rate limits only (no
+// slot: openai, requests; gemini, tokens) reserves the budget with its
+// rate (RateBudgetReserve) and settles it alone: one more too. On Redis
+// and miniredis, through a TCP proxy. The fewest over a few rounds of
+// each is compared: a heartbeat now and then only adds.
 //
 //	go test -run TestGateRoundTrips -v ./cmd/governor/
 func TestGateRoundTrips(t *testing.T) {
@@ -114,7 +117,7 @@ func TestGateRoundTrips(t *testing.T) {
 func gateRoundTrips(t *testing.T, addr string) {
 	p := startTurnProxy(t, addr)
 	tg := &target{name: "redis", redisURL: "redis://" + p.ln.Addr().String() + "/0",
-		config: configFile(t, "project: gate\nproviders:\n  anthropic: {max_concurrency: 2}\n  openai: {requests_per_minute: 6000}\n")}
+		config: configFile(t, "project: gate\nproviders:\n  anthropic: {max_concurrency: 2}\n  openai: {requests_per_minute: 6000}\n  gemini: {tokens_per_minute: 100000000}\n")}
 	b := startBridge(t, tg.global())
 	budget := map[string]any{"name": "day", "limit": 1000, "unit": "USD", "per": "24h"}
 	gate := func(provider string, budgets, oneRequest bool) {
@@ -154,7 +157,8 @@ func gateRoundTrips(t *testing.T, addr string) {
 	// openai has rate limits only: no slot for the settle to go with.
 	shapes := []shape{{"report, release", "anthropic", false, false}, {"budget: report, release", "anthropic", true, false},
 		{"report+release", "anthropic", false, true}, {"budget: report+release", "anthropic", true, true},
-		{"rates only: report+release", "openai", false, true}, {"rates only: budget: report+release", "openai", true, true}}
+		{"rates only: report+release", "openai", false, true}, {"rates only: budget: report+release", "openai", true, true},
+		{"tokens only: report+release", "gemini", false, true}, {"tokens only: budget: report+release", "gemini", true, true}}
 	fewest := map[string]int{}
 	for round := range 4 {
 		for _, sh := range shapes {
@@ -176,8 +180,10 @@ func gateRoundTrips(t *testing.T, addr string) {
 	if got := fewest["budget: report, release"] - fewest["report, release"]; got != 2 {
 		t.Errorf("a budget adds %d round trips to a gated call reporting, then releasing (%v); want 2: the reserve, the settle alone", got, fewest)
 	}
-	if got := fewest["rates only: budget: report+release"] - fewest["rates only: report+release"]; got != 1 {
-		t.Errorf("a budget adds %d round trips to a gated call of a provider with rate limits only (%v); want 1: the settle alone", got, fewest)
+	for _, only := range []string{"rates only", "tokens only"} {
+		if got := fewest[only+": budget: report+release"] - fewest[only+": report+release"]; got != 1 {
+			t.Errorf("a budget adds %d round trips to a gated call of a provider with %s (%v); want 1: the settle alone", got, only, fewest)
+		}
 	}
 	if fewest["report+release"] != fewest["report, release"] {
 		t.Errorf("without a budget, the report's release changes the round trips (%v); want the same", fewest)
@@ -193,7 +199,7 @@ func gateRoundTrips(t *testing.T, addr string) {
 	if err := json.Unmarshal(e, &refused); err != nil || e == nil {
 		t.Fatalf("a call that does not fit: %s (%v); want refused", e, err)
 	}
-	if want := 12 * 0.2; math.Abs(refused.Budget.Spent-want) > 1e-9 || refused.Budget.Reserved != 0 {
-		t.Errorf("budget after 12 budgeted calls at cost 0.2: %s; want spent %v, reserved 0", e, want)
+	if want := 16 * 0.2; math.Abs(refused.Budget.Spent-want) > 1e-9 || refused.Budget.Reserved != 0 {
+		t.Errorf("budget after 16 budgeted calls at cost 0.2: %s; want spent %v, reserved 0", e, want)
 	}
 }
