@@ -190,6 +190,26 @@ type BudgetBackend interface {
 	// settlement and its error, then the release's error); bad settle
 	// input (ErrInvalid) settles nothing and still releases.
 	ReleaseSettle(ctx context.Context, key Key, id, secret, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
+	// RateBudgetReserve is RateReserve(ctx, rate) and
+	// BudgetReserve(ctx, budget) sent together: on Redis one round trip
+	// (one pipeline, whose parts go to their nodes at once on a
+	// Cluster), so that a provider call without a slot reserves its
+	// budgets with its rate, at no round trip of their own. The parts
+	// are independent: each does what it does alone, whatever the other
+	// decides, and reports its own outcome (the rate decision and its
+	// error, then the budget decision and its error); bad budget input
+	// (ErrInvalid) reserves no budget and still reserves the rate. A
+	// caller undoes the part it does not want (Provider.DoSpend settles
+	// at 0 a budget reserved beside a rate denied).
+	RateBudgetReserve(ctx context.Context, rate RateRequest, budget BudgetRequest) (RateResult, error, BudgetResult, error)
+	// RateAdjustSettle is RateAdjust(ctx, key, tokens, delta) and
+	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together,
+	// as ReleaseSettle is, for a provider call without a slot whose
+	// settle then rides on its token settle: independent parts, the
+	// settlement and its error, then the adjustment's error; bad settle
+	// input (ErrInvalid) settles nothing and still adjusts.
+	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease string, actual []BudgetAmount,
+		by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)

@@ -118,6 +118,16 @@ func (g *Governor) sawBudgets(states []BudgetState) {
 	}
 }
 
+// budgetLease is o's lease, else a fresh random one.
+func budgetLease(o BudgetOptions) string {
+	if o.Lease != "" {
+		return o.Lease
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "b-" + hex.EncodeToString(b[:])
+}
+
 // budgetPoll is how often a waiting reservation asks again while others
 // may settle below their estimates.
 const budgetPoll = 500 * time.Millisecond
@@ -132,12 +142,7 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 			return nil, err
 		}
 	}
-	lease := o.Lease
-	if lease == "" {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		lease = "b-" + hex.EncodeToString(b[:])
-	}
+	lease := budgetLease(o)
 	now := time.Now()
 	for {
 		res, err := g.tryBudgets(ctx, spends, lease, o.TTL, now)
@@ -175,21 +180,25 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 // tryBudgets asks once, computing the windows at now and again at the
 // backend's now when it finds them not current.
 func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease string, ttl time.Duration, now time.Time) (BudgetResult, error) {
-	req := BudgetRequest{Project: g.project, Lease: lease, TTL: ttl, By: g.Identity()}
 	for range 3 {
-		req.Charges = req.Charges[:0]
-		for _, s := range spends {
-			start, end := s.Budget.Window.Bounds(now)
-			req.Charges = append(req.Charges, BudgetCharge{Name: s.Budget.Name, Limit: s.Budget.Limit, Soft: s.Budget.Soft,
-				Start: start, End: end, Amount: s.Amount, Born: g.born(s.Budget.Name)})
-		}
-		res, err := g.b.BudgetReserve(ctx, req)
+		res, err := g.b.BudgetReserve(ctx, g.budgetRequest(spends, lease, ttl, now))
 		if err != nil || !res.Mismatch {
 			return res, err
 		}
 		now = res.Now
 	}
 	return BudgetResult{}, fmt.Errorf("%w: the backend's clock left each budget window computed for it", ErrBackend)
+}
+
+// budgetRequest reserves spends under lease, in their windows at now.
+func (g *Governor) budgetRequest(spends []BudgetSpend, lease string, ttl time.Duration, now time.Time) BudgetRequest {
+	req := BudgetRequest{Project: g.project, Lease: lease, TTL: ttl, By: g.Identity()}
+	for _, s := range spends {
+		start, end := s.Budget.Window.Bounds(now)
+		req.Charges = append(req.Charges, BudgetCharge{Name: s.Budget.Name, Limit: s.Budget.Limit, Soft: s.Budget.Soft,
+			Start: start, End: end, Amount: s.Amount, Born: g.born(s.Budget.Name)})
+	}
+	return req
 }
 
 // Settle closes the reservation with actual charged to every budget

@@ -4,20 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
-// DoSpend is Do with spend budgets: once the call holds its slot and
-// rate budget, it reserves cost, the call's upper-bound estimate, on
-// every budget (all or none; o.Mode Wait waits, Fail returns the
-// *BudgetBusyError), runs fn, and settles what fn reports it cost — at
+// DoSpend is Do with spend budgets: once the call holds its slot, it
+// reserves cost, the call's upper-bound estimate, on every budget (all
+// or none; o.Mode Wait waits, Fail returns the *BudgetBusyError) with
+// its rate budget, runs fn, and settles what fn reports it cost — at
 // the estimate when fn reports a negative cost (it could not tell), in
 // full when above it (an overrun). tokens is Do's token estimate; fn
 // reports the tokens it used, as for Do. A refused call runs nothing
-// and uses no tokens. With a slot (MaxConcurrency), the settle goes with
-// the slot's release (Backend.ReleaseSettle: one round trip on Redis),
-// so that the budgets add one round trip to the call, the reserve;
-// without one, or when the slot was lost, it goes alone. A settle that
-// fails is in the returned error (the estimate then counts).
+// and uses no tokens. The budgets ride on the call's own round trips:
+// the reserve on the rate's (Backend.RateBudgetReserve) when the rate
+// allows at once, the settle on the slot's release
+// (Backend.ReleaseSettle) when there is a slot (MaxConcurrency), else on
+// the token settle (Backend.RateAdjustSettle) when there is one. A call
+// with neither settles alone, one round trip more, as does one whose
+// rate made it wait or whose slot was lost. A settle that fails is in
+// the returned error (the estimate then counts).
 func (p *Provider) DoSpend(ctx context.Context, budgets []SpendBudget, cost, tokens int64, o BudgetOptions,
 	fn func(ctx context.Context) (usedTokens, actualCost int64, err error)) error {
 	if cost < 0 {
@@ -30,11 +34,14 @@ func (p *Provider) DoSpend(ctx context.Context, budgets []SpendBudget, cost, tok
 		}
 		spends = append(spends, BudgetSpend{Budget: b, Amount: cost})
 	}
-	sp := &spendAfter{}
+	sp := &spendAfter{spends: spends, o: o}
 	err := p.do(ctx, tokens, sp, func(ctx context.Context) (int64, error) {
-		r, err := p.g.ReserveBudgets(ctx, spends, o)
-		if err != nil {
-			return 0, err
+		r := sp.pending
+		if r == nil { // not reserved with the rate
+			var err error
+			if r, err = p.g.ReserveBudgets(ctx, spends, o); err != nil {
+				return 0, err
+			}
 		}
 		used, actual, err := fn(ctx)
 		if actual < 0 {
@@ -52,14 +59,97 @@ func (p *Provider) DoSpend(ctx context.Context, budgets []SpendBudget, cost, tok
 	return err
 }
 
-// spendAfter is a provider call's open spend reservation (r, nil when
-// none) and its actual cost, to settle with the release of the call's
-// slot: sent says it went, err is the settle's outcome.
+// spendAfter is a provider call's spends (reserved with o) and its open
+// reservation: pending once reserved with the call's rate, r (nil when
+// none) once the call ran, with its actual cost, to settle with the
+// release of the call's slot: sent says it went, err is the settle's
+// outcome. A reservation pending that never ran stays open, counted at
+// its estimate.
 type spendAfter struct {
-	r      *BudgetReservation
-	actual int64
-	sent   bool
-	err    error
+	spends  []BudgetSpend
+	o       BudgetOptions
+	pending *BudgetReservation
+	r       *BudgetReservation
+	actual  int64
+	sent    bool
+	err     error
+}
+
+// reserveWith reserves the call's rate req and its budgets: together
+// when the rate allows at once (TryRateBudgets; pending is then the
+// reservation, unless the budgets did not fit at once), else the rate
+// alone, waiting (DoSpend's fn then reserves the budgets).
+func (sp *spendAfter) reserveWith(ctx context.Context, g *Governor, req RateRequest) error {
+	res, r, err := g.TryRateBudgets(ctx, req, sp.spends, sp.o)
+	if err != nil {
+		return err
+	}
+	if res.Allowed {
+		sp.pending = r
+		return nil
+	}
+	return g.waitRateAfter(ctx, req, max(res.RetryAfter, time.Millisecond))
+}
+
+// TryRateBudgets is TryRate(ctx, req) and one try of ReserveBudgets(ctx,
+// spends, o) sent together (Backend.RateBudgetReserve: one round trip
+// on Redis), for a call that takes both: it returns the rate's decision
+// and, when the budgets fit too, their open reservation. A rate denied
+// (or failed) leaves no budget reserved: budgets reserved beside it are
+// settled at 0 at once (one more round trip, on that path only), so
+// that nothing is held while the caller waits for the rate; an error
+// there is returned (the estimate then counts). Budgets that do not fit
+// at once (refused, windows not current, an error) leave r nil and the
+// rate reserved, as a TryRate alone does: the caller then reserves them
+// as ever (ReserveBudgets), which waits or says why.
+func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends []BudgetSpend, o BudgetOptions) (RateResult,
+	*BudgetReservation, error) {
+	if err := ValidateResource(req.Key.Resource); err != nil {
+		return RateResult{}, nil, err
+	}
+	if req.Key.Project == "" {
+		req.Key.Project = g.project
+	}
+	for _, s := range spends {
+		if err := s.Budget.Validate(); err != nil {
+			return RateResult{}, nil, err
+		}
+	}
+	lease := budgetLease(o)
+	res, err, bres, berr := g.b.RateBudgetReserve(ctx, req, g.budgetRequest(spends, lease, o.TTL, time.Now()))
+	var r *BudgetReservation
+	if berr == nil {
+		g.sawBudgets(bres.States)
+		if bres.Allowed {
+			r = &BudgetReservation{g: g, Lease: lease, spends: spends, States: bres.States}
+		}
+	}
+	if err == nil && res.Allowed {
+		return res, r, nil
+	}
+	if r != nil {
+		if _, uerr := r.Settle(ctx, 0); uerr != nil { // the call runs nothing now
+			err = errors.Join(err, fmt.Errorf("the budgets reserved beside the rate denied were not released (the estimate counts): %w", uerr))
+		}
+	}
+	return res, nil, err
+}
+
+// settleTokens is SettleTokens after a call, carrying the call's spend
+// settle (Backend.RateAdjustSettle: one round trip on Redis) when it has
+// no slot whose release could carry it.
+func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *spendAfter) error {
+	if sp == nil || sp.r == nil || sp.r.g != p.g || p.limits.MaxConcurrency > 0 {
+		return p.SettleTokens(ctx, estimate, used)
+	}
+	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
+		return err
+	}
+	var aerr error
+	sp.sent = true
+	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease,
+		sp.r.evidence(sp.r.eachAt(sp.actual)), p.g.Identity())
+	return aerr
 }
 
 // release releases l, the call's slot, with the settle when there is one.

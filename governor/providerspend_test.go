@@ -53,3 +53,47 @@ func TestDoSpend(t *testing.T) {
 		t.Fatalf("95000 over 6000 of 100000: %v (ran %v); want refused without running", err, ran)
 	}
 }
+
+// TestDoSpendRateWaits: a provider call without a slot whose rate makes
+// it wait holds no budget while it waits (the reservation made with the
+// denied rate is settled at 0), then reserves, runs once and settles:
+// one reservation open during the call, none after.
+func TestDoSpendRateWaits(t *testing.T) {
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{Project: "spend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := g.Provider("limited", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1, Period: 200 * time.Millisecond}})
+	day := governor.SpendBudget{Name: "day", Limit: 1000, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
+	state := func() governor.BudgetState {
+		sts, _, err := g.Budgets(ctx, []string{"day"})
+		if err != nil || len(sts) != 1 {
+			t.Fatalf("Budgets: %+v, %v", sts, err)
+		}
+		return sts[0]
+	}
+	for i := range 3 { // the first passes at once, the others wait for the rate
+		runs := 0
+		err := p.DoSpend(ctx, []governor.SpendBudget{day}, 40, 0, governor.BudgetOptions{Mode: governor.Wait},
+			func(context.Context) (int64, int64, error) {
+				runs++
+				if st := state(); st.Reserved != 40 || st.Open != 1 {
+					t.Errorf("call %d during the call: %+v; want its 40 reserved, once", i, st)
+				}
+				return 0, 10, nil
+			})
+		if err != nil || runs != 1 {
+			t.Fatalf("call %d: %v, ran %d times", i, err, runs)
+		}
+	}
+	if st := state(); st.Spent != 30 || st.Reserved != 0 || st.Open != 0 {
+		t.Fatalf("after three calls of 10: %+v; want 30 spent, nothing reserved", st)
+	}
+}

@@ -227,8 +227,14 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	err := p.g.waitRate(work, RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow})
+	rreq := RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens, NRequests: 1, NTokens: estimate,
+		Shadow: p.limits.Shadow}
+	var err error
+	if spend != nil && len(spend.spends) > 0 {
+		err = spend.reserveWith(work, p.g, rreq)
+	} else {
+		err = p.g.waitRate(work, rreq)
+	}
 	if pol.Mode != DownClosed && isDown(work, err) {
 		return degradedRun(err)
 	}
@@ -238,7 +244,7 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 	used, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if aerr := p.SettleTokens(actx, estimate, used); aerr != nil && err == nil {
+	if aerr := p.settleTokens(actx, estimate, used, spend); aerr != nil && err == nil {
 		err = aerr
 	}
 	if _, rerr := p.Report(actx, err); rerr != nil {
@@ -257,19 +263,28 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 // ErrInvalid error and changes nothing. For callers that reserve and
 // run the call themselves (the bridge's provider gates).
 func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error {
-	if estimate < 0 || used < 0 {
-		return invalid("tokens: estimate %d, used %d; allowed: 0 or more", estimate, used)
-	}
-	if p.limits.Tokens.Rate <= 0 || used == estimate {
-		return nil
-	}
-	if err := ValidateResource(p.resource); err != nil {
-		return err
-	}
-	if err := p.limits.Tokens.validate("tokens"); err != nil {
+	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
 	return p.g.b.RateAdjust(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate)
+}
+
+// tokensToSettle says whether SettleTokens(estimate, used) has a
+// difference to charge, or why it is bad input.
+func (p *Provider) tokensToSettle(estimate, used int64) (bool, error) {
+	if estimate < 0 || used < 0 {
+		return false, invalid("tokens: estimate %d, used %d; allowed: 0 or more", estimate, used)
+	}
+	if p.limits.Tokens.Rate <= 0 || used == estimate {
+		return false, nil
+	}
+	if err := ValidateResource(p.resource); err != nil {
+		return false, err
+	}
+	if err := p.limits.Tokens.validate("tokens"); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Report tells the provider's fleet-wide state how a call ended, as Do
@@ -340,7 +355,25 @@ func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {
 }
 
 func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
+	return g.waitRateAfter(ctx, req, 0)
+}
+
+// waitRateAfter is waitRate asking first after wait (a denial's
+// RetryAfter).
+func (g *Governor) waitRateAfter(ctx context.Context, req RateRequest, wait time.Duration) error {
 	for {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
+					return cause
+				}
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 		res, err := g.b.RateReserve(ctx, req)
 		if err != nil {
 			return err
@@ -348,15 +381,6 @@ func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
 		if res.Allowed {
 			return nil
 		}
-		t := time.NewTimer(max(res.RetryAfter, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
-				return cause
-			}
-			return ctx.Err()
-		case <-t.C:
-		}
+		wait = max(res.RetryAfter, time.Millisecond)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -98,19 +100,28 @@ func (b *bridgeConn) close() {
 // provider_report's release), or as one (release: true), which sends the
 // settle with the slot's release. The budget adds one round trip to the
 // one-request gate (the reserve), two to the two-request one (the
-// reserve, and the settle alone). The fewest over a few rounds of each
-// is compared: a heartbeat now and then only adds.
+// reserve, and the settle alone). A provider with rate limits only (no
+// slot: openai, requests; gemini, tokens) reserves the budget with its
+// rate (RateBudgetReserve) and settles it alone: one more too. On Redis
+// and miniredis, through a TCP proxy. The fewest over a few rounds of
+// each is compared: a heartbeat now and then only adds.
 //
 //	go test -run TestGateRoundTrips -v ./cmd/governor/
 func TestGateRoundTrips(t *testing.T) {
-	s := redistest.Start(t)
-	p := startTurnProxy(t, s.Addr)
+	t.Run("redis", func(t *testing.T) { gateRoundTrips(t, redistest.Start(t).Addr) })
+	t.Run("miniredis", func(t *testing.T) { gateRoundTrips(t, miniredis.RunT(t).Addr()) })
+}
+
+// gateRoundTrips counts TestGateRoundTrips' round trips on the Redis
+// server at addr.
+func gateRoundTrips(t *testing.T, addr string) {
+	p := startTurnProxy(t, addr)
 	tg := &target{name: "redis", redisURL: "redis://" + p.ln.Addr().String() + "/0",
-		config: configFile(t, "project: gate\nproviders:\n  anthropic: {max_concurrency: 2}\n")}
+		config: configFile(t, "project: gate\nproviders:\n  anthropic: {max_concurrency: 2}\n  openai: {requests_per_minute: 6000}\n  gemini: {tokens_per_minute: 100000000}\n")}
 	b := startBridge(t, tg.global())
 	budget := map[string]any{"name": "day", "limit": 1000, "unit": "USD", "per": "24h"}
-	gate := func(budgets, oneRequest bool) {
-		acq := map[string]any{"provider": "anthropic", "tokens": 100}
+	gate := func(provider string, budgets, oneRequest bool) {
+		acq := map[string]any{"provider": provider, "tokens": 100}
 		report := map[string]any{"outcome": "ok", "used_tokens": 80}
 		if budgets {
 			acq["budgets"], acq["estimate"] = []any{budget}, 0.3
@@ -140,16 +151,19 @@ func TestGateRoundTrips(t *testing.T) {
 		}
 	}
 	type shape struct {
-		name                string
+		name, provider      string
 		budgets, oneRequest bool
 	}
-	shapes := []shape{{"report, release", false, false}, {"budget: report, release", true, false},
-		{"report+release", false, true}, {"budget: report+release", true, true}}
+	// openai has rate limits only: no slot for the settle to go with.
+	shapes := []shape{{"report, release", "anthropic", false, false}, {"budget: report, release", "anthropic", true, false},
+		{"report+release", "anthropic", false, true}, {"budget: report+release", "anthropic", true, true},
+		{"rates only: report+release", "openai", false, true}, {"rates only: budget: report+release", "openai", true, true},
+		{"tokens only: report+release", "gemini", false, true}, {"tokens only: budget: report+release", "gemini", true, true}}
 	fewest := map[string]int{}
 	for round := range 4 {
 		for _, sh := range shapes {
 			p.take()
-			gate(sh.budgets, sh.oneRequest)
+			gate(sh.provider, sh.budgets, sh.oneRequest)
 			n := p.take()
 			if round == 0 {
 				continue // scripts loaded (EVALSHA, then EVAL)
@@ -166,6 +180,11 @@ func TestGateRoundTrips(t *testing.T) {
 	if got := fewest["budget: report, release"] - fewest["report, release"]; got != 2 {
 		t.Errorf("a budget adds %d round trips to a gated call reporting, then releasing (%v); want 2: the reserve, the settle alone", got, fewest)
 	}
+	for _, only := range []string{"rates only", "tokens only"} {
+		if got := fewest[only+": budget: report+release"] - fewest[only+": report+release"]; got != 1 {
+			t.Errorf("a budget adds %d round trips to a gated call of a provider with %s (%v); want 1: the settle alone", got, only, fewest)
+		}
+	}
 	if fewest["report+release"] != fewest["report, release"] {
 		t.Errorf("without a budget, the report's release changes the round trips (%v); want the same", fewest)
 	}
@@ -180,7 +199,7 @@ func TestGateRoundTrips(t *testing.T) {
 	if err := json.Unmarshal(e, &refused); err != nil || e == nil {
 		t.Fatalf("a call that does not fit: %s (%v); want refused", e, err)
 	}
-	if want := 8 * 0.2; math.Abs(refused.Budget.Spent-want) > 1e-9 || refused.Budget.Reserved != 0 {
-		t.Errorf("budget after 8 budgeted calls at cost 0.2: %s; want spent %v, reserved 0", e, want)
+	if want := 16 * 0.2; math.Abs(refused.Budget.Spent-want) > 1e-9 || refused.Budget.Reserved != 0 {
+		t.Errorf("budget after 16 budgeted calls at cost 0.2: %s; want spent %v, reserved 0", e, want)
 	}
 }

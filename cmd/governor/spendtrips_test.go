@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -108,14 +110,22 @@ func (p *turnProxy) take() int {
 // TestRunCostRoundTrips counts the script round trips 'governor run
 // --provider' makes on Redis, and 'governor acquire' with its 'governor
 // release', with and without --cost: the cost adds one, the reserve (the
-// settle goes in the slot release's pipeline).
+// settle goes in the slot release's pipeline). A run of a provider with
+// rate limits only (no slot) reserves the cost with its rate
+// (RateBudgetReserve) and settles it alone: one more too.
 // The fewest over a few runs of each is compared: something else a run
 // may send now and then (a heartbeat) only adds.
 //
 //	go test -run TestRunCostRoundTrips -v ./cmd/governor/
 func TestRunCostRoundTrips(t *testing.T) {
-	s := redistest.Start(t)
-	p := startTurnProxy(t, s.Addr)
+	t.Run("redis", func(t *testing.T) { runCostRoundTrips(t, redistest.Start(t).Addr) })
+	t.Run("miniredis", func(t *testing.T) { runCostRoundTrips(t, miniredis.RunT(t).Addr()) })
+}
+
+// runCostRoundTrips counts TestRunCostRoundTrips' round trips on the
+// Redis server at addr.
+func runCostRoundTrips(t *testing.T, addr string) {
+	p := startTurnProxy(t, addr)
 	tg := &target{bin: governorBin(t), name: "redis", redisURL: "redis://" + p.ln.Addr().String() + "/0", config: writeRunConfig(t, spendConfig)}
 	// A shape is its commands, run in turn; a release finds the lease
 	// its acquire printed in $GOVERNOR_LEASE.
@@ -124,8 +134,11 @@ func TestRunCostRoundTrips(t *testing.T) {
 		"run --cost":              {{"run", "--provider", "anthropic", "--cost", "0.01", "--", "true"}},
 		"acquire, release":        {{"acquire", "provider:anthropic"}, {"release"}},
 		"acquire --cost, release": {{"acquire", "provider:anthropic", "--cost", "0.01"}, {"release"}},
+		// openai has rate limits only: no slot.
+		"rates only: run":        {{"run", "--provider", "openai", "--", "true"}},
+		"rates only: run --cost": {{"run", "--provider", "openai", "--cost", "0.01", "--", "true"}},
 	}
-	order := []string{"run", "run --cost", "acquire, release", "acquire --cost, release"}
+	order := []string{"run", "run --cost", "acquire, release", "acquire --cost, release", "rates only: run", "rates only: run --cost"}
 	fewest := map[string]int{}
 	for round := range 4 {
 		for _, name := range order {
@@ -157,6 +170,9 @@ func TestRunCostRoundTrips(t *testing.T) {
 	}
 	if got := fewest["acquire --cost, release"] - fewest["acquire, release"]; got != 1 {
 		t.Errorf("--cost adds %d round trips to an acquire and its release (%v); want 1", got, fewest)
+	}
+	if got := fewest["rates only: run --cost"] - fewest["rates only: run"]; got != 1 {
+		t.Errorf("--cost adds %d round trips to a run of a provider with rate limits only (%v); want 1: the settle alone", got, fewest)
 	}
 }
 

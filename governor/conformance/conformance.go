@@ -184,6 +184,10 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},
 		{"BudgetDoSpend", s.budgetDoSpend},
 		{"BudgetSettleEvery", s.budgetSettleEvery},
+		{"BudgetRateReserve", s.budgetRateReserve},
+		{"BudgetDoSpendRates", s.budgetDoSpendRates},
+		{"BudgetRateAdjustSettle", s.budgetRateAdjustSettle},
+		{"BudgetDoSpendTokens", s.budgetDoSpendTokens},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -36,6 +36,10 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 		if clocked && rng.IntN(2) == 0 {
 			op.ttl = 5 * time.Minute
 		}
+		if rng.IntN(3) == 0 {
+			// With a rate reservation of n tokens (RateBudgetReserve).
+			op.kind = "ratebudget"
+		}
 	case k < 8:
 		op.kind, op.id = "bsettle", "ghost"
 		if ids := sent["~budgets"]; len(ids) > 0 && rng.IntN(8) != 0 {
@@ -62,13 +66,27 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 	}
 	var out string
 	switch o.kind {
-	case "breserve":
+	case "breserve", "ratebudget":
 		req := governor.BudgetRequest{Project: r.project, Lease: o.id, TTL: o.ttl, By: "diff"}
 		for _, n := range o.ids {
 			req.Charges = append(req.Charges, governor.BudgetCharge{Name: n, Limit: 100, Soft: 70, Start: start, End: end, Amount: o.n})
 		}
-		res, err := r.b.BudgetReserve(ctx, req)
-		out = fmt.Sprintf("%s allowed %v mismatch %v reason %q refused %s", errClass(err), res.Allowed, res.Mismatch, res.Reason, res.Refused.Name)
+		var res governor.BudgetResult
+		var err error
+		if o.kind == "ratebudget" {
+			key := r.key(o.resource)
+			rr := governor.RateRequest{Key: key, Requests: diffRequests, Tokens: diffTokens, NRequests: 1, NTokens: o.n}
+			var rres governor.RateResult
+			var rerr error
+			rres, rerr, res, err = r.b.RateBudgetReserve(ctx, rr, req)
+			rs, serr := r.b.RateStatus(ctx, key)
+			out = fmt.Sprintf("rate %s allowed %v retry %v remaining %d %d | status %s %d %d remaining %d %d | ", errClass(rerr), rres.Allowed,
+				rres.RetryAfter > 0, rres.RemainingRequests, rres.RemainingTokens, errClass(serr), rs.Allowed, rs.Limited, rs.RemainingRequests,
+				rs.RemainingTokens)
+		} else {
+			res, err = r.b.BudgetReserve(ctx, req)
+		}
+		out += fmt.Sprintf("%s allowed %v mismatch %v reason %q refused %s", errClass(err), res.Allowed, res.Mismatch, res.Reason, res.Refused.Name)
 	case "bsettle":
 		var actual []governor.BudgetAmount
 		for _, n := range o.ids {

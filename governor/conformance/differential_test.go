@@ -178,8 +178,9 @@ func openRedis(t testing.TB, addr string) governor.Backend {
 type diffOp struct {
 	// acquire, poll, renew, release, cancel, reclaim, takeover, withdraw,
 	// pause, resume, limit, touch, renewbatch, cooloff, adapt, forget,
-	// reserve, adjust, learn, lost, observe, seq, degraded, advance;
-	// breserve, bsettle, badmin (differential_budget_test.go)
+	// reserve, adjust, adjustsettle, learn, lost, observe, seq, degraded,
+	// advance;
+	// breserve, ratebudget, bsettle, badmin (differential_budget_test.go)
 	kind     string
 	resource string
 	id       string   // the lease or waiter
@@ -220,6 +221,8 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("%s %s %v", o.kind, o.resource, o.ttl)
 	case "adapt", "reserve", "adjust", "learn":
 		return fmt.Sprintf("%s %s signal/shadow %v n %d ttl %v", o.kind, o.resource, o.signal, o.n, o.ttl)
+	case "adjustsettle":
+		return fmt.Sprintf("%s %s n %d settle %s %v at %d", o.kind, o.resource, o.n, o.newID, o.ids, o.limit)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }
@@ -341,6 +344,12 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 			op.kind, op.n, op.signal = "reserve", int64(rng.IntN(60)), rng.IntN(4) == 0
 		case k < 33:
 			op.kind, op.n = "adjust", int64(rng.IntN(41)-20)
+			if ls := sent["~budgets"]; len(ls) > 0 && rng.IntN(2) == 0 {
+				// The adjustment carries a settle (RateAdjustSettle) of
+				// an actual of limit.
+				op.kind, op.newID = "adjustsettle", ls[rng.IntN(len(ls))]
+				op.ids, op.limit = []string{"b1", "b2", "b3"}[:rng.IntN(3)], rng.IntN(80)
+			}
 		case k < 34:
 			op.kind, op.n, op.ttl = "learn", int64(rng.IntN(4)), long
 		case k < 35:
@@ -496,6 +505,15 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 			errClass(serr), rs.Allowed, rs.Limited, rs.ShadowDenied, rs.RemainingRequests, rs.RemainingTokens)
 	case "adjust":
 		return errClass(r.b.RateAdjust(ctx, key, diffTokens, o.n))
+	case "adjustsettle":
+		var actual []governor.BudgetAmount
+		for _, n := range o.ids {
+			actual = append(actual, governor.BudgetAmount{Name: n, Amount: int64(o.limit)})
+		}
+		st, serr, aerr := r.b.RateAdjustSettle(ctx, key, diffTokens, o.n, o.newID, actual, "diff")
+		rs, err := r.b.RateStatus(ctx, key)
+		return fmt.Sprintf("%s settle %s settled %v overruns %v | status %s remaining %d %d | %s", errClass(aerr), errClass(serr), st.Settled,
+			st.Overruns, errClass(err), rs.RemainingRequests, rs.RemainingTokens, r.budgetStep(ctx, diffOp{kind: "bread"}))
 	case "learn":
 		lb := governor.LearnedBudget{RemainingRequests: o.n, ResetRequests: o.ttl, RemainingTokens: -1}
 		return errClass(r.b.RateLearn(ctx, key, lb))
@@ -513,7 +531,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
-	case "breserve", "bsettle", "badmin":
+	case "breserve", "ratebudget", "bsettle", "badmin":
 		return r.budgetStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)

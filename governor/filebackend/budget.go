@@ -61,6 +61,25 @@ func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secre
 	return st, serr, rerr
 }
 
+// RateBudgetReserve implements governor.BudgetBackend: the rate
+// reservation, then the budget reservation (each under its own lock;
+// nothing here costs a round trip).
+func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateRequest, budget governor.BudgetRequest) (governor.RateResult,
+	error, governor.BudgetResult, error) {
+	res, rerr := b.RateReserve(ctx, rate)
+	bres, berr := b.BudgetReserve(ctx, budget)
+	return res, rerr, bres, berr
+}
+
+// RateAdjustSettle implements governor.BudgetBackend: the token
+// adjustment, then the settle (each under its own lock).
+func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease string,
+	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
+	aerr := b.RateAdjust(ctx, key, tokens, delta)
+	st, serr := b.BudgetSettle(ctx, key.Project, lease, actual, by)
+	return st, serr, aerr
+}
+
 // BudgetSettle implements governor.BudgetBackend.
 func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {

@@ -45,6 +45,13 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	if err := governor.ValidateBudgetRequest(req); err != nil {
 		return governor.BudgetResult{}, err
 	}
+	v, err := b.budgetRun(ctx, "reserve", req.Project, budgetReserveArgs(req)...)
+	return budgetReserved(req, v, err)
+}
+
+// budgetReserveArgs are budget.lua reserve's arguments after the mode
+// and the events cap.
+func budgetReserveArgs(req governor.BudgetRequest) []any {
 	ttl := req.TTL
 	if ttl <= 0 {
 		ttl = governor.DefaultBudgetTTL
@@ -53,7 +60,12 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	for _, c := range req.Charges {
 		args = append(args, c.Name, c.Limit, c.Soft, c.Start.UnixMilli(), c.End.UnixMilli(), c.Amount, ms(c.Born))
 	}
-	v, err := b.budgetRun(ctx, "reserve", req.Project, args...)
+	return args
+}
+
+// budgetReserved reads budget.lua reserve's reply v (err: the call's
+// error, wrapped).
+func budgetReserved(req governor.BudgetRequest, v any, err error) (governor.BudgetResult, error) {
 	if err != nil {
 		return governor.BudgetResult{}, err
 	}
@@ -138,6 +150,52 @@ func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secre
 	v, err := set.cmd.Result()
 	st, serr := settled(key.Project, v, wrap("budget settle", err))
 	return st, serr, b.released(key, r, id, rel.cmd)
+}
+
+// RateBudgetReserve implements governor.BudgetBackend: the rate
+// reservation and the budget reservation in one pipeline
+// (batcher.send), each script call keeping its own reply.
+func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateRequest, budget governor.BudgetRequest) (governor.RateResult,
+	error, governor.BudgetResult, error) {
+	if err := governor.ValidateBudgetRequest(budget); err != nil {
+		res, rerr := b.RateReserve(ctx, rate)
+		return res, rerr, governor.BudgetResult{}, err
+	}
+	if b.closed.Load() {
+		return governor.RateResult{}, governor.ErrClosed, governor.BudgetResult{}, governor.ErrClosed
+	}
+	rk, rargs := b.rateReserveCall(rate)
+	bk := BudgetKeys(budget.Project)
+	rc := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rargs, done: make(chan struct{})}
+	bc := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
+		args: append([]any{"reserve", governor.MaxBudgetEvents}, budgetReserveArgs(budget)...), done: make(chan struct{})}
+	b.batch.send([]*call{rc, bc})
+	v, err := bc.cmd.Result()
+	bres, berr := budgetReserved(budget, v, wrap("budget reserve", err))
+	v, err = rc.cmd.Result()
+	res, rerr := b.rateReserved(ctx, rate, v, err)
+	return res, rerr, bres, berr
+}
+
+// RateAdjustSettle implements governor.BudgetBackend: the token
+// adjustment and the settle in one pipeline (batcher.send), each script
+// call keeping its own reply.
+func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease string,
+	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
+	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
+		return governor.BudgetSettlement{}, err, b.RateAdjust(ctx, key, tokens, delta)
+	}
+	if b.closed.Load() {
+		return governor.BudgetSettlement{}, governor.ErrClosed, governor.ErrClosed
+	}
+	rk, bk := RateKeys(key), BudgetKeys(key.Project)
+	adj := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(tokens, delta), done: make(chan struct{})}
+	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
+		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+	b.batch.send([]*call{adj, set})
+	v, err := set.cmd.Result()
+	st, serr := settled(key.Project, v, wrap("budget settle", err))
+	return st, serr, wrap("rate adjust", adj.cmd.Err())
 }
 
 // settleArgs are budget.lua settle's arguments.

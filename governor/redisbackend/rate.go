@@ -29,19 +29,34 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	if b.closed.Load() {
 		return governor.RateResult{}, governor.ErrClosed
 	}
+	keys, args := b.rateReserveCall(req)
+	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Result()
+	return b.rateReserved(ctx, req, v, err)
+}
+
+// rateReserveCall is rate.lua's keys and arguments for a reservation of
+// req.
+func (b *Backend) rateReserveCall(req governor.RateRequest) ([]string, []any) {
 	args := append([]any{"reserve"}, rateArgs(req.Requests, req.NRequests)...)
 	args = append(args, rateArgs(req.Tokens, req.NTokens)...)
 	if req.Shadow {
 		args = append(args, "1")
 	}
 	// The third key carries the cool-off (see cooloff.lua).
-	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1])
-	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
+	return append(RateKeys(req.Key), b.resource(req.Key).keys[1]), args
+}
+
+// rateReserved reads rate.lua reserve's reply v (err: the call's error).
+func (b *Backend) rateReserved(ctx context.Context, req governor.RateRequest, reply any, err error) (governor.RateResult, error) {
 	if err != nil {
 		return governor.RateResult{}, wrap("rate reserve", err)
 	}
 	b.registerRate(ctx, req.Key)
 	r := &reader{op: "rate reserve", key: req.Key}
+	v := r.list(reply, "the reply")
+	if r.err != nil {
+		return governor.RateResult{}, r.err
+	}
 	if len(v) != 5 && len(v) != 6 && !r.length(v, 4, false) { // 5: denied by a cool-off; 6: shadow denied
 		return governor.RateResult{}, r.err
 	}
@@ -69,9 +84,14 @@ func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens gover
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
+	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), rateAdjustArgs(tokens, delta)...).Err())
+}
+
+// rateAdjustArgs are rate.lua's arguments for an adjustment of tokens by
+// delta.
+func rateAdjustArgs(tokens governor.RateLimit, delta int64) []any {
 	args := append([]any{"adjust"}, rateArgs(governor.RateLimit{}, 0)...)
-	args = append(args, rateArgs(tokens, delta)...)
-	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Err())
+	return append(args, rateArgs(tokens, delta)...)
 }
 
 // RateStatus implements governor.RateBackend.

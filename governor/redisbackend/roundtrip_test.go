@@ -76,14 +76,18 @@ func (c *trips) take() []string {
 	return out
 }
 
-// TestSpendRoundTrips counts the round trips of a provider call (a slot
-// and rate budget) on Redis: without a budget, with a budget reserved
-// and settled in the call (the shape DoSpend had before: a settle of its
-// own), and through DoSpend, whose settle goes in the slot release's
-// pipeline (ReleaseSettle). Budgets add exactly one round trip, the
-// reserve. Counted by a go-redis hook, not timed. On a Cluster the hook
-// sees the client's pipeline once; go-redis sends each node its part at
-// once (one goroutine per node), one round trip in time.
+// TestSpendRoundTrips counts the round trips of a provider call on
+// Redis: with a slot and rate budget, without a budget, with a budget
+// reserved and settled in the call (each a round trip of its own), and
+// through DoSpend, whose reserve goes in the rate reservation's pipeline
+// (RateBudgetReserve) and settle in the slot release's (ReleaseSettle):
+// budgets add no round trip. With rate limits only (no slot), Do and
+// DoSpend: the reserve goes with the rate's, the settle, with no release
+// to ride on, with the token settle (RateAdjustSettle) when there is one
+// (budgets add none), else alone (budgets add one). Counted by a go-redis hook, not
+// timed. On a Cluster the hook sees the client's pipeline once; go-redis
+// sends each node its part at once (one goroutine per node), one round
+// trip in time.
 //
 //	go test -run TestSpendRoundTrips -v ./governor/redisbackend/
 func TestSpendRoundTrips(t *testing.T) {
@@ -111,6 +115,10 @@ func hookedProvider(t *testing.T, rdb redis.UniversalClient, hook redis.Hook) (*
 func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 	count := &trips{}
 	g, p := hookedProvider(t, rdb, count)
+	// Rate limits only: no slot, so no release for the settle to go with.
+	rates := g.Provider("openai", governor.ProviderLimits{Requests: governor.PerMinute(1e6)})
+	// And with a tokens limit, whose settle the budgets' rides on.
+	tokens := g.Provider("gemini", governor.ProviderLimits{Tokens: governor.PerMinute(1e9)})
 	ctx := context.Background()
 	day := governor.SpendBudget{Name: "day", Limit: 1000 * governor.MicroUnit, Unit: "USD", Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	spends := []governor.BudgetSpend{{Budget: day, Amount: 10}}
@@ -134,6 +142,20 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		{"DoSpend", func() error {
 			return p.DoSpend(ctx, []governor.SpendBudget{day}, 10, 0, governor.BudgetOptions{},
 				func(context.Context) (int64, int64, error) { return 0, 7, nil })
+		}},
+		{"rates only: Do", func() error {
+			return rates.Do(ctx, 0, func(context.Context) (int64, error) { return 0, nil })
+		}},
+		{"rates only: DoSpend", func() error {
+			return rates.DoSpend(ctx, []governor.SpendBudget{day}, 10, 0, governor.BudgetOptions{},
+				func(context.Context) (int64, int64, error) { return 0, 7, nil })
+		}},
+		{"tokens only: Do", func() error {
+			return tokens.Do(ctx, 100, func(context.Context) (int64, error) { return 80, nil })
+		}},
+		{"tokens only: DoSpend", func() error {
+			return tokens.DoSpend(ctx, []governor.SpendBudget{day}, 10, 100, governor.BudgetOptions{},
+				func(context.Context) (int64, int64, error) { return 80, 7, nil })
 		}},
 	}
 	// Warm up: every script loaded (a first EVALSHA of a script the
@@ -159,15 +181,21 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		per[s.name] = len(sent) / calls
 		t.Logf("%s: %d round trips per call: %s", s.name, per[s.name], strings.Join(sent[:per[s.name]], ", "))
 	}
-	if got, want := per["DoSpend"]-per["Do"], 1; got != want {
-		t.Errorf("DoSpend adds %d round trips to Do; want %d", got, want)
+	if got, want := per["DoSpend"]-per["Do"], 0; got != want {
+		t.Errorf("DoSpend adds %d round trips to Do; want %d (the reserve goes with the rate's, the settle with the release)", got, want)
 	}
 	if got, want := per["Do+ReserveBudgets+Settle"]-per["Do"], 2; got != want {
 		t.Errorf("a reserve and a settle of their own add %d round trips; want %d", got, want)
 	}
+	if got, want := per["rates only: DoSpend"]-per["rates only: Do"], 1; got != want {
+		t.Errorf("without a slot, DoSpend adds %d round trips to Do; want %d (the settle, alone)", got, want)
+	}
+	if got, want := per["tokens only: DoSpend"]-per["tokens only: Do"], 0; got != want {
+		t.Errorf("without a slot, with a token settle, DoSpend adds %d round trips to Do; want %d (the settle goes with the token settle)", got, want)
+	}
 	sts, _, err := g.Budgets(ctx, []string{"day"})
-	if err != nil || len(sts) != 1 || sts[0].Spent != (2*calls+2)*7 || sts[0].Reserved != 0 {
-		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (2*calls+2)*7)
+	if err != nil || len(sts) != 1 || sts[0].Spent != (4*calls+4)*7 || sts[0].Reserved != 0 {
+		t.Fatalf("budget day after the calls: %+v, %v; want %d spent, nothing reserved", sts, err, (4*calls+4)*7)
 	}
 }
 

@@ -283,13 +283,19 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		}
 		notes.granted()
 	}
-	if err := p.takeBudgets(wctx, g, mode); err != nil {
+	ask := p.withRate
+	if ask == nil {
+		ask = p.spendAsk(deadline)
+	}
+	if h.spend, err = p.takeBudgets(wctx, g, mode, ask); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if h.spend, err = p.reserveSpend(ctx, g, deadline); err != nil {
-		_ = h.Release(context.WithoutCancel(ctx))
-		return nil, err
+	if h.spend == nil {
+		if h.spend, err = p.reserveSpend(ctx, g, deadline); err != nil {
+			_ = h.Release(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	}
 	if p.req.Detached {
 		for _, l := range h.leases {
@@ -326,12 +332,28 @@ func (h *Held) took(ls []*governor.Lease) {
 // takeBudgets takes one request (and the token estimate) of each
 // provider's rate budget, after the slots. A spent budget is handled as
 // a busy slot: fail 73, skip 75, wait until it allows (or
-// --wait-timeout).
-func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode governor.Mode) error {
-	for _, rl := range p.rates {
+// --wait-timeout). With ask (nil: none), the last rate reservation's
+// first try carries the reservation of ask's spend budgets
+// (governor.Governor.TryRateBudgets: one round trip on Redis), which it
+// returns; nil when they did not fit at once (the caller reserves them
+// then, as ever: reserve) or there is no rate budget.
+func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode governor.Mode, ask *spendAsk) (*governor.BudgetReservation, error) {
+	var spent *governor.BudgetReservation
+	for i, rl := range p.rates {
 		name := rl.Name
 		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(name)},
 			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: p.req.Tokens, Shadow: rl.Shadow}
+		var res governor.RateResult
+		tried := ask != nil && i == len(p.rates)-1
+		if tried {
+			var err error
+			if res, spent, err = g.TryRateBudgets(ctx, req, ask.Spends, ask.Options); err != nil {
+				return nil, err
+			}
+			if res.Allowed {
+				continue
+			}
+		}
 		if mode == governor.Wait {
 			start := time.Now()
 			err := g.WaitRate(ctx, req)
@@ -340,13 +362,15 @@ func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode gover
 			case err == nil:
 				continue
 			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && p.req.WaitTimeout > 0:
-				return &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", name, p.req.WaitTimeout)}
+				return nil, &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", name, p.req.WaitTimeout)}
 			}
-			return err
+			return nil, err
 		}
-		res, err := g.TryRate(ctx, req)
-		if err != nil {
-			return err
+		if !tried {
+			var err error
+			if res, err = g.TryRate(ctx, req); err != nil {
+				return nil, err
+			}
 		}
 		if !res.Allowed {
 			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
@@ -358,8 +382,8 @@ func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode gover
 				na.Msg += "; skipped (--if-busy skip)"
 				na.Skipped = true
 			}
-			return na
+			return nil, na
 		}
 	}
-	return nil
+	return spent, nil
 }

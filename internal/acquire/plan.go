@@ -130,6 +130,9 @@ type Plan struct {
 	items  []*Item
 	rates  []config.ProviderDef // providers with a rate budget, in the order given
 	waited time.Duration        // by the last Acquire
+	// withRate is a reservation of spend budgets to try with the last
+	// rate reservation (SpendWithRate); nil: Request.Budgets'.
+	withRate *spendAsk
 }
 
 // Waited is how long the last Acquire waited for slots and budgets (0

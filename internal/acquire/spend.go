@@ -106,14 +106,40 @@ func reserve(ctx context.Context, g *governor.Governor, a spendAsk) (*governor.B
 // for a slot holds no budget), waiting at most until deadline. It
 // returns nil when the plan has no budgets.
 func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, deadline time.Time) (*governor.BudgetReservation, error) {
-	if len(p.req.Budgets) == 0 {
+	ask := p.spendAsk(deadline)
+	if ask == nil {
 		return nil, nil
+	}
+	return reserve(ctx, g, *ask)
+}
+
+// spendAsk is the reservation of the plan's cost estimate on every
+// spend budget (Request.Budgets), waiting at most until deadline; nil
+// when the plan has no budgets.
+func (p *Plan) spendAsk(deadline time.Time) *spendAsk {
+	if len(p.req.Budgets) == 0 {
+		return nil
 	}
 	spends := make([]governor.BudgetSpend, 0, len(p.req.Budgets))
 	for _, b := range p.req.Budgets {
 		spends = append(spends, governor.BudgetSpend{Budget: b, Amount: p.req.Cost})
 	}
-	return reserve(ctx, g, spendAsk{Spends: spends, IfBusy: p.ifBusy, WaitTimeout: p.req.WaitTimeout, Deadline: deadline})
+	return &spendAsk{Spends: spends, IfBusy: p.ifBusy, WaitTimeout: p.req.WaitTimeout, Deadline: deadline}
+}
+
+// SpendWithRate has Acquire try to reserve s's estimate on its budgets
+// under lease, open for ttl, together with the plan's last rate
+// reservation (governor.Governor.TryRateBudgets: one round trip on
+// Redis), so that they cost no round trip of their own. Held.Spend is
+// then the reservation; nil when it did not go (the plan reserves no
+// rate budget, the rate made it wait, or the budgets did not fit at
+// once): reserve them then as ever (Spend.Reserve).
+func (p *Plan) SpendWithRate(s *Spend, lease string, ttl time.Duration) {
+	p.withRate = nil
+	if s == nil || len(s.Budgets) == 0 {
+		return
+	}
+	p.withRate = &spendAsk{Spends: s.spends(), Options: governor.BudgetOptions{Lease: lease, TTL: ttl}}
 }
 
 // Spend is the open spend reservation this call made (nil: it asked

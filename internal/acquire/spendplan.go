@@ -149,12 +149,17 @@ func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease string,
 	if len(s.Budgets) == 0 {
 		return nil, nil
 	}
+	return reserve(ctx, g, spendAsk{Spends: s.spends(), Options: governor.BudgetOptions{Lease: lease, TTL: ttl},
+		IfBusy: ifBusy, WaitTimeout: waitTimeout, Deadline: deadline})
+}
+
+// spends is s's estimate on each of its budgets.
+func (s *Spend) spends() []governor.BudgetSpend {
 	spends := make([]governor.BudgetSpend, len(s.Budgets))
 	for i, b := range s.Budgets {
 		spends[i] = governor.BudgetSpend{Budget: b, Amount: s.Estimate}
 	}
-	return reserve(ctx, g, spendAsk{Spends: spends, Options: governor.BudgetOptions{Lease: lease, TTL: ttl},
-		IfBusy: ifBusy, WaitTimeout: waitTimeout, Deadline: deadline})
+	return spends
 }
 
 // FormatSpend is the value of EnvSpend for a reservation under lease on

@@ -270,6 +270,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	} else {
 		r.plan.SetHolder(0, r.rec.Command)
 	}
+	r.plan.SpendWithRate(r.spend, r.id, r.spendTTL()) // its reserve in the rate's round trip, when it can
 	held, err := r.plan.Acquire(ctx, g, ev)
 	r.waited = r.plan.Waited()
 	if sl != nil {
@@ -280,7 +281,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		return code, OutcomeOf(code), err
 	}
 	r.held, r.leases = held, held.Leases()
-	if r.spend != nil {
+	if r.spent = held.Spend(); r.spend != nil && r.spent == nil {
 		var deadline time.Time
 		if r.o.WaitTimeout > 0 {
 			deadline = time.Now().Add(max(r.o.WaitTimeout-r.waited, time.Millisecond))
