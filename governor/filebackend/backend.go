@@ -74,6 +74,7 @@ type Backend struct {
 	leases  map[leaseRef]*os.File
 	waiters map[*listener]struct{}
 	cut     map[governor.Key]time.Duration // see Backend.ended
+	turns   map[governor.Key]*turnOf       // see Backend.lock
 }
 
 type leaseRef struct {

@@ -43,11 +43,11 @@ func (b *Backend) listen(ctx context.Context, key governor.Key, id string, ch ch
 	}
 	// Made under the lock, so that no sweep sees the pipe before it is
 	// open and takes it for a dead waiter's.
-	dir, lock, err := b.lockResource(ctx, key, true)
+	dir, unlock, err := b.lockResource(ctx, key, true)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(lock)
+	defer unlock()
 	name := waitPrefix + escape(id)
 	path := b.projectPath(key.Project) + "/" + escape(key.Resource)
 	if err := mkfifoat(dir, path, name); err != nil && err != unix.EEXIST {

@@ -16,7 +16,7 @@ type tx struct {
 	b      *Backend
 	key    governor.Key
 	dir    int
-	lock   int
+	unlock func()
 	st     *state
 	now    clockNow
 	dirty  bool
@@ -110,11 +110,11 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 	if ctx.Err() != nil {
 		return nil, b.ended(ctx, key)
 	}
-	dir, lock, err := b.lockResource(ctx, key, create)
+	dir, unlock, err := b.lockResource(ctx, key, create)
 	if err != nil {
 		return nil, err
 	}
-	t := &tx{b: b, key: key, dir: dir, lock: lock}
+	t := &tx{b: b, key: key, dir: dir, unlock: unlock}
 	t.st, err = b.load(dir, key)
 	if err != nil {
 		t.end()
@@ -126,18 +126,18 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 }
 
 // lockResource opens key's directory (creating it when create is set)
-// and takes its lock; the caller closes both.
-func (b *Backend) lockResource(ctx context.Context, key governor.Key, create bool) (dir, lock int, err error) {
+// and takes its lock; the caller closes dir and calls unlock.
+func (b *Backend) lockResource(ctx context.Context, key governor.Key, create bool) (dir int, unlock func(), err error) {
 	dir, err = b.openResource(key.Project, key.Resource, create)
 	if err != nil {
-		return -1, -1, err
+		return -1, nil, err
 	}
-	lock, err = b.lock(ctx, dir, key)
+	unlock, err = b.lock(ctx, dir, key)
 	if err != nil {
 		unix.Close(dir)
-		return -1, -1, err
+		return -1, nil, err
 	}
-	return dir, lock, nil
+	return dir, unlock, nil
 }
 
 // dropBadWaiters drops the queue entries that do not read, each said in
@@ -156,7 +156,7 @@ func (t *tx) dropBadWaiters() {
 
 // end unlocks.
 func (t *tx) end() {
-	unix.Close(t.lock)
+	t.unlock()
 	unix.Close(t.dir)
 }
 
