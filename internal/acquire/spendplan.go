@@ -105,7 +105,11 @@ func PlanSpend(c config.Config, r SpendRequest, scope config.SpendScope) (*Spend
 		s.Estimate = v
 	}
 	var err error
-	if s.Budgets, s.Unit, err = spendBudgets(c, nil, r.Budgets, scope); err != nil {
+	given := make([]CallBudget, len(r.Budgets))
+	for i, n := range r.Budgets {
+		given[i] = CallBudget{Name: n}
+	}
+	if s.Budgets, s.Unit, err = spendBudgets(c, given, scope); err != nil {
 		return nil, err
 	}
 	if unit != "" && s.Unit != "" && unit != s.Unit {
@@ -115,14 +119,19 @@ func PlanSpend(c config.Config, r SpendRequest, scope config.SpendScope) (*Spend
 }
 
 // CallSpend is what a client's call through the bridge may cost
-// (docs/bridge-protocol.md): budgets given inline (Given) or by name
-// (Names), the estimate given (nil: none), or MaxTokens and InputTokens
-// priced by the price table.
+// (docs/bridge-protocol.md): the budgets it gives, the estimate given
+// (nil: none), or MaxTokens and InputTokens priced by the price table.
 type CallSpend struct {
-	Given                  []governor.SpendBudget
-	Names                  []string
+	Budgets                []CallBudget
 	Estimate               *int64
 	MaxTokens, InputTokens int64
+}
+
+// CallBudget is a budget a call gives: Inline, or by Name a budget of
+// the configuration (budgets.NAME).
+type CallBudget struct {
+	Name   string
+	Inline *governor.SpendBudget
 }
 
 // PlanCallSpend plans r for a call known by scope as PlanSpend plans
@@ -142,7 +151,7 @@ func PlanCallSpend(c config.Config, r CallSpend, scope config.SpendScope) (*Spen
 	}
 	s := &Spend{}
 	s.Price, s.Priced = priceOf(c, scope)
-	given := len(r.Given) > 0 || len(r.Names) > 0
+	given := len(r.Budgets) > 0
 	switch {
 	case r.Estimate != nil:
 		if *r.Estimate < 0 || *r.Estimate > governor.MaxBudgetAmount {
@@ -161,7 +170,7 @@ func PlanCallSpend(c config.Config, r CallSpend, scope config.SpendScope) (*Spen
 		return nil, nil
 	}
 	var err error
-	if s.Budgets, s.Unit, err = spendBudgets(c, r.Given, r.Names, scope); err != nil {
+	if s.Budgets, s.Unit, err = spendBudgets(c, r.Budgets, scope); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -198,30 +207,37 @@ func priceEstimate(scope config.SpendScope, p governor.Price, ok bool, inputToke
 	return v, nil
 }
 
-// spendBudgets are the budgets a call known by scope charges: given
-// (inline), then names (configured budgets by name; a name given twice
-// counts once), then the configured budgets whose scope holds the call
-// not named before, all of one unit (returned), at most
+// spendBudgets are the budgets a call known by scope charges: those
+// given (inline, or configured ones by name; a name given twice counts
+// once), then the configured budgets whose scope holds the call not
+// given before, all of one unit (returned), at most
 // governor.MaxBudgetsPerCall.
-func spendBudgets(c config.Config, given []governor.SpendBudget, names []string, scope config.SpendScope) ([]governor.SpendBudget, string, error) {
-	names = slices.Clone(names)
+func spendBudgets(c config.Config, given []CallBudget, scope config.SpendScope) ([]governor.SpendBudget, string, error) {
+	named := func(n string) bool {
+		return slices.ContainsFunc(given, func(b CallBudget) bool { return b.Inline == nil && b.Name == n })
+	}
+	all := slices.Clone(given)
 	for _, n := range c.BudgetsFor(scope) {
-		if slices.ContainsFunc(given, func(b governor.SpendBudget) bool { return b.Name == n }) {
+		if slices.ContainsFunc(given, func(b CallBudget) bool { return b.Inline != nil && b.Inline.Name == n }) {
 			return nil, "", badSpend("budget %s is given inline and is a configured budget that applies to this call; allowed: its name alone (\"%s\"), or an inline budget of another name", n, n)
 		}
-		if !slices.Contains(names, n) {
-			names = append(names, n)
+		if !named(n) {
+			all = append(all, CallBudget{Name: n})
 		}
 	}
-	if n := len(given) + len(names); n > governor.MaxBudgetsPerCall {
-		return nil, "", badSpend("%d budgets apply to this call; allowed: at most %d (narrow the budgets' scopes)", n, governor.MaxBudgetsPerCall)
+	if len(all) > governor.MaxBudgetsPerCall {
+		return nil, "", badSpend("%d budgets apply to this call; allowed: at most %d (narrow the budgets' scopes)", len(all), governor.MaxBudgetsPerCall)
 	}
-	out := slices.Clone(given)
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
+	out := make([]governor.SpendBudget, 0, len(all))
+	for i, cb := range all {
+		if cb.Inline != nil {
+			out = append(out, *cb.Inline)
+			continue
+		}
+		if slices.ContainsFunc(all[:i], func(b CallBudget) bool { return b.Inline == nil && b.Name == cb.Name }) {
 			continue // --budget given twice
 		}
-		b, err := c.SpendBudget(n)
+		b, err := c.SpendBudget(cb.Name)
 		if err != nil {
 			return nil, "", fmt.Errorf("--budget: %w", err)
 		}

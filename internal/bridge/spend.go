@@ -68,14 +68,14 @@ func (s *server) planSpend(a AcquireArgs) (*acquire.Spend, error) {
 	var r acquire.CallSpend
 	for _, b := range a.Budgets {
 		if b.named {
-			r.Names = append(r.Names, b.Name)
+			r.Budgets = append(r.Budgets, acquire.CallBudget{Name: b.Name})
 			continue
 		}
 		sb, err := b.spendBudget()
 		if err != nil {
 			return nil, err
 		}
-		r.Given = append(r.Given, sb)
+		r.Budgets = append(r.Budgets, acquire.CallBudget{Inline: &sb})
 	}
 	if a.Estimate != nil {
 		est, err := micro("estimate", *a.Estimate)
