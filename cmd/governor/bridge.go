@@ -59,7 +59,7 @@ config, or stdin could not be read.`,
 					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})
 				},
 				Acquire: bridge.AcquirePipeline(cat),
-				Budget:  l.Config.SpendBudget,
+				Spend:   l.Config,
 				LimitFor: func(resource string, flag int) (int, string, error) {
 					return acquire.LimitFor(cat, resource, flag)
 				},

@@ -14,26 +14,8 @@ import (
 // unknown name is bad input naming it and the configured budgets,
 // leaving nothing reserved or held.
 func TestBridgeBudgetByName(t *testing.T) {
-	g := fileGlobal(t, "project: p\nbudgets:\n  evals-day: {limit: 1, unit: USD, per: 24h}\n  opus-hour: {limit: 5, unit: USD, per: 1h}\n")
-	budget := func() (spent, reserved int64) {
-		t.Helper()
-		code, out, errs := cli(t, append(g, "--json", "budgets")...)
-		var v struct {
-			Budgets []struct {
-				Name            string
-				Spent, Reserved int64
-			}
-		}
-		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
-			t.Fatalf("budgets --json: exit %d, %q, %q", code, out, errs)
-		}
-		for _, b := range v.Budgets {
-			if b.Name == "evals-day" {
-				return b.Spent, b.Reserved
-			}
-		}
-		return 0, 0
-	}
+	g := fileGlobal(t, "project: p\nbudgets:\n  evals-day: {limit: 1, unit: USD, per: 24h}\n  opus-hour: {limit: 5, unit: USD, per: 1h, models: [claude-opus-4]}\n")
+	budget := func() (spent, reserved int64) { return cliBudget(t, g, "evals-day") }
 	b := startBridge(t, g)
 	for _, names := range [][]any{{"nope"}, {"evals-day", "nope"}} {
 		_, e := b.send("acquire", map[string]any{"resources": []string{"s"}, "limit": 1, "budgets": names, "estimate": 0.3})

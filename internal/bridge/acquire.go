@@ -16,9 +16,10 @@ import (
 // held by the bridge itself (a live process), nesting by a.Env.
 func AcquirePipeline(cat *config.Catalog) Pipeline {
 	return func(ctx context.Context, g *governor.Governor, a AcquireArgs, ev Events) (Held, error) {
-		budgets, cost, err := spendOf(a)
-		if err != nil {
-			return nil, err
+		var budgets []governor.SpendBudget
+		var cost int64
+		if a.spend != nil && len(a.spend.Budgets) > 0 {
+			budgets, cost = a.spend.Budgets, a.spend.Estimate
 		}
 		p, err := acquire.NewPlan(cat, acquire.Request{
 			Resources: a.Resources, Providers: a.Providers, Weight: a.Weight, Limit: a.Limit, Exclusive: a.Exclusive,

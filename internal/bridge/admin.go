@@ -249,9 +249,16 @@ type providerArgs struct {
 	Headers     map[string]string `json:"headers"`
 	// Budgets and Estimate: acquire's; Cost settles the lease's spend
 	// reservation with the report (settle's cost).
-	Budgets  []BudgetArg `json:"budgets"`
-	Estimate *float64    `json:"estimate"`
-	Cost     *float64    `json:"cost"`
+	// Model and MaxTokens: acquire's (the configured budgets' scope, the
+	// price table). Usage is the call's usage: without Cost, what it
+	// costs at the price table's price of the call settles the lease's
+	// spend reservation.
+	Budgets   []BudgetArg `json:"budgets"`
+	Estimate  *float64    `json:"estimate"`
+	Model     string      `json:"model"`
+	MaxTokens int64       `json:"max_tokens"`
+	Cost      *float64    `json:"cost"`
+	Usage     *usageArg   `json:"usage"`
 	// Release releases the lease after the report, its spend
 	// reservation settled with the release (provider_report).
 	Release bool `json:"release"`
@@ -280,7 +287,7 @@ func opProviderAcquire(ctx context.Context, s *server, req request) (any, error)
 		return nil, err
 	}
 	return s.acquire(ctx, req.ID, AcquireArgs{Providers: []string{a.Provider}, Tokens: a.Tokens, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout,
-		Budgets: a.Budgets, Estimate: a.Estimate, Env: a.Env}, a.Provider)
+		Budgets: a.Budgets, Estimate: a.Estimate, Model: a.Model, MaxTokens: a.MaxTokens, Env: a.Env}, a.Provider)
 }
 
 // opProviderReport reports how a provider call ended (Provider.Report),
@@ -325,6 +332,11 @@ func opProviderReport(ctx context.Context, s *server, req request) (any, error) 
 		}
 		if a.UsedTokens != nil {
 			if err := l.reservedTokens(name); err != nil {
+				return nil, err
+			}
+		}
+		if a.Cost == nil && a.Usage != nil {
+			if a.Cost, err = l.costOf(*a.Usage); err != nil {
 				return nil, err
 			}
 		}

@@ -37,6 +37,9 @@ type lease struct {
 	providers     []string
 	tokens        int64
 	tokensSettled []string
+	// price is the price table's price of the call (nil: none): what a
+	// provider_report's usage costs.
+	price *governor.Price
 	// unwatch stops the watcher of a lease of one governor lease (watch)
 	// before the bridge releases it.
 	unwatch func()

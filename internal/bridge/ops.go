@@ -93,11 +93,14 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 			mu.Unlock()
 		},
 	}
-	budgets, err := s.configuredBudgets(a.Budgets)
+	sp, err := s.planSpend(a)
 	if err != nil {
 		return nil, err
 	}
-	a.Budgets = budgets
+	a.spend = sp
+	if sp != nil && len(sp.Budgets) == 0 {
+		ev.OnNote("no spend budget applies to this call (see 'governor budgets'): its cost is not reserved")
+	}
 	held, err := s.c.Acquire(ctx, s.g, a, ev)
 	var gone *governor.WithdrawnError
 	if errors.As(err, &gone) {
@@ -112,13 +115,18 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 	}
 	l.mu.Lock()
 	l.providers, l.tokens = a.Providers, a.Tokens
+	if sp != nil && sp.Priced {
+		l.price = &sp.Price
+	}
 	l.mu.Unlock()
 	res.Waited = time.Since(start).Seconds()
 	mu.Lock()
 	res.Notes = notes
 	mu.Unlock()
 	res.Provider = provider
-	res.Budgets = budgetsOf(spendOfHeld(held), a.Budgets)
+	if sp != nil {
+		res.Budgets = budgetsOf(spendOfHeld(held), sp.Budgets)
+	}
 	if a.Record {
 		res.Record = recordOf(held)
 	}

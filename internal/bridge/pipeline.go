@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/acquire"
 )
 
 // Held is what one acquire took, as the acquire pipeline returns it
@@ -55,8 +56,17 @@ type AcquireArgs struct {
 	// Budgets are spend budgets on which Estimate, the call's
 	// upper-bound cost in their unit, is reserved with the slots, all or
 	// none (docs/budgets.md); settle tells the actual cost after.
-	Budgets  []BudgetArg `json:"budgets"`
-	Estimate *float64    `json:"estimate"`
+	// With neither, the configured budgets whose scope holds the call
+	// are charged as 'governor run --provider --cost' charges them; Model
+	// is the call's model (the budgets' models scope, the price table's
+	// PROVIDER/MODEL), MaxTokens its max_tokens: without an estimate, the
+	// price table prices it (Tokens the input), as run --max-tokens.
+	Budgets   []BudgetArg `json:"budgets"`
+	Estimate  *float64    `json:"estimate"`
+	Model     string      `json:"model"`
+	MaxTokens int64       `json:"max_tokens"`
+	// spend is the call's planned spend (server.planSpend); nil: none.
+	spend *acquire.Spend
 	// Record asks for the result's record: what a wait record says of
 	// the resources (acquire.RecordOf, as governor run --record).
 	Record bool `json:"record"`

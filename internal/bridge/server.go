@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/exitcode"
@@ -33,9 +34,11 @@ type Config struct {
 	LimitFor func(resource string, flag int) (limit int, origin string, err error)
 	// ProviderLimits are a provider's configured limits.
 	ProviderLimits func(name string) governor.ProviderLimits
-	// Budget is the spend budget configured under name (budgets.NAME),
-	// for the budgets an acquire gives by name; nil: none configured.
-	Budget func(name string) (governor.SpendBudget, error)
+	// Spend is the configuration whose budgets (budgets.NAME) and prices
+	// a call is charged and priced by: the budgets an acquire names, those
+	// whose scope holds it, the price of its provider and model (zero:
+	// none configured).
+	Spend config.Config
 	// Backend names the backend in hello's result ("file", "redis").
 	Backend string
 	// OwnerPoll is how often the client's pid is checked (default

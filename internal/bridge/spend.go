@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/words"
@@ -30,10 +30,9 @@ type BudgetArg struct {
 	Per      Per    `json:"per"`
 	Calendar string `json:"calendar"`
 	TZ       string `json:"tz"`
-	// named: given by its name alone; configured is what the name
-	// resolved to (server.configuredBudgets).
-	named      bool
-	configured *governor.SpendBudget
+	// named: given by its name alone, a budget of the bridge's
+	// configuration (server.planSpend).
+	named bool
 }
 
 // UnmarshalJSON reads a budget given inline (an object) or by name (a
@@ -58,29 +57,40 @@ func (b *BudgetArg) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// configuredBudgets is bs with each budget given by name resolved by the
-// bridge's configuration, as 'governor run --budget NAME' resolves it
-// (config.Config.SpendBudget): an unknown name is bad input naming it and
-// the configured budgets.
-func (s *server) configuredBudgets(bs []BudgetArg) ([]BudgetArg, error) {
-	out := bs // cloned before the first change: the request's own stays as sent
-	for i, b := range bs {
-		if !b.named {
+// planSpend plans the spend of a, a call of this bridge's session, as
+// 'governor run --provider' plans its own (acquire.PlanCallSpend): the
+// budgets given inline, those named (budgets.NAME of the bridge's
+// configuration) and the configured budgets whose scope holds the call
+// (its providers, model, fair key and session), the estimate given or
+// priced by the price table from max_tokens. nil: the call asks no cost.
+// Every error is bad input naming the value.
+func (s *server) planSpend(a AcquireArgs) (*acquire.Spend, error) {
+	var r acquire.CallSpend
+	for _, b := range a.Budgets {
+		if b.named {
+			r.Budgets = append(r.Budgets, acquire.CallBudget{Name: b.Name})
 			continue
 		}
-		if s.c.Budget == nil {
-			return nil, badRequest("budget %q by name: this bridge has no configured budgets; allowed: a budget given inline ({name, limit, unit, per})", b.Name)
-		}
-		sb, err := s.c.Budget(b.Name)
+		sb, err := b.spendBudget()
 		if err != nil {
-			return nil, badRequest("%s", words.Message(err))
+			return nil, err
 		}
-		if &out[0] == &bs[0] {
-			out = slices.Clone(bs)
-		}
-		out[i] = BudgetArg{Name: sb.Name, Unit: sb.Unit, configured: &sb}
+		r.Budgets = append(r.Budgets, acquire.CallBudget{Inline: &sb})
 	}
-	return out, nil
+	if a.Estimate != nil {
+		est, err := micro("estimate", *a.Estimate)
+		if err != nil {
+			return nil, err
+		}
+		r.Estimate = &est
+	}
+	r.MaxTokens, r.InputTokens = a.MaxTokens, a.Tokens
+	scope := config.SpendScope{Providers: a.Providers, Model: a.Model, FairKey: a.FairKey, Session: s.g.Session()}
+	sp, err := acquire.PlanCallSpend(s.c.Spend, r, scope)
+	if err != nil {
+		return nil, badRequest("%s", words.Message(err))
+	}
+	return sp, nil
 }
 
 // Per is a budget window's length: a number of seconds, or a Go
@@ -118,45 +128,28 @@ func micro(what string, v float64) (int64, error) {
 // units is v micro-units as units.
 func units(v int64) float64 { return float64(v) / governor.MicroUnit }
 
-// spendOf is the spend budgets and estimate (micro-units) of a. The
-// library checks the budgets (acquire.NewPlan); here only what the wire
-// form adds: amounts and time zones.
-func spendOf(a AcquireArgs) ([]governor.SpendBudget, int64, error) {
-	if len(a.Budgets) == 0 && a.Estimate == nil {
-		return nil, 0, nil
+// spendBudget is b, a budget given inline, as the library keeps it.
+// The library checks the budget (acquire.NewPlan); here only what the
+// wire form adds: amounts and time zones.
+func (b BudgetArg) spendBudget() (governor.SpendBudget, error) {
+	var err error
+	sb := governor.SpendBudget{Name: b.Name, Unit: b.Unit,
+		Window: governor.BudgetWindow{Per: time.Duration(b.Per), Calendar: b.Calendar}}
+	if sb.Limit, err = micro("budget "+b.Name+" limit", b.Limit); err != nil {
+		return sb, err
 	}
-	if len(a.Budgets) == 0 || a.Estimate == nil {
-		return nil, 0, badRequest("budgets and estimate go together: give the spend budgets and the call's upper-bound estimate (in their unit)")
+	if sb.Soft, err = micro("budget "+b.Name+" soft", b.Soft); err != nil {
+		return sb, err
 	}
-	est, err := micro("estimate", *a.Estimate)
-	if err != nil {
-		return nil, 0, err
+	if b.TZ != "" {
+		if b.Calendar == "" {
+			return sb, badRequest("budget %s: tz %q without calendar; allowed: tz with calendar day or month", b.Name, b.TZ)
+		}
+		if sb.Window.Location, err = time.LoadLocation(b.TZ); err != nil {
+			return sb, badRequest("budget %s: tz %q: %v; allowed: an IANA time zone such as Europe/Paris", b.Name, b.TZ, err)
+		}
 	}
-	bs := make([]governor.SpendBudget, 0, len(a.Budgets))
-	for _, b := range a.Budgets {
-		if b.configured != nil {
-			bs = append(bs, *b.configured)
-			continue
-		}
-		sb := governor.SpendBudget{Name: b.Name, Unit: b.Unit,
-			Window: governor.BudgetWindow{Per: time.Duration(b.Per), Calendar: b.Calendar}}
-		if sb.Limit, err = micro("budget "+b.Name+" limit", b.Limit); err != nil {
-			return nil, 0, err
-		}
-		if sb.Soft, err = micro("budget "+b.Name+" soft", b.Soft); err != nil {
-			return nil, 0, err
-		}
-		if b.TZ != "" {
-			if b.Calendar == "" {
-				return nil, 0, badRequest("budget %s: tz %q without calendar; allowed: tz with calendar day or month", b.Name, b.TZ)
-			}
-			if sb.Window.Location, err = time.LoadLocation(b.TZ); err != nil {
-				return nil, 0, badRequest("budget %s: tz %q: %v; allowed: an IANA time zone such as Europe/Paris", b.Name, b.TZ, err)
-			}
-		}
-		bs = append(bs, sb)
-	}
-	return bs, est, nil
+	return sb, nil
 }
 
 // budgetResult is a budget as an acquire's result and a refusal tell it,
@@ -179,7 +172,7 @@ func budgetOf(st governor.BudgetState, unit string) budgetResult {
 }
 
 // unitOf is the unit of budget name among bs.
-func unitOf(bs []BudgetArg, name string) string {
+func unitOf(bs []governor.SpendBudget, name string) string {
 	for _, b := range bs {
 		if b.Name == name {
 			return b.Unit
@@ -367,7 +360,7 @@ func (l *lease) settleWithRelease(actual []governor.BudgetAmount) (settleResult,
 }
 
 // budgetsOf is what an acquire's result says of its reservation.
-func budgetsOf(r *governor.BudgetReservation, bs []BudgetArg) []budgetResult {
+func budgetsOf(r *governor.BudgetReservation, bs []governor.SpendBudget) []budgetResult {
 	if r == nil {
 		return nil
 	}
@@ -382,3 +375,29 @@ var (
 	_ spender        = (*acquire.Held)(nil)
 	_ releaseSettler = (*acquire.Held)(nil)
 )
+
+// usageArg is a call's usage as provider_report tells it (the shape of
+// governor.Usage: input_tokens excludes cached_input_tokens).
+type usageArg struct {
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+}
+
+// costOf is what u costs, in units, at the price table's price of the
+// call l guarded, for the settle of its spend reservation: nil (settled
+// at its estimate) when l reserved no spend or the table has no price
+// for the call. A negative count is bad input.
+func (l *lease) costOf(u usageArg) (*float64, error) {
+	if u.InputTokens < 0 || u.CachedInputTokens < 0 || u.OutputTokens < 0 {
+		return nil, badRequest("usage %+v; allowed: token counts of 0 or more", u)
+	}
+	l.mu.Lock()
+	p := l.price
+	l.mu.Unlock()
+	if p == nil || spendOfHeld(l.held) == nil {
+		return nil, nil
+	}
+	c := units(p.Cost(governor.Usage(u)))
+	return &c, nil
+}

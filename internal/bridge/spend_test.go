@@ -150,14 +150,14 @@ func TestBudgetBadInputIsRefusedByName(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"budgets": []any{day(1)}}, "estimate"},
-		{map[string]any{"estimate": 0.1}, "budgets"},
+		{map[string]any{"budgets": []any{day(1)}, "max_tokens": 100}, "exactly one provider"},
 		{map[string]any{"budgets": []any{day(1)}, "estimate": -1}, "estimate -1"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "per": "1x"}}, "estimate": 0.1}, `per "1x"`},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1}}, "estimate": 0.1}, "per 0s"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "calendar": "day", "tz": "Mars/Olympus"}}, "estimate": 0.1}, "Mars/Olympus"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "per": 60, "cap": 2}}, "estimate": 0.1}, "cap"},
 		{map[string]any{"budgets": []any{day(1), day(2)}, "estimate": 0.1}, "twice"},
-		{map[string]any{"budgets": []any{"evals-day"}, "estimate": 0.1}, `budget "evals-day" by name: this bridge has no configured budgets`},
+		{map[string]any{"budgets": []any{"evals-day"}, "estimate": 0.1}, `budget "evals-day" is not configured; configured: none`},
 		{map[string]any{"budgets": []any{5}, "estimate": 0.1}, "budgets entry 5; allowed: the name of a configured budget"},
 	} {
 		args := map[string]any{"resources": []string{"bad"}, "limit": 1}
@@ -169,8 +169,12 @@ func TestBudgetBadInputIsRefusedByName(t *testing.T) {
 			t.Errorf("%v: %v; want a failure naming %q", tc.args, e, tc.want)
 		}
 	}
-	// Nothing was left held.
-	l := a.call("acquire", map[string]any{"resources": []string{"bad"}, "limit": 1})
+	// Nothing was left held. An estimate no budget applies to reserves
+	// nothing, and says so (as 'governor run --cost' does).
+	l := a.call("acquire", map[string]any{"resources": []string{"bad"}, "limit": 1, "estimate": 0.1})
+	if notes, _ := l["notes"].([]any); len(notes) != 1 || !strings.Contains(notes[0].(string), "no spend budget applies") {
+		t.Fatalf("an estimate no budget applies to: %v", l)
+	}
 	if e := a.fail("settle", map[string]any{"lease": l["lease"], "cost": 1}); !strings.Contains(e["message"].(string), "no spend budget") {
 		t.Fatalf("settle without budgets: %v", e)
 	}

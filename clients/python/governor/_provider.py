@@ -33,14 +33,17 @@ class Provider:
     provider's gate slot and rate budget, sharing cool-offs and adaptive
     limits with every other process.
 
-    With ``budgets`` (governor.Budget, or a configured budget's name),
-    each call also reserves its
-    upper-bound cost on them, all or none, and settles what it cost: the
-    estimate is ``estimate=``, else ``price.estimate(tokens,
-    max_tokens)`` (max_tokens read from the call's own keywords); the
-    cost is ``price.cost(usage_from_json(result))`` when the result
-    carries a usage it can read, else the estimate. A call that does not
-    fit raises Busy (``wait=False``) with ``budget`` set, or waits.
+    Each call reserves its upper-bound cost, all or none, on the spend
+    budgets of the bridge's configuration whose scope holds it (the
+    provider, the call's ``model`` keyword, ...), as ``governor run
+    --provider`` does, and on ``budgets`` (governor.Budget, or a
+    configured budget's name), and settles what it cost: the estimate is
+    ``estimate=``, else ``price.estimate(tokens, max_tokens)``
+    (max_tokens read from the call's own keywords), else the
+    configuration's price for the provider and model; the cost is what
+    the result's usage costs at that price, else the estimate. A call
+    with no estimate and no price is charged nothing. A call that does
+    not fit raises Busy (``wait=False``) with ``budget`` set, or waits.
 
     A result whose usage it can read also settles the call's token
     reservation (``tokens``) at the tokens used, input and output, as
@@ -57,41 +60,57 @@ class Provider:
             a["tokens"] = tokens
         if self.timeout:
             a["wait_timeout"] = self.timeout
+        # The call's model and max_tokens go too: the configuration's
+        # budgets whose scope holds the call are charged, and without a
+        # price here, its prices price the call (as governor run --provider).
+        model = kw.get("model")
+        if isinstance(model, str) and model:
+            a["model"] = model
+        most = next((kw[k] for k in _MAX_TOKENS if isinstance(kw.get(k), int) and not isinstance(kw[k], bool)), None)
+        if most is not None:
+            a["max_tokens"] = most
+        if estimate is None and self.price is not None and most is not None:
+            estimate = self.price.estimate(tokens or 0, most)  # a price given here wins
         if self.budgets:
-            if estimate is None:
-                most = next((kw[k] for k in _MAX_TOKENS if isinstance(kw.get(k), int)), None)
-                if self.price is None or most is None:
-                    raise ValueError("provider %s has spend budgets: give estimate=, or a price and the call's "
-                                     "max_tokens" % self.name)
-                estimate = self.price.estimate(tokens or 0, most)
+            if estimate is None and most is None:
+                raise ValueError("provider %s has spend budgets: give estimate=, or the call's max_tokens (priced by "
+                                 "the gate's price, else the configuration's prices)" % self.name)
             from ._budget import budgets_wire
             a["budgets"] = budgets_wire(self.budgets)
+        if estimate is not None:
             a["estimate"] = float(estimate)
         env = nest_env()  # inside a run holding the provider, the call joins its hold (as slot's acquire)
         if env:
             a["env"] = env
         return a
 
-    def _settlement(self, out: "Any") -> "Tuple[Optional[int], Optional[float]]":
+    def _settlement(self, out: "Any") -> "Tuple[Optional[int], Optional[Dict[str, Any]]]":
         """The tokens the call used (input and output, as Go's
-        Provider.Do is told) and what it cost, read from its result's
-        usage; None: unknown (the token reservation then stays at its
-        estimate, and the cost is settled at its estimate)."""
+        Provider.Do is told) and what settles its cost, read from its
+        result's usage: ``cost`` at the gate's price, else the ``usage``
+        (the bridge prices it with the configuration's prices); None:
+        unknown (the token reservation then stays at its estimate, and
+        the cost is settled at its estimate)."""
         from ._budget import usage_from_json
         u = usage_from_json(out)
         if u is None:
             return None, None
-        cost = self.price.cost(u) if self.budgets and self.price is not None else None
-        return u.input_tokens + u.output_tokens, cost
+        if self.price is not None:
+            spend: "Dict[str, Any]" = {"cost": self.price.cost(u)}
+        else:
+            spend = {"usage": {"input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
+                               "output_tokens": u.output_tokens}}
+        return u.input_tokens + u.output_tokens, spend
 
     def _report_args(self, lease: "Lease", exc: "Optional[BaseException]", used_tokens: "Optional[int]" = None,
-                     cost: "Optional[float]" = None) -> "Optional[Dict[str, Any]]":
-        """The provider_report's args for the call's outcome; None: nothing to report."""
+                     spend: "Optional[Dict[str, Any]]" = None) -> "Optional[Dict[str, Any]]":
+        """The provider_report's args for the call's outcome; None: nothing
+        to report. spend (cost or usage) goes when the lease reserved spend."""
         args: "Dict[str, Any]" = {"lease": lease.id, "outcome": "ok"}
         if used_tokens is not None:
             args["used_tokens"] = used_tokens
-        if cost is not None:
-            args["cost"] = cost
+        if spend is not None and lease.budgets:
+            args.update(spend)
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None) if exc is not None else None
         if exc is not None and (isinstance(exc, RateLimited) or status in (429, 529)):
             args.update(outcome="rate_limited", status=int(status or 429))

@@ -185,9 +185,57 @@ class ProviderBudgetTests(support.FileCase):
             p.call(lambda: "done", estimate=0.2)
 
 
+class ScopedBudgetTests(support.FileCase):
+    """A budget of the configuration whose scope holds a gate's call is
+    charged though the gate names none, as governor run --provider
+    charges it, and the configuration's prices price the call."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.config = self.path("exec-defaults.yaml")
+        with open(self.config, "w") as f:
+            f.write("providers:\n  anthropic: {max_concurrency: 2}\n  openai: {max_concurrency: 2}\n"
+                    "budgets:\n  anthropic-day: {limit: 0.1, unit: USD, per: 24h, providers: [anthropic]}\n"
+                    "prices:\n  anthropic: {input: 3, output: 15}\n")
+        os.chmod(self.config, 0o600)
+
+    def test_a_gate_naming_no_budget_is_charged_at_the_configured_price(self) -> None:
+        g = self.gov(config=self.config)
+        p = g.provider("anthropic", wait=False)  # no budgets, no price: the configuration's
+
+        def create(**kw: object) -> bytes:
+            return b'{"usage":{"input_tokens":1000,"output_tokens":2000}}'  # 0.003 + 0.03
+        # The estimate (1000 input, 4096 output: 0.06444) fits; settled at 0.033.
+        p.call(create, model="claude-sonnet-4-5", tokens=1000, max_tokens=4096)
+        p.call(lambda **kw: {"no": "usage"}, tokens=1000, max_tokens=4096)  # unreadable: counted at the estimate
+        with self.assertRaises(governor.Busy) as cm:
+            p.call(create, tokens=1000, max_tokens=4096)
+        self.assertEqual(cm.exception.budget["name"], "anthropic-day")
+        self.assertAlmostEqual(cm.exception.budget["spent"], 0.033 + 0.06444)
+        # No estimate and no max_tokens: not charged (run --provider without --cost).
+        self.assertEqual(p.call(lambda: "free"), "free")
+        # Another provider is out of the budget's scope.
+        self.assertEqual(g.provider("openai", wait=False).call(create, max_tokens=4096, estimate=0.5)[:1], b"{")
+
+    def test_a_price_in_code_wins(self) -> None:
+        g = self.gov(config=self.config)
+        p = g.provider("anthropic", price=governor.Price(input=30, output=150), wait=False)
+        body = {"usage": {"input_tokens": 100, "output_tokens": 100}}  # 0.018 here, 0.0018 at the configured price
+        self.assertEqual(p.call(lambda **kw: body, tokens=100, max_tokens=100), body)
+        # An acquire of the provider with an estimate is charged as well (run --provider --cost).
+        with self.assertRaises(governor.Busy) as cm:
+            g.acquire("probe", limit=1, providers=["anthropic"], estimate=1, if_busy="fail")
+        self.assertEqual(cm.exception.budget["name"], "anthropic-day")
+        self.assertAlmostEqual(cm.exception.budget["spent"], 0.018)
+
+
 class RedisBudgetTests(support.RedisCaseMixin, BudgetTests):
     pass
 
 
 class RedisProviderBudgetTests(support.RedisCaseMixin, ProviderBudgetTests):
+    pass
+
+
+class RedisScopedBudgetTests(support.RedisCaseMixin, ScopedBudgetTests):
     pass

@@ -7,10 +7,16 @@ import type { Lease } from "./lease.js";
 import { LeaseLost } from "./errors.js";
 import { usageFromJSON, type Budget, type Price, type Usage } from "./budget.js";
 
-/** A gate's spend budgets (inline, or a configured budget's name): each call reserves its estimate on them and settles its cost. */
+/**
+ * A gate's spend budgets (inline, or a configured budget's name): each call reserves its estimate on them, and on
+ * the configured budgets whose scope holds it, and settles its cost.
+ */
 export interface ProviderOptions {
   budgets?: (Budget | string)[];
-  /** Turns maxTokens (and tokens, the input) into the estimate, and the response's usage into the cost. */
+  /**
+   * Turns maxTokens (and tokens, the input) into the estimate, and the response's usage into the cost; without it,
+   * the configuration's prices (prices.PROVIDER/MODEL, else prices.PROVIDER) do, in the bridge.
+   */
   price?: Price;
 }
 
@@ -20,8 +26,10 @@ export interface ProviderRunOptions extends AcquireOptions {
    * when known after the call; default: input and output of the result's usage.
    */
   usedTokens?: (result: unknown) => number | undefined;
-  /** The call's max_tokens: with the gate's price and tokens, its estimate (unless estimate is given). */
+  /** The call's max_tokens: with the gate's price (else the configuration's) and tokens, its estimate (unless estimate is given). */
   maxTokens?: number;
+  /** The call's model: the configured budgets' models scope, and the configuration's price (prices.PROVIDER/MODEL). */
+  model?: string;
   /** The call's usage, when the result is not a body usageFromJSON reads (an SDK object, a stream's end). */
   usage?: (result: unknown) => Usage | undefined;
 }
@@ -71,17 +79,20 @@ export class Provider {
    * .status / .response) of 429 or 529 is reported as a rate-limit signal with
    * its headers (retry-after, ...).
    *
-   * With the gate's budgets, the call first reserves its estimate (opts.estimate,
-   * else price.estimate(tokens, maxTokens)) on every budget, all or none: a call
-   * that does not fit throws Busy (error.budget says which) or waits. After it,
-   * the gate settles by itself what the result's usage costs at its price (a
-   * parsed body, a JSON string, or opts.usage), else the estimate; that
+   * The call first reserves its estimate (opts.estimate, else price.estimate(tokens,
+   * maxTokens), else maxTokens at the configuration's price for the provider and
+   * opts.model) on the gate's budgets and on the configured budgets whose scope
+   * holds the call (as `governor run --provider`), all or none: a call that does
+   * not fit throws Busy (error.budget says which) or waits; a call with no
+   * estimate and no price is charged nothing. After it, the gate settles by itself
+   * what the result's usage costs at that price (a parsed body, a JSON string, or
+   * opts.usage), else the estimate; that
    * usage's input and output tokens (or opts.usedTokens) settle the token
    * reservation (tokens), which otherwise stays at its estimate.
    */
   async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
-    const { usedTokens, maxTokens, usage, ...acq } = opts;
-    const lease = await this.acquire({ wait: true, ...acq }, maxTokens);
+    const { usedTokens, maxTokens, usage, model, ...acq } = opts;
+    const lease = await this.acquire({ wait: true, ...acq }, maxTokens, model);
     return holding(lease, async () => {
       let result: T;
       try {
@@ -95,35 +106,42 @@ export class Provider {
       }
       const u = usage ? usage(result) : usageFromJSON(result);
       // One request: the report, then the release with the settle.
-      await lease.releaseWith("provider_report", this.reportArgs(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens, this.cost(u)));
+      await lease.releaseWith("provider_report", {
+        ...this.reportArgs(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens),
+        ...this.settlement(lease, u),
+      });
       return result;
     });
   }
 
-  /** What the call cost, from its result's usage at the gate's price; undefined: settled at the estimate. */
-  private cost(u: Usage | undefined): number | undefined {
+  /**
+   * What settles the call's cost, for a lease that reserved spend: its usage's cost at the gate's price, else the
+   * usage (the bridge prices it with the configuration's prices); none: settled at the estimate.
+   */
+  private settlement(lease: Lease, u: Usage | undefined): { cost?: number; usage?: Record<string, number> } {
+    if (!lease.budgets.length || !u) return {};
     const price = this.spend.price;
-    if (!this.spend.budgets?.length || !price) return undefined;
-    return u ? price.cost(u) : undefined;
+    if (price) return { cost: price.cost(u) };
+    return { usage: { input_tokens: u.inputTokens, cached_input_tokens: u.cachedInputTokens, output_tokens: u.outputTokens } };
   }
 
   /**
    * The gate slot and rate reservation (and the gate's spend budgets),
    * held until the lease is released.
    */
-  async acquire(opts: AcquireOptions = {}, maxTokens?: number): Promise<Lease> {
+  async acquire(opts: AcquireOptions = {}, maxTokens?: number, model?: string): Promise<Lease> {
     const budgets = opts.budgets ?? this.spend.budgets;
     let estimate = opts.estimate;
-    if (budgets?.length && estimate === undefined) {
-      if (!this.spend.price || maxTokens === undefined)
-        throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or a price and maxTokens`);
-      estimate = this.spend.price.estimate(opts.tokens ?? 0, maxTokens);
-    }
+    // A price given here wins; else the bridge prices maxTokens with the configuration's.
+    if (estimate === undefined && this.spend.price && maxTokens !== undefined) estimate = this.spend.price.estimate(opts.tokens ?? 0, maxTokens);
+    if (budgets?.length && estimate === undefined && maxTokens === undefined)
+      throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or maxTokens (priced by the gate's price, else the configuration's prices)`);
     // env (the nesting variables) goes too: inside a run holding the
     // provider, the call joins its hold (docs/bridge-protocol.md).
     const { join, shareable, ...rest } = acquireArgs({ ...opts, budgets, estimate });
     if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
-    return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest }, `provider:${this.name}`, opts.signal);
+    // model and max_tokens: the configured budgets whose scope holds the call, and its price (docs/budgets.md).
+    return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest, model, max_tokens: maxTokens }, `provider:${this.name}`, opts.signal);
   }
 
   /**
@@ -133,13 +151,13 @@ export class Provider {
    * settles the lease's spend budgets (lease.settle) in the same request.
    */
   async report(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Promise<{ cooloff_until?: string; settled?: boolean }> {
-    return this.gov.call("provider_report", this.reportArgs(lease, outcome, usedTokens, cost));
+    return this.gov.call("provider_report", { ...this.reportArgs(lease, outcome, usedTokens), cost });
   }
 
   /** provider_report's args for the call's outcome. */
-  private reportArgs(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Record<string, unknown> {
+  private reportArgs(lease: Lease, outcome: unknown, usedTokens?: number): Record<string, unknown> {
     const http = httpOf(outcome);
-    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens, cost };
+    const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens };
     if (http && (http.status === 429 || http.status === 529)) {
       args.outcome = "rate_limited";
       args.status = http.status;

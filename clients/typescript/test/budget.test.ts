@@ -122,6 +122,52 @@ for (const b of all) {
     }
   });
 
+  test(`a configured budget scoped on the provider on the ${b.name} backend: charged though the gate names none, at the configured price`, async () => {
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {max_concurrency: 2}\n  openai: {max_concurrency: 2}\n" +
+      "budgets:\n  anthropic-day: {limit: 0.1, unit: USD, per: 24h, providers: [anthropic]}\n" +
+      "prices:\n  anthropic: {input: 3, output: 15}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const p = g.provider("anthropic"); // no budgets, no price: the configuration's
+      const body = { usage: { input_tokens: 1000, output_tokens: 2000 } }; // 0.003 + 0.03 at the configured price
+      const call = { tokens: 1000, maxTokens: 4096, model: "claude-sonnet-4-5", wait: false }; // estimate 0.06444
+      assert.equal(await p.run(() => body, call), body);
+      await p.run(() => "no usage here", call); // counted at its estimate
+      await assert.rejects(p.run(() => body, call), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.equal(e.budget?.name, "anthropic-day");
+        assert.ok(Math.abs(e.budget!.spent - (0.033 + 0.06444)) < 1e-9, JSON.stringify(e.budget));
+        return true;
+      });
+      assert.equal(await p.run(() => "free", { wait: false }), "free"); // no estimate, no maxTokens: not charged (run --provider without --cost)
+      assert.equal(await g.provider("openai").run(() => "other", { estimate: 0.5, wait: false }), "other"); // out of the scope
+    } finally {
+      await g.close();
+    }
+  });
+
+  test(`a price in code wins over the configured one on the ${b.name} backend`, async () => {
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {max_concurrency: 2}\n" +
+      "budgets:\n  anthropic-day: {limit: 0.1, unit: USD, per: 24h, providers: [anthropic]}\n" +
+      "prices:\n  anthropic: {input: 3, output: 15}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const p = g.provider("anthropic", { price: new Price({ input: 30, output: 150 }) });
+      const body = { usage: { input_tokens: 100, output_tokens: 100 } }; // 0.018 here, 0.0018 at the configured price
+      assert.equal(await p.run(() => body, { tokens: 100, maxTokens: 100, wait: false }), body);
+      await assert.rejects(g.provider("anthropic").run(() => "probe", { estimate: 1, wait: false }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.equal(e.budget?.name, "anthropic-day");
+        assert.ok(Math.abs(e.budget!.spent - 0.018) < 1e-9, JSON.stringify(e.budget));
+        return true;
+      });
+    } finally {
+      await g.close();
+    }
+  });
+
   test(`the provider gate on the ${b.name} backend reports and releases in one request`, async () => {
     // The report carries the release (the settle goes with the slot's
     // release); a 429 still starts the cool-off.
