@@ -2,6 +2,7 @@ package filebackend
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,9 @@ func TestLockTurnsInOrder(t *testing.T) {
 	}
 	const n = 6
 	order := make(chan int, n)
+	var wg sync.WaitGroup
 	for i := range n {
-		go func() {
+		wg.Go(func() {
 			d, u, err := b.lockResource(ctx, key, true)
 			if err != nil {
 				t.Error(err)
@@ -41,7 +43,7 @@ func TestLockTurnsInOrder(t *testing.T) {
 			order <- i
 			u()
 			unix.Close(d)
-		}()
+		})
 		// The next starts once this one waits (holder and i+1 waiters).
 		for users(b, key) != i+2 {
 			if ctx.Err() != nil {
@@ -57,6 +59,7 @@ func TestLockTurnsInOrder(t *testing.T) {
 			t.Fatalf("grant %d went to waiter %d; want them in order", want, got)
 		}
 	}
+	wg.Wait() // each has ended its turn
 	if u := users(b, key); u != 0 {
 		t.Fatalf("the queue of r has %d users after every call ended; want it gone", u)
 	}
