@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -319,9 +320,19 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 
 	gpu := `section.res[data-resource="gpu"] `
 	msg := `document.getElementById("admin-msg")`
+	// A click finds the element and clicks it in one evaluation in the
+	// page, once it is there and shown: the page redraws its cards as it
+	// polls, and chromedp.Click's node, found a moment before its mouse
+	// events, was sometimes gone by then ("Could not find node with
+	// given id", CI, both backends in one run). The poll stops at the
+	// first true, so the element is clicked once.
 	click := func(sel string) {
 		t.Helper()
-		b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+		q, err := json.Marshal(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.until("click "+sel, `(() => { const e = document.querySelector(`+string(q)+`); if (!e || e.disabled || e.offsetParent === null) return false; e.click(); return true })()`)
 	}
 
 	// Without the token, pausing is refused, and nothing changes.

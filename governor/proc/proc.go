@@ -115,19 +115,29 @@ func (s Self) String() string { return fmt.Sprintf("%s:%d", s.Host, s.PID) }
 // environment (another user, a non-dumpable process, a zombie) has
 // nothing.
 func EnvListHas(pid int, name, word string) bool {
+	has, _ := EnvListLookup(pid, name, word)
+	return has
+}
+
+// EnvListLookup is EnvListHas, and whether the environment was read at
+// all (read): an environment that could not be read, or read empty,
+// tells nothing. Linux shows a process in the middle of an exec with no
+// environment (the new memory's bounds are set after the switch to it),
+// so a caller that remembers a "no" must not remember that one.
+func EnvListLookup(pid int, name, word string) (has, read bool) {
 	b, err := environ(pid)
-	if err != nil {
-		return false
+	if err != nil || len(b) == 0 {
+		return false, false
 	}
 	prefix := []byte(name + "=")
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, prefix); ok {
 			for _, f := range strings.Fields(string(v)) {
 				if f == word {
-					return true
+					return true, true
 				}
 			}
 		}
 	}
-	return false
+	return false, true
 }

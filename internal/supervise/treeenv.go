@@ -12,6 +12,10 @@ import (
 // id in TreeEnv.
 func hasTreeID(pid int, id string) bool { return proc.EnvListHas(pid, TreeEnv, id) }
 
+// treeIDOf is hasTreeID, and whether pid's environment could be read at
+// all (proc.EnvListLookup).
+func treeIDOf(pid int, id string) (has, read bool) { return proc.EnvListLookup(pid, TreeEnv, id) }
+
 // withTreeID returns a copy of env in which TreeEnv lists id after any ids it
 // already had.
 func withTreeID(env []string, id string) []string {
