@@ -38,7 +38,6 @@ func open(t testing.TB, dir string, opts filebackend.Options) *filebackend.Backe
 }
 
 func TestConformance(t *testing.T) {
-	t.Parallel() // beside TestCrashLoop: the package's two longest (56 and 38 s), each in its own directory
 	dir := t.TempDir()
 	clock := newFakeClock()
 	wall := time.Now().Add(-clock.now())

@@ -164,7 +164,6 @@ func multiProcessRace(t *testing.T, policy bool) {
 // lease-file proof (the whole limit is granted immediately, with a
 // higher token), and the next access leaves no temp file behind.
 func TestCrashLoop(t *testing.T) {
-	t.Parallel() // beside TestConformance, in its own directory
 	const limit = 2
 	kills := 200
 	if testing.Short() {
