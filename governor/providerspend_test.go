@@ -14,22 +14,14 @@ import (
 // read from the response's usage, and a call that would pass the budget
 // is refused without running.
 func TestDoSpend(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "spend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := spendGovernor(t)
 	ctx := context.Background()
 	p := g.Provider("anthropic", governor.ProviderLimits{MaxConcurrency: 2})
 	price := governor.Price{Input: 3_000_000, Output: 15_000_000}
 	day := governor.SpendBudget{Name: "anthropic-day", Limit: 100_000, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	est := price.Estimate(1000, 4000) // 63000
 	body := []byte(`{"usage":{"input_tokens":1000,"output_tokens":200}}`)
-	err = p.DoSpend(ctx, []governor.SpendBudget{day}, est, 5000, governor.BudgetOptions{}, func(ctx context.Context) (int64, int64, error) {
+	err := p.DoSpend(ctx, []governor.SpendBudget{day}, est, 5000, governor.BudgetOptions{}, func(ctx context.Context) (int64, int64, error) {
 		u, ok := governor.UsageFromJSON(body)
 		if !ok {
 			return 0, -1, nil
@@ -59,15 +51,7 @@ func TestDoSpend(t *testing.T) {
 // denied rate is settled at 0), then reserves, runs once and settles:
 // one reservation open during the call, none after.
 func TestDoSpendRateWaits(t *testing.T) {
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "spend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := spendGovernor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := g.Provider("limited", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1, Period: 200 * time.Millisecond}})
@@ -96,4 +80,20 @@ func TestDoSpendRateWaits(t *testing.T) {
 	if st := state(); st.Spent != 30 || st.Reserved != 0 || st.Open != 0 {
 		t.Fatalf("after three calls of 10: %+v; want 30 spent, nothing reserved", st)
 	}
+}
+
+// spendGovernor is a Governor of project "spend" on a file backend of
+// its own, closed when the test ends.
+func spendGovernor(t *testing.T) *governor.Governor {
+	t.Helper()
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := governor.New(b, governor.Options{Project: "spend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
 }
