@@ -129,15 +129,18 @@ func fileOf(fd int) fileID {
 // 16 goroutines of each of 4 processes on one resource (the filebackend
 // race under policies) one of them, a release, went 5 s without the lock
 // on a loaded machine and failed; taking turns leaves one waiter per
-// process on the flock, and serves a process's own calls in order.
-func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (func(), error) {
+// process on the flock, and serves a process's own calls in order, but
+// for the calls that end or keep a holding (ahead: releases, renewals),
+// which go before the acquires waiting: a release is never queued behind
+// the waiters it would serve, nor a renewal until its lease expires.
+func (b *Backend) lock(ctx context.Context, dir int, key governor.Key, ahead bool) (func(), error) {
 	lctx := ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		lctx, cancel = context.WithTimeout(ctx, lockWait)
 		defer cancel()
 	}
-	done, err := b.turn(lctx, key)
+	done, err := b.turn(lctx, key, ahead)
 	if err != nil {
 		if ctx.Err() == nil { // lockWait passed in the queue
 			return nil, fmt.Errorf("%w: %s waited %v behind this process's other calls on it", ErrLockHeld, key.Resource, lockWait)
@@ -166,43 +169,97 @@ func (b *Backend) lock(ctx context.Context, dir int, key governor.Key) (func(), 
 	return nil, w
 }
 
-// turnOf is a resource's queue in this process: a channel of one, held
-// by the call that waits for or holds the resource's flock; senders
-// waiting on it are served in the order they came. users counts its
-// holder and waiters, so that the entry goes when nobody uses it.
+// turnOf is a resource's queue in this process: held by the call that
+// waits for or holds the resource's flock; the calls waiting behind it
+// are served in the order they came, those that go ahead (section.ahead:
+// releases and renewals) before the others. users counts its holder and
+// waiters, so that the entry goes when nobody uses it.
 type turnOf struct {
-	ch    chan struct{}
-	users int
+	held          bool
+	ahead, behind []chan struct{}
+	users         int
 }
 
 // turn waits, until ctx ends, for key's turn in this process (see lock)
-// and returns what ends it.
-func (b *Backend) turn(ctx context.Context, key governor.Key) (func(), error) {
+// and returns what ends it; with ahead, the call goes before every
+// waiting call that does not.
+func (b *Backend) turn(ctx context.Context, key governor.Key, ahead bool) (func(), error) {
 	b.mu.Lock()
 	if b.turns == nil {
 		b.turns = map[governor.Key]*turnOf{}
 	}
 	t := b.turns[key]
 	if t == nil {
-		t = &turnOf{ch: make(chan struct{}, 1)}
+		t = &turnOf{}
 		b.turns[key] = t
 	}
 	t.users++
-	b.mu.Unlock()
-	leave := func() {
-		b.mu.Lock()
-		if t.users--; t.users == 0 {
-			delete(b.turns, key)
-		}
+	done := func() { b.pass(key, t) }
+	if !t.held {
+		t.held = true
 		b.mu.Unlock()
+		return done, nil
 	}
+	ch := make(chan struct{})
+	if ahead {
+		t.ahead = append(t.ahead, ch)
+	} else {
+		t.behind = append(t.behind, ch)
+	}
+	b.mu.Unlock()
 	select {
-	case t.ch <- struct{}{}:
-		return func() { <-t.ch; leave() }, nil
+	case <-ch:
+		return done, nil
 	case <-ctx.Done():
-		leave()
-		return nil, ctx.Err()
 	}
+	b.mu.Lock()
+	queued := t.drop(ch)
+	if queued {
+		t.leave(b, key)
+	}
+	b.mu.Unlock()
+	if !queued { // the turn came as ctx ended: the next one's
+		done()
+	}
+	return nil, ctx.Err()
+}
+
+// pass ends t's turn: the next waiter has it (one going ahead first).
+func (b *Backend) pass(key governor.Key, t *turnOf) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case len(t.ahead) > 0:
+		close(t.ahead[0])
+		t.ahead = t.ahead[1:]
+	case len(t.behind) > 0:
+		close(t.behind[0])
+		t.behind = t.behind[1:]
+	default:
+		t.held = false
+	}
+	t.leave(b, key)
+}
+
+// leave counts one user of t less; b.mu is held.
+func (t *turnOf) leave(b *Backend, key governor.Key) {
+	if t.users--; t.users == 0 {
+		delete(b.turns, key)
+	}
+}
+
+// drop takes ch out of t's waiters and says whether it was there (not
+// yet handed the turn); b.mu is held.
+func (t *turnOf) drop(ch chan struct{}) bool {
+	for _, q := range []*[]chan struct{}{&t.ahead, &t.behind} {
+		for i, c := range *q {
+			if c == ch {
+				*q = append((*q)[:i:i], (*q)[i+1:]...)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // noteWait keeps, for ended, how long a wait for key's lock lasted when

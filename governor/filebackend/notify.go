@@ -43,7 +43,7 @@ func (b *Backend) listen(ctx context.Context, key governor.Key, id string, ch ch
 	}
 	// Made under the lock, so that no sweep sees the pipe before it is
 	// open and takes it for a dead waiter's.
-	dir, unlock, err := b.lockResource(ctx, key, true)
+	dir, unlock, err := b.lockResource(ctx, key, true, false)
 	if err != nil {
 		return nil, err
 	}

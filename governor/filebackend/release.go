@@ -12,7 +12,7 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		b.forget(key, id)
 		return governor.ErrNotHeld
 	}
-	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}, absent: notHeld}, func(t *tx) error {
+	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}, absent: notHeld, ahead: true}, func(t *tx) error {
 		i := holderIndex(t.st, id)
 		if i < 0 {
 			return t.commitThen(notHeld())
@@ -36,7 +36,7 @@ func holderIndex(st *state, id string) int {
 
 // Cancel implements governor.Backend.
 func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret string) error {
-	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}}, func(t *tx) error {
+	return b.do(ctx, key, section{settle: true, owner: &owner{id, secret}, ahead: true}, func(t *tx) error {
 		if i := t.st.waiterIndex(id); i >= 0 {
 			t.st.Waiters = append(t.st.Waiters[:i], t.st.Waiters[i+1:]...)
 			t.dirty = true

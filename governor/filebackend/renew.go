@@ -29,7 +29,7 @@ func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string
 // that secret proves and that is neither cancelled in progress nor
 // stalled, and returns its expiry.
 func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, change func(h *holder, now int64)) (time.Time, error) {
-	s := section{settle: true, owner: &owner{id, secret}, absent: func() error {
+	s := section{settle: true, owner: &owner{id, secret}, ahead: true, absent: func() error {
 		b.forget(key, id)
 		return governor.ErrLeaseLost
 	}}

@@ -46,6 +46,10 @@ type section struct {
 	// closing runs the section on a Backend that Close has begun
 	// closing: Close's own sections.
 	closing bool
+	// ahead: the call ends or keeps a holding (a release, a renewal) and
+	// takes the resource's lock before this process's other calls
+	// waiting for it (Backend.lock).
+	ahead bool
 }
 
 // owner is a lease id and the secret that proves its owner.
@@ -64,7 +68,7 @@ func within[T any](ctx context.Context, b *Backend, key governor.Key, s section,
 	if o := s.owner; o != nil && !governor.OwnerProven(o.id, o.secret) {
 		return zero, governor.NotOwner(key, o.id)
 	}
-	t, err := b.begin(ctx, key, s.create)
+	t, err := b.begin(ctx, key, s.create, s.ahead)
 	if errors.Is(err, errNoState) {
 		if s.absent == nil {
 			return zero, nil
@@ -106,11 +110,11 @@ func committed[T any](t *tx, v T) (T, error) {
 
 // begin opens and locks key's directory and reads its state. Without
 // create, a resource that has no directory is errNoState.
-func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx, error) {
+func (b *Backend) begin(ctx context.Context, key governor.Key, create, ahead bool) (*tx, error) {
 	if ctx.Err() != nil {
 		return nil, b.ended(ctx, key)
 	}
-	dir, unlock, err := b.lockResource(ctx, key, create)
+	dir, unlock, err := b.lockResource(ctx, key, create, ahead)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +131,12 @@ func (b *Backend) begin(ctx context.Context, key governor.Key, create bool) (*tx
 
 // lockResource opens key's directory (creating it when create is set)
 // and takes its lock; the caller closes dir and calls unlock.
-func (b *Backend) lockResource(ctx context.Context, key governor.Key, create bool) (dir int, unlock func(), err error) {
+func (b *Backend) lockResource(ctx context.Context, key governor.Key, create, ahead bool) (dir int, unlock func(), err error) {
 	dir, err = b.openResource(key.Project, key.Resource, create)
 	if err != nil {
 		return -1, nil, err
 	}
-	unlock, err = b.lock(ctx, dir, key)
+	unlock, err = b.lock(ctx, dir, key, ahead)
 	if err != nil {
 		unix.Close(dir)
 		return -1, nil, err
