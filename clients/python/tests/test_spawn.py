@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 import unittest
+from unittest import mock
 
 from tests import support
 
@@ -25,6 +27,22 @@ class SpawnTests(support.FileCase):
         ready, _, _ = select.select([r], [], [], support.DEADLINE)
         self.assertEqual(ready, [r], "the bridge holds our pipe's write end")
         self.assertEqual(os.read(r, 1), b"")
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc/PID/environ")
+    def test_the_bridge_starts_with_one_processor_unless_ours_says(self) -> None:
+        # GOMAXPROCS=1 from its start spares the bridge's runtime a stop
+        # to shrink to one processor (docs/benchmarks.md); a value of
+        # ours is the bridge's.
+        for ours, want in ((None, "1"), ("3", "3")):
+            with self.subTest(ours=ours), mock.patch.dict(os.environ):
+                os.environ.pop("GOMAXPROCS", None)
+                if ours is not None:
+                    os.environ["GOMAXPROCS"] = ours
+                g = self.gov()
+                with open("/proc/%d/environ" % g._bridge().proc.pid, "rb") as f:
+                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+                g.close()
+                self.assertEqual(env.get(b"GOMAXPROCS"), want.encode())
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Governor, Busy, Skipped, Superseded, Withdrawn, LeaseLost, BackendError, ProtocolError, GovernorError, seconds, findBinary } from "../src/index.js";
 import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { platformPackage } from "../src/index.js";
 import { fakeBin } from "./helpers.js";
@@ -62,6 +63,22 @@ test("a lost event for a lease no Lease was made for is not kept", async () => {
   if (!lease.signal.aborted) await new Promise((r) => lease.signal.addEventListener("abort", r));
   assert.ok(lease.lost);
   await gov.close();
+});
+
+test("the bridge starts with one processor unless our environment says", { skip: process.platform !== "linux" && "reads /proc/PID/environ" }, async () => {
+  // GOMAXPROCS=1 from its start spares the bridge's runtime a stop to
+  // shrink to one processor (docs/benchmarks.md); a value of ours is the bridge's.
+  for (const [ours, want] of [[undefined, "1"], ["3", "3"]] as const) {
+    const env = { ...process.env };
+    delete env.GOMAXPROCS;
+    if (ours !== undefined) env.GOMAXPROCS = ours;
+    const gov = new Governor({ bin: fakeBin(), env });
+    const lease = await gov.acquire("x");
+    const environ = readFileSync(`/proc/${gov.bridgeProcess!.pid}/environ`, "latin1").split("\0");
+    await lease.release();
+    await gov.close();
+    assert.deepEqual(environ.filter((kv) => kv.startsWith("GOMAXPROCS=")), [`GOMAXPROCS=${want}`], `ours: ${ours}`);
+  }
 });
 
 test("a lost event aborts lease.signal with a LeaseLost; release after it does not throw", async () => {
