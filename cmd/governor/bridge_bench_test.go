@@ -60,7 +60,7 @@ type bridgeStart struct {
 func (s *bridgeStart) once(b *testing.B, cfg, state string, last bool) {
 	start := time.Now()
 	c := exec.Command(s.bin, "--config", cfg, "--backend", "file", "--dir", state, "bridge")
-	c.Env = cleanEnv()
+	c.Env = append(cleanEnv(), "GOMAXPROCS=1") // as the clients spawn it
 	in, err := c.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
