@@ -53,6 +53,23 @@ def _in_main_thread() -> bool:
     return _thread.get_ident() == _MAIN  # no threading: no thread but ours and _thread's
 
 
+def _interrupt_main(main: int) -> None:
+    """Raises KeyboardInterrupt in the main thread (ident main), as Ctrl-C
+    would: through Python's SIGINT handler when it is Python's own
+    (interrupt_main runs it), else into the thread itself. A process
+    whose SIGINT is ignored (started with ``&`` by a script, which
+    ignores it for its background jobs) or handled by a handler of its
+    own would otherwise go on with the body: interrupt_main does nothing
+    when SIGINT is ignored, and runs the caller's handler, which need
+    not raise."""
+    import signal
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        _thread.interrupt_main()
+        return
+    import ctypes
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+
+
 class Lease:
     """What one acquire holds: ``token`` (the fencing token of its first
     resource), ``handle`` (RESOURCE@ID.SECRET), ``tokens``/``handles`` per
@@ -317,6 +334,7 @@ class _Slot:
         self.lease: "Optional[Lease]" = None
         self.record: "Optional[Record]" = None
         self._interrupted = False
+        self._main = 0  # the main thread's ident, when a loss interrupts it
         self._task: "Optional[asyncio.Task[Any]]" = None
 
     def _start_record(self) -> None:
@@ -335,13 +353,14 @@ class _Slot:
         if self.record:
             self.record.granted(self.lease)
         if self.stop_on_lost and _in_main_thread():
+            self._main = _thread.get_ident()
             self.lease.on_lost(self._interrupt)
         return self.lease
 
     def _interrupt(self) -> None:
         if self.lease is not None and not self.lease.released:
             self._interrupted = True
-            _thread.interrupt_main()
+            _interrupt_main(self._main)
 
     def __exit__(self, et: "Any", exc: "Optional[BaseException]", tb: "Any") -> bool:
         try:

@@ -9,6 +9,7 @@ import os
 import select
 import subprocess
 import sys
+import signal
 import threading
 import time
 import unittest
@@ -88,22 +89,33 @@ class ClientTests(support.FileCase):
     def test_loss_read_by_the_waiting_main_thread_stops_the_body(self) -> None:
         # The main thread, waiting in a call, reads the bridge's output
         # itself: the loss of its slot that it reads there still stops the
-        # body (its callbacks run once it stops reading).
-        g, other = self.gov(), self.gov(session="taker")
-        blocker = other.acquire("lw-busy", limit=1)
-        self.addCleanup(blocker.release)
-        with self.assertRaises(governor.LeaseLost):
-            with g.slot("lw", limit=1, ttl=2) as lease:
-                def take() -> None:
-                    self.wait_for("the body queued", lambda: any(r.waiters for r in other.slots("lw-busy")))
-                    other.takeover("lw", lease_id=lease.resources[0]["lease_id"], force=True, limit=1).release()
-                threading.Thread(target=take, daemon=True).start()
-                g.acquire("lw-busy", limit=1, wait=True, timeout=support.DEADLINE)
-        self.assertEqual(other.slots("lw-busy")[0].waiters, [], "the interrupted wait was left queued")
+        # body (its callbacks run once it stops reading). Also where
+        # SIGINT is ignored (a script's background job: interrupt_main
+        # does nothing there) or has a handler that does not raise.
+        for name, handler in (("python's", signal.default_int_handler), ("ignored", signal.SIG_IGN),
+                              ("a handler of the process", lambda *_: None)):
+            with self.subTest(sigint=name):
+                self.addCleanup(signal.signal, signal.SIGINT, signal.signal(signal.SIGINT, handler))
+                g, other = self.gov(), self.gov(session="taker")
+                blocker = other.acquire("lw-busy", limit=1)
+                try:
+                    with self.assertRaises(governor.LeaseLost):
+                        with g.slot("lw", limit=1, ttl=2) as lease:
+                            def take() -> None:
+                                self.wait_for("the body queued", lambda: any(r.waiters for r in other.slots("lw-busy")))
+                                other.takeover("lw", lease_id=lease.resources[0]["lease_id"], force=True, limit=1).release()
+                            threading.Thread(target=take, daemon=True).start()
+                            g.acquire("lw-busy", limit=1, wait=True, timeout=support.DEADLINE)
+                    self.assertEqual(other.slots("lw-busy")[0].waiters, [], "the interrupted wait was left queued")
+                finally:
+                    blocker.release()
 
     def test_interrupted_wait_is_cancelled_and_the_bridge_serves_on(self) -> None:
         # Ctrl-C while the main thread waits (reading the bridge's output
-        # itself): the wait is withdrawn, and nothing read is lost.
+        # itself): the wait is withdrawn, and nothing read is lost. Ctrl-C
+        # as in an interactive process: with Python's SIGINT handler (a
+        # script's background job ignores SIGINT, and interrupt_main then).
+        self.addCleanup(signal.signal, signal.SIGINT, signal.signal(signal.SIGINT, signal.default_int_handler))
         g, other = self.gov(), self.gov(session="holder")
         kept = g.acquire("iw-kept", limit=1)
         blocker = other.acquire("iw-busy", limit=1)
