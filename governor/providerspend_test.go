@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
-	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 )
 
 // TestDoSpend: a provider call reserves its estimate, settles the cost
 // read from the response's usage, and a call that would pass the budget
 // is refused without running.
 func TestDoSpend(t *testing.T) {
-	g := spendGovernor(t)
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "spend"})
 	ctx := context.Background()
 	p := g.Provider("anthropic", governor.ProviderLimits{MaxConcurrency: 2})
 	price := governor.Price{Input: 3_000_000, Output: 15_000_000}
@@ -51,7 +51,7 @@ func TestDoSpend(t *testing.T) {
 // denied rate is settled at 0), then reserves, runs once and settles:
 // one reservation open during the call, none after.
 func TestDoSpendRateWaits(t *testing.T) {
-	g := spendGovernor(t)
+	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "spend"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := g.Provider("limited", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1, Period: 200 * time.Millisecond}})
@@ -80,20 +80,4 @@ func TestDoSpendRateWaits(t *testing.T) {
 	if st := state(); st.Spent != 30 || st.Reserved != 0 || st.Open != 0 {
 		t.Fatalf("after three calls of 10: %+v; want 30 spent, nothing reserved", st)
 	}
-}
-
-// spendGovernor is a Governor of project "spend" on a file backend of
-// its own, closed when the test ends.
-func spendGovernor(t *testing.T) *governor.Governor {
-	t.Helper()
-	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := governor.New(b, governor.Options{Project: "spend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
 }
