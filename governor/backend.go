@@ -279,36 +279,6 @@ type Event struct {
 	By string
 }
 
-// BatchRenewer is implemented by a backend that can renew many leases
-// in fewer calls than one per lease (the Redis backend: one script call
-// per batch on a server, one per hash slot on a Cluster, pipelined). A
-// Governor's heartbeats renew through it when its backend has it. It is
-// not part of Backend: the file backend renews each lease in its own
-// critical section, and gathering them would only delay each.
-type BatchRenewer interface {
-	// RenewBatch renews each of rs as Renew(ctx, r.Key, r.ID, r.Secret,
-	// r.Token, r.TTL) would, and returns their results in the same order: each
-	// lease learns its own expiry or its own loss (ErrLeaseLost, a
-	// *LeaseLostError, ErrNotOwner); a call that failed as a whole gives
-	// each lease its error.
-	RenewBatch(ctx context.Context, rs []Renewal) []RenewalResult
-}
-
-// Renewal is one lease of a RenewBatch.
-type Renewal struct {
-	Key    Key
-	ID     string
-	Secret string
-	Token  int64 // the lease's fencing token (0: unknown), as for Renew
-	TTL    time.Duration
-}
-
-// RenewalResult is what Renew would have returned for one Renewal.
-type RenewalResult struct {
-	Expires time.Time
-	Err     error
-}
-
 // Mode says what an acquire does when the resource has no room.
 type Mode int
 
@@ -396,6 +366,12 @@ type Result struct {
 	Limit int
 	// Position is the 1-based place in the queue (Queued).
 	Position int
+	// Sent, when not zero (Granted), is a local time taken before the
+	// call that made the grant was sent: a release of this process that
+	// handed its weight to this waiter and told the backend so, which
+	// then returns the grant without a round trip of its own. The
+	// lease's local deadline counts from it, not from the Acquire.
+	Sent time.Time
 	// Status describes the resource when the outcome is not Granted. It
 	// may list only the first holders of a crowded resource.
 	Status Status
@@ -416,7 +392,8 @@ type Backend interface {
 	// Acquire grants req if its weight fits and no waiter is ahead of it.
 	// If req.ID was queued and has since been granted (freed weight was
 	// handed to it), Acquire returns that grant with its expiry extended
-	// to now+TTL. Otherwise a Fail request is Refused, and a Wait request
+	// to now+TTL, or, when the release that handed it told this backend,
+	// the grant as made then (Result.Sent says when). Otherwise a Fail request is Refused, and a Wait request
 	// is queued at the tail (or, already queued, has its queue entry
 	// refreshed). A weight above the limit in force is ErrTooHeavy. A
 	// request (not New) whose queue entry was withdrawn (Withdraw) is a

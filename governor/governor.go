@@ -410,6 +410,9 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
+				if !res.Sent.IsZero() && res.Sent.Before(sent) {
+					sent = res.Sent // handed on by an earlier call (Result.Sent)
+				}
 				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
 					continue // not acquired: queue again, within ctx
 				}

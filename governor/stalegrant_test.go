@@ -117,3 +117,71 @@ func TestMaxWaitAtDeadline(t *testing.T) {
 		t.Fatalf("a waiter past max_wait: %v; want a max_wait withdrawal before the next re-check", err)
 	}
 }
+
+// handedEarlier says its grants were made by a call sent at sent
+// (Result.Sent), as a release of this process that handed its weight to
+// the waiter; it counts the renewals.
+type handedEarlier struct {
+	governor.Backend
+	sent time.Time
+
+	mu      sync.Mutex
+	renewed int
+}
+
+func (b *handedEarlier) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	res, err := b.Backend.Acquire(ctx, req)
+	if err == nil && res.Outcome == governor.Granted {
+		res.Sent = b.sent
+	}
+	return res, err
+}
+
+func (b *handedEarlier) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
+	b.mu.Lock()
+	b.renewed++
+	b.mu.Unlock()
+	return b.Backend.Renew(ctx, key, id, secret, token, ttl)
+}
+
+// TestHandedGrantDeadline: a grant made by an earlier call (Result.Sent)
+// counts its lease's local deadline from that call, not from the
+// Acquire; one made a TTL ago is renewed before it is returned, as a
+// grant whose reply came late (Governor.fresh).
+func TestHandedGrantDeadline(t *testing.T) {
+	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := 30 * time.Second
+	b := &handedEarlier{Backend: fb, sent: time.Now().Add(-2 * time.Second)}
+	g, err := governor.New(b, governor.Options{Project: "p", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	l, err := g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	margin := governor.DefaultSafetyMarginFor(ttl)
+	if want := b.sent.Add(ttl - margin); !l.Deadline().Equal(want) {
+		t.Fatalf("deadline of a grant handed 2 s ago: %v; want %v (Result.Sent + TTL - margin)", l.Deadline(), want)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	b.sent = time.Now().Add(-ttl)
+	l, err = g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	b.mu.Lock()
+	renewed := b.renewed
+	b.mu.Unlock()
+	if renewed != 1 || !time.Now().Before(l.Deadline()) {
+		t.Fatalf("a grant handed a TTL ago: %d renewals, deadline %v; want it renewed once before it is returned", renewed, l.Deadline())
+	}
+}

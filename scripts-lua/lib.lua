@@ -233,6 +233,21 @@ end
 local P, pol_as
 local policy, pol_held, pol_unheld, pol_unqueue, pol_promote
 
+-- A grantee of promote() is told on its channel (PUBLISH), or, when that
+-- is own_ch (release.lua's caller's own channel: a waiter of the
+-- releasing process), in the release's reply: handed lists those grants,
+-- four values each (id, token, expiry ms, limit in force), which the
+-- waiter takes without a round trip of its own (redisbackend's hand).
+local handed, own_ch = {}, nil
+local function tell(ch, id, tok, exp, limit)
+  if ch ~= own_ch then
+    redis.call('PUBLISH', ch, id)
+    return
+  end
+  local n = #handed
+  handed[n + 1], handed[n + 2], handed[n + 3], handed[n + 4] = id, tok, exp, limit
+end
+
 -- grant makes id a holder, with a new fencing token.
 local function grant(id, w, ttl, decl)
   local tok = math.max(get('token') + 1, FLOOR)
@@ -413,7 +428,7 @@ local function slow()
 
   -- Hand freed weight to the head of the queue, in order, while it fits.
   -- The head blocks those behind it even if they are lighter, so a heavy
-  -- waiter is never starved. Each grantee alone is told, on its own
+  -- waiter is never starved. Each grantee alone is told (tell()), on its own
   -- channel. A full resource stops the loop before the queue is read
   -- (every weight is at least 1), so a release costs the same whatever
   -- the queue length.
@@ -444,8 +459,8 @@ local function slow()
           return
         end
         drop_waiter(head)
-        grant(head, w, ttl + 0, decl)
-        redis.call('PUBLISH', ch, head)
+        local tok, exp = grant(head, w, ttl + 0, decl)
+        tell(ch, head, tok, exp, limit)
       end
     end
   end
@@ -996,11 +1011,11 @@ function policy()
         end
         pol_as = {cls, key}
         drop_waiter(id)
-        grant(id, w, ttl, decl)
+        local tok, exp = grant(id, w, ttl, decl)
         if tag > get('vt' .. cls) then
           set('vt' .. cls, tag)
         end
-        redis.call('PUBLISH', ch, id)
+        tell(ch, id, tok, exp, limit)
       end
     end
   end

@@ -1,8 +1,11 @@
 -- release.lua: free a held lease by id and hand its weight to the queue.
 -- KEYS: see lib.lua.
--- ARGV: 1 id, 2 secret
+-- ARGV: 1 id, 2 secret, 3 the caller's notification channel (optional):
+--       its waiters granted here are told in the reply, not on it
 -- Returns 1 when released, 0 when the lease was not held, -1 when the
--- secret does not prove id (nothing changed).
+-- secret does not prove id (nothing changed); released with weight
+-- handed to waiters on ARGV[3], {1, then id, token, expiry ms, limit in
+-- force of each} (tell() in lib.lua).
 local id = ARGV[1]
 if not proven(id, ARGV[2]) then
   return -1
@@ -52,6 +55,10 @@ drop_holder(id, parse_rec(id, r) + 0)
 add('released', 1)
 if m.qlen > 0 then
   slow()
+  own_ch = ARGV[3]
   promote()
+  if #handed > 0 then
+    return finish({1, unpack(handed)})
+  end
 end
 return finish(1)

@@ -226,6 +226,62 @@ func (s *suite) tokensIncrease(t *testing.T) {
 	check(mustAcquire(t, b, w, governor.Granted).Token)
 }
 
+// handedGrant: a waiter granted by a release of its own backend (as a
+// waiter of the releasing process) is granted as one of another: told,
+// and its Acquire returns the grant, with a later token, an expiry a TTL
+// after the release, and, when the backend says the release made it
+// (Result.Sent), a time between the release's call and its return. The
+// grant is the backend's: an Acquire again claims the same token, and
+// Status lists it. A waiter whose Notify stopped before the release
+// claims its grant by an Acquire all the same.
+func (s *suite) handedGrant(t *testing.T) {
+	b := s.h.Open(t)
+	key := governor.Key{Project: project(), Resource: "handed"}
+	for _, watched := range []bool{true, false} {
+		h := req(key, 1, 1, governor.Fail)
+		held := mustAcquire(t, b, h, governor.Granted)
+		w := req(key, 1, 1, governor.Wait)
+		ch, stop := b.Notify(ctxT(t), key, w.ID)
+		mustAcquire(t, b, w, governor.Queued)
+		if !watched {
+			stop()
+		}
+		before := time.Now()
+		if err := b.Release(ctxT(t), key, h.ID, h.Secret); err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		if watched {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a waiter of the releasing backend was not told of its grant")
+			}
+		}
+		w.New = false
+		got := mustAcquire(t, b, w, governor.Granted)
+		stop()
+		if got.Token <= held.Token || got.Expires.Before(before.Add(w.TTL-time.Second)) {
+			t.Fatalf("watched %v: the handed grant: token %d after %d, expires %v; want a later token, expiring a TTL (%v) after %v",
+				watched, got.Token, held.Token, got.Expires, w.TTL, before)
+		}
+		if !got.Sent.IsZero() && (got.Sent.Before(before) || got.Sent.After(after)) {
+			t.Fatalf("watched %v: the handed grant says it was made by a call sent at %v; the release ran from %v to %v",
+				watched, got.Sent, before, after)
+		}
+		again := mustAcquire(t, b, w, governor.Granted)
+		if again.Token != got.Token || !again.Sent.IsZero() {
+			t.Fatalf("watched %v: claimed again: token %d, sent %v; want the handed grant's token %d, claimed by this call",
+				watched, again.Token, again.Sent, got.Token)
+		}
+		st := mustStatus(t, b, key)
+		if len(st.Holders) != 1 || st.Holders[0].LeaseID != w.ID || st.Holders[0].Token != got.Token {
+			t.Fatalf("watched %v: holders %+v; want the waiter alone, with token %d", watched, st.Holders, got.Token)
+		}
+		release(t, b, key, w.ID)
+	}
+}
+
 func (s *suite) fifoHandOff(t *testing.T) {
 	b := s.h.Open(t)
 	other := s.h.Open(t)

@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"EarliestExpiryHonoured", s.earliestExpiryHonoured},
 		{"TokensIncrease", s.tokensIncrease},
 		{"FIFOHandOff", s.fifoHandOff},
+		{"HandedGrant", s.handedGrant},
 		{"HeadOfLineBlocks", s.headOfLineBlocks},
 		{"DeadWaiterSkipped", s.deadWaiterSkipped},
 		{"Cancel", s.cancel},

@@ -143,13 +143,14 @@ func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secre
 	}
 	r := b.resource(key)
 	bk := BudgetKeys(key.Project)
-	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret}, done: make(chan struct{})}
+	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret, b.channelArg}, done: make(chan struct{})}
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
 		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+	sent := time.Now()
 	b.batch.send([]*call{rel, set})
 	v, err := set.cmd.Result()
 	st, serr := settled(key.Project, v, wrap("budget settle", err))
-	return st, serr, b.released(key, r, id, rel.cmd)
+	return st, serr, b.released(key, r, id, rel.cmd, sent)
 }
 
 // RateBudgetReserve implements governor.BudgetBackend: the rate

@@ -50,8 +50,12 @@ type Backend struct {
 
 	mu      sync.Mutex
 	pubsub  *redis.PubSub
-	waiters map[string]chan struct{}
-	done    chan struct{}
+	waiters map[string]waiter
+	// handed holds the grants a release of this backend handed to its
+	// waiters (release.lua's reply), by waiter id, until the waiter's
+	// Acquire takes them or its Notify stops.
+	handed map[string]handedGrant
+	done   chan struct{}
 	// Options of New.
 	allowEviction bool
 	noQuarantine  bool
@@ -161,7 +165,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 		return nil, err
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
-		waiters: map[string]chan struct{}{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
+		waiters: map[string]waiter{}, handed: map[string]handedGrant{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
 	be.channelArg = be.channel
 	for _, o := range opts {
 		o(be)
@@ -238,34 +242,6 @@ func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 
 // probeScript proves the server runs scripts.
 var probeScript = newScript(func() string { return "return 1" })
-
-func (b *Backend) dispatch(ch <-chan *redis.Message) {
-	defer close(b.done)
-	for m := range ch {
-		b.mu.Lock()
-		w := b.waiters[m.Payload]
-		b.mu.Unlock()
-		if w != nil {
-			select {
-			case w <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// Notify implements governor.Backend.
-func (b *Backend) Notify(_ context.Context, key governor.Key, id string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.waiters[id] = ch
-	b.mu.Unlock()
-	return ch, func() {
-		b.mu.Lock()
-		delete(b.waiters, id)
-		b.mu.Unlock()
-	}
-}
 
 // Keys returns the six keys of a resource, in the order of lib.lua.
 func Keys(key governor.Key) []string {
@@ -375,6 +351,11 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		mode = argWait
 	}
 	r := b.resource(req.Key)
+	if res, ok := b.taken(req); ok {
+		r.queued.Delete(req.ID)
+		r.held.Store(req.ID, res.Token)
+		return res, nil
+	}
 	queuedAt := int64(0)
 	if !req.New {
 		if at, ok := r.queued.Load(req.ID); ok {
@@ -415,12 +396,32 @@ func (b *Backend) Release(ctx context.Context, key governor.Key, id, secret stri
 		return governor.ErrClosed
 	}
 	r := b.resource(key)
-	return b.released(key, r, id, b.batch.run(ctx, releaseScript, r, id, secret))
+	sent := time.Now()
+	return b.released(key, r, id, b.batch.run(ctx, releaseScript, r, id, secret, b.channelArg), sent)
 }
 
-// released reads the reply of release.lua for lease id of key (r).
-func (b *Backend) released(key governor.Key, r *resourceKeys, id string, cmd *redis.Cmd) error {
-	n, err := cmd.Int()
+// released reads the reply of release.lua for lease id of key (r), sent
+// at sent, and hands on the grants it lists (hand).
+func (b *Backend) released(key governor.Key, r *resourceKeys, id string, cmd *redis.Cmd, sent time.Time) error {
+	v, err := cmd.Result()
+	var n int64
+	switch v := v.(type) {
+	case int64:
+		n = v
+	case []any:
+		if len(v) > 0 {
+			n, _ = v[0].(int64)
+			if n == 1 {
+				b.hand(key, v[1:], sent)
+			}
+		}
+	}
+	if err == nil && n == 0 && v != int64(0) {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err != nil {
+		b.wakeAll(key) // the script may have run, and handed grants to them
+	}
 	if n != -1 {
 		r.held.Delete(id)
 	}
