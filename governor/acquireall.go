@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// Want is one resource of an AcquireAll.
+type Want struct {
+	Resource string
+	AcquireOptions
+}
+
 // AcquireAll takes several resources in the fixed global order (Options
 // LockOrder, then name), so that two callers never deadlock. On failure
 // it releases what it took, in reverse, and returns the error. The leases

@@ -104,6 +104,10 @@ type Governor struct {
 	// gathered (renewWith); nil when none is.
 	gathering *[]*Lease
 	closed    bool
+	// watches: the backend runs on its own clock, so a suspend of this
+	// machine is watched for (suspend.go); watching: the watch runs
+	// (while leases are held).
+	watches, watching bool
 	// closing ends when Close starts, and with it every call in flight;
 	// active counts those calls, which Close waits for before it closes
 	// the backend they still need (to withdraw a waiter, to release a
@@ -189,7 +193,8 @@ func New(b Backend, opts Options) (*Governor, error) {
 			g.decl.Session = fmt.Sprintf("%s:%d", g.self.Host, g.decl.PID)
 		}
 	}
-	g.watchSuspend()
+	mc, ok := g.b.(machineClocked)
+	g.watches = !ok || !mc.ExpiresOnMachineClock()
 	return g, nil
 }
 
@@ -402,8 +407,10 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 	req.New = true
 	start := time.Now()
+	var prev clockMark // the last call's send
 	for {
-		sent := time.Now()
+		mark := g.mark()
+		sent := mark.mono
 		res, err := g.b.Acquire(ctx, req)
 		req.New = false
 		if err == nil {
@@ -411,13 +418,23 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			switch res.Outcome {
 			case Granted:
 				if !res.Sent.IsZero() && res.Sent.Before(sent) {
-					sent = res.Sent // handed on by an earlier call (Result.Sent)
+					// Handed on by an earlier call (Result.Sent), made
+					// after this waiter's last call was sent: a suspend
+					// is counted from that.
+					sent = res.Sent
+					if !prev.mono.IsZero() {
+						mark = prev
+					}
 				}
+				// A suspend since the grant's call counts as time passed
+				// (the backend's clock ran on through it).
+				sent = sent.Add(-g.suspendedSince(mark))
 				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
+					prev = clockMark{}
 					continue // not acquired: queue again, within ctx
 				}
 				g.rec.observe(req.Key, HistogramWait, time.Since(start))
-				return g.newLease(req, res, sent, tm)
+				return g.newLease(req, res, sent, tm, mark)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
 					continue
@@ -452,6 +469,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			// restarting, and re-sending the same id re-queues it.
 			arm(backoff.next())
 		}
+		prev = mark
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -529,12 +547,6 @@ func (g *Governor) ended(caller context.Context, last error) error {
 		return last
 	}
 	return err
-}
-
-// Want is one resource of an AcquireAll.
-type Want struct {
-	Resource string
-	AcquireOptions
 }
 
 // Status reads resource without acquiring anything.

@@ -51,18 +51,48 @@ type machineClocked interface {
 	ExpiresOnMachineClock() bool
 }
 
-// watchSuspend starts the suspend watch of g (see above), unless g's
-// backend is machineClocked. It ends when g closes; Close waits for it.
-func (g *Governor) watchSuspend() {
-	if mc, ok := g.b.(machineClocked); ok && mc.ExpiresOnMachineClock() {
-		return
+// A clockMark is a moment on Go's clock and on the sleep-inclusive one
+// (read only where a suspend is watched for).
+type clockMark struct {
+	mono  time.Time
+	sleep time.Duration
+}
+
+func (g *Governor) mark() clockMark {
+	m := clockMark{mono: time.Now()}
+	if g.watches {
+		m.sleep = readSleepClock()
 	}
-	g.active.Add(1)
+	return m
+}
+
+// suspendedSince is how long the machine was suspended since m, where
+// more than suspendSlack and g watches (0 otherwise): a grant whose call
+// went out before a suspend counts that time as passed.
+func (g *Governor) suspendedSince(m clockMark) time.Duration {
+	if !g.watches || m.mono.IsZero() {
+		return 0
+	}
+	if s := (readSleepClock() - m.sleep) - time.Since(m.mono); s > suspendSlack {
+		return s
+	}
+	return 0
+}
+
+// watchSuspend starts the suspend watch of g (see above), from since, a
+// moment before the grant of the lease just held; g.mu is held, g is not
+// closed, and g.watches (its backend is not machineClocked). It runs
+// while g holds leases: a suspend before a grant is counted when the
+// grant arrives (suspendedSince), so an idle Governor, or one whose
+// acquires only wait, never wakes for it. Close waits for it.
+func (g *Governor) watchSuspend(since clockMark) {
+	g.watching = true
+	g.active.Add(1) // the caller's call is active: Close is not done waiting
 	go func() {
 		defer g.active.Done()
 		tick := time.NewTicker(suspendTick)
 		defer tick.Stop()
-		mono, sleep := time.Now(), readSleepClock()
+		mono, sleep := since.mono, since.sleep
 		for {
 			select {
 			case <-g.closing.Done():
@@ -74,6 +104,15 @@ func (g *Governor) watchSuspend() {
 			mono, sleep = m, s
 			if suspended > suspendSlack {
 				g.loseSuspended(m, suspended)
+			}
+			g.mu.Lock()
+			idle := len(g.leases) == 0
+			if idle {
+				g.watching = false
+			}
+			g.mu.Unlock()
+			if idle {
+				return
 			}
 		}
 	}()

@@ -100,7 +100,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if err != nil {
 			return out, err
 		}
-		sent := time.Now()
+		mark := g.mark()
 		res, err := g.b.Takeover(ctx, key, h.LeaseID, req)
 		if errors.Is(err, ErrNotHeld) {
 			continue // released meanwhile
@@ -111,7 +111,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if res.Outcome != Granted { // it ended, and its slot was taken
 			return out, &BusyError{Resource: resource, Status: res.Status}
 		}
-		l, err := g.newLease(req, res, sent, tm)
+		l, err := g.newLease(req, res, mark.mono.Add(-g.suspendedSince(mark)), tm, mark)
 		if err != nil {
 			return out, err
 		}

@@ -10,7 +10,7 @@ It starts its own redis-server (127.0.0.1, random port) and measures, on it:
   2. hand-off: release -> the next waiter's grant, p50 and p90, governor (two
      bridges) vs redis-py Lock's blocking acquire (which polls);
   3. one bridge holding 100 leases: its resident memory;
-  4. an idle waiter: the CPU its bridge uses while waiting 3 s.
+  4. an idle waiter: the CPU its bridge uses, and how often it wakes, while waiting 10 s.
 
 --cold N: a cold script's time, phase by phase (no redis-server): N runs each
 of `python3 -c pass`, `python3 -c "import governor"`, and a script that takes
@@ -48,6 +48,18 @@ def cpu_seconds(pid: int) -> float:
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wakeups(pid: int) -> int:
+    """The context switches of every thread of pid: how often it woke."""
+    import glob
+    n = 0
+    for path in glob.glob("/proc/%d/task/*/status" % pid):
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    n += int(line.split()[1])
+    return n
 
 
 def pairs(n: int, *fns, block: int = 100) -> "list[float]":
@@ -414,14 +426,15 @@ def main() -> int:
         holder = g.acquire("idle", limit=1)
         t = threading.Thread(target=lambda: g2.acquire("idle", limit=1, wait=True).release())
         t.start()
-        time.sleep(0.5)
+        time.sleep(2)  # past the bridge's rest (a second without requests)
         wpid = g2.bridge_pid
-        c0, t0 = cpu_seconds(wpid), time.monotonic()
-        time.sleep(3)
-        c1, t1 = cpu_seconds(wpid), time.monotonic()
+        c0, w0, t0 = cpu_seconds(wpid), wakeups(wpid), time.monotonic()
+        time.sleep(10)
+        c1, w1, t1 = cpu_seconds(wpid), wakeups(wpid), time.monotonic()
         holder.release()
         t.join()
-        print("idle waiter: its bridge used %.3f s CPU in %.1f s (%.2f%%)" % (c1 - c0, t1 - t0, 100 * (c1 - c0) / (t1 - t0)))
+        print("idle waiter: its bridge used %.3f s CPU in %.1f s (%.2f%%), %d context switches"
+              % (c1 - c0, t1 - t0, 100 * (c1 - c0) / (t1 - t0), w1 - w0))
         for x in (g, g2, g3):
             x.close()
     finally:

@@ -109,3 +109,8 @@ func HostID() string { return BootID() }
 func Kill(pid int, start uint64, sig syscall.Signal) error {
 	return killChecked(pid, start, sig)
 }
+
+// Exited is not supported on macOS (no pidfds): the caller polls (Check).
+func Exited(pid int, start uint64) (gone <-chan struct{}, stop func(), err error) {
+	return nil, nil, errors.ErrUnsupported
+}

@@ -144,3 +144,51 @@ func Kill(pid int, start uint64, sig syscall.Signal) error {
 	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
+
+// Exited returns a channel closed when the process pid, started at start,
+// has ended (exited, even if not yet reaped), watched with no polling: a
+// pidfd in Go's poller. stop ends the watch (the channel then stays
+// open). Where it cannot watch so (Portable, a kernel without pidfds)
+// it returns errors.ErrUnsupported, and the caller polls (Check).
+func Exited(pid int, start uint64) (gone <-chan struct{}, stop func(), err error) {
+	if Portable() {
+		return nil, nil, errors.ErrUnsupported
+	}
+	ch := make(chan struct{})
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.ESRCH {
+		close(ch)
+		return ch, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, errors.ErrUnsupported
+	}
+	if s, err := Stat(pid); err != nil || s.Start != start {
+		// Not the process asked for: that one is gone, its pid reused.
+		unix.Close(fd)
+		close(ch)
+		return ch, func() {}, nil
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, nil, errors.ErrUnsupported
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, errors.ErrUnsupported
+	}
+	go func() {
+		// A pidfd reads as ready once its process has ended; Read waits
+		// in the poller until then.
+		err := rc.Read(func(fd uintptr) bool {
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return err == nil && n > 0
+		})
+		if err == nil {
+			close(ch)
+		}
+	}()
+	return ch, func() { f.Close() }, nil
+}

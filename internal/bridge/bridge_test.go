@@ -16,6 +16,7 @@ import (
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/bridge"
 	"github.com/governor-dev/governor/internal/redistest"
@@ -104,6 +105,7 @@ func startWrapped(t testing.TB, st store, cat *config.Catalog, inR io.Reader, in
 			return flag, "", nil
 		},
 		ProviderLimits: func(name string) governor.ProviderLimits { p, _ := cat.Provider(name); return p.Limits },
+		OwnerPoll:      ownerPoll,
 	}
 	cfg.Acquire = bridge.AcquirePipeline(cat)
 	if acq := cfg.Acquire; wrap != nil {
@@ -365,10 +367,27 @@ func catalogOf(t testing.TB, yaml string) *config.Catalog {
 	return l.Catalog()
 }
 
+// ownerPoll is the OwnerPoll of the bridges start serves (0: the
+// default); a test sets it for its own.
+var ownerPoll time.Duration
+
 // TestClientDeathEndsTheBridge: a client that died while its stdin pipe
 // stays open (a forked child kept the write end) is seen by its pid, and
-// everything it held is released.
+// everything it held is released. Where its process is watched without
+// polling (Linux), it is seen with no poll at all.
 func TestClientDeathEndsTheBridge(t *testing.T) {
+	t.Run("polled", func(t *testing.T) { clientDeathEndsTheBridge(t) })
+	if proc.Portable() {
+		return
+	}
+	t.Run("watched", func(t *testing.T) {
+		ownerPoll = time.Hour
+		defer func() { ownerPoll = 0 }()
+		clientDeathEndsTheBridge(t)
+	})
+}
+
+func clientDeathEndsTheBridge(t *testing.T) {
 	st := fileStore(t)
 	child := exec.Command("sleep", "600")
 	if err := child.Start(); err != nil {
@@ -409,5 +428,43 @@ func TestGrantedComesJustBeforeItsReply(t *testing.T) {
 	r := c.next(func(map[string]any) bool { return true })
 	if r["id"] != float64(id) || r["ok"] != true {
 		t.Fatalf("message after granted: %v; want the acquire's reply", r)
+	}
+}
+
+// TestIdleBridgeStopsWaking: a bridge whose client's process is watched
+// without polling (Linux) stops its loop's ticker once at rest (no
+// request for a second), and starts it again at the next request: an
+// idle bridge wakes for nothing.
+func TestIdleBridgeStopsWaking(t *testing.T) {
+	if proc.Portable() {
+		t.Skip("the portable path polls the client's pid")
+	}
+	c := start(t, fileStore(t))
+	c.hello()
+	stopped := func() bool {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			n := bridge.OwnerTicks.Load()
+			time.Sleep(2 * bridge.DefaultOwnerPoll)
+			if bridge.OwnerTicks.Load() == n {
+				return true
+			}
+		}
+		return false
+	}
+	if !stopped() {
+		t.Fatal("an idle bridge still ticks 30 s after its last request")
+	}
+	n := bridge.OwnerTicks.Load()
+	c.call("slots", map[string]any{})
+	deadline := time.Now().Add(30 * time.Second)
+	for bridge.OwnerTicks.Load() == n {
+		if time.Now().After(deadline) {
+			t.Fatal("the ticker did not start again after a request (the bridge would not find its next rest)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !stopped() {
+		t.Fatal("the bridge did not stop ticking at its next rest")
 	}
 }

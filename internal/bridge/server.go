@@ -77,6 +77,19 @@ type server struct {
 	// requests counts the requests read: Serve's loop sees from it that
 	// the bridge is at rest (restMemory).
 	requests atomic.Uint64
+	// owner hands Serve's loop the end of the client's process as hello
+	// watches it (proc.Exited), where it can be watched without polling.
+	owner chan ownerWatch
+	// resting is set while Serve's loop, at rest with the client watched
+	// so, has stopped its ticker; the next request read wakes it (woke).
+	resting atomic.Bool
+	woke    chan struct{}
+}
+
+// ownerWatch is the client's process watched: gone closes at its end.
+type ownerWatch struct {
+	gone <-chan struct{}
+	stop func()
 }
 
 // turn is the turn to read requests: the input, and where its end is
@@ -97,7 +110,7 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 		c.OwnerPoll = DefaultOwnerPoll
 	}
 	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{},
-		turns: make(chan turn)}
+		turns: make(chan turn), owner: make(chan ownerWatch, 1), woke: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
 	in, restore := pollable(in)
@@ -107,26 +120,50 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	// loaded machine). This loop watches the client's pid and ctx.
 	readErr := make(chan error, 1)
 	go s.read(bufio.NewReaderSize(in, 64<<10), readErr)
+	// The ticker polls the client's pid, until hello watches its process
+	// without polling (owner); then it only finds the bridge at rest, and
+	// stops there until the next request (resting): an idle bridge
+	// wakes for nothing.
 	tick := time.NewTicker(c.OwnerPoll)
 	defer tick.Stop()
 	var rest restMemory
+	var ownerGone <-chan struct{}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return nil
 		case err := <-readErr:
 			return err
+		case w := <-s.owner:
+			defer w.stop()
+			ownerGone = w.gone
+		case <-ownerGone:
+			return nil
+		case <-s.woke:
+			tick.Reset(c.OwnerPoll)
 		case now := <-tick.C:
-			s.mu.Lock() // hello (on the reader) sets them
-			pid, start := s.pid, s.start
-			s.mu.Unlock()
-			if pid != 0 && proc.Check(pid, start) == proc.Dead {
-				return nil
+			ownerTicks.Add(1)
+			if ownerGone == nil {
+				s.mu.Lock() // hello (on the reader) sets them
+				pid, start := s.pid, s.start
+				s.mu.Unlock()
+				if pid != 0 && proc.Check(pid, start) == proc.Dead {
+					return nil
+				}
 			}
-			rest.tick(now, s.requests.Load())
+			if rest.tick(now, s.requests.Load()) && ownerGone != nil {
+				tick.Stop()
+				s.resting.Store(true)
+				if s.requests.Load() != rest.seen && s.resting.CompareAndSwap(true, false) {
+					tick.Reset(c.OwnerPoll) // a request came in between
+				}
+			}
 		}
 	}
 }
+
+// ownerTicks counts the ticks of Serve's loop (a test reads it).
+var ownerTicks atomic.Int64
 
 // restAfter is how long a bridge reads no request before it is at rest:
 // it then returns the memory its requests left behind to the system,
@@ -153,16 +190,18 @@ type restMemory struct {
 }
 
 // tick is called with the time and the count of requests read; it frees
-// once the count has not moved for restAfter.
-func (r *restMemory) tick(now time.Time, requests uint64) {
+// once the count has not moved for restAfter, and tells whether it has
+// (the bridge is at rest).
+func (r *restMemory) tick(now time.Time, requests uint64) bool {
 	if r.since.IsZero() || requests != r.seen {
 		r.seen, r.since, r.freed = requests, now, false
-		return
+		return false
 	}
 	if !r.freed && now.Sub(r.since) >= restAfter {
 		r.freed = true
 		freeOSMemory()
 	}
+	return r.freed
 }
 
 // read reads requests from r and dispatches them, until r ends (nil),
@@ -193,6 +232,9 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			continue
 		}
 		s.requests.Add(1)
+		if s.resting.Load() && s.resting.CompareAndSwap(true, false) {
+			s.woke <- struct{}{} // Serve's loop stopped its ticker at rest
+		}
 		var req request
 		if err := json.Unmarshal(line, &req); err != nil {
 			_ = s.out.send(reply{Error: toWire(badRequest("not a request: %v", err), s.code)})
@@ -398,6 +440,11 @@ func (s *server) hello(raw json.RawMessage) (any, error) {
 		s.g, s.pid, s.start = g, a.PID, start
 	}
 	s.mu.Unlock()
+	if !closing {
+		if gone, stop, err := proc.Exited(a.PID, start); err == nil {
+			s.owner <- ownerWatch{gone, stop} // once: hello is said once
+		}
+	}
 	if closing { // shutdown ran meanwhile: it closed no Governor
 		_ = g.Close()
 		return nil, errShuttingDown
