@@ -50,7 +50,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := a.watchdogMain(args); ok {
 		return code
 	}
-	root := a.rootCmd()
+	only := ""
+	if len(args) > 0 {
+		only = args[0]
+	}
+	root := a.rootCmd(only)
 	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
 		// Only a <TAB> uses what complete registers: every other command
 		// starts without walking the command tree for it.
@@ -129,7 +133,29 @@ type errorJSON struct {
 	Holders  []view.Holder `json:"holders,omitempty"`
 }
 
-func (a *app) rootCmd() *cobra.Command {
+// A namedCmd is a top-level command: its name, and what makes it.
+type namedCmd struct {
+	name string
+	make func() *cobra.Command
+}
+
+// commands are the top-level commands, in the order --help lists them
+// (by name).
+func (a *app) commands() []namedCmd {
+	return []namedCmd{{"slots", a.slotsCmd}, {"acquire", a.acquireCmd}, {"renew", a.renewCmd}, {"release", a.releaseCmd},
+		{"config", a.configCmd}, {"takeover", a.takeoverCmd}, {"seq", a.seqCmd}, {"events", a.eventsCmd}, {"serve", a.serveCmd},
+		{"run", a.runCmd}, {"publish", a.publishCmd}, {"touch", a.touchCmd}, {"cancel", a.cancelCmd}, {"pause", a.pauseCmd},
+		{"resume", a.resumeCmd}, {"limit", a.limitCmd}, {"backoff", a.backoffCmd}, {"bridge", a.bridgeCmd},
+		{"budgets", a.budgetsCmd}, {"budget", a.budgetCmd}, {"settle", a.settleCmd}}
+}
+
+// rootCmd makes the command tree. When only names a top-level command
+// (the first argument: `governor bridge ...`), the root gets that
+// command alone, as the whole tree has it: a process starts without
+// making the twenty others (a bridge's start, every run). Anything else
+// (a flag first, help, completion, an unknown or no command) gets the
+// whole tree.
+func (a *app) rootCmd(only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "governor",
 		Short: "Cross-process slots, leases and rate limits for agents, evaluations and heavy jobs",
@@ -175,9 +201,16 @@ Exit codes, shared by every command (each command's --help lists its own):
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitWith(exitcode.Failure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
-	root.AddCommand(a.slotsCmd(), a.acquireCmd(), a.renewCmd(), a.releaseCmd(), a.configCmd(),
-		a.takeoverCmd(), a.seqCmd(), a.eventsCmd(), a.serveCmd(), a.runCmd(),
-		a.publishCmd(), a.touchCmd(), a.cancelCmd(), a.pauseCmd(), a.resumeCmd(), a.limitCmd(), a.backoffCmd(), a.bridgeCmd(), a.budgetsCmd(), a.budgetCmd(), a.settleCmd())
+	cmds := a.commands()
+	for _, c := range cmds {
+		if c.name == only {
+			root.AddCommand(c.make())
+			return root
+		}
+	}
+	for _, c := range cmds {
+		root.AddCommand(c.make())
+	}
 	// cobra's own help and completion commands list their exit codes too.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
