@@ -407,10 +407,9 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	}
 	req.New = true
 	start := time.Now()
-	var prev clockMark // the last call's send
 	for {
 		mark := g.mark()
-		sent := mark.mono
+		sent := mark.t
 		res, err := g.b.Acquire(ctx, req)
 		req.New = false
 		if err == nil {
@@ -418,23 +417,18 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			switch res.Outcome {
 			case Granted:
 				if !res.Sent.IsZero() && res.Sent.Before(sent) {
-					// Handed on by an earlier call (Result.Sent), made
-					// after this waiter's last call was sent: a suspend
-					// is counted from that.
-					sent = res.Sent
-					if !prev.mono.IsZero() {
-						mark = prev
-					}
+					// Handed on by an earlier call (Result.Sent): a
+					// suspend is counted from it too.
+					sent, mark.t = res.Sent, res.Sent
 				}
 				// A suspend since the grant's call counts as time passed
 				// (the backend's clock ran on through it).
 				sent = sent.Add(-g.suspendedSince(mark))
 				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
-					prev = clockMark{}
 					continue // not acquired: queue again, within ctx
 				}
 				g.rec.observe(req.Key, HistogramWait, time.Since(start))
-				return g.newLease(req, res, sent, tm, mark)
+				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {
 					continue
@@ -469,7 +463,6 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 			// restarting, and re-sending the same id re-queues it.
 			arm(backoff.next())
 		}
-		prev = mark
 		select {
 		case <-ctx.Done():
 			timer.Stop()

@@ -72,9 +72,8 @@ type renewReply struct {
 // grant that comes back after Close began (it raced with it) is released
 // at once: the result is ErrClosed, and nothing is left held.
 // newLease makes the lease of grant res, its local deadline counted from
-// sent; mark is a moment before the grant was made, from which the
-// suspend watch (started with the first lease held) covers it.
-func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming, mark clockMark) (*Lease, error) {
+// sent; the first lease held starts the suspend watch.
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, limit: res.Limit, timing: tm, sent: sent,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
@@ -91,7 +90,7 @@ func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTim
 		}
 		g.leases[l] = struct{}{}
 		if g.watches && !g.watching {
-			g.watchSuspend(mark)
+			g.watchSuspend()
 		}
 	}
 	g.mu.Unlock()

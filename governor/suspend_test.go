@@ -159,17 +159,21 @@ func TestSuspendWatchOnlyWhileHeld(t *testing.T) {
 // TestSuspendDuringAcquire: a suspend between an acquire's call and its
 // reply, when no watch runs (nothing held), counts as time passed: one
 // past the lease's deadline has the grant renewed before it is
-// returned; a shorter one brings the lease's local deadline forward.
+// returned; a shorter one brings the lease's local deadline forward. A
+// wall clock set back during the call hides whether the machine slept:
+// the grant is renewed before it is returned.
 func TestSuspendDuringAcquire(t *testing.T) {
-	var jump atomic.Int64
+	var jump, wall atomic.Int64 // the sleep clock's and the wall clock's lead
 	restore := governor.SetSleepClock(func() time.Duration { return proc.SleepClock() + time.Duration(jump.Load()) })
 	defer restore()
+	restoreWall := governor.SetWallOffset(func() time.Duration { return time.Duration(wall.Load()) })
+	defer restoreWall()
 	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ttl := 30 * time.Second
-	b := &suspendingGrants{Backend: remoteClocked{fb}, jump: &jump}
+	b := &suspendingGrants{Backend: remoteClocked{fb}, jump: &jump, wall: &wall}
 	g, err := governor.New(b, governor.Options{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
@@ -200,20 +204,37 @@ func TestSuspendDuringAcquire(t *testing.T) {
 		t.Fatalf("an hour's suspend in the acquire: %d renewals, deadline %v; want the grant renewed before it is returned",
 			b.renewals.Load(), l.Deadline())
 	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// The wall clock set back a minute during the call: whatever the
+	// machine did meanwhile is unknown, so the grant is renewed first.
+	b.by, b.setBack = 0, time.Minute
+	l, err = g.Acquire(ctx, "r", governor.AcquireOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.renewals.Load() != 2 || !time.Now().Before(l.Deadline()) {
+		t.Fatalf("the wall clock set back in the acquire: %d renewals in all, deadline %v; want the grant renewed before it is returned",
+			b.renewals.Load(), l.Deadline())
+	}
 }
 
-// suspendingGrants makes the machine sleep for by (the sleep clock jumps)
-// during each acquire, and counts renewals.
+// suspendingGrants makes the machine sleep for by (the sleep clock and
+// the wall clock jump) and sets the wall clock back by setBack during each
+// acquire, and counts renewals.
 type suspendingGrants struct {
 	governor.Backend
-	jump     *atomic.Int64
-	by       time.Duration
-	renewals atomic.Int64
+	jump, wall  *atomic.Int64
+	by, setBack time.Duration
+	renewals    atomic.Int64
 }
 
 func (b *suspendingGrants) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
 	res, err := b.Backend.Acquire(ctx, req)
+	// A suspend moves the sleep-inclusive and the wall clock on alike.
 	b.jump.Add(int64(b.by))
+	b.wall.Add(int64(b.by - b.setBack))
 	return res, err
 }
 
