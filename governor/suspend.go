@@ -110,8 +110,10 @@ func readWallOffset() time.Duration {
 // acquires only wait, never wakes for it. Close waits for it.
 func (g *Governor) watchSuspend() {
 	g.watching = true
-	g.active.Add(1)                             // the caller's call is active: Close is not done waiting
-	mono, sleep := time.Now(), readSleepClock() // now: the lease is held from here
+	// The caller's call is active: Close is not done waiting. The
+	// baseline is now: the lease is held from here.
+	g.active.Add(1)
+	mono, sleep := time.Now(), readSleepClock()
 	go func() {
 		defer g.active.Done()
 		tick := time.NewTicker(suspendTick)
