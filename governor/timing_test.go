@@ -145,7 +145,5 @@ func TestNoHeartbeatLeaseIsLostAtItsDeadline(t *testing.T) {
 // closed when the test ends.
 func newFileGovernor(t *testing.T) *governor.Governor {
 	t.Helper()
-	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p"})
-	t.Cleanup(func() { _ = g.Close() })
-	return g
+	return leasetest.FileGovernor(t, t.TempDir(), governor.Options{Project: "p"})
 }
