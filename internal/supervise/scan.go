@@ -81,7 +81,8 @@ func (t *Tree) markedLocked(s proc.Info, self int) bool {
 		return false
 	}
 	if s.PPID == self {
-		return hasTreeID(s.PID, t.id)
+		has, _ := treeIDOf(s.PID, t.id)
+		return has
 	}
 	if start, ok := t.unmarked[s.PID]; ok && start == s.Start {
 		return false

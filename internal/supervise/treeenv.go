@@ -8,12 +8,8 @@ import (
 	"github.com/governor-dev/governor/governor/proc"
 )
 
-// hasTreeID reports whether the initial environment of process pid carries
-// id in TreeEnv.
-func hasTreeID(pid int, id string) bool { return proc.EnvListHas(pid, TreeEnv, id) }
-
-// treeIDOf is hasTreeID, and whether pid's environment could be read at
-// all (proc.EnvListLookup).
+// treeIDOf reports whether the initial environment of process pid carries
+// id in TreeEnv, and whether it could be read at all (proc.EnvListLookup).
 func treeIDOf(pid int, id string) (has, read bool) { return proc.EnvListLookup(pid, TreeEnv, id) }
 
 // withTreeID returns a copy of env in which TreeEnv lists id after any ids it
