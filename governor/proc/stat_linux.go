@@ -122,26 +122,39 @@ func HostID() string {
 	return boot + "/" + ns
 }
 
+// OpenPidfd opens a pidfd for pid if pid still names the process that
+// started at start: its start time still matches once the pidfd is open,
+// so the pidfd refers to that process whatever becomes of the pid. It
+// returns ErrNoProcess if it does not (gone, or the pid reused).
+func OpenPidfd(pid int, start uint64) (int, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.ESRCH {
+		return -1, ErrNoProcess
+	}
+	if err != nil {
+		return -1, err
+	}
+	if s, err := Stat(pid); err != nil || s.Start != start {
+		unix.Close(fd)
+		return -1, ErrNoProcess
+	}
+	return fd, nil
+}
+
 // Kill sends sig to pid if pid still names the process that started at
 // start, and returns ErrNoProcess if it does not. Unless Portable, the
-// signal goes through a pidfd opened between two reads of the start time,
-// so a PID reused at any moment is never signalled; otherwise see
-// killChecked.
+// signal goes through a pidfd opened between two reads of the start time
+// (OpenPidfd), so a PID reused at any moment is never signalled; otherwise
+// see killChecked.
 func Kill(pid int, start uint64, sig syscall.Signal) error {
 	if Portable() {
 		return killChecked(pid, start, sig)
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err == unix.ESRCH {
-		return ErrNoProcess
-	}
+	fd, err := OpenPidfd(pid, start)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	if s, err := Stat(pid); err != nil || s.Start != start {
-		return ErrNoProcess
-	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
@@ -155,19 +168,13 @@ func Exited(pid int, start uint64) (gone <-chan struct{}, stop func(), err error
 		return nil, nil, errors.ErrUnsupported
 	}
 	ch := make(chan struct{})
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err == unix.ESRCH {
+	fd, err := OpenPidfd(pid, start)
+	if errors.Is(err, ErrNoProcess) { // gone, or its pid reused
 		close(ch)
 		return ch, func() {}, nil
 	}
 	if err != nil {
 		return nil, nil, errors.ErrUnsupported
-	}
-	if s, err := Stat(pid); err != nil || s.Start != start {
-		// Not the process asked for: that one is gone, its pid reused.
-		unix.Close(fd)
-		close(ch)
-		return ch, func() {}, nil
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)

@@ -114,12 +114,11 @@ func (t *Tree) waitLeader(pidfd int) error {
 // provably refers to that process: its start time still matches once the
 // pidfd is open.
 func openPidfd(s proc.Info) (int, bool) {
-	fd, err := unix.PidfdOpen(s.PID, 0)
+	fd, err := proc.OpenPidfd(s.PID, s.Start)
 	if err != nil {
 		return -1, false
 	}
-	now, err := proc.Stat(s.PID)
-	if err != nil || now.Start != s.Start || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
+	if unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
 		unix.Close(fd)
 		return -1, false
 	}
