@@ -409,22 +409,17 @@ func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, 
 	start := time.Now()
 	for {
 		mark := g.mark()
-		sent := mark.t
 		res, err := g.b.Acquire(ctx, req)
 		req.New = false
 		if err == nil {
 			backoff.reset()
 			switch res.Outcome {
 			case Granted:
-				if !res.Sent.IsZero() && res.Sent.Before(sent) {
-					// Handed on by an earlier call (Result.Sent): a
-					// suspend is counted from it too.
-					sent, mark.t = res.Sent, res.Sent
+				if !res.Sent.IsZero() && res.Sent.Before(mark.t) {
+					mark.t = res.Sent // handed on by an earlier call (Result.Sent)
 				}
-				// A suspend since the grant's call counts as time passed
-				// (the backend's clock ran on through it).
-				sent = sent.Add(-g.suspendedSince(mark))
-				if sent, res.Expires, err = g.fresh(ctx, req, tm, sent, res.Expires); err != nil {
+				var sent time.Time
+				if sent, res.Expires, err = g.fresh(ctx, req, tm, g.sentAt(mark), res.Expires); err != nil {
 					continue // not acquired: queue again, within ctx
 				}
 				g.rec.observe(req.Key, HistogramWait, time.Since(start))

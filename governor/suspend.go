@@ -62,6 +62,11 @@ type clockMark struct {
 
 func (g *Governor) mark() clockMark { return clockMark{t: time.Now(), off: readWallOffset()} }
 
+// sentAt is when the call that made a grant was sent, m, as its lease's
+// local deadline counts it: moved back by any suspend since (the
+// backend's clock ran on through it, suspendedSince).
+func (g *Governor) sentAt(m clockMark) time.Time { return m.t.Add(-g.suspendedSince(m)) }
+
 // suspendedSince is how long the machine was suspended since m, where
 // more than suspendSlack and g watches (0 otherwise): a grant whose call
 // went out before a suspend counts that time as passed. It is the wall

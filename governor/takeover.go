@@ -111,7 +111,7 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 		if res.Outcome != Granted { // it ended, and its slot was taken
 			return out, &BusyError{Resource: resource, Status: res.Status}
 		}
-		l, err := g.newLease(req, res, mark.t.Add(-g.suspendedSince(mark)), tm)
+		l, err := g.newLease(req, res, g.sentAt(mark), tm)
 		if err != nil {
 			return out, err
 		}
