@@ -52,13 +52,6 @@ func (b *Backend) Notify(_ context.Context, key governor.Key, id string) (<-chan
 	}
 }
 
-// A handedGrant is a grant a release of this backend handed to one of
-// its waiters.
-type handedGrant struct {
-	key governor.Key
-	res governor.Result
-}
-
 // hand keeps the grants release.lua's reply lists (id, token, expiry ms,
 // limit, for each of this backend's waiters it granted: those on its
 // channel are told so, not on the channel) for those Notify still
@@ -77,8 +70,8 @@ func (b *Backend) hand(key governor.Key, v []any, sent time.Time) {
 			continue
 		}
 		if ok1 && ok2 && ok3 && w.key == key {
-			b.handed[id] = handedGrant{key, governor.Result{Outcome: governor.Granted, Token: tok, Expires: time.UnixMilli(exp),
-				Limit: int(limit), Sent: sent}}
+			b.handed[id] = governor.Result{Outcome: governor.Granted, Token: tok, Expires: time.UnixMilli(exp),
+				Limit: int(limit), Sent: sent}
 		}
 		w.wake() // a grant it cannot take here, it claims with an acquire
 	}
@@ -96,16 +89,18 @@ func (b *Backend) wakeAll(key governor.Key) {
 	}
 }
 
-// taken returns and forgets the grant handed to req (hand), if any.
+// taken returns and forgets the grant handed to req (hand), if any: one
+// for the resource its waiter, Notify's, waits on.
 func (b *Backend) taken(req governor.Request) (governor.Result, bool) {
 	if req.New {
 		return governor.Result{}, false
 	}
 	b.mu.Lock()
-	h, ok := b.handed[req.ID]
+	res, ok := b.handed[req.ID]
 	if ok {
 		delete(b.handed, req.ID)
+		ok = b.waiters[req.ID].key == req.Key
 	}
 	b.mu.Unlock()
-	return h.res, ok && h.key == req.Key
+	return res, ok
 }

@@ -54,7 +54,7 @@ type Backend struct {
 	// handed holds the grants a release of this backend handed to its
 	// waiters (release.lua's reply), by waiter id, until the waiter's
 	// Acquire takes them or its Notify stops.
-	handed map[string]handedGrant
+	handed map[string]governor.Result
 	done   chan struct{}
 	// Options of New.
 	allowEviction bool
@@ -165,7 +165,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 		return nil, err
 	}
 	be := &Backend{rdb: rdb, channel: Prefix + "notify:" + hex.EncodeToString(b[:]),
-		waiters: map[string]waiter{}, handed: map[string]handedGrant{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
+		waiters: map[string]waiter{}, handed: map[string]governor.Result{}, done: make(chan struct{}), batch: batcher{rdb: rdb}}
 	be.channelArg = be.channel
 	for _, o := range opts {
 		o(be)
