@@ -78,18 +78,14 @@ type server struct {
 	// the bridge is at rest (restMemory).
 	requests atomic.Uint64
 	// owner hands Serve's loop the end of the client's process as hello
-	// watches it (proc.Exited), where it can be watched without polling.
-	owner chan ownerWatch
+	// watches it (proc.Exited), where it can be watched without polling;
+	// ownerStop (under mu) ends that watch, at shutdown.
+	owner     chan (<-chan struct{})
+	ownerStop func()
 	// resting is set while Serve's loop, at rest with the client watched
 	// so, has stopped its ticker; the next request read wakes it (woke).
 	resting atomic.Bool
 	woke    chan struct{}
-}
-
-// ownerWatch is the client's process watched: gone closes at its end.
-type ownerWatch struct {
-	gone <-chan struct{}
-	stop func()
 }
 
 // turn is the turn to read requests: the input, and where its end is
@@ -110,7 +106,7 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 		c.OwnerPoll = DefaultOwnerPoll
 	}
 	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{},
-		turns: make(chan turn), owner: make(chan ownerWatch, 1), woke: make(chan struct{}, 1)}
+		turns: make(chan turn), owner: make(chan (<-chan struct{}), 1), woke: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.shutdown()
 	in, restore := pollable(in)
@@ -134,9 +130,7 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 			return nil
 		case err := <-readErr:
 			return err
-		case w := <-s.owner:
-			defer w.stop()
-			ownerGone = w.gone
+		case ownerGone = <-s.owner:
 		case <-ownerGone:
 			return nil
 		case <-s.woke:
@@ -438,13 +432,12 @@ func (s *server) hello(raw json.RawMessage) (any, error) {
 	closing := s.closing
 	if !closing {
 		s.g, s.pid, s.start = g, a.PID, start
-	}
-	s.mu.Unlock()
-	if !closing {
 		if gone, stop, err := proc.Exited(a.PID, start); err == nil {
-			s.owner <- ownerWatch{gone, stop} // once: hello is said once
+			s.ownerStop = stop
+			s.owner <- gone // once: hello is said once
 		}
 	}
+	s.mu.Unlock()
 	if closing { // shutdown ran meanwhile: it closed no Governor
 		_ = g.Close()
 		return nil, errShuttingDown
@@ -462,7 +455,11 @@ func (s *server) shutdown() {
 		return
 	}
 	s.closing = true
+	stopOwner := s.ownerStop
 	s.mu.Unlock()
+	if stopOwner != nil {
+		stopOwner()
+	}
 	s.cancel()
 	s.handlers.Wait()
 	s.mu.Lock()
