@@ -18,16 +18,17 @@ if TYPE_CHECKING:
     from typing import Any, Callable, List
 
     from ._admin import Holder, Resource, Waiter
-    from ._api import Governor, Lease, default
+    from ._api import Governor, default
     from ._bridge import PROTOCOL, find_binary
     from ._budget import Budget, Price, Usage, usage_from_json
+    from ._lease import Lease
     from ._provider import Provider, RateLimited
     from ._version import __version__
 
 # Imported on first use (PEP 562): ``import governor`` loads this module and
-# the exceptions; the first slot the client (_api, _bridge); a sync slot
+# the exceptions; the first slot the client (_api, _lease, _bridge); a sync slot
 # never the admin dataclasses or providers.
-_LAZY = {"Governor": "_api", "Lease": "_api", "default": "_api", "PROTOCOL": "_bridge", "find_binary": "_bridge",
+_LAZY = {"Governor": "_api", "Lease": "_lease", "default": "_api", "PROTOCOL": "_bridge", "find_binary": "_bridge",
          "Holder": "_admin", "Resource": "_admin", "Waiter": "_admin", "Provider": "_provider",
          "RateLimited": "_provider", "__version__": "_version", "Budget": "_budget", "Price": "_budget",
          "Usage": "_budget", "usage_from_json": "_budget"}

@@ -1,4 +1,4 @@
-"""Governor, Lease, slot/aslot and the decorator.
+"""Governor, slot/aslot and the decorator (Lease: _lease).
 
 Only what a synchronous slot needs is imported here; asyncio on the first
 async call, and providers (_provider), wait records (_record) and
@@ -13,12 +13,12 @@ import sys
 
 from . import errors
 from ._bridge import Bridge, bridge_argv, find_binary, nest_env, result_of
+from ._lease import Lease
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     import datetime
-    import threading
     from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
     from ._admin import Resource
@@ -68,199 +68,6 @@ def _interrupt_main(main: int) -> None:
         return
     import ctypes
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
-
-
-class Lease:
-    """What one acquire holds: ``token`` (the fencing token of its first
-    resource), ``handle`` (RESOURCE@ID.SECRET), ``tokens``/``handles`` per
-    resource, ``lost`` (a threading.Event set when it is lost),
-    ``lost_reason``, ``env`` (what a child needs to nest inside it),
-    ``waited`` (seconds), ``nested`` (resources an ancestor holds)."""
-
-    def __init__(self, gov: "Governor", bridge: Bridge, result: "Dict[str, Any]") -> None:
-        self._gov, self._bridge = gov, bridge
-        self.id: str = result["lease"]
-        self.resources: "List[Dict[str, Any]]" = result.get("resources") or []
-        self.nested: "List[str]" = result.get("nested") or []
-        self.env: "Dict[str, str]" = dict(result.get("env") or {})
-        self.waited: float = float(result.get("waited") or 0.0)
-        self.notes: "List[str]" = result.get("notes") or []
-        self._record: "Optional[Dict[str, Any]]" = result.get("record")  # asked for by record=PATH
-        self.tokens: "Dict[str, int]" = {r["resource"]: r["token"] for r in self.resources}
-        self.budgets: "List[Dict[str, Any]]" = result.get("budgets") or []  # as the reservation left them
-        self.handles: "Dict[str, str]" = {r["resource"]: r["handle"] for r in self.resources}
-        self._lost = False
-        self._lost_event: "Optional[threading.Event]" = None
-        self.lost_reason = ""
-        self.released = False
-        self._on_lost: "List[Callable[[], None]]" = []
-        self._mu = _thread.allocate_lock()
-        bridge.register(self.id, self)
-
-    @property
-    def lost(self) -> "threading.Event":
-        """A threading.Event, set once the lease is lost (made when first
-        asked for: threading is not imported before)."""
-        ev = self._lost_event
-        if ev is None:
-            import threading
-            with self._mu:
-                if self._lost_event is None:
-                    ev = threading.Event()
-                    if self._lost:
-                        ev.set()
-                    self._lost_event = ev
-                ev = self._lost_event
-        return ev
-
-    def _set_lost(self, reason: str) -> None:
-        """Marks it lost (self._mu held)."""
-        self.lost_reason = reason
-        self._lost = True
-        if self._lost_event is not None:
-            self._lost_event.set()
-
-    @property
-    def token(self) -> int:
-        own = [r for r in self.resources if not r.get("nested")] or self.resources
-        return own[0]["token"] if own else 0
-
-    @property
-    def handle(self) -> str:
-        own = [r for r in self.resources if not r.get("nested")] or self.resources
-        return own[0]["handle"] if own else ""
-
-    def _lose(self, reason: str) -> "List[Callable[[], None]]":
-        """Marks the lease lost; returns the callbacks to run (the bridge
-        runs them: Bridge.run_callbacks), none when it was lost already."""
-        with self._mu:
-            if self._lost or self.released:
-                return []
-            self._set_lost(reason)
-            return list(self._on_lost)
-
-    def on_lost(self, cb: "Callable[[], None]") -> None:
-        """Calls cb once the lease is lost (from the thread that read the
-        loss, never while a caller reads the bridge's output)."""
-        with self._mu:
-            self._on_lost.append(cb)
-            lost = self._lost
-        if lost:
-            cb()
-
-    def check(self) -> None:
-        """Raises LeaseLost once the lease is lost: call it before a
-        protected write."""
-        if self._lost:
-            raise errors.LeaseLost("lease %s lost: %s" % (self.id, self.lost_reason))
-
-    def touch(self) -> None:
-        """Marks progress (``governor touch``) for ``progress_timeout``."""
-        self._bridge.call("touch", {"lease": self.id})
-
-    def seq_next(self, name: str, resource: "Optional[str]" = None) -> int:
-        """The next number of fenced sequence ``name``, fenced by this
-        lease's token: refused (Busy) once the lease was taken over."""
-        args: "Dict[str, Any]" = {"lease": self.id, "name": name}
-        if resource:
-            args["resource"] = resource
-        return int(self._bridge.call("seq_next", args)["number"])
-
-    @staticmethod
-    def _settle_args(lease: str, cost: "Optional[float]", costs: "Optional[Dict[str, float]]") -> "Dict[str, Any]":
-        args: "Dict[str, Any]" = {"lease": lease}
-        if cost is not None:
-            args["cost"] = float(cost)
-        if costs is not None:
-            args["costs"] = {k: float(v) for k, v in costs.items()}
-        return args
-
-    def settle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
-        """Tells the actual cost of the work this lease guarded, in the
-        budgets' unit: ``cost`` on every budget, or ``costs`` by name; none:
-        at the estimate. Once per lease: a second settle changes nothing and
-        returns False. A lease released unsettled counts its estimate.
-        Above the estimate, the actual is counted in full (an overrun)."""
-        return bool(self._bridge.call("settle", self._settle_args(self.id, cost, costs))["settled"])
-
-    async def asettle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
-        r = await self._gov._acall(self._bridge, "settle", self._settle_args(self.id, cost, costs))
-        return bool(r["settled"])
-
-    def _start_release(self) -> bool:
-        """Marks it released; True if the bridge must be told."""
-        with self._mu:
-            if self.released:
-                return False
-            self.released = True
-        self._bridge.unregister(self.id)
-        if self._bridge.dead is not None:
-            if self._lost:
-                raise errors.LeaseLost("lease %s lost: %s" % (self.id, self.lost_reason))
-            return False
-        return True
-
-    def _released_lost(self) -> None:
-        with self._mu:
-            if not self._lost:
-                self._set_lost("lost")
-
-    def release(self) -> None:
-        """Releases every resource of the lease; LeaseLost if it was lost."""
-        if not self._start_release():
-            return
-        try:
-            self._bridge.call("release", {"lease": self.id})
-        except errors.LeaseLost:
-            self._released_lost()
-            raise
-
-    async def arelease(self) -> None:
-        if not self._start_release():
-            return
-        try:
-            await self._gov._acall(self._bridge, "release", {"lease": self.id})
-        except errors.LeaseLost:
-            self._released_lost()
-            raise
-
-    def _release_with(self, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
-        """Releases it with op's request (args and release: provider_report's):
-        one request for both. LeaseLost if it was lost. A request refused
-        (bad input releases nothing) is followed by a plain release. Released
-        before: op alone."""
-        if not self._start_release():
-            return self._bridge.call(op, args)
-        try:
-            return self._bridge.call(op, dict(args, release=True))
-        except errors.LeaseLost:
-            self._released_lost()
-            raise
-        except errors.GovernorError:
-            try:
-                self._bridge.call("release", {"lease": self.id})
-            except errors.GovernorError:
-                pass  # released by op
-            raise
-
-    async def _arelease_with(self, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
-        if not self._start_release():
-            return await self._gov._acall(self._bridge, op, args)
-        try:
-            return await self._gov._acall(self._bridge, op, dict(args, release=True))
-        except errors.LeaseLost:
-            self._released_lost()
-            raise
-        except errors.GovernorError:
-            try:
-                await self._gov._acall(self._bridge, "release", {"lease": self.id})
-            except errors.GovernorError:
-                pass  # released by op
-            raise
-
-    def __repr__(self) -> str:
-        return "<governor.Lease %s %s token=%s%s>" % (self.id, ",".join(self.tokens), self.token,
-                                                      " lost" if self._lost else "")
 
 
 def _seconds(v: "Union[None, int, float, datetime.timedelta]") -> "Optional[float]":
@@ -344,14 +151,22 @@ class _Slot:
 
     # sync
     def __enter__(self) -> Lease:
-        self._start_record()
+        self._start_record()  # a record= it cannot append to is refused here, nothing asked for yet
         try:
             self.lease = self.gov._acquire(self.args)
         except BaseException as e:
             self._end(e)
             raise
         if self.record:
-            self.record.granted(self.lease)
+            try:
+                self.record.granted(self.lease)
+            except BaseException:
+                self._abandon()
+                try:
+                    self.lease.release()
+                except errors.GovernorError:
+                    pass  # the grant line's error is the one to tell
+                raise
         if self.stop_on_lost and _in_main_thread():
             self._main = _thread.get_ident()
             self.lease.on_lost(self._interrupt)
@@ -392,8 +207,23 @@ class _Slot:
             lease.id if lease else "?", ",".join(self.resources), reason))
 
     def _end(self, exc: "Optional[BaseException]") -> None:
-        if self.record:
+        """Writes the end line. When exc (the acquire's or the body's error)
+        is on its way, a failing write does not replace it: it is noted on it."""
+        if not self.record:
+            return
+        try:
             self.record.end(exc)
+        except OSError as e:
+            if exc is None:
+                raise
+            note = getattr(exc, "add_note", None)  # Python >= 3.11
+            if note is not None:
+                note("and the end line of record %s could not be written: %s" % (self.record.path, e))
+
+    def _abandon(self) -> None:
+        """The grant line failed: no end line follows it."""
+        if self.record:
+            self.record.close()
 
     # async
     async def __aenter__(self) -> Lease:
@@ -405,7 +235,15 @@ class _Slot:
             self._end(e)
             raise
         if self.record:
-            self.record.granted(self.lease)
+            try:
+                self.record.granted(self.lease)
+            except BaseException:
+                self._abandon()
+                try:
+                    await self.lease.arelease()
+                except errors.GovernorError:
+                    pass  # the grant line's error is the one to tell
+                raise
         if self.stop_on_lost:
             loop = asyncio.get_running_loop()
             self._task = asyncio.current_task()

@@ -1,12 +1,15 @@
 """The wait record of ``slot(..., record=PATH)``: the same grant and end
-lines as ``governor run --record``. Imported on first use."""
+lines as ``governor run --record``, to a file opened (and checked as the
+CLI checks it) before the slot is asked for. Imported on first use."""
 
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import socket
+import stat
 import sys
 import time
 import uuid
@@ -25,6 +28,7 @@ class Record:
 
     def __init__(self, path: str, gov: "Governor", resources: "Sequence[str]") -> None:
         self.path, self.gov = path, gov
+        self.fd = open_record(path)  # refused here, before any slot is asked for
         self.base: "Dict[str, Any]" = {
             "id": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(),
             "command": " ".join(sys.argv), "resources": [{"name": r, "weight": 1, "limit": 0, "nested": False}
@@ -57,16 +61,78 @@ class Record:
             rec["granted"] = self.granted_at
         else:
             rec["wait_seconds"] = time.monotonic() - self.t0
-        self._write(rec)
+        try:
+            self._write(rec)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _write(self, rec: "Dict[str, Any]") -> None:
+        """One line in one write(2) on the O_APPEND descriptor: concurrent
+        writers never interleave. A short write is an error."""
         line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0), 0o600)
+        if os.write(self.fd, line) != len(line):
+            raise OSError("record %s: a short write" % self.path)
+
+
+def open_record(path: str) -> int:
+    """Opens path for appending as ``governor run --record`` does: the last
+    component is never followed if it is a symbolic link, the open never
+    blocks (a FIFO with no reader), anything but a regular file is refused,
+    as is a file another user owns or can write. A file it creates is 0600
+    (lines carry lease ids and tokens). The refusal is a GovernorError
+    (code 125) naming the path and what is allowed."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as e:
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = 0
+        if mode and not stat.S_ISREG(mode):
+            raise _not_regular(path, mode) from None
+        hint = ""
+        folder = os.path.dirname(path) or "."
+        if e.errno == errno.ENOENT and not os.path.isdir(folder):
+            hint = " (the folder %s does not exist: create it first)" % folder
+        raise errors.GovernorError("record %s: %s%s" % (path, e.strerror, hint)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode)
+        euid = os.geteuid()
+        if st.st_uid not in (0, euid):
+            why = "owned by uid %d, neither root nor you (uid %d)" % (st.st_uid, euid)
+        elif st.st_mode & 0o022:
+            why = "writable by group or others (mode %04o)" % (st.st_mode & 0o7777)
+        else:
+            why = ""
+        if why:
+            raise errors.GovernorError(
+                "record %s is %s: another user could write or rewrite the records (and reads the lease ids and tokens "
+                "they carry); refusing to append to it: give a file of your own that only you can write (chmod go-w), "
+                "or a new path" % (path, why))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_regular(path: str, mode: int) -> errors.GovernorError:
+    what = "not a regular file"
+    for test, name in ((stat.S_ISLNK, "a symbolic link (not followed)"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            what = name
+            break
+    return errors.GovernorError("record %s is %s; allowed: a regular file, or a path where one can be created" % (path, what))
 
 
 def _now() -> str:

@@ -4,10 +4,11 @@ import { Bridge } from "./bridge.js";
 import { findBinary } from "./binary.js";
 import { Withdrawn } from "./errors.js";
 import { Lease } from "./lease.js";
-import { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
+import { acquireArgs, holding, seconds, type AcquireOptions, type Duration, type SlotOptions } from "./options.js";
 import { Provider, type ProviderOptions } from "./provider.js";
+import { endRecord, WaitRecord } from "./record.js";
 
-export { acquireArgs, holding, seconds, type AcquireOptions, type Duration } from "./options.js";
+export { acquireArgs, holding, seconds, type AcquireOptions, type Duration, type SlotOptions } from "./options.js";
 
 
 export interface GovernorOptions {
@@ -135,8 +136,35 @@ export class Governor {
    * lost while fn runs (lease.signal aborts), the LeaseLost is thrown even if
    * fn returned: its work may have run beyond the slot.
    */
-  async withSlot<T>(resource: string | string[], opts: AcquireOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
-    return holding(await this.acquire(resource, opts), fn);
+  async withSlot<T>(resource: string | string[], opts: SlotOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
+    if (!opts.record) return holding(await this.acquire(resource, opts), fn);
+    const resources = typeof resource === "string" ? [resource] : resource;
+    const args = { resources, ...acquireArgs(opts), record: true }; // a bad option throws before the file is opened
+    const rec = new WaitRecord(opts.record, resources); // refused here, before the slot is asked for
+    let lease: Lease;
+    try {
+      lease = await this.acquireOp("acquire", args, resources.join(","), opts.signal);
+    } catch (e) {
+      endRecord(rec, e);
+      throw e;
+    }
+    try {
+      const b = this.bridge!;
+      rec.granted(lease.recordOf, b.project, b.session);
+    } catch (e) {
+      rec.close();
+      await lease.release().catch(() => {}); // the grant line's error is the one to tell
+      throw e;
+    }
+    let result: T;
+    try {
+      result = await holding(lease, fn);
+    } catch (e) {
+      endRecord(rec, e);
+      throw e;
+    }
+    rec.end(undefined);
+    return result;
   }
 
   /** The provider gate for NAME (resource provider:NAME); with budgets, each call reserves and settles its cost. */

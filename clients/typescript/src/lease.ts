@@ -3,6 +3,7 @@
 import type { Bridge, BridgeEvent } from "./bridge.js";
 import { LeaseLost } from "./errors.js";
 import type { BudgetState } from "./budget.js";
+import type { RecordOf } from "./record.js";
 
 // Node 20 has no Symbol.asyncDispose of its own.
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
@@ -41,8 +42,10 @@ export class Lease implements AsyncDisposable {
   readonly notes: string[];
   /** The spend budgets reserved with the slot, as the reservation left them. */
   readonly budgets: BudgetState[];
+  /** What a wait record says of the resources (asked for by withSlot's record). */
+  readonly recordOf: RecordOf | undefined;
 
-  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[]; budgets?: BudgetState[] }) {
+  constructor(bridge: Bridge, result: { lease: string; resources: HeldResource[]; env?: Record<string, string>; waited?: number; notes?: string[]; budgets?: BudgetState[]; record?: RecordOf }) {
     this.bridge = bridge;
     this.id = result.lease;
     this.resources = result.resources ?? [];
@@ -50,6 +53,7 @@ export class Lease implements AsyncDisposable {
     this.waited = result.waited ?? 0;
     this.notes = result.notes ?? [];
     this.budgets = result.budgets ?? [];
+    this.recordOf = result.record;
     bridge.ref();
     const off = bridge.watch(this.id, (e) => this.onEvent(e));
     if (!this.ended) this.off = off;

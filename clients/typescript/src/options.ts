@@ -41,6 +41,17 @@ export interface AcquireOptions {
   estimate?: number;
 }
 
+/** withSlot's options: an acquire's, and a wait record. */
+export interface SlotOptions extends AcquireOptions {
+  /**
+   * A wait record (`governor run --record`): a grant and an end line per
+   * invocation, appended to this file. Opened before the slot is asked for,
+   * and refused as the CLI refuses it (a GovernorError, 125): a folder that
+   * does not exist, not a regular file, a file others can write.
+   */
+  record?: string;
+}
+
 /** Run fn holding lease; release it after; a loss during fn is thrown. */
 export async function holding<T>(lease: Lease, fn: (lease: Lease) => Promise<T> | T): Promise<T> {
   try {
