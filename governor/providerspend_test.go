@@ -19,14 +19,15 @@ func TestDoSpend(t *testing.T) {
 	p := g.Provider("anthropic", governor.ProviderLimits{MaxConcurrency: 2})
 	price := governor.Price{Input: 3_000_000, Output: 15_000_000}
 	day := governor.SpendBudget{Name: "anthropic-day", Limit: 100_000, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-	est := price.Estimate(1000, 4000) // 63000
+	est, _ := price.Estimate(1000, 4000) // 63000
 	body := []byte(`{"usage":{"input_tokens":1000,"output_tokens":200}}`)
 	err := p.DoSpend(ctx, []governor.SpendBudget{day}, est, 5000, governor.BudgetOptions{}, func(ctx context.Context) (int64, int64, error) {
 		u, ok := governor.UsageFromJSON(body)
 		if !ok {
 			return 0, -1, nil
 		}
-		return u.InputTokens + u.OutputTokens, price.Cost(u), nil
+		cost, err := price.Cost(u)
+		return u.InputTokens + u.OutputTokens, cost, err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package governor
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math/bits"
+)
 
 // Usage is what a provider's response says a call used.
 type Usage struct {
@@ -39,6 +42,9 @@ func UsageFromJSON(body []byte) (u Usage, ok bool) {
 		return Usage{}, false
 	}
 	x := r.Usage
+	if x.CacheCreation < 0 || x.CacheRead < 0 {
+		return Usage{}, false
+	}
 	switch {
 	case x.PromptTokens != nil && x.CompletionTokens != nil: // OpenAI chat: prompt includes cached
 		c := x.PromptTokensDetails.CachedTokens
@@ -67,14 +73,42 @@ type Price struct {
 	PerCall     int64
 }
 
-// Cost is what u costs at p, in micro-units, rounded up.
-func (p Price) Cost(u Usage) int64 {
-	tok := u.InputTokens*p.Input + u.CachedInputTokens*p.CachedInput + u.OutputTokens*p.Output
-	return (tok+999_999)/1_000_000 + p.PerCall
+// Cost is what u costs at p, in micro-units, rounded up, computed with
+// checked arithmetic: a negative count or price, or a cost above
+// MaxBudgetAmount (however large the counts), is an ErrInvalid naming
+// the counts, never a wrapped amount.
+func (p Price) Cost(u Usage) (int64, error) {
+	terms := [3][2]int64{{u.InputTokens, p.Input}, {u.CachedInputTokens, p.CachedInput}, {u.OutputTokens, p.Output}}
+	var tok uint64
+	ok := p.PerCall >= 0 && p.PerCall <= MaxBudgetAmount
+	for _, t := range terms {
+		if t[0] < 0 || t[1] < 0 {
+			ok = false
+			break
+		}
+		hi, lo := bits.Mul64(uint64(t[0]), uint64(t[1]))
+		var carry uint64
+		tok, carry = bits.Add64(tok, lo, 0)
+		if hi != 0 || carry != 0 {
+			ok = false
+			break
+		}
+	}
+	// tok < 2^64 micro-units per million: its quotient, below 2^45, and
+	// PerCall add up without overflow.
+	c := int64(tok/1_000_000) + p.PerCall
+	if tok%1_000_000 != 0 {
+		c++ // rounded up
+	}
+	if ok && c <= MaxBudgetAmount {
+		return c, nil
+	}
+	return 0, invalid("the cost of %d input, %d cached input and %d output tokens at %d, %d and %d micro-units per million and %d per call; allowed: counts and prices of 0 or more costing at most %d micro-units",
+		u.InputTokens, u.CachedInputTokens, u.OutputTokens, p.Input, p.CachedInput, p.Output, p.PerCall, int64(MaxBudgetAmount))
 }
 
 // Estimate is the upper bound of a call's cost at p: every input token
-// uncached, and the whole of maxTokens of output.
-func (p Price) Estimate(inputTokens, maxTokens int64) int64 {
+// uncached, and the whole of maxTokens of output (Cost's errors).
+func (p Price) Estimate(inputTokens, maxTokens int64) (int64, error) {
 	return p.Cost(Usage{InputTokens: inputTokens, OutputTokens: maxTokens})
 }

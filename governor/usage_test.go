@@ -2,8 +2,11 @@ package governor_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
@@ -38,14 +41,49 @@ func TestPriceCost(t *testing.T) {
 	p := governor.Price{Input: 3_000_000, Output: 15_000_000, CachedInput: 300_000}
 	u := governor.Usage{InputTokens: 1000, CachedInputTokens: 10_000, OutputTokens: 500}
 	// 1000*3 + 10000*0.3 + 500*15 = 3000+3000+7500 micro-units = $0.0135
-	if got := p.Cost(u); got != 13_500 {
+	if got, _ := p.Cost(u); got != 13_500 {
 		t.Fatalf("Cost = %d; want 13500", got)
 	}
-	if got := p.Estimate(1000, 4096); got != 3000+61_440 {
+	if got, _ := p.Estimate(1000, 4096); got != 3000+61_440 {
 		t.Fatalf("Estimate = %d; want %d", got, 3000+61_440)
 	}
-	if got := (governor.Price{PerCall: 7, Input: 1}).Cost(governor.Usage{InputTokens: 1}); got != 8 {
+	if got, _ := (governor.Price{PerCall: 7, Input: 1}).Cost(governor.Usage{InputTokens: 1}); got != 8 {
 		t.Fatalf("a token's fraction and a per-call price: %d; want 8 (rounded up)", got)
+	}
+}
+
+// TestPriceCostOverflow: counts whose cost passes int64 (or
+// MaxBudgetAmount) are bad input naming them, never a wrapped amount: a
+// max_tokens of 1229782938247303441 at $15 per million wrapped to an
+// estimate of 0, and a usage of 2^62 tokens settled a reservation at 0.
+func TestPriceCostOverflow(t *testing.T) {
+	p := governor.Price{Input: 3_000_000, Output: 15_000_000, CachedInput: 300_000, PerCall: 1}
+	for _, u := range []governor.Usage{
+		{OutputTokens: 1229782938247303441},
+		{InputTokens: 1 << 62},
+		{CachedInputTokens: 1 << 62},
+		{InputTokens: 1 << 62, OutputTokens: 1 << 62},
+		{InputTokens: -1},
+	} {
+		got, err := p.Cost(u)
+		if !errors.Is(err, governor.ErrInvalid) || got != 0 {
+			t.Errorf("Cost(%+v) = %d, %v; want an ErrInvalid", u, got, err)
+			continue
+		}
+		for _, n := range []int64{u.InputTokens, u.CachedInputTokens, u.OutputTokens} {
+			if !strings.Contains(err.Error(), strconv.FormatInt(n, 10)) {
+				t.Errorf("Cost(%+v): %v; want it to name %d", u, err, n)
+			}
+		}
+	}
+	if _, err := (governor.Price{PerCall: 1 << 62}).Cost(governor.Usage{}); !errors.Is(err, governor.ErrInvalid) {
+		t.Errorf("a per-call price of 2^62: %v; want an ErrInvalid", err)
+	}
+	if _, err := (governor.Price{Output: 1 << 62}).Estimate(0, 4); !errors.Is(err, governor.ErrInvalid) {
+		t.Errorf("a price of 2^62 per million for 4 tokens: %v; want an ErrInvalid", err)
+	}
+	if got, err := (governor.Price{Output: 15_000_000}).Estimate(0, 1_000_000_000_000); err != nil || got != 15_000_000_000_000 {
+		t.Errorf("a trillion tokens at $15 per million: %d, %v; want 15000000000000", got, err)
 	}
 }
 
@@ -86,8 +124,8 @@ func TestUsageShapesShared(t *testing.T) {
 		p := governor.Price{Input: micro(c.Price["input"]), Output: micro(c.Price["output"]),
 			CachedInput: micro(c.Price["cached_input"]), PerCall: micro(c.Price["per_call"])}
 		u := governor.Usage{InputTokens: c.Usage.Input, CachedInputTokens: c.Usage.Cached, OutputTokens: c.Usage.Output}
-		if got := p.Cost(u); got != micro(c.Cost) {
-			t.Errorf("%v of %+v: %d micro-units; want %d", c.Price, c.Usage, got, micro(c.Cost))
+		if got, err := p.Cost(u); got != micro(c.Cost) || err != nil {
+			t.Errorf("%v of %+v: %d micro-units, %v; want %d", c.Price, c.Usage, got, err, micro(c.Cost))
 		}
 	}
 }

@@ -166,4 +166,18 @@ func scopedBudgets(t *testing.T, g []string) {
 	if s, res := cliBudget(t, g, "anthropic-day"); s != 33_000+10_000+1_500+200_000 || res != 0 {
 		t.Fatalf("at the end: spent %d reserved %d; want 0.2445 and 0", s, res)
 	}
+	// Counts whose cost passes int64 are bad input naming them: they
+	// wrapped to an estimate of 0 (admitted on an exhausted budget) and
+	// to a settle at 0.
+	if _, e := b.send("provider_acquire", map[string]any{"provider": "anthropic", "max_tokens": 1229782938247303441}); !strings.Contains(string(e), "1229782938247303441 output tokens") {
+		t.Fatalf("max_tokens 1229782938247303441: %s; want bad input naming it", e)
+	}
+	r = acquire("provider_acquire", map[string]any{"provider": "anthropic", "max_tokens": 1000})
+	if _, e := b.send("provider_report", map[string]any{"lease": r.Lease, "outcome": "ok", "usage": map[string]any{"input_tokens": 1 << 62, "output_tokens": 0}}); !strings.Contains(string(e), "the cost of 4611686018427387904 input") {
+		t.Fatalf("a usage of 2^62 tokens: %s; want bad input naming it", e)
+	}
+	b.call("release", map[string]any{"lease": r.Lease}) // unsettled: at its estimate, 0.015
+	if s, res := cliBudget(t, g, "anthropic-day"); s != 33_000+10_000+1_500+200_000+15_000 || res != 0 {
+		t.Fatalf("after the overflows: spent %d reserved %d; want 0.2595 and 0", s, res)
+	}
 }

@@ -178,6 +178,8 @@ func TestRunCostBadValues(t *testing.T) {
 		{[]string{"--provider", "anthropic", "--cost", "1", "--max-tokens", "10"}, "allowed: one of --cost (an estimate given) or --max-tokens"},
 		{[]string{"--provider", "openai", "--max-tokens", "10"}, `no price for provider "openai" model ""; configure prices.openai`},
 		{[]string{"--provider", "anthropic", "--max-tokens", "-5"}, "--max-tokens -5, --input-tokens 0; allowed: 0 or more"},
+		// 1229782938247303441 × $15 per million wrapped int64 to an estimate of 0.
+		{[]string{"--provider", "anthropic", "--max-tokens", "1229782938247303441"}, "the cost of 0 input, 0 cached input and 1229782938247303441 output tokens"},
 		{[]string{"--provider", "anthropic", "--input-tokens", "5"}, "--input-tokens, --model or --budget without a cost"},
 		{[]string{"--provider", "anthropic", "--model", "claude-opus-4"}, "--input-tokens, --model or --budget without a cost"},
 	} {

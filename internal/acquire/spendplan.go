@@ -200,11 +200,7 @@ func priceEstimate(scope config.SpendScope, p governor.Price, ok bool, inputToke
 		return 0, badSpend("no price for provider %q model %q; configure prices.%s or prices.%s/%s, or give --cost",
 			scope.Providers[0], scope.Model, scope.Providers[0], scope.Providers[0], scope.Model)
 	}
-	v := p.Estimate(inputTokens, maxTokens)
-	if v > governor.MaxBudgetAmount {
-		return 0, badSpend("estimate %d micro-units; allowed: at most %d", v, int64(governor.MaxBudgetAmount))
-	}
-	return v, nil
+	return p.Estimate(inputTokens, maxTokens)
 }
 
 // spendBudgets are the budgets a call known by scope charges: those

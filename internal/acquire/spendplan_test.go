@@ -52,6 +52,8 @@ func TestPlanCallSpend(t *testing.T) {
 		{"budgets without an estimate", acquire.CallSpend{Budgets: []acquire.CallBudget{named("evals")}}, config.SpendScope{}, "", 0, "without an estimate"},
 		{"budgets, max_tokens, no price", acquire.CallSpend{Budgets: []acquire.CallBudget{named("evals")}, MaxTokens: 5}, config.SpendScope{Providers: []string{"openai"}}, "", 0, `no price for provider "openai"`},
 		{"estimate out of range", acquire.CallSpend{Estimate: est(-1)}, config.SpendScope{}, "", 0, "estimate -1"},
+		{"max_tokens whose cost passes int64", acquire.CallSpend{MaxTokens: 1229782938247303441}, config.SpendScope{Providers: []string{"anthropic"}}, "", 0,
+			"1229782938247303441 output tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := acquire.PlanCallSpend(c, tc.r, tc.scope)

@@ -387,7 +387,8 @@ type usageArg struct {
 // costOf is what u costs, in units, at the price table's price of the
 // call l guarded, for the settle of its spend reservation: nil (settled
 // at its estimate) when l reserved no spend or the table has no price
-// for the call. A negative count is bad input.
+// for the call. A negative count, or one whose cost passes
+// governor.MaxBudgetAmount, is bad input.
 func (l *lease) costOf(u usageArg) (*float64, error) {
 	if u.InputTokens < 0 || u.CachedInputTokens < 0 || u.OutputTokens < 0 {
 		return nil, badRequest("usage %+v; allowed: token counts of 0 or more", u)
@@ -398,6 +399,10 @@ func (l *lease) costOf(u usageArg) (*float64, error) {
 	if p == nil || spendOfHeld(l.held) == nil {
 		return nil, nil
 	}
-	c := units(p.Cost(governor.Usage(u)))
+	v, err := p.Cost(governor.Usage(u))
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	c := units(v)
 	return &c, nil
 }
