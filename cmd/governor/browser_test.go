@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,6 +237,36 @@ func TestStatusPage(t *testing.T) {
 		}
 		b.until("the backend back", `document.getElementById("banner").hidden && document.body.dataset.state === "live"`)
 	})
+	t.Run("first paint", func(t *testing.T) {
+		// No API request is answered (each waits until the test ends):
+		// what the page shows once loaded is what serve put in it.
+		hold := make(chan struct{})
+		s := pageServerWrapped(t, nil, func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/api/") {
+					select {
+					case <-hold:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		})
+		t.Cleanup(func() { close(hold) }) // before the server closes (cleanups run last first)
+		b := openPage(t, browser, s.URL+"/", "first-paint")
+		b.shot("loaded")
+		for what, expr := range map[string]string{
+			"the project":                          `document.getElementById("project").textContent === "servetest"`,
+			"gpu's card, nobody holding":           card("gpu") + `?.querySelector("td.empty")?.textContent === "nobody holds it"`,
+			"live, not connecting":                 `document.getElementById("live").textContent.startsWith("live · read at") && !document.body.innerText.includes("connecting") && !document.body.innerText.includes("Reading the backend")`,
+			"no card of the unused exec-run slots": `!` + card("run") + ` && !` + card("run:join"),
+		} {
+			if !jsIn[bool](b, expr) {
+				t.Errorf("once loaded, before any API answer, the page does not show %s (%s); it shows:\n%s", what, expr, b.text())
+			}
+		}
+	})
 	t.Run("read-only", func(t *testing.T) {
 		s := pageServer(t, nil)
 		b := openPage(t, browser, s.URL+"/", "read-only")
@@ -279,6 +310,9 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	if got := jsIn[string](b, `document.getElementById("project").textContent`); got != "pagetest" {
 		t.Errorf("project shown: %q", got)
 	}
+	if jsIn[bool](b, `!!`+card("run")+` || !!`+card("run:join")) {
+		t.Error("the exec-run slots run and run:join, unused, have cards")
+	}
 
 	code, out, errs := serveCLI(t, append(global, "acquire", "gpu", "--ttl", "2m", "--session", "holder-1")...)
 	if code != 0 {
@@ -315,6 +349,7 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	b.until("every table inside its card at 1,100 px", tablesFit)
 	b.until("gpu's history chart drawn", card("gpu")+`.querySelector('svg.history path.use')?.getAttribute("d")?.length > 10 && !!`+card("gpu")+`.querySelector('svg.history path.waiters')`)
 	b.until("gpu's wait-time distribution drawn", card("gpu")+`.querySelectorAll('svg.waits rect.wbar').length > 0`)
+	b.until("the distribution's caption naming its bars by their buckets' edges", card("gpu")+`.querySelector("svg.waits + p.legend").textContent.endsWith("; bars: ≤5ms, ≤25ms, …, ≤1h00m, >1h00m")`)
 	b.shot("desktop-1100")
 	b.do("desktop width", chromedp.EmulateViewport(1280, 900))
 
@@ -383,6 +418,12 @@ func queueOnPage(t *testing.T, b *tab, global []string) {
 	click(gpu + "button.clear-limit")
 	b.until("the live limit cleared", `[...document.querySelectorAll('#events tr.event[data-kind="limit"] td.detail')].some((td) => td.textContent.includes("live limit cleared"))`)
 	b.shot("actions")
+
+	// A run uses the exec-run slots: their cards show from then on.
+	if code, _, errs := serveCLI(t, append(global, "run", "--", "true")...); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	b.until("run's card, once a run used it", `!!`+card("run"))
 }
 
 // budgetRow is the JavaScript expression of budget name's row on the page.

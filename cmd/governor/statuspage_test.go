@@ -74,6 +74,12 @@ const testToken = "test-admin-token-0123456789"
 // read-only) on 127.0.0.1.
 func pageServer(t *testing.T, admin statuspage.Admin) *httptest.Server {
 	t.Helper()
+	return pageServerWrapped(t, admin, func(h http.Handler) http.Handler { return h })
+}
+
+// pageServerWrapped is pageServer with its handler wrapped by wrap.
+func pageServerWrapped(t *testing.T, admin statuspage.Admin, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
 	a := &app{backend: "file", dir: filepath.Join(t.TempDir(), "state"), configFile: serveConfig(t), env: os.Environ()}
 	g, err := a.open(context.Background(), openOptions{})
 	if err != nil {
@@ -87,7 +93,7 @@ func pageServer(t *testing.T, admin statuspage.Admin) *httptest.Server {
 	mux := http.NewServeMux()
 	statuspage.NewPage(g, statuspage.PageOptions{Timeout: 5 * time.Second, Limits: l.Config.Limits(), Locks: l.Config.MkdirLocks(),
 		Version: version(), Admin: admin, Token: testToken}).Register(mux)
-	s := httptest.NewServer(statuspage.LoopbackOnly(mux)) // as serve on 127.0.0.1
+	s := httptest.NewServer(statuspage.LoopbackOnly(wrap(mux))) // as serve on 127.0.0.1
 	t.Cleanup(s.Close)
 	return s
 }

@@ -83,7 +83,7 @@ func NewPage(src Source, o PageOptions) *Page {
 // Register adds the page and the API to mux.
 func (p *Page) Register(mux *http.ServeMux) {
 	handle := mux.HandleFunc
-	handle("GET /{$}", p.file("page/index.html", "text/html; charset=utf-8"))
+	handle("GET /{$}", p.index) // index.html with the first reading in it (first.go)
 	handle("GET /app.js", p.file("page/app.js", "text/javascript; charset=utf-8"))
 	handle("GET /style.css", p.file("page/style.css", "text/css; charset=utf-8"))
 	handle("GET /api/v1/info", p.info)
@@ -111,15 +111,20 @@ func (p *Page) file(name, ctype string) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", ctype)
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Security-Policy", pageCSP)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		pageHeaders(w, ctype)
 		_, _ = w.Write(b)
 	}
+}
+
+// pageHeaders are the headers of the page's files.
+func pageHeaders(w http.ResponseWriter, ctype string) {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
 }
 
 // Info is what GET /api/v1/info serves: what the page needs to know

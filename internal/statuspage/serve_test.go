@@ -78,26 +78,6 @@ func TestLoopbackHostOnEveryPath(t *testing.T) {
 	}
 }
 
-// recorder is a minimal http.ResponseWriter.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-}
-
 // testServer serves h with limits l on 127.0.0.1.
 func testServer(t *testing.T, h http.Handler, l serverLimits) string {
 	t.Helper()

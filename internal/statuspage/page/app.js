@@ -52,6 +52,9 @@
   // dur is a duration in seconds, below a second in ms.
   function dur(s) { return s < 1 ? Math.round(s * 1000) + "ms" : ago(s); }
 
+  // edge is a bucket's edge: 5ms, 2.5s, 1m00s.
+  function edge(s) { return s < 1 ? Math.round(s * 1000) + "ms" : s < 60 ? s + "s" : ago(s); }
+
   function clock(d) { return d.toLocaleTimeString(); }
 
   // expected is an expected wait (slots --json's expected_wait) for
@@ -96,42 +99,65 @@
     st.busy = true;
     clearTimeout(st.timer);
     try {
-      if (!st.info) {
-        const i = await getJSON("api/v1/info");
-        if (i.status !== 200 || !i.body) throw new Error("HTTP " + i.status + " from /api/v1/info");
-        setInfo(i.body);
-      }
-      const s = await getJSON("api/v1/slots");
-      if (s.status !== 200 || !s.body || !s.body.resources) {
-        const why = (s.body && s.body.error) || "HTTP " + s.status;
-        $("live").textContent = "backend not answering";
-        banner("The backend does not answer: " + why + "." + shown());
-      } else {
-        st.readAt = new Date();
-        if (Date.now() - st.historyAt >= historyEveryMs) {
-          const h = await getJSON("api/v1/history");
-          if (h.status === 200 && h.body && Array.isArray(h.body.resources)) {
-            st.history = new Map(h.body.resources.map((r) => [r.resource, r]));
-            st.historyAt = Date.now();
-          }
-        }
-        drawSlots(s.body);
-        const bu = await getJSON("api/v1/budgets");
-        if (bu.status === 200 && bu.body && Array.isArray(bu.body.budgets)) drawBudgets(bu.body);
-        const e = await getJSON("api/v1/events?since=24h");
-        if (e.status === 200 && Array.isArray(e.body)) drawEvents(e.body);
-        banner("");
-        $("live").textContent = "live · read at " + clock(st.readAt);
-      }
+      draw(await read());
     } catch (err) {
-      $("live").textContent = "serve not answering";
-      banner("governor serve does not answer at " + location.host + " (" + (err && err.name === "AbortError" ? "no answer within 15s" : err.message) + ")." + shown());
-      st.info = null; // it may have restarted with other flags
+      down(err);
     } finally {
       st.busy = false;
     }
     st.timer = setTimeout(poll, st.again ? 0 : st.pollMs);
     st.again = false;
+  }
+
+  // read reads what the page shows, each answer as {status, body}: info
+  // (once), slots and, when slots answered, history (every
+  // historyEveryMs), budgets and the last 24 hours' events. serve puts
+  // the same in the page it serves (its first reading).
+  async function read() {
+    const r = {};
+    if (!st.info) r.info = await getJSON("api/v1/info");
+    r.slots = await getJSON("api/v1/slots");
+    if (r.slots.status === 200) {
+      if (Date.now() - st.historyAt >= historyEveryMs) r.history = await getJSON("api/v1/history");
+      r.budgets = await getJSON("api/v1/budgets");
+      r.events = await getJSON("api/v1/events?since=24h");
+    }
+    return r;
+  }
+
+  // draw draws a reading (read's, or serve's first); an answer missing
+  // from it leaves its part as it was.
+  function draw(r) {
+    if (r.info) {
+      if (r.info.status !== 200 || !r.info.body) throw new Error("HTTP " + r.info.status + " from /api/v1/info");
+      setInfo(r.info.body);
+    }
+    const s = r.slots;
+    if (s.status !== 200 || !s.body || !s.body.resources) {
+      const why = (s.body && s.body.error) || "HTTP " + s.status;
+      $("live").textContent = "backend not answering";
+      banner("The backend does not answer: " + why + "." + shown());
+      return;
+    }
+    st.readAt = new Date();
+    const h = r.history;
+    if (h && h.status === 200 && h.body && Array.isArray(h.body.resources)) {
+      st.history = new Map(h.body.resources.map((x) => [x.resource, x]));
+      st.historyAt = Date.now();
+    }
+    drawSlots(s.body);
+    const bu = r.budgets;
+    if (bu && bu.status === 200 && bu.body && Array.isArray(bu.body.budgets)) drawBudgets(bu.body);
+    const e = r.events;
+    if (e && e.status === 200 && Array.isArray(e.body)) drawEvents(e.body);
+    banner("");
+    $("live").textContent = "live · read at " + clock(st.readAt);
+  }
+
+  function down(err) {
+    $("live").textContent = "serve not answering";
+    banner("governor serve does not answer at " + location.host + " (" + (err && err.name === "AbortError" ? "no answer within 15s" : err.message) + ")." + shown());
+    st.info = null; // it may have restarted with other flags
   }
 
   function setInfo(info) {
@@ -143,10 +169,25 @@
     document.body.dataset.actions = info.actions ? "on" : "off";
   }
 
+  // The exec-run slots ("run", "run:join") are in every project; their
+  // cards are hidden until used: held, waited for, paused, given a live
+  // limit, or used in serve's last hour. Once shown, a card stays.
+  const execRun = new Set(["run", "run:join"]);
+  const usedRuns = new Set();
+  function unused(r) {
+    if (!execRun.has(r.resource) || usedRuns.has(r.resource)) return false;
+    const h = st.history.get(r.resource);
+    const used = r.used > 0 || (r.waiters || []).length > 0 || !!r.paused || !!r.live_limit ||
+      !!(h && ((h.points || []).some((p) => p.used > 0 || p.waiters > 0) || (h.wait && h.wait.count > 0)));
+    if (used) usedRuns.add(r.resource);
+    return !used;
+  }
+
   function drawSlots(data) {
     const main = $("resources");
     const seen = new Set();
-    for (const r of data.resources) {
+    const shownRes = data.resources.filter((r) => !unused(r));
+    for (const r of shownRes) {
       seen.add(r.resource);
       let c = st.cards.get(r.resource);
       if (!c) {
@@ -160,11 +201,11 @@
     }
     // Keep the order of the API (sorted by name); resources whose state
     // could not be read after them, named.
-    main.replaceChildren(...data.resources.map((r) => st.cards.get(r.resource).root),
+    main.replaceChildren(...shownRes.map((r) => st.cards.get(r.resource).root),
       ...(data.unreadable || []).map((u) => el("section", { class: "res unreadable", "data-resource": u.resource },
         el("div", { class: "head" }, el("h2", { text: u.resource }), el("span", { class: "badge bad", text: "unreadable" })),
         el("p", { class: "nums", text: u.error }))));
-    if (data.resources.length === 0) main.append(el("p", { class: "empty", text: "No resource in use or configured in project " + data.project + "." }));
+    if (shownRes.length === 0) main.append(el("p", { class: "empty", text: "No resource in use or configured in project " + data.project + "." }));
   }
 
   // newCard builds a resource's card once; its controls keep what the
@@ -256,10 +297,15 @@
     const bw = 180 / Math.max(1, counts.length);
     const bars = counts.map((n, i) => n > 0 ? svg("rect", { class: "wbar", x: (i * bw + 1).toFixed(1), width: Math.max(1, bw - 2).toFixed(1),
       y: (H - 2 - (n / peak) * (H - 4)).toFixed(1), height: ((n / peak) * (H - 4)).toFixed(1) },
-      svg("title", {}, n + " waited " + (i < w.bounds_seconds.length ? "up to " + dur(w.bounds_seconds[i]) : "longer"))) : null).filter(Boolean);
+      svg("title", {}, n + " waited " + (i < w.bounds_seconds.length ? "up to " + edge(w.bounds_seconds[i]) : "longer than " + edge(w.bounds_seconds[i - 1])))) : null).filter(Boolean);
     c.waits.replaceChildren(...bars, svg("path", { class: "axis", d: "M0," + (H - 1) + "H180" }));
+    // The caption names the bars by their buckets' upper edges (the
+    // first two, the last, and the one beyond it).
+    const b = (w && w.bounds_seconds) || [];
+    const edges = b.length > 3 ? [...b.slice(0, 2).map((s) => "≤" + edge(s)), "…", "≤" + edge(b[b.length - 1])] : b.map((s) => "≤" + edge(s));
     c.waitsNote.textContent = w && w.count > 0
-      ? "waits of " + w.count + " acquires, " + dur(w.bounds_seconds[0]) + " to " + dur(w.bounds_seconds[w.bounds_seconds.length - 1]) + "+; mean " + dur(w.sum_seconds / w.count)
+      ? "waits of " + w.count + (w.count === 1 ? " acquire" : " acquires") + ", mean " + dur(w.sum_seconds / w.count) +
+        "; bars: " + edges.join(", ") + ", >" + edge(b[b.length - 1])
       : "no acquire has waited yet";
   }
 
@@ -402,5 +448,15 @@
     if (st.token) sessionStorage.setItem(tokenKey, st.token);
     else sessionStorage.removeItem(tokenKey);
   });
-  poll();
+  // serve's first reading, in the page: drawn at once, and the first poll
+  // after pollMs. Without one (the page opened from a file), a poll now.
+  let first = null;
+  try { first = JSON.parse($("first").textContent); } catch (e) { /* none */ }
+  if (first && first.info && first.slots) {
+    try { draw(first); } catch (err) { down(err); }
+    st.timer = setTimeout(poll, st.pollMs);
+  } else {
+    $("live").textContent = "connecting…";
+    poll();
+  }
 })();
