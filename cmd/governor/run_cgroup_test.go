@@ -54,12 +54,11 @@ func killGovernorAndWatchdog(t *testing.T, tg *target, c *exec.Cmd, inBetween fu
 		t.Fatalf("want the watchdog declared as holder beside governor %d: %+v", c.Process.Pid, h.Declaration)
 	}
 	watchdog := h.PID
-	if err := c.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Kill(watchdog, h.StartTime, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	// Both stopped for good before inBetween: a governor whose SIGSTOP
+	// is still pending would see its command end, remove the run's
+	// cgroup and end its watchdog (proctest.Stop).
+	proctest.Stop(t, c.Process.Pid, h.GovernorStart)
+	proctest.Stop(t, watchdog, h.StartTime)
 	inBetween()
 	if err := proc.Kill(watchdog, h.StartTime, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
