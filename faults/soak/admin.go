@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func (s *soak) admin(ctx context.Context, args ...string) bool {
 	c := s.gov(ctx, args...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
-	err := c.Run()
+	err := runCmd(c)
 	s.exitOf("admin "+args[0], c, err, stderr.String())
 	return err == nil
 }
@@ -74,7 +75,7 @@ func (s *soak) admin(ctx context.Context, args ...string) bool {
 // cancelOne cancels the first waiter of heavy, if any.
 func (s *soak) cancelOne(ctx context.Context) {
 	c := s.gov(ctx, "--json", "slots", resHeavy)
-	out, err := c.Output()
+	out, err := output(c)
 	if err != nil {
 		return
 	}
@@ -154,10 +155,8 @@ func (s *soak) badInputLoop(ctx context.Context) {
 
 // badCLI runs c, which must fail (exit 2 or 125, or 122/73 for a lease
 // that does not exist) without a crash.
-func (s *soak) badCLI(_ context.Context, what string, c interface {
-	CombinedOutput() ([]byte, error)
-}, args []string) {
-	out, err := c.CombinedOutput()
+func (s *soak) badCLI(_ context.Context, what string, c *exec.Cmd, args []string) {
+	out, err := combinedOutput(c)
 	s.op("bad input: " + what)
 	code := 0
 	if ee, ok := err.(interface{ ExitCode() int }); ok {
@@ -185,7 +184,7 @@ func (s *soak) badBridge(ctx context.Context) {
 		in.WriteString(badBridgeLines[s.intn(len(badBridgeLines))] + "\n")
 	}
 	c.Stdin = &in
-	out, err := c.CombinedOutput()
+	out, err := combinedOutput(c)
 	s.op("bad input: bridge lines")
 	s.check("bad input refused with a message, no crash", 1)
 	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("fatal error:")) {

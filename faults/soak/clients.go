@@ -86,7 +86,7 @@ func (s *soak) clientLoop(ctx context.Context, what, prefix string, mk func(who 
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
-		if err := c.Start(); err != nil {
+		if err := start(c); err != nil {
 			s.violate("start", "%s: %v", what, err)
 			return
 		}

@@ -36,7 +36,7 @@ func (s *soak) runLoop(ctx context.Context, i int) {
 			"--wait-timeout", "30s", "--kill-grace", "500ms", "--", s.self, workArg, out, d.String(), who)
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
-		if err := c.Start(); err != nil {
+		if err := start(c); err != nil {
 			s.violate("start", "governor run: %v", err)
 			return
 		}
@@ -124,7 +124,7 @@ func (s *soak) shellLoop(ctx context.Context, i int) {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
-		if err := c.Start(); err != nil {
+		if err := start(c); err != nil {
 			s.violate("start", "shell loop: %v", err)
 			return
 		}

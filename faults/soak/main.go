@@ -44,6 +44,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == workArg {
 		os.Exit(work(os.Args[2:]))
 	}
+	if code, done := contain(); done {
+		os.Exit(code)
+	}
 	var o options
 	flag.DurationVar(&o.duration, "duration", 2*time.Minute, "how long the load and the faults run")
 	flag.StringVar(&o.backend, "backend", "file", "file or redis (a redis-server the soak starts)")

@@ -27,7 +27,7 @@ func (s *soak) quiet(ctx context.Context) {
 	bin.WriteString(`{"id":2,"op":"acquire","args":{"resources":["shared"],"if_busy":"wait"}}` + "\n")
 	bridgeIn, _ := bridge.StdinPipe()
 	for _, c := range []*exec.Cmd{hold, serve, bridge} {
-		if err := c.Start(); err != nil {
+		if err := start(c); err != nil {
 			s.violate("start", "quiet phase: %v", err)
 			return
 		}

@@ -31,7 +31,7 @@ func (s *soak) serveLoop(ctx context.Context) {
 		c := s.gov(context.Background(), "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--resources-retention", "1h")
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
-		if err := c.Start(); err != nil {
+		if err := start(c); err != nil {
 			s.violate("start", "serve: %v", err)
 			return
 		}

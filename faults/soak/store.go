@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,7 +138,13 @@ func newRedisStore(s *soak) (*redisStore, error) {
 	if err := os.Mkdir(d, 0o700); err != nil {
 		return nil, err
 	}
-	srv, err := redistest.StartServer(d)
+	// Bound to loopback, with a password of its own: no other user of
+	// the machine reaches it, during the soak or after a kill -9 of it.
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return nil, err
+	}
+	srv, err := redistest.Options{Password: hex.EncodeToString(pw), Spawn: start}.StartServer(d)
 	if err != nil {
 		return nil, err
 	}
@@ -148,19 +156,19 @@ func newRedisStore(s *soak) (*redisStore, error) {
 	// The monitor's client logs every failed dial while Redis restarts:
 	// noise in the soak's output, whose faults say when.
 	redis.SetLogger(silentLog{})
-	return &redisStore{s: s, srv: srv, proxy: p, rc: redis.NewClient(&redis.Options{Addr: srv.Addr})}, nil
+	return &redisStore{s: s, srv: srv, proxy: p, rc: redis.NewClient(&redis.Options{Addr: srv.Addr, Password: srv.Password})}, nil
 }
 
 type silentLog struct{}
 
 func (silentLog) Printf(context.Context, string, ...any) {}
 
-func (r *redisStore) flags() []string {
-	return []string{"--backend", "redis", "--redis-url", "redis://" + r.proxy.Addr() + "/0"}
-}
-func (r *redisStore) url() string { return r.srv.URL() }
+// flags leave the URL, which has the password, to env: a command line
+// is any user's to read (ps).
+func (r *redisStore) flags() []string { return []string{"--backend", "redis"} }
+func (r *redisStore) url() string     { return r.srv.URL() }
 func (r *redisStore) env() []string {
-	return []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_REDIS_URL=redis://" + r.proxy.Addr() + "/0"}
+	return []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_REDIS_URL=redis://:" + r.srv.Password + "@" + r.proxy.Addr() + "/0"}
 }
 func (r *redisStore) dir() string { return "" }
 

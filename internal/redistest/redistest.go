@@ -11,8 +11,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,12 +25,15 @@ import (
 
 // Server is a running redis-server.
 type Server struct {
-	Addr  string
-	Port  int
-	Dir   string
-	cmd   *exec.Cmd
-	args  []string
-	ready string // the line that says the server is ready
+	Addr string
+	Port int
+	Dir  string
+	// Password is the server's requirepass ("" for none).
+	Password string
+	cmd      *exec.Cmd
+	spawn    func(*exec.Cmd) error
+	args     []string
+	ready    string // the line that says the server is ready
 }
 
 // Available reports whether redis-server can be started; when it cannot
@@ -64,13 +69,42 @@ func Start(t testing.TB, extra ...string) *Server {
 
 // StartServer starts a server with its files in dir. The caller stops it.
 func StartServer(dir string, extra ...string) (*Server, error) {
+	return Options{}.StartServer(dir, extra...)
+}
+
+// Options are a server's settings beyond StartServer's.
+type Options struct {
+	// Password is the server's requirepass. It goes to the server in a
+	// config file of mode 0600 in its directory, not on its command
+	// line (which any user's ps shows), and into URL.
+	Password string
+	// Spawn starts the server's process (nil: the command's Start); a
+	// caller that gives its children a parent-death signal starts them
+	// from one thread.
+	Spawn func(*exec.Cmd) error
+}
+
+// StartServer starts a server with o's settings and its files in dir.
+// The caller stops it.
+func (o Options) StartServer(dir string, extra ...string) (*Server, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections"}
-	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--protected-mode", "no"}, extra...)
+	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections",
+		Password: o.Password, spawn: o.Spawn}
+	var conf []string
+	protected := "no"
+	if o.Password != "" {
+		// A config file must be the first argument.
+		conf = []string{filepath.Join(dir, "redis-auth.conf")}
+		if err := os.WriteFile(conf[0], []byte("requirepass "+o.Password+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		protected = "yes"
+	}
+	s.args = append(append(conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--protected-mode", protected), extra...)
 	return s, s.start()
 }
 
@@ -80,7 +114,11 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	if err := s.cmd.Start(); err != nil {
+	spawn := s.spawn
+	if spawn == nil {
+		spawn = (*exec.Cmd).Start
+	}
+	if err := spawn(s.cmd); err != nil {
 		return err
 	}
 	ready := make(chan struct{})
@@ -166,8 +204,13 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// URL is the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+// URL is the server's redis:// URL, with its password if it has one.
+func (s *Server) URL() string {
+	if s.Password != "" {
+		return "redis://:" + url.QueryEscape(s.Password) + "@" + s.Addr + "/0"
+	}
+	return "redis://" + s.Addr + "/0"
+}
 
 // FreePort asks the kernel for a free loopback port.
 func FreePort() (int, error) {
