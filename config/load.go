@@ -6,12 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
 )
@@ -71,8 +72,8 @@ var flagNames = map[string]string{
 	"backend":               "--backend",
 }
 
-// keyDelim separates the parts of a key in resolve. Provider and resource
-// names may hold '.'; they may not hold NUL (nameProblem).
+// keyDelim separates viper key parts. Provider and resource names may hold
+// '.', viper's default; they may not hold NUL (nameProblem).
 const keyDelim = "\x00"
 
 // Load reads the configuration from defaults, the file, the environment
@@ -133,9 +134,12 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		layers[i] = kept
 	}
 
-	won := resolve(layers[0], layers[1], layers[2], env)
+	v, err := resolve(layers[0], layers[1], layers[2], env)
+	if err != nil {
+		return nil, err
+	}
 	var cfg Config
-	if err := decode(won, &cfg); err != nil {
+	if err := v.UnmarshalExact(&cfg); err != nil {
 		// The schema and the settings' types are checked above, so this
 		// is a bug in this package, not in the user's configuration.
 		return nil, fmt.Errorf("config: decoding: %w", err)
@@ -145,13 +149,16 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	cfg.Budgets = restore(names, "budgets", cfg.Budgets)
 	cfg.Prices = restore(names, "prices", cfg.Prices)
 
-	// Every key's winner says where its value came from.
+	// Every key's winner, as viper resolved it, says where its value
+	// came from.
 	sources := map[string]Source{}
 	winners := map[string]*setting{}
-	for _, s := range won {
-		sources[dotted(s.path)] = s.source
-		if s.source != SourceDefault {
-			winners[dotted(s.path)] = s
+	for _, k := range v.AllKeys() {
+		if s, ok := v.Get(k).(*setting); ok {
+			sources[dotted(s.path)] = s.source
+			if s.source != SourceDefault {
+				winners[dotted(s.path)] = s
+			}
 		}
 	}
 	cfg.origin = &origin{file: file, settings: winners, lines: fl.lines, broken: fl.broken}
@@ -162,17 +169,26 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	return &Loaded{Config: cfg, File: file, Sources: sources}, nil
 }
 
-// resolve layers defaults, the file, the environment and the flags, in
-// rising precedence, and returns the winning setting of every key. Every
-// setting is a leaf of the schema, so a key is its path; paths are
-// compared folded to lower case, so that a name spelled differently in
-// two layers (a file's "Heavy", GOVERNOR_RESOURCES_HEAVY_LIMIT) is one
-// name; restore spells names back as the file declared them.
-func resolve(file, env, flags []*setting, envMap map[string]string) map[string]*setting {
-	won := map[string]*setting{}
-	put := func(s *setting) { won[strings.ToLower(strings.Join(s.path, keyDelim))] = s }
+// resolve layers defaults, the file, the environment and the flags in one
+// viper, which alone decides precedence. Each value in it is the *setting
+// it came from, so that the value viper resolves for a key also says
+// where it came from; the decode hook unwraps them for UnmarshalExact.
+//
+// Defaults go in with SetDefault, flags with Set (viper's override
+// layer), the file's settings with MergeConfigMap (its config layer: the
+// YAML was parsed and checked by the walk, which keeps lines). viper reads
+// the environment only from the process, and Load takes it as a
+// parameter, so the environment is merged over the file in the same layer.
+func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Viper, error) {
+	unwrap := func(_, _ reflect.Type, data any) (any, error) {
+		if s, ok := data.(*setting); ok {
+			return s.value, nil
+		}
+		return data, nil
+	}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim), viper.WithDecodeHook(unwrap))
 	def := func(key string, value any) {
-		put(&setting{path: splitKey(key), value: value, raw: fmt.Sprint(value), source: SourceDefault})
+		v.SetDefault(strings.ReplaceAll(key, ".", keyDelim), &setting{path: splitKey(key), value: value, raw: fmt.Sprint(value), source: SourceDefault})
 	}
 	def("project", DefaultProject)
 	def("backend", DefaultBackend)
@@ -183,46 +199,24 @@ func resolve(file, env, flags []*setting, envMap map[string]string) map[string]*
 	def("lease.ttl", DefaultLeaseTTL)
 	def("lock_order", []string(nil))
 	def("run.max_concurrent_runs", DefaultMaxConcurrentRuns)
-	for _, layer := range [][]*setting{file, env, flags} {
-		for _, s := range layer {
-			put(s)
-		}
+	if err := v.MergeConfigMap(nest(file)); err != nil {
+		return nil, fmt.Errorf("config: merging the file: %w", err)
+	}
+	if err := v.MergeConfigMap(nest(env)); err != nil {
+		return nil, fmt.Errorf("config: merging the environment: %w", err)
+	}
+	for _, s := range flags {
+		v.Set(strings.Join(s.path, keyDelim), s)
 	}
 	// The heartbeat's default follows the TTL that won (governor's rule).
 	heartbeat := DefaultLeaseHeartbeat
-	if s := won["lease"+keyDelim+"ttl"]; s != nil {
+	if s, ok := v.Get("lease" + keyDelim + "ttl").(*setting); ok {
 		if ttl, ok := s.value.(time.Duration); ok && ttl > 0 {
 			heartbeat = governor.DefaultHeartbeatFor(ttl)
 		}
 	}
-	if _, set := won["lease"+keyDelim+"heartbeat"]; !set {
-		def("lease.heartbeat", heartbeat)
-	}
-	return won
-}
-
-// decode sets cfg from the winning settings (resolve), by their
-// lower-case paths: every key must be a field of Config.
-func decode(won map[string]*setting, cfg *Config) error {
-	tree := map[string]any{}
-	for key, s := range won {
-		path := strings.Split(key, keyDelim)
-		cur := tree
-		for _, seg := range path[:len(path)-1] {
-			next, ok := cur[seg].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				cur[seg] = next
-			}
-			cur = next
-		}
-		cur[path[len(path)-1]] = s.value
-	}
-	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{Result: cfg, ErrorUnused: true, WeaklyTypedInput: true})
-	if err != nil {
-		return err
-	}
-	return d.Decode(tree)
+	def("lease.heartbeat", heartbeat)
+	return v, nil
 }
 
 // findFile returns the config file to read, absolute, or "" for none.
@@ -489,7 +483,26 @@ func convert(k kind, raw string) (any, string) {
 	return raw, ""
 }
 
-// nameRegistry keeps the spelling of provider and resource names: resolve
+// nest turns settings into the nested map viper merges, the settings
+// themselves as leaves (see resolve).
+func nest(settings []*setting) map[string]any {
+	m := map[string]any{}
+	for _, s := range settings {
+		cur := m
+		for _, seg := range s.path[:len(s.path)-1] {
+			next, ok := cur[seg].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[seg] = next
+			}
+			cur = next
+		}
+		cur[s.path[len(s.path)-1]] = s
+	}
+	return m
+}
+
+// nameRegistry keeps the spelling of provider and resource names: viper
 // folds keys to lower case, and a resource name must come out as written.
 type nameRegistry struct {
 	spelling map[string]map[string]string // section -> lower-case name -> name
@@ -521,7 +534,7 @@ func (r *nameRegistry) spell(section, name string) string {
 	return name
 }
 
-// restore re-keys a map decode filled (lower-case names), by the names' spelling, and adds
+// restore re-keys a map viper decoded, by the names' spelling, and adds
 // the entries declared with no values ("anthropic:" alone).
 func restore[V any](r *nameRegistry, section string, m map[string]V) map[string]V {
 	out := make(map[string]V, len(m))

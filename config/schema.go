@@ -55,7 +55,7 @@ var queueKeys = map[string]*schema{
 }
 
 // root is the shape of exec-defaults.yaml. Keep it in step with Config's
-// mapstructure tags: Load decodes with ErrorUnused (decode), so a key
+// mapstructure tags: Load decodes with viper's UnmarshalExact, so a key
 // here without a field fails every Load.
 var root = section(map[string]*schema{
 	"project": leaf(kindString),

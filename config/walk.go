@@ -41,7 +41,7 @@ type fileLayer struct {
 var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`) })
 
 // parseFile checks data against the schema and returns its settings. It
-// parses with yaml.v3 itself, to have line numbers.
+// parses with yaml.v3 itself, before viper, to have line numbers.
 func parseFile(file string, data []byte) *fileLayer {
 	w := &walker{fileLayer: fileLayer{lines: map[string]int{}, broken: map[string]bool{}}, file: file}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
