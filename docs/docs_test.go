@@ -96,3 +96,54 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutWhole: README's layout names every top-level folder and every
+// package folder one level below governor/, internal/, bench/, clients/
+// and faults/ (itself or a folder inside it), so that a newcomer finds each room from it.
+func TestLayoutWhole(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(readme), "## Layout")
+	if !ok {
+		t.Fatal("README has no Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(layout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			listed[strings.TrimSuffix(f[0], "/")] = true
+		}
+	}
+	dirs := func(parent string) []string {
+		es, err := os.ReadDir(filepath.Join("..", parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			if e.IsDir() && e.Name() != ".git" {
+				out = append(out, filepath.ToSlash(filepath.Join(parent, e.Name())))
+			}
+		}
+		return out
+	}
+	want := dirs(".")
+	for _, p := range []string{"governor", "internal", "bench", "clients", "faults", "governor/internal"} {
+		want = append(want, dirs(p)...)
+	}
+	covered := func(d string) bool {
+		for l := range listed {
+			if l == d || strings.HasPrefix(l, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range want {
+		if d = strings.TrimPrefix(d, "./"); !covered(d) {
+			t.Errorf("README's layout does not list %s/", d)
+		}
+	}
+}
