@@ -20,7 +20,7 @@ var ops = map[string]opFunc{
 	"takeover": opTakeover, "cancel_request": opCancelRequest,
 	"slots": opSlots, "events": opEvents, "cancel": opCancel, "pause": opPause, "resume": opResume, "limit": opLimit,
 	"provider_acquire": opProviderAcquire, "provider_release": opRelease, "provider_report": opProviderReport,
-	"backoff": opBackoff, "settle": opSettle,
+	"backoff": opBackoff, "settle": opSettle, "redact": opRedact,
 }
 
 func opNames() string {

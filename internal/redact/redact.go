@@ -63,7 +63,7 @@ const maxDepth = 3
 //
 // A name names a secret when its last word is one of key, token, secret,
 // password, passwd, pass, pwd, passphrase, credential(s), auth,
-// authorization, cookie, apikey, bearer, signature, sig, pat, or any of its words contains
+// authorization, cookie, apikey, bearer, signature, sig, pat, jwt, or any of its words contains
 // secret, password, passwd, apikey or credential. Words are split at '-',
 // '_', '.' and camelCase, and matched case-insensitively, so --max-tokens,
 // --tokenizer and KEYBOARD are shown. A name whose last word is file, path,
@@ -382,6 +382,7 @@ var secretWords = map[string]bool{
 	"auth": true, "authorization": true, "cookie": true, "bearer": true,
 	"signature": true, "sig": true, // of a presigned URL (X-Amz-Signature, sig=)
 	"pat": true, // a personal access token (--pat, GH_PAT)
+	"jwt": true, // a JSON web token (--jwt, ID_JWT), whatever its shape
 }
 
 // secretParts are never innocent inside a word (SECRETKEY, MYPASSWORD).

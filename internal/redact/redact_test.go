@@ -1,7 +1,9 @@
 package redact_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -227,5 +229,31 @@ func BenchmarkArgs(b *testing.B) {
 				_ = redact.Args(bc.args)
 			}
 		})
+	}
+}
+
+// TestSharedFixture: the cases every client's redaction is checked
+// against (the clients ask the bridge, which runs Args).
+func TestSharedFixture(t *testing.T) {
+	data, err := os.ReadFile("../../governor/testdata/redaction.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx struct {
+		Cases []struct {
+			Args  []string `json:"args"`
+			Shown string   `json:"shown"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &fx); err != nil {
+		t.Fatal(err)
+	}
+	if len(fx.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range fx.Cases {
+		if got := redact.Args(c.Args); got != c.Shown {
+			t.Errorf("Args(%q) = %q, want %q", c.Args, got, c.Shown)
+		}
 	}
 }
