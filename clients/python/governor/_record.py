@@ -31,7 +31,7 @@ class Record:
         self.fd = open_record(path)  # refused here, before any slot is asked for
         self.base: "Dict[str, Any]" = {
             "id": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(),
-            "command": " ".join(sys.argv), "resources": [{"name": r, "weight": 1, "limit": 0, "nested": False}
+            "command": "", "resources": [{"name": r, "weight": 1, "limit": 0, "nested": False}
                                                         for r in resources],
             "nested": False, "wait_seconds": 0.0,
         }
@@ -45,7 +45,9 @@ class Record:
     def granted(self, lease: "Lease") -> None:
         b = self.base
         b["wait_seconds"] = time.monotonic() - self.t0
-        hello = self.gov._bridge().hello
+        bridge = self.gov._bridge()
+        b["command"] = self._command()
+        hello = bridge.hello
         b["project"], b["session"] = hello.get("project", ""), hello.get("session", "")
         rec = lease._record or {}  # the bridge builds the resources, as governor run --record does
         b["resources"], b["nested"] = rec.get("resources", b["resources"]), bool(rec.get("nested"))
@@ -54,8 +56,19 @@ class Record:
         self.granted_at = _now()
         self._write(dict(b, kind="grant", start=self.start, granted=self.granted_at))
 
+    def _command(self) -> str:
+        """The command line as governor run --record writes it: secrets
+        hidden by governor's one rule (the bridge's redact op); the
+        client keeps no copy of the rule."""
+        return str(self.gov._bridge().call("redact", {"args": list(sys.argv)})["command"])
+
     def end(self, exc: "Optional[BaseException]") -> None:
         outcome, exit_code = _outcome(exc)
+        if not self.base["command"]:
+            try:
+                self.base["command"] = self._command()
+            except Exception:  # the acquire's error is the one to tell; the line goes without
+                pass
         rec = dict(self.base, kind="end", start=self.start, outcome=outcome, exit_code=exit_code, end=_now())
         if self.granted_at:
             rec["granted"] = self.granted_at

@@ -110,3 +110,35 @@ class RecordErrorTests(support.FileCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RecordCommandTests(support.FileCase):
+    """The record's command line is the process's, shown as governor run
+    --record shows it: every case of the fixture the Go redaction test and
+    the TypeScript client read (governor/testdata/redaction.json)."""
+
+    def test_command_is_redacted_as_the_cli_does(self) -> None:
+        # In the repository; a run against an installed wheel (CI) names it
+        # by GOVERNOR_REDACTION_CASES.
+        fixture = os.environ.get("GOVERNOR_REDACTION_CASES") or os.path.join(
+            support.ROOT, "..", "..", "governor", "testdata", "redaction.json")
+        if not os.path.exists(fixture):
+            if os.environ.get("CI"):
+                self.fail("%s is not here (set GOVERNOR_REDACTION_CASES): CI runs these cases, never skips them" % fixture)
+            self.skipTest("the repository's governor/testdata is not here")
+        with open(fixture) as f:
+            cases = json.load(f)["cases"]
+        self.assertTrue(cases)
+        g = self.gov()
+        rec = self.path("meta.jsonl")
+        for case in cases:
+            with mock.patch("sys.argv", case["args"]):
+                with g.slot("rc", limit=1, record=rec):
+                    pass
+        with open(rec) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), 2 * len(cases))
+        for case, grant, end in zip(cases, lines[0::2], lines[1::2]):
+            self.assertEqual((grant["kind"], end["kind"]), ("grant", "end"))
+            self.assertEqual(grant["command"], case["shown"], case["args"])
+            self.assertEqual(end["command"], case["shown"], case["args"])

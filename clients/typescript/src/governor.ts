@@ -145,11 +145,13 @@ export class Governor {
     try {
       lease = await this.acquireOp("acquire", args, resources.join(","), opts.signal);
     } catch (e) {
+      rec.command = await this.commandLine().catch(() => ""); // the acquire's error is the one to tell
       endRecord(rec, e);
       throw e;
     }
     try {
       const b = this.bridge!;
+      rec.command = await this.commandLine();
       rec.granted(lease.recordOf, b.project, b.session);
     } catch (e) {
       rec.close();
@@ -165,6 +167,13 @@ export class Governor {
     }
     rec.end(undefined);
     return result;
+  }
+
+  /** The process's command line as `governor run --record` writes it: secrets hidden by governor's one rule (the bridge's redact op). */
+  private async commandLine(): Promise<string> {
+    if (!this.bridge) return "";
+    const r = (await this.bridge.call("redact", { args: process.argv })) as { command: string };
+    return r.command;
   }
 
   /** The provider gate for NAME (resource provider:NAME); with budgets, each call reserves and settles its cost. */

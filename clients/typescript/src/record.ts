@@ -95,13 +95,18 @@ export class WaitRecord {
       id: randomUUID().replaceAll("-", ""),
       host: hostname(),
       pid: process.pid,
-      command: process.argv.join(" "),
+      command: "",
       resources: resources.map((name) => ({ name, weight: 1, limit: 0, nested: false })),
       nested: false,
       wait_seconds: 0,
     };
     const runs = (process.env.GOVERNOR_RUN_IDS ?? "").split(/\s+/).filter(Boolean);
     if (runs.length) this.base.outer_run = runs[runs.length - 1];
+  }
+
+  /** The process's command line as the bridge's redact op shows it (set before a line is written). */
+  set command(line: string) {
+    this.base.command = line;
   }
 
   granted(record: RecordOf | undefined, project: string, session: string): void {

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, symlinkSync, writeFileSync, chmodSync } from 
 import { join } from "node:path";
 import { Busy, Governor, GovernorError } from "../src/index.js";
 import { WaitRecord } from "../src/record.js";
-import { cli, fileBackend, governorBin, tmp } from "./helpers.js";
+import { cli, fileBackend, governorBin, root, tmp } from "./helpers.js";
 
 const backend = fileBackend();
 const govs: Governor[] = [];
@@ -119,4 +119,34 @@ test("a body's error is the one thrown, after its end line", async () => {
   assert.deepEqual(lines(rec).map((l) => [l.kind, l.outcome, l.exit_code]), [["grant", undefined, undefined], ["end", "ran", 1]]);
   assert.equal(await held(g, "rx"), 0);
   assert.ok(!existsSync(join(tmp(), "runs")));
+});
+
+// The record's command line is the process's, shown as governor run --record
+// shows it: every case of the fixture Go's redaction test and the Python
+// client read (in the repository; CI's run against the installed package
+// names it by GOVERNOR_REDACTION_CASES).
+const redaction = process.env.GOVERNOR_REDACTION_CASES || join(root, "..", "..", "governor", "testdata", "redaction.json");
+if (process.env.CI && !existsSync(redaction)) throw new Error(`${redaction} is not here (set GOVERNOR_REDACTION_CASES): CI runs these cases, never skips them`);
+
+test("the record's command is redacted as the CLI does (governor/testdata/redaction.json)", { skip: !existsSync(redaction) }, async () => {
+  const cases: { args: string[]; shown: string }[] = JSON.parse(readFileSync(redaction, "utf8")).cases;
+  assert.ok(cases.length > 0);
+  const g = gov();
+  const rec = join(tmp(), "meta.jsonl");
+  const argv = process.argv;
+  try {
+    for (const c of cases) {
+      process.argv = c.args;
+      await g.withSlot("rc", { limit: 1, record: rec }, async () => {});
+    }
+  } finally {
+    process.argv = argv;
+  }
+  const got = lines(rec);
+  assert.equal(got.length, 2 * cases.length);
+  cases.forEach((c, i) => {
+    assert.deepEqual([got[2 * i].kind, got[2 * i + 1].kind], ["grant", "end"]);
+    assert.equal(got[2 * i].command, c.shown, JSON.stringify(c.args));
+    assert.equal(got[2 * i + 1].command, c.shown, JSON.stringify(c.args));
+  });
 });
