@@ -63,5 +63,27 @@ func ValidateBudgetUnit(u string) error {
 	if !ok {
 		return invalid("budget unit %q; allowed: a currency code such as USD or a cost unit such as tokens: 1 to 16 letters, digits or '_', starting with a letter", u)
 	}
+	if IsAmountExponent(u) {
+		return invalid("budget unit %q reads as an exponent after an amount (2%s); allowed: a unit that is not e or E followed by digits only", u, u)
+	}
 	return nil
+}
+
+// IsAmountExponent says whether s, written after an amount, reads as an
+// exponent (e3, E-6, e+2): amounts are written in full, never with an
+// exponent, and no unit is written so.
+func IsAmountExponent(s string) bool {
+	if len(s) < 2 || (s[0] != 'e' && s[0] != 'E') {
+		return false
+	}
+	d := strings.TrimLeft(s[1:], "+-")
+	if len(d) == 0 || len(s)-len(d) > 2 {
+		return false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -35,7 +35,7 @@ func TestValidateBudgetUnit(t *testing.T) {
 			t.Errorf("ValidateBudgetUnit(%q) = %v", u, err)
 		}
 	}
-	for _, u := range []string{"", "US D", "2USD", "$", "_x", "abcdefghijklmnopq"} {
+	for _, u := range []string{"", "US D", "2USD", "$", "_x", "abcdefghijklmnopq", "e3", "E10"} {
 		if err := governor.ValidateBudgetUnit(u); !errors.Is(err, governor.ErrInvalid) {
 			t.Errorf("ValidateBudgetUnit(%q) = %v; want ErrInvalid", u, err)
 		}

@@ -20,12 +20,34 @@ import (
 // spendFlags adds run's spend flags (--cost, --model, --max-tokens,
 // --input-tokens, --budget) to f, for 'governor acquire'.
 func spendFlags(f *pflag.FlagSet, s *acquire.SpendRequest) {
-	f.StringVar(&s.Cost, "cost", "", "the lease's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled by 'governor settle' or at the estimate by 'governor release' (docs/budgets.md)")
+	f.Var(costFlag{&s.Cost}, "cost", "the lease's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled by 'governor settle' or at the estimate by 'governor release' (docs/budgets.md)")
 	f.StringVar(&s.Model, "model", "", "the model the lease's work calls: for the budgets' models scope and the price table (prices.PROVIDER/MODEL)")
 	f.Int64Var(&s.MaxTokens, "max-tokens", 0, "instead of --cost: price the call from the price table, as --input-tokens of input and this many of output")
 	f.Int64Var(&s.InputTokens, "input-tokens", 0, "with --max-tokens: the call's input tokens")
 	f.StringArrayVar(&s.Budgets, "budget", nil, "a spend budget to charge besides those whose scope holds the lease (repeatable)")
 }
+
+// costFlag is a --cost flag: read by acquire.ParseCost when given, so
+// that an empty or unreadable cost is a bad flag (exit 125) before
+// anything is held, never a run without a cost.
+type costFlag struct{ v *string }
+
+func (f costFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+
+func (f costFlag) Set(s string) error {
+	if _, _, err := acquire.ParseCost(s); err != nil {
+		return err
+	}
+	*f.v = s
+	return nil
+}
+
+func (f costFlag) Type() string { return "cost" }
 
 // planAcquireSpend plans the spend of 'governor acquire RESOURCE': its
 // scope is the provider when RESOURCE is provider:NAME, --model,

@@ -238,7 +238,7 @@ Exit codes:
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
 	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
-	f.StringVar(&o.Spend.Cost, "cost", "", "the command's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled after (docs/budgets.md)")
+	f.Var(costFlag{&o.Spend.Cost}, "cost", "the command's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled after (docs/budgets.md)")
 	f.StringVar(&o.Spend.Model, "model", "", "the model the command calls: for the budgets' models scope and the price table (prices.PROVIDER/MODEL)")
 	f.Int64Var(&o.Spend.MaxTokens, "max-tokens", 0, "instead of --cost: price the call from the price table, as --input-tokens of input and this many of output")
 	f.Int64Var(&o.Spend.InputTokens, "input-tokens", 0, "with --max-tokens: the call's input tokens")

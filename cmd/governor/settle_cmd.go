@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,11 +49,11 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fail := func(err error) error { return exitWith(exitcode.Failure, err) }
-			amount, unit, err := acquire.ParseCost(cost)
-			switch {
-			case cost == "":
+			if !cmd.Flags().Changed("cost") {
 				return fail(errors.New("--cost missing; allowed: the actual cost in the budgets' unit, 0 or more: 0.42 or 0.42USD"))
-			case err != nil:
+			}
+			amount, unit, err := acquire.ParseCost(cost) // read by costFlag already
+			if err != nil {
 				return fail(err)
 			}
 			names := budgets
@@ -132,21 +134,36 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cost, "cost", "", "the actual cost, in the budgets' unit (0.42 or 0.42USD)")
+	f.Var(costFlag{&cost}, "cost", "the actual cost, in the budgets' unit (0.42 or 0.42USD)")
 	f.StringVar(&lease, "lease", "", "the reservation (default: the run's, from $"+acquire.EnvSpend+", else that of the lease in $"+envLease+")")
 	f.StringArrayVar(&budgets, "budget", nil, "with --lease: a budget the reservation charged (repeatable; default: every budget it charged)")
 	return cmd
 }
 
-// checkUnit refuses a cost written in a unit other than that of a
-// configured budget among names.
+// checkUnit refuses a cost written in a unit other than that of the
+// budgets it settles: those of names, or, when names is [""] (every
+// budget of the reservation, not known here), every configured budget. A
+// budget that is not configured (one the library gave inline) has no
+// unit known here: a unit written for it is refused too, as it cannot be
+// checked.
 func checkUnit(c config.Config, names []string, unit string) error {
 	if unit == "" {
 		return nil
 	}
-	for _, n := range names {
-		if b, ok := c.Budgets[n]; ok && b.Unit != unit {
-			return fmt.Errorf("%w: cost in %s; budget %s is in %s", governor.ErrInvalid, unit, n, b.Unit)
+	check, which := names, ""
+	if names[0] == "" {
+		check, which = slices.Sorted(maps.Keys(c.Budgets)), " (the reservation's budgets are not named: every configured budget must be in it)"
+		if len(check) == 0 {
+			return fmt.Errorf("%w: cost in %s; no budget is configured, so its unit cannot be checked; allowed: the cost without a unit", governor.ErrInvalid, unit)
+		}
+	}
+	for _, n := range check {
+		b, ok := c.Budgets[n]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: cost in %s; budget %s is not configured: its unit cannot be checked; allowed: the cost without a unit", governor.ErrInvalid, unit, n)
+		case b.Unit != unit:
+			return fmt.Errorf("%w: cost in %s; budget %s is in %s%s", governor.ErrInvalid, unit, n, b.Unit, which)
 		}
 	}
 	return nil

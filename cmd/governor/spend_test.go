@@ -172,6 +172,9 @@ func TestRunCostBadValues(t *testing.T) {
 	}{
 		{[]string{"--provider", "anthropic", "--cost", "-1"}, `cost "-1"; allowed: an amount in units, 0 or more`},
 		{[]string{"--provider", "anthropic", "--cost", "lots"}, `cost "lots"; allowed:`},
+		{[]string{"--provider", "anthropic", "--cost", ""}, `empty cost; allowed: an amount in units`},
+		{[]string{"--provider", "anthropic", "--cost", "2e3"}, `cost "2e3" has an exponent (e3); allowed:`},
+		{[]string{"--provider", "anthropic", "--cost", "2E-1USD"}, `cost "2E-1USD"; allowed:`},
 		{[]string{"--provider", "anthropic", "--cost", "1EUR"}, "cost 1EUR is in EUR; the budgets that apply (fleet-hour) are in USD"},
 		{[]string{"--provider", "anthropic", "--cost", "1", "--budget", "nope"}, `budget "nope" is not configured; configured: fleet-hour, team-day, tokens-day`},
 		{[]string{"--provider", "anthropic", "--cost", "1", "--model", "tok-model"}, "budgets fleet-hour (USD) and tokens-day (tokens) both apply to this call"},
@@ -186,6 +189,12 @@ func TestRunCostBadValues(t *testing.T) {
 		code, _, stderr := tg.run(t, append(append([]string{"run"}, tt.args...), "--", "true")...)
 		if code != 125 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("run %v: exit %d, %q; want 125 with %q", tt.args, code, stderr, tt.want)
+		}
+		if tt.args[0] == "--provider" && tt.args[1] == "anthropic" && len(tt.args) == 4 {
+			code, _, stderr := tg.run(t, append([]string{"acquire", "provider:anthropic"}, tt.args[2:]...)...)
+			if code != 125 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("acquire %v: exit %d, %q; want 125 with %q", tt.args[2:], code, stderr, tt.want)
+			}
 		}
 	}
 	settle := func(env []string, args ...string) (int, string) {
@@ -203,6 +212,10 @@ func TestRunCostBadValues(t *testing.T) {
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "-1"}, `cost "-1"; allowed:`},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{}, "--cost missing"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", ""}, "empty cost"},
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "2e3"}, `cost "2e3" has an exponent`},
+		{nil, []string{"--cost", "0.3EUR", "--lease", "x"}, "cost in EUR; budget fleet-hour is in USD"},
+		{nil, []string{"--cost", "0.3EUR", "--lease", "x", "--budget", "inline-day"}, "cost in EUR; budget inline-day is not configured: its unit cannot be checked"},
 		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
 		{[]string{"GOVERNOR_LEASE=no-handle"}, []string{"--cost", "1"}, "no-handle"},
 		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},

@@ -52,7 +52,10 @@ func (s *Spend) Names() []string {
 
 // ParseCost reads a cost in units with an optional unit after it
 // ("0.50", "0.50USD", "0.50 USD"): micro-units and the unit ("" when
-// none is written). Its errors name s and what is allowed.
+// none is written). It is the one reader of a cost given on the command
+// line (run, acquire, settle). An empty cost, an exponent ("2e3": write
+// 2000) and anything ParseBudgetAmount or ValidateBudgetUnit refuses is
+// an ErrInvalid naming s and what is allowed.
 func ParseCost(s string) (int64, string, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
@@ -60,13 +63,22 @@ func ParseCost(s string) (int64, string, error) {
 	if i >= 0 {
 		num, unit = t[:i], strings.TrimSpace(t[i:])
 	}
+	switch {
+	case t == "":
+		return 0, "", fmt.Errorf("%w: empty cost; allowed: %s", governor.ErrInvalid, costForm)
+	case governor.IsAmountExponent(unit):
+		return 0, "", fmt.Errorf("%w: cost %q has an exponent (%s); allowed: %s (2000, not 2e3)",
+			governor.ErrInvalid, s, unit, costForm)
+	}
 	v, err := governor.ParseBudgetAmount(num)
 	if err != nil || (unit != "" && governor.ValidateBudgetUnit(unit) != nil) {
-		return 0, "", fmt.Errorf("%w: cost %q; allowed: an amount in units, 0 or more with at most 6 decimals, optionally followed by the budgets' unit: 0.50 or 0.50USD",
-			governor.ErrInvalid, s)
+		return 0, "", fmt.Errorf("%w: cost %q; allowed: %s", governor.ErrInvalid, s, costForm)
 	}
 	return v, unit, nil
 }
+
+// costForm says what ParseCost reads, for messages.
+const costForm = "an amount in units, 0 or more with at most 6 decimals and no exponent, optionally followed by the budgets' unit: 0.50 or 0.50USD"
 
 // PlanSpend plans r for a call known by scope: the budgets charged (those
 // of --budget, then those whose scope holds the call, each once) and the
