@@ -92,6 +92,9 @@ func (b Budget) Window() (governor.BudgetWindow, error) {
 
 // SpendBudget is budget name as governor reserves on it.
 func (c Config) SpendBudget(name string) (governor.SpendBudget, error) {
+	if err := governor.ValidateBudgetName(name); err != nil {
+		return governor.SpendBudget{}, err
+	}
 	b, ok := c.Budgets[name]
 	if !ok {
 		return governor.SpendBudget{}, fmt.Errorf("%w: budget %q is not configured; configured: %s",
@@ -160,6 +163,9 @@ func (c Config) budgetProblems() []*FieldError {
 	}
 	for _, name := range sortedKeys(c.Budgets) {
 		b, prefix := c.Budgets[name], "budgets."+name+"."
+		if err := governor.ValidateBudgetName(name); err != nil {
+			add("budgets."+name, name, "%s", strings.TrimPrefix(err.Error(), governor.ErrInvalid.Error()+": "))
+		}
 		switch key := prefix + "limit"; {
 		case o.isBroken(key):
 		case o.missing(key):

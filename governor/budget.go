@@ -3,11 +3,11 @@ package governor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
-// ErrNoBudget: an admin action named a budget that has no state.
+// ErrNoBudget: an operator named a budget that is neither configured nor
+// with state (the CLI's check; the backend acts on any valid name).
 var ErrNoBudget = errors.New("governor: no such budget")
 
 // Budget amounts are integers of millionths of the budget's unit
@@ -30,7 +30,7 @@ const (
 
 // BudgetCharge is one budget's part of a reservation.
 type BudgetCharge struct {
-	// Name is the budget's name (ValidateResource's rules).
+	// Name is the budget's name (ValidateBudgetName's rules).
 	Name string
 	// Limit is the configured limit; a limit set by an operator
 	// (BudgetSetLimit) takes its place while it lasts.
@@ -214,8 +214,8 @@ type BudgetBackend interface {
 	// without changing them, ordered by name, with the backend's now.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)
 	// BudgetAdmin applies op to budget name as by. A budget without state
-	// is ErrNoBudget, but for BudgetSetLimit, which makes it (with an
-	// empty window: the next reservation opens one).
+	// is made first (with an empty window: the next reservation opens
+	// one), so that an operator acts on a budget nothing has used yet.
 	BudgetAdmin(ctx context.Context, project, name string, op BudgetOp, value int64, by string) error
 	// BudgetEvents lists the project's budget events, oldest first, at
 	// most MaxBudgetEvents.
@@ -240,8 +240,8 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 	}
 	seen := map[string]bool{}
 	for _, c := range req.Charges {
-		if err := ValidateResource(c.Name); err != nil {
-			return fmt.Errorf("budget name: %w", err)
+		if err := ValidateBudgetName(c.Name); err != nil {
+			return err
 		}
 		if seen[c.Name] {
 			return invalid("budget %q twice in one reservation; allowed: each once", c.Name)
@@ -275,8 +275,8 @@ func ValidateBudgetAdmin(project, name string, op BudgetOp, value int64) error {
 	if err := ValidateProject(project); err != nil {
 		return err
 	}
-	if err := ValidateResource(name); err != nil {
-		return fmt.Errorf("budget name: %w", err)
+	if err := ValidateBudgetName(name); err != nil {
+		return err
 	}
 	switch op {
 	case BudgetSetLimit:
@@ -309,8 +309,8 @@ func ValidateBudgetSettle(project, lease string, actual []BudgetAmount) error {
 			}
 			continue
 		}
-		if err := ValidateResource(a.Name); err != nil {
-			return fmt.Errorf("budget name: %w", err)
+		if err := ValidateBudgetName(a.Name); err != nil {
+			return err
 		}
 		if seen[a.Name] {
 			return invalid("budget %q twice in one settlement; allowed: each once", a.Name)

@@ -87,3 +87,21 @@ func IsAmountExponent(s string) bool {
 	}
 	return true
 }
+
+// budgetNameRule says what ValidateBudgetName allows, for messages.
+const budgetNameRule = "1 to 200 of A-Z a-z 0-9 . _ : -"
+
+// ValidateBudgetName checks a budget's name: 1 to MaxNameLen bytes of
+// ASCII letters, digits, '.', '_', ':' and '-' (docs/budgets.md). The
+// error is an ErrInvalid naming the name and what is allowed.
+func ValidateBudgetName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return invalid("budget name %q; allowed: %s", truncate(name, 64), budgetNameRule)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return invalid("budget name %q has %q; allowed: %s", name, c, budgetNameRule)
+		}
+	}
+	return nil
+}

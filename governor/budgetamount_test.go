@@ -42,6 +42,35 @@ func TestValidateBudgetUnit(t *testing.T) {
 	}
 }
 
+// A budget's name is what docs/budgets.md says, in every way in: the
+// library's budget, a reservation, a settle, an admin action.
+func TestValidateBudgetName(t *testing.T) {
+	for _, n := range []string{"evals-day", "a.b_c:d-e", "X9", strings.Repeat("n", 200)} {
+		if err := governor.ValidateBudgetName(n); err != nil {
+			t.Errorf("ValidateBudgetName(%q) = %v", n, err)
+		}
+	}
+	day := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	for _, n := range []string{"../evil", "a/b/c", "", "a b", "é", "a{b}", strings.Repeat("n", 201)} {
+		err := governor.ValidateBudgetName(n)
+		if !errors.Is(err, governor.ErrInvalid) || !strings.Contains(err.Error(), "allowed: 1 to 200 of A-Z a-z 0-9 . _ : -") {
+			t.Errorf("ValidateBudgetName(%q) = %v; want ErrInvalid saying what is allowed", n, err)
+		}
+		b := governor.SpendBudget{Name: n, Limit: 1, Window: governor.BudgetWindow{Per: time.Hour}}
+		req := governor.BudgetRequest{Project: "p", Lease: "l", Charges: []governor.BudgetCharge{{Name: n, Limit: 1, Start: day, End: day.Add(time.Hour)}}}
+		for what, err := range map[string]error{
+			"SpendBudget.Validate":  b.Validate(),
+			"ValidateBudgetRequest": governor.ValidateBudgetRequest(req),
+			"ValidateBudgetSettle":  governor.ValidateBudgetSettle("p", "l", []governor.BudgetAmount{{Name: n}}),
+			"ValidateBudgetAdmin":   governor.ValidateBudgetAdmin("p", n, governor.BudgetPause, 0),
+		} {
+			if n != "" && !errors.Is(err, governor.ErrInvalid) || n != "" && !strings.Contains(err.Error(), "budget name") {
+				t.Errorf("%s of %q: %v; want ErrInvalid naming the budget name", what, n, err)
+			}
+		}
+	}
+}
+
 func TestFormatBudgetAmount(t *testing.T) {
 	for _, tt := range []struct {
 		in   int64

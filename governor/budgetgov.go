@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,8 +22,8 @@ type SpendBudget struct {
 
 // Validate says what is wrong with b, naming the bad value.
 func (b SpendBudget) Validate() error {
-	if err := ValidateResource(b.Name); err != nil {
-		return fmt.Errorf("budget name: %w", err)
+	if err := ValidateBudgetName(b.Name); err != nil {
+		return err
 	}
 	if err := validAmount("budget "+b.Name+" limit", b.Limit); err != nil {
 		return err
@@ -262,6 +261,11 @@ func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []Bud
 // Budgets reads the project's budgets (names nil: all) and the
 // backend's now.
 func (g *Governor) Budgets(ctx context.Context, names []string) ([]BudgetState, time.Time, error) {
+	for _, n := range names {
+		if err := ValidateBudgetName(n); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
 	return g.b.Budgets(ctx, g.project, names)
 }
 
@@ -277,9 +281,5 @@ func (g *Governor) BudgetAdmin(ctx context.Context, name string, op BudgetOp, va
 	if err != nil {
 		return err
 	}
-	err = g.b.BudgetAdmin(ctx, g.project, name, op, value, actor)
-	if errors.Is(err, ErrNoBudget) {
-		return fmt.Errorf("%w (no reservation has named it yet)", err)
-	}
-	return err
+	return g.b.BudgetAdmin(ctx, g.project, name, op, value, actor)
 }

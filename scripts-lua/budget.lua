@@ -19,8 +19,7 @@
 -- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
 --   'held'), now ms, the refusing budget's name or '', then the record of
 --   each charged budget that has one, as {name, JSON}...};
---   settle: {settled 0|1, overrun budget names...}; admin: 1, or
---   'nobudget'; read: {now ms, name, JSON, name, JSON...} of every budget.
+--   settle: {settled 0|1, overrun budget names...}; admin: 1; read: {now ms, name, JSON, name, JSON...} of every budget.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local B, O, X, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -160,10 +159,7 @@ if mode == 'admin' then
   local name, op, value, by = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
   local r = load(name)
   if not r then
-    if op ~= 'limit' then
-      return 'nobudget'
-    end
-    r = fresh()
+    r = fresh() -- a budget acted on before any use (its window opens with the next reserve)
   end
   local detail = op
   if op == 'limit' then

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,19 +175,31 @@ unreachable; nothing changed.`,
 				return exitWith(exitcode.Failure, fmt.Errorf("budget %s: %d actions given; allowed: exactly one of --limit, --reset, --pause, --resume, --confirm", args[0], len(ops)))
 			}
 			ctx := cmd.Context()
+			l, err := a.load()
+			if err != nil {
+				return err
+			}
 			g, err := a.open(ctx, openOptions{})
 			if err != nil {
 				return err
 			}
 			defer g.Close()
+			if _, ok := l.Config.Budgets[args[0]]; !ok {
+				// Neither configured nor with state: a typo, not a
+				// budget to make.
+				sts, _, err := g.Budgets(ctx, []string{args[0]})
+				if err != nil {
+					return exitWith(exitcode.Failure, err)
+				}
+				if len(sts) == 0 {
+					return exitWith(exitcode.Failure, fmt.Errorf("%w: %q is neither configured nor with state; configured: [%s]",
+						governor.ErrNoBudget, args[0], strings.Join(slices.Sorted(maps.Keys(l.Config.Budgets)), ", ")))
+				}
+			}
 			if err := g.BudgetAdmin(ctx, args[0], ops[0], value, by); err != nil {
 				return exitWith(exitcode.Failure, err)
 			}
 			sts, now, err := g.Budgets(ctx, []string{args[0]})
-			if err != nil {
-				return err
-			}
-			l, err := a.load()
 			if err != nil {
 				return err
 			}

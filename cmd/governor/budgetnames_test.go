@@ -17,6 +17,12 @@ func TestBridgeBudgetByName(t *testing.T) {
 	g := fileGlobal(t, "project: p\nbudgets:\n  evals-day: {limit: 1, unit: USD, per: 24h}\n  opus-hour: {limit: 5, unit: USD, per: 1h, models: [claude-opus-4]}\n")
 	budget := func() (spent, reserved int64) { return cliBudget(t, g, "evals-day") }
 	b := startBridge(t, g)
+	for _, names := range [][]any{{"../evil"}, {map[string]any{"name": "a/b/c", "limit": 1, "unit": "USD", "per": "24h"}}} {
+		_, e := b.send("acquire", map[string]any{"resources": []string{"s"}, "limit": 1, "budgets": names, "estimate": 0.3})
+		if !strings.Contains(string(e), `has '/'; allowed: 1 to 200 of A-Z a-z 0-9 . _ : -`) || !strings.Contains(string(e), `125`) {
+			t.Fatalf("acquire with budgets %v: %s; want a failure naming the name and what is allowed", names, e)
+		}
+	}
 	for _, names := range [][]any{{"nope"}, {"evals-day", "nope"}} {
 		_, e := b.send("acquire", map[string]any{"resources": []string{"s"}, "limit": 1, "budgets": names, "estimate": 0.3})
 		var fail struct {

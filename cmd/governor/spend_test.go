@@ -176,6 +176,7 @@ func TestRunCostBadValues(t *testing.T) {
 		{[]string{"--provider", "anthropic", "--cost", "2e3"}, `cost "2e3" has an exponent (e3); allowed:`},
 		{[]string{"--provider", "anthropic", "--cost", "2E-1USD"}, `cost "2E-1USD"; allowed:`},
 		{[]string{"--provider", "anthropic", "--cost", "1EUR"}, "cost 1EUR is in EUR; the budgets that apply (fleet-hour) are in USD"},
+		{[]string{"--provider", "anthropic", "--cost", "1", "--budget", "../evil"}, `budget name "../evil" has '/'; allowed: 1 to 200 of A-Z a-z 0-9 . _ : -`},
 		{[]string{"--provider", "anthropic", "--cost", "1", "--budget", "nope"}, `budget "nope" is not configured; configured: fleet-hour, team-day, tokens-day`},
 		{[]string{"--provider", "anthropic", "--cost", "1", "--model", "tok-model"}, "budgets fleet-hour (USD) and tokens-day (tokens) both apply to this call"},
 		{[]string{"--provider", "anthropic", "--cost", "1", "--max-tokens", "10"}, "allowed: one of --cost (an estimate given) or --max-tokens"},
@@ -219,6 +220,7 @@ func TestRunCostBadValues(t *testing.T) {
 		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
 		{[]string{"GOVERNOR_LEASE=no-handle"}, []string{"--cost", "1"}, "no-handle"},
 		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},
+		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a/b/c"}, `budget name "a/b/c" has '/'; allowed: 1 to 200 of A-Z a-z 0-9 . _ : -`},
 	} {
 		if code, stderr := settle(tt.env, tt.args...); code != 125 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("settle %v %v: exit %d, %q; want 125 with %q", tt.env, tt.args, code, stderr, tt.want)
@@ -294,4 +296,29 @@ func TestRunCostConcurrent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBudgetAdminConfiguredUnused: an operator acts on a configured
+// budget nothing has used yet (it exists by configuration): paused, it
+// refuses the first run; a name neither configured nor with state is
+// refused, naming it and the configured budgets, making nothing.
+func TestBudgetAdminConfiguredUnused(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	for _, args := range [][]string{{"--pause"}, {"--limit", "3"}} {
+		if code, out, stderr := tg.run(t, append([]string{"budget", "team-day"}, args...)...); code != 0 || !strings.Contains(out, "team-day") {
+			t.Fatalf("budget team-day %v before any use: exit %d, %q, %q", args, code, out, stderr)
+		}
+	}
+	code, _, stderr := tg.run(t, "run", "--provider", "anthropic", "--fair-key", "evals", "--cost", "0.5", "--", "true")
+	if code != 73 || !strings.Contains(stderr, "budget team-day paused") {
+		t.Fatalf("run on the paused budget: exit %d, %q; want 73, paused", code, stderr)
+	}
+	code, _, stderr = tg.run(t, "budget", "team-dya", "--pause")
+	if code != 125 || !strings.Contains(stderr, `"team-dya" is neither configured nor with state; configured: [fleet-hour, team-day, tokens-day]`) {
+		t.Fatalf("budget team-dya --pause: exit %d, %q; want 125 naming it", code, stderr)
+	}
+	g := tg.governor(t)
+	if st := budgetState(t, g, "team-dya"); st.Name != "" {
+		t.Fatalf("the typo has state: %+v", st)
+	}
 }

@@ -234,12 +234,20 @@ func (s *suite) budgetWindow(t *testing.T) {
 
 // budgetAdmin: an operator's limit takes the configured one's place,
 // pause and loss holds refuse, reset clears the spent; each is recorded
-// with its actor; a budget without state is ErrNoBudget.
+// with its actor; a budget without state is made by any action (a
+// configured budget nothing used yet), a pause of it holding from the
+// first reservation on.
 func (s *suite) budgetAdmin(t *testing.T) {
 	b, p := s.h.Open(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
-	if err := b.BudgetAdmin(ctxT(t), p, "nope", governor.BudgetReset, 0, "op"); !errors.Is(err, governor.ErrNoBudget) {
-		t.Fatalf("reset of a budget without state: %v; want ErrNoBudget", err)
+	if err := b.BudgetAdmin(ctxT(t), p, "fresh", governor.BudgetPause, 0, "op"); err != nil {
+		t.Fatalf("pause of a budget without state: %v", err)
+	}
+	if sts, _, err := b.Budgets(ctxT(t), p, []string{"fresh"}); err != nil || len(sts) != 1 || sts[0].Paused != "op" || sts[0].Spent != 0 {
+		t.Fatalf("after the pause of a budget without state: %+v, %v; want it paused by op", sts, err)
+	}
+	if res := reserve(t, b, p, "f", charge("fresh", 100, 1, start, time.Hour)); res.Allowed || res.Reason != "paused" {
+		t.Fatalf("reserve on the paused fresh budget: %+v; want refused, paused", res)
 	}
 	if err := b.BudgetAdmin(ctxT(t), p, "day", "explode", 0, "op"); !errors.Is(err, governor.ErrInvalid) {
 		t.Fatalf("an unknown action: %v; want ErrInvalid", err)

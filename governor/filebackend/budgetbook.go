@@ -274,9 +274,6 @@ func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by st
 // admin is BudgetAdmin on bk at now (ms).
 func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by string, now int64) error {
 	r := bk.Budgets[name]
-	if r == nil && op != governor.BudgetSetLimit {
-		return fmt.Errorf("%w: %s", governor.ErrNoBudget, name)
-	}
 	if r == nil {
 		r = &budgetRec{Born: now}
 		bk.Budgets[name] = r

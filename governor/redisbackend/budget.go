@@ -230,14 +230,8 @@ func (b *Backend) BudgetAdmin(ctx context.Context, project, name string, op gove
 	if err := governor.ValidateBudgetAdmin(project, name, op, value); err != nil {
 		return err
 	}
-	v, err := b.budgetRun(ctx, "admin", project, name, string(op), value, by)
-	if err != nil {
-		return err
-	}
-	if v == "nobudget" {
-		return fmt.Errorf("%w: %s", governor.ErrNoBudget, name)
-	}
-	return nil
+	_, err := b.budgetRun(ctx, "admin", project, name, string(op), value, by)
+	return err
 }
 
 // Budgets implements governor.BudgetBackend.
