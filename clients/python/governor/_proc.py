@@ -66,14 +66,17 @@ class Child:
             actions = [(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1)]
             spawn = os.posix_spawn if "/" in argv[0] else os.posix_spawnp
             closes = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+            # A session of its own: a Ctrl-C in the terminal reaches this
+            # process alone, which then ends its bridge in order (stdin's
+            # end: every lease released), not the bridge beside it.
             try:
-                self.pid = spawn(argv[0], argv, env, file_actions=actions + closes, setsigdef=_signals())
+                self.pid = spawn(argv[0], argv, env, file_actions=actions + closes, setsigdef=_signals(), setsid=True)
             except OSError:
                 if not closes:
                     raise
                 # One of them was closed meanwhile by another thread: they
                 # are few and rare; start it without closing them.
-                self.pid = spawn(argv[0], argv, env, file_actions=actions, setsigdef=_signals())
+                self.pid = spawn(argv[0], argv, env, file_actions=actions, setsigdef=_signals(), setsid=True)
         except BaseException:
             for fd in fds:
                 os.close(fd)

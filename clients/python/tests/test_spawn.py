@@ -44,6 +44,15 @@ class SpawnTests(support.FileCase):
                 g.close()
                 self.assertEqual(env.get(b"GOMAXPROCS"), want.encode())
 
+    def test_the_bridge_has_a_session_of_its_own(self) -> None:
+        # A Ctrl-C in the terminal (SIGINT to the foreground process group)
+        # reaches this process alone, which ends its bridge in order.
+        g = self.gov()
+        pid = g._bridge().proc.pid
+        self.assertNotEqual(os.getsid(pid), os.getsid(0))
+        self.assertNotEqual(os.getpgid(pid), os.getpgid(0))
+        self.assertEqual(os.getsid(pid), pid)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -21,14 +21,18 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** Live bridges, killed when this process exits (their stdin EOF would also release everything). */
+/**
+ * Live bridges, closed when this process exits: their stdin ends, and each
+ * releases what it holds and exits in order (as it does when this process
+ * dies any other way: the pipe ends with it, and the bridge watches its pid).
+ */
 const live = new Set<ChildProcess>();
 let exitHook = false;
-function killAllOnExit(): void {
+function closeAllOnExit(): void {
   if (exitHook) return;
   exitHook = true;
   process.on("exit", () => {
-    for (const child of live) child.kill("SIGKILL");
+    for (const child of live) child.stdin?.destroy();
   });
 }
 
@@ -60,9 +64,11 @@ export class Bridge {
     // One processor from the start: the bridge would set it itself,
     // stopping its runtime to shrink it (a fifth of its start's CPU).
     if (env.GOMAXPROCS === undefined) env = { ...env, GOMAXPROCS: "1" };
-    this.child = spawn(bin, ["bridge", ...args], { stdio: ["pipe", "pipe", "inherit"], env });
+    // detached: a session of its own, so that a Ctrl-C in the terminal
+    // reaches this process alone, which then ends its bridge in order.
+    this.child = spawn(bin, ["bridge", ...args], { stdio: ["pipe", "pipe", "inherit"], env, detached: true });
     live.add(this.child);
-    killAllOnExit();
+    closeAllOnExit();
     this.child.on("error", (err) => this.die(new BackendError(`governor bridge (${bin}): ${err.message}`)));
     this.child.on("exit", (code, sig) => {
       live.delete(this.child);
