@@ -202,7 +202,7 @@ func watch(id string, pipe *os.File, stderr io.Writer, term <-chan os.Signal) in
 		fmt.Fprintf(stderr, "governor: watchdog of run %s: the pipe: %v\n", id, err)
 		return ExitFailure
 	}
-	g := &guard{id: id, stderr: stderr}
+	g := &guard{id: id, stderr: stderr, gov: parent()}
 	defer g.settle()
 	why := "governor exited without releasing"
 	for {
@@ -229,6 +229,7 @@ func watch(id string, pipe *os.File, stderr io.Writer, term <-chan os.Signal) in
 type guard struct {
 	id     string
 	stderr io.Writer
+	gov    proc.Info // governor, the watchdog's parent at its start
 	tree   knownTree
 	plan   machinePlan
 	rec    *watchdogRecord // where to record what it does; nil until sent
@@ -342,11 +343,48 @@ func (g *guard) act() {
 		return
 	}
 	g.armed = false // until a newer plan comes
+	state := governorState()
 	killed, err := g.killTree()
-	if killed > 0 || err != nil {
-		g.tell(fmt.Sprintf("no lease renewal came by the leases' deadline (governor %s); killed %d processes of its command%s",
-			governorState(), killed, g.stoppedSuffix(err)))
+	freed := g.killStoppedLockHolder()
+	if freed {
+		state += " inside a state write, holding every other process of its resource: killed it"
 	}
+	if killed > 0 || err != nil || freed {
+		g.tell(fmt.Sprintf("no lease renewal came by the leases' deadline (governor %s); killed %d processes of its command%s",
+			state, killed, g.stoppedSuffix(err)))
+	}
+}
+
+// parent is the watchdog's parent, governor, as it is at the start (the
+// zero Info if it is gone already).
+func parent() proc.Info {
+	s, err := proc.Stat(os.Getppid())
+	if err != nil {
+		return proc.Info{}
+	}
+	return s
+}
+
+// killStoppedLockHolder SIGKILLs governor if, once its leases' deadline
+// has passed, it is stopped holding an exclusive flock: stopped inside a
+// file-backend state write (the only exclusive flock governor takes),
+// which holds every other process of the resource — the next run and
+// this watchdog's record included — for as long as it stays stopped. By
+// then its leases are lost and its command is killed: resumed, it would
+// only exit 122. A governor stopped outside a write (Ctrl-Z) is left to
+// exit 122 itself once resumed. It reports whether it killed governor;
+// where locks cannot be read (macOS) it does nothing.
+func (g *guard) killStoppedLockHolder() bool {
+	if g.gov.PID == 0 || !governorStopped() {
+		return false
+	}
+	locks, _ := proc.Locks() // the lines that can be read serve
+	for _, l := range locks {
+		if l.Kind == proc.Flock && l.Mode == proc.LockWrite && l.PID == g.gov.PID {
+			return proc.Kill(g.gov.PID, g.gov.Start, syscall.SIGKILL) == nil
+		}
+	}
+	return false
 }
 
 // tell says what the watchdog did, and why, on stderr, then records it
