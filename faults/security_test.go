@@ -32,9 +32,9 @@ var aclCommands = []string{
 	"subscribe", "unsubscribe",
 	// scripts, and the index and rate counters read by the client
 	"evalsha", "eval", "script|load", "sadd", "smembers", "hget", "xrange",
-	// forgetting an idle resource: its index entry, and a check that no
-	// acquire listed it again meanwhile
-	"srem", "exists",
+	// forgetting an idle resource: its index entry (a check that no
+	// acquire listed it again meanwhile reads its limit: hget)
+	"srem",
 	// reading maxmemory-policy when the backend opens (INFO memory)
 	"info",
 	// inside the scripts

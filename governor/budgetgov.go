@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/governor-dev/governor/governor/safetext"
@@ -215,9 +216,20 @@ func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmoun
 
 // evidence is a copy of actual with the births seen at reserve, the
 // evidence that a state born since lost this reservation, else those
-// this process saw last.
+// this process saw last. Each budget of r that actual does not name
+// (and no ” amount covers) is named at its estimate, which is what a
+// budget not named is settled at: so that its birth goes too, and a
+// settle that finds the reservation lost counts the estimate.
 func (r *BudgetReservation) evidence(actual []BudgetAmount) []BudgetAmount {
 	actual = append([]BudgetAmount(nil), actual...)
+	named := func(name string) bool {
+		return slices.ContainsFunc(actual, func(a BudgetAmount) bool { return a.Name == name || a.Name == "" })
+	}
+	for _, s := range r.spends {
+		if !named(s.Budget.Name) {
+			actual = append(actual, BudgetAmount{Name: s.Budget.Name, Amount: s.Amount})
+		}
+	}
 	for i := range actual {
 		for _, st := range r.States {
 			if st.Name == actual[i].Name && actual[i].Born.IsZero() {

@@ -5,9 +5,11 @@
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet), 11 secret,
 --       12 how long to hold grants back on detecting lost data, ms (0:
---       never; see quarantine() in lib.lua), 13 the server time (ms) of
---       the last reply that told the caller id was queued here ('0':
---       none; evidence that the resource had state then), 14 the
+--       never; see quarantine() in lib.lua), 13 evidence that the
+--       resource had state ('0': none): when id is new (ARGV 10), the
+--       incarnation (inc, lib.lua) of the state the caller's machine
+--       witnessed last (see witnessed() in lib.lua); otherwise the server time
+--       (ms) of the last reply that told the caller id was queued here, 14 the
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
 --       priority class named, 16 the fair key ('' none), 17 the
 --       supersede key ('' none), 18 '1' to cancel a holder with it in
@@ -18,10 +20,10 @@
 --       ARGV 12-20 may be cut off from the first of them on that each
 --       hold their default ('0' or ''): absent, each is its default (every
 --       key and argument costs the server, as a redis.call does).
--- Returns {1, token, expiry ms, fresh, limit} when granted: fresh 1 when
--- the resource had no state (new or forgotten), else 0; limit the limit
--- in force at the grant;
--- otherwise {code, 0, 0,
+-- Returns {1, token, expiry ms, fresh, limit, inc} when granted: fresh 1
+-- when the resource had no state (new or forgotten), else 0; limit the
+-- limit in force at the grant; inc the state's incarnation (0: unknown);
+-- otherwise {code, inc, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
 -- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
 -- quarantine ms (0: none; see quarantine() in lib.lua), then (id,
@@ -43,19 +45,21 @@ local new = ARGV[10] == '1'
 -- read costs; the fast path reads only those it decides on, and the rest
 -- when it does not grant).
 local F = {'limit', 'used', 'drift', 'token', 'acquired', 'qlen', 'minexp', 'quarantine', 'paused', 'policy', 'cooloff',
-  'adapt', 'live', 'pdrift', 'adapt_max'}
+  'adapt', 'live', 'pdrift', 'adapt_max', 'inc'}
 local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
 -- drift, no adaptive limit other than it: adaptive() in lib.lua), nobody
 -- queued, no holder expired, not held back (quarantine, paused, cooling
--- off), and room. The same writes as grant() below, straight.
+-- off), the incarnation the one the machine witnessed (if any), and
+-- room. The same writes as grant() below, straight.
 if new then
   -- '#' .. id too: a request sent again as it was (a client's retry after
   -- a broken connection, the first run's reply lost) finds its grant.
-  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12], '#' .. id)
-  local held = v[13]
+  v = redis.call('HMGET', S, F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10], F[11], F[12], '#' .. id, F[16])
+  local held, inc = v[13], v[14]
+  local wit = ARGV[13]
   -- used below zero would let too many in: the full path recounts it.
   -- A field that holds no number (tonumber nil) is the full path's to
   -- name (num() in lib.lua).
@@ -65,7 +69,8 @@ if new then
   local q, dr, ad = v[6], v[3], v[12]
   local used, minexp, last, n
   if not held and v[1] == ARGV[2] and (not q or q == '0') and (not dr or dr == '0') and not v[8] and not v[9] and not v[10]
-      and not v[11] and (not ad or ad == ARGV[2]) and (ARGV[14] or '') == '' and (ARGV[17] or '') == '' then
+      and not v[11] and (not ad or ad == ARGV[2]) and (ARGV[14] or '') == '' and (ARGV[17] or '') == ''
+      and (not wit or wit == '0' or wit == inc) then
     used, minexp, last, n = tonumber(v[2] or 0), tonumber(v[7] or 0), tonumber(v[4] or 0), tonumber(v[5] or 0)
   end
   if used and minexp and last and n and used >= 0 and now < minexp and used + weight <= limit then
@@ -81,14 +86,14 @@ if new then
       redis.call('HSET', S, 'token', string.format('%d', tok), 'used', string.format('%d', used + weight),
         'acquired', acquired, '#' .. id, rec)
     end
-    return {1, tok, exp, 0, limit}
+    return {1, tok, exp, 0, limit, inc or 0}
   end
   local w = redis.call('HMGET', S, F[13], F[14], F[15])
-  v[13], v[14], v[15] = w[1], w[2], w[3]
+  v[13], v[14], v[15], v[16] = w[1], w[2], w[3], inc
   -- Granted or queued by an earlier run of this same request: not new
   -- (counted once, claimed below, or left in its place in the queue).
   if held then
-    new, v[16] = false, held
+    new, v[17] = false, held
   elseif q and q ~= '0' and redis.call('ZSCORE', Q, id) then
     new = false
   end
@@ -107,10 +112,10 @@ local function reply(code, tok, exp, pos, n)
     superseding(id, sup, code == 1 and 'h' or 'w')
   end
   if code == 1 then
-    return finish({1, tok, exp, fresh, get('limit')})
+    return finish({1, tok, exp, fresh, get('limit'), get('inc')})
   end
   flush()
-  local r = {code, 0, 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,
+  local r = {code, get('inc'), 0, pos or 0, get('limit'), get('used'), get('qlen'), get('drift'), now, get('cooloff') or 0,
     get('quarantine') or 0}
   if n and n > 0 then
     slow()
@@ -124,7 +129,9 @@ end
 load(F, not new and id, v)
 fresh = m.limit == 0 and 1 or 0
 local qat = (ARGV[13] or 0) + 0
-if qat > 0 then
+if qat > 0 and ARGV[10] == '1' then
+  witnessed(id, qat)
+elseif qat > 0 then
   -- A waiter seen queued at qat, now missing from the queue of a state
   -- born after qat (its incarnation, lib.lua), outlived its state: a
   -- newcomer made the new one.
@@ -136,7 +143,7 @@ if qat > 0 then
   end
 end
 if fresh == 1 then
-  set('inc', FLOOR)
+  born()
 end
 settle()
 

@@ -48,7 +48,7 @@ elseif op == 'limit' then
   local limit, was = ARGV[3] + 0, get('limit')
   if limit > 0 then
     if was == 0 then
-      set('inc', FLOOR) -- the state is born here (lib.lua)
+      born() -- the state is born here (lib.lua)
     end
     event('limit', '', 0, string.format('limit set live to %d (was %d)', limit, was), by)
     set('live', limit)

@@ -18,13 +18,14 @@ import (
 // in the Lua and listed here.
 var (
 	luaNumbers = map[string]int64{
-		"HOLDS":      governor.HoldHistory,         // head.lua: the ring of hold durations
-		"IDLEN":      governor.IDLen,               // head.lua: an id proven by its secret
-		"MAX_EVENTS": governor.MaxEvents,           // lib.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
-		"QUANT":      governor.PolicyQuant,         // lib.lua: the fair queueing quantum
-		"SKIP":       governor.PolicySkip,          // lib.lua: how deep past a capped or blocked head
-		"EAGER":      governor.EagerPasses,         // lib.lua: passes of one blocked head (eager)
-		"OVERTAKES":  governor.DefaultMaxOvertakes, // lib.lua: max_overtakes when the policy says none
+		"HOLDS":        governor.HoldHistory,              // head.lua: the ring of hold durations
+		"IDLEN":        governor.IDLen,                    // head.lua: an id proven by its secret
+		"MAX_EVENTS":   governor.MaxEvents,                // lib.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
+		"QUANT":        governor.PolicyQuant,              // lib.lua: the fair queueing quantum
+		"SKIP":         governor.PolicySkip,               // lib.lua: how deep past a capped or blocked head
+		"EAGER":        governor.EagerPasses,              // lib.lua: passes of one blocked head (eager)
+		"OVERTAKES":    governor.DefaultMaxOvertakes,      // lib.lua: max_overtakes when the policy says none
+		"TOMBSTONE_MS": governor.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
 	}
 	luaSets = map[string][]string{
 		"ENDED":          governor.EndedKinds,    // lib.lua: the events that end a lease

@@ -1,7 +1,8 @@
 -- forget.lua: remove a resource that has been idle for the retention.
 -- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua).
 -- ARGV: 1 retention in ms
--- Returns 1 when every key of the resource was deleted, else 0.
+-- Returns 1 when every key of the resource was deleted (its state hash
+-- left as a tombstone), else 0.
 --
 -- Idle: no holder and no waiter, not paused, no live limit (admin.lua),
 -- not cooling off.
@@ -14,7 +15,11 @@
 -- next grant then takes its token from the clock (lib.lua's grant),
 -- above it.
 local retention = ARGV[1] + 0
-load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live'})
+load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live', 'limit', 'known'})
+-- A tombstone (below), no state: forgotten already.
+if get('limit') == 0 and get('known') > 0 then
+  return 0
+end
 settle()
 local mark = redis.call('HGET', S, 'idle')
 -- A paused resource, one with a live limit (admin.lua), or one cooling
@@ -35,4 +40,10 @@ if now - since < retention or get('token') >= sec * 1000000 + usec then
   return finish(0)
 end
 redis.call('DEL', H, S, Q, QE, QD, E, KEYS[7])
+-- The tombstone: a machine that witnessed the state (witnessed() in
+-- lib.lua) finds it forgotten, not lost. It lasts TOMBSTONE_MS, longer
+-- than a machine keeps a witness unrenewed (Go's witnessKeep); a birth
+-- takes its expiry off (born()).
+redis.call('HSET', S, 'known', string.format('%d', FLOOR))
+redis.call('PEXPIRE', S, TOMBSTONE_MS)
 return 1

@@ -27,6 +27,9 @@ local function proven(id, secret)
   return #id ~= IDLEN or redis.sha1hex(secret) == id
 end
 
+-- How long forget.lua's tombstone lasts, ms (governor.Tombstone).
+local TOMBSTONE_MS = 2592000000
+
 -- minexp when H is empty: later than any expiry.
 local NONE = 9007199254740992
 

@@ -20,7 +20,10 @@
 -- takeovers; inc, the state's incarnation: FLOOR (head.lua) when it was
 -- born (the first acquire or live limit on a resource without state), so
 -- that a lease whose token, or a waiter whose queued time, predates it
--- outlived the state it was granted or queued in (quarantine()); idle is
+-- outlived the state it was granted or queued in (quarantine()), as does
+-- a state a machine witnessed (witnessed()); known (µs): every state born
+-- up to it is accounted for (forgotten, or its loss found), so a witness
+-- of it is no evidence; idle is
 -- forget.lua's mark; quarantine (ms) holds new grants
 -- back after a loss of data was detected, and cooloff (ms) until the end
 -- of a provider's cool-off (cooloff.lua; rate.lua reads it too) (both:
@@ -602,6 +605,41 @@ local function quarantine(why)
     event('quarantine', '', 0, string.format('%s: the data of this resource was lost; no new grant for %d ms',
       why, loss_ms))
   end
+end
+
+-- A machine's witness (Go's witness.go): w is the incarnation of the
+-- state a process of the caller's machine saw last, sent with each new
+-- request, so that a process that never saw the resource itself (a new
+-- CLI run, a new client) still has the evidence. A state missing, or of
+-- another incarnation, means the state w was lost (a restart without
+-- persistence, a flush, a failover to an empty replica, an eviction),
+-- unless every state born up to known (µs) was accounted for: forgotten
+-- (forget.lua leaves known as a tombstone) or found lost already (here).
+local function witnessed(id, w)
+  local inc = get('inc')
+  if inc == w or w <= get('known') then
+    return
+  end
+  quarantine(string.format('new request %s from a machine that saw this state born at %d us found %s', id, w,
+    inc == 0 and 'none' or string.format('one born at %d us', inc)))
+  set('known', FLOOR)
+end
+
+-- born marks the state born now (its incarnation, inc). On a forgotten
+-- resource's tombstone (forget.lua), which expires, the state is written
+-- anew without the expiry, keeping what the tombstone held (known).
+local function born()
+  if get('known') > 0 then
+    local all = redis.call('HGETALL', KEYS[2])
+    redis.call('DEL', KEYS[2])
+    for i = 1, #all, 2 do
+      if m[all[i]] == nil then
+        m[all[i]] = all[i + 1]
+      end
+      d[all[i]] = true
+    end
+  end
+  set('inc', FLOOR)
 end
 
 -- recount sets used to the weight of the holders in H, which with their

@@ -4,8 +4,9 @@
 -- ARGV: 1 histogram name, 2 sum of the observations in microseconds,
 --       3.. the count to add to each bucket, from bucket 0
 -- Returns 1, or 0 when the resource has no state (it was forgotten since
--- the observations were made: they go with it).
-if redis.call('EXISTS', KEYS[2]) == 0 then
+-- the observations were made: they go with it; its tombstone, forget.lua,
+-- has no limit).
+if not redis.call('HGET', KEYS[2], 'limit') then
   return 0
 end
 local name = ARGV[1]

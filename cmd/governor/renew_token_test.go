@@ -12,7 +12,7 @@ import (
 
 // TestRenewTokenAfterFlushAll: `governor renew` of a lease that another
 // process acquired, after Redis lost its data (FLUSHALL) and a newcomer
-// started the resource afresh, learns that the lease is lost (122);
+// of another machine started the resource afresh, learns that the lease is lost (122);
 // without the lease's token that is all, with it ($GOVERNOR_TOKEN, as
 // acquire printed it) the renewal is evidence of the loss: a quarantine
 // event, and the next acquire of the idle resource is refused.
@@ -30,11 +30,14 @@ func TestRenewTokenAfterFlushAll(t *testing.T) {
 	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs = cli(t, append(g, "acquire", "heavy", "--limit", "1")...)
+	// The newcomer is of another machine (its own state dir, no witness
+	// of the resource): one of this machine would be held back.
+	elsewhere := append(g[:len(g):len(g)], "--dir", t.TempDir())
+	code, out, errs = cli(t, append(elsewhere, "acquire", "heavy", "--limit", "1")...)
 	if code != 0 {
 		t.Fatalf("the newcomer's acquire: exit %d, %s", code, errs)
 	}
-	if code, _, errs = cli(t, append(g, "release", strings.Fields(out)[0])...); code != 0 {
+	if code, _, errs = cli(t, append(elsewhere, "release", strings.Fields(out)[0])...); code != 0 {
 		t.Fatalf("the newcomer's release: exit %d, %s", code, errs)
 	}
 	quarantined := func() bool {

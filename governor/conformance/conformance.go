@@ -18,8 +18,13 @@ import (
 // Harness connects the suite to a backend under test.
 type Harness struct {
 	// Open returns a new backend on the store under test, as another
-	// process would open it. The harness closes it at test cleanup.
+	// process of the same machine would open it (a backend that keeps a
+	// machine's witness of the store, as Redis's does, shares it). The
+	// harness closes it at test cleanup.
 	Open func(t *testing.T) governor.Backend
+	// OpenElsewhere, if set, is Open as a process of another machine,
+	// which shares nothing with Open's (no witness). Unset: Open.
+	OpenElsewhere func(t *testing.T) governor.Backend
 	// Advance moves the store's clock forward by at least d. A store on
 	// real time sleeps.
 	Advance func(t *testing.T, d time.Duration)
@@ -137,6 +142,9 @@ func Run(t *testing.T, h Harness) {
 		{"LostDataNewcomer", s.lostDataNewcomer},
 		{"LostDataWaiterNewcomer", s.lostDataWaiterNewcomer},
 		{"LostDataRenewByHandle", s.lostDataRenewByHandle},
+		{"LostDataNewProcess", s.lostDataNewProcess},
+		{"LostDataIdleMachine", s.lostDataIdleMachine},
+		{"ForgetNotLoss", s.forgetNotLoss},
 		{"Forget", s.forget},
 		{"Histograms", s.histograms},
 		{"RateStatus", s.rateStatus},
@@ -179,6 +187,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetWindow", s.budgetWindow},
 		{"BudgetAdmin", s.budgetAdmin},
 		{"BudgetLoss", s.budgetLoss},
+		{"BudgetLossNewProcess", s.budgetLossNewProcess},
 		{"BudgetBadInput", s.budgetBadInput},
 		{"BudgetHammer", s.budgetHammer},
 		{"BudgetGovernor", s.budgetGovernor},

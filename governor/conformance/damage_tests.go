@@ -275,7 +275,7 @@ func (s *suite) lostUnderNewcomer(t *testing.T) (b, other governor.Backend, key 
 	mustAcquire(t, b, w, governor.Queued)
 	s.h.Lose(t)
 	s.h.Advance(t, 10*time.Millisecond) // a restart takes time
-	other = s.h.Open(t)
+	other = s.elsewhere(t)              // a process of this machine would be held back (lostDataNewProcess)
 	n = req(key, 1, 1, governor.Fail)
 	n.TTL, n.New = a.TTL, true
 	mustAcquire(t, other, n, governor.Granted)

@@ -45,27 +45,38 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	if err := governor.ValidateBudgetRequest(req); err != nil {
 		return governor.BudgetResult{}, err
 	}
-	v, err := b.budgetRun(ctx, "reserve", req.Project, budgetReserveArgs(req)...)
-	return budgetReserved(req, v, err)
+	v, err := b.budgetRun(ctx, "reserve", req.Project, b.budgetReserveArgs(req)...)
+	return b.budgetReserved(req, v, err)
 }
 
 // budgetReserveArgs are budget.lua reserve's arguments after the mode
-// and the events cap.
-func budgetReserveArgs(req governor.BudgetRequest) []any {
+// and the events cap; each budget's birth is the later of the caller's
+// and the machine's witness (Witness).
+func (b *Backend) budgetReserveArgs(req governor.BudgetRequest) []any {
 	ttl := req.TTL
 	if ttl <= 0 {
 		ttl = governor.DefaultBudgetTTL
 	}
 	args := []any{req.Lease, ttl.Milliseconds(), req.By, len(req.Charges)}
 	for _, c := range req.Charges {
-		args = append(args, c.Name, c.Limit, c.Soft, c.Start.UnixMilli(), c.End.UnixMilli(), c.Amount, ms(c.Born))
+		args = append(args, c.Name, c.Limit, c.Soft, c.Start.UnixMilli(), c.End.UnixMilli(), c.Amount,
+			max(ms(c.Born), b.wit.seen('b', witnessKey(req.Project, c.Name))))
 	}
 	return args
 }
 
 // budgetReserved reads budget.lua reserve's reply v (err: the call's
-// error, wrapped).
-func budgetReserved(req governor.BudgetRequest, v any, err error) (governor.BudgetResult, error) {
+// error, wrapped), and witnesses the births of the budgets it gives.
+func (b *Backend) budgetReserved(req governor.BudgetRequest, v any, err error) (governor.BudgetResult, error) {
+	res, err := budgetReply(req, v, err)
+	for _, st := range res.States {
+		b.wit.saw('b', witnessKey(req.Project, st.Name), ms(st.Born))
+	}
+	return res, err
+}
+
+// budgetReply reads budget.lua reserve's reply v (see budgetReserved).
+func budgetReply(req governor.BudgetRequest, v any, err error) (governor.BudgetResult, error) {
 	if err != nil {
 		return governor.BudgetResult{}, err
 	}
@@ -126,7 +137,7 @@ func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actua
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err
 	}
-	v, err := b.budgetRun(ctx, "settle", project, settleArgs(lease, by, actual)...)
+	v, err := b.budgetRun(ctx, "settle", project, b.settleArgs(project, lease, by, actual)...)
 	return settled(project, v, err)
 }
 
@@ -145,7 +156,7 @@ func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secre
 	bk := BudgetKeys(key.Project)
 	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret, b.channelArg}, done: make(chan struct{})}
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, by, actual)...), done: make(chan struct{})}
 	sent := time.Now()
 	b.batch.send([]*call{rel, set})
 	v, err := set.cmd.Result()
@@ -169,10 +180,10 @@ func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateReque
 	bk := BudgetKeys(budget.Project)
 	rc := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rargs, done: make(chan struct{})}
 	bc := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"reserve", governor.MaxBudgetEvents}, budgetReserveArgs(budget)...), done: make(chan struct{})}
+		args: append([]any{"reserve", governor.MaxBudgetEvents}, b.budgetReserveArgs(budget)...), done: make(chan struct{})}
 	b.batch.send([]*call{rc, bc})
 	v, err := bc.cmd.Result()
-	bres, berr := budgetReserved(budget, v, wrap("budget reserve", err))
+	bres, berr := b.budgetReserved(budget, v, wrap("budget reserve", err))
 	v, err = rc.cmd.Result()
 	res, rerr := b.rateReserved(ctx, rate, v, err)
 	return res, rerr, bres, berr
@@ -192,19 +203,40 @@ func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens
 	rk, bk := RateKeys(key), BudgetKeys(key.Project)
 	adj := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(tokens, delta), done: make(chan struct{})}
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, settleArgs(lease, by, actual)...), done: make(chan struct{})}
+		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, by, actual)...), done: make(chan struct{})}
 	b.batch.send([]*call{adj, set})
 	v, err := set.cmd.Result()
 	st, serr := settled(key.Project, v, wrap("budget settle", err))
 	return st, serr, wrap("rate adjust", adj.cmd.Err())
 }
 
-// settleArgs are budget.lua settle's arguments.
-func settleArgs(lease, by string, actual []governor.BudgetAmount) []any {
-	args := []any{lease, by, len(actual)}
-	for _, a := range actual {
-		args = append(args, a.Name, a.Amount, ms(a.Born))
+// settleArgs are budget.lua settle's arguments. Each budget's birth is
+// the later of the caller's and the machine's witness (Witness); an
+// amount for every budget not named (”) names each budget of project
+// the machine witnessed too, so that a settle that finds its
+// reservation gone (`governor settle` after a loss) has the evidence.
+func (b *Backend) settleArgs(project, lease, by string, actual []governor.BudgetAmount) []any {
+	args := []any{lease, by, 0}
+	n := 0
+	add := func(name string, amount, born int64) {
+		args = append(args, name, amount, max(born, b.wit.seen('b', witnessKey(project, name))))
+		n++
 	}
+	for _, a := range actual {
+		add(a.Name, a.Amount, ms(a.Born))
+	}
+	for _, a := range actual {
+		if a.Name != "" {
+			continue
+		}
+		for name := range b.wit.projectBudgets(project) {
+			if !slices.ContainsFunc(actual, func(x governor.BudgetAmount) bool { return x.Name == name }) {
+				add(name, a.Amount, 0)
+			}
+		}
+		break
+	}
+	args[2] = n
 	return args
 }
 

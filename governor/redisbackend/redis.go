@@ -61,6 +61,7 @@ type Backend struct {
 	noQuarantine  bool
 	warn          func(string)
 	evict         evictWatch // see watchEviction
+	wit           *witness   // see Witness; nil: none
 
 	// closed: every call after Close is governor.ErrClosed, even on a
 	// client that stays open (it belongs to the caller).
@@ -101,6 +102,8 @@ type resourceKeys struct {
 	// its token, proves the state was lost (a renewal from elsewhere, as
 	// the CLI's renew, proves it when it carries the lease's token).
 	held sync.Map
+	// wkey is the resource's key in the machine's witness (Witness).
+	wkey string
 }
 
 // lossMS returns how long the scripts hold new grants back on the
@@ -169,6 +172,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Backe
 	be.channelArg = be.channel
 	for _, o := range opts {
 		o(be)
+	}
+	if be.wit != nil {
+		be.wit.warn = be.warn
 	}
 	ps := rdb.Subscribe(ctx, be.channel)
 	// Wait for the confirmation so that no grant published after New
@@ -256,7 +262,8 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 		return r.(*resourceKeys)
 	}
 	ks := Keys(key)
-	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: append(ks[:len(ks):len(ks)], StatsKey(key))})
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: append(ks[:len(ks):len(ks)], StatsKey(key)),
+		wkey: witnessKey(key.Project, key.Resource)})
 	return r.(*resourceKeys)
 }
 
@@ -356,15 +363,18 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		r.held.Store(req.ID, res.Token)
 		return res, nil
 	}
-	queuedAt := int64(0)
-	if !req.New {
-		if at, ok := r.queued.Load(req.ID); ok {
-			queuedAt = at.(int64)
-		}
+	// The evidence that the resource had state (acquire.lua's ARGV 13):
+	// for a new request the incarnation this machine witnessed, for a
+	// waiter re-queuing when it was last seen queued.
+	evidence := int64(0)
+	if req.New {
+		evidence = b.wit.seen('r', r.wkey)
+	} else if at, ok := r.queued.Load(req.ID); ok {
+		evidence = at.(int64)
 	}
 	v, err := b.batch.run(ctx, acquireScript, r, trimDefaults([]any{req.ID, req.Limit, req.Weight,
 		req.TTL.Milliseconds(), mode, req.QueueTTL.Milliseconds(), b.channelArg, decl, holdersInRefusal, flag(req.New), req.Secret,
-		b.lossMS(r, req.TTL), queuedAt, req.Policy, req.Priority, req.FairKey, req.Supersede, req.CancelInProgress,
+		b.lossMS(r, req.TTL), evidence, req.Policy, req.Priority, req.FairKey, req.Supersede, req.CancelInProgress,
 		req.Exclusive, req.CancelOthers}, acquireOptional)...).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("acquire", err)
@@ -373,15 +383,16 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
 	}
 	// Listed only after the script ran: a failed acquire leaves nothing.
-	b.register(ctx, req.Key, r, len(v) == 5 && v[0] == int64(1) && v[3] == int64(1))
-	res, err := acquireReply(req.Key, v)
+	b.register(ctx, req.Key, r, len(v) == 6 && v[0] == int64(1) && v[3] == int64(1))
+	res, inc, err := acquireReply(req.Key, v)
+	b.wit.saw('r', r.wkey, inc)
 	var gone *governor.WithdrawnError
 	if errors.As(err, &gone) {
 		gone.WaiterID = req.ID
 	}
 	if err == nil && res.Outcome == governor.Queued {
 		r.queued.Store(req.ID, res.Status.Now.UnixMilli())
-	} else if queuedAt > 0 || err == nil && res.Outcome != governor.Queued {
+	} else if !req.New && evidence > 0 || err == nil && res.Outcome != governor.Queued {
 		r.queued.Delete(req.ID)
 	}
 	if err == nil && res.Outcome == governor.Granted {

@@ -17,15 +17,15 @@ import (
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
-func open(t *testing.T, addr string) governor.Backend {
+func open(t *testing.T, addr string, opts ...redisbackend.Option) governor.Backend {
 	t.Helper()
-	return openClient(t, redis.NewClient(&redis.Options{Addr: addr}))
+	return openClient(t, redis.NewClient(&redis.Options{Addr: addr}), opts...)
 }
 
 // openClient returns a backend on rdb; both are closed at t's cleanup.
-func openClient(t *testing.T, rdb redis.UniversalClient) governor.Backend {
+func openClient(t *testing.T, rdb redis.UniversalClient, opts ...redisbackend.Option) governor.Backend {
 	t.Helper()
-	b, err := redisbackend.New(context.Background(), rdb)
+	b, err := redisbackend.New(context.Background(), rdb, opts...)
 	if err != nil {
 		t.Fatalf("redisbackend.New: %v", err)
 	}
@@ -135,8 +135,12 @@ func TestConformanceMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := &miniClock{m: m, now: time.Now()}
 	m.SetTime(clock.now)
+	machine := t.TempDir() // the witness of the processes of this machine
 	conformance.Run(t, conformance.Harness{
-		Open:    func(t *testing.T) governor.Backend { return open(t, m.Addr()) },
+		Open: func(t *testing.T) governor.Backend { return open(t, m.Addr(), redisbackend.Witness(machine, m.Addr())) },
+		OpenElsewhere: func(t *testing.T) governor.Backend {
+			return open(t, m.Addr(), redisbackend.Witness(t.TempDir(), m.Addr()))
+		},
 		Advance: func(t *testing.T, d time.Duration) { clock.advance(d) },
 		Corrupt: func(t *testing.T, key governor.Key, id string) { m.HSet(redisbackend.Keys(key)[1], "#"+id, "garbage") },
 		Damage:  damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr()}) }),
@@ -147,13 +151,15 @@ func TestConformanceMiniredis(t *testing.T) {
 func TestConformanceRealRedis(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
+	machine := t.TempDir()
 	conformance.Run(t, conformance.Harness{
-		Open:     func(t *testing.T) governor.Backend { return open(t, s.Addr) },
-		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
-		RealTime: true,
-		Corrupt:  corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
-		Damage:   damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
-		Lose:     loser(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Open:          func(t *testing.T) governor.Backend { return open(t, s.Addr, redisbackend.Witness(machine, s.Addr)) },
+		OpenElsewhere: func(t *testing.T) governor.Backend { return open(t, s.Addr, redisbackend.Witness(t.TempDir(), s.Addr)) },
+		Advance:       func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		RealTime:      true,
+		Corrupt:       corrupter(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Damage:        damager(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
+		Lose:          loser(func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }),
 	})
 }
 
@@ -164,9 +170,13 @@ func TestConformanceRealRedis(t *testing.T) {
 func TestConformanceRealCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3)
+	machine := t.TempDir()
 	conformance.Run(t, conformance.Harness{
 		Open: func(t *testing.T) governor.Backend {
-			return openClient(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}))
+			return openClient(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}), redisbackend.Witness(machine, "cluster"))
+		},
+		OpenElsewhere: func(t *testing.T) governor.Backend {
+			return openClient(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}), redisbackend.Witness(t.TempDir(), "cluster"))
 		},
 		Advance:  func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		RealTime: true,

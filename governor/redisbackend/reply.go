@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -163,11 +164,33 @@ func (r *reader) waiters(v []any) []governor.Waiter {
 // real queue, low enough that a corrupt one allocates nothing huge.
 const maxQueue = 1 << 24
 
-// acquireReply reads acquire.lua's reply.
-func acquireReply(key governor.Key, v []any) (governor.Result, error) {
+// acquireReply reads acquire.lua's reply: the result, and the
+// incarnation of the resource's state (0 when the reply gives none).
+func acquireReply(key governor.Key, v []any) (governor.Result, int64, error) {
+	res, err := acquireResult(key, v)
+	var inc any
+	switch {
+	case err != nil && !errors.Is(err, governor.ErrTooHeavy):
+	case len(v) == 6:
+		inc = v[5]
+	case len(v) >= 11:
+		inc = v[1]
+	}
+	switch x := inc.(type) {
+	case int64:
+		return res, x, err
+	case string: // the fast path's, as stored
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return res, n, err
+	}
+	return res, 0, err
+}
+
+// acquireResult reads acquire.lua's reply v (see acquireReply).
+func acquireResult(key governor.Key, v []any) (governor.Result, error) {
 	r := &reader{op: "acquire", key: key}
 	var res governor.Result
-	if len(v) == 5 && r.int(v[0], "the code") == 1 {
+	if len(v) == 6 && r.int(v[0], "the code") == 1 {
 		res.Outcome = governor.Granted
 		res.Token = r.int(v[1], "the token")
 		res.Expires = time.UnixMilli(r.int(v[2], "the expiry"))

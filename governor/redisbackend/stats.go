@@ -2,9 +2,12 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
 	scripts "github.com/governor-dev/governor/scripts-lua"
@@ -76,11 +79,12 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 	if err := b.rdb.SRem(ctx, indexKey(key.Project), key.Resource).Err(); err != nil {
 		return true, wrap("forget: index", err)
 	}
-	back, err := b.rdb.Exists(ctx, r.keys[1]).Result()
-	if err != nil {
+	// Born again since (forget.lua leaves a tombstone, without a limit)?
+	err = b.rdb.HGet(ctx, r.keys[1], "limit").Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return true, wrap("forget: index", err)
 	}
-	if back > 0 {
+	if err == nil {
 		if err := b.rdb.SAdd(ctx, indexKey(key.Project), key.Resource).Err(); err != nil {
 			return true, wrap("forget: index", err)
 		}

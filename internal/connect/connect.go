@@ -73,13 +73,16 @@ type Store struct {
 	AllowEviction  bool   `json:"allow_eviction,omitempty"`
 	LossQuarantine bool   `json:"loss_quarantine,omitempty"`
 	Dir            string `json:"dir,omitempty"`
+	// WitnessDir holds the machine's witness of the Redis server's state
+	// (redisbackend.Witness): the state dir.
+	WitnessDir string `json:"witness_dir,omitempty"`
 }
 
 // StoreOf returns the store c selects.
 func StoreOf(c *config.Config) Store {
 	if c.ResolvedBackend() == config.BackendRedis {
 		return Store{Backend: config.BackendRedis, RedisURL: c.RedisURL(), AllowEviction: c.Redis.AllowEviction,
-			LossQuarantine: c.Redis.Quarantine()}
+			LossQuarantine: c.Redis.Quarantine(), WitnessDir: c.File.Dir}
 	}
 	return Store{Backend: config.BackendFile, Dir: c.File.Dir}
 }
@@ -106,6 +109,9 @@ func (s Store) Open(ctx context.Context, warn func(string)) (governor.Backend, e
 		redisbackend.LossQuarantine(s.LossQuarantine)}
 	if s.AllowEviction {
 		opts = append(opts, redisbackend.AllowEviction())
+	}
+	if s.WitnessDir != "" {
+		opts = append(opts, redisbackend.Witness(s.WitnessDir, config.RedactURL(s.RedisURL)))
 	}
 	rb, err := redisbackend.New(ctx, rdb, opts...)
 	if err != nil {
