@@ -53,6 +53,7 @@ func governorCLI(t *testing.T, env []string, args ...string) cliResult {
 // CLI: user input that is wrong exits 125 with a message naming the
 // value and what is allowed, without touching Redis state.
 func TestBadInputCLI(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	rdb := client(t, s.Addr)
 	project := uniq("badcli")
@@ -134,6 +135,7 @@ func TestBadInputCLI(t *testing.T) {
 // a plain server. Each is exit 125 with a clear message, quickly, and the
 // password never shows.
 func TestBadBackendCLI(t *testing.T) {
+	t.Parallel()
 	const password = "s3cr3t-PASS-9f2c"
 	s := redistest.Start(t, "--requirepass", password)
 	project := uniq("badurl")
@@ -208,6 +210,7 @@ func TestBadBackendCLI(t *testing.T) {
 // as after a restart or a failover): go-redis's Script.Run gets NOSCRIPT
 // from EVALSHA and falls back to EVAL; every operation goes on working.
 func TestScriptCacheFlushed(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	rdb := client(t, s.Addr)
 	g := newGovernor(t, s.Addr, governor.Options{Project: uniq("noscript"), TTL: 2 * time.Second})
@@ -249,6 +252,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 // is a clear, final ErrBackend naming the command, nothing hangs, and no
 // resource state is created.
 func TestScriptingDisabled(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, "--rename-command", "EVAL", "", "--rename-command", "EVALSHA", "")
 	rdb := client(t, s.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -288,6 +292,7 @@ func TestScriptingDisabled(t *testing.T) {
 // holder record): a clear ErrBackend, no panic, and the garbage is left
 // as it was, never overwritten.
 func TestGarbageInKeys(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	rdb := client(t, s.Addr)
 	project := uniq("garbage")

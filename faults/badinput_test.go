@@ -50,6 +50,7 @@ func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
 // Library: bad names, weights, limits and TTLs are clear errors
 // (ErrInvalid, ErrTooHeavy) and leave the server exactly as it was.
 func TestBadInputLibrary(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	rdb := client(t, s.Addr)
 	project := uniq("bad")

@@ -16,6 +16,7 @@ import (
 // its next reservation (and at its settle), every process then finds it
 // held, and an operator's confirm lifts the hold.
 func TestRedisLossHoldsBudget(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	project := uniq("budgetloss")
 	a := newGovernor(t, s.Addr, governor.Options{Project: project, Session: "a"})

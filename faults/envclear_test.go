@@ -98,6 +98,7 @@ func newUserRunWorld(t *testing.T, kind, lease string) *runWorld {
 // Governor is stopped (SIGSTOP) past its deadline: the watchdog stops
 // the env -i worker by it; the next run's work never overlaps.
 func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
+	t.Parallel()
 	forEachEnvClearWorld(t, "lease:\n  ttl: 3s\n  heartbeat: 500ms\n", func(t *testing.T, w *runWorld) {
 		// The members line after the worker was attributed (a scan a
 		// second, a plan every heartbeat) is not needed: the group and
@@ -111,6 +112,7 @@ func TestEnvClearedWorkerGovernorStopped(t *testing.T) {
 // backend: the lease file the worker inherited; Redis: the watchdog is
 // the declared owner); the next run's work never overlaps.
 func TestEnvClearedWorkerGovernorKilled(t *testing.T) {
+	t.Parallel()
 	forEachEnvClearWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", nil, nil, w.envClearedWorker("2m")...)
 		expectLine(t, out, "working", time.Minute)
@@ -131,6 +133,7 @@ func TestEnvClearedWorkerGovernorKilled(t *testing.T) {
 // and keeps the slot, renewed, until the worker has exited (before, the
 // run returned at once and the next was granted beside the worker).
 func TestEscapedWorkerKeepsLeaseFileSlot(t *testing.T) {
+	t.Parallel()
 	for _, portable := range []bool{false, true} {
 		name := "file"
 		if portable {

@@ -21,6 +21,7 @@ import (
 // refused meanwhile (no second holder), and once it is released the other
 // process is granted with a higher fencing token.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	master := redistest.Start(t)
 	replica := redistest.StartReplica(t, master)
 	sentinel := redistest.StartSentinel(t, master)

@@ -25,6 +25,7 @@ import (
 // can be granted before the old holder's next renewal: the overlap is
 // measured and logged (not asserted: it depends on who speaks first).
 func TestRedisLossQuarantine(t *testing.T) {
+	t.Parallel()
 	t.Run("on", func(t *testing.T) {
 		spans, overlap := lossScenario(t, true)
 		checkSpans(t, spans, 1)

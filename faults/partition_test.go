@@ -123,6 +123,7 @@ func acquireAsync(g *governor.Governor, resource string, o governor.AcquireOptio
 // partition (renewals, the release of the lost lease) reach the server
 // and change nothing: one holder, the waiter.
 func TestPartitionedHolder(t *testing.T) {
+	t.Parallel()
 	partitionScenario(t, redisOptions)
 }
 
@@ -132,6 +133,7 @@ func TestPartitionedHolder(t *testing.T) {
 // lease's local deadline meanwhile. The waiter is granted while the
 // holder's Done is still open.
 func TestPartitionDefaultClient(t *testing.T) {
+	t.Parallel()
 	partitionScenario(t, func(addr string) *redis.Options { return &redis.Options{Addr: addr} })
 }
 
@@ -200,6 +202,7 @@ func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Opti
 // client reconnects at once, so the lease is never lost, and a waiter
 // behind it, on the same proxy, is served when it is released.
 func TestConnectionsCut(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	p := newProxy(t, s.Addr)
 	project := uniq("cut")

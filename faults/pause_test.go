@@ -60,6 +60,7 @@ func startKilledAtCleanup(t *testing.T, c *exec.Cmd) (<-chan string, *bytes.Buff
 // is refused by the fenced store; its Done closes; its loss handling
 // frees nothing of the new holder's.
 func TestPausedHolder(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	project := uniq("pause")
 	key := governor.Key{Project: project, Resource: "heavy"}
@@ -289,6 +290,7 @@ func TestPausedGovernorRun(t *testing.T) {
 // the heartbeat goroutine has noticed, so a worker that runs first after
 // SIGCONT reads the lease as held although the server expired it.
 func TestPausedHolderReadsLostAtOnce(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	project := uniq("pausespin")
 	f := newFence(t)

@@ -294,6 +294,7 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 // while it stops the tree (TERM, the grace, KILL); only then is the next
 // run granted it.
 func TestWatchdogKilledWorkNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	forEachWorld(t, "lease:\n  ttl: 20s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", []string{"--kill-grace", "3s"}, []string{"IGNORE_TERM=1"}, worker("WORK=2m")...)
 		expectLine(t, out, "working", time.Minute)
@@ -318,6 +319,7 @@ func TestWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 // backend also a grandchild that cleared its environment (env -i) keeps
 // the slot, by the lease file alone.
 func TestGovernorAndWatchdogKilledWorkNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	forEachWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
 		// The worker in the background of a shell, which passes it every
 		// descriptor (the lease files) and waits.

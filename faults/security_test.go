@@ -210,6 +210,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 // needed (without it the workload fails), except the few used only on
 // paths a test does not reach quickly; and the user can do nothing else.
 func TestACLLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	admin := client(t, s.Addr)
 	ctx := context.Background()
@@ -326,6 +327,7 @@ func subscribeErr(rdb *redis.Client, channel string) error {
 // --json), nor the --record file, nor governor's stderr, nor anything
 // governor wrote to Redis contains them.
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	const password = "redis-PW-31f9e"
 	secrets := []string{"sk-live-0123456789abcdef", "tok-9988776655", "sk-env-ffeeddccbbaa", password}
 	s := redistest.Start(t, "--requirepass", password)

@@ -16,6 +16,7 @@ import (
 // server still lists the lease (late renewals even extend it there), and
 // the waiter is granted only after that.
 func TestSlowRedis(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	p := newProxy(t, s.Addr)
 	project := uniq("slow")
@@ -77,6 +78,7 @@ func TestSlowRedis(t *testing.T) {
 // heartbeat after the reply: past the deadline, so the lease is declared
 // lost, never renewed, although a 3s TTL allows a 400ms round trip.
 func TestSlowAcquire(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	p := newProxy(t, s.Addr)
 	p.SetDelay(200 * time.Millisecond)

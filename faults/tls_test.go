@@ -58,6 +58,7 @@ func tlsFiles(t *testing.T) (ca, cert, key string) {
 // server's CA is trusted (SSL_CERT_FILE, as for any Go program), and
 // refuses clearly, exit 125, when it is not.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	ca, cert, key := tlsFiles(t)
 	port, err := redistest.FreePort()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // healthy run alone (before, its stale timer usually won: exit 137, no
 // message).
 func TestStoppedWatchdogResumedKillsNothing(t *testing.T) {
+	t.Parallel()
 	// A TTL of 4 s: governor itself must renew throughout, and on a
 	// loaded machine (load 25 on 2 cores) a 2 s TTL's renewal came late
 	// and governor rightly stopped its own command (exit 122).

@@ -49,6 +49,7 @@ func waitExit(t *testing.T, c *exec.Cmd) int { return proctest.WaitExit(t, c, 30
 // A waiting governor run that is cancelled exits 73 saying who; bad
 // input changes nothing.
 func TestCancelEndsWaitingRun(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		l := leasetest.HoldHeavy(t, g)
@@ -154,6 +155,7 @@ func TestPauseResume(t *testing.T) {
 // lowering below the use grants nothing until the use falls under it;
 // bad input names the value and changes nothing; --clear goes back.
 func TestLimitLive(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // provider with slots, and a rates-only one), a waiting run starts once
 // the cool-off is over; bad input is 125.
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n  openai:\n    requests_per_minute: 600\n"
 	runTargets(t, cfg, func(t *testing.T, tg *target) {
 		g := tg.governor(t)
@@ -85,6 +86,7 @@ func refusedDuringCoolOff(t *testing.T, tg *target, p string, end time.Time) boo
 // and the next run of the provider is refused for the cool-off; any
 // other exit code signals nothing.
 func TestRunBackoffExitCode(t *testing.T) {
+	t.Parallel()
 	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n"
 	runTargets(t, cfg, func(t *testing.T, tg *target) {
 		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 1"); code != 1 || errs != "" {
@@ -112,6 +114,7 @@ func TestRunBackoffExitCode(t *testing.T) {
 // against the configured one and the last signal; bad adaptive settings
 // are named by config check.
 func TestRunAdaptive(t *testing.T) {
+	t.Parallel()
 	cfg := "providers:\n  anthropic:\n    max_concurrency: 4\n    adaptive: true\n    adaptive_min: 1\n    adaptive_increase_every: 2\n"
 	runTargets(t, cfg, func(t *testing.T, tg *target) {
 		if code, _, errs := tg.run(t, "run", "--provider", "anthropic", "--backoff-exit-code", "42", "--", "sh", "-c", "exit 42"); code != 42 {

@@ -20,6 +20,7 @@ import (
 // as a table and as JSON; 'governor budget' sets a live limit, pauses,
 // and refuses bad input naming it, changing nothing.
 func TestBudgetsView(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		ctx := context.Background()

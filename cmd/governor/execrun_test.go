@@ -55,6 +55,7 @@ func (tg *target) runUntilStopped(t *testing.T, what string, flags ...string) (s
 // runs beside a shareable run, on max_concurrent_runs-1 join slots, and
 // --if-busy skip on a full set exits 75.
 func TestRunExecRunsJoin(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "run:\n  max_concurrent_runs: 3\n", func(t *testing.T, tg *target) {
 		// A real shareable run, running until told to stop.
 		started, stop, finish := tg.runUntilStopped(t, "the shareable run", "--shareable")
@@ -113,6 +114,7 @@ func TestRunExecRunsJoin(t *testing.T) {
 // A plain run and joiners racing, all waiting: a plain run's command never
 // overlaps a joiner's, and every run gets its turn.
 func TestRunPlainNeverOverlapsJoiners(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, "run:\n  max_concurrent_runs: 3\n")
 	times := filepath.Join(t.TempDir(), "times")
 	script := `echo "$0 S $(date +%s%N)" >> "$1"; sleep 0.2; echo "$0 E $(date +%s%N)" >> "$1"`
@@ -242,6 +244,7 @@ func TestRunExecRunInsideExecRun(t *testing.T) {
 // limit below the configured one it is not too heavy (it used to exit
 // 125), and under one above it no --join runs beside it.
 func TestRunPlainUnderLiveJoinLimit(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "run:\n  max_concurrent_runs: 3\n", func(t *testing.T, tg *target) {
 		if code, _, errs := tg.run(t, "limit", "run:join", "1"); code != 0 {
 			t.Fatalf("limit run:join 1: exit %d, stderr %s", code, errs)

@@ -170,6 +170,7 @@ func (f *fakeProvider) snapshot() ([]fakeCall, int) {
 // comes down to the fake's capacity; and once the fake takes more, it
 // climbs back.
 func TestFleetBackpressure(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a fleet of processes")
 	}

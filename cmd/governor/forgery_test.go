@@ -69,6 +69,7 @@ func (in *intruder) run(t *testing.T, env []string, args ...string) (int, string
 // it. Releasing it anyway is a takeover: refused while the owner lives,
 // and with --force recorded under the intruder's session.
 func TestSecondUserCannotForgeALease(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	in := newIntruder(t, s.URL())
 	tg := &target{bin: governorBin(t), name: "redis", redisURL: s.URL(), config: writeRunConfig(t, "")}

@@ -108,6 +108,7 @@ func (b *bridgeConn) close() {
 //
 //	go test -run TestGateRoundTrips -v ./cmd/governor/
 func TestGateRoundTrips(t *testing.T) {
+	t.Parallel()
 	t.Run("redis", func(t *testing.T) { gateRoundTrips(t, redistest.Start(t).Addr) })
 	t.Run("miniredis", func(t *testing.T) { gateRoundTrips(t, miniredis.RunT(t).Addr()) })
 }

@@ -211,6 +211,7 @@ func TestHeavyLockWritesTheWrappersForm(t *testing.T) {
 // refused (73, 75, 73 after --wait-timeout) and left as it was; one naming
 // a dead pid is reclaimed.
 func TestHeavyLockKeepsUnprovenReclaimsDead(t *testing.T) {
+	t.Parallel()
 	tg, lock, env := heavyTarget(t, false)
 	live := exec.Command("sleep", "60")
 	if err := live.Start(); err != nil {
@@ -453,6 +454,7 @@ func TestHeavyLockSlotsJSON(t *testing.T) {
 // governor's lease (on Redis too) nor the slot; the run waits its turn,
 // says why, and the work intervals never overlap.
 func TestHeavyLockHeldIsNoBypass(t *testing.T) {
+	t.Parallel()
 	heavyTargets(t, func(t *testing.T, tg *target, lock string) {
 		times := filepath.Join(t.TempDir(), "times")
 		for _, holder := range []string{"wrapper", "governor"} {

@@ -72,6 +72,7 @@ func emptyConfig(t *testing.T) string {
 }
 
 func TestAcquireRenewRelease(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, g []string) {
 		code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m")...)
 		if code != 0 {

@@ -54,6 +54,7 @@ func holdLock(t *testing.T, tg *target) string {
 // that reaching the lock takes most of a second (with 1 s it did not,
 // under load 9, and the message named no holder).
 func TestForeignLockHolderHonoursDeadline(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, "")
 	path := holdLock(t, tg)
 

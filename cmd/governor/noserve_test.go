@@ -15,6 +15,7 @@ import (
 // its serve says it is missing (125, naming the tag), and its other
 // commands are there.
 func TestBuildWithoutServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds governor")
 	}

@@ -70,6 +70,7 @@ resources:
 // leaves a file at its start and end; the old one takes a second to
 // end after its TERM).
 func TestRunSupersede(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		dir := t.TempDir()

@@ -36,6 +36,7 @@ func readmeRecipe(t *testing.T, name string) string {
 // lease was lost) is refused with its tag, and the branch keeps the other
 // writer's commit.
 func TestFencedPushRecipe(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed: the fenced-push recipe of the README is not run")
 	}

@@ -303,6 +303,7 @@ func TestRunInProcess(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	notExec := filepath.Join(t.TempDir(), "not-executable")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -735,6 +736,7 @@ func TestRunRecordSurvivesSIGKILL(t *testing.T) {
 // {a,b} against {b,a}, limit 1 each, in a loop: the fixed order means no
 // deadlock.
 func TestRunLockOrderNeverDeadlocks(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, "  a: {limit: 1}\n  b: {limit: 1}\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()

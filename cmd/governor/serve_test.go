@@ -173,6 +173,7 @@ func serveCLI(t *testing.T, args ...string) (int, string, string) {
 // finished by the time of the scrape, is seen by serve, and the counters
 // of those runs stay.
 func TestServeMetricsCoverFinishedRuns(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, global []string) *serveProc {
 		p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "1s")...)
 		const gpu = `{project="servetest",resource="gpu"}`

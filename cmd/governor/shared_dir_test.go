@@ -16,6 +16,7 @@ import (
 // Two Unix users in one group share a setgid state dir: their
 // `run --resource heavy --limit 1` never overlap (issue 18 point 3).
 func TestSharedStateDirAcrossUsers(t *testing.T) {
+	t.Parallel()
 	alice, bob := usertest.New(t), usertest.New(t)
 	shared := usertest.SharedDir(t)
 	bin := sharedGovernorBin(t, shared)

@@ -27,6 +27,7 @@ import (
 // project: the others are listed and the bad one is named; slots exits
 // 125, as events does. On a real Redis and on miniredis.
 func TestSlotsOneBadKey(t *testing.T) {
+	t.Parallel()
 	for name, addr := range map[string]func(t *testing.T) string{
 		"redis":     func(t *testing.T) string { return redistest.Start(t).Addr },
 		"miniredis": func(t *testing.T) string { return miniredis.RunT(t).Addr() },

@@ -11,6 +11,7 @@ import (
 // the run the estimate; a budget that refuses fails 73 naming it; a rate
 // that refuses fails 73 naming the rate, and leaves nothing reserved.
 func TestRunCostRatesOnly(t *testing.T) {
+	t.Parallel()
 	const config = "providers:\n  limited: {requests_per_minute: 3}\nbudgets:\n  day: {limit: 10, unit: USD, per: 24h}\n"
 	runTargets(t, config, func(t *testing.T, tg *target) {
 		g := tg.governor(t)

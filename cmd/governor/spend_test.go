@@ -54,6 +54,7 @@ func (tg *target) settleLine(args ...string) string {
 // naming the budget, spent, reserved, limit and reset, skips 75, or
 // waits up to --wait-timeout, leaving nothing reserved or held.
 func TestRunCost(t *testing.T) {
+	t.Parallel()
 	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		call := []string{"run", "--provider", "anthropic", "--fair-key", "evals"}
@@ -164,6 +165,7 @@ func TestRunCostWaits(t *testing.T) {
 // TestRunCostBadValues: bad spend flags exit 125 naming the value and
 // what is allowed, before anything is held or reserved.
 func TestRunCostBadValues(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, spendConfig)
 	g := tg.governor(t)
 	for _, tt := range []struct {
@@ -274,6 +276,7 @@ func TestBudgetsViewConfigured(t *testing.T) {
 // budgets end at $2: never over the limit, never one charged without
 // the other.
 func TestRunCostConcurrent(t *testing.T) {
+	t.Parallel()
 	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		codes := make(chan int, 8)

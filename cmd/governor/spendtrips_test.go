@@ -118,6 +118,7 @@ func (p *turnProxy) take() int {
 //
 //	go test -run TestRunCostRoundTrips -v ./cmd/governor/
 func TestRunCostRoundTrips(t *testing.T) {
+	t.Parallel()
 	t.Run("redis", func(t *testing.T) { runCostRoundTrips(t, redistest.Start(t).Addr) })
 	t.Run("miniredis", func(t *testing.T) { runCostRoundTrips(t, miniredis.RunT(t).Addr()) })
 }
@@ -182,6 +183,7 @@ func runCostRoundTrips(t *testing.T, addr string) {
 // settles what is left at its estimate; a cost that does not fit exits
 // 73 naming the budget and leaves the slot free.
 func TestAcquireCost(t *testing.T) {
+	t.Parallel()
 	runTargets(t, spendConfig, func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		withLease := func(handle string, args ...string) (int, string, string) {

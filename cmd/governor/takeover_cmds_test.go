@@ -16,6 +16,7 @@ import (
 // existed, is not taken over: exit 73, "nothing to take over", and no
 // lease is handed out.
 func TestTakeoverNothingToTakeOver(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, g []string) {
 		code, out, errs := cli(t, append(g, "acquire", "heavy", "--limit", "1", "--ttl", "1m")...)
 		if code != 0 {
@@ -75,6 +76,7 @@ func pasteHint(t *testing.T, bin, hint string, env []string) (int, string, strin
 // (file backend: --config and --dir; Redis: the URL of the flag, or
 // "$GOVERNOR_REDIS_URL" when it came from there).
 func TestTakeoverHintActsOnTheSameStore(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, tg *target, hint string, env []string) {
 		t.Helper()
 		g := tg.governor(t)

@@ -35,6 +35,7 @@ func TestVersionFlag(t *testing.T) {
 // still names the version, and the commit the release script stamps with
 // the linker.
 func TestVersionFlagBuildVCSFalse(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary twice")
 	}
