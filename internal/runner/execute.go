@@ -87,6 +87,7 @@ func (r *run) execute() (int, Outcome, error) {
 	if r.wd != nil {
 		r.wd.follow(tree) // each plan names the tree's processes
 	}
+	defer r.leaveEntry(tree)() // removed once the tree is gone
 	return r.supervise(tree)
 }
 

@@ -157,6 +157,9 @@ func (r *run) run(ctx context.Context) int {
 	if code, outcome, err := r.acquire(ctx); code >= 0 {
 		return r.finish(code, outcome, err)
 	}
+	if err := r.endOrphans(ctx); err != nil {
+		return r.finish(ExitFailure, OutcomeError, err)
+	}
 	r.rec.Granted = time.Now()
 	r.writeRecord(KindGrant)
 	code, outcome, err := r.execute()
