@@ -1,5 +1,6 @@
 # The soak's Python client: threads and asyncio tasks taking the slot
-# "shared" and the provider gate "fake" over and over, each working in
+# "shared" and the provider gate "fake" over and over (and the gate
+# "budgeted", charged: budget_loop), each working in
 # 20 ms chunks that it appends to a span file (CLOCK_MONOTONIC ns), and
 # stopping at once when its lease is lost. Run by faults/soak; argv:
 # SPANDIR WHO. Exits after 30 s without a single grant (the soak starts
@@ -63,9 +64,29 @@ async def task_loop(n):
             await asyncio.sleep(0.1)
 
 
+def budget_loop():
+    """The provider gate "budgeted" with an estimate of 1 USD (the soak's
+    budget loops, budget.go): each admitted call logs its start (wall
+    clock, ns) before its work."""
+    gate = gov.provider("budgeted", wait=False)
+
+    def call():
+        with open(os.environ["SOAK_BUDGET_LOG"], "a") as f:
+            f.write("%d\n" % time.time_ns())
+        time.sleep(0.2)
+
+    while True:
+        try:
+            gate.call(call, estimate=1)
+        except governor.GovernorError:
+            pass
+        time.sleep(0.3 + rng.random() * 0.3)
+
+
 def main():
     for n in range(3):
         threading.Thread(target=thread_loop, args=(n,), daemon=True).start()
+    threading.Thread(target=budget_loop, daemon=True).start()
 
     async def amain():
         tasks = [asyncio.ensure_future(task_loop(n)) for n in range(3)]

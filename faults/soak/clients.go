@@ -36,7 +36,7 @@ func (s *soak) clients(ctx context.Context) {
 			go func() {
 				s.clientLoop(ctx, "python client", "py", func(who string) *exec.Cmd {
 					c := exec.Command(py, p, s.work, who)
-					c.Env = s.env("CFG="+s.cfg, "PYTHONPATH="+filepath.Join(s.o.root, "clients", "python"))
+					c.Env = s.env("CFG="+s.cfg, "PYTHONPATH="+filepath.Join(s.o.root, "clients", "python"), "SOAK_BUDGET_LOG="+s.budgetLog())
 					return c
 				})
 				done <- struct{}{}

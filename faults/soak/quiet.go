@@ -89,6 +89,7 @@ func (s *soak) finalChecks() {
 		s.check("weight in use never above the limit in force ("+r+" spans)", n)
 		s.worstAt("largest use seen of "+r+" (configured limit "+strconv.Itoa(s.limits.allowed(r, s.mono0+1e9, 0))+")", float64(worst))
 	}
+	s.check("budget: calls admitted per window never above its limit, before and after each loss (budget log)", s.checkBudget())
 	s.check("every grant's token increasing (run records)", s.checkRecords())
 	s.check("every grant's token increasing (shell loops)", s.checkShellLogs())
 	s.checkWays()

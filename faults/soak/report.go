@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,18 +30,6 @@ func (s *soak) reportText() string {
 		fmt.Fprintf(&b, "**Result: FAIL**: %d violations.\n\n", len(s.violations))
 		for _, v := range s.violations {
 			fmt.Fprintf(&b, "- %s\n", v)
-		}
-		b.WriteString("\n")
-	}
-	if len(s.excused) > 0 {
-		fmt.Fprintf(&b, "Uses above the limit within %v after a loss of Redis's data (the documented exception: a process that never saw the resource reaches the wiped server before any that did), the first after each loss:\n\n", lossWindow)
-		losses := make([]int64, 0, len(s.excused))
-		for l := range s.excused {
-			losses = append(losses, l)
-		}
-		slices.Sort(losses)
-		for _, l := range losses {
-			fmt.Fprintf(&b, "- %s\n", s.excused[l])
 		}
 		b.WriteString("\n")
 	}

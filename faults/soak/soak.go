@@ -64,8 +64,7 @@ type soak struct {
 	faults     map[string]int // faults injected, by kind
 	skipped    map[string]string
 	violations []string
-	excused    map[int64]string // per loss of Redis's data, the first use above the limit it excused
-	checked    map[string]int   // invariant checks done, by invariant
+	checked    map[string]int // invariant checks done, by invariant
 	worst      map[string]float64
 	samples    map[string]string // the first stderr of each kind of failed exit
 	killed     map[int]bool      // pids the soak killed (their end records may be missing)
@@ -219,8 +218,8 @@ func (s *soak) setup() error {
 		}
 	}
 	s.cfg = filepath.Join(s.dir, "exec-defaults.yaml")
-	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\nresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n",
-		project, leaseTTL, limProvider, resHeavy, limHeavy, resShell, limShell, resShared, limShared)
+	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\n  %s: {max_concurrency: 20}\nresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n%s",
+		project, leaseTTL, limProvider, budgetProvider, resHeavy, limHeavy, resShell, limShell, resShared, limShared, budgetConfig())
 	if err := os.WriteFile(s.cfg, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -290,6 +289,9 @@ func (s *soak) runLoad(ctx context.Context) {
 		s.goLoop(ctx, func(ctx context.Context) { s.shellLoop(ctx, i) })
 	}
 	s.goLoop(ctx, s.clients)
+	for range 2 {
+		s.goLoop(ctx, s.budgetLoop)
+	}
 	s.goLoop(ctx, s.serveLoop)
 	s.goLoop(ctx, s.adminLoop)
 	s.goLoop(ctx, s.badInputLoop)
@@ -340,12 +342,10 @@ func (s *soak) lost(wiped bool) {
 	}
 }
 
-// lossWindow is how long after Redis lost its data a use above the
-// limit is the documented exception (docs/redis.md, the quarantine: a
-// process that never saw the resource, reaching it after the loss before
-// any process that did, is granted at once): the old holders learn of
-// the loss at their next heartbeat (1 s) and stop their commands (kill
-// grace 0.5 s); the TTL bounds it.
+// lossWindow is how long after Redis lost its data the waiters come
+// back to its queue, in the order they come (checkOrder): the old
+// holders learn of the loss at their next heartbeat (1 s) and stop their
+// commands (kill grace 0.5 s); the TTL bounds it.
 const lossWindow = leaseTTL + 2*time.Second
 
 // afterLoss reports whether t (CLOCK_MONOTONIC) is within lossWindow
@@ -360,24 +360,6 @@ func (s *soak) afterLoss(t int64) (int64, bool) {
 		}
 	}
 	return at, ok
-}
-
-// excuse keeps, for the report, the first use above the limit that
-// each loss of Redis's data excused (the documented exception), so that
-// a reader can judge it.
-func (s *soak) excuse(loss int64, msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.excused == nil {
-		s.excused = map[int64]string{}
-	}
-	if _, ok := s.excused[loss]; ok {
-		return
-	}
-	s.excused[loss] = msg
-	if s.o.verbose {
-		fmt.Printf("soak: %7.3fs excused (documented: within %v after a loss) %s\n", s.rel(mono()), lossWindow, msg)
-	}
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether ctx is still live.

@@ -164,13 +164,17 @@ type silentLog struct{}
 func (silentLog) Printf(context.Context, string, ...any) {}
 
 // flags leave the URL, which has the password, to env: a command line
-// is any user's to read (ps).
+// is any user's to read (ps). The state dir (GOVERNOR_DIR) holds the
+// witness of Redis's state that the soak's processes share, as a
+// machine's do (docs/redis.md).
 func (r *redisStore) flags() []string { return []string{"--backend", "redis"} }
 func (r *redisStore) url() string     { return r.srv.URL() }
 func (r *redisStore) env() []string {
-	return []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_REDIS_URL=redis://:" + r.srv.Password + "@" + r.proxy.Addr() + "/0"}
+	return []string{"GOVERNOR_BACKEND=redis", "GOVERNOR_REDIS_URL=redis://:" + r.srv.Password + "@" + r.proxy.Addr() + "/0",
+		"GOVERNOR_DIR=" + r.stateDir()}
 }
-func (r *redisStore) dir() string { return "" }
+func (r *redisStore) stateDir() string { return filepath.Join(r.s.dir, "state") }
+func (r *redisStore) dir() string      { return "" }
 
 func (r *redisStore) faults() map[string]func(ctx context.Context) {
 	f := map[string]func(ctx context.Context){
@@ -192,7 +196,7 @@ func (r *redisStore) faults() map[string]func(ctx context.Context) {
 	}
 	if r.s.o.loss {
 		// Noted before the loss (s.lost): the live limit goes with the
-		// data, and the documented window after a loss starts.
+		// data.
 		f["redis restart without persistence"] = func(context.Context) {
 			r.s.lost(true)
 			_ = os.Remove(filepath.Join(r.srv.Dir, "dump.rdb"))

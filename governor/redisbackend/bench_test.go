@@ -76,26 +76,12 @@ func BenchmarkUncontended(b *testing.B) {
 		// The backend alone, without the Lease machinery (heartbeat
 		// goroutine, timers) of governor.Acquire: what the scripts and the
 		// client cost.
-		b.Run(fmt.Sprintf("backend/p%d", par), func(b *testing.B) {
-			be, err := redisbackend.New(context.Background(), rdb)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = be.Close() })
-			ctx := context.Background()
-			var n atomic.Int64
-			runParallel(b, par, func(i int) {
-				key := governor.Key{Project: "backend-" + strconv.Itoa(par), Resource: "r" + strconv.Itoa(i)}
-				id := "l" + strconv.FormatInt(n.Add(1), 10)
-				res, err := be.Acquire(ctx, governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: governor.DefaultTTL,
-					QueueTTL: governor.DefaultQueueTTL, New: true, Declaration: benchDecl})
-				if err != nil || res.Outcome != governor.Granted {
-					b.Fatal(err, res.Outcome)
-				}
-				if err := be.Release(ctx, key, id, ""); err != nil {
-					b.Fatal(err)
-				}
-			})
+		b.Run(fmt.Sprintf("backend/p%d", par), func(b *testing.B) { benchBackend(b, rdb, "backend-", par) })
+		// The backend with a machine's witness (Witness), as the CLI and
+		// the bridge open it: the file is read and written only when a
+		// resource's incarnation is new to the process.
+		b.Run(fmt.Sprintf("backend-witness/p%d", par), func(b *testing.B) {
+			benchBackend(b, rdb, "witness-", par, redisbackend.Witness(b.TempDir(), s.Addr))
 		})
 		b.Run(fmt.Sprintf("governor/p%d", par), func(b *testing.B) {
 			g := benchGovernor(b, rdb, "bench-"+strconv.Itoa(par))
@@ -112,6 +98,30 @@ func BenchmarkUncontended(b *testing.B) {
 			})
 		})
 	}
+}
+
+// benchBackend acquires and releases, par goroutines each on its own
+// resource of project prefix+par, on a backend opened with opts.
+func benchBackend(b *testing.B, rdb *redis.Client, prefix string, par int, opts ...redisbackend.Option) {
+	be, err := redisbackend.New(context.Background(), rdb, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = be.Close() })
+	ctx := context.Background()
+	var n atomic.Int64
+	runParallel(b, par, func(i int) {
+		key := governor.Key{Project: prefix + strconv.Itoa(par), Resource: "r" + strconv.Itoa(i)}
+		id := "l" + strconv.FormatInt(n.Add(1), 10)
+		res, err := be.Acquire(ctx, governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: governor.DefaultTTL,
+			QueueTTL: governor.DefaultQueueTTL, New: true, Declaration: benchDecl})
+		if err != nil || res.Outcome != governor.Granted {
+			b.Fatal(err, res.Outcome)
+		}
+		if err := be.Release(ctx, key, id, ""); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // benchDecl is a declaration of a typical size.
