@@ -29,7 +29,11 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 			return nil, invalid("resource %s asked for twice", w.Resource)
 		}
 		seen[w.Resource] = true
-		r, tm, err := g.request(w.Resource, w.AcquireOptions)
+		o, err := g.withStoredLimit(ctx, w.Resource, w.AcquireOptions)
+		if err != nil {
+			return nil, err
+		}
+		r, tm, err := g.request(w.Resource, o)
 		if err != nil {
 			return nil, err
 		}

@@ -220,12 +220,14 @@ func (g *Governor) Session() string { return g.decl.Session }
 // Backend returns the backend the Governor works on.
 func (g *Governor) Backend() Backend { return g.b }
 
-// AcquireOptions describe one acquire. Limit is required; the zero value
-// of the others means the documented default.
+// AcquireOptions describe one acquire. The zero value of each field
+// means the documented default.
 type AcquireOptions struct {
-	// Limit is the resource's number of slots, 1 to MaxLimit. When
-	// processes disagree, the limit already in force wins (see
-	// Status.DriftLimit).
+	// Limit is the resource's number of slots, 1 to MaxLimit; 0: the
+	// limit stored with the resource, else DefaultLimit, a mutex
+	// (StoredLimit). When processes disagree, the limit already in force
+	// wins (see Status.DriftLimit), and a live limit (SetLimit) wins
+	// over every process's.
 	Limit int
 	// Weight is the slots to take (default 1).
 	Weight int
@@ -295,6 +297,10 @@ type AcquireOptions struct {
 // who and why. Bad input is
 // ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
+	o, err := g.withStoredLimit(ctx, resource, o)
+	if err != nil {
+		return nil, err
+	}
 	req, tm, err := g.request(resource, o)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,6 @@ func TestAcquireBadInputLeavesNothing(t *testing.T) {
 		o    governor.AcquireOptions
 		want error
 	}{
-		{"r", governor.AcquireOptions{Limit: 0}, governor.ErrInvalid},
 		{"r", governor.AcquireOptions{Limit: -1}, governor.ErrInvalid},
 		{"r", governor.AcquireOptions{Limit: governor.MaxLimit + 1}, governor.ErrInvalid},
 		{"r", governor.AcquireOptions{Limit: 2, Weight: -1}, governor.ErrInvalid},

@@ -262,7 +262,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&weight, "weight", 1, "slots to take")
-	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied)")
+	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied; default: the limit last given, else 1: a mutex)")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
 	f.DurationVar(&ttl, "ttl", 0, fmt.Sprintf("lease time to live, %v to %v; it does not heartbeat (default: lease.ttl from the configuration, %v)", governor.MinTTL, governor.MaxTTL, governor.DefaultTTL))
 	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")

@@ -142,7 +142,8 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"acquire", "heavy"}, `resource "heavy" has no limit`},
+		{[]string{"acquire", "provider:anthropic"}, "providers.anthropic.max_concurrency"},
+		{[]string{"acquire", "heavy", "--weight", "2"}, "weight 2 for heavy; allowed: 1 to the limit (1)"},
 		{[]string{"acquire", "heavy", "--limit", "-3"}, "--limit -3; allowed: 1 to"},
 		{[]string{"acquire", "bad name", "--limit", "1"}, "contains ' '"},
 		{[]string{"acquire", "a{b}", "--limit", "1"}, "not allowed: { }"},

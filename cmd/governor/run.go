@@ -50,7 +50,10 @@ resource provider:NAME). A trailing :N is a weight only when what precedes it
 is a configured resource or itself has a colon: heavy:2 and provider:x:2 take
 2 slots, issue:2316 is one slot of resource issue:2316 (issue:2316:1 also).
 Limits come from exec-defaults.yaml; --limit N gives the limit of every
-resource the configuration does not have.
+resource the configuration does not have. A resource with neither takes the
+limit last given to it (a --limit before, 'governor limit'), else 1: a mutex.
+A live limit ('governor limit') wins over all of them (docs/configuration.md,
+"Which limit applies").
 
 Exec runs: with no --resource and no --provider, run is one exec run of the
 project. It takes the project's run lock (resource "run", limit 1) and every
@@ -236,7 +239,7 @@ Exit codes:
 	f.SetInterspersed(false) // flags after CMD are CMD's
 	f.StringArrayVar(&o.Resources, "resource", nil, "resource NAME[:WEIGHT] to hold (repeatable)")
 	f.StringArrayVar(&o.Providers, "provider", nil, "provider NAME: the same as --resource provider:NAME (repeatable)")
-	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied)")
+	f.IntVar(&o.Limit, "limit", 0, "limit of the resources the configuration has no limit for (said on stderr when not applied; default: the limit last given, else 1: a mutex)")
 	f.Int64Var(&o.Tokens, "tokens", 0, "tokens to reserve from each --provider's tokens_per_minute budget")
 	f.Var(costFlag{&o.Spend.Cost}, "cost", "the command's upper-bound cost, in the budgets' unit (0.50 or 0.50USD): reserved on every spend budget that applies, settled after (docs/budgets.md)")
 	f.StringVar(&o.Spend.Model, "model", "", "the model the command calls: for the budgets' models scope and the price table (prices.PROVIDER/MODEL)")

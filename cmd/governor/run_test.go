@@ -271,7 +271,7 @@ func TestRunBadFlagsExit125NamingTheValue(t *testing.T) {
 		{[]string{"--resource", "heavy", "--timeout", "-1s", "--", "true"}, []string{"--timeout -1s", "positive"}},
 		{[]string{"--resource", "heavy", "--limit", "-3", "--", "true"}, []string{"--limit -3", "1 to"}},
 		{[]string{"--resource", "x y", "--limit", "1", "--", "true"}, []string{`"x y"`, "without white space"}},
-		{[]string{"--resource", "gpu", "--", "true"}, []string{`"gpu" has no limit`, "--limit N"}},
+		{[]string{"--provider", "anthropic", "--", "true"}, []string{`provider "anthropic"`, "providers.anthropic.max_concurrency"}},
 		{[]string{"--resource", "heavy", "--if-busy", "skip", "--wait-timeout", "1s", "--", "true"}, []string{"--wait-timeout 1s", "--if-busy wait"}},
 		{[]string{"--resource", "heavy"}, []string{"no command"}},
 	} {

@@ -154,7 +154,7 @@ func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	fmt.Fprint(w, head)
-	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks(), err)
+	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks(), a.limitNote, err)
 	return err
 }
 
@@ -176,6 +176,22 @@ func (a *app) unconfigured(resource string) string {
 		return ""
 	}
 	return l.Catalog().Unconfigured(resource)
+}
+
+// limitNote says, for a resource the configuration gives no limit, what
+// its limit is (acquire.LimitFor): "" for a configured one.
+func (a *app) limitNote(resource string) string {
+	l, err := a.load()
+	if err != nil {
+		return ""
+	}
+	if _, ok := l.Catalog().Resource(resource); ok {
+		return ""
+	}
+	if why := l.Catalog().Unconfigured(resource); why != "" {
+		return "not configured: " + why
+	}
+	return fmt.Sprintf("not configured: the limit last given (--limit, 'governor limit') rules, else 1: a mutex; set resources.%s.limit in exec-defaults.yaml", resource)
 }
 
 // dash and writeJSON are view's, for the commands' own output.

@@ -240,6 +240,9 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 			}
 			ev.note(fmt.Sprintf("%s: %s; acquiring %s", EnvHeld, safetext.Escape(err.Error()), it.Name))
 		}
+		if err := p.storedLimit(ctx, g, it); err != nil {
+			return nil, err
+		}
 		notes.due = append(notes.due, it)
 		name := it.Name
 		wants = append(wants, governor.Want{Resource: it.Name, AcquireOptions: governor.AcquireOptions{

@@ -6,6 +6,7 @@
 package acquire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,6 +121,7 @@ type Item struct {
 	Nested bool
 	Held   HeldLease
 	Lease  *governor.Lease
+	asked  Resource // as given, for weigh
 }
 
 // Plan is a validated Request: the resources to take, in the order
@@ -248,23 +250,48 @@ func (p *Plan) item(cat *config.Catalog, r Resource) (*Item, error) {
 	if err := policyProblem(r.Name, def.Policy, req.Priority); err != nil {
 		return nil, err
 	}
-	flagWeight := r.Weight == 0 && req.Weight != 0
-	if flagWeight {
-		r.Weight = req.Weight
+	if r.Weight == 0 && req.Weight != 0 {
+		r.Weight, r.flagWeight = req.Weight, true
 	}
-	w, err := governor.ResolveWeight(r.Name, r.Weight, limit, req.Exclusive)
+	it := &Item{Name: r.Name, Limit: limit, Exclusive: req.Exclusive || r.Every, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock, MkdirNote: def.MkdirNote, asked: r}
+	if limit == 0 {
+		return it, nil // the limit stored with the resource, else 1: weighed at Acquire
+	}
+	return it, p.weigh(it)
+}
+
+// weigh resolves it's weight under its limit.
+func (p *Plan) weigh(it *Item) error {
+	r, limit := it.asked, it.Limit
+	w, err := governor.ResolveWeight(r.Name, r.Weight, limit, p.req.Exclusive)
 	switch {
-	case err != nil && flagWeight:
-		return nil, err // --weight of `governor acquire`: the library's words
+	case err != nil && r.flagWeight:
+		return err // --weight of `governor acquire`: the library's words
 	case errors.Is(err, governor.ErrTooHeavy):
-		return nil, fmt.Errorf("weight %d for %s is above its limit %d; allowed: 1 to %d (write %s:%d:1 if %q is the resource's name)",
+		return fmt.Errorf("weight %d for %s is above its limit %d; allowed: 1 to %d (write %s:%d:1 if %q is the resource's name)",
 			r.Weight, r.Name, limit, limit, r.Name, r.Weight, fmt.Sprintf("%s:%d", r.Name, r.Weight))
-	case err != nil && req.Exclusive:
-		return nil, fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", r.Weight, r.Name, limit)
+	case err != nil && p.req.Exclusive:
+		return fmt.Errorf("--exclusive with weight %d for %s: --exclusive takes the whole limit (%d); drop one of them", r.Weight, r.Name, limit)
 	case err != nil:
-		return nil, err
+		return err
 	}
-	return &Item{Name: r.Name, Weight: w, Limit: limit, Exclusive: req.Exclusive || r.Every, Origin: origin, Policy: def.Policy, MkdirLock: def.MkdirLock, MkdirNote: def.MkdirNote}, nil
+	it.Weight = w
+	return nil
+}
+
+// storedLimit gives an item without a limit (LimitFor: none configured,
+// no --limit) the limit stored with its resource, else 1
+// (governor.StoredLimit), and weighs it.
+func (p *Plan) storedLimit(ctx context.Context, g *governor.Governor, it *Item) error {
+	if it.Limit != 0 {
+		return nil
+	}
+	n, err := g.StoredLimit(ctx, it.Name)
+	if err != nil {
+		return err
+	}
+	it.Limit = n
+	return p.weigh(it)
 }
 
 // policyProblem refuses --priority on a resource without priority
@@ -297,12 +324,16 @@ func (p *Plan) fairKeyProblem() error {
 		truncate(p.req.FairKey, 64), strings.Join(names, ", "), r)
 }
 
-// LimitFor is the one limit rule: the limit this process asks for
-// resource is the configured one when the catalog has it (origin names
-// the key and where it was set), else flagLimit (--limit; origin ""). A
-// resource with neither, or a flagLimit out of range, is an error naming
-// the ways to give one (ErrNoLimit). What the backend then serves under is
-// governor.LimitInForce.
+// LimitFor is the one limit rule of the tool: the limit this process
+// asks for resource is the configured one when the catalog has it
+// (origin names the key and where it was set), else flagLimit (--limit;
+// origin ""), else 0: the limit stored with the resource, else 1, a
+// mutex (governor.StoredLimit, read when acquiring). A provider's slot
+// (provider:NAME) is never a mutex by default: without configuration or
+// --limit it is an error naming providers.NAME.max_concurrency
+// (ErrNoLimit). A flagLimit out of range is an error. What the backend
+// then serves under is governor.LimitInForce: a live limit ('governor
+// limit') wins over all of these.
 func LimitFor(cat *config.Catalog, resource string, flagLimit int) (int, string, error) {
 	if flagLimit != 0 && governor.ValidateLimit(resource, flagLimit) != nil {
 		return 0, "", fmt.Errorf("--limit %d; allowed: 1 to %d", flagLimit, governor.MaxLimit)
@@ -313,17 +344,20 @@ func LimitFor(cat *config.Catalog, resource string, flagLimit int) (int, string,
 	if flagLimit != 0 {
 		return flagLimit, "", nil
 	}
-	return 0, "", &noLimitError{resource}
+	if name, ok := strings.CutPrefix(resource, governor.ProviderResourcePrefix); ok {
+		return 0, "", &noLimitError{name}
+	}
+	return 0, "", nil
 }
 
-// ErrNoLimit is the error of LimitFor for a resource with neither a
-// configured limit nor --limit.
+// ErrNoLimit is the error of LimitFor for a provider with neither a
+// configured max_concurrency nor --limit.
 var ErrNoLimit = errors.New("no limit")
 
-type noLimitError struct{ resource string }
+type noLimitError struct{ provider string }
 
 func (e *noLimitError) Error() string {
-	return fmt.Sprintf("resource %q has no limit: give --limit N, or configure it in exec-defaults.yaml (resources.%s.limit)", e.resource, e.resource)
+	return fmt.Sprintf("provider %q has no max_concurrency: configure providers.%s.max_concurrency in exec-defaults.yaml, or give --limit N", e.provider, e.provider)
 }
 
 func (e *noLimitError) Is(target error) bool { return target == ErrNoLimit }
@@ -359,6 +393,8 @@ type Resource struct {
 	// Every takes every slot: the whole limit in force when granted (a
 	// plain exec run's join slots), decided by the backend as Exclusive.
 	Every bool
+	// flagWeight: Weight is --weight's (acquire), not the spec's.
+	flagWeight bool
 }
 
 // ParseResource reads a --resource spec: NAME, or NAME:WEIGHT. Resource

@@ -80,7 +80,8 @@ func TestPlanErrorsNameTheValueAndWhatIsAllowed(t *testing.T) {
 		{"negative wait", func(o *Options) { o.WaitTimeout = -time.Second }, []string{"--wait-timeout -1s", "positive"}},
 		{"wait-timeout with fail", func(o *Options) { o.IfBusy, o.WaitTimeout = "fail", time.Second }, []string{"--wait-timeout 1s", "--if-busy wait"}},
 		{"limit", func(o *Options) { o.Limit = -1 }, []string{"--limit -1", "1 to"}},
-		{"no limit", func(o *Options) { o.Resources = []string{"gpu"} }, []string{`"gpu" has no limit`, "--limit N", "resources.gpu.limit"}},
+		{"provider without config", func(o *Options) { o.Resources, o.Providers = nil, []string{"anthropic"} }, []string{`provider "anthropic"`, "providers.anthropic.max_concurrency"}},
+		{"provider slot without config", func(o *Options) { o.Resources = []string{"provider:anthropic"} }, []string{`provider "anthropic"`, "providers.anthropic.max_concurrency", "--limit N"}},
 		{"twice", func(o *Options) { o.Resources = []string{"heavy", "heavy"} }, []string{"heavy is given twice"}},
 		{"too heavy", func(o *Options) { o.Resources = []string{"heavy:3"} }, []string{"weight 3", "limit 1", "heavy:3:1"}},
 		{"exclusive and weight", func(o *Options) {
@@ -104,6 +105,19 @@ func TestPlanErrorsNameTheValueAndWhatIsAllowed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A resource with no limit configured and no --limit is planned without
+// one: Acquire asks the limit stored with it, else 1 (a mutex); its
+// weight is checked then.
+func TestPlanNoLimitIsStoredOrMutex(t *testing.T) {
+	p, err := NewPlan(catalog(nil), Request{Resources: []string{"gpu:x"}, Exclusive: true})
+	if err != nil {
+		t.Fatalf("no limit anywhere: %v; want a plan (a mutex)", err)
+	}
+	if it := p.Items()[0]; it.Limit != 0 || it.Origin != "" {
+		t.Fatalf("item %+v; want limit 0 (stored, else 1) and no origin", it)
 	}
 }
 

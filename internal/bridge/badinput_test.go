@@ -19,7 +19,8 @@ func TestAcquirePlanErrorsAreFailures(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"acquire", map[string]any{"resources": []string{"nolimit"}}, `"nolimit" has no limit`},
+		{"acquire", map[string]any{"resources": []string{"provider:nolimit"}}, "providers.nolimit.max_concurrency"},
+		{"acquire", map[string]any{"providers": []string{"nolimit"}}, "providers.nolimit.max_concurrency"},
 		{"acquire", map[string]any{"resources": []string{"two"}, "weight": -1}, "weight -1"},
 		{"acquire", map[string]any{"resources": []string{"two:3"}}, "weight 3 for two is above its limit 2"},
 		{"acquire", map[string]any{"resources": []string{"two"}, "limit": -3}, "limit -3"},
@@ -37,4 +38,19 @@ func TestAcquirePlanErrorsAreFailures(t *testing.T) {
 		}
 	}
 	a.call("acquire", map[string]any{"resources": []string{"two"}, "weight": 2}) // nothing of them was left held
+}
+
+// A resource with no limit anywhere (no configuration, no "limit") is a
+// mutex for both clients, as in every lock tool: the first acquire gets
+// it, the second is busy; a limit asked before is kept.
+func TestAcquireNoLimitIsMutex(t *testing.T) {
+	inR, inW := io.Pipe()
+	a := startWith(t, fileStore(t), catalogOf(t, ""), inR, inW)
+	a.hello()
+	a.call("acquire", map[string]any{"resources": []string{"heavy"}})
+	if e := a.fail("acquire", map[string]any{"resources": []string{"heavy"}}); e["kind"] != "busy" || e["code"] != float64(73) {
+		t.Fatalf("second acquire of a resource with no limit: %v; want busy (a mutex)", e)
+	}
+	a.call("acquire", map[string]any{"resources": []string{"wide"}, "limit": 2})
+	a.call("acquire", map[string]any{"resources": []string{"wide"}})
 }

@@ -14,14 +14,15 @@ import (
 // WriteSlots writes the table of `governor slots` for sts, with the
 // mkdir slot of each resource locks binds to one. err, when it is an
 // *UnreadableError, names the resources that could not be read, each on
-// a line of its own after the others.
-func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string, err error) {
+// a line of its own after the others. note, when not nil, says what to
+// know of a resource's limit, on a line under it ("": nothing).
+func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string, note func(resource string) string, err error) {
 	var ue *UnreadableError
 	if !errors.As(err, &ue) && len(sts) == 0 {
 		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
 		return
 	}
-	writeStatuses(w, sts, locks)
+	writeStatuses(w, sts, locks, note)
 	for i, u := range ue.unreadable() {
 		if i > 0 || len(sts) > 0 {
 			fmt.Fprintln(w)
@@ -30,7 +31,7 @@ func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[st
 	}
 }
 
-func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) {
+func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, note func(string) string) {
 	for i, st := range sts {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -42,6 +43,11 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string) 
 			fmt.Fprintf(w, "  DRIFT: a process asked for limit %d, not the %d in force (the first stored wins)", st.DriftLimit, st.Limit)
 		}
 		fmt.Fprintln(w)
+		if note != nil {
+			if n := note(st.Key.Resource); n != "" {
+				fmt.Fprintf(w, "  %s\n", n)
+			}
+		}
 		writePolicy(w, st)
 		if p := st.Paused; p != nil {
 			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",

@@ -271,8 +271,8 @@ class ClientTests(support.FileCase):
         with self.assertRaises(TypeError):
             self.gov().slot("x", limt=1)
         with self.assertRaises(governor.GovernorError) as cm:
-            self.gov().acquire("x")  # no limit configured
-        self.assertIn("limit", str(cm.exception))
+            self.gov().acquire("provider:x")  # a provider with no configuration
+        self.assertIn("providers.x.max_concurrency", str(cm.exception))
         # Bad input, not a backend error a caller might retry.
         self.assertNotIsInstance(cm.exception, governor.BackendError)
         self.assertEqual((cm.exception.kind, cm.exception.code), ("failure", 125))
