@@ -63,6 +63,8 @@ func (a *app) cancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel RESOURCE (--waiter ID | --session SESSION)",
 		Short: "Withdraw waiters from a resource's queue; their acquire ends saying who cancelled it",
+		Example: `  governor cancel heavy --session ci-42
+  governor cancel heavy --waiter 9f3c2a1b --by alice`,
 		Long: `cancel withdraws the waiter with --waiter ID (the WAITER column of 'governor slots':
 the id, or a prefix of at least 8 characters naming one waiter), or every waiter of
 --session SESSION, from RESOURCE's queue. Each waiting acquire ends at once with an
@@ -133,6 +135,8 @@ func (a *app) pauseResumeCmd(pause bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pause RESOURCE",
 		Short: "Stop a resource granting anything new; holders finish, waiters keep their place",
+		Example: `  governor pause heavy --by "disk full"
+  governor resume heavy`,
 		Long: `pause stops RESOURCE granting anything new, to anyone, until 'governor resume':
 holders keep their leases and finish, waiters keep their place in the queue, new
 acquires queue (or are refused with --if-busy fail). 'governor slots' shows it
@@ -189,6 +193,8 @@ func (a *app) limitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "limit RESOURCE (N | --clear)",
 		Short: "Set a resource's limit live, or --clear it back to the configured one",
+		Example: `  governor limit heavy 4
+  governor limit heavy --clear`,
 		Long: `limit sets the limit in force of RESOURCE to N slots (1 to ` + strconv.Itoa(governor.MaxLimit) + `) live, without losing
 any state: holders keep valid leases; raised, the freed room goes to the head of the
 queue at once, by the same hand-off as a release; lowered below the weight in use,

@@ -146,7 +146,7 @@ func (a *app) commands() []namedCmd {
 		{"config", a.configCmd}, {"takeover", a.takeoverCmd}, {"seq", a.seqCmd}, {"events", a.eventsCmd}, {"serve", a.serveCmd},
 		{"run", a.runCmd}, {"publish", a.publishCmd}, {"touch", a.touchCmd}, {"cancel", a.cancelCmd}, {"pause", a.pauseCmd},
 		{"resume", a.resumeCmd}, {"limit", a.limitCmd}, {"backoff", a.backoffCmd}, {"bridge", a.bridgeCmd},
-		{"budgets", a.budgetsCmd}, {"budget", a.budgetCmd}, {"settle", a.settleCmd}}
+		{"budgets", a.budgetsCmd}, {"budget", a.budgetCmd}, {"settle", a.settleCmd}, {"version", a.versionCmd}}
 }
 
 // rootCmd makes the command tree. When only names a top-level command
@@ -159,6 +159,9 @@ func (a *app) rootCmd(only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "governor",
 		Short: "Cross-process slots, leases and rate limits for agents, evaluations and heavy jobs",
+		Example: `  governor run --resource heavy -- make build     # one at a time: a mutex
+  governor slots                                  # what is held, by whom
+  governor help run`,
 		Long: `governor decides, across processes and machines, how many things may run at once:
 "at most 2 concurrent calls to provider anthropic", "one heavy job per machine",
 "one writer of issue #2316 at a time".
@@ -186,6 +189,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("governor {{.Version}}\n")
+	root.SetHelpTemplate(helpTemplate)
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "config file (default: ./exec-defaults.yaml, then $XDG_CONFIG_HOME/governor/exec-defaults.yaml); read only if owned by you or root and not writable by others")
 	f.StringVar(&a.backend, "backend", "", "auto|file|redis (auto: redis when a Redis URL is configured, else file)")
@@ -216,23 +220,10 @@ Exit codes, shared by every command (each command's --help lists its own):
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "help" || c.Name() == "completion" {
-			addExitCodes(c, "Exit codes: 0 printed; 125 bad flags or an unknown command.")
+			cobraHelp(c)
 		}
 	}
 	return root
-}
-
-// addExitCodes appends the exit codes to the --help of c and its
-// subcommands.
-func addExitCodes(c *cobra.Command, codes string) {
-	long := c.Long
-	if long == "" {
-		long = c.Short
-	}
-	c.Long = long + "\n\n" + codes
-	for _, sub := range c.Commands() {
-		addExitCodes(sub, codes)
-	}
 }
 
 // load reads the configuration once: flags > env > file > defaults.

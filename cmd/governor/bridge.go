@@ -19,7 +19,9 @@ import (
 func (a *app) bridgeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "bridge",
-		Short: "Serve one client library (Python, TypeScript) over stdin/stdout: newline-delimited JSON, protocol 1",
+		Short: "Serve one client library (Python, TypeScript) over stdin/stdout",
+		Example: `  governor bridge    # started by the Python and TypeScript clients, not by hand
+  GOVERNOR_BIN=/usr/local/bin/governor python3 agent.py`,
 		Long: `bridge is the co-process of governor's client libraries (clients/python,
 clients/typescript): the client starts it with pipes and sends requests, one JSON
 object per line, on its stdin; replies and events come on stdout; stderr is for

@@ -24,6 +24,8 @@ func (a *app) budgetsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "budgets [NAME...]",
 		Short: "List the project's spend budgets: spent, reserved, limit, reset",
+		Example: `  governor budgets
+  governor budgets daily --json`,
 		Long: `budgets lists the project's spend budgets (see docs/budgets.md) with state: what
 is spent and reserved in the window in force, the limit in force (and who set it,
 if an operator did), when the window resets, open reservations, overruns, and
@@ -140,6 +142,9 @@ func (a *app) budgetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "budget NAME (--limit AMOUNT | --reset | --pause | --resume | --confirm)",
 		Short: "Set a spend budget's limit live, reset, pause, resume it, or confirm it after a loss",
+		Example: `  governor budget daily --limit 25.00
+  governor budget daily --reset
+  governor budget daily --pause`,
 		Long: `budget acts on spend budget NAME (see docs/budgets.md), each action recorded as a
 budget event with who did it (--by adds a label):
 

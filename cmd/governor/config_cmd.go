@@ -21,6 +21,9 @@ func (a *app) configCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Show or check the effective configuration",
+		Example: `  governor config show
+  governor config check
+  governor config schema > exec-defaults.schema.json`,
 		Long: `config shows the effective configuration and where each value came from, or
 checks it: see 'governor config show --help' and 'governor config check --help'.
 
@@ -29,6 +32,8 @@ Exit codes: 0 this help; those of each subcommand.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show",
 		Short: "Print every effective value and where it came from (default, file, env, flag)",
+		Example: `  governor config show
+  governor config show --json`,
 		Long: `show prints the configuration file in use, the backend in use, and every effective
 value with its source: flag > env (GOVERNOR_*) > file > default, then, for every
 resource configured or with state, the limit in force and where it came from:
@@ -111,6 +116,8 @@ Exit codes: 0 printed; 125 bad flags or a bad configuration (see 'governor confi
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "Validate the configuration; exit 125 naming every bad key, value and line",
+		Example: `  governor config check
+  governor config check --config ./exec-defaults.yaml`,
 		Long: `check validates the configuration file, the environment and the flags, naming the
 file, line, key and allowed values of every problem. --json prints {"ok": true,
 "file", "limits"} or {"ok": false, "problems": [...]}.
@@ -145,8 +152,9 @@ Exit codes: 0 the configuration is valid; 125 a problem was found (each is named
 // configSchemaCmd prints the JSON Schema of exec-defaults.yaml.
 func configSchemaCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the JSON Schema of exec-defaults.yaml, for editors",
+		Use:     "schema",
+		Short:   "Print the JSON Schema of exec-defaults.yaml, for editors",
+		Example: `  governor config schema > exec-defaults.schema.json`,
 		Long: `schema prints the JSON Schema (draft 2020-12) of exec-defaults.yaml, made from the
 same schema 'config check' walks: every key and the shape of its value. The
 repository keeps a copy, config/exec-defaults.schema.json (a test keeps it equal to

@@ -150,7 +150,9 @@ func (a *app) acquireCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire RESOURCE",
-		Short: "Take a lease that outlives this command, for shell scripts (prints RESOURCE@LEASE_ID.SECRET and the token)",
+		Short: "Take a lease that outlives this command, for shell scripts",
+		Example: `  lease=$(governor acquire heavy --ttl 10m --pid $$) || exit
+  governor acquire gpu --limit 2 --if-busy wait --wait-timeout 5m`,
 		Long: `acquire takes slots of RESOURCE and leaves the lease held after it exits. It then
 lives by its --ttl: renew it with 'governor renew' before it expires, free it with
 'governor release'. With --pid $$ the lease is declared as held by your shell:
@@ -320,6 +322,8 @@ func (a *app) renewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "renew [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Extend a lease taken with 'governor acquire'",
+		Example: `  governor renew "$lease"
+  GOVERNOR_LEASE="$lease" governor renew --ttl 20m`,
 		Long: `renew extends the lease to now + --ttl and marks progress (see 'governor acquire
 --progress-timeout'). A lease that has expired, was released or taken over, or
 got no progress mark within its --progress-timeout, is not re-acquired: renew
@@ -386,6 +390,8 @@ func (a *app) releaseCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release [RESOURCE@LEASE_ID.SECRET]",
 		Short: "Free a lease taken with 'governor acquire'",
+		Example: `  governor release "$lease"
+  GOVERNOR_LEASE="$lease" governor release`,
 		Long: `release frees the lease's slots and hands them to the next waiter. The handle's
 SECRET, as acquire printed it, proves that the lease is yours. A lease that is no
 longer held (expired, released, taken over) exits 122: the work it protected may
@@ -449,6 +455,8 @@ func (a *app) touchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "touch [RESOURCE@LEASE_ID.SECRET...]",
 		Short: "Mark progress on leases: those of the enclosing 'governor run', or those named",
+		Example: `  governor run --resource heavy --progress-timeout 5m -- sh -c 'step1; governor touch; step2'
+  governor touch "$lease"`,
 		Long: `touch marks progress on leases, for holders that are alive but may get stuck:
 a lease taken with --progress-timeout D ('governor run', 'governor acquire') is
 lost once no mark came for D (see 'governor run --help'). The mark is stored in

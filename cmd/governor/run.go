@@ -39,7 +39,7 @@ func (a *app) runCmd() *cobra.Command {
 	var o runner.Options
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] CMD [ARGS...]",
-		Short: "Run a command holding slots: wait or refuse when busy, stop the whole tree on timeout or lease loss",
+		Short: "Run a command holding slots; its whole tree stops on timeout or lease loss",
 		Long: `run takes slots of each --resource (in the fixed global order: lock_order, then
 name), runs CMD with ARGS as given (no shell) while the leases heartbeat, and
 releases the slots in reverse order once CMD and every process it started are

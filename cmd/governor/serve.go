@@ -34,7 +34,10 @@ func (a *app) serveCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve a live status page, a JSON API, Prometheus metrics (/metrics) and a health check (/healthz) for the whole project",
+		Short: "Serve a status page, a JSON API, /metrics and /healthz for the whole project",
+		Example: `  governor serve                          # http://127.0.0.1:9464/
+  governor serve --listen 0.0.0.0:9464 --admin-token-file ~/.governor-token
+  governor serve --unix ~/.governor.sock`,
 		Long: `serve exposes the project's slots over HTTP:
 
   /          a status page that updates itself every second: each resource's

@@ -19,9 +19,10 @@ import (
 // library's bridge.
 func (a *app) serveCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "serve",
-		Short: "Not in this build (built without serve, -tags governor_noserve): use a full governor binary",
-		Args:  cobra.ArbitraryArgs,
+		Use:     "serve",
+		Short:   "Not in this build (built with -tags governor_noserve): use a full binary",
+		Example: `  governor slots`,
+		Args:    cobra.ArbitraryArgs,
 		// Its flags are the full build's: any is taken, so that the
 		// one answer is that serve is missing.
 		DisableFlagParsing: true,

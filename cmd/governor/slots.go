@@ -22,6 +22,9 @@ func (a *app) slotsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "slots [RESOURCE...]",
 		Short: "Show each resource's limit, use, holders and waiters, without acquiring anything",
+		Example: `  governor slots
+  governor slots heavy --watch
+  governor slots --json`,
 		Long: `slots lists, for each resource (all resources with state or configuration when none
 are named): its limit, the weight in use, what is free, every holder (session,
 host and pid, weight, age, last heartbeat, last progress mark, time to expiry,

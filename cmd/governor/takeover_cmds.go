@@ -24,6 +24,8 @@ func (a *app) takeoverCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "takeover [RESOURCE] (--lease ID | --session ID)",
 		Short: "Take over an expired or dead-owner lease (or, with --force, any lease)",
+		Example: `  governor takeover heavy --lease 2b69c0de
+  governor takeover --session ci-42`,
 		Long: `takeover replaces a lease of RESOURCE — one by --lease ID, or every lease of a
 session by --session ID (a relay session picking up its predecessor's work) — by a
 new lease with the same weight and a new, higher fencing token. The old holder's
@@ -152,6 +154,7 @@ failure (73 or 125), after printing the leases it took.`,
 
 func (a *app) seqCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "seq", Short: "Fenced sequences: numbers that never repeat (version numbers, ids)",
+		Example: `  governor seq next version --lease "$lease"`,
 		Long: `seq hands out fenced sequence numbers: see 'governor seq next --help'.
 
 Exit codes: 0 this help; those of each subcommand.`}
@@ -159,6 +162,8 @@ Exit codes: 0 this help; those of each subcommand.`}
 	next := &cobra.Command{
 		Use:   "next NAME [--lease RESOURCE@LEASE_ID.SECRET]",
 		Short: "Print the next number of sequence NAME, for the holder of a lease",
+		Example: `  governor seq next version --lease "$lease"
+  GOVERNOR_LEASE="$lease" governor seq next build-id`,
 		Long: `next prints the next number (from 1) of sequence NAME. The lease must be held, and
 its fencing token must be at least the newest token already used for NAME, so two
 sessions never get the same number, also across takeovers. One rule for the
@@ -214,6 +219,9 @@ func (a *app) eventsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events [RESOURCE...]",
 		Short: "Show takeovers, reclaims (expired, owner dead) and lost leases, with who and when",
+		Example: `  governor events
+  governor events heavy --since 1h
+  governor events --json`,
 		Long: `events lists what happened to leases that their holders did not do themselves:
 expired (a holder stopped renewing), reclaimed (its owner was proven dead),
 takeover (who took it, with the new lease and token), lost (a holder found it had
