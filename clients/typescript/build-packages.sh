@@ -8,7 +8,9 @@
 #   governor-client-VERSION.tgz       the client (dist/src), the four above under
 #                                     optionalDependencies
 # Each carries LICENSE, "license": "Apache-2.0" and the version of VERSION at
-# the repository's root.
+# the repository's root; the platform packages THIRD_PARTY_NOTICES too (the
+# licences of the Go modules in the binary: $GOVERNOR_NOTICES, else
+# release/notices.sh). Prints "built PATH" for each tarball.
 # Usage: build-packages.sh [OS/ARCH ...]   (Go's names; default: all four)
 # GOVERNOR_BIN_DIR: take the binaries from DIR/OS-ARCH/governor (the release
 # command's) instead of building them; OUT: where the tarballs land
@@ -46,6 +48,8 @@ for target in "${targets[@]}"; do
     "$repo/release/build-binary.sh" --without-serve "$target" "$dir/bin/governor"
   fi
   cp "$repo/LICENSE" "$dir/"
+  # The licences of the Go modules the binary links (release/notices.sh).
+  if [ -n "${GOVERNOR_NOTICES:-}" ]; then cp "$GOVERNOR_NOTICES" "$dir/THIRD_PARTY_NOTICES"; else "$repo/release/notices.sh" >"$dir/THIRD_PARTY_NOTICES"; fi
   cat >"$dir/package.json" <<JSON
 {
   "name": "$name",
@@ -54,11 +58,11 @@ for target in "${targets[@]}"; do
   "license": "Apache-2.0",
   "os": ["$goos"],
   "cpu": ["$arch"],
-  "files": ["bin"],
+  "files": ["bin", "THIRD_PARTY_NOTICES"],
   "repository": {"type": "git", "url": "https://github.com/governor-dev/governor.git"}
 }
 JSON
-  (cd "$out" && npm pack --silent "$dir" >/dev/null)
+  echo "built $out/$(cd "$out" && npm pack --silent "$dir" | tail -1)"
   optional+=("\"$name\": \"$version\"")
 done
 
@@ -76,6 +80,5 @@ node -e '
   p.optionalDependencies = JSON.parse("{" + process.argv[1] + "}");
   require("fs").writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");
 ' "$deps" "$main/package.json" "$version"
-(cd "$out" && npm pack --silent "$main" >/dev/null)
+echo "built $out/$(cd "$out" && npm pack --silent "$main" | tail -1)"
 rm -rf "$out/cli-"* "$out/client"
-ls "$out"/*.tgz

@@ -34,6 +34,10 @@ class Governor < Formula
 
   def install
     bin.install "governor"
+    # LICENSE and README.md go to the prefix by Homebrew's own rule; the notices
+    # of the Go modules in the binary beside them, the dashboard and schema to share.
+    prefix.install "THIRD_PARTY_NOTICES"
+    pkgshare.install "metrics/dashboard.json", "config/exec-defaults.schema.json"
   end
 
   test do
