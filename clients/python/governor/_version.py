@@ -1,6 +1,6 @@
 """The client's version: the VERSION file at the repository's root, the one
 source of the version of the binary, the wheels and the npm packages. A
-built wheel carries this file rewritten as ``__version__ = "X.Y.Z"`` (setup.py)."""
+built wheel carries this file rewritten as ``__version__ = "X.Y.Z"`` (governor_build.py)."""
 
 import os
 
