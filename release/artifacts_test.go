@@ -173,13 +173,26 @@ func TestArtifacts(t *testing.T) {
 		t.Errorf("SHA256SUMS names %s, which is not in the release", name)
 	}
 
+	var notices string
+	for _, e := range entries {
+		checkReproducible(t, filepath.Join(dir, e.Name()))
+	}
 	for _, tg := range targets {
 		name := "governor-" + v + "-" + tg.goos + "-" + tg.goarch
 		arc := files(t, filepath.Join(dir, name+".tar.gz"))
 		bin := arc[name+"/governor"]
-		if bin == nil || string(arc[name+"/LICENSE"]) != license || arc[name+"/README.md"] == nil || len(arc) != 3 {
-			t.Errorf("%s.tar.gz: want %s/ with governor, LICENSE and README.md, have %d files", name, name, len(arc))
+		notices = string(arc[name+"/THIRD_PARTY_NOTICES"])
+		// The archive: the binary, LICENSE and the notices of the modules it
+		// links, README.md, and the files `serve --help` and `config schema
+		// --help` say ship: the Grafana dashboard and the config's schema.
+		if bin == nil || string(arc[name+"/LICENSE"]) != license || arc[name+"/README.md"] == nil ||
+			string(arc[name+"/metrics/dashboard.json"]) != read(t, "metrics/dashboard.json") ||
+			string(arc[name+"/config/exec-defaults.schema.json"]) != read(t, "config/exec-defaults.schema.json") ||
+			len(arc) != 6 {
+			t.Errorf("%s.tar.gz: want %s/ with governor, LICENSE, THIRD_PARTY_NOTICES, README.md, metrics/dashboard.json "+
+				"and config/exec-defaults.schema.json as in the tree, have %d files", name, name, len(arc))
 		}
+		checkNotices(t, name+".tar.gz", notices, bin)
 		checkBinary(t, name+".tar.gz", bin, tg)
 		if tg.goos == runtime.GOOS && tg.goarch == runtime.GOARCH {
 			exe := filepath.Join(t.TempDir(), "governor")
@@ -201,11 +214,12 @@ func TestArtifacts(t *testing.T) {
 		if string(w["governor_client-"+v+".dist-info/LICENSE"]) != license {
 			t.Errorf("%s: no LICENSE in its .dist-info", whl)
 		}
-		if !strings.Contains(string(w["governor_client-"+v+".data/purelib/governor/_version.py"]), `__version__ = '`+v+`'`) {
+		if !strings.Contains(string(w["governor/_version.py"]), `__version__ = '`+v+`'`) {
 			t.Errorf("%s: governor/_version.py does not say %s", whl, v)
 		}
-		wheelBin := w["governor_client-"+v+".data/purelib/governor/_bin/governor"]
+		wheelBin := w["governor/_bin/governor"]
 		checkBinary(t, whl, wheelBin, tg)
+		checkNotices(t, whl, string(w["governor_client-"+v+".dist-info/THIRD_PARTY_NOTICES"]), wheelBin)
 		if ep := w["governor_client-"+v+".dist-info/entry_points.txt"]; ep != nil {
 			t.Errorf("%s: entry_points.txt %q: want none (its binary is the bridge's, not a command)", whl, ep)
 		}
@@ -231,6 +245,7 @@ func TestArtifacts(t *testing.T) {
 			t.Errorf("%s: package.json \"bin\" %v: want none (its binary is the bridge's, not a command)", tgz, pkg.Bin)
 		}
 		checkBinary(t, tgz, p["package/bin/governor"], tg)
+		checkNotices(t, tgz, string(p["package/THIRD_PARTY_NOTICES"]), p["package/bin/governor"])
 		checkClientBinaries(t, tg, bin, wheelBin, p["package/bin/governor"])
 	}
 
@@ -256,13 +271,16 @@ func TestArtifacts(t *testing.T) {
 		}
 	}
 
-	sdist := files(t, filepath.Join(dir, "governor-client-"+v+".tar.gz"))
-	top := "governor-client-" + v + "/"
+	// The sdist (named as PEP 625 has it) builds a binary: the notices of
+	// the modules it links travel with it.
+	sdist := files(t, filepath.Join(dir, "governor_client-"+v+".tar.gz"))
+	top := "governor_client-" + v + "/"
 	info := string(sdist[top+"PKG-INFO"])
 	if !strings.Contains(info, "\nVersion: "+v+"\n") || !strings.Contains(info, "\nLicense: "+spdx+"\n") ||
 		string(sdist[top+"LICENSE"]) != license || strings.TrimSpace(string(sdist[top+"go-src/VERSION"])) != v ||
-		sdist[top+"go-src/go.mod"] == nil || sdist[top+"go-src/cmd/governor/main.go"] == nil {
-		t.Errorf("governor-client-%s.tar.gz: want PKG-INFO of %s under %s, LICENSE and the Go source (go-src/)", v, v, spdx)
+		sdist[top+"go-src/go.mod"] == nil || sdist[top+"go-src/cmd/governor/main.go"] == nil ||
+		string(sdist[top+"THIRD_PARTY_NOTICES"]) != notices {
+		t.Errorf("governor_client-%s.tar.gz: want PKG-INFO of %s under %s, LICENSE, THIRD_PARTY_NOTICES and the Go source (go-src/)", v, v, spdx)
 	}
 
 	checkFormula(t, string(mustRead(t, filepath.Join(dir, "governor.rb"))), v, dir)

@@ -10,8 +10,10 @@
 # missing. The archives, Homebrew and `go install` have the full binary.
 # CGO_ENABLED=0: static, runs on any Linux of its arch. -buildvcs=false:
 # the commit is stamped rather than read from .git, so a build from a source
-# archive (the sdist's go-src/) names it too. (No -trimpath: it would share
-# no compile cache with `go build ./...`, and CI builds each target anyway.)
+# archive (the sdist's go-src/) names it too. -trimpath: the binary holds no
+# path of the machine that built it (the module cache, GOROOT, the tree), so
+# two builds of one commit are byte-identical wherever they run
+# (release/reproducible_test.go); its compile cache is not `go build ./...`'s.
 # The commit is stamped with the linker: $GOVERNOR_COMMIT, else git's HEAD
 # (with -dirty when the tree has changes); `governor --version` prints it.
 set -euo pipefail
@@ -26,5 +28,5 @@ esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 commit=${GOVERNOR_COMMIT:-$("$repo/release/commit.sh")}
 cd "$repo"
-CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -buildvcs=false ${tags[@]+"${tags[@]}"} \
+CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -trimpath -buildvcs=false ${tags[@]+"${tags[@]}"} \
   -ldflags "-s -w -X github.com/governor-dev/governor/internal/buildinfo.commit=$commit" -o "$out" ./cmd/governor
