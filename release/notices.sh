@@ -9,10 +9,16 @@
 # Fails, naming the module, when a linked module has no licence file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mods=$(for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
+lists=$(mktemp -d)
+trap 'rm -rf "$lists"' EXIT
+pids=()
+for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do # at once: each mostly waits
   CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go list -buildvcs=false -deps \
-    -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/governor
-done | sort -u)
+    -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/governor >"$lists/${t/\//-}" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+mods=$(sort -u "$lists"/*)
 rule=-------------------------------------------------------------------------------
 # section NAME VERSION DIR: one part per licence or notice file of DIR.
 section() {

@@ -92,7 +92,7 @@ trap 'rm -rf "$work"' EXIT
 # quiet CMD...: its output shown only when it fails.
 quiet() { "$@" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "release.sh: $* failed" >&2; exit 1; }; }
 # The sources agree on version and licence before anything is built.
-quiet go test -short -count=1 ./release/ # the builds the tests would make, the release makes and checks below
+quiet go test -timeout 30m -short -count=1 ./release/ # the builds the tests would make, the release makes and checks below
 step "checked the sources (go test -short ./release/)"
 
 rm -rf "$out" && mkdir -p "$out"
@@ -147,10 +147,10 @@ progress "$out/SHA256SUMS"
 
 # The artifacts agree with the sources (version, licence, platforms, checksums)
 # and with each other (the clients' binaries: one build, the archive's but for serve).
-GOVERNOR_RELEASE_DIR=$out quiet go test -count=1 -run 'Artifacts|GoInstallModule' ./release/
+GOVERNOR_RELEASE_DIR=$out quiet go test -timeout 30m -count=1 -run 'Artifacts|GoInstallModule' ./release/
 step "checked the artifacts (release/artifacts_test.go)"
 # docs/install.md's commands, run against them in a fresh HOME.
-GOVERNOR_RELEASE_DIR=$out quiet go test -count=1 -run '^TestInstallDocs$' ./docs/
+GOVERNOR_RELEASE_DIR=$out quiet go test -timeout 30m -count=1 -run '^TestInstallDocs$' ./docs/
 step "ran docs/install.md's commands (docs/install_test.go)"
 
 echo "governor $version ($commit) in $out, $(( $(date +%s) - start )) s:"
