@@ -104,38 +104,7 @@ func testNames(t *testing.T) map[string]bool {
 // marked on the line before it: <!-- example: run by TestName -->
 // (a test that exists) or <!-- example: not run: REASON -->.
 func TestDocsShellExamples(t *testing.T) {
-	pages, err := filepath.Glob("*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := testNames(t)
-	var run []example
-	for _, page := range append([]string{"../README.md"}, pages...) {
-		for _, ex := range examples(t, page) {
-			where := ex.page + ":" + itoa(ex.line)
-			if ex.tag == "" && untaggedShellRE.MatchString(ex.body) {
-				t.Errorf("%s: an untagged block that reads as shell (%q): tag it sh (and run it or mark it), or text", where, firstLine(ex.body))
-				continue
-			}
-			if !shellTags[ex.tag] {
-				continue
-			}
-			if m := runByRE.FindStringSubmatch(ex.mark); m != nil {
-				if !tests[m[1]] {
-					t.Errorf("%s: marked as run by %s, which is no test of the module", where, m[1])
-				}
-				continue
-			}
-			if notRunRE.MatchString(ex.mark) {
-				continue
-			}
-			if ex.mark != "" && strings.Contains(ex.mark, "example:") {
-				t.Errorf("%s: mark %q: want \"<!-- example: run by TestName -->\" or \"<!-- example: not run: REASON -->\"", where, ex.mark)
-				continue
-			}
-			run = append(run, ex)
-		}
-	}
+	run := runnable(t, func(tag string) bool { return shellTags[tag] })
 	if len(run) == 0 {
 		t.Fatal("no runnable shell example found: the extraction is broken")
 	}
@@ -169,6 +138,44 @@ func TestDocsShellExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runnable returns the examples of README and docs/ whose tag want
+// takes, but for those marked on the line before as run by a test (which
+// must exist) or not run (with its reason); a malformed mark is an error.
+// For shell, an untagged block that reads as shell is an error too.
+func runnable(t *testing.T, want func(tag string) bool) []example {
+	t.Helper()
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := testNames(t)
+	var run []example
+	for _, page := range append([]string{"../README.md"}, pages...) {
+		for _, ex := range examples(t, page) {
+			where := ex.page + ":" + itoa(ex.line)
+			if want("sh") && ex.tag == "" && untaggedShellRE.MatchString(ex.body) {
+				t.Errorf("%s: an untagged block that reads as shell (%q): tag it sh (and run it or mark it), or text", where, firstLine(ex.body))
+				continue
+			}
+			if !want(ex.tag) {
+				continue
+			}
+			switch m := runByRE.FindStringSubmatch(ex.mark); {
+			case m != nil:
+				if !tests[m[1]] {
+					t.Errorf("%s: marked as run by %s, which is no test of the module", where, m[1])
+				}
+			case notRunRE.MatchString(ex.mark):
+			case strings.Contains(ex.mark, "example:"):
+				t.Errorf("%s: mark %q: want \"<!-- example: run by TestName -->\" or \"<!-- example: not run: REASON -->\"", where, ex.mark)
+			default:
+				run = append(run, ex)
+			}
+		}
+	}
+	return run
 }
 
 // docs/cli.md's lease idiom is README's, which TestREADMEShellLease runs.
