@@ -240,13 +240,13 @@ const (
 // WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
 // queue entry is gone finds the last such event naming it and ends with a
 // *WithdrawnError (backends look only for these kinds; a queue policy that
-// drops waiters adds its kind here and in lib.lua's WITHDRAW_KINDS).
+// drops waiters adds its kind here and in lib-slow.lua's WITHDRAW_KINDS).
 var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
 
 // EndedKinds are the event kinds that end a lease its holder did not
 // release: a renewal of a lease that is gone reports the last such event
 // naming it (a *LeaseLostError), and a takeover of a lease that expired
-// or was reclaimed finds it. lib.lua's ENDED lists the same kinds.
+// or was reclaimed finds it. lib-slow.lua's ENDED lists the same kinds.
 var EndedKinds = []string{EventTakeover, EventReclaimed, EventExpired, EventCancelledInProgress}
 
 // RefusalHolders caps the holders a refusal's status lists, on every

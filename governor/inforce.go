@@ -13,7 +13,7 @@ const (
 )
 
 // LimitInForce is the limit a process asking for limit asked is served
-// under, by the backend's rule (lib.lua in_force, the file backend's
+// under, by the backend's rule (lib-slow.lua's in_force, the file backend's
 // twin), read from st: a live limit wins; else the adaptive limit of a
 // resource adaptive under the maximum asked; else the stored limit while
 // the resource is in use (a holder or a waiter: it changes only when

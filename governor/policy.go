@@ -244,7 +244,7 @@ func (p Policy) FairWeight(key string) int {
 
 // Encode returns p's canonical form, as backends store it: equal
 // policies encode equally, and "" is FIFO. The form is read by the Redis
-// scripts (lib.lua's policy()) and by ParsePolicy:
+// scripts (lib-policy.lua's policy()) and by ParsePolicy:
 //
 //	c=NAME:RESERVE:CAP,...;k=MAXOVERTAKES;fair=0|1;fc=FAIRCAP;mq=MAXQUEUE;mw=MS;e=0|1;fw=KEY:W,...;
 func (p Policy) Encode() string {

@@ -2,7 +2,7 @@ package governor
 
 // The arithmetic of a queue policy's rules, once: the file backend grants
 // by it, an acquire checks a weight by it, and a refusal is explained by
-// it. lib.lua's pol_allows, pol_reserved and pol_never are its Lua twins
+// it. lib-policy.lua's pol_allows, pol_reserved and pol_never are its Lua twins
 // (the differential test holds them together).
 
 // PolicyUse is what a resource's holders hold, as a policy's rules count

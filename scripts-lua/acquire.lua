@@ -5,10 +5,10 @@
 --       9 holders to report when not granted, 10 '1' when id is new (never
 --       sent before: it cannot be queued or granted yet), 11 secret,
 --       12 how long to hold grants back on detecting lost data, ms (0:
---       never; see quarantine() in lib.lua), 13 evidence that the
+--       never; see quarantine() in lib-loss.lua), 13 evidence that the
 --       resource had state ('0': none): when id is new (ARGV 10), the
 --       incarnation (inc, lib.lua) of the state the caller's machine
---       witnessed last (see witnessed() in lib.lua); otherwise the server time
+--       witnessed last (see witnessed() in lib-loss.lua); otherwise the server time
 --       (ms) of the last reply that told the caller id was queued here, 14 the
 --       queue policy asked for (governor.Policy.Encode; '' FIFO), 15 the
 --       priority class named, 16 the fair key ('' none), 17 the
@@ -16,7 +16,7 @@
 --       progress, 19 '1' exclusive: the weight is the limit in force at
 --       grant (ARGV 3 is the limit asked for; queued, its record says
 --       weight 0: see weight_of() in lib.lua), 20 '1' to cancel in
---       progress a holder of another OS user too (supersede() in lib.lua).
+--       progress a holder of another OS user too (supersede() in lib-supersede.lua).
 --       ARGV 12-20 may be cut off from the first of them on that each
 --       hold their default ('0' or ''): absent, each is its default (every
 --       key and argument costs the server, as a redis.call does).
@@ -26,7 +26,7 @@
 -- otherwise {code, inc, 0,
 -- position in the queue, limit, used, queue length, drift, now ms, end
 -- of the cool-off ms (0: none; see cooling() in lib.lua), end of the
--- quarantine ms (0: none; see quarantine() in lib.lua), then (id,
+-- quarantine ms (0: none; see quarantine() in lib-loss.lua), then (id,
 -- record, expiry) of up to ARGV[9] holders}, code 0 refused, 2
 -- queued, -1 weight above the limit in force; {-2} when the secret does
 -- not prove id (nothing changed); {-3, kind, by, detail, time ms} when id,
@@ -50,7 +50,7 @@ local v
 
 --[[fast]]
 -- Fast path: a new request, the limit in force is the one asked for (no
--- drift, no adaptive limit other than it: adaptive() in lib.lua), nobody
+-- drift, no adaptive limit other than it: adaptive() in lib-slow.lua), nobody
 -- queued, no holder expired, not held back (quarantine, paused, cooling
 -- off), the incarnation the one the machine witnessed (if any), and
 -- room. The same writes as grant() below, straight.
@@ -207,7 +207,7 @@ if pol then
   cls, key = pol_class(ARGV[15] or ''), ARGV[16] or ''
 end
 
--- The rest of acquire under a queue policy (see lib.lua's "Queue
+-- The rest of acquire under a queue policy (see lib-policy.lua's "Queue
 -- policies"): a newcomer is granted at once only when nobody waits and
 -- the policy allows it; otherwise it is queued in its class and the
 -- queue is served, which grants it if it comes first (in Fail mode it

@@ -1,7 +1,7 @@
 -- adapt.lua: adaptive concurrency (AIMD) of a provider's resource, for
 -- every process: the limit in force moves between a minimum and the
 -- configured maximum, halved on a rate-limit signal, one more after a run
--- of successes. It is kept in adapt (in_force() and adaptive() in lib.lua
+-- of successes. It is kept in adapt (in_force() and adaptive() in lib-slow.lua
 -- make it the limit in force while no limit is set live), with adapt_max
 -- (the maximum it runs under: another maximum starts over from it) and
 -- adapt_ok (successes since the last change).

@@ -2,7 +2,7 @@
 -- SetLimit), each recorded as an event naming who acted.
 -- KEYS: see lib.lua.
 -- ARGV: 1 op, 2 who acts (the event's by), then by op:
---   'withdraw': 3 event kind (one of WITHDRAW_KINDS in lib.lua), 4 detail,
+--   'withdraw': 3 event kind (one of WITHDRAW_KINDS in lib-slow.lua), 4 detail,
 --               5.. waiter ids
 --   'pause', 'resume': nothing more
 --   'limit': 3 the live limit (0: clear it), 4 when clearing, the limit
@@ -48,7 +48,7 @@ elseif op == 'limit' then
   local limit, was = ARGV[3] + 0, get('limit')
   if limit > 0 then
     if was == 0 then
-      born() -- the state is born here (lib.lua)
+      born() -- the state is born here (lib-loss.lua)
     end
     event('limit', '', 0, string.format('limit set live to %d (was %d)', limit, was), by)
     set('live', limit)

@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,16 +21,16 @@ var (
 	luaNumbers = map[string]int64{
 		"HOLDS":        governor.HoldHistory,              // head.lua: the ring of hold durations
 		"IDLEN":        governor.IDLen,                    // head.lua: an id proven by its secret
-		"MAX_EVENTS":   governor.MaxEvents,                // lib.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
-		"QUANT":        governor.PolicyQuant,              // lib.lua: the fair queueing quantum
-		"SKIP":         governor.PolicySkip,               // lib.lua: how deep past a capped or blocked head
-		"EAGER":        governor.EagerPasses,              // lib.lua: passes of one blocked head (eager)
-		"OVERTAKES":    governor.DefaultMaxOvertakes,      // lib.lua: max_overtakes when the policy says none
+		"MAX_EVENTS":   governor.MaxEvents,                // lib-slow.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
+		"QUANT":        governor.PolicyQuant,              // lib-policy.lua: the fair queueing quantum
+		"SKIP":         governor.PolicySkip,               // lib-policy.lua: how deep past a capped or blocked head
+		"EAGER":        governor.EagerPasses,              // lib-policy.lua: passes of one blocked head (eager)
+		"OVERTAKES":    governor.DefaultMaxOvertakes,      // lib-policy.lua: max_overtakes when the policy says none
 		"TOMBSTONE_MS": governor.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
 	}
 	luaSets = map[string][]string{
-		"ENDED":          governor.EndedKinds,    // lib.lua: the events that end a lease
-		"WITHDRAW_KINDS": governor.WithdrawKinds, // lib.lua: the events that withdraw a waiter
+		"ENDED":          governor.EndedKinds,    // lib-slow.lua: the events that end a lease
+		"WITHDRAW_KINDS": governor.WithdrawKinds, // lib-slow.lua: the events that withdraw a waiter
 	}
 )
 
@@ -89,11 +90,15 @@ func luaSet(v string) ([]string, bool) {
 }
 
 func TestLuaConstantsAgree(t *testing.T) {
-	lua := luaConstants(t, "head.lua", "lib.lua")
+	prelude, err := filepath.Glob("lib*.lua")
+	if err != nil || len(prelude) < 2 {
+		t.Fatalf("the prelude's files: %v %v", prelude, err)
+	}
+	lua := luaConstants(t, append([]string{"head.lua"}, prelude...)...)
 	for name, want := range luaNumbers {
 		v, ok := lua[name]
 		if !ok {
-			t.Errorf("head.lua and lib.lua define no %s (want %d, as in Go)", name, want)
+			t.Errorf("head.lua and lib*.lua define no %s (want %d, as in Go)", name, want)
 			continue
 		}
 		if got, err := strconv.ParseInt(v, 10, 64); err != nil || got != want {
@@ -103,7 +108,7 @@ func TestLuaConstantsAgree(t *testing.T) {
 	for name, goKinds := range luaSets {
 		v, ok := lua[name]
 		if !ok {
-			t.Errorf("lib.lua defines no %s (want %v, as in Go)", name, goKinds)
+			t.Errorf("lib*.lua define no %s (want %v, as in Go)", name, goKinds)
 			continue
 		}
 		want := slices.Sorted(slices.Values(goKinds))

@@ -1,7 +1,8 @@
 // Package scripts holds governor's Redis scripts. Each operation's script
 // is head.lua (keys, time, and the values every script shares: record
 // formats, the fencing-token floor), then the operation's own file with
-// the shared helpers of lib.lua in place of its --[[lib]] line, or before
+// the shared helpers of the prelude (lib.lua and its parts, libFiles) in
+// place of its --[[lib]] line, or before
 // it when it has none; so the state layout and its invariants are written
 // once, and an uncontended path written before the marker (from its
 // --[[fast]] line) returns before the helpers are built. That fast path
@@ -10,7 +11,7 @@
 package scripts
 
 import (
-	_ "embed"
+	"embed"
 	"strings"
 	"sync"
 )
@@ -18,8 +19,8 @@ import (
 var (
 	//go:embed head.lua
 	head string
-	//go:embed lib.lua
-	lib string
+	//go:embed lib.lua lib-slow.lua lib-loss.lua lib-policy.lua lib-supersede.lua
+	libFS embed.FS
 	//go:embed acquire.lua
 	acquire string
 	//go:embed renew.lua
@@ -91,7 +92,25 @@ var (
 	Watchdog = lazy(watchdog)
 )
 
-// libMarker is the line of an operation's file where lib.lua goes.
+// libFiles are the prelude's parts, in the order they are put together:
+// the state and its helpers, the contended paths and limits, lost data,
+// queue policies, supersede.
+var libFiles = []string{"lib.lua", "lib-slow.lua", "lib-loss.lua", "lib-policy.lua", "lib-supersede.lua"}
+
+// lib is the prelude, put together at its first use.
+var lib = sync.OnceValue(func() string {
+	var b strings.Builder
+	for _, f := range libFiles {
+		data, err := libFS.ReadFile(f)
+		if err != nil {
+			panic("scripts: " + err.Error()) // a name not embedded: TestPrelude
+		}
+		b.Write(data)
+	}
+	return b.String()
+})
+
+// libMarker is the line of an operation's file where the prelude goes.
 const libMarker = "--[[lib]]\n"
 
 // lazy returns compose(op), built once at its first call.
@@ -122,7 +141,7 @@ func function(name, src string) string {
 
 func compose(op string) string {
 	if before, after, ok := strings.Cut(op, libMarker); ok {
-		return head + before + lib + after
+		return head + before + lib() + after
 	}
-	return head + lib + op
+	return head + lib() + op
 }

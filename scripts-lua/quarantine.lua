@@ -1,6 +1,6 @@
 -- quarantine.lua: hold new grants back on evidence of lost data that
 -- the client found outside any script (keys evicted: redisbackend's
--- eviction watch), as quarantine() in lib.lua does on the evidence a
+-- eviction watch), as quarantine() in lib-loss.lua does on the evidence a
 -- script finds; one event, once per quarantine in force.
 -- KEYS: see lib.lua.
 -- ARGV: 1 how long, ms (at least 1), 2 why (the event's detail starts

@@ -4,16 +4,16 @@
 -- KEYS: see lib.lua.
 -- ARGV: 1 id, 2 ttl ms (0: the lease's own ttl), 3 secret, 4 't' to mark
 --       progress, 5 how long to hold grants back on detecting lost data,
---       ms (0: never; see quarantine() in lib.lua), 6 the lease's fencing
+--       ms (0: never; see quarantine() in lib-loss.lua), 6 the lease's fencing
 --       token as its holder knows it ('0': unknown): a lease gone from a
 --       state born after it (inc, lib.lua) outlived its state
 -- Returns {1, expiry ms} when renewed (or marked); when the lease is not
 -- held, {0, kind, token, detail, time ms} of the event that ended it (see
--- ended() in lib.lua), or {0} when none is recorded; {0, 'stalled', ...}
+-- ended() in lib-slow.lua), or {0} when none is recorded; {0, 'stalled', ...}
 -- when its declaration has a progress timeout ("pto", ns) and no mark
 -- ("pm", ms; else the grant) came for that long: it stays held, unrenewed;
 -- {0, 'cancelled_in_progress', ...} when a newer acquire cancelled it in
--- progress (cancel_holder() in lib.lua): it stays held, never renewed;
+-- progress (cancel_holder() in lib-supersede.lua): it stays held, never renewed;
 -- {-1} when the secret does not prove id (nothing changed).
 local id, ttl = ARGV[1], ARGV[2] + 0
 if not proven(id, ARGV[3]) then

@@ -103,7 +103,7 @@ func (t *tx) adapt(req governor.AdaptRequest) (governor.AdaptiveState, error) {
 
 // adaptive sets the limit in force to the one AIMD holds when the
 // resource is adaptive under the maximum asked, and tells whether it
-// did: the twin of lib.lua's adaptive.
+// did: the twin of lib-slow.lua's adaptive.
 func (t *tx) adaptive(asked int) bool {
 	st := t.st
 	if st.Adaptive == nil || st.Adaptive.Max != asked || st.Adaptive.Limit <= 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // Queue policies (issue 15): the rules are governor.Policy's; this is the
-// file backend's twin of lib.lua's "Queue policies". Under a policy the
+// file backend's twin of lib-policy.lua's "Queue policies". Under a policy the
 // waiters stay sorted by class, then by start-time-fair-queueing tag
 // (ties: by arrival); holders and waiters carry their class (index) and
 // fair key; the weight each class and key holds is summed from the
@@ -277,7 +277,7 @@ func (t *tx) queueExpiry(w waiter, queueTTL time.Duration) int64 {
 }
 
 // acquirePolicy is the rest of Acquire under policy p, for a request
-// neither granted nor too heavy (lib.lua's acquire_policy).
+// neither granted nor too heavy (acquire.lua's acquire_policy).
 func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) (governor.Result, error) {
 	st := t.st
 	c, key := p.ClassOf(req.Priority), req.FairKey
@@ -329,7 +329,7 @@ func (t *tx) supersede(req governor.Request) error {
 		cancel = st.holder(h)
 	}
 	if cancel != nil && cancel.Cancel == nil && !req.CancelOthers && cancel.Decl.User != req.Declaration.User {
-		// Another OS user's job (lib.lua's supersede()): nothing changes.
+		// Another OS user's job (lib-supersede.lua's supersede()): nothing changes.
 		return governor.CancelOthersRefused(req.Key, cancel.ID, cancel.Decl.User)
 	}
 	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
@@ -352,7 +352,7 @@ func (t *tx) supersede(req governor.Request) error {
 // beside its successor's, until its holder, told by its next renewal,
 // stops and releases it (or it is reclaimed or expires); it is never
 // renewed again. A holder cancelled already, or gone, is left as it is.
-// The twin of lib.lua's cancel_holder().
+// The twin of lib-supersede.lua's cancel_holder().
 func (t *tx) cancelHolder(id, detail, by string) {
 	h := t.st.holder(id)
 	if h == nil || h.Cancel != nil {

@@ -146,7 +146,7 @@ type holder struct {
 	// Cancel: the event that cancelled it in progress (a newer acquire
 	// with its supersede key and CancelInProgress); nil while it is not.
 	// A cancelled lease keeps its weight until released, reclaimed or
-	// expired, and is never renewed (lib.lua's cancel_holder).
+	// expired, and is never renewed (lib-supersede.lua's cancel_holder).
 	Cancel *event `json:"cancel,omitempty"`
 }
 

@@ -122,7 +122,7 @@ func (r *reader) holders(v []any) []governor.Holder {
 		h.AcquiredAt = time.UnixMilli(r.int(f[3], what+"acquisition time"))
 		var mark struct {
 			PM  int64 `json:"pm"`
-			CIP int64 `json:"cip"` // cancelled in progress (lib.lua's cancel_holder)
+			CIP int64 `json:"cip"` // cancelled in progress (lib-supersede.lua's cancel_holder)
 		}
 		ok := json.Unmarshal([]byte(f[4]), &mark) == nil
 		if ok && mark.PM > 0 {
