@@ -3,6 +3,8 @@ package governor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -52,8 +54,14 @@ type BudgetCharge struct {
 // BudgetRequest reserves the charges of one call, all or none.
 type BudgetRequest struct {
 	Project string
-	// Lease names the reservation; BudgetSettle names it again.
+	// Lease names the reservation; BudgetSettle names it again. Lease
+	// ids are public (a run's id, a lease's): what proves the
+	// reservation is Secret.
 	Lease string
+	// Secret proves the reservation: BudgetSettle (and a retried
+	// BudgetReserve of the same Lease) must give it, else ErrNotOwner
+	// and nothing changes. The backend keeps only its SHA-1.
+	Secret string
 	// TTL is how long the reservation stays open unsettled (zero:
 	// DefaultBudgetTTL); after it, it counts as spent at its estimate.
 	TTL     time.Duration
@@ -170,7 +178,8 @@ type BudgetBackend interface {
 	// charge's window does not hold the backend's now (Mismatch), when a
 	// budget is paused or held, or when spent + reserved + amount would
 	// pass its limit (Refused, Reason). A lease already open (a retried
-	// reserve) is allowed again without charging anything more.
+	// reserve) is allowed again without charging anything more, when
+	// req.Secret proves it; else ErrNotOwner (see NotBudgetOwner).
 	BudgetReserve(ctx context.Context, req BudgetRequest) (BudgetResult, error)
 	// BudgetSettle closes lease's reservation: each budget's estimate
 	// leaves Reserved and its actual (actual, by name; the name "" for
@@ -179,17 +188,20 @@ type BudgetBackend interface {
 	// EventBudgetOverrun, when above the estimate. A lease without an
 	// open reservation changes nothing (Settled false), unless a named
 	// budget's state is gone or born after the Born it gives: then that
-	// budget is held (EventBudgetHeld) and the actual counted.
-	BudgetSettle(ctx context.Context, project, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error)
+	// budget is held (EventBudgetHeld) and the actual counted. secret
+	// must prove the open reservation (BudgetRequest.Secret): else
+	// ErrNotOwner (NotBudgetOwner) and nothing changes. A reservation
+	// made before reservations had secrets is settled without one.
+	BudgetSettle(ctx context.Context, project, lease, secret string, actual []BudgetAmount, by string) (BudgetSettlement, error)
 	// ReleaseSettle is Release(ctx, key, id, secret) and
-	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together:
+	// BudgetSettle(ctx, key.Project, lease, leaseSecret, actual, by) sent together:
 	// on Redis one round trip (one pipeline, whose parts go to their
 	// nodes at once on a Cluster), so that a provider call's settle
 	// costs no round trip of its own. The parts are independent: each
 	// does what it does alone and reports its own outcome (the
 	// settlement and its error, then the release's error); bad settle
 	// input (ErrInvalid) settles nothing and still releases.
-	ReleaseSettle(ctx context.Context, key Key, id, secret, lease string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
+	ReleaseSettle(ctx context.Context, key Key, id, secret, lease, leaseSecret string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
 	// RateBudgetReserve is RateReserve(ctx, rate) and
 	// BudgetReserve(ctx, budget) sent together: on Redis one round trip
 	// (one pipeline, whose parts go to their nodes at once on a
@@ -203,12 +215,12 @@ type BudgetBackend interface {
 	// at 0 a budget reserved beside a rate denied).
 	RateBudgetReserve(ctx context.Context, rate RateRequest, budget BudgetRequest) (RateResult, error, BudgetResult, error)
 	// RateAdjustSettle is RateAdjust(ctx, key, tokens, delta) and
-	// BudgetSettle(ctx, key.Project, lease, actual, by) sent together,
+	// BudgetSettle(ctx, key.Project, lease, secret, actual, by) sent together,
 	// as ReleaseSettle is, for a provider call without a slot whose
 	// settle then rides on its token settle: independent parts, the
 	// settlement and its error, then the adjustment's error; bad settle
 	// input (ErrInvalid) settles nothing and still adjusts.
-	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease string, actual []BudgetAmount,
+	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease, secret string, actual []BudgetAmount,
 		by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now.
@@ -222,6 +234,33 @@ type BudgetBackend interface {
 	BudgetEvents(ctx context.Context, project string) ([]BudgetEvent, error)
 }
 
+// NotBudgetOwner is the error of a backend that refused a settle (or a
+// retried reserve) of reservation lease whose secret does not prove it.
+func NotBudgetOwner(project, lease string) error {
+	return fmt.Errorf("%w: spend reservation %s of project %s: the secret given does not prove it (settle it with %s)",
+		ErrNotOwner, lease, project, SpendKeyForm)
+}
+
+// SpendKeyForm says how a spend reservation is named to a settle in
+// another process (ParseSpendKey), for messages.
+const SpendKeyForm = "RESERVATION.SECRET, its id and its secret (GOVERNOR_SPEND inside 'governor run --cost')"
+
+// SpendKey is what names and proves reservation r to a settle in another
+// process: "LEASE.SECRET" (ParseSpendKey reads it). Show it to no one
+// else: with it, anyone can settle r.
+func (r *BudgetReservation) SpendKey() string { return r.Lease + "." + r.Secret }
+
+// ParseSpendKey reads a SpendKey: the lease id before its last '.', the
+// secret after it (a secret holds no '.'). An id without a secret is an
+// ErrInvalid saying so.
+func ParseSpendKey(s string) (lease, secret string, err error) {
+	i := strings.LastIndexByte(s, '.')
+	if i <= 0 || i == len(s)-1 {
+		return "", "", invalid("spend reservation %q has no secret; allowed: %s", s, SpendKeyForm)
+	}
+	return s[:i], s[i+1:], nil
+}
+
 // ValidateBudgetRequest checks req as every backend needs it: a valid
 // project, lease and names, amounts and limits in range, windows with
 // Start before End, at most MaxBudgetsPerCall charges, no name twice.
@@ -231,6 +270,10 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 	}
 	if err := validateName("lease id", req.Lease, MaxNameLen); err != nil {
 		return err
+	}
+	if req.Secret == "" || len(req.Secret) > MaxNameLen {
+		return invalid("budget reservation %s with a secret of %d bytes; allowed: 1 to %d (what proves the reservation to its settle)",
+			req.Lease, len(req.Secret), MaxNameLen)
 	}
 	if len(req.Charges) == 0 || len(req.Charges) > MaxBudgetsPerCall {
 		return invalid("%d budgets in one reservation; allowed: 1 to %d", len(req.Charges), MaxBudgetsPerCall)

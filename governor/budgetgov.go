@@ -50,6 +50,9 @@ type BudgetSpend struct {
 type BudgetOptions struct {
 	// Lease names the reservation (empty: a fresh random one).
 	Lease string
+	// Secret proves the reservation to its settle (empty: a fresh
+	// random one; see BudgetRequest.Secret).
+	Secret string
 	// TTL: see BudgetRequest.TTL.
 	TTL time.Duration
 	// Mode Wait waits while a budget refuses (until others settle below
@@ -96,8 +99,11 @@ func (e *BudgetBusyError) Is(target error) bool { return target == ErrBusy }
 
 // BudgetReservation is an open reservation; Settle closes it.
 type BudgetReservation struct {
-	g      *Governor
-	Lease  string
+	g     *Governor
+	Lease string
+	// Secret proves the reservation: a settle in another process needs
+	// it with Lease (SpendKey). Never show it to other users.
+	Secret string
 	spends []BudgetSpend
 	// States are the budgets as the reservation left them.
 	States []BudgetState
@@ -118,14 +124,19 @@ func (g *Governor) sawBudgets(states []BudgetState) {
 	}
 }
 
-// budgetLease is o's lease, else a fresh random one.
-func budgetLease(o BudgetOptions) string {
-	if o.Lease != "" {
-		return o.Lease
+// budgetLease is o's lease, else a fresh random one, and o's secret,
+// else a fresh random one.
+func budgetLease(o BudgetOptions) (lease, secret string) {
+	lease, secret = o.Lease, o.Secret
+	if lease == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		lease = "b-" + hex.EncodeToString(b[:])
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "b-" + hex.EncodeToString(b[:])
+	if secret == "" {
+		secret, _ = newSecret()
+	}
+	return lease, secret
 }
 
 // budgetPoll is how often a waiting reservation asks again while others
@@ -142,16 +153,16 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 			return nil, err
 		}
 	}
-	lease := budgetLease(o)
+	lease, secret := budgetLease(o)
 	now := time.Now()
 	for {
-		res, err := g.tryBudgets(ctx, spends, lease, o.TTL, now)
+		res, err := g.tryBudgets(ctx, spends, lease, secret, o.TTL, now)
 		if err != nil {
 			return nil, err
 		}
 		g.sawBudgets(res.States)
 		if res.Allowed {
-			return &BudgetReservation{g: g, Lease: lease, spends: spends, States: res.States}, nil
+			return &BudgetReservation{g: g, Lease: lease, Secret: secret, spends: spends, States: res.States}, nil
 		}
 		busy := &BudgetBusyError{Budget: res.Refused, Reason: res.Reason, Now: res.Now}
 		for _, s := range spends {
@@ -179,9 +190,9 @@ func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 
 // tryBudgets asks once, computing the windows at now and again at the
 // backend's now when it finds them not current.
-func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease string, ttl time.Duration, now time.Time) (BudgetResult, error) {
+func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease, secret string, ttl time.Duration, now time.Time) (BudgetResult, error) {
 	for range 3 {
-		res, err := g.b.BudgetReserve(ctx, g.budgetRequest(spends, lease, ttl, now))
+		res, err := g.b.BudgetReserve(ctx, g.budgetRequest(spends, lease, secret, ttl, now))
 		if err != nil || !res.Mismatch {
 			return res, err
 		}
@@ -190,9 +201,10 @@ func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease s
 	return BudgetResult{}, fmt.Errorf("%w: the backend's clock left each budget window computed for it", ErrBackend)
 }
 
-// budgetRequest reserves spends under lease, in their windows at now.
-func (g *Governor) budgetRequest(spends []BudgetSpend, lease string, ttl time.Duration, now time.Time) BudgetRequest {
-	req := BudgetRequest{Project: g.project, Lease: lease, TTL: ttl, By: g.Identity()}
+// budgetRequest reserves spends under lease, proven by secret, in their
+// windows at now.
+func (g *Governor) budgetRequest(spends []BudgetSpend, lease, secret string, ttl time.Duration, now time.Time) BudgetRequest {
+	req := BudgetRequest{Project: g.project, Lease: lease, Secret: secret, TTL: ttl, By: g.Identity()}
 	for _, s := range spends {
 		start, end := s.Budget.Window.Bounds(now)
 		req.Charges = append(req.Charges, BudgetCharge{Name: s.Budget.Name, Limit: s.Budget.Limit, Soft: s.Budget.Soft,
@@ -211,7 +223,7 @@ func (r *BudgetReservation) Settle(ctx context.Context, actual int64) (BudgetSet
 // SettleEach closes the reservation with an actual per budget; a budget
 // not named is settled at its estimate.
 func (r *BudgetReservation) SettleEach(ctx context.Context, actual []BudgetAmount) (BudgetSettlement, error) {
-	return r.g.SettleBudgets(ctx, r.Lease, r.evidence(actual))
+	return r.g.SettleBudgets(ctx, r.Lease, r.Secret, r.evidence(actual))
 }
 
 // evidence is a copy of actual with the births seen at reserve, the
@@ -259,15 +271,16 @@ func (r *BudgetReservation) eachAt(actual int64) []BudgetAmount {
 	return amounts
 }
 
-// SettleBudgets closes reservation lease (see BudgetBackend.BudgetSettle),
-// giving as loss evidence the births this process saw.
-func (g *Governor) SettleBudgets(ctx context.Context, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
+// SettleBudgets closes reservation lease, proven by secret (see
+// BudgetBackend.BudgetSettle: ErrNotOwner when secret does not prove
+// it), giving as loss evidence the births this process saw.
+func (g *Governor) SettleBudgets(ctx context.Context, lease, secret string, actual []BudgetAmount) (BudgetSettlement, error) {
 	actual = g.evidence(actual)
 	// A settle runs even when the caller's context has ended: the spend
 	// happened, and an unsettled estimate would only count in full later.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 	defer cancel()
-	return g.b.BudgetSettle(sctx, g.project, lease, actual, g.Identity())
+	return g.b.BudgetSettle(sctx, g.project, lease, secret, actual, g.Identity())
 }
 
 // Budgets reads the project's budgets (names nil: all) and the

@@ -267,7 +267,8 @@ func (g *Governor) releaseOwnWith(ctx context.Context, key Key, h Handle, free f
 
 // ReleaseHandleSettle is ReleaseHandle of h, which must carry its secret
 // (the lease is yours), with the settle of spend reservation lease
-// (SettleBudgets(lease, actual)) sent with the release
+// (SettleBudgets(lease, h.Secret, actual): a reservation made under the
+// lease, proven by its secret) sent with the release
 // (Backend.ReleaseSettle: one round trip on Redis). The two are
 // independent: it returns the settlement and the settle's error, then
 // the release's (ErrNotHeld when the lease is not held: the settle
@@ -286,7 +287,7 @@ func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease stri
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 		defer cancel()
 		var err error
-		st, serr, err = g.b.ReleaseSettle(sctx, Key{g.project, h.Resource}, h.ID, h.Secret, lease, actual, g.Identity())
+		st, serr, err = g.b.ReleaseSettle(sctx, Key{g.project, h.Resource}, h.ID, h.Secret, lease, h.Secret, actual, g.Identity())
 		return err
 	})
 	return st, serr, rerr

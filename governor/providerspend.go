@@ -115,13 +115,13 @@ func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends [
 			return RateResult{}, nil, err
 		}
 	}
-	lease := budgetLease(o)
-	res, err, bres, berr := g.b.RateBudgetReserve(ctx, req, g.budgetRequest(spends, lease, o.TTL, time.Now()))
+	lease, secret := budgetLease(o)
+	res, err, bres, berr := g.b.RateBudgetReserve(ctx, req, g.budgetRequest(spends, lease, secret, o.TTL, time.Now()))
 	var r *BudgetReservation
 	if berr == nil {
 		g.sawBudgets(bres.States)
 		if bres.Allowed {
-			r = &BudgetReservation{g: g, Lease: lease, spends: spends, States: bres.States}
+			r = &BudgetReservation{g: g, Lease: lease, Secret: secret, spends: spends, States: bres.States}
 		}
 	}
 	if err == nil && res.Allowed {
@@ -147,7 +147,7 @@ func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *s
 	}
 	var aerr error
 	sp.sent = true
-	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease,
+	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease, sp.r.Secret,
 		sp.r.evidence(sp.r.eachAt(sp.actual)), p.g.Identity())
 	return aerr
 }
@@ -178,7 +178,7 @@ func (l *Lease) ReleaseSettle(r *BudgetReservation, actual []BudgetAmount) (Budg
 		rerr = l.release(func(ctx context.Context, l *Lease) error {
 			sent = true
 			var err error
-			st, serr, err = l.g.b.ReleaseSettle(ctx, l.key, l.id, l.secret, r.Lease, r.evidence(actual), l.g.Identity())
+			st, serr, err = l.g.b.ReleaseSettle(ctx, l.key, l.id, l.secret, r.Lease, r.Secret, r.evidence(actual), l.g.Identity())
 			return err
 		})
 	} else {

@@ -4,22 +4,25 @@
 -- one call checks and charges several budgets atomically, on Cluster too.
 -- KEYS: 1 the budgets hash (field: budget name, value: its record, JSON
 --       with every number a string), 2 the open reservations hash (field:
---       lease, value: {"x": expiry ms, "c": [[name, amount], ...]}), 3 the
+--       lease, value: {"x": expiry ms, "c": [[name, amount], ...], "k":
+--       the SHA-1 of the reservation's secret}), 3 the
 --       open reservations' expiries (sorted set of leases), 4 the events
 --       list (JSON records, oldest first, at most ARGV's cap)
 -- ARGV: 1 mode ('reserve' | 'settle' | 'admin' | 'read'), 2 events cap,
---   reserve: 3 lease, 4 ttl ms, 5 by, 6 n, then n times 7 fields: name,
---            limit, soft, window start ms, window end ms, amount, born ms
---            as the caller saw it (0: never)
---   settle:  3 lease, 4 by, 5 n, then n times 3 fields: name, actual
+--   reserve: 3 lease, 4 ttl ms, 5 by, 6 secret, 7 n, then n times 7
+--            fields: name, limit, soft, window start ms, window end ms,
+--            amount, born ms as the caller saw it (0: never)
+--   settle:  3 lease, 4 by, 5 secret, 6 n, then n times 3 fields: name, actual
 --            amount, born ms as seen at reserve (0: unknown); the name ''
 --            gives the actual of every budget not named
 --   admin:   3 name, 4 op ('limit' | 'reset' | 'pause' | 'resume' |
 --            'confirm'), 5 value, 6 by
 -- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
---   'held'), now ms, the refusing budget's name or '', then the record of
---   each charged budget that has one, as {name, JSON}...};
---   settle: {settled 0|1, overrun budget names...}; admin: 1; read: {now ms, name, JSON, name, JSON...} of every budget.
+--   'held' | 'notowner'), now ms, the refusing budget's name or '', then
+--   the record of each charged budget that has one, as {name, JSON}...};
+--   settle: {settled 0|1, overrun budget names...}, or 'notowner' (the
+--   secret does not prove the open reservation: nothing changed); admin:
+--   1; read: {now ms, name, JSON, name, JSON...} of every budget.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local B, O, X, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -132,6 +135,11 @@ local function prune()
   end
 end
 
+-- proven: secret proves open reservation o (decoded), made with one.
+local function proven(o, secret)
+  return o.k == nil or o.k == redis.sha1hex(secret)
+end
+
 local function hold(name, r, by, lease, lost)
   r.held = 'evidence of lost data (' .. lost .. '); held until the window ends or an operator confirms'
   event(name, 'held', by, lease, lost)
@@ -185,15 +193,19 @@ end
 prune()
 
 if mode == 'settle' then
-  local lease, by, n = ARGV[3], ARGV[4], tonumber(ARGV[5])
+  local lease, by, secret, n = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
   local actual, born, names = {}, {}, {}
   for i = 0, n - 1 do
-    local name = ARGV[6 + 3 * i]
+    local name = ARGV[7 + 3 * i]
     names[#names + 1] = name
-    actual[name] = tonumber(ARGV[7 + 3 * i])
-    born[name] = tonumber(ARGV[8 + 3 * i])
+    actual[name] = tonumber(ARGV[8 + 3 * i])
+    born[name] = tonumber(ARGV[9 + 3 * i])
   end
   local v = redis.call('HGET', O, lease)
+  local open = v and cjson.decode(v)
+  if open and not proven(open, secret) then
+    return 'notowner'
+  end
   if not v then
     for _, name in ipairs(names) do
       local seen = born[name]
@@ -216,7 +228,7 @@ if mode == 'settle' then
     return {0}
   end
   local out = {1}
-  for _, c in ipairs(cjson.decode(v).c) do
+  for _, c in ipairs(open.c) do
     local r = get(c[1])
     if r then
       local est = tonumber(c[2])
@@ -238,10 +250,10 @@ if mode == 'settle' then
 end
 
 -- reserve
-local lease, ttl, by, n = ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local lease, ttl, by, secret, n = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
 local cs = {}
 for i = 0, n - 1 do
-  local b = 7 + 7 * i
+  local b = 8 + 7 * i
   cs[#cs + 1] = {name = ARGV[b], limit = tonumber(ARGV[b + 1]), soft = tonumber(ARGV[b + 2]), start = tonumber(ARGV[b + 3]),
     ['end'] = tonumber(ARGV[b + 4]), amount = tonumber(ARGV[b + 5]), born = tonumber(ARGV[b + 6])}
 end
@@ -259,7 +271,11 @@ local function reply(verdict, refused)
   end
   return out
 end
-if redis.call('HEXISTS', O, lease) == 1 then
+local retried = redis.call('HGET', O, lease)
+if retried then
+  if not proven(cjson.decode(retried), secret) then
+    return {'notowner', fmt(now), ''}
+  end
   return reply('ok', '')
 end
 for _, c in ipairs(cs) do
@@ -316,6 +332,6 @@ for _, c in ipairs(cs) do
   put(c.name, r)
 end
 local x = now + ttl
-redis.call('HSET', O, lease, cjson.encode({x = fmt(x), c = charges}))
+redis.call('HSET', O, lease, cjson.encode({x = fmt(x), c = charges, k = redis.sha1hex(secret)}))
 redis.call('ZADD', X, x, lease)
 return reply('ok', '')

@@ -43,12 +43,17 @@ func sharedGovernorBin(t *testing.T, shared string) string {
 }
 
 func newIntruder(t *testing.T, redisURL string) *intruder {
+	return newIntruderWith(t, redisURL, "")
+}
+
+// newIntruderWith is newIntruder with extra configuration (budgets).
+func newIntruderWith(t *testing.T, redisURL, extra string) *intruder {
 	t.Helper()
 	u := usertest.New(t)
 	shared := usertest.SharedDir(t)
 	bin := sharedGovernorBin(t, shared)
 	cfg := filepath.Join(shared, "exec-defaults.yaml")
-	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("project: "+runProject+"\nresources:\n  heavy: {limit: 1}\n"+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return &intruder{user: u, bin: bin, global: []string{"--config", cfg, "--backend", "redis", "--redis-url", redisURL}}

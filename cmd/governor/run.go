@@ -147,8 +147,8 @@ The command sees:
   GOVERNOR_TOKEN    their fencing tokens, PROJECT/RESOURCE=TOKEN,...
   GOVERNOR_SESSION  the declared session
   GOVERNOR_RUN_IDS  invocation ids of this run and its ancestors, innermost last
-  GOVERNOR_SPEND    with --cost or --max-tokens: "RESERVATION BUDGET...", for
-                    'governor settle'
+  GOVERNOR_SPEND    with --cost or --max-tokens: "RESERVATION.SECRET BUDGET...",
+                    for 'governor settle' (its secret proves the reservation)
   HEAVY_LOCK_HELD   when this run made the with-heavy-lock slot: the pid in slot.d
 A nested 'governor run' for a resource an ancestor holds (same project, lease
 still listed, and its secret in GOVERNOR_HELD) does not acquire it again and never

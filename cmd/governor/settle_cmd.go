@@ -22,21 +22,26 @@ func (a *app) settleCmd() *cobra.Command {
 		budgets     []string
 	)
 	cmd := &cobra.Command{
-		Use:   "settle --cost N [--lease ID [--budget NAME...]]",
+		Use:   "settle --cost N [--lease ID.SECRET [--budget NAME...]]",
 		Short: "Settle a spend reservation at its actual cost (from inside 'governor run --cost')",
 		Long: `settle closes a spend reservation (docs/budgets.md) at the actual cost N, in the
 budgets' unit (0.42, or 0.42USD to have the unit checked): the estimate leaves
 reserved and N joins spent on each of its budgets; an N above the estimate is
 counted in full and recorded as an overrun.
 
+A reservation's id is public (a run's id, a lease's); what proves it is its
+secret, and settle needs both, as release and renew need a lease's secret.
 Inside 'governor run --cost' (or --max-tokens) the reservation is the run's:
-$GOVERNOR_SPEND names it and its budgets, so the command reports what it spent
-with 'governor settle --cost N' before it exits; the run then settles nothing
-more. For a lease of 'governor acquire --cost', the reservation is named after
-the lease: with its handle in $GOVERNOR_LEASE, 'governor settle --cost N' settles
-every budget it charged. A reservation made elsewhere is named with --lease ID,
-and its budgets with --budget NAME (a budget not named is then settled at its
-estimate; without --budget, every budget is settled at N).
+$GOVERNOR_SPEND names and proves it and names its budgets, so the command
+reports what it spent with 'governor settle --cost N' before it exits; the run
+then settles nothing more. For a lease of 'governor acquire --cost', the
+reservation is named after the lease and proven by its secret: with its handle
+(RESOURCE@LEASE_ID.SECRET) in $GOVERNOR_LEASE, 'governor settle --cost N'
+settles every budget it charged. A reservation made elsewhere is given with
+--lease ID.SECRET (a Go reservation's SpendKey), and its budgets with --budget
+NAME (a budget not named is then settled at its estimate; without --budget,
+every budget is settled at N). A secret that does not prove the reservation
+is refused (exit 125), changing nothing.
 
 Settling is idempotent: a reservation settled before, or counted at its
 estimate after its TTL, is left as it is, and settle says so (exit 0). --json
@@ -57,9 +62,10 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 				return fail(err)
 			}
 			names := budgets
+			var secret string
 			switch {
 			case lease == "" && len(budgets) > 0:
-				return fail(errors.New("--budget without --lease; allowed: --lease ID with each budget it reserved, or neither inside 'governor run --cost'"))
+				return fail(errors.New("--budget without --lease; allowed: --lease ID.SECRET with each budget it reserved, or neither inside 'governor run --cost'"))
 			case lease != "" && len(budgets) == 0:
 				names = []string{""} // every budget of the reservation
 			case lease == "":
@@ -67,17 +73,25 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 				if lease, names, ok = acquire.SpendFromEnv(a.env); ok {
 					break
 				}
+				names = []string{""}
 				// A lease of 'governor acquire --cost': its reservation
 				// is named after the lease.
 				arg, err := a.leaseArg(nil)
 				if err != nil {
-					return fail(fmt.Errorf("no reservation to settle: neither $%s (inside 'governor run --cost') nor $%s (a lease of 'governor acquire --cost') is set; elsewhere give --lease ID", acquire.EnvSpend, envLease))
+					return fail(fmt.Errorf("no reservation to settle: neither $%s (inside 'governor run --cost') nor $%s (a lease of 'governor acquire --cost') is set; elsewhere give --lease ID.SECRET", acquire.EnvSpend, envLease))
 				}
 				h, err := parseHandle(arg)
 				if err != nil {
 					return err
 				}
-				lease, names = h.ID, []string{""}
+				if h.Secret == "" {
+					return fail(fmt.Errorf("$%s names lease %s without its secret; allowed: its handle %s", envLease, h.ID, governor.HandleForm))
+				}
+				lease = h.ID + "." + h.Secret
+			}
+			lease, secret, err = governor.ParseSpendKey(lease)
+			if err != nil {
+				return fail(err)
 			}
 			l, err := a.load()
 			if err != nil {
@@ -96,9 +110,9 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 				return err
 			}
 			defer g.Close()
-			st, err := g.SettleBudgets(ctx, lease, actual)
+			st, err := g.SettleBudgets(ctx, lease, secret, actual)
 			if err != nil {
-				if errors.Is(err, governor.ErrInvalid) {
+				if errors.Is(err, governor.ErrInvalid) || errors.Is(err, governor.ErrNotOwner) {
 					return fail(err)
 				}
 				return err
@@ -135,7 +149,7 @@ lease, no reservation named, bad config or backend unreachable; nothing changed.
 	}
 	f := cmd.Flags()
 	f.Var(costFlag{&cost}, "cost", "the actual cost, in the budgets' unit (0.42 or 0.42USD)")
-	f.StringVar(&lease, "lease", "", "the reservation (default: the run's, from $"+acquire.EnvSpend+", else that of the lease in $"+envLease+")")
+	f.StringVar(&lease, "lease", "", "the reservation and its secret, ID.SECRET (default: the run's, from $"+acquire.EnvSpend+", else that of the lease in $"+envLease+")")
 	f.StringArrayVar(&budgets, "budget", nil, "with --lease: a budget the reservation charged (repeatable; default: every budget it charged)")
 	return cmd
 }

@@ -106,11 +106,12 @@ func TestRunCost(t *testing.T) {
 		}
 		// A library reservation settled from the shell, by name.
 		day := governor.SpendBudget{Name: "lib-day", Limit: 10 * governor.MicroUnit, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-		if _, err := g.ReserveBudgets(context.Background(), []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit}},
-			governor.BudgetOptions{Lease: "lib-lease"}); err != nil {
+		lib, err := g.ReserveBudgets(context.Background(), []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit}},
+			governor.BudgetOptions{Lease: "lib-lease"})
+		if err != nil {
 			t.Fatal(err)
 		}
-		code, out, stderr = tg.run(t, "settle", "--lease", "lib-lease", "--budget", "lib-day", "--cost", "1.25")
+		code, out, stderr = tg.run(t, "settle", "--lease", lib.SpendKey(), "--budget", "lib-day", "--cost", "1.25")
 		if code != 0 || !strings.Contains(out, "overrun on lib-day") {
 			t.Fatalf("settle --lease above the estimate: exit %d, %q, %q", code, out, stderr)
 		}
@@ -214,15 +215,19 @@ func TestRunCostBadValues(t *testing.T) {
 		{nil, []string{"--cost", "1"}, "no reservation to settle: neither $GOVERNOR_SPEND"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "-1"}, `cost "-1"; allowed:`},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{}, "--cost missing"},
-		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
+		{[]string{"GOVERNOR_SPEND=x.s team-day"}, []string{"--cost", "1EUR"}, "cost in EUR; budget team-day is in USD"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", ""}, "empty cost"},
 		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "2e3"}, `cost "2e3" has an exponent`},
-		{nil, []string{"--cost", "0.3EUR", "--lease", "x"}, "cost in EUR; budget fleet-hour is in USD"},
-		{nil, []string{"--cost", "0.3EUR", "--lease", "x", "--budget", "inline-day"}, "cost in EUR; budget inline-day is not configured: its unit cannot be checked"},
+		{nil, []string{"--cost", "0.3EUR", "--lease", "x.s"}, "cost in EUR; budget fleet-hour is in USD"},
+		{nil, []string{"--cost", "0.3EUR", "--lease", "x.s", "--budget", "inline-day"}, "cost in EUR; budget inline-day is not configured: its unit cannot be checked"},
+		// A reservation's id alone proves nothing: its secret is needed.
+		{[]string{"GOVERNOR_SPEND=x team-day"}, []string{"--cost", "1"}, `spend reservation "x" has no secret; allowed: RESERVATION.SECRET`},
+		{nil, []string{"--cost", "1", "--lease", "x"}, `spend reservation "x" has no secret`},
+		{[]string{"GOVERNOR_LEASE=provider:anthropic@" + strings.Repeat("a", 40)}, []string{"--cost", "1"}, "without its secret; allowed: its handle RESOURCE@LEASE_ID.SECRET"},
 		{nil, []string{"--cost", "1", "--budget", "team-day"}, "--budget without --lease"},
 		{[]string{"GOVERNOR_LEASE=no-handle"}, []string{"--cost", "1"}, "no-handle"},
-		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a b"}, "budget name"},
-		{nil, []string{"--cost", "1", "--lease", "x", "--budget", "a/b/c"}, `budget name "a/b/c" has '/'; allowed: 1 to 200 of A-Z a-z 0-9 . _ : -`},
+		{nil, []string{"--cost", "1", "--lease", "x.s", "--budget", "a b"}, "budget name"},
+		{nil, []string{"--cost", "1", "--lease", "x.s", "--budget", "a/b/c"}, `budget name "a/b/c" has '/'; allowed: 1 to 200 of A-Z a-z 0-9 . _ : -`},
 	} {
 		if code, stderr := settle(tt.env, tt.args...); code != 125 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("settle %v %v: exit %d, %q; want 125 with %q", tt.env, tt.args, code, stderr, tt.want)

@@ -19,7 +19,7 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 	start := budgetNow(t, b, p).Add(-time.Second)
 	both := func(lease string, amount int64) (governor.RateResult, error, governor.BudgetResult, error) {
 		rate := governor.RateRequest{Key: key, Requests: governor.PerMinute(2), NRequests: 1}
-		budget := governor.BudgetRequest{Project: p, Lease: lease, By: "conformance", Charges: []governor.BudgetCharge{charge("day", 100, amount, start, time.Hour)}}
+		budget := governor.BudgetRequest{Project: p, Lease: lease, Secret: secretOf(lease), By: "conformance", Charges: []governor.BudgetCharge{charge("day", 100, amount, start, time.Hour)}}
 		return b.RateBudgetReserve(ctxT(t), rate, budget)
 	}
 	allowed := func(what string, want int64) {
@@ -125,7 +125,7 @@ func (s *suite) budgetRateAdjustSettle(t *testing.T) {
 	}
 	reserve(t, b, p, "a1", charge("day", 100, 40, start, time.Hour))
 	both := func(delta int64, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error, error) {
-		return b.RateAdjustSettle(ctxT(t), key, tokens, delta, "a1", actual, "conformance")
+		return b.RateAdjustSettle(ctxT(t), key, tokens, delta, "a1", secretOf("a1"), actual, "conformance")
 	}
 	st, serr, aerr := both(-30, governor.BudgetAmount{Name: "day", Amount: 25})
 	if serr != nil || aerr != nil || !st.Settled {

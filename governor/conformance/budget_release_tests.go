@@ -21,7 +21,7 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 	start := budgetNow(t, b, p).Add(-time.Second)
 	day := func(amount int64) governor.BudgetCharge { return charge("day", 100, amount, start, time.Hour) }
 	both := func(id, lease string, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error, error) {
-		return b.ReleaseSettle(ctxT(t), key, id, "", lease, actual, "conformance")
+		return b.ReleaseSettle(ctxT(t), key, id, "", lease, secretOf(lease), actual, "conformance")
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
@@ -53,7 +53,7 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 	r2 := req(k2, 1, 1, governor.Fail)
 	mustAcquire(t, b, r2, governor.Granted)
 	reserve(t, b, p, "s3", day(10))
-	st, serr, rerr = b.ReleaseSettle(ctxT(t), k2, r2.ID, "", "s3", []governor.BudgetAmount{{Name: "day", Amount: -1}}, "conformance")
+	st, serr, rerr = b.ReleaseSettle(ctxT(t), k2, r2.ID, "", "s3", secretOf("s3"), []governor.BudgetAmount{{Name: "day", Amount: -1}}, "conformance")
 	if !errors.Is(serr, governor.ErrInvalid) || rerr != nil || st.Settled {
 		t.Fatalf("ReleaseSettle with a negative cost: %+v, settle %v, release %v; want ErrInvalid and released", st, serr, rerr)
 	}
@@ -85,7 +85,7 @@ func (s *suite) budgetSettleEvery(t *testing.T) {
 	wantBudget(t, "team", budgetState(t, b, p, "team"), 12, 0, 100)
 	wantBudget(t, "hour", budgetState(t, b, p, "hour"), 40, 0, 100)
 	reserve(t, b, p, "e2", charge("day", 100, 30, start, time.Hour))
-	_, err := b.BudgetSettle(ctxT(t), p, "e2", []governor.BudgetAmount{{Amount: 1}, {Amount: 2}}, "conformance")
+	_, err := b.BudgetSettle(ctxT(t), p, "e2", secretOf("e2"), []governor.BudgetAmount{{Amount: 1}, {Amount: 2}}, "conformance")
 	if !errors.Is(err, governor.ErrInvalid) {
 		t.Fatalf("two amounts for every budget: %v; want ErrInvalid", err)
 	}

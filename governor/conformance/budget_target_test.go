@@ -115,10 +115,10 @@ func TestBudgetCheckThenSpend(t *testing.T) {
 			start, end := now.Add(-time.Hour), now.Add(time.Hour)
 			run := func(p string, governed bool) int64 {
 				c := governor.BudgetCharge{Name: "day", Limit: limit, Amount: spentBefore, Start: start, End: end}
-				if res, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: "before", Charges: []governor.BudgetCharge{c}}); err != nil || !res.Allowed {
+				if res, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: "before", Secret: "s", Charges: []governor.BudgetCharge{c}}); err != nil || !res.Allowed {
 					t.Fatalf("the spend before: %+v, %v", res, err)
 				}
-				if _, err := b.BudgetSettle(ctx, p, "before", nil, ""); err != nil {
+				if _, err := b.BudgetSettle(ctx, p, "before", "s", nil, ""); err != nil {
 					t.Fatal(err)
 				}
 				var checked, wg sync.WaitGroup
@@ -129,7 +129,7 @@ func TestBudgetCheckThenSpend(t *testing.T) {
 						ok := false
 						c := governor.BudgetCharge{Name: "day", Limit: limit, Amount: cost, Start: start, End: end}
 						if governed {
-							res, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: lease, Charges: []governor.BudgetCharge{c}})
+							res, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: lease, Secret: "s", Charges: []governor.BudgetCharge{c}})
 							ok = err == nil && res.Allowed
 						} else {
 							sts, _, err := b.Budgets(ctx, p, nil)
@@ -142,11 +142,11 @@ func TestBudgetCheckThenSpend(t *testing.T) {
 						}
 						if !governed { // record the cost after the call, unchecked
 							c.Limit = governor.MaxBudgetAmount
-							if _, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: lease, Charges: []governor.BudgetCharge{c}}); err != nil {
+							if _, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: lease, Secret: "s", Charges: []governor.BudgetCharge{c}}); err != nil {
 								t.Error(err)
 							}
 						}
-						if _, err := b.BudgetSettle(ctx, p, lease, nil, ""); err != nil {
+						if _, err := b.BudgetSettle(ctx, p, lease, "s", nil, ""); err != nil {
 							t.Error(err)
 						}
 					})
@@ -191,7 +191,7 @@ func BenchmarkBudgets1000(b *testing.B) {
 			p := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 			now := time.Now()
 			for i := 0; i < 1000; i += governor.MaxBudgetsPerCall {
-				req := governor.BudgetRequest{Project: p, Lease: fmt.Sprintf("l%d", i)}
+				req := governor.BudgetRequest{Project: p, Lease: fmt.Sprintf("l%d", i), Secret: "s"}
 				for j := i; j < min(i+governor.MaxBudgetsPerCall, 1000); j++ {
 					req.Charges = append(req.Charges, governor.BudgetCharge{Name: fmt.Sprintf("team-%04d", j), Limit: 100, Amount: 1,
 						Start: now.Add(-time.Hour), End: now.Add(time.Hour)})

@@ -28,9 +28,12 @@ func charge(name string, limit, amount int64, start time.Time, length time.Durat
 	return governor.BudgetCharge{Name: name, Limit: limit, Amount: amount, Start: start, End: start.Add(length)}
 }
 
+// secretOf is the secret the suite's reservation lease is made with.
+func secretOf(lease string) string { return "secret-of-" + lease }
+
 func reserve(t *testing.T, b governor.Backend, project, lease string, cs ...governor.BudgetCharge) governor.BudgetResult {
 	t.Helper()
-	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: project, Lease: lease, Charges: cs, By: "conformance"})
+	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: project, Lease: lease, Secret: secretOf(lease), Charges: cs, By: "conformance"})
 	if err != nil {
 		t.Fatalf("BudgetReserve(%s): %v", lease, err)
 	}
@@ -39,7 +42,7 @@ func reserve(t *testing.T, b governor.Backend, project, lease string, cs ...gove
 
 func settle(t *testing.T, b governor.Backend, project, lease string, actual ...governor.BudgetAmount) governor.BudgetSettlement {
 	t.Helper()
-	s, err := b.BudgetSettle(ctxT(t), project, lease, actual, "conformance")
+	s, err := b.BudgetSettle(ctxT(t), project, lease, secretOf(lease), actual, "conformance")
 	if err != nil {
 		t.Fatalf("BudgetSettle(%s): %v", lease, err)
 	}
@@ -169,7 +172,7 @@ func (s *suite) budgetOverrun(t *testing.T) {
 func (s *suite) budgetAbandoned(t *testing.T) {
 	b, p := s.h.Open(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
-	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", TTL: 200 * time.Millisecond,
+	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", Secret: secretOf("dies"), TTL: 200 * time.Millisecond,
 		Charges: []governor.BudgetCharge{charge("day", 100, 30, start, time.Hour)}})
 	if err != nil || !res.Allowed {
 		t.Fatalf("reserve: %+v, %v", res, err)
@@ -336,13 +339,17 @@ func (s *suite) budgetBadInput(t *testing.T) {
 		"bad name":        {Project: p, Lease: "x", Charges: []governor.BudgetCharge{charge("a{b", 10, 1, start, time.Hour)}},
 		"empty window":    {Project: p, Lease: "x", Charges: []governor.BudgetCharge{charge("d", 10, 1, start, 0)}},
 		"soft over limit": {Project: p, Lease: "x", Charges: []governor.BudgetCharge{{Name: "d", Limit: 10, Soft: 11, Start: start, End: start.Add(time.Hour)}}},
-		"no lease":        {Project: p, Charges: []governor.BudgetCharge{charge("d", 10, 1, start, time.Hour)}},
+		"no lease":        {Project: p, Secret: "s", Charges: []governor.BudgetCharge{charge("d", 10, 1, start, time.Hour)}},
+		"no secret":       {Project: p, Lease: "x", Charges: []governor.BudgetCharge{charge("d", 10, 1, start, time.Hour)}},
 	} {
+		if req.Secret == "" && name != "no secret" {
+			req.Secret = "s"
+		}
 		if _, err := b.BudgetReserve(ctxT(t), req); !errors.Is(err, governor.ErrInvalid) {
 			t.Errorf("%s: %v; want ErrInvalid", name, err)
 		}
 	}
-	if _, err := b.BudgetSettle(ctxT(t), p, "x", []governor.BudgetAmount{{Name: "d", Amount: -5}}, ""); !errors.Is(err, governor.ErrInvalid) {
+	if _, err := b.BudgetSettle(ctxT(t), p, "x", secretOf("x"), []governor.BudgetAmount{{Name: "d", Amount: -5}}, ""); !errors.Is(err, governor.ErrInvalid) {
 		t.Errorf("a negative actual: %v; want ErrInvalid", err)
 	}
 	if sts, _, err := b.Budgets(ctxT(t), p, nil); err != nil || len(sts) != 0 {
@@ -373,7 +380,7 @@ func (s *suite) budgetHammer(t *testing.T) {
 			for i := range calls {
 				est := 50 + r.Int64N(150)
 				lease := id()
-				res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: lease,
+				res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: lease, Secret: secretOf(lease),
 					Charges: []governor.BudgetCharge{charge("fleet", limit, est, start, time.Hour)}})
 				if err != nil {
 					errs <- err
@@ -390,7 +397,7 @@ func (s *suite) budgetHammer(t *testing.T) {
 				if i%3 == 0 {
 					actual = est
 				}
-				if _, err := b.BudgetSettle(ctxT(t), p, lease, []governor.BudgetAmount{{Name: "fleet", Amount: actual}}, ""); err != nil {
+				if _, err := b.BudgetSettle(ctxT(t), p, lease, secretOf(lease), []governor.BudgetAmount{{Name: "fleet", Amount: actual}}, ""); err != nil {
 					errs <- err
 					return
 				}
@@ -441,7 +448,7 @@ func (s *suite) budgetGovernor(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the waiter: %v", err)
 	}
-	if got, err := g2.SettleBudgets(ctxT(t), first.Lease, nil); err != nil || got.Settled {
+	if got, err := g2.SettleBudgets(ctxT(t), first.Lease, first.Secret, nil); err != nil || got.Settled {
 		t.Fatalf("settling the first lease again from another Governor: %+v, %v; want nothing settled", got, err)
 	}
 	sts, _, err := g.Budgets(ctxT(t), nil)

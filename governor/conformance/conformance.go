@@ -189,6 +189,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetLoss", s.budgetLoss},
 		{"BudgetLossNewProcess", s.budgetLossNewProcess},
 		{"BudgetBadInput", s.budgetBadInput},
+		{"BudgetSecret", s.budgetSecret},
 		{"BudgetHammer", s.budgetHammer},
 		{"BudgetGovernor", s.budgetGovernor},
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},

@@ -67,7 +67,7 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 	var out string
 	switch o.kind {
 	case "breserve", "ratebudget":
-		req := governor.BudgetRequest{Project: r.project, Lease: o.id, TTL: o.ttl, By: "diff"}
+		req := governor.BudgetRequest{Project: r.project, Lease: o.id, Secret: "s-" + o.id, TTL: o.ttl, By: "diff"}
 		for _, n := range o.ids {
 			req.Charges = append(req.Charges, governor.BudgetCharge{Name: n, Limit: 100, Soft: 70, Start: start, End: end, Amount: o.n})
 		}
@@ -92,7 +92,7 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
 		}
-		s, err := r.b.BudgetSettle(ctx, r.project, o.id, actual, "diff")
+		s, err := r.b.BudgetSettle(ctx, r.project, o.id, "s-"+o.id, actual, "diff")
 		out = fmt.Sprintf("%s settled %v overruns %v", errClass(err), s.Settled, s.Overruns)
 	case "badmin":
 		out = errClass(r.b.BudgetAdmin(ctx, r.project, o.ids[0], governor.BudgetOp(o.prio), int64(o.limit), "diff"))

@@ -510,7 +510,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: int64(o.limit)})
 		}
-		st, serr, aerr := r.b.RateAdjustSettle(ctx, key, diffTokens, o.n, o.newID, actual, "diff")
+		st, serr, aerr := r.b.RateAdjustSettle(ctx, key, diffTokens, o.n, o.newID, "s-"+o.newID, actual, "diff")
 		rs, err := r.b.RateStatus(ctx, key)
 		return fmt.Sprintf("%s settle %s settled %v overruns %v | status %s remaining %d %d | %s", errClass(aerr), errClass(serr), st.Settled,
 			st.Overruns, errClass(err), rs.RemainingRequests, rs.RemainingTokens, r.budgetStep(ctx, diffOp{kind: "bread"}))
@@ -589,7 +589,7 @@ func (r *diffRun) step(o diffOp) string {
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
 		}
-		st, serr, rerr := r.b.ReleaseSettle(ctx, key, o.id, "", o.newID, actual, "diff")
+		st, serr, rerr := r.b.ReleaseSettle(ctx, key, o.id, "", o.newID, "s-"+o.newID, actual, "diff")
 		out = fmt.Sprintf("%s settle %s settled %v overruns %v", errClass(rerr), errClass(serr), st.Settled, st.Overruns)
 	case "cancel":
 		out = errClass(r.b.Cancel(ctx, key, o.id, ""))

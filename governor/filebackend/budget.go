@@ -48,16 +48,16 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 		return governor.BudgetResult{}, err
 	}
 	return budgets(ctx, b, req.Project, func(bk *budgetBook, now int64) (governor.BudgetResult, error) {
-		return bk.reserve(req, now), nil
+		return bk.reserve(req, now)
 	})
 }
 
 // ReleaseSettle implements governor.BudgetBackend: the release, then
 // the settle (each under its own lock; nothing here costs a round trip).
-func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease string, actual []governor.BudgetAmount,
+func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease, leaseSecret string, actual []governor.BudgetAmount,
 	by string) (governor.BudgetSettlement, error, error) {
 	rerr := b.Release(ctx, key, id, secret)
-	st, serr := b.BudgetSettle(ctx, key.Project, lease, actual, by)
+	st, serr := b.BudgetSettle(ctx, key.Project, lease, leaseSecret, actual, by)
 	return st, serr, rerr
 }
 
@@ -73,20 +73,20 @@ func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateReque
 
 // RateAdjustSettle implements governor.BudgetBackend: the token
 // adjustment, then the settle (each under its own lock).
-func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease string,
+func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease, secret string,
 	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
 	aerr := b.RateAdjust(ctx, key, tokens, delta)
-	st, serr := b.BudgetSettle(ctx, key.Project, lease, actual, by)
+	st, serr := b.BudgetSettle(ctx, key.Project, lease, secret, actual, by)
 	return st, serr, aerr
 }
 
 // BudgetSettle implements governor.BudgetBackend.
-func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
+func (b *Backend) BudgetSettle(ctx context.Context, project, lease, secret string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err
 	}
 	return budgets(ctx, b, project, func(bk *budgetBook, now int64) (governor.BudgetSettlement, error) {
-		return bk.settle(lease, actual, by, now), nil
+		return bk.settle(project, lease, secret, actual, by, now)
 	})
 }
 

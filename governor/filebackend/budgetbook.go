@@ -2,6 +2,7 @@ package filebackend
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"fmt"
 	"slices"
 	"time"
@@ -42,6 +43,14 @@ type budgetRec struct {
 type budgetRes struct {
 	Expires int64          `json:"expires"`
 	Charges []budgetAmount `json:"charges"`
+	// Proof is the SHA-1 of the reservation's secret (governor.LeaseIDOf);
+	// "" in one made before reservations had secrets.
+	Proof string `json:"proof,omitempty"`
+}
+
+// proven reports whether secret proves o (budget.lua's proven twin).
+func (o *budgetRes) proven(secret string) bool {
+	return o.Proof == "" || subtle.ConstantTimeCompare([]byte(governor.LeaseIDOf(secret)), []byte(o.Proof)) == 1
 }
 
 type budgetAmount struct {
@@ -133,19 +142,22 @@ func (r *budgetRec) roll(start, end int64) {
 }
 
 // reserve is BudgetReserve on bk at now (ms).
-func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) governor.BudgetResult {
+func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.BudgetResult, error) {
 	bk.prune(now)
 	res := governor.BudgetResult{Now: time.UnixMilli(now)}
 	for _, c := range req.Charges {
 		if now < c.Start.UnixMilli() || now >= c.End.UnixMilli() {
 			res.Mismatch = true
-			return res
+			return res, nil
 		}
 	}
-	if bk.Open[req.Lease] != nil {
+	if o := bk.Open[req.Lease]; o != nil {
+		if !o.proven(req.Secret) {
+			return governor.BudgetResult{}, governor.NotBudgetOwner(req.Project, req.Lease)
+		}
 		res.Allowed = true
 		res.States = bk.states(req.Charges)
-		return res
+		return res, nil
 	}
 	for _, c := range req.Charges {
 		r := bk.Budgets[c.Name]
@@ -190,10 +202,10 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) governor.Bu
 		if reason != "" {
 			res.Reason, res.Refused = reason, bk.state(c.Name, r)
 			res.States = bk.states(req.Charges)
-			return res
+			return res, nil
 		}
 	}
-	o := &budgetRes{Expires: now + cmpTTL(req.TTL).Milliseconds()}
+	o := &budgetRes{Expires: now + cmpTTL(req.TTL).Milliseconds(), Proof: governor.LeaseIDOf(req.Secret)}
 	for _, c := range req.Charges {
 		r := bk.Budgets[c.Name]
 		r.Reserved += c.Amount
@@ -204,7 +216,7 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) governor.Bu
 	bk.Open[req.Lease] = o
 	res.Allowed = true
 	res.States = bk.states(req.Charges)
-	return res
+	return res, nil
 }
 
 func cmpTTL(d time.Duration) time.Duration {
@@ -215,10 +227,13 @@ func cmpTTL(d time.Duration) time.Duration {
 }
 
 // settle is BudgetSettle on bk at now (ms).
-func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by string, now int64) governor.BudgetSettlement {
+func (bk *budgetBook) settle(project, lease, secret string, actual []governor.BudgetAmount, by string, now int64) (governor.BudgetSettlement, error) {
 	bk.prune(now)
 	var out governor.BudgetSettlement
 	o := bk.Open[lease]
+	if o != nil && !o.proven(secret) {
+		return out, governor.NotBudgetOwner(project, lease)
+	}
 	if o == nil {
 		for _, a := range actual {
 			r := bk.Budgets[a.Name]
@@ -241,7 +256,7 @@ func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by st
 			bk.event(now, a.Name, governor.EventBudgetHeld, by, lease, lost)
 			bk.count(a.Name, r, a.Amount, now)
 		}
-		return out
+		return out, nil
 	}
 	out.Settled = true
 	for _, c := range o.Charges {
@@ -268,7 +283,7 @@ func (bk *budgetBook) settle(lease string, actual []governor.BudgetAmount, by st
 		bk.count(c.Name, r, amount, now)
 	}
 	delete(bk.Open, lease)
-	return out
+	return out, nil
 }
 
 // admin is BudgetAdmin on bk at now (ms).

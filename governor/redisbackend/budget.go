@@ -57,7 +57,7 @@ func (b *Backend) budgetReserveArgs(req governor.BudgetRequest) []any {
 	if ttl <= 0 {
 		ttl = governor.DefaultBudgetTTL
 	}
-	args := []any{req.Lease, ttl.Milliseconds(), req.By, len(req.Charges)}
+	args := []any{req.Lease, ttl.Milliseconds(), req.By, req.Secret, len(req.Charges)}
 	for _, c := range req.Charges {
 		args = append(args, c.Name, c.Limit, c.Soft, c.Start.UnixMilli(), c.End.UnixMilli(), c.Amount,
 			max(ms(c.Born), b.wit.seen('b', witnessKey(req.Project, c.Name))))
@@ -98,6 +98,8 @@ func budgetReply(req governor.BudgetRequest, v any, err error) (governor.BudgetR
 	}
 	switch verdict {
 	case "ok", "mismatch":
+	case "notowner":
+		return governor.BudgetResult{}, governor.NotBudgetOwner(req.Project, req.Lease)
 	case "exhausted", "paused", "held":
 		res.Reason = verdict
 	default:
@@ -133,18 +135,18 @@ func (r *reader) budget(name string, v any) governor.BudgetState {
 }
 
 // BudgetSettle implements governor.BudgetBackend.
-func (b *Backend) BudgetSettle(ctx context.Context, project, lease string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
+func (b *Backend) BudgetSettle(ctx context.Context, project, lease, secret string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
 	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err
 	}
-	v, err := b.budgetRun(ctx, "settle", project, b.settleArgs(project, lease, by, actual)...)
-	return settled(project, v, err)
+	v, err := b.budgetRun(ctx, "settle", project, b.settleArgs(project, lease, secret, by, actual)...)
+	return settled(project, lease, v, err)
 }
 
 // ReleaseSettle implements governor.BudgetBackend: the release and the
 // settle in one pipeline (batcher.send), each script call keeping its
 // own reply.
-func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease string, actual []governor.BudgetAmount,
+func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease, leaseSecret string, actual []governor.BudgetAmount,
 	by string) (governor.BudgetSettlement, error, error) {
 	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err, b.Release(ctx, key, id, secret)
@@ -156,11 +158,11 @@ func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secre
 	bk := BudgetKeys(key.Project)
 	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret, b.channelArg}, done: make(chan struct{})}
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, by, actual)...), done: make(chan struct{})}
+		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, leaseSecret, by, actual)...), done: make(chan struct{})}
 	sent := time.Now()
 	b.batch.send([]*call{rel, set})
 	v, err := set.cmd.Result()
-	st, serr := settled(key.Project, v, wrap("budget settle", err))
+	st, serr := settled(key.Project, lease, v, wrap("budget settle", err))
 	return st, serr, b.released(key, r, id, rel.cmd, sent)
 }
 
@@ -192,7 +194,7 @@ func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateReque
 // RateAdjustSettle implements governor.BudgetBackend: the token
 // adjustment and the settle in one pipeline (batcher.send), each script
 // call keeping its own reply.
-func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease string,
+func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease, secret string,
 	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
 	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
 		return governor.BudgetSettlement{}, err, b.RateAdjust(ctx, key, tokens, delta)
@@ -203,10 +205,10 @@ func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens
 	rk, bk := RateKeys(key), BudgetKeys(key.Project)
 	adj := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(tokens, delta), done: make(chan struct{})}
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, by, actual)...), done: make(chan struct{})}
+		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, secret, by, actual)...), done: make(chan struct{})}
 	b.batch.send([]*call{adj, set})
 	v, err := set.cmd.Result()
-	st, serr := settled(key.Project, v, wrap("budget settle", err))
+	st, serr := settled(key.Project, lease, v, wrap("budget settle", err))
 	return st, serr, wrap("rate adjust", adj.cmd.Err())
 }
 
@@ -215,8 +217,8 @@ func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens
 // amount for every budget not named (”) names each budget of project
 // the machine witnessed too, so that a settle that finds its
 // reservation gone (`governor settle` after a loss) has the evidence.
-func (b *Backend) settleArgs(project, lease, by string, actual []governor.BudgetAmount) []any {
-	args := []any{lease, by, 0}
+func (b *Backend) settleArgs(project, lease, secret, by string, actual []governor.BudgetAmount) []any {
+	args := []any{lease, by, secret, 0}
 	n := 0
 	add := func(name string, amount, born int64) {
 		args = append(args, name, amount, max(born, b.wit.seen('b', witnessKey(project, name))))
@@ -236,14 +238,18 @@ func (b *Backend) settleArgs(project, lease, by string, actual []governor.Budget
 		}
 		break
 	}
-	args[2] = n
+	args[3] = n
 	return args
 }
 
-// settled reads budget.lua settle's reply v (err: the call's error).
-func settled(project string, v any, err error) (governor.BudgetSettlement, error) {
+// settled reads budget.lua settle's reply v to lease's settle (err: the
+// call's error).
+func settled(project, lease string, v any, err error) (governor.BudgetSettlement, error) {
 	if err != nil {
 		return governor.BudgetSettlement{}, err
+	}
+	if v == "notowner" {
+		return governor.BudgetSettlement{}, governor.NotBudgetOwner(project, lease)
 	}
 	r := &reader{op: "budget settle", key: governor.Key{Project: project, Resource: "{budgets}"}}
 	l := r.list(v, "the reply")

@@ -12,7 +12,8 @@ import (
 )
 
 // EnvSpend tells a command run with a cost which reservation it runs
-// under: "LEASE BUDGET..." (lease ids and budget names hold no
+// under, and proves it: "LEASE.SECRET BUDGET..." (the reservation's
+// governor.SpendKey; lease ids, secrets and budget names hold no
 // whitespace). 'governor settle' reads it.
 const EnvSpend = "GOVERNOR_SPEND"
 
@@ -263,16 +264,16 @@ func spendBudgets(c config.Config, given []CallBudget, scope config.SpendScope) 
 }
 
 // Reserve reserves s's estimate on every budget, all or none, under
-// lease, open for ttl (0: governor's default), as ifBusy says (reserve:
+// lease proven by secret (""; a fresh random one), open for ttl (0: governor's default), as ifBusy says (reserve:
 // fail 73 and skip 75 name the budget; wait waits until deadline, zero
 // for no bound, set by --wait-timeout waitTimeout). It returns nil, nil
 // when s charges no budget. Nothing is reserved on any error.
-func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease string, ttl time.Duration, ifBusy string,
+func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease, secret string, ttl time.Duration, ifBusy string,
 	waitTimeout time.Duration, deadline time.Time) (*governor.BudgetReservation, error) {
 	if len(s.Budgets) == 0 {
 		return nil, nil
 	}
-	return reserve(ctx, g, spendAsk{Spends: s.spends(), Options: governor.BudgetOptions{Lease: lease, TTL: ttl},
+	return reserve(ctx, g, spendAsk{Spends: s.spends(), Options: governor.BudgetOptions{Lease: lease, Secret: secret, TTL: ttl},
 		IfBusy: ifBusy, WaitTimeout: waitTimeout, Deadline: deadline})
 }
 
@@ -285,15 +286,16 @@ func (s *Spend) spends() []governor.BudgetSpend {
 	return spends
 }
 
-// FormatSpend is the value of EnvSpend for a reservation under lease on
-// budgets names.
-func FormatSpend(lease string, names []string) string {
-	return strings.Join(append([]string{lease}, names...), " ")
+// FormatSpend is the value of EnvSpend for reservation r on budgets
+// names.
+func FormatSpend(r *governor.BudgetReservation, names []string) string {
+	return strings.Join(append([]string{r.SpendKey()}, names...), " ")
 }
 
-// SpendFromEnv reads EnvSpend from env: the lease and the budgets; ok
-// false when it is absent or empty.
-func SpendFromEnv(env []string) (lease string, names []string, ok bool) {
+// SpendFromEnv reads EnvSpend from env: the reservation's key
+// (governor.ParseSpendKey reads it) and the budgets; ok false when it is
+// absent or empty.
+func SpendFromEnv(env []string) (key string, names []string, ok bool) {
 	f := strings.Fields(Getenv(env, EnvSpend))
 	if len(f) < 2 {
 		return "", nil, false

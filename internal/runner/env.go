@@ -33,7 +33,7 @@ func childEnv(env, held []string, session string, runIDs string) []string {
 func (r *run) childHeld() []string {
 	env := r.held.Env()
 	if r.spent != nil {
-		env = append(env, acquire.EnvSpend+"="+acquire.FormatSpend(r.spent.Lease, r.spend.Names()))
+		env = append(env, acquire.EnvSpend+"="+acquire.FormatSpend(r.spent, r.spend.Names()))
 	}
 	return env
 }

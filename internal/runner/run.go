@@ -290,7 +290,7 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			deadline = time.Now().Add(max(r.o.WaitTimeout-r.waited, time.Millisecond))
 		}
 		start := time.Now()
-		r.spent, err = r.spend.Reserve(ctx, g, r.id, r.spendTTL(), r.plan.IfBusy(), r.o.WaitTimeout, deadline)
+		r.spent, err = r.spend.Reserve(ctx, g, r.id, "", r.spendTTL(), r.plan.IfBusy(), r.o.WaitTimeout, deadline)
 		r.waited += time.Since(start)
 		if err != nil {
 			code := exitcode.For(err)
