@@ -225,11 +225,16 @@ func spendBudgets(c config.Config, given []CallBudget, scope config.SpendScope) 
 	named := func(n string) bool {
 		return slices.ContainsFunc(given, func(b CallBudget) bool { return b.Inline == nil && b.Name == n })
 	}
+	// An inline budget of a configured budget's name would charge that
+	// budget's state under a definition of the caller's own.
+	for _, b := range given {
+		if _, ok := c.Budgets[inlineName(b)]; ok {
+			n := b.Inline.Name
+			return nil, "", badSpend("budget %s is given inline and is a configured budget; allowed: its name alone (\"%s\") to charge it, or an inline budget of another name", n, n)
+		}
+	}
 	all := slices.Clone(given)
 	for _, n := range c.BudgetsFor(scope) {
-		if slices.ContainsFunc(given, func(b CallBudget) bool { return b.Inline != nil && b.Inline.Name == n }) {
-			return nil, "", badSpend("budget %s is given inline and is a configured budget that applies to this call; allowed: its name alone (\"%s\"), or an inline budget of another name", n, n)
-		}
 		if !named(n) {
 			all = append(all, CallBudget{Name: n})
 		}
@@ -261,6 +266,14 @@ func spendBudgets(c config.Config, given []CallBudget, scope config.SpendScope) 
 		unit = b.Unit
 	}
 	return out, unit, nil
+}
+
+// inlineName is b's name when it is given inline, else "".
+func inlineName(b CallBudget) string {
+	if b.Inline == nil {
+		return ""
+	}
+	return b.Inline.Name
 }
 
 // Reserve reserves s's estimate on every budget, all or none, under

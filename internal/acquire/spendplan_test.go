@@ -47,6 +47,10 @@ func TestPlanCallSpend(t *testing.T) {
 			config.SpendScope{Providers: []string{"anthropic"}}, "anthropic-day,mine,evals", 0, ""},
 		{"inline as a configured one in scope", acquire.CallSpend{Budgets: []acquire.CallBudget{{Inline: &governor.SpendBudget{Name: "anthropic-day"}}}, Estimate: est(1)},
 			config.SpendScope{Providers: []string{"anthropic"}}, "", 0, "given inline and is a configured budget"},
+		// Through the bridge, an inline budget named as a configured one
+		// on an unrelated call was accepted.
+		{"inline as a configured one out of scope", acquire.CallSpend{Budgets: []acquire.CallBudget{{Inline: &governor.SpendBudget{Name: "evals", Unit: "USD", Limit: 1000}}}, Estimate: est(1)},
+			config.SpendScope{Providers: []string{"other"}}, "", 0, "budget evals is given inline and is a configured budget"},
 		{"two units", acquire.CallSpend{Estimate: est(1)}, config.SpendScope{Providers: []string{"anthropic"}, Model: "tok"}, "", 0, "both apply to this call"},
 		{"unknown name", acquire.CallSpend{Budgets: []acquire.CallBudget{named("nope")}, Estimate: est(1)}, config.SpendScope{}, "", 0, `budget "nope" is not configured`},
 		{"budgets without an estimate", acquire.CallSpend{Budgets: []acquire.CallBudget{named("evals")}}, config.SpendScope{}, "", 0, "without an estimate"},
