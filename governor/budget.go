@@ -81,7 +81,9 @@ type BudgetState struct {
 	Soft     int64
 	Spent    int64
 	Reserved int64
-	// Start and End bound the window in force; End is the reset time.
+	// Start and End bound the window in force; End is the reset time. A
+	// read after the window ended shows the next one begun: Start the old
+	// End, End zero (the caller computes it from the BudgetWindow).
 	Start, End time.Time
 	// Born is when this state was made (loss evidence, see BudgetCharge.Born).
 	Born time.Time
@@ -93,6 +95,17 @@ type BudgetState struct {
 	Overruns int64
 	// Open is the number of reservations not settled yet.
 	Open int64
+}
+
+// BudgetInstant is the instant ms (Unix milliseconds) as BudgetState
+// keeps a window's bounds: the zero time for 0 (no window opened yet, or,
+// in a read, the next window not opened: its bounds are the caller's to
+// compute from the budget's BudgetWindow).
+func BudgetInstant(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // Remaining is what a reservation may still take: limit − spent −
@@ -223,7 +236,12 @@ type BudgetBackend interface {
 	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease, secret string, actual []BudgetAmount,
 		by string) (BudgetSettlement, error, error)
 	// Budgets reads the budgets of project with state (names nil: all),
-	// without changing them, ordered by name, with the backend's now.
+	// without changing them, ordered by name, with the backend's now. A
+	// budget is shown as it holds at now, as the next write would leave
+	// it: a reservation past its TTL counted at its estimate (in the
+	// window its expiry falls in), and a window that has ended shown as
+	// the next begun (BudgetState.Start and End), with what counted after
+	// its end spent and no hold.
 	Budgets(ctx context.Context, project string, names []string) ([]BudgetState, time.Time, error)
 	// BudgetAdmin applies op to budget name as by. A budget without state
 	// is made first (with an empty window: the next reservation opens

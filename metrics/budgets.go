@@ -83,7 +83,9 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.reserved, float64(s.Reserved)/governor.MicroUnit)
 		g(c.limit, float64(s.Limit)/governor.MicroUnit)
 		ch <- prometheus.MustNewConstMetric(c.overruns, prometheus.CounterValue, float64(s.Overruns), s.Name)
-		g(c.reset, float64(s.End.UnixMilli())/1000)
+		if !s.End.IsZero() { // zero: the window ended and the next is not opened yet
+			g(c.reset, float64(s.End.UnixMilli())/1000)
+		}
 		g(c.paused, flag(s.Paused))
 		g(c.held, flag(s.Held))
 		g(c.open, float64(s.Open))

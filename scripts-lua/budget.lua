@@ -35,16 +35,20 @@ end
 
 local nums = {'limit', 'live', 'soft', 'spent', 'reserved', 'carry', 'start', 'end', 'born', 'overruns', 'open'}
 
-local function load(name)
-  local v = redis.call('HGET', B, name)
-  if not v then
-    return nil
-  end
+local function decode(v)
   local r = cjson.decode(v)
   for _, f in ipairs(nums) do
     r[f] = tonumber(r[f] or '0') or 0
   end
   return r
+end
+
+local function load(name)
+  local v = redis.call('HGET', B, name)
+  if not v then
+    return nil
+  end
+  return decode(v)
 end
 
 local function fresh()
@@ -101,10 +105,10 @@ local function soft(name, r)
   end
 end
 
--- count adds amount to the window in force, or, once it has ended, to
--- the next one.
-local function count(name, r, amount)
-  if now >= r['end'] then
+-- count adds amount, counted at instant at, to the window in force, or,
+-- when at is past its end, to the next one.
+local function count(name, r, amount, at)
+  if at >= r['end'] then
     r.carry = r.carry + amount
   else
     r.spent = r.spent + amount
@@ -112,10 +116,12 @@ local function count(name, r, amount)
   soft(name, r)
 end
 
--- prune counts every reservation past its expiry as spent at its estimate.
+-- prune counts every reservation past its expiry as spent at its
+-- estimate, in the window its expiry falls in (as a read showed it).
 local function prune()
-  local gone = redis.call('ZRANGEBYSCORE', X, '-inf', now)
-  for _, id in ipairs(gone) do
+  local gone = redis.call('ZRANGEBYSCORE', X, '-inf', now, 'WITHSCORES')
+  for i = 1, #gone, 2 do
+    local id, at = gone[i], tonumber(gone[i + 1])
     local v = redis.call('HGET', O, id)
     if v then
       for _, c in ipairs(cjson.decode(v).c) do
@@ -124,7 +130,7 @@ local function prune()
           local a = tonumber(c[2])
           r.reserved = r.reserved - a
           r.open = r.open - 1
-          count(c[1], r, a)
+          count(c[1], r, a, at)
           event(c[1], 'abandoned', '', id, 'unsettled after its ttl: counted at its estimate ' .. fmt(a))
           put(c[1], r)
         end
@@ -158,9 +164,55 @@ local function records(names)
 end
 
 if mode == 'read' then
+  -- The state as it holds now, as the next write would leave it, written
+  -- nowhere: reservations past their expiry counted at their estimates
+  -- (prune), and a window that has ended shown as the next one begun
+  -- with what counted after its end spent and no hold (its bounds are
+  -- the caller's to compute: start the old end, end 0).
+  local due = {} -- per budget: {counted in the window in force, after its end, reservations}
+  local ends = {}
+  local gone = redis.call('ZRANGEBYSCORE', X, '-inf', now, 'WITHSCORES')
+  for i = 1, #gone, 2 do
+    local v = redis.call('HGET', O, gone[i])
+    if v then
+      for _, c in ipairs(cjson.decode(v).c) do
+        local n = c[1]
+        if ends[n] == nil then
+          local r = load(n)
+          ends[n] = r and r['end'] or 0
+        end
+        local d = due[n] or {0, 0, 0}
+        if tonumber(gone[i + 1]) >= ends[n] then
+          d[2] = d[2] + tonumber(c[2])
+        else
+          d[1] = d[1] + tonumber(c[2])
+        end
+        d[3] = d[3] + 1
+        due[n] = d
+      end
+    end
+  end
   local all = redis.call('HGETALL', B)
-  table.insert(all, 1, fmt(now))
-  return all
+  local out = {fmt(now)}
+  for i = 1, #all, 2 do
+    local name, v = all[i], all[i + 1]
+    local r = decode(v)
+    local d = due[name]
+    local now_ended = r['end'] ~= 0 and now >= r['end']
+    if d then
+      r.reserved, r.open = r.reserved - d[1] - d[2], r.open - d[3]
+      r.spent, r.carry = r.spent + d[1], r.carry + d[2]
+    end
+    if now_ended then
+      r.start, r['end'], r.spent, r.carry, r.held = r['end'], 0, r.carry, 0, ''
+    end
+    if d or now_ended then
+      v = encode(r)
+    end
+    out[#out + 1] = name
+    out[#out + 1] = v
+  end
+  return out
 end
 
 if mode == 'admin' then
@@ -220,7 +272,7 @@ if mode == 'settle' then
         end
         if lost then
           hold(name, r, by, lease, lost)
-          count(name, r, actual[name])
+          count(name, r, actual[name], now)
           put(name, r)
         end
       end
@@ -240,7 +292,7 @@ if mode == 'settle' then
         out[#out + 1] = c[1]
         event(c[1], 'overrun', by, lease, 'actual ' .. fmt(a) .. ' above its estimate ' .. fmt(est))
       end
-      count(c[1], r, a)
+      count(c[1], r, a, now)
       put(c[1], r)
     end
   end

@@ -127,8 +127,12 @@ func writeBudgetsTable(w io.Writer, v view.Budgets) error {
 		if s.Exhausts != nil {
 			exhausts = max(s.Exhausts.Sub(v.Now), 0).Round(time.Second).String()
 		}
+		resets := "-"
+		if !s.Reset.IsZero() {
+			resets = max(s.Reset.Sub(v.Now), 0).Round(time.Second).String()
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, u(s.Spent), u(s.Reserved), limit, used,
-			u(s.BurnRate), exhausts, max(s.Reset.Sub(v.Now), 0).Round(time.Second), s.Open, s.Overruns, state)
+			u(s.BurnRate), exhausts, resets, s.Open, s.Overruns, state)
 	}
 	return tw.Flush()
 }

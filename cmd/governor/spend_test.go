@@ -330,3 +330,28 @@ func TestBudgetAdminConfiguredUnused(t *testing.T) {
 		t.Fatalf("the typo has state: %+v", st)
 	}
 }
+
+// TestBudgetsReadNow: 'governor budgets' shows what holds now: a
+// reservation past its TTL counts at its estimate at once, with no
+// write in between.
+func TestBudgetsReadNow(t *testing.T) {
+	tg := fileTarget(t, spendConfig)
+	g := tg.governor(t)
+	ctx := context.Background()
+	hour := governor.SpendBudget{Name: "fleet-hour", Limit: 100 * governor.MicroUnit, Window: governor.BudgetWindow{Per: time.Hour}}
+	if _, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: hour, Amount: 5 * governor.MicroUnit}},
+		governor.BudgetOptions{TTL: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // past the reservation's TTL: nothing is written after it
+	code, out, stderr := tg.run(t, "--json", "budgets", "fleet-hour")
+	var v struct {
+		Budgets []struct {
+			Spent, Reserved, Open int64
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Budgets) != 1 ||
+		v.Budgets[0].Spent != 5*governor.MicroUnit || v.Budgets[0].Reserved != 0 || v.Budgets[0].Open != 0 {
+		t.Fatalf("budgets past the TTL: exit %d, %q, %q; want 5 spent, nothing reserved or open", code, out, stderr)
+	}
+}

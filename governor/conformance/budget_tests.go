@@ -191,6 +191,40 @@ func (s *suite) budgetAbandoned(t *testing.T) {
 	}
 }
 
+// budgetReadNow: a read shows what holds at the backend's now, with no
+// write in between: a reservation past its TTL counted at its estimate,
+// and, once the window has ended, the next begun (what settled after
+// the end spent, the hold lifted, Start the old End and End zero: the
+// caller knows the next window's length).
+func (s *suite) budgetReadNow(t *testing.T) {
+	b, p := s.h.Open(t), project()
+	now := budgetNow(t, b, p)
+	length := 10 * time.Minute
+	if s.h.RealTime {
+		length = 1500 * time.Millisecond
+	}
+	start := now.Add(-time.Millisecond)
+	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", TTL: 200 * time.Millisecond,
+		Charges: []governor.BudgetCharge{charge("r", 100, 30, start, length)}})
+	if err != nil || !res.Allowed {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	reserve(t, b, p, "lives", charge("r", 100, 10, start, length))
+	s.h.Advance(t, 300*time.Millisecond)
+	st := budgetState(t, b, p, "r")
+	wantBudget(t, "read past the ttl of 30", st, 30, 10, 100)
+	if st.Open != 1 || !st.End.Equal(start.Add(length)) {
+		t.Fatalf("read past the ttl: %+v; want one open reservation, the window in force", st)
+	}
+	s.h.Advance(t, length)
+	settle(t, b, p, "lives", governor.BudgetAmount{Name: "r", Amount: 4}) // after the end: the next window's
+	st = budgetState(t, b, p, "r")
+	wantBudget(t, "read after the window ended", st, 4, 0, 100)
+	if !st.Start.Equal(start.Add(length)) || !st.End.IsZero() || st.Open != 0 {
+		t.Fatalf("read after the window ended: %+v; want Start the old end, End zero, nothing open", st)
+	}
+}
+
 // budgetWindow: a later window starts spent afresh (with what settled
 // after the last one ended), open reservations stay reserved; an earlier
 // window (the clock stepped back) leaves the later one in force; a

@@ -185,6 +185,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetOverrun", s.budgetOverrun},
 		{"BudgetAbandoned", s.budgetAbandoned},
 		{"BudgetWindow", s.budgetWindow},
+		{"BudgetReadNow", s.budgetReadNow},
 		{"BudgetAdmin", s.budgetAdmin},
 		{"BudgetLoss", s.budgetLoss},
 		{"BudgetLossNewProcess", s.budgetLossNewProcess},

@@ -112,9 +112,13 @@ func (b *Backend) Budgets(ctx context.Context, project string, names []string) (
 	if err != nil || st == nil || st.Budgets == nil {
 		return nil, now, err
 	}
+	// The state as it holds now, as the next write would leave it; st is
+	// this read's own copy, never written.
+	st.Budgets.prune(now.UnixMilli())
 	var out []governor.BudgetState
 	for name, r := range st.Budgets.Budgets {
 		if names == nil || slices.Contains(names, name) {
+			r.ended(now.UnixMilli())
 			out = append(out, st.Budgets.state(name, r))
 		}
 	}

@@ -85,10 +85,10 @@ func (r *budgetRec) limit() int64 {
 	return r.Limit
 }
 
-// count adds amount to what r spent: to the window in force, or, once it
-// has ended, to the next one.
-func (bk *budgetBook) count(name string, r *budgetRec, amount, now int64) {
-	if now >= r.End {
+// count adds amount, counted at instant at (ms), to what r spent: to the
+// window in force, or, when at is past its end, to the next one.
+func (bk *budgetBook) count(name string, r *budgetRec, amount, at, now int64) {
+	if at >= r.End {
 		r.Carry += amount
 	} else {
 		r.Spent += amount
@@ -105,7 +105,8 @@ func (bk *budgetBook) soft(name string, r *budgetRec, now int64) {
 }
 
 // prune counts every reservation past its expiry as spent at its
-// estimate, in lease order (the order budget.lua's sorted set gives).
+// estimate, in the window its expiry falls in (as a read showed it), in
+// lease order (the order budget.lua's sorted set gives).
 func (bk *budgetBook) prune(now int64) {
 	var gone []string
 	for id, o := range bk.Open {
@@ -121,7 +122,7 @@ func (bk *budgetBook) prune(now int64) {
 			if r := bk.Budgets[c.Name]; r != nil {
 				r.Reserved -= c.Amount
 				r.Open--
-				bk.count(c.Name, r, c.Amount, now)
+				bk.count(c.Name, r, c.Amount, bk.Open[id].Expires, now) // in the window its expiry falls in
 				bk.event(now, c.Name, governor.EventBudgetAbandoned, "", id, fmt.Sprintf("unsettled after its ttl: counted at its estimate %d", c.Amount))
 			}
 		}
@@ -139,6 +140,17 @@ func (r *budgetRec) roll(start, end int64) {
 	r.Start, r.End = start, end
 	r.Spent, r.Carry = r.Carry, 0
 	r.SoftNoted, r.FullNoted, r.Held = false, false, ""
+}
+
+// ended shows r as it holds at now (ms), for a read: once its window has
+// ended, the next one has begun with what counted after the end spent
+// and no hold; its bounds are the caller's to compute (Start is the old
+// End, End zero), as the next reserve's roll does.
+func (r *budgetRec) ended(now int64) {
+	if r.End != 0 && now >= r.End {
+		r.Start, r.End = r.End, 0
+		r.Spent, r.Carry, r.Held = r.Carry, 0, ""
+	}
 }
 
 // reserve is BudgetReserve on bk at now (ms).
@@ -254,7 +266,7 @@ func (bk *budgetBook) settle(project, lease, secret string, actual []governor.Bu
 			}
 			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
 			bk.event(now, a.Name, governor.EventBudgetHeld, by, lease, lost)
-			bk.count(a.Name, r, a.Amount, now)
+			bk.count(a.Name, r, a.Amount, now, now)
 		}
 		return out, nil
 	}
@@ -280,7 +292,7 @@ func (bk *budgetBook) settle(project, lease, secret string, actual []governor.Bu
 			out.Overruns = append(out.Overruns, c.Name)
 			bk.event(now, c.Name, governor.EventBudgetOverrun, by, lease, fmt.Sprintf("actual %d above its estimate %d", amount, c.Amount))
 		}
-		bk.count(c.Name, r, amount, now)
+		bk.count(c.Name, r, amount, now, now)
 	}
 	delete(bk.Open, lease)
 	return out, nil
@@ -316,7 +328,7 @@ func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by s
 
 func (bk *budgetBook) state(name string, r *budgetRec) governor.BudgetState {
 	return governor.BudgetState{Name: name, Limit: r.limit(), LimitBy: r.LiveBy, Soft: r.Soft, Spent: r.Spent, Reserved: r.Reserved,
-		Start: time.UnixMilli(r.Start), End: time.UnixMilli(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
+		Start: governor.BudgetInstant(r.Start), End: governor.BudgetInstant(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
 		Overruns: r.Overruns, Open: r.Open}
 }
 

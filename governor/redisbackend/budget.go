@@ -126,7 +126,7 @@ func (r *reader) budget(name string, v any) governor.BudgetState {
 		return x
 	}
 	st := governor.BudgetState{Name: name, Limit: n("limit"), LimitBy: rec["live_by"], Soft: n("soft"), Spent: n("spent"),
-		Reserved: n("reserved"), Start: time.UnixMilli(n("start")), End: time.UnixMilli(n("end")), Born: time.UnixMilli(n("born")),
+		Reserved: n("reserved"), Start: governor.BudgetInstant(n("start")), End: governor.BudgetInstant(n("end")), Born: time.UnixMilli(n("born")),
 		Paused: rec["paused"], Held: rec["held"], Overruns: n("overruns"), Open: n("open")}
 	if st.LimitBy != "" {
 		st.Limit = n("live")

@@ -18,12 +18,15 @@ type BudgetSource interface {
 // Budget is a spend budget in 'governor budgets --json' and
 // /api/v1/budgets: amounts in micro-units.
 type Budget struct {
-	Name     string    `json:"name"`
-	Spent    int64     `json:"spent"`
-	Reserved int64     `json:"reserved"`
-	Limit    int64     `json:"limit"`
-	LimitBy  string    `json:"limit_by,omitempty"`
-	Soft     int64     `json:"soft,omitempty"`
+	Name     string `json:"name"`
+	Spent    int64  `json:"spent"`
+	Reserved int64  `json:"reserved"`
+	Limit    int64  `json:"limit"`
+	LimitBy  string `json:"limit_by,omitempty"`
+	Soft     int64  `json:"soft,omitempty"`
+	// Start and Reset bound the window that holds now; Reset is zero for
+	// a budget that is not configured whose window has ended (the next
+	// reservation opens the next).
 	Start    time.Time `json:"window_start"`
 	Reset    time.Time `json:"reset"`
 	Open     int64     `json:"open"`
@@ -83,9 +86,15 @@ func BudgetsWith(sts []governor.BudgetState, now time.Time, configured map[strin
 }
 
 func budgetOf(s governor.BudgetState, now time.Time, configured map[string]BudgetConfig) Budget {
+	c, ok := configured[s.Name]
+	if ok && (s.End.IsZero() || !now.Before(s.End)) {
+		// The next window has begun (the backend read it so) or none
+		// opened yet: the configuration says which holds now.
+		s.Start, s.End = c.Window.Bounds(now)
+	}
 	b := Budget{Name: s.Name, Spent: s.Spent, Reserved: s.Reserved, Limit: s.Limit, LimitBy: s.LimitBy,
 		Soft: s.Soft, Start: s.Start.UTC(), Reset: s.End.UTC(), Open: s.Open, Overruns: s.Overruns, Paused: s.Paused, Held: s.Held}
-	if c, ok := configured[s.Name]; ok {
+	if ok {
 		b.Unit, b.Window, b.Configured = c.Unit, c.Window.String(), true
 	}
 	b.BurnRate, b.Exhausts = Burn(s, now)

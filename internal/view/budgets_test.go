@@ -53,3 +53,18 @@ func TestBudgetsWithConfigured(t *testing.T) {
 		t.Errorf("b = %+v", b)
 	}
 }
+
+// A budget whose window has ended is read as the next begun (End zero):
+// a configured one shows the window that holds now, one that is not
+// configured no reset.
+func TestBudgetsNextWindow(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC)
+	sts := []governor.BudgetState{{Name: "a", Limit: 5, Spent: 1, Start: now.Add(-30 * time.Minute)}, {Name: "b", Limit: 5, Start: now.Add(-time.Hour)}}
+	v := view.BudgetsWith(sts, now, map[string]view.BudgetConfig{"a": {Limit: 5, Unit: "USD", Window: governor.BudgetWindow{Per: time.Hour}}})
+	if a := v.Budgets[0]; !a.Start.Equal(now.Add(-30*time.Minute)) || !a.Reset.Equal(now.Add(30*time.Minute)) || a.Spent != 1 {
+		t.Errorf("a = %+v; want the window 10:00..11:00", a)
+	}
+	if b := v.Budgets[1]; !b.Reset.IsZero() {
+		t.Errorf("b = %+v; want no reset", b)
+	}
+}
