@@ -224,6 +224,9 @@ Exit codes:
 			if err := limitGiven(cmd, o.Limit); err != nil {
 				return err
 			}
+			if o.BackoffExitCode == 0 && cmd.Flags().Changed("backoff-exit-code") {
+				return exitWith(exitcode.Failure, errors.New("--backoff-exit-code 0 is not allowed; use 1 to 255, with --provider NAME (the provider the exit code signals for)"))
+			}
 			l, err := a.load()
 			if err != nil {
 				return err

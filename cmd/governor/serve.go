@@ -214,7 +214,7 @@ is readable by others, a file backend that cannot open, or cannot listen.`,
 	f.StringVar(&unix, "unix", "", "listen on a unix socket at PATH instead, that only you can connect to (0600); see above")
 	f.DurationVar(&timeout, "timeout", metrics.DefaultTimeout, "bound on the backend reads of one scrape or health check")
 	f.DurationVar(&retention, "resources-retention", governor.DefaultRetention,
-		fmt.Sprintf("forget a resource idle (no holder, waiter, grant or enqueue) this long (at least %v)", governor.MinRetention))
+		fmt.Sprintf("forget a resource idle (no holder, waiter, grant or enqueue) this long (at least %v)", statuspage.MinRetention))
 	f.BoolVar(&page, "page", true, "serve the status page (/) and the JSON API (/api/v1/); false: /metrics and /healthz alone")
 	f.StringVar(&tokenFile, "admin-token-file", "", "enable actions (pause, resume, limit, cancel) on the page and the API for requests carrying the token in FILE (chmod 600); see above for the CSRF rule")
 	return cmd
