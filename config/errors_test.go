@@ -26,6 +26,10 @@ func TestLoadFileErrors(t *testing.T) {
 	}{
 		{"syntax: bad indentation", "project: a\nlease:\n  ttl: 30s\n heartbeat: 10s\n",
 			[]string{"F:4: YAML syntax error: did not find expected key"}},
+		{"syntax: key indented deeper", "project: p\nresources:\n  heavy: {limit: 1}\n   gpu: {limit: 2}\n",
+			[]string{"F:4: YAML syntax error: did not find expected key"}},
+		{"syntax: key back out to no block's depth", "project: p\nresources:\n  heavy:\n     limit: 1\n    mkdir_lock: /tmp/x\n",
+			[]string{"F:5: YAML syntax error: did not find expected key"}},
 		{"syntax: unclosed flow list", "project: a\nlock_order: [a, b\nbackend: auto\n",
 			[]string{"F:2: YAML syntax error: did not find expected ',' or ']'"}},
 		{"syntax: on line 1", "project: a: b\n",

@@ -98,6 +98,11 @@ func syntaxLine(err error, data []byte) (int, string) {
 		if isParserProblem(m[2]) {
 			line++
 		}
+		if m[2] == "did not find expected key" {
+			// yaml.v3 names the line of the mapping the bad key broke,
+			// which may be lines above it: name the misindented line.
+			line = max(line, misindented(data, line))
+		}
 		return line, m[2]
 	}
 	switch {
@@ -113,6 +118,45 @@ func syntaxLine(err error, data []byte) (int, string) {
 		return 0, msg
 	}
 	return 1, msg
+}
+
+// misindented returns the 1-based line, from line from on, of the first
+// key indented as no open block is: deeper than the line before without
+// that line opening a block, or back out to a depth no block above has.
+// 0 when there is none.
+func misindented(data []byte, from int) int {
+	open := []int{0} // the depths of the blocks the line before is in
+	deeper := false  // the line before opens a block
+	for i, text := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(text)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		n := len(text) - len(strings.TrimLeft(text, " "))
+		top := open[len(open)-1]
+		bad := false
+		switch {
+		case n > top && deeper:
+			open = append(open, n)
+		case n > top:
+			bad = true
+		default:
+			for len(open) > 1 && open[len(open)-1] > n {
+				open = open[:len(open)-1]
+			}
+			bad = open[len(open)-1] != n
+		}
+		if bad && i+1 >= from {
+			return i + 1
+		}
+		if rest, ok := strings.CutPrefix(t, "- "); ok && !bad {
+			open = append(open, n+2) // a list item's mapping goes on at its content's depth
+			t = rest
+		}
+		deeper = strings.HasSuffix(t, ":") || strings.HasSuffix(t, "|") || strings.HasSuffix(t, ">") ||
+			strings.HasSuffix(t, "|-") || strings.HasSuffix(t, ">-") || t == "-"
+	}
+	return 0
 }
 
 // isParserProblem tells the problems yaml.v3's parser reports (those of

@@ -203,7 +203,7 @@ Exit codes, shared by every command (each command's --help lists its own):
 	f.Var(boolFlag{&a.lossQuarantine}, "loss-quarantine", "after Redis lost its data, hold new grants on an affected resource for the longest lease TTL (default true; config redis.loss_quarantine; see docs/redis.md)")
 	f.Lookup("loss-quarantine").NoOptDefVal = "true"
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitWith(exitcode.Failure, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
+		return exitWith(exitcode.Failure, fmt.Errorf("%w\nsee '%s --help'", flagError(c, err), c.CommandPath()))
 	})
 	cmds := a.commands()
 	for _, c := range cmds {
@@ -237,6 +237,9 @@ func (a *app) load() (*config.Loaded, error) {
 		if v != "" {
 			flags[k] = v
 		}
+	}
+	if err := a.conflictingFlags(); err != nil {
+		return nil, exitWith(exitcode.Failure, err)
 	}
 	if a.redisURLFile != "" {
 		if a.redisURL != "" {

@@ -119,7 +119,7 @@ func TestAcquireRenewRelease(t *testing.T) {
 		if code, _, _ = cli(t, append(g, "renew", lease)...); code != 122 {
 			t.Fatalf("renew after release: exit %d, want 122 (never re-acquires)", code)
 		}
-		code, out, _ = cli(t, append(g, "slots")...)
+		code, out, _ = cli(t, append(g, "slots", "heavy")...)
 		if code != 0 || !strings.Contains(out, "heavy  limit 1  in use 0  free 1  waiting 0") {
 			t.Fatalf("slots after release: exit %d:\n%s", code, out)
 		}

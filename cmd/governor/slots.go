@@ -157,6 +157,11 @@ func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	fmt.Fprint(w, head)
+	if len(names) == 0 && err == nil && view.AllIdle(sts, a.mkdirLocks()) {
+		// Nothing to see: one line, not a block per configured resource.
+		fmt.Fprintf(w, "nothing held, nobody waiting in project %s (%d resources; 'governor slots NAME' or --json shows each)\n", dash(g.Project()), len(sts))
+		return nil
+	}
 	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks(), a.limitNote, err)
 	return err
 }

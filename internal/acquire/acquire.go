@@ -220,6 +220,9 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	}
 	var waitingFor string // the resource last queued for, for a --wait-timeout message
 	notes := &limitNotes{ctx: ctx, g: g, h: h, ev: ev, asked: p.req.Limit}
+	if msg := execRunLimitNote(p.items, p.req.Limit); msg != "" {
+		ev.note(msg)
+	}
 	var wants []governor.Want
 	for _, it := range p.items {
 		k := governor.Key{Project: g.Project(), Resource: it.Name}

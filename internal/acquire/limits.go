@@ -3,6 +3,7 @@ package acquire
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/safetext"
@@ -80,6 +81,9 @@ type limitNotes struct {
 }
 
 func (n *limitNotes) say(it *Item, granted int) {
+	if isExecRun(it.Name) {
+		return // --limit is never theirs: execRunLimitNote says so once
+	}
 	note, err := NoteLimit(n.ctx, n.g, it.Name, n.asked, it.Limit, it.Origin, granted)
 	if err == nil && note != nil { // a failed read is the acquire's to report
 		n.h.notes = append(n.h.notes, note)
@@ -118,4 +122,16 @@ func (n *limitNotes) before(ev Events) Events {
 		}
 	}
 	return ev
+}
+
+// execRunLimitNote is what to say when --limit (asked) reaches none of
+// items: every one is the project's run lock or its join slots, whose
+// limit run.max_concurrent_runs sets ("" otherwise).
+func execRunLimitNote(items []*Item, asked int) string {
+	if asked == 0 || !slices.ContainsFunc(items, func(it *Item) bool { return isExecRun(it.Name) }) ||
+		slices.ContainsFunc(items, func(it *Item) bool { return !isExecRun(it.Name) }) {
+		return ""
+	}
+	return fmt.Sprintf("--limit %d is not used: it is the limit of a --resource the configuration does not name, and this run names none "+
+		"(a run without --resource holds the project's run lock: one such run at a time)", asked)
 }

@@ -6,7 +6,9 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/governor-dev/governor/config"
@@ -117,8 +119,13 @@ func (s Store) Open(ctx context.Context, warn func(string)) (governor.Backend, e
 	if err != nil {
 		_ = rdb.Close()
 		hint := ""
-		if strings.HasPrefix(s.RedisURL, "rediss") {
+		var ne net.Error
+		switch {
+		case strings.HasPrefix(s.RedisURL, "rediss"):
 			hint = " (rediss:// speaks TLS: is that port a TLS port of the server, or a plain one for redis://?)"
+		case errors.As(err, &ne):
+			hint = fmt.Sprintf("\ncheck: is redis-server running there ('redis-cli -u %s ping')? is the URL right (--redis-url, GOVERNOR_REDIS_URL, redis.url in exec-defaults.yaml)? without Redis, --backend file keeps the state on this machine",
+				config.RedactURL(s.RedisURL))
 		}
 		return nil, exitcode.With(exitcode.Failure, fmt.Errorf("cannot reach Redis at %s: %w%s", config.RedactURL(s.RedisURL), err, hint))
 	}

@@ -173,3 +173,20 @@ func liveText(st governor.Status) string {
 	return fmt.Sprintf("  LIVE LIMIT set by %s %s ago ('governor limit %s --clear' returns to the configured one)",
 		Dash(l.By), governor.Ago(st.Now.Sub(l.At)), Dash(st.Key.Resource))
 }
+
+// AllIdle reports whether none of sts has anything to show beside its
+// limit: no holder, no waiter, no pause, no live limit, no drift, no
+// cool-off in force, and no mkdir slot of locks held.
+func AllIdle(sts []governor.Status, locks map[string]string) bool {
+	for i := range sts {
+		st := &sts[i]
+		if st.Used > 0 || len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.LiveLimit != nil ||
+			st.DriftLimit != 0 || st.CoolOff.After(st.Now) {
+			return false
+		}
+		if m := mkdirSlotOf(locks, st); m != nil && m.State != "free" {
+			return false
+		}
+	}
+	return true
+}
