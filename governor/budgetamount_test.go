@@ -57,7 +57,7 @@ func TestValidateBudgetName(t *testing.T) {
 			t.Errorf("ValidateBudgetName(%q) = %v; want ErrInvalid saying what is allowed", n, err)
 		}
 		b := governor.SpendBudget{Name: n, Limit: 1, Window: governor.BudgetWindow{Per: time.Hour}}
-		req := governor.BudgetRequest{Project: "p", Lease: "l", Charges: []governor.BudgetCharge{{Name: n, Limit: 1, Start: day, End: day.Add(time.Hour)}}}
+		req := governor.BudgetRequest{Project: "p", Lease: "l", Secret: "s", Charges: []governor.BudgetCharge{{Name: n, Limit: 1, Start: day, End: day.Add(time.Hour)}}}
 		for what, err := range map[string]error{
 			"SpendBudget.Validate":  b.Validate(),
 			"ValidateBudgetRequest": governor.ValidateBudgetRequest(req),

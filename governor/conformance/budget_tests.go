@@ -204,7 +204,7 @@ func (s *suite) budgetReadNow(t *testing.T) {
 		length = 1500 * time.Millisecond
 	}
 	start := now.Add(-time.Millisecond)
-	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", TTL: 200 * time.Millisecond,
+	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", Secret: secretOf("dies"), TTL: 200 * time.Millisecond,
 		Charges: []governor.BudgetCharge{charge("r", 100, 30, start, length)}})
 	if err != nil || !res.Allowed {
 		t.Fatalf("reserve: %+v, %v", res, err)
