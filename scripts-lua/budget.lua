@@ -341,9 +341,10 @@ for _, c in ipairs(cs) do
   if not r then
     r = fresh()
   end
-  -- A window later than the record's opens; an earlier one (the clock
-  -- stepped back) leaves the record's in force.
-  if c.start > r.start or r['end'] == 0 then
+  -- The caller's window opens once the record's has ended (or it has
+  -- none): never before, whatever window the caller computed (another
+  -- configuration's, the clock stepped back).
+  if now >= r['end'] then
     r.start, r['end'] = c.start, c['end']
     r.spent, r.carry = r.carry, 0
     r.soft_noted, r.full_noted, r.held = '0', '0', ''
@@ -351,7 +352,12 @@ for _, c in ipairs(cs) do
   if lost then
     hold(c.name, r, by, lease, lost)
   end
-  r.limit, r.soft = c.limit, c.soft
+  -- The limit and soft threshold are the state's, set by the first
+  -- reservation: no caller's configuration changes them (an operator's
+  -- limit does, BudgetSetLimit).
+  if r.defined ~= '1' then
+    r.limit, r.soft, r.defined = c.limit, c.soft, '1'
+  end
   put(c.name, r)
 end
 for _, c in ipairs(cs) do

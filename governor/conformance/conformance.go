@@ -191,6 +191,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetLossNewProcess", s.budgetLossNewProcess},
 		{"BudgetBadInput", s.budgetBadInput},
 		{"BudgetSecret", s.budgetSecret},
+		{"BudgetDrift", s.budgetDrift},
 		{"BudgetHammer", s.budgetHammer},
 		{"BudgetGovernor", s.budgetGovernor},
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},

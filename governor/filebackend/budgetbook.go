@@ -38,6 +38,9 @@ type budgetRec struct {
 	Open      int64  `json:"open,omitempty"`
 	SoftNoted bool   `json:"soft_noted,omitempty"`
 	FullNoted bool   `json:"full_noted,omitempty"`
+	// Defined: Limit and Soft were set, by the first reservation; no
+	// later one changes them (budget.lua's "defined").
+	Defined bool `json:"defined,omitempty"`
 }
 
 type budgetRes struct {
@@ -130,11 +133,12 @@ func (bk *budgetBook) prune(now int64) {
 	}
 }
 
-// roll opens window start..end when it is later than r's: what was
-// counted after the last one ended starts it, and a loss hold ends.
-// A window earlier than r's (the clock stepped back) leaves r as it is.
-func (r *budgetRec) roll(start, end int64) {
-	if start <= r.Start && r.End != 0 {
+// roll opens window start..end once r's has ended at now (or r has
+// none): what was counted after the last one ended starts it, and a
+// loss hold ends. Before, r's window stays in force, whatever window
+// the caller computed (another configuration's, the clock stepped back).
+func (r *budgetRec) roll(now, start, end int64) {
+	if now < r.End {
 		return
 	}
 	r.Start, r.End = start, end
@@ -188,12 +192,14 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.B
 			r = &budgetRec{Born: now}
 			bk.Budgets[c.Name] = r
 		}
-		r.roll(c.Start.UnixMilli(), c.End.UnixMilli())
+		r.roll(now, c.Start.UnixMilli(), c.End.UnixMilli())
 		if lost != "" {
 			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
 			bk.event(now, c.Name, governor.EventBudgetHeld, req.By, req.Lease, lost)
 		}
-		r.Limit, r.Soft = c.Limit, c.Soft
+		if !r.Defined {
+			r.Limit, r.Soft, r.Defined = c.Limit, c.Soft, true
+		}
 	}
 	for _, c := range req.Charges {
 		r := bk.Budgets[c.Name]
