@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/proctest"
+	"github.com/governor-dev/governor/internal/statuspage"
 )
 
 // spendConfig configures spend budgets for the run tests: team-day
@@ -328,6 +332,24 @@ func TestBudgetAdminConfiguredUnused(t *testing.T) {
 	g := tg.governor(t)
 	if st := budgetState(t, g, "team-dya"); st.Name != "" {
 		t.Fatalf("the typo has state: %+v", st)
+	}
+	// The budget events are listed with the resources' (CLI, JSON, API).
+	if code, out, stderr := tg.run(t, "events"); code != 0 || !strings.Contains(out, "budget:team-day") || !strings.Contains(out, "admin") ||
+		!strings.Contains(out, "pause; by ") || !strings.Contains(out, "limit 3000000") {
+		t.Fatalf("events: exit %d, %q, %q; want the budget's admin actions", code, out, stderr)
+	}
+	code, out, stderr := tg.run(t, "--json", "events", "budget:team-day")
+	var rows []struct{ Resource, Kind, Detail, By string }
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) < 2 || rows[0].Resource != "budget:team-day" ||
+		rows[0].Kind != "admin" || rows[0].Detail != "pause" || rows[0].By == "" {
+		t.Fatalf("events --json budget:team-day: exit %d, %q, %q", code, out, stderr)
+	}
+	mux := http.NewServeMux()
+	statuspage.NewPage(g, statuspage.PageOptions{Timeout: 5 * time.Second}).Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if code, page := proctest.Get(t, srv.URL+"/api/v1/events?resource=budget:team-day"); code != 200 || !strings.Contains(page, `"budget:team-day"`) {
+		t.Fatalf("/api/v1/events: %d %q", code, page)
 	}
 }
 

@@ -116,6 +116,12 @@ func (r *Reopening) Budgets(ctx context.Context, names []string) ([]governor.Bud
 	return sts, now, err
 }
 
+// BudgetEvents reads the project's spend budget events
+// (view.BudgetEventSource).
+func (r *Reopening) BudgetEvents(ctx context.Context) ([]governor.BudgetEvent, error) {
+	return call(ctx, r, func(g *governor.Governor) ([]governor.BudgetEvent, error) { return g.BudgetEvents(ctx) })
+}
+
 // MinRetention is the least --resources-retention serve takes. Forgetting
 // a resource erases its events, admin actions included, and any user of the
 // backend can run serve: a floor of hours keeps a week-end's record of who

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,14 +34,29 @@ type EventSource interface {
 	Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error)
 }
 
+// BudgetEventSource reads a project's spend budget events; a
+// *governor.Governor is one.
+type BudgetEventSource interface {
+	BudgetEvents(ctx context.Context) ([]governor.BudgetEvent, error)
+}
+
+// BudgetPrefix names a spend budget among the resources of an event
+// listing: budget:NAME (a budget's name holds no '/', a resource's
+// events never carry this prefix).
+const BudgetPrefix = "budget:"
+
 // ReadEvents returns the events of the resources names (every resource
-// with state when none is named) at or after from, oldest first. One
+// with state when none is named) at or after from, oldest first, and,
+// from a BudgetEventSource, those of the spend budgets named budget:NAME
+// among names (every budget when none is named), as resource
+// budget:NAME. One
 // resource whose events cannot be read does not hide the others': the
 // error then names each such resource, beside the rows that were read.
 // When nothing could be listed at all, rows is nil.
 func ReadEvents(ctx context.Context, src EventSource, names []string, from time.Time) ([]Event, error) {
 	names = unique(names)
-	if len(names) == 0 {
+	all := len(names) == 0
+	if all {
 		var err error
 		if names, err = src.Resources(ctx); err != nil {
 			return nil, err
@@ -47,7 +64,12 @@ func ReadEvents(ctx context.Context, src EventSource, names []string, from time.
 	}
 	rows := []Event{}
 	var failed []error
+	var budgets []string
 	for _, n := range names {
+		if b, ok := strings.CutPrefix(n, BudgetPrefix); ok && !all {
+			budgets = append(budgets, b)
+			continue
+		}
 		evs, err := src.Events(ctx, n, from)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("events of %s: %w", n, err))
@@ -55,6 +77,17 @@ func ReadEvents(ctx context.Context, src EventSource, names []string, from time.
 		}
 		for _, e := range evs {
 			rows = append(rows, Event{e.At.UTC(), n, e.Kind, e.LeaseID, e.Token, e.Detail, e.By})
+		}
+	}
+	if bs, ok := src.(BudgetEventSource); ok && (all || len(budgets) > 0) {
+		evs, err := bs.BudgetEvents(ctx)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("budget events: %w", err))
+		}
+		for _, e := range evs {
+			if !e.At.Before(from) && (all || slices.Contains(budgets, e.Budget)) {
+				rows = append(rows, Event{At: e.At.UTC(), Resource: BudgetPrefix + e.Budget, Kind: e.Kind, LeaseID: e.Lease, Detail: e.Detail, By: e.By})
+			}
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At.Before(rows[j].At) })
