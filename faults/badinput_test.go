@@ -83,7 +83,6 @@ func TestBadInputLibrary(t *testing.T) {
 		{"negative weight", "good", governor.AcquireOptions{Limit: 2, Weight: -1}, governor.ErrInvalid, "weight -1"},
 		{"weight above limit", "good", governor.AcquireOptions{Limit: 2, Weight: 3}, governor.ErrTooHeavy, "weight 3"},
 		{"exclusive with a weight", "good", governor.AcquireOptions{Limit: 2, Weight: 1, Exclusive: true}, governor.ErrInvalid, "exclusive"},
-		{"limit 0", "good", governor.AcquireOptions{Limit: 0}, governor.ErrInvalid, "limit 0"},
 		{"negative limit", "good", governor.AcquireOptions{Limit: -5}, governor.ErrInvalid, "limit -5"},
 		{"enormous limit", "good", governor.AcquireOptions{Limit: math.MaxInt}, governor.ErrInvalid, "allowed: 1 to"},
 		{"limit above max", "good", governor.AcquireOptions{Limit: governor.MaxLimit + 1}, governor.ErrInvalid, "allowed: 1 to"},
