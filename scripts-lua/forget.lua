@@ -16,8 +16,13 @@
 -- above it.
 local retention = ARGV[1] + 0
 load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live', 'limit', 'known'})
--- A tombstone (below), no state: forgotten already.
-if get('limit') == 0 and get('known') > 0 then
+-- A tombstone (below) and nothing else in S: forgotten already. What ops
+-- that make no state wrote beside it since (an event of a degraded
+-- signal, stats) goes, as the file backend forgets them; the tombstone
+-- stays. A tombstone with other fields (an adaptive limit, a cool-off)
+-- is forgotten as any state is, below.
+if get('limit') == 0 and get('known') > 0 and redis.call('HLEN', S) == 1 then
+  redis.call('DEL', H, Q, QE, QD, E, KEYS[7])
   return 0
 end
 settle()
