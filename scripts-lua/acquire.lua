@@ -135,7 +135,9 @@ elseif qat > 0 then
   -- A waiter seen queued at qat, now missing from the queue of a state
   -- born after qat (its incarnation, lib.lua), outlived its state: a
   -- newcomer made the new one.
-  if fresh == 1 then
+  -- A tombstone (forget.lua) newer than qat says the state was forgotten
+  -- after the waiter left its queue (forget needs none), not lost.
+  if fresh == 1 and get('known') <= qat * 1000 + 999 then
     quarantine(string.format('waiter %s re-queued into a resource without state', id))
   elseif get('inc') > qat * 1000 + 999 and not redis.call('ZSCORE', Q, id) then
     quarantine(string.format('waiter %s, queued at %d ms, re-queued into a state born at %d ms', id, qat,
