@@ -26,8 +26,6 @@ const (
 	// DefaultBudgetTTL is how long a reservation stays open unsettled
 	// before it is counted as spent at its estimate.
 	DefaultBudgetTTL = time.Hour
-	// MaxBudgetTTL bounds a reservation's TTL.
-	MaxBudgetTTL = 7 * 24 * time.Hour
 	// MaxBudgetEvents is how many budget events a project keeps.
 	MaxBudgetEvents = 200
 )
@@ -298,7 +296,7 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 	if len(req.Charges) == 0 || len(req.Charges) > MaxBudgetsPerCall {
 		return invalid("%d budgets in one reservation; allowed: 1 to %d", len(req.Charges), MaxBudgetsPerCall)
 	}
-	if req.TTL < 0 || req.TTL > MaxBudgetTTL {
+	if req.TTL < 0 || req.TTL > 7*24*time.Hour {
 		return invalid("budget reservation ttl %v; allowed: 0 (default %v) to 168h", req.TTL, DefaultBudgetTTL)
 	}
 	seen := map[string]bool{}

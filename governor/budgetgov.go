@@ -61,27 +61,6 @@ type BudgetOptions struct {
 	Mode Mode
 }
 
-// ReservationTTL is the one rule for how long a spend reservation
-// stays open unsettled (BudgetOptions.TTL), for work that ends within
-// within (0: unbounded): within and five minutes, at most MaxBudgetTTL;
-// at least DefaultBudgetTTL when renewable (a lease renewed by hand,
-// which may outlive within, as `governor acquire`'s); 0, the backend's
-// default (DefaultBudgetTTL), for unbounded work. A reservation that
-// outlives its TTL unsettled counts at its estimate (never less).
-func ReservationTTL(within time.Duration, renewable bool) time.Duration {
-	switch {
-	case renewable:
-		return min(max(DefaultBudgetTTL, within+reservationMargin), MaxBudgetTTL)
-	case within <= 0:
-		return 0
-	}
-	return min(within+reservationMargin, MaxBudgetTTL)
-}
-
-// reservationMargin is how long a reservation outlives the work it
-// covers (ReservationTTL).
-const reservationMargin = 5 * time.Minute
-
 // BudgetBusyError is a reservation refused: Budget is the budget that
 // refused, Reason why ("exhausted", "paused", "held"), Unit the budget's
 // unit and Estimate what this call asked of it (micro-units). It is

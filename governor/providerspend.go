@@ -34,38 +34,61 @@ func (p *Provider) DoSpend(ctx context.Context, budgets []SpendBudget, cost, tok
 		}
 		spends = append(spends, BudgetSpend{Budget: b, Amount: cost})
 	}
-	return p.do(ctx, tokens, spends, o, func(ctx context.Context) (int64, int64, error) {
+	sp := &spendAfter{spends: spends, o: o}
+	err := p.do(ctx, tokens, sp, func(ctx context.Context) (int64, error) {
+		r := sp.pending
+		if r == nil { // not reserved with the rate
+			var err error
+			if r, err = p.g.ReserveBudgets(ctx, spends, o); err != nil {
+				return 0, err
+			}
+		}
 		used, actual, err := fn(ctx)
 		if actual < 0 {
 			actual = cost
 		}
-		return used, actual, err
+		sp.r, sp.actual = r, actual
+		return used, err
 	})
+	if sp.r != nil && !sp.sent {
+		_, sp.err = sp.r.Settle(ctx, sp.actual) // no slot to go with
+	}
+	if sp.err != nil {
+		err = errors.Join(err, fmt.Errorf("the call's cost was not settled (it counts at its estimate): %w", sp.err))
+	}
+	return err
 }
 
-// joinSettle is err with serr, a spend settle's error, when there is one.
-func joinSettle(err, serr error) error {
-	if serr == nil {
+// spendAfter is a provider call's spends (reserved with o) and its open
+// reservation: pending once reserved with the call's rate, r (nil when
+// none) once the call ran, with its actual cost, to settle with the
+// release of the call's slot: sent says it went, err is the settle's
+// outcome. A reservation pending that never ran stays open, counted at
+// its estimate.
+type spendAfter struct {
+	spends  []BudgetSpend
+	o       BudgetOptions
+	pending *BudgetReservation
+	r       *BudgetReservation
+	actual  int64
+	sent    bool
+	err     error
+}
+
+// reserveWith reserves the call's rate req and its budgets: together
+// when the rate allows at once (TryRateBudgets; pending is then the
+// reservation, unless the budgets did not fit at once), else the rate
+// alone, waiting (DoSpend's fn then reserves the budgets).
+func (sp *spendAfter) reserveWith(ctx context.Context, g *Governor, req RateRequest) error {
+	res, r, err := g.TryRateBudgets(ctx, req, sp.spends, sp.o)
+	if err != nil {
 		return err
 	}
-	return errors.Join(err, fmt.Errorf("the call's cost was not settled (it counts at its estimate): %w", serr))
-}
-
-// runAlone runs fn without the call's slot and rate (degraded mode),
-// its spends reserved (with o) and settled around it.
-func (p *Provider) runAlone(ctx context.Context, spends []BudgetSpend, o BudgetOptions,
-	fn func(ctx context.Context) (int64, int64, error)) (int64, error) {
-	if len(spends) == 0 {
-		used, _, err := fn(ctx)
-		return used, err
+	if res.Allowed {
+		sp.pending = r
+		return nil
 	}
-	r, err := p.g.ReserveBudgets(ctx, spends, o)
-	if err != nil {
-		return 0, err
-	}
-	used, actual, err := fn(ctx)
-	_, serr := r.Settle(ctx, actual)
-	return used, joinSettle(err, serr)
+	return g.waitRateAfter(ctx, req, max(res.RetryAfter, time.Millisecond))
 }
 
 // TryRateBudgets is TryRate(ctx, req) and one try of ReserveBudgets(ctx,
@@ -112,29 +135,31 @@ func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends [
 	return res, nil, err
 }
 
-// settleTokens is SettleTokens after a call of h, with the settle of
-// h's spend reservation at actual: asked of h's release when it holds
-// the call's slot (Held.SettleOnRelease), else carried by the token
-// settle (Backend.RateAdjustSettle: one round trip on Redis) when there
-// is one, else alone at h's release. serr is set to the spend settle's
-// error.
-func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, h *Held, actual int64, serr *error) error {
-	r := h.Spend()
-	if r == nil {
+// settleTokens is SettleTokens after a call, carrying the call's spend
+// settle (Backend.RateAdjustSettle: one round trip on Redis) when it has
+// no slot whose release could carry it.
+func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *spendAfter) error {
+	if sp == nil || sp.r == nil || sp.r.g != p.g || p.limits.MaxConcurrency > 0 {
 		return p.SettleTokens(ctx, estimate, used)
 	}
-	amounts := r.eachAt(actual)
-	if adjust, err := p.tokensToSettle(estimate, used); !adjust || len(h.Leases()) > 0 {
-		h.SettleOnRelease(r, amounts, func(_ BudgetSettlement, err error) { *serr = err })
-		if adjust {
-			return p.SettleTokens(ctx, estimate, used)
-		}
+	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
 	var aerr error
-	_, *serr, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, r.Lease, r.Secret,
-		r.evidence(amounts), p.g.Identity())
+	sp.sent = true
+	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease, sp.r.Secret,
+		sp.r.evidence(sp.r.eachAt(sp.actual)), p.g.Identity())
 	return aerr
+}
+
+// release releases l, the call's slot, with the settle when there is one.
+func (sp *spendAfter) release(l *Lease) {
+	if sp == nil || sp.r == nil {
+		_ = l.Release()
+		return
+	}
+	sp.sent = true
+	_, sp.err, _ = l.ReleaseSettle(sp.r, sp.r.eachAt(sp.actual))
 }
 
 // ReleaseSettle is Release with r's settle (r.SettleEach(actual)) sent

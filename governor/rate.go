@@ -161,19 +161,12 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // would waste budget that others could use, and the number waiting on
 // the rate limit is then bounded by the concurrency.
 func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.Context) (used int64, err error)) error {
-	return p.do(ctx, estimate, nil, BudgetOptions{}, func(ctx context.Context) (int64, int64, error) {
-		used, err := fn(ctx)
-		return used, 0, err
-	})
+	return p.do(ctx, estimate, nil, fn)
 }
 
-// do is Do and DoSpend: the call's slot, rate and spends (reserved with
-// o) are one Ask (Governor.Hold), fn reports the tokens it used and its
-// actual cost, and the spend settle goes with the release of the
-// call's slot (Held.SettleOnRelease), else with the token settle
-// (settleTokens), else alone.
-func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend, o BudgetOptions,
-	fn func(ctx context.Context) (usedTokens, actualCost int64, err error)) error {
+// do is Do; a spend reservation fn leaves in spend is settled with the
+// release of the call's slot (spendAfter.release), when it has one.
+func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn func(ctx context.Context) (used int64, err error)) error {
 	if err := ValidateResource(p.resource); err != nil {
 		return err
 	}
@@ -200,9 +193,7 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 	// is back.
 	degradedRun := func(cause error) error {
 		d := p.g.enterDegraded(p.resource, pol, cause)
-		_, err := p.g.runDegraded(ctx, d, pol, func(ctx context.Context) (int64, error) {
-			return p.runAlone(ctx, spends, o, fn)
-		})
+		_, err := p.g.runDegraded(ctx, d, pol, fn)
 		return err
 	}
 	if pol.Mode != DownClosed && p.g.isDegraded(p.resource) {
@@ -217,41 +208,52 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 		}
 		p.g.leaveDegraded(ctx, p.resource, pol)
 	}
+	work := ctx
+	if p.limits.MaxConcurrency > 0 {
+		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
+			GiveUpOnBackendError: pol.Mode != DownClosed})
+		if pol.Mode != DownClosed && isDown(ctx, err) {
+			return degradedRun(err)
+		}
+		if err != nil {
+			return err
+		}
+		defer func() { spend.release(l) }()
+		var cancel context.CancelFunc
+		work, cancel = l.Context(ctx)
+		defer cancel()
+	}
+	key := Key{p.g.project, p.resource}
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	ask := Ask{Rates: []RateRequest{{Key: Key{p.g.project, p.resource}, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow}}, Mode: Wait, Spends: spends, Budget: o}
-	if p.limits.MaxConcurrency > 0 {
-		ask.Wants = []Want{{Resource: p.resource, AcquireOptions: AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
-			GiveUpOnBackendError: pol.Mode != DownClosed}}}
+	rreq := RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens, NRequests: 1, NTokens: estimate,
+		Shadow: p.limits.Shadow}
+	var err error
+	if spend != nil && len(spend.spends) > 0 {
+		err = spend.reserveWith(work, p.g, rreq)
+	} else {
+		err = p.g.waitRate(work, rreq)
 	}
-	h, err := p.g.Hold(ctx, ask)
-	if pol.Mode != DownClosed && isDown(ctx, err) {
+	if pol.Mode != DownClosed && isDown(work, err) {
 		return degradedRun(err)
 	}
 	if err != nil {
 		return err
 	}
-	var serr error // the spend settle's
-	defer func() { _ = h.Release() }()
-	work, cancel := h.Context(ctx)
-	defer cancel()
-	used, actual, err := fn(work)
+	used, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if aerr := p.settleTokens(actx, estimate, used, h, actual, &serr); aerr != nil && err == nil {
+	if aerr := p.settleTokens(actx, estimate, used, spend); aerr != nil && err == nil {
 		err = aerr
 	}
 	if _, rerr := p.Report(actx, err); rerr != nil {
 		if err == nil {
-			err = rerr
-		} else {
-			err = fmt.Errorf("%w (%v)", err, rerr)
+			return rerr
 		}
+		err = fmt.Errorf("%w (%v)", err, rerr)
 	}
-	_ = h.Release()
-	return joinSettle(err, serr)
+	return err
 }
 
 // SettleTokens settles a call's token reservation, estimate tokens, at
