@@ -52,21 +52,40 @@ class RedisServer:
         s.bind(("127.0.0.1", 0))
         self.port = s.getsockname()[1]
         s.close()
-        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.argv = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self._start()
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         end = time.monotonic() + DEADLINE
         while time.monotonic() < end:
             try:
-                with socket.create_connection(("127.0.0.1", self.port), 0.5) as c:
-                    c.sendall(b"PING\r\n")
-                    if c.recv(16).startswith(b"+PONG"):
-                        break
+                if self.command("PING") == b"+PONG":
+                    return
             except OSError:
                 time.sleep(0.02)
-        else:
-            self.stop()
-            raise RuntimeError("redis-server did not start")
-        self.url = "redis://127.0.0.1:%d/0" % self.port
+        self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    def command(self, *args: str) -> bytes:
+        """Sends one command; returns the first line of the reply."""
+        req = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
+        with socket.create_connection(("127.0.0.1", self.port), DEADLINE) as c:
+            c.sendall(req)
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                chunk = c.recv(256)
+                if not chunk:
+                    raise OSError("redis-server closed the connection")
+                reply += chunk
+        return reply.split(b"\r\n", 1)[0]
+
+    def restart(self) -> None:
+        """Kills the server and starts it again on the same port: with no
+        persistence (--save "", no AOF), its data is gone."""
+        self.stop()
+        self._start()
 
     def stop(self) -> None:
         self.proc.kill()

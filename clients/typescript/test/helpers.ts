@@ -2,7 +2,7 @@
 // a random port), worker processes, and work-interval files.
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, chmodSync, existsSync } from "node:fs";
-import { createServer } from "node:net";
+import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,16 +62,43 @@ function redisServer(): string | undefined {
 }
 
 /** A redis-server the test starts on 127.0.0.1 (random port); undefined when there is none and GOVERNOR_REQUIRE_REDIS is unset. */
-export async function redisBackend(): Promise<Backend | undefined> {
+export async function redisBackend(): Promise<RedisBackend | undefined> {
   const server = redisServer();
   if (!server) {
     if (process.env.GOVERNOR_REQUIRE_REDIS === "1") throw new Error("redis-server not on PATH and GOVERNOR_REQUIRE_REDIS=1");
     return undefined;
   }
   const port = await freePort();
-  const child = spawn(server, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp("gov-redis-")], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp("gov-redis-")];
+  let child = await startRedis(server, args);
+  const stop = (sig: NodeJS.Signals = "SIGTERM"): Promise<void> =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill(sig);
+    });
+  return {
+    name: "redis",
+    env: { GOVERNOR_REDIS_URL: `redis://127.0.0.1:${port}/0`, GOVERNOR_BACKEND: "redis" },
+    stop: () => stop(),
+    command: (...words: string[]) => redisCommand(port, words),
+    restart: async () => {
+      await stop("SIGKILL");
+      child = await startRedis(server, args);
+    },
+  };
+}
+
+/** A redis-server of the tests': what losing its data takes. */
+export interface RedisBackend extends Backend {
+  /** One command; the first line of its reply ("+OK"). */
+  command(...words: string[]): Promise<string>;
+  /** Killed and started again on its port: without persistence, its data is gone. */
+  restart(): Promise<void>;
+}
+
+async function startRedis(server: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(server, args, { stdio: ["ignore", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (l) => {
@@ -80,16 +107,24 @@ export async function redisBackend(): Promise<Backend | undefined> {
     child.once("exit", (code) => reject(new Error(`redis-server exited (${code}) before it was ready`)));
   });
   child.stdout!.resume();
-  return {
-    name: "redis",
-    env: { GOVERNOR_REDIS_URL: `redis://127.0.0.1:${port}/0`, GOVERNOR_BACKEND: "redis" },
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
+  return child;
+}
+
+function redisCommand(port: number, words: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = createConnection({ host: "127.0.0.1", port });
+    let reply = "";
+    c.on("data", (d) => {
+      reply += d.toString();
+      const end = reply.indexOf("\r\n");
+      if (end >= 0) {
+        c.end();
+        resolve(reply.slice(0, end));
+      }
+    });
+    c.on("error", reject);
+    c.write(`*${words.length}\r\n` + words.map((w) => `$${Buffer.byteLength(w)}\r\n${w}\r\n`).join(""));
+  });
 }
 
 /** Each backend to run a test on. */

@@ -5,6 +5,8 @@
 //   MODE=provider-429  run one call through provider PROVIDER returning a 429 with retry-after RETRY; print "reported".
 //   MODE=provider-try  run one call through provider PROVIDER without waiting; print "ran" or "refused CODE MESSAGE".
 //   MODE=nested  acquire RES (limit 1, no wait); print "nested NESTED TOKEN" of its resource.
+//   MODE=try     acquire RES (limit 1, no wait), reserving ESTIMATE on the budget BUDGET (JSON) when given;
+//               print "granted TOKEN" or "refused CLASS CODE REASON MESSAGE" (REASON: the budget's, else -), and release.
 // Every mode prints "fail CLASS CODE MESSAGE" on an unexpected error and exits 3.
 import { appendFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -66,7 +68,18 @@ async function nested(): Promise<void> {
   console.log(`nested ${lease.resources[0].nested} ${lease.token}`);
 }
 
-const modes: Record<string, () => Promise<void>> = { churn, hold, nested, "provider-429": provider429, "provider-try": providerTry };
+async function tryOnce(): Promise<void> {
+  const spend = env.ESTIMATE ? { budgets: [JSON.parse(env.BUDGET!)], estimate: Number(env.ESTIMATE) } : {};
+  try {
+    await using lease = await gov.acquire(res, { limit: 1, wait: false, ...spend });
+    console.log(`granted ${lease.token}`);
+  } catch (err) {
+    if (!(err instanceof GovernorError)) throw err;
+    console.log(`refused ${err.constructor.name} ${err.code} ${err.budget?.reason ?? "-"} ${err.message}`);
+  }
+}
+
+const modes: Record<string, () => Promise<void>> = { churn, hold, nested, try: tryOnce, "provider-429": provider429, "provider-try": providerTry };
 try {
   const run = modes[env.MODE ?? ""];
   if (!run) throw new Error(`MODE=${env.MODE}: want ${Object.keys(modes).join(", ")}`);
