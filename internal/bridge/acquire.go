@@ -25,7 +25,7 @@ func AcquirePipeline(cat *config.Catalog) Pipeline {
 			Resources: a.Resources, Providers: a.Providers, Weight: a.Weight, Limit: a.Limit, Exclusive: a.Exclusive,
 			Shareable: a.Shareable, Join: a.Join, ExecRun: a.ExecRun, IfBusy: a.IfBusy, WaitTimeout: a.WaitTimeout.D(),
 			TTL: a.TTL.D(), ProgressTimeout: a.ProgressTimeout.D(), Priority: a.Priority, FairKey: a.FairKey,
-			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: a.Tokens, Budgets: budgets, Cost: cost,
+			Supersede: a.Supersede, CancelInProgress: a.CancelInProgress, Tokens: int64(a.Tokens), Budgets: budgets, Cost: cost,
 			Env: a.EnvList(), HolderPID: os.Getpid(), Command: "governor bridge",
 		})
 		if err != nil {

@@ -238,12 +238,12 @@ func opLimit(ctx context.Context, s *server, req request) (any, error) {
 
 type providerArgs struct {
 	Provider    string            `json:"provider"`
-	Tokens      int64             `json:"tokens"`
+	Tokens      Count             `json:"tokens"`
 	IfBusy      string            `json:"if_busy"`
 	WaitTimeout Seconds           `json:"wait_timeout"`
 	Lease       string            `json:"lease"`
 	Outcome     string            `json:"outcome"`
-	UsedTokens  *int64            `json:"used_tokens"`
+	UsedTokens  *Count            `json:"used_tokens"`
 	RetryAfter  Seconds           `json:"retry_after"`
 	Status      int               `json:"status"`
 	Headers     map[string]string `json:"headers"`
@@ -254,10 +254,10 @@ type providerArgs struct {
 	// costs at the price table's price of the call settles the lease's
 	// spend reservation.
 	Budgets   []BudgetArg `json:"budgets"`
-	Estimate  *float64    `json:"estimate"`
+	Estimate  *Amount     `json:"estimate"`
 	Model     string      `json:"model"`
-	MaxTokens int64       `json:"max_tokens"`
-	Cost      *float64    `json:"cost"`
+	MaxTokens Count       `json:"max_tokens"`
+	Cost      *Amount     `json:"cost"`
 	Usage     *usageArg   `json:"usage"`
 	// Release releases the lease after the report, its spend
 	// reservation settled with the release (provider_report).
@@ -407,7 +407,7 @@ func (s *server) reportRelease(ctx context.Context, l *lease, name string, a pro
 func (s *server) report(ctx context.Context, l *lease, name string, a providerArgs) (time.Time, error) {
 	p := s.g.Provider(name, s.c.ProviderLimits(name))
 	if a.UsedTokens != nil {
-		if err := l.settleTokens(ctx, p, name, *a.UsedTokens); err != nil {
+		if err := l.settleTokens(ctx, p, name, int64(*a.UsedTokens)); err != nil {
 			return time.Time{}, err
 		}
 	}

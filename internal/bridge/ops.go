@@ -114,7 +114,7 @@ func (s *server) acquire(ctx context.Context, id int64, a AcquireArgs, provider 
 		return nil, err
 	}
 	l.mu.Lock()
-	l.providers, l.tokens = a.Providers, a.Tokens
+	l.providers, l.tokens = a.Providers, int64(a.Tokens)
 	if sp != nil && sp.Priced {
 		l.price = &sp.Price
 	}

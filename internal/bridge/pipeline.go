@@ -51,7 +51,7 @@ type AcquireArgs struct {
 	FairKey          string            `json:"fair_key"`
 	Supersede        string            `json:"supersede"`
 	CancelInProgress bool              `json:"cancel_in_progress"`
-	Tokens           int64             `json:"tokens"`
+	Tokens           Count             `json:"tokens"`
 	Env              map[string]string `json:"env"`
 	// Budgets are spend budgets on which Estimate, the call's
 	// upper-bound cost in their unit, is reserved with the slots, all or
@@ -62,9 +62,9 @@ type AcquireArgs struct {
 	// PROVIDER/MODEL), MaxTokens its max_tokens: without an estimate, the
 	// price table prices it (Tokens the input), as run --max-tokens.
 	Budgets   []BudgetArg `json:"budgets"`
-	Estimate  *float64    `json:"estimate"`
+	Estimate  *Amount     `json:"estimate"`
 	Model     string      `json:"model"`
-	MaxTokens int64       `json:"max_tokens"`
+	MaxTokens Count       `json:"max_tokens"`
 	// spend is the call's planned spend (server.planSpend); nil: none.
 	spend *acquire.Spend
 	// Record asks for the result's record: what a wait record says of

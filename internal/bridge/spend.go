@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -21,10 +20,10 @@ import (
 // micro-units), or by name (a string: a budget of the bridge's
 // configuration, Config.Budget).
 type BudgetArg struct {
-	Name  string  `json:"name"`
-	Limit float64 `json:"limit"`
-	Unit  string  `json:"unit"`
-	Soft  float64 `json:"soft"`
+	Name  string `json:"name"`
+	Limit Amount `json:"limit"`
+	Unit  string `json:"unit"`
+	Soft  Amount `json:"soft"`
 	// Per (seconds, or a duration such as "24h") or Calendar ("day",
 	// "month") in TZ (an IANA zone; default UTC): when it resets.
 	Per      Per    `json:"per"`
@@ -84,7 +83,7 @@ func (s *server) planSpend(a AcquireArgs) (*acquire.Spend, error) {
 		}
 		r.Estimate = &est
 	}
-	r.MaxTokens, r.InputTokens = a.MaxTokens, a.Tokens
+	r.MaxTokens, r.InputTokens = int64(a.MaxTokens), int64(a.Tokens)
 	scope := config.SpendScope{Providers: a.Providers, Model: a.Model, FairKey: a.FairKey, Session: s.g.Session()}
 	sp, err := acquire.PlanCallSpend(s.c.Spend, r, scope)
 	if err != nil {
@@ -115,18 +114,6 @@ func (p *Per) UnmarshalJSON(b []byte) error {
 	*p = Per(sec)
 	return nil
 }
-
-// micro is v units as micro-units, refusing what the library would not
-// hold.
-func micro(what string, v float64) (int64, error) {
-	if math.IsNaN(v) || v < 0 || v > governor.MaxBudgetAmount/governor.MicroUnit {
-		return 0, badRequest("%s %v; allowed: 0 to %d units", what, v, governor.MaxBudgetAmount/governor.MicroUnit)
-	}
-	return int64(math.Round(v * governor.MicroUnit)), nil
-}
-
-// units is v micro-units as units.
-func units(v int64) float64 { return float64(v) / governor.MicroUnit }
 
 // spendBudget is b, a budget given inline, as the library keeps it.
 // The library checks the budget (acquire.NewPlan); here only what the
@@ -209,9 +196,9 @@ func spendOfHeld(held Held) *governor.BudgetReservation {
 }
 
 type settleArgs struct {
-	Lease string             `json:"lease"`
-	Cost  *float64           `json:"cost"`
-	Costs map[string]float64 `json:"costs"`
+	Lease string            `json:"lease"`
+	Cost  *Amount           `json:"cost"`
+	Costs map[string]Amount `json:"costs"`
 }
 
 type settleResult struct {
@@ -379,9 +366,9 @@ var (
 // usageArg is a call's usage as provider_report tells it (the shape of
 // governor.Usage: input_tokens excludes cached_input_tokens).
 type usageArg struct {
-	InputTokens       int64 `json:"input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
+	InputTokens       Count `json:"input_tokens"`
+	CachedInputTokens Count `json:"cached_input_tokens"`
+	OutputTokens      Count `json:"output_tokens"`
 }
 
 // costOf is what u costs, in units, at the price table's price of the
@@ -389,7 +376,7 @@ type usageArg struct {
 // at its estimate) when l reserved no spend or the table has no price
 // for the call. A negative count, or one whose cost passes
 // governor.MaxBudgetAmount, is bad input.
-func (l *lease) costOf(u usageArg) (*float64, error) {
+func (l *lease) costOf(u usageArg) (*Amount, error) {
 	if u.InputTokens < 0 || u.CachedInputTokens < 0 || u.OutputTokens < 0 {
 		return nil, badRequest("usage %+v; allowed: token counts of 0 or more", u)
 	}
@@ -399,10 +386,11 @@ func (l *lease) costOf(u usageArg) (*float64, error) {
 	if p == nil || spendOfHeld(l.held) == nil {
 		return nil, nil
 	}
-	v, err := p.Cost(governor.Usage(u))
+	v, err := p.Cost(governor.Usage{InputTokens: int64(u.InputTokens), CachedInputTokens: int64(u.CachedInputTokens),
+		OutputTokens: int64(u.OutputTokens)})
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
-	c := units(v)
+	c := amountOf(v)
 	return &c, nil
 }
