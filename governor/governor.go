@@ -347,7 +347,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		decl.FairKey = o.FairKey
 	}
 	if o.Supersede != "" && !validPolicyName(o.Supersede) {
-		return Request{}, LeaseTiming{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, PolicyNameRule)
+		return Request{}, LeaseTiming{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, policyNameRule)
 	}
 	if o.CancelInProgress && o.Supersede == "" {
 		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
@@ -375,7 +375,7 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	}
 	if noHeartbeat {
 		tm := LeaseTiming{TTL: ttl, SafetyMargin: DefaultSafetyMarginFor(ttl)}
-		return tm, tm.CheckDetached(libraryNames)
+		return tm, tm.checkDetached(libraryNames)
 	}
 	if ttl == g.timing.TTL {
 		return g.timing, nil

@@ -53,9 +53,6 @@ func (e *NameError) Error() string { return ErrInvalid.Error() + ": " + e.msg }
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *NameError) Unwrap() error { return ErrInvalid }
 
-// ResourceNameRule says what ValidateResource allows.
-const ResourceNameRule = "printable characters without white space or any of { } * ? [ ] \\, in Unicode NFC, not mixing Latin, Greek and Cyrillic letters, at most 200 bytes"
-
 // ValidateResource checks a resource name: 1 to MaxNameLen bytes of
 // printable UTF-8 with no white space, and none of the characters
 // { } * ? [ ] \ that Redis gives meaning to in keys and patterns. It

@@ -40,17 +40,17 @@ func (d Declaration) OwnerVerdict() proc.Verdict {
 	if v != proc.Dead {
 		return v
 	}
-	return d.TreeVerdict()
+	return d.treeVerdict()
 }
 
-// TreeVerdict is the part of OwnerVerdict about the command tree of a
+// treeVerdict is the part of OwnerVerdict about the command tree of a
 // `governor run`: proc.Alive when, on the host that declared it, its
 // cgroup is populated or a process carries RunID in EnvRunIDs;
 // proc.Unknown on another host or when the process table cannot be read;
 // proc.Dead otherwise (nothing declared included). The file backend asks
 // it before it reclaims a lease whose lease file nobody holds: a process
 // of the tree that closed its inherited descriptors still keeps the slot.
-func (d Declaration) TreeVerdict() proc.Verdict {
+func (d Declaration) treeVerdict() proc.Verdict {
 	if d.HostID == "" || d.HostID != proc.HostID() {
 		return proc.Unknown
 	}

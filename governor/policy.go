@@ -95,7 +95,7 @@ type Class struct {
 const (
 	MaxClasses          = 8
 	DefaultMaxOvertakes = 10
-	MaxFairWeight       = 1000
+	maxFairWeight       = 1000
 	// PolicySkip is how deep the queue looks past a head whose fair key
 	// is at FairCap, or (Eager) that does not fit.
 	PolicySkip = 8
@@ -107,10 +107,10 @@ const (
 	// key's weight, in integers (720720 is divisible by every weight up
 	// to 16 and by many more).
 	PolicyQuant = 720720
-	// DefaultClassName names the class of a waiter without a priority,
+	// defaultClassName names the class of a waiter without a priority,
 	// when the policy has a class of that name; otherwise it is the
 	// lowest class.
-	DefaultClassName = "default"
+	defaultClassName = "default"
 )
 
 // IsZero tells a policy that is plain FIFO.
@@ -133,8 +133,8 @@ func validPolicyName(s string) bool {
 	return true
 }
 
-// PolicyNameRule says what a class name or fair key may be.
-const PolicyNameRule = "1 to 64 of A-Z a-z 0-9 . _ - @"
+// policyNameRule says what a class name or fair key may be.
+const policyNameRule = "1 to 64 of A-Z a-z 0-9 . _ - @"
 
 // Validate checks p for resource (limit: its limit, 0 when not known).
 func (p Policy) Validate(resource string, limit int) error {
@@ -145,7 +145,7 @@ func (p Policy) Validate(resource string, limit int) error {
 	reserved := 0
 	for i, c := range p.Classes {
 		if !validPolicyName(c.Name) {
-			return invalid("priority class %q of %s; allowed: %s", c.Name, resource, PolicyNameRule)
+			return invalid("priority class %q of %s; allowed: %s", c.Name, resource, policyNameRule)
 		}
 		if seen[c.Name] {
 			return invalid("priority class %q of %s given twice", c.Name, resource)
@@ -171,10 +171,10 @@ func (p Policy) Validate(resource string, limit int) error {
 	}
 	for k, w := range p.FairWeights {
 		if !validPolicyName(k) {
-			return invalid("fair key %q of %s; allowed: %s", k, resource, PolicyNameRule)
+			return invalid("fair key %q of %s; allowed: %s", k, resource, policyNameRule)
 		}
-		if w < 1 || w > MaxFairWeight {
-			return invalid("fair weight %d of key %s of %s; allowed: 1 to %d", w, k, resource, MaxFairWeight)
+		if w < 1 || w > maxFairWeight {
+			return invalid("fair weight %d of key %s of %s; allowed: 1 to %d", w, k, resource, maxFairWeight)
 		}
 	}
 	if p.FairCap < 0 || (limit > 0 && p.FairCap > limit) {
@@ -192,7 +192,7 @@ func (p Policy) Validate(resource string, limit int) error {
 const maxQueueBound = 1 << 20
 
 // ClassIndex returns the index of the class a waiter naming priority is
-// in (0 when p has no classes). An empty priority is DefaultClassName if
+// in (0 when p has no classes). An empty priority is defaultClassName if
 // p has it, else the lowest class; a priority p does not have is
 // ok=false.
 func (p Policy) ClassIndex(priority string) (int, bool) {
@@ -201,7 +201,7 @@ func (p Policy) ClassIndex(priority string) (int, bool) {
 	}
 	name := priority
 	if name == "" {
-		name = DefaultClassName
+		name = defaultClassName
 	}
 	for i, c := range p.Classes {
 		if c.Name == name {
@@ -214,8 +214,8 @@ func (p Policy) ClassIndex(priority string) (int, bool) {
 	return 0, false
 }
 
-// ClassNames lists the classes' names, for an error.
-func (p Policy) ClassNames() string {
+// classNames lists the classes' names, for an error.
+func (p Policy) classNames() string {
 	names := make([]string, len(p.Classes))
 	for i, c := range p.Classes {
 		names[i] = c.Name
@@ -368,17 +368,6 @@ func (st Status) ClassUse() map[string]int {
 	return use
 }
 
-// KeyUse is the weight the holders with fair key key hold.
-func (st Status) KeyUse(key string) int {
-	n := 0
-	for _, h := range st.Holders {
-		if h.FairKey == key {
-			n += h.Weight
-		}
-	}
-	return n
-}
-
 // checkRequest checks what an acquire asks of p: its priority names a
 // class, its fair key reads, and its weight can ever be granted in its
 // class (Never: within its cap, the limit less the reserves above it,
@@ -392,10 +381,10 @@ func (p Policy) checkRequest(resource string, limit, weight int, priority, fairK
 		if len(p.Classes) == 0 {
 			return invalid("priority %q for %s; allowed: none (the resource has no priority classes)", priority, resource)
 		}
-		return invalid("priority %q for %s; allowed: %s", priority, resource, p.ClassNames())
+		return invalid("priority %q for %s; allowed: %s", priority, resource, p.classNames())
 	}
 	if fairKey != "" && !validPolicyName(fairKey) {
-		return invalid("fair key %q for %s; allowed: %s", fairKey, resource, PolicyNameRule)
+		return invalid("fair key %q for %s; allowed: %s", fairKey, resource, policyNameRule)
 	}
 	switch p.Never(limit, c, fairKey, weight) {
 	case PolicyCapped:

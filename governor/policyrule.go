@@ -120,9 +120,9 @@ func sum(ns []int) int {
 	return n
 }
 
-// PolicyUse is what st's holders hold under the policy in force, by the
+// policyUse is what st's holders hold under the policy in force, by the
 // classes and fair keys they declared.
-func (st Status) PolicyUse() PolicyUse {
+func (st Status) policyUse() PolicyUse {
 	u := PolicyUse{Limit: st.Limit, Used: st.Used, Classes: make([]int, max(1, len(st.Policy.Classes))), Keys: map[string]int{}}
 	for _, h := range st.Holders {
 		if c, ok := st.Policy.ClassIndex(h.Priority); ok && h.Priority != "" {

@@ -34,7 +34,7 @@ func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *Busy
 // fair_cap, the reserves of the classes above, waiters queued ahead.
 // "" when none applies (the state changed since).
 func refusalRule(req Request, st Status) string {
-	p, u := st.Policy, st.PolicyUse()
+	p, u := st.Policy, st.policyUse()
 	c := p.ClassOf(req.Priority)
 	switch p.Admit(u, c, req.FairKey, req.Weight) {
 	case PolicyCapped:

@@ -106,9 +106,9 @@ func (t LeaseTiming) Check(names TimingNames) error {
 	return t.checkHeartbeat(n)
 }
 
-// CheckDetached checks the timing of a lease that does not heartbeat: it
+// checkDetached checks the timing of a lease that does not heartbeat: it
 // lives by its TTL and renewals by handle, so only the TTL is checked.
-func (t LeaseTiming) CheckDetached(names TimingNames) error {
+func (t LeaseTiming) checkDetached(names TimingNames) error {
 	return checkTTL(t.TTL, names.orDefault())
 }
 

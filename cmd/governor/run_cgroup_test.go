@@ -105,7 +105,7 @@ func TestRunCgroupRemovedByReclaim(t *testing.T) {
 // watchdog are killed, even one that no marker finds (env -i) and that
 // closed the lease files it inherited (file backend): the file backend's
 // reclaim by the lease file asks the tree's proof of life too
-// (Declaration.TreeVerdict). Once it ends, the next run gets the slot
+// (Declaration.OwnerVerdict). Once it ends, the next run gets the slot
 // and the group is removed.
 func TestRunCgroupKeepsSlotWithoutLeaseFile(t *testing.T) {
 	runCgroupsOrSkip(t)
