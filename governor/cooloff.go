@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/governor-dev/governor/governor/humantime"
 )
 
 // DefaultCoolOff is the cool-off after a rate-limit signal that did not
@@ -55,21 +57,11 @@ func signalled(err error) (RateLimited, bool) {
 	return rl, true
 }
 
-// CoolOffNote says that a resource is cooling off until end, left from
-// now: the one wording of every message about a cool-off.
-func CoolOffNote(end time.Time, left time.Duration) string {
-	if left >= time.Second {
-		left = left.Round(time.Second)
-	}
-	return fmt.Sprintf("cooling off after a rate-limit signal until %s (%s from now)",
-		end.UTC().Round(time.Second).Format(time.RFC3339), Ago(left))
-}
-
 // CoolingOff says that st's resource is cooling off and until when, or
 // "" when it is not.
 func (st Status) CoolingOff() string {
 	if left := st.coolingOff(); left > 0 {
-		return CoolOffNote(st.CoolOff, left)
+		return humantime.CoolOffNote(st.CoolOff, left)
 	}
 	return ""
 }

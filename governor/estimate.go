@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/governor-dev/governor/governor/humantime"
 )
 
 // Estimate is an expected wait, with what it rests on.
@@ -134,7 +136,7 @@ func (e Estimate) String() string {
 		holds = "hold"
 	}
 	if e.Wait == 0 && e.MeanHold > 0 {
-		return fmt.Sprintf("any moment (holders past the mean hold of %s, from the last %d %s)", Ago(e.MeanHold), e.Holds, holds)
+		return fmt.Sprintf("any moment (holders past the mean hold of %s, from the last %d %s)", humantime.Ago(e.MeanHold), e.Holds, holds)
 	}
-	return fmt.Sprintf("~%s (from the last %d %s)", Ago(e.Wait), e.Holds, holds)
+	return fmt.Sprintf("~%s (from the last %d %s)", humantime.Ago(e.Wait), e.Holds, holds)
 }

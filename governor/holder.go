@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/governor/humantime"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/safetext"
 )
@@ -20,16 +21,16 @@ func (h Holder) Describe(now time.Time) string {
 	}
 	fmt.Fprintf(&b, "(%s on %s", h.Processes(), orUnknown(h.Host))
 	if !h.AcquiredAt.IsZero() {
-		fmt.Fprintf(&b, ", since %s ago", Ago(now.Sub(h.AcquiredAt)))
+		fmt.Fprintf(&b, ", since %s ago", humantime.Ago(now.Sub(h.AcquiredAt)))
 	}
 	if !h.Heartbeat.IsZero() {
-		fmt.Fprintf(&b, ", last heartbeat %s ago", Ago(now.Sub(h.Heartbeat)))
+		fmt.Fprintf(&b, ", last heartbeat %s ago", humantime.Ago(now.Sub(h.Heartbeat)))
 	}
 	if !h.Progress.IsZero() {
-		fmt.Fprintf(&b, ", last progress %s ago", Ago(now.Sub(h.Progress)))
+		fmt.Fprintf(&b, ", last progress %s ago", humantime.Ago(now.Sub(h.Progress)))
 	}
 	if !h.Expires.IsZero() {
-		fmt.Fprintf(&b, ", expires in %s", Ago(h.Expires.Sub(now)))
+		fmt.Fprintf(&b, ", expires in %s", humantime.Ago(h.Expires.Sub(now)))
 	}
 	fmt.Fprintf(&b, ", lease %s, token %d)", safetext.Escape(h.LeaseID), h.Token)
 	return b.String()
@@ -82,21 +83,4 @@ func orUnknown(s string) string {
 		return "unknown host"
 	}
 	return safetext.Escape(s)
-}
-
-// Ago formats a duration for people: "850ms", "12s", "3m04s", "2h05m".
-func Ago(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/nearest"
 )
@@ -82,7 +83,7 @@ unknown PROVIDER without --force) or backend unreachable.`,
 			if err != nil {
 				return exitWith(exitcode.Failure, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "provider %s: %s\n", args[0], governor.CoolOffNote(end, time.Until(end)))
+			fmt.Fprintf(cmd.OutOrStdout(), "provider %s: %s\n", args[0], humantime.CoolOffNote(end, time.Until(end)))
 			return nil
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
 	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/mkdirslot"
 )
@@ -382,7 +383,7 @@ func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode gover
 			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
 				name, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
 			if !res.CoolOff.IsZero() {
-				na.Msg = fmt.Sprintf("provider %s: %s", name, governor.CoolOffNote(res.CoolOff, res.RetryAfter))
+				na.Msg = fmt.Sprintf("provider %s: %s", name, humantime.CoolOffNote(res.CoolOff, res.RetryAfter))
 			}
 			if p.ifBusy == IfBusySkip {
 				na.Msg += "; skipped (--if-busy skip)"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/acquire"
@@ -192,7 +193,7 @@ func (r *run) report(ctx context.Context, code int) {
 			fmt.Fprintf(r.stderr, "governor: provider %s: %s\n", p, safetext.Escape(err.Error()))
 		case outcome != nil:
 			fmt.Fprintf(r.stderr, "governor: provider %s: the command exited %d (--backoff-exit-code): %s\n", p, code,
-				governor.CoolOffNote(end, time.Until(end)))
+				humantime.CoolOffNote(end, time.Until(end)))
 		}
 	}
 }

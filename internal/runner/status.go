@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
 
 	"github.com/governor-dev/governor/governor/safetext"
 )
@@ -149,14 +150,14 @@ func renderStatus(resource string, r governor.Result, est string, waited time.Du
 		}
 		fmt.Fprintf(&b, "; held by %s (%s on %s", who, h.Processes(), orUnknown(h.Host))
 		if !h.AcquiredAt.IsZero() && !st.Now.IsZero() {
-			fmt.Fprintf(&b, ", for %s", governor.Ago(st.Now.Sub(h.AcquiredAt)))
+			fmt.Fprintf(&b, ", for %s", humantime.Ago(st.Now.Sub(h.AcquiredAt)))
 		}
 		b.WriteString(")")
 		if n := len(st.Holders) - 1; n > 0 {
 			fmt.Fprintf(&b, " and %d more", n)
 		}
 	}
-	fmt.Fprintf(&b, "; waited %s", governor.Ago(waited))
+	fmt.Fprintf(&b, "; waited %s", humantime.Ago(waited))
 	return b.String()
 }
 

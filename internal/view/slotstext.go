@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
 )
 
 // WriteSlots writes the table of `governor slots` for sts, with the
@@ -51,7 +52,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 		writePolicy(w, st)
 		if p := st.Paused; p != nil {
 			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
-				governor.Ago(st.Now.Sub(p.Since)), Dash(p.By), Dash(st.Key.Resource))
+				humantime.Ago(st.Now.Sub(p.Since)), Dash(p.By), Dash(st.Key.Resource))
 		}
 		if e := governor.ExpectedWait(st, 0); !e.Fits {
 			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
@@ -63,14 +64,14 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 			fmt.Fprintln(tw, "  HOLDER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tAGE\tHEARTBEAT\tPROGRESS\tEXPIRES IN\tTOKEN\tCOMMAND"+classKeyHeader(st))
 			for _, h := range st.Holders {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%d\t%s%s\n", Dash(h.LeaseID), Dash(h.Session), Dash(h.Host), h.Processes(),
-					h.Weight, governor.Ago(st.Now.Sub(h.AcquiredAt)), governor.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
-					governor.Ago(h.Expires.Sub(st.Now)), h.Token, Dash(h.Command), classKey(st, h.Declaration))
+					h.Weight, humantime.Ago(st.Now.Sub(h.AcquiredAt)), humantime.Ago(st.Now.Sub(h.Heartbeat)), progress(st.Now, h),
+					humantime.Ago(h.Expires.Sub(st.Now)), h.Token, Dash(h.Command), classKey(st, h.Declaration))
 			}
 			tw.Flush()
 			for _, h := range st.Holders {
 				if !h.Cancelled.IsZero() {
 					fmt.Fprintf(w, "  %s: cancelled in progress %s ago; held until its work has stopped and it is released\n",
-						Dash(h.LeaseID), governor.Ago(st.Now.Sub(h.Cancelled)))
+						Dash(h.LeaseID), humantime.Ago(st.Now.Sub(h.Cancelled)))
 				}
 			}
 		}
@@ -79,7 +80,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
 			for i, wt := range st.Waiters {
 				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", i+1, Dash(short(wt.ID)), Dash(wt.Session), Dash(wt.Host), wt.Processes(),
-					wt.Weight, governor.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), Dash(wt.Command), classKey(st, wt.Declaration))
+					wt.Weight, humantime.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), Dash(wt.Command), classKey(st, wt.Declaration))
 			}
 			tw.Flush()
 		}
@@ -93,9 +94,9 @@ func progress(now time.Time, h governor.Holder) string {
 	if h.Progress.IsZero() {
 		return "-"
 	}
-	s := governor.Ago(now.Sub(h.Progress)) + " ago"
+	s := humantime.Ago(now.Sub(h.Progress)) + " ago"
 	if h.ProgressTimeout > 0 {
-		s += " /" + governor.Ago(h.ProgressTimeout)
+		s += " /" + humantime.Ago(h.ProgressTimeout)
 	}
 	return s
 }
@@ -159,7 +160,7 @@ func writeSignals(w io.Writer, st governor.Status) {
 		fmt.Fprintf(w, "  %s\n", strings.ToUpper(c[:1])+c[1:])
 	}
 	if !st.LastSignal.IsZero() {
-		fmt.Fprintf(w, "  last rate-limit signal %s ago\n", governor.Ago(st.Now.Sub(st.LastSignal)))
+		fmt.Fprintf(w, "  last rate-limit signal %s ago\n", humantime.Ago(st.Now.Sub(st.LastSignal)))
 	}
 }
 
@@ -171,7 +172,7 @@ func liveText(st governor.Status) string {
 		return ""
 	}
 	return fmt.Sprintf("  LIVE LIMIT set by %s %s ago ('governor limit %s --clear' returns to the configured one)",
-		Dash(l.By), governor.Ago(st.Now.Sub(l.At)), Dash(st.Key.Resource))
+		Dash(l.By), humantime.Ago(st.Now.Sub(l.At)), Dash(st.Key.Resource))
 }
 
 // AllIdle reports whether none of sts has anything to show beside its
