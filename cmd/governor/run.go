@@ -48,7 +48,8 @@ gone. Flags after CMD belong to CMD; "--" before CMD is optional.
 Resources: --resource NAME[:WEIGHT] (repeatable) and --provider NAME (the
 resource provider:NAME). A trailing :N is a weight only when what precedes it
 is a configured resource or itself has a colon: heavy:2 and provider:x:2 take
-2 slots, issue:2316 is one slot of resource issue:2316 (issue:2316:1 also).
+2 slots, issue:2316 is one slot of resource issue:2316 (issue:2316:1 also);
+after a configured name only a weight may follow (heavy:abc is refused).
 Limits come from exec-defaults.yaml; --limit N gives the limit of every
 resource the configuration does not have. A resource with neither takes the
 limit last given to it (a --limit before, 'governor limit'), else 1: a mutex.

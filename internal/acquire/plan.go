@@ -402,9 +402,19 @@ type Resource struct {
 // trailing :N is a weight only when what precedes it is a configured
 // resource (the catalog has it) or itself contains a colon: heavy:2 and
 // provider:anthropic:2 carry weight 2, issue:2316 is a name, and
-// issue:2316:1 is that name with weight 1.
+// issue:2316:1 is that name with weight 1. After a configured resource's
+// name, what follows the colon can only be a weight: heavy:abc and
+// heavy: are refused, never taken for a new resource (a mutex),
+// unless the whole spec is configured too (run and run:join).
 func ParseResource(spec string, cat *config.Catalog) (Resource, error) {
 	r := Resource{Name: spec}
+	if i := strings.LastIndexByte(spec, ':'); i > 0 && !allDigits(spec[i+1:]) {
+		limits := cat.Limits()
+		_, whole := limits[spec]
+		if _, ok := limits[spec[:i]]; ok && !whole {
+			return Resource{}, fmt.Errorf("--resource %q: weight %q after the configured resource %s; allowed: a whole number from 1 to its limit", truncate(spec, 64), truncate(spec[i+1:], 32), spec[:i])
+		}
+	}
 	if i := strings.LastIndexByte(spec, ':'); i > 0 && i < len(spec)-1 && allDigits(spec[i+1:]) {
 		name := spec[:i]
 		if _, ok := cat.Limits()[name]; ok || strings.Contains(name, ":") {

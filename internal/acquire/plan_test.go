@@ -32,7 +32,7 @@ func catalog(limits map[string]int) *config.Catalog {
 }
 
 func TestParseResource(t *testing.T) {
-	limits := catalog(map[string]int{"heavy": 2, "run": 4, "provider:anthropic": 2})
+	limits := catalog(map[string]int{"heavy": 2, "run": 4, "run:join": 3, "provider:anthropic": 2})
 	for _, tc := range []struct {
 		spec   string
 		want   Resource
@@ -45,7 +45,10 @@ func TestParseResource(t *testing.T) {
 		{spec: "provider:anthropic", want: Resource{Name: "provider:anthropic"}},
 		{spec: "provider:anthropic:2", want: Resource{Name: "provider:anthropic", Weight: 2}},
 		{spec: "gpu:x", want: Resource{Name: "gpu:x"}},
-		{spec: "heavy:", want: Resource{Name: "heavy:"}},
+		{spec: "heavy:", errHas: `weight "" after the configured resource heavy`},
+		{spec: "run:join", want: Resource{Name: "run:join"}}, // both configured
+		{spec: "heavy:abc", errHas: `weight "abc" after the configured resource heavy; allowed: a whole number`},
+		{spec: "provider:anthropic:x", errHas: `weight "x" after the configured resource provider:anthropic`},
 		{spec: "heavy:0", errHas: "weight 0; allowed: 1"},
 		{spec: "heavy:99999999999999999999", errHas: "allowed: 1"},
 		{spec: "", errHas: "empty resource name"},
