@@ -14,6 +14,7 @@ import sys
 from . import errors
 from ._bridge import Bridge, bridge_argv, find_binary, nest_env, result_of
 from ._lease import Lease
+from ._wire import amount
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def _acquire_args(resources: "Sequence[str]", opts: "Dict[str, Any]") -> "Dict[s
                 args[k] = budgets_wire(v)
         elif k == "estimate":
             if v is not None:
-                args[k] = float(v)
+                args[k] = amount(v)
         elif v:  # providers
             args[k] = list(v)
     if if_busy is None:

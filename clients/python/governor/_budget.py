@@ -35,14 +35,17 @@ class Budget:
         self.per, self.calendar, self.tz, self.soft = per, calendar, tz, soft
 
     def _wire(self) -> "Dict[str, Any]":
-        w: "Dict[str, Any]" = {"name": self.name, "limit": self.limit, "unit": self.unit}
+        from ._wire import amount
+        w: "Dict[str, Any]" = {"name": self.name, "limit": amount(self.limit), "unit": self.unit}
         per = self.per
         if per is not None:
             w["per"] = per if isinstance(per, (str, int, float)) else float(per.total_seconds())
-        for k in ("calendar", "tz", "soft"):
+        for k in ("calendar", "tz"):
             v = getattr(self, k)
             if v is not None:
                 w[k] = v
+        if self.soft is not None:
+            w["soft"] = amount(self.soft)
         return w
 
     def __repr__(self) -> str:

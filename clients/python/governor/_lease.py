@@ -6,11 +6,15 @@ from __future__ import annotations
 import _thread
 
 from . import errors
+from ._wire import amount
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from typing import Any, Callable, Dict, List, Optional
+    import decimal
+    from typing import Any, Callable, Dict, List, Optional, Union
+
+    Amount = Union[int, float, str, decimal.Decimal]
 
     from ._api import Governor
     from ._bridge import Bridge
@@ -113,23 +117,26 @@ class Lease:
         return int(self._bridge.call("seq_next", args)["number"])
 
     @staticmethod
-    def _settle_args(lease: str, cost: "Optional[float]", costs: "Optional[Dict[str, float]]") -> "Dict[str, Any]":
+    def _settle_args(lease: str, cost: "Optional[Amount]", costs: "Optional[Dict[str, Amount]]") -> "Dict[str, Any]":
         args: "Dict[str, Any]" = {"lease": lease}
         if cost is not None:
-            args["cost"] = float(cost)
+            args["cost"] = amount(cost)
         if costs is not None:
-            args["costs"] = {k: float(v) for k, v in costs.items()}
+            args["costs"] = {k: amount(v) for k, v in costs.items()}
         return args
 
-    def settle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
+    def settle(self, cost: "Optional[Amount]" = None, *, costs: "Optional[Dict[str, Amount]]" = None) -> bool:
         """Tells the actual cost of the work this lease guarded, in the
         budgets' unit: ``cost`` on every budget, or ``costs`` by name; none:
-        at the estimate. Once per lease: a second settle changes nothing and
+        at the estimate. An amount is an int, a float or, exact, a
+        decimal.Decimal or a decimal string ("0.25"); one finer than a
+        millionth of the unit is refused (GovernorError, 125), never
+        rounded. Once per lease: a second settle changes nothing and
         returns False. A lease released unsettled counts its estimate.
         Above the estimate, the actual is counted in full (an overrun)."""
         return bool(self._bridge.call("settle", self._settle_args(self.id, cost, costs))["settled"])
 
-    async def asettle(self, cost: "Optional[float]" = None, *, costs: "Optional[Dict[str, float]]" = None) -> bool:
+    async def asettle(self, cost: "Optional[Amount]" = None, *, costs: "Optional[Dict[str, Amount]]" = None) -> bool:
         r = await self._gov._acall(self._bridge, "settle", self._settle_args(self.id, cost, costs))
         return bool(r["settled"])
 

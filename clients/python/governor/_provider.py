@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._bridge import nest_env
+from ._wire import amount
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class Provider:
             from ._budget import budgets_wire
             a["budgets"] = budgets_wire(self.budgets)
         if estimate is not None:
-            a["estimate"] = float(estimate)
+            a["estimate"] = amount(estimate)
         env = nest_env()  # inside a run holding the provider, the call joins its hold (as slot's acquire)
         if env:
             a["env"] = env

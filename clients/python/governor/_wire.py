@@ -9,6 +9,8 @@ package does both."""
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -67,6 +69,27 @@ def _key(k: "Any") -> str:
 
 
 _INF = float("inf")
+
+
+def amount(v: "Any") -> "Any":
+    """An amount (an estimate, a cost, a budget's limit) as the bridge
+    takes it (docs/bridge-protocol.md): an int or a float as it is (the
+    bridge refuses one finer than a millionth of the unit, naming it); a
+    decimal.Decimal or a str as a decimal string, read exactly (never the
+    float nearest it)."""
+    t = type(v)
+    if t is int or t is float or t is str:
+        return v
+    decimal = sys.modules.get("decimal")  # a Decimal exists only once decimal is imported
+    if decimal is not None and isinstance(v, decimal.Decimal):
+        return format(v, "f")  # no exponent: Decimal("2E+3") is "2000"
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, bool) or not hasattr(v, "__float__"):
+        raise TypeError("amount %r (%s); allowed: an int, a float, a decimal.Decimal or a decimal string such as \"0.25\""
+                        % (v, type(v).__name__))
+    return float(v)  # another number (a Fraction, numpy's), as before
+
 
 def _unencodable(v: "Any") -> "Any":
     raise TypeError("%r (%s) is not JSON; allowed: str, int, float, bool, None, list, tuple, dict"

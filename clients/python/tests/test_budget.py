@@ -132,6 +132,46 @@ class BudgetTests(support.FileCase):
             self.assertEqual([b["spent"] for b in s.budgets], [0.25, 0])
 
 
+class AmountTests(support.FileCase):
+    """Amounts cross the bridge exactly (docs/bridge-protocol.md): a
+    Decimal or a str as a decimal string, a float as the millionth it
+    stands for; one finer than a millionth is refused by name, never
+    rounded (an estimate of 1e-07 reserved 0 before)."""
+
+    def test_amounts_cross_exactly(self) -> None:
+        from decimal import Decimal
+        g = self.gov()
+        big = governor.Budget("exact", limit=Decimal("1000000000"), unit="USD", per="24h")
+        for est in (Decimal("999999999.999999"), "0.000001", 0.1 + 0.2, 2e3):
+            with g.slot("x1", limit=1, budgets=[big], estimate=est) as s:
+                self.assertEqual(Decimal(repr(s.budgets[0]["reserved"])), Decimal(str(est)).quantize(Decimal("0.000001")),
+                                 est)
+                s.settle(0)
+        for cost in (0.1, Decimal("0.2")):
+            with g.slot("x2", limit=1, budgets=[day(1)], estimate="0.5") as s:
+                s.settle(cost)
+        with self.assertRaises(governor.Busy) as cm:
+            g.acquire("x3", limit=1, budgets=[day(1)], estimate=1)
+        self.assertEqual(repr(cm.exception.budget["spent"]), "0.3")  # the millionths kept, not 0.30000000000000004
+
+    def test_an_amount_finer_than_a_millionth_is_refused_by_name(self) -> None:
+        from decimal import Decimal
+        g = self.gov()
+        for bad, named in ((1e-7, "estimate 1e-07"), (0.1234567, "estimate 0.1234567"),
+                           (Decimal("0.1234567"), 'estimate "0.1234567"'), ("2e3", 'estimate "2e3"')):
+            with self.assertRaises(governor.GovernorError) as cm:
+                g.acquire("x", limit=1, budgets=[day(1)], estimate=bad)
+            self.assertEqual(cm.exception.code, 125, bad)
+            self.assertIn(named, str(cm.exception))
+        with self.assertRaisesRegex(TypeError, "amount True"):
+            g.acquire("x", limit=1, budgets=[day(1)], estimate=True)
+        with g.slot("x", limit=1, if_busy="fail", budgets=[day(1)], estimate=0.5) as s:  # nothing was held
+            with self.assertRaises(governor.GovernorError) as cm:
+                s.settle(costs={"evals-day": Decimal("0.0000004")})
+            self.assertIn('budget evals-day cost "0.0000004"', str(cm.exception))
+            self.assertTrue(s.settle(0.4))
+
+
 class ProviderBudgetTests(support.FileCase):
 
     def setUp(self) -> None:
@@ -227,6 +267,10 @@ class ScopedBudgetTests(support.FileCase):
             g.acquire("probe", limit=1, providers=["anthropic"], estimate=1, if_busy="fail")
         self.assertEqual(cm.exception.budget["name"], "anthropic-day")
         self.assertAlmostEqual(cm.exception.budget["spent"], 0.018)
+
+
+class RedisAmountTests(support.RedisCaseMixin, AmountTests):
+    pass
 
 
 class RedisBudgetTests(support.RedisCaseMixin, BudgetTests):

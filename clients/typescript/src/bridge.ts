@@ -36,6 +36,18 @@ function closeAllOnExit(): void {
   });
 }
 
+// Token counts (docs/bridge-protocol.md, Counts): whole numbers, which a
+// JavaScript number holds exactly only up to 2^53 - 1.
+const counts = new Set(["tokens", "max_tokens", "used_tokens", "input_tokens", "cached_input_tokens", "output_tokens"]);
+
+/** A request's values on the wire: a bigint as its decimal string (exact); a count a number cannot hold exactly refused. */
+function wire(key: string, v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (typeof v === "number" && counts.has(key) && Number.isInteger(v) && !Number.isSafeInteger(v))
+    throw new RangeError(`${key} ${v}: above 2^53 - 1 a number is not exact (it may be rounded already); pass a bigint, such as ${BigInt(v)}n`);
+  return v;
+}
+
 export class Bridge {
   private child: ChildProcess;
   private nextId = 1;
@@ -234,13 +246,20 @@ export class Bridge {
   /** Send a request; onId learns its id (to cancel it) before the reply comes. */
   send(op: string, args: Record<string, unknown>, onId?: (id: number) => void): Promise<any> {
     if (this.deadError) return Promise.reject(this.deadError);
-    const id = this.nextId++;
+    const id = this.nextId;
+    let line: string;
+    try {
+      // JSON.stringify leaves out fields whose value is undefined.
+      line = JSON.stringify({ id, op, args }, wire) + "\n";
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.nextId++;
     onId?.(id);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       this.ref();
-      // JSON.stringify leaves out fields whose value is undefined.
-      this.child.stdin!.write(JSON.stringify({ id, op, args }) + "\n");
+      this.child.stdin!.write(line);
     });
   }
 

@@ -8,7 +8,7 @@ export interface Budget {
   /** The budget's name ([A-Za-z0-9._:-], at most 200 characters). */
   name: string;
   /** The most spent plus reserved in one window, in unit. */
-  limit: number;
+  limit: number | string;
   /** "USD" (the default), "tokens", any cost unit. */
   unit?: string;
   /** Fixed windows of this length, aligned on the Unix epoch: "24h", or milliseconds. */
@@ -17,7 +17,7 @@ export interface Budget {
   calendar?: "day" | "month";
   tz?: string;
   /** A threshold below limit whose crossing is recorded as an event. */
-  soft?: number;
+  soft?: number | string;
 }
 
 /** A budget as a reservation left it, or as it refused (GovernorError.budget). Amounts in its unit. */
@@ -104,14 +104,14 @@ export class Price {
   }
 
   /** What usage costs at this price, in units (rounded up to a millionth). */
-  cost(u: Usage): number {
+  cost(u: { [K in keyof Usage]: number | bigint }): number {
     const m = (v: number) => BigInt(Math.round(v * MICRO));
     const tok = BigInt(u.inputTokens) * m(this.input) + BigInt(u.cachedInputTokens) * m(this.cachedInput) + BigInt(u.outputTokens) * m(this.output);
     return Number((tok + BigInt(MICRO - 1)) / BigInt(MICRO) + m(this.perCall)) / MICRO;
   }
 
   /** The upper bound of a call's cost: every input token uncached, and all of maxTokens of output. */
-  estimate(inputTokens: number, maxTokens: number): number {
+  estimate(inputTokens: number | bigint, maxTokens: number | bigint): number {
     return this.cost({ inputTokens, cachedInputTokens: 0, outputTokens: maxTokens });
   }
 }

@@ -130,9 +130,11 @@ export class Lease implements AsyncDisposable {
    * unit: one cost for every budget, or a cost by budget name; none: at the
    * estimate. Once per lease: a second settle changes nothing and returns
    * false. A lease released unsettled counts its estimate; an actual above
-   * the estimate is counted in full (an overrun).
+   * the estimate is counted in full (an overrun). A cost is a number, or a
+   * decimal string ("0.25") read exactly; finer than a millionth of the unit
+   * is refused (GovernorError, 125), never rounded.
    */
-  async settle(cost?: number | Record<string, number>): Promise<boolean> {
+  async settle(cost?: number | string | Record<string, number | string>): Promise<boolean> {
     const args = typeof cost === "object" ? { lease: this.id, costs: cost } : { lease: this.id, cost };
     const r = await this.bridge.call("settle", args);
     return r.settled === true;

@@ -24,8 +24,8 @@ export interface AcquireOptions {
   cancelInProgress?: boolean;
   ttl?: Duration;
   progressTimeout?: Duration;
-  /** Tokens to reserve from a provider's tokens_per_minute budget. */
-  tokens?: number;
+  /** Tokens to reserve from a provider's tokens_per_minute budget (a bigint above 2^53). */
+  tokens?: number | bigint;
   /** Hold the exec-run lock and accept joiners (governor run --shareable). */
   shareable?: boolean;
   /** Take a join slot beside a shareable run (governor run --join). */
@@ -37,8 +37,11 @@ export interface AcquireOptions {
    * a Budget given inline, or the name of a budget of the configuration (budgets.NAME).
    */
   budgets?: (Budget | string)[];
-  /** The work's upper-bound cost, in the budgets' unit; settle the actual with lease.settle(cost). */
-  estimate?: number;
+  /**
+   * The work's upper-bound cost, in the budgets' unit; settle the actual with lease.settle(cost).
+   * A number, or a decimal string ("0.25") read exactly; finer than a millionth of the unit is refused, never rounded.
+   */
+  estimate?: number | string;
 }
 
 /** withSlot's options: an acquire's, and a wait record. */

@@ -25,9 +25,9 @@ export interface ProviderRunOptions extends AcquireOptions {
    * Tokens the call used (settles the token reservation, as Go's Provider.Do),
    * when known after the call; default: input and output of the result's usage.
    */
-  usedTokens?: (result: unknown) => number | undefined;
+  usedTokens?: (result: unknown) => number | bigint | undefined;
   /** The call's max_tokens: with the gate's price (else the configuration's) and tokens, its estimate (unless estimate is given). */
-  maxTokens?: number;
+  maxTokens?: number | bigint;
   /** The call's model: the configured budgets' models scope, and the configuration's price (prices.PROVIDER/MODEL). */
   model?: string;
   /** The call's usage, when the result is not a body usageFromJSON reads (an SDK object, a stream's end). */
@@ -129,7 +129,7 @@ export class Provider {
    * The gate slot and rate reservation (and the gate's spend budgets),
    * held until the lease is released.
    */
-  async acquire(opts: AcquireOptions = {}, maxTokens?: number, model?: string): Promise<Lease> {
+  async acquire(opts: AcquireOptions = {}, maxTokens?: number | bigint, model?: string): Promise<Lease> {
     const budgets = opts.budgets ?? this.spend.budgets;
     let estimate = opts.estimate;
     // A price given here wins; else the bridge prices maxTokens with the configuration's.
@@ -150,12 +150,12 @@ export class Provider {
    * rate-limit signal, with the response's headers (retry-after, ...). cost
    * settles the lease's spend budgets (lease.settle) in the same request.
    */
-  async report(lease: Lease, outcome: unknown, usedTokens?: number, cost?: number): Promise<{ cooloff_until?: string; settled?: boolean }> {
+  async report(lease: Lease, outcome: unknown, usedTokens?: number | bigint, cost?: number | string): Promise<{ cooloff_until?: string; settled?: boolean }> {
     return this.gov.call("provider_report", { ...this.reportArgs(lease, outcome, usedTokens), cost });
   }
 
   /** provider_report's args for the call's outcome. */
-  private reportArgs(lease: Lease, outcome: unknown, usedTokens?: number): Record<string, unknown> {
+  private reportArgs(lease: Lease, outcome: unknown, usedTokens?: number | bigint): Record<string, unknown> {
     const http = httpOf(outcome);
     const args: Record<string, unknown> = { lease: lease.id, used_tokens: usedTokens };
     if (http && (http.status === 429 || http.status === 529)) {

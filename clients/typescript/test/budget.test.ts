@@ -102,6 +102,46 @@ for (const b of all) {
     }
   });
 
+  test(`amounts and counts cross the bridge exactly on the ${b.name} backend, or are refused by name`, async () => {
+    // docs/bridge-protocol.md: a decimal string is read exactly, a number as
+    // the millionth it stands for; finer is refused, never rounded (an
+    // estimate of 1e-7 reserved 0 before); a count above 2^53 goes as a bigint.
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "providers:\n  anthropic: {tokens_per_minute: 6000}\n", { mode: 0o600 });
+    const g = gov(config);
+    try {
+      const big: Budget = { name: "exact", limit: "1000000000", unit: "USD", per: "24h" };
+      for (const [estimate, want] of [["999999999.999999", "999999999.999999"], ["0.000001", "0.000001"], [0.1 + 0.2, "0.3"], [2e3, "2000"]]) {
+        const s = await g.acquire("x1", { limit: 1, budgets: [big], estimate });
+        assert.equal(String(s.budgets[0].reserved), want, String(estimate));
+        await s.settle("0");
+        await s.release();
+      }
+      for (const cost of [0.1, "0.2"]) {
+        const s = await g.acquire("x2", { limit: 1, budgets: [day(1)], estimate: "0.5" });
+        await s.settle(cost);
+        await s.release();
+      }
+      await assert.rejects(g.acquire("x3", { limit: 1, budgets: [day(1)], estimate: 1 }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.equal(String(e.budget?.spent), "0.3"); // the millionths kept, not 0.30000000000000004
+        return true;
+      });
+      for (const [estimate, named] of [[1e-7, /estimate 1e-7 is finer than a millionth/], ["0.1234567", /estimate "0.1234567"/]] as const)
+        await assert.rejects(g.acquire("x4", { limit: 1, budgets: [day(1)], estimate }), (e: unknown) => {
+          assert.ok(e instanceof GovernorError && e.code === 125, String(e));
+          assert.match(e.message, named);
+          return true;
+        });
+      const p = g.provider("anthropic");
+      await assert.rejects(p.run(() => "never", { tokens: 2n ** 53n + 1n, wait: false }), /9007199254740993 tokens/);
+      await assert.rejects(p.run(() => "never", { tokens: 2 ** 53 + 2, wait: false }), /tokens 9007199254740994: above 2\^53 - 1 a number is not exact.*9007199254740994n/);
+      assert.equal(await p.run(() => "ran", { tokens: 2000n, wait: false }), "ran");
+    } finally {
+      await g.close();
+    }
+  });
+
   test(`the provider gate on the ${b.name} backend settles by itself from the usage`, async () => {
     const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
     writeFileSync(config, "providers:\n  anthropic: {max_concurrency: 2}\n", { mode: 0o600 });
