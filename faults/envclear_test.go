@@ -27,13 +27,15 @@ func (w *runWorld) envClearedWorker(work string) []string {
 		"PATH=" + os.Getenv("PATH"), helperEnv + "=progress", "OUT=" + w.out, "WHO=first", "WORK=" + work, w.testBin}
 }
 
-// forEachEnvClearWorld is forEachWorld, and each backend again as a
-// second Unix user, who gets no cgroup on Linux either: the case of the
-// issue, which the portable path only stands in for.
+// forEachEnvClearWorld is forEachWorldInParallel, and each backend again
+// as a second Unix user (their own, each), who gets no cgroup on Linux
+// either: the case of the issue, which the portable path only stands in
+// for.
 func forEachEnvClearWorld(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)) {
-	forEachWorld(t, lease, fn)
+	forEachWorldInParallel(t, lease, fn)
 	for _, kind := range []string{"file", "redis"} {
 		t.Run(kind+"/non-root", func(t *testing.T) {
+			t.Parallel()
 			fn(t, newUserRunWorld(t, kind, lease))
 		})
 	}

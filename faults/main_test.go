@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperMain(mode))
 	}
+	// The parallel tests (and their worlds) mostly wait: on processes,
+	// TTLs and servers. Four at once, on any number of CPUs.
+	proctest.DefaultParallel(4)
 	code := m.Run()
 	bin.Remove()
 	os.Exit(code)

@@ -102,8 +102,19 @@ type runWorld struct {
 }
 
 // forEachWorld runs fn on the file backend and on Redis, each on Linux's
-// path and on the portable one.
+// path and on the portable one, one world after the other.
 func forEachWorld(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)) {
+	eachWorld(t, false, lease, fn)
+}
+
+// forEachWorldInParallel is forEachWorld with the worlds side by side,
+// for a test that runs in parallel: each world has its own state dir or
+// redis-server, project and progress file, and mostly waits.
+func forEachWorldInParallel(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)) {
+	eachWorld(t, true, lease, fn)
+}
+
+func eachWorld(t *testing.T, parallel bool, lease string, fn func(t *testing.T, w *runWorld)) {
 	for _, kind := range []string{"file", "redis"} {
 		for _, portable := range []bool{false, true} {
 			name := kind
@@ -111,6 +122,9 @@ func forEachWorld(t *testing.T, lease string, fn func(t *testing.T, w *runWorld)
 				name += "/portable"
 			}
 			t.Run(name, func(t *testing.T) {
+				if parallel {
+					t.Parallel()
+				}
 				fn(t, newRunWorld(t, kind, portable, lease))
 			})
 		}
@@ -295,7 +309,7 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 // run granted it.
 func TestWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 	t.Parallel()
-	forEachWorld(t, "lease:\n  ttl: 20s\n", func(t *testing.T, w *runWorld) {
+	forEachWorldInParallel(t, "lease:\n  ttl: 20s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", []string{"--kill-grace", "3s"}, []string{"IGNORE_TERM=1"}, worker("WORK=2m")...)
 		expectLine(t, out, "working", time.Minute)
 		h := w.watchdogHolder(first)
@@ -320,7 +334,7 @@ func TestWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 // the slot, by the lease file alone.
 func TestGovernorAndWatchdogKilledWorkNeverOverlaps(t *testing.T) {
 	t.Parallel()
-	forEachWorld(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
+	forEachWorldInParallel(t, "lease:\n  ttl: 30s\n", func(t *testing.T, w *runWorld) {
 		// The worker in the background of a shell, which passes it every
 		// descriptor (the lease files) and waits.
 		args := []string{"sh", "-c", `"$@" & wait`, "sh", "env"}

@@ -17,7 +17,7 @@ func TestStoppedWatchdogResumedKillsNothing(t *testing.T) {
 	// loaded machine (load 25 on 2 cores) a 2 s TTL's renewal came late
 	// and governor rightly stopped its own command (exit 122).
 	const ttl = 4 * time.Second
-	forEachWorld(t, "lease:\n  ttl: 4s\n  heartbeat: 1s\n", func(t *testing.T, w *runWorld) {
+	forEachWorldInParallel(t, "lease:\n  ttl: 4s\n  heartbeat: 1s\n", func(t *testing.T, w *runWorld) {
 		first, out, errb := w.run("first", nil, nil, worker("WORK=12s")...)
 		expectLine(t, out, "working", time.Minute)
 		h := w.watchdogHolder(first)
