@@ -15,8 +15,8 @@ import (
 )
 
 // The budget loops: `governor run --provider budgeted --cost 1` runs
-// (budgetLoop) and the Python clients' gates with an estimate of 1
-// (client.py) spend 1 USD each on a budget of budgetLimit USD per
+// (budgetLoop) and the Python and TypeScript clients' gates with an
+// estimate of 1 (client.py, client.mjs) spend 1 USD each on a budget of budgetLimit USD per
 // budgetPer, whose windows open and close while Redis loses its data.
 // Each admitted call appends its start (wall clock, ns) to the budget
 // log before its work; checkBudget then checks that no window admitted

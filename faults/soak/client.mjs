@@ -1,7 +1,8 @@
 // The soak's TypeScript client: 50 promises at once, each taking the slot
 // "shared" and working in 20 ms chunks appended to a span file
 // (CLOCK_MONOTONIC ns, process.hrtime), stopping the moment its lease is lost;
-// then again, until 30 s pass without a grant. Run by faults/soak; argv:
+// then again, until 30 s pass without a grant; beside them, the provider
+// gate "budgeted", charged (budgetLoop). Run by faults/soak; argv:
 // INDEX_JS SPANDIR WHO.
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
@@ -39,6 +40,25 @@ async function one(n) {
   }
 }
 
+// The provider gate "budgeted" with an estimate of 1 USD (the soak's
+// budget loops, budget.go): each admitted call logs its start (wall
+// clock, ns) before its work.
+async function budgetLoop() {
+  const gate = gov.provider("budgeted");
+  for (;;) {
+    try {
+      await gate.run(async () => {
+        appendFileSync(process.env.SOAK_BUDGET_LOG, `${BigInt(Date.now()) * 1000000n}\n`);
+        await sleep(200);
+      }, { estimate: 1, wait: false });
+    } catch {
+      // refused (exhausted, held) or lost: the next call tries again
+    }
+    await sleep(300 + Math.random() * 300);
+  }
+}
+
+budgetLoop();
 while (Date.now() - lastGrant < 30000) {
   await Promise.all(Array.from({ length: 50 }, (_, n) => one(n)));
 }

@@ -54,7 +54,7 @@ func (s *soak) clients(ctx context.Context) {
 			go func() {
 				s.clientLoop(ctx, "typescript client", "ts", func(who string) *exec.Cmd {
 					c := exec.Command("node", p, index, s.work, who)
-					c.Env = s.env("CFG=" + s.cfg)
+					c.Env = s.env("CFG="+s.cfg, "SOAK_BUDGET_LOG="+s.budgetLog())
 					return c
 				})
 				done <- struct{}{}
@@ -64,6 +64,22 @@ func (s *soak) clients(ctx context.Context) {
 	for ; n > 0; n-- {
 		<-done
 	}
+}
+
+// newClients ends the Python and TypeScript client processes (SIGKILL,
+// the soak's kill) right after Redis lost its data, so that the first
+// client requests after the loss, on the slots and on the budget gate,
+// come from new processes whose bridges never saw the lost state (only
+// the machine's witness can hold them back): clientLoop starts them
+// again at once.
+func (s *soak) newClients() {
+	for _, p := range s.scan() {
+		if p.kind == "python" || p.kind == "node" {
+			s.markKilled(p.PID)
+			_ = sendTo(p, syscall.SIGKILL)
+		}
+	}
+	s.fault("new client processes after the loss (the old ones killed)")
 }
 
 // tsClient returns the TypeScript client's built index.js, or why not.

@@ -201,10 +201,12 @@ func (r *redisStore) faults() map[string]func(ctx context.Context) {
 			r.s.lost(true)
 			_ = os.Remove(filepath.Join(r.srv.Dir, "dump.rdb"))
 			_ = r.srv.Restart()
+			r.s.newClients()
 		}
 		f["redis FLUSHALL"] = func(ctx context.Context) {
 			r.s.lost(true)
 			_ = r.rc.FlushAll(ctx).Err()
+			r.s.newClients()
 		}
 	}
 	return f
