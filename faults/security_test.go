@@ -163,7 +163,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 			return fmt.Errorf("rate reserve %d: allowed %v", i, res.Allowed)
 		}
 	}
-	if err := b.RateAdjust(ctx, rk, governor.PerMinute(100), -5); err != nil {
+	if err := b.RateAdjust(ctx, governor.RateAdjustment{Key: rk, Tokens: governor.PerMinute(100), Delta: -5}); err != nil {
 		return fmt.Errorf("rate adjust: %w", err)
 	}
 	if rs, err := b.RateStatus(ctx, rk); err != nil || rs.Limited != 1 {

@@ -141,6 +141,22 @@ type BudgetAmount struct {
 	Born time.Time
 }
 
+// SettleRequest is a settle (BudgetBackend.BudgetSettle): the
+// reservation Lease of Project, proven by Secret, closed at Actual by
+// By; with, optionally, a release and a token adjustment sent with it.
+type SettleRequest struct {
+	Project string
+	Lease   string
+	Secret  string
+	Actual  []BudgetAmount
+	By      string
+	// Release is a slot lease of Project released with the settle
+	// (Backend.Release of its resource, id and secret).
+	Release *Handle
+	// Adjust is a token adjustment made with the settle (RateAdjust).
+	Adjust *RateAdjustment
+}
+
 // BudgetSettlement says what a settle did.
 type BudgetSettlement struct {
 	// Settled is false when the lease had no open reservation: settled
@@ -148,6 +164,11 @@ type BudgetSettlement struct {
 	Settled bool
 	// Overruns names the budgets whose actual was above the estimate.
 	Overruns []string
+	// ReleaseErr and AdjustErr are the outcomes of the release and the
+	// adjustment sent with the settle (SettleRequest.Release, Adjust):
+	// nil when none was sent or it succeeded.
+	ReleaseErr error `json:"-"`
+	AdjustErr  error `json:"-"`
 }
 
 // BudgetOp is an operator's action on a budget.
@@ -194,47 +215,29 @@ type BudgetBackend interface {
 	// reserve) is allowed again without charging anything more, when
 	// req.Secret proves it; else ErrNotOwner (see NotBudgetOwner).
 	BudgetReserve(ctx context.Context, req BudgetRequest) (BudgetResult, error)
-	// BudgetSettle closes lease's reservation: each budget's estimate
-	// leaves Reserved and its actual (actual, by name; the name "" for
-	// every budget not named, else a budget not named is settled at its
-	// estimate) joins Spent — in full, with an
+	// BudgetSettle closes req.Lease's reservation: each budget's
+	// estimate leaves Reserved and its actual (req.Actual, by name; the
+	// name "" for every budget not named, else a budget not named is
+	// settled at its estimate) joins Spent — in full, with an
 	// EventBudgetOverrun, when above the estimate. A lease without an
 	// open reservation changes nothing (Settled false), unless a named
 	// budget's state is gone or born after the Born it gives: then that
-	// budget is held (EventBudgetHeld) and the actual counted. secret
-	// must prove the open reservation (BudgetRequest.Secret): else
-	// ErrNotOwner (NotBudgetOwner) and nothing changes. A reservation
-	// made before reservations had secrets is settled without one.
-	BudgetSettle(ctx context.Context, project, lease, secret string, actual []BudgetAmount, by string) (BudgetSettlement, error)
-	// ReleaseSettle is Release(ctx, key, id, secret) and
-	// BudgetSettle(ctx, key.Project, lease, leaseSecret, actual, by) sent together:
-	// on Redis one round trip (one pipeline, whose parts go to their
-	// nodes at once on a Cluster), so that a provider call's settle
-	// costs no round trip of its own. The parts are independent: each
-	// does what it does alone and reports its own outcome (the
-	// settlement and its error, then the release's error); bad settle
-	// input (ErrInvalid) settles nothing and still releases.
-	ReleaseSettle(ctx context.Context, key Key, id, secret, lease, leaseSecret string, actual []BudgetAmount, by string) (BudgetSettlement, error, error)
-	// RateBudgetReserve is RateReserve(ctx, rate) and
-	// BudgetReserve(ctx, budget) sent together: on Redis one round trip
-	// (one pipeline, whose parts go to their nodes at once on a
-	// Cluster), so that a provider call without a slot reserves its
-	// budgets with its rate, at no round trip of their own. The parts
-	// are independent: each does what it does alone, whatever the other
-	// decides, and reports its own outcome (the rate decision and its
-	// error, then the budget decision and its error); bad budget input
-	// (ErrInvalid) reserves no budget and still reserves the rate. A
-	// caller undoes the part it does not want (Provider.DoSpend settles
-	// at 0 a budget reserved beside a rate denied).
-	RateBudgetReserve(ctx context.Context, rate RateRequest, budget BudgetRequest) (RateResult, error, BudgetResult, error)
-	// RateAdjustSettle is RateAdjust(ctx, key, tokens, delta) and
-	// BudgetSettle(ctx, key.Project, lease, secret, actual, by) sent together,
-	// as ReleaseSettle is, for a provider call without a slot whose
-	// settle then rides on its token settle: independent parts, the
-	// settlement and its error, then the adjustment's error; bad settle
-	// input (ErrInvalid) settles nothing and still adjusts.
-	RateAdjustSettle(ctx context.Context, key Key, tokens RateLimit, delta int64, lease, secret string, actual []BudgetAmount,
-		by string) (BudgetSettlement, error, error)
+	// budget is held (EventBudgetHeld) and the actual counted.
+	// req.Secret must prove the open reservation (BudgetRequest.Secret):
+	// else ErrNotOwner (NotBudgetOwner) and nothing changes. A
+	// reservation made before reservations had secrets is settled
+	// without one.
+	//
+	// req.Release and req.Adjust, when set, are sent with the settle (on
+	// Redis one pipeline, whose parts go to their nodes at once on a
+	// Cluster), so that a call's settle costs no round trip of its own:
+	// the lease's Release, and the token adjustment RateAdjust. The
+	// parts are independent: each does what it does alone, whatever the
+	// others find, and reports its own outcome in the settlement
+	// (ReleaseErr, AdjustErr), also when the settle returns an error;
+	// bad settle input (ErrInvalid) settles nothing and still sends
+	// them.
+	BudgetSettle(ctx context.Context, req SettleRequest) (BudgetSettlement, error)
 	// Budgets reads the budgets of project with state (names nil: all),
 	// without changing them, ordered by name, with the backend's now. A
 	// budget is shown as it holds at now, as the next write would leave
@@ -256,12 +259,12 @@ type BudgetBackend interface {
 // retried reserve) of reservation lease whose secret does not prove it.
 func NotBudgetOwner(project, lease string) error {
 	return fmt.Errorf("%w: spend reservation %s of project %s: the secret given does not prove it (settle it with %s)",
-		ErrNotOwner, lease, project, SpendKeyForm)
+		ErrNotOwner, lease, project, spendKeyForm)
 }
 
-// SpendKeyForm says how a spend reservation is named to a settle in
+// spendKeyForm says how a spend reservation is named to a settle in
 // another process (ParseSpendKey), for messages.
-const SpendKeyForm = "RESERVATION.SECRET, its id and its secret (GOVERNOR_SPEND inside 'governor run --cost')"
+const spendKeyForm = "RESERVATION.SECRET, its id and its secret (GOVERNOR_SPEND inside 'governor run --cost')"
 
 // SpendKey is what names and proves reservation r to a settle in another
 // process: "LEASE.SECRET" (ParseSpendKey reads it). Show it to no one
@@ -274,7 +277,7 @@ func (r *BudgetReservation) SpendKey() string { return r.Lease + "." + r.Secret 
 func ParseSpendKey(s string) (lease, secret string, err error) {
 	i := strings.LastIndexByte(s, '.')
 	if i <= 0 || i == len(s)-1 {
-		return "", "", invalid("spend reservation %q has no secret; allowed: %s", s, SpendKeyForm)
+		return "", "", invalid("spend reservation %q has no secret; allowed: %s", s, spendKeyForm)
 	}
 	return s[:i], s[i+1:], nil
 }

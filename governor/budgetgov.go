@@ -280,7 +280,7 @@ func (g *Governor) SettleBudgets(ctx context.Context, lease, secret string, actu
 	// happened, and an unsettled estimate would only count in full later.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 	defer cancel()
-	return g.b.BudgetSettle(sctx, g.project, lease, secret, actual, g.Identity())
+	return g.b.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: secret, Actual: actual, By: g.Identity()})
 }
 
 // Budgets reads the project's budgets (names nil: all) and the

@@ -269,16 +269,16 @@ func (g *Governor) releaseOwnWith(ctx context.Context, key Key, h Handle, free f
 // (the lease is yours), with the settle of spend reservation lease
 // (SettleBudgets(lease, h.Secret, actual): a reservation made under the
 // lease, proven by its secret) sent with the release
-// (Backend.ReleaseSettle: one round trip on Redis). The two are
-// independent: it returns the settlement and the settle's error, then
-// the release's (ErrNotHeld when the lease is not held: the settle
-// happened all the same).
-func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease string, actual []BudgetAmount) (BudgetSettlement, error, error) {
+// (SettleRequest.Release: one round trip on Redis). The two are
+// independent: it returns the settlement, with the release's error in
+// its ReleaseErr (ErrNotHeld when the lease is not held: the settle
+// happened all the same), and the settle's error.
+func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease string, actual []BudgetAmount) (BudgetSettlement, error) {
 	if err := ValidateResource(h.Resource); err != nil {
-		return BudgetSettlement{}, nil, err
+		return BudgetSettlement{ReleaseErr: err}, nil
 	}
 	if h.Secret == "" {
-		return BudgetSettlement{}, nil, fmt.Errorf("%w: the handle of lease %s has no secret; allowed: a handle RESOURCE@LEASE_ID.SECRET (release it with ReleaseHandle, settle apart)", ErrInvalid, h.ID)
+		return BudgetSettlement{ReleaseErr: fmt.Errorf("%w: the handle of lease %s has no secret; allowed: a handle RESOURCE@LEASE_ID.SECRET (release it with ReleaseHandle, settle apart)", ErrInvalid, h.ID)}, nil
 	}
 	actual = g.evidence(actual)
 	var st BudgetSettlement
@@ -286,11 +286,12 @@ func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease stri
 	rerr := g.releaseOwnWith(ctx, Key{g.project, h.Resource}, h, func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 		defer cancel()
-		var err error
-		st, serr, err = g.b.ReleaseSettle(sctx, Key{g.project, h.Resource}, h.ID, h.Secret, lease, h.Secret, actual, g.Identity())
-		return err
+		st, serr = g.b.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: h.Secret, Actual: actual, By: g.Identity(),
+			Release: &h})
+		return st.ReleaseErr
 	})
-	return st, serr, rerr
+	st.ReleaseErr = rerr
+	return st, serr
 }
 
 // RenewHandle extends the lease h names to now+ttl (0: the lease's own

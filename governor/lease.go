@@ -481,7 +481,7 @@ func (l *Lease) lose(err error, reason string) {
 func (l *Lease) Release() error { return l.release(nil) }
 
 // release is Release, sending the release through free when free is not
-// nil (a release that carries a budget settle, Backend.ReleaseSettle).
+// nil (a release that rides on a budget settle, SettleRequest.Release).
 // free is not called when the lease was lost before: nothing is sent.
 func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 	if free == nil {

@@ -15,10 +15,10 @@ import (
 // full when above it (an overrun). tokens is Do's token estimate; fn
 // reports the tokens it used, as for Do. A refused call runs nothing
 // and uses no tokens. The budgets ride on the call's own round trips:
-// the reserve on the rate's (Backend.RateBudgetReserve) when the rate
+// the reserve on the rate's (RateRequest.Budget) when the rate
 // allows at once, the settle on the slot's release
-// (Backend.ReleaseSettle) when there is a slot (MaxConcurrency), else on
-// the token settle (Backend.RateAdjustSettle) when there is one. A call
+// (SettleRequest.Release) when there is a slot (MaxConcurrency), else on
+// the token settle (SettleRequest.Adjust) when there is one. A call
 // with neither settles alone, one round trip more, as does one whose
 // rate made it wait or whose slot was lost. A settle that fails is in
 // the returned error (the estimate then counts).
@@ -92,7 +92,7 @@ func (sp *spendAfter) reserveWith(ctx context.Context, g *Governor, req RateRequ
 }
 
 // TryRateBudgets is TryRate(ctx, req) and one try of ReserveBudgets(ctx,
-// spends, o) sent together (Backend.RateBudgetReserve: one round trip
+// spends, o) sent together (RateRequest.Budget: one round trip
 // on Redis), for a call that takes both: it returns the rate's decision
 // and, when the budgets fit too, their open reservation. A rate denied
 // (or failed) leaves no budget reserved: budgets reserved beside it are
@@ -116,9 +116,12 @@ func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends [
 		}
 	}
 	lease, secret := budgetLease(o)
-	res, err, bres, berr := g.b.RateBudgetReserve(ctx, req, g.budgetRequest(spends, lease, secret, o.TTL, time.Now()))
+	breq := g.budgetRequest(spends, lease, secret, o.TTL, time.Now())
+	req.Budget = &breq
+	res, err := g.b.RateReserve(ctx, req)
+	bres := res.Budget
 	var r *BudgetReservation
-	if berr == nil {
+	if res.BudgetErr == nil {
 		g.sawBudgets(bres.States)
 		if bres.Allowed {
 			r = &BudgetReservation{g: g, Lease: lease, Secret: secret, spends: spends, States: bres.States}
@@ -136,7 +139,7 @@ func (g *Governor) TryRateBudgets(ctx context.Context, req RateRequest, spends [
 }
 
 // settleTokens is SettleTokens after a call, carrying the call's spend
-// settle (Backend.RateAdjustSettle: one round trip on Redis) when it has
+// settle (SettleRequest.Adjust: one round trip on Redis) when it has
 // no slot whose release could carry it.
 func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *spendAfter) error {
 	if sp == nil || sp.r == nil || sp.r.g != p.g || p.limits.MaxConcurrency > 0 {
@@ -145,11 +148,12 @@ func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *s
 	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
-	var aerr error
 	sp.sent = true
-	_, sp.err, aerr = p.g.b.RateAdjustSettle(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate, sp.r.Lease, sp.r.Secret,
-		sp.r.evidence(sp.r.eachAt(sp.actual)), p.g.Identity())
-	return aerr
+	var st BudgetSettlement
+	st, sp.err = p.g.b.BudgetSettle(ctx, SettleRequest{Project: p.g.project, Lease: sp.r.Lease, Secret: sp.r.Secret,
+		Actual: sp.r.evidence(sp.r.eachAt(sp.actual)), By: p.g.Identity(),
+		Adjust: &RateAdjustment{Key{p.g.project, p.resource}, p.limits.Tokens, used - estimate}})
+	return st.AdjustErr
 }
 
 // release releases l, the call's slot, with the settle when there is one.
@@ -159,17 +163,17 @@ func (sp *spendAfter) release(l *Lease) {
 		return
 	}
 	sp.sent = true
-	_, sp.err, _ = l.ReleaseSettle(sp.r, sp.r.eachAt(sp.actual))
+	_, sp.err = l.ReleaseSettle(sp.r, sp.r.eachAt(sp.actual))
 }
 
 // ReleaseSettle is Release with r's settle (r.SettleEach(actual)) sent
-// with it (Backend.ReleaseSettle: one round trip on Redis), for a caller
+// with it (SettleRequest.Release: one round trip on Redis), for a caller
 // whose reservation ends with its slot. The settle happens whatever the
 // release finds: a lease lost or released before, whose release sends
-// nothing, settles alone. It returns the settlement and the settle's
-// error, then Release's error; a settle that fails leaves the estimate
-// counted.
-func (l *Lease) ReleaseSettle(r *BudgetReservation, actual []BudgetAmount) (BudgetSettlement, error, error) {
+// nothing, settles alone. It returns the settlement, with Release's
+// error in its ReleaseErr, and the settle's error; a settle that fails
+// leaves the estimate counted.
+func (l *Lease) ReleaseSettle(r *BudgetReservation, actual []BudgetAmount) (BudgetSettlement, error) {
 	var st BudgetSettlement
 	var serr error
 	sent := false
@@ -177,9 +181,9 @@ func (l *Lease) ReleaseSettle(r *BudgetReservation, actual []BudgetAmount) (Budg
 	if r.g == l.g {
 		rerr = l.release(func(ctx context.Context, l *Lease) error {
 			sent = true
-			var err error
-			st, serr, err = l.g.b.ReleaseSettle(ctx, l.key, l.id, l.secret, r.Lease, r.Secret, r.evidence(actual), l.g.Identity())
-			return err
+			st, serr = l.g.b.BudgetSettle(ctx, SettleRequest{Project: l.key.Project, Lease: r.Lease, Secret: r.Secret,
+				Actual: r.evidence(actual), By: l.g.Identity(), Release: &Handle{Resource: l.key.Resource, ID: l.id, Secret: l.secret}})
+			return st.ReleaseErr
 		})
 	} else {
 		rerr = l.Release() // another Governor's reservation: apart
@@ -187,5 +191,6 @@ func (l *Lease) ReleaseSettle(r *BudgetReservation, actual []BudgetAmount) (Budg
 	if !sent {
 		st, serr = r.SettleEach(context.Background(), actual)
 	}
-	return st, serr, rerr
+	st.ReleaseErr = rerr
+	return st, serr
 }

@@ -41,6 +41,24 @@ type RateRequest struct {
 	// (RateStatus.ShadowDenied), and charges nothing; one they allow is
 	// charged as ever, so the decisions are those the limits would make.
 	Shadow bool
+	// Budget, when set, is a budget reservation (BudgetReserve) sent
+	// with this one: on Redis one round trip (one pipeline, whose parts
+	// go to their nodes at once on a Cluster), so that a call without a
+	// slot reserves its budgets with its rate at no round trip of their
+	// own. The parts are independent: each does what it does alone,
+	// whatever the other decides, and the budget's outcome is in the
+	// RateResult (Budget, BudgetErr), also when RateReserve returns an
+	// error; bad budget input (ErrInvalid) reserves no budget and still
+	// reserves the rate. A caller undoes the part it does not want.
+	Budget *BudgetRequest
+}
+
+// RateAdjustment charges Delta more tokens (negative: refunds) to the
+// rate key Key under the limit Tokens (RateBackend.RateAdjust).
+type RateAdjustment struct {
+	Key    Key
+	Tokens RateLimit
+	Delta  int64
 }
 
 // RateResult is a decision: a denial is data, not an error.
@@ -58,6 +76,10 @@ type RateResult struct {
 	// ShadowDenied: a Shadow reservation the limits would have denied
 	// (Allowed is true; RetryAfter says how long it would have waited).
 	ShadowDenied bool
+	// Budget and BudgetErr are the decision and the error of the budget
+	// reservation sent with this one (RateRequest.Budget).
+	Budget    BudgetResult
+	BudgetErr error
 }
 
 // RateBackend is the part of the contract (Backend) for rate limits,
@@ -68,9 +90,9 @@ type RateBackend interface {
 	// changes nothing and says when to retry. A cost above a limit's
 	// burst can never pass and is ErrTooHeavy.
 	RateReserve(ctx context.Context, req RateRequest) (RateResult, error)
-	// RateAdjust charges delta more tokens (negative: refunds) after a
-	// call, when the actual use is known.
-	RateAdjust(ctx context.Context, key Key, tokens RateLimit, delta int64) error
+	// RateAdjust charges a.Delta more tokens (negative: refunds) to
+	// a.Key under a.Tokens after a call, when the actual use is known.
+	RateAdjust(ctx context.Context, a RateAdjustment) error
 	// RateStatus reads key's rate limit without changing it. A key
 	// never reserved has a zero RateStatus (with Key and Now set).
 	RateStatus(ctx context.Context, key Key) (RateStatus, error)
@@ -266,7 +288,7 @@ func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error
 	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
-	return p.g.b.RateAdjust(ctx, Key{p.g.project, p.resource}, p.limits.Tokens, used-estimate)
+	return p.g.b.RateAdjust(ctx, RateAdjustment{Key{p.g.project, p.resource}, p.limits.Tokens, used - estimate})
 }
 
 // tokensToSettle says whether SettleTokens(estimate, used) has a

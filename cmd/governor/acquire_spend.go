@@ -104,9 +104,9 @@ func (a *app) releaseHandle(ctx context.Context, g *governor.Governor, h governo
 	if err != nil || len(l.Config.Budgets) == 0 || h.Secret == "" {
 		return g.ReleaseHandle(ctx, h, force)
 	}
-	_, serr, rerr := g.ReleaseHandleSettle(ctx, h, h.ID, nil)
+	st, serr := g.ReleaseHandleSettle(ctx, h, h.ID, nil)
 	if serr != nil {
 		fmt.Fprintf(stderr, "governor: settling the lease's cost: %s (its estimate stays counted)\n", safetext.Escape(serr.Error()))
 	}
-	return rerr
+	return st.ReleaseErr
 }

@@ -102,7 +102,7 @@ func (b *bridgeConn) close() {
 // one-request gate (the reserve), two to the two-request one (the
 // reserve, and the settle alone). A provider with rate limits only (no
 // slot: openai, requests; gemini, tokens) reserves the budget with its
-// rate (RateBudgetReserve) and settles it alone: one more too. On Redis
+// rate (RateRequest.Budget) and settles it alone: one more too. On Redis
 // and miniredis, through a TCP proxy. The fewest over a few rounds of
 // each is compared: a heartbeat now and then only adds.
 //

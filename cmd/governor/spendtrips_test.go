@@ -112,7 +112,7 @@ func (p *turnProxy) take() int {
 // release', with and without --cost: the cost adds one, the reserve (the
 // settle goes in the slot release's pipeline). A run of a provider with
 // rate limits only (no slot) reserves the cost with its rate
-// (RateBudgetReserve) and settles it alone: one more too.
+// (RateRequest.Budget) and settles it alone: one more too.
 // The fewest over a few runs of each is compared: something else a run
 // may send now and then (a heartbeat) only adds.
 //

@@ -29,23 +29,25 @@ func (s *suite) budgetSecret(t *testing.T) {
 	}
 	at := func(v int64) []governor.BudgetAmount { return []governor.BudgetAmount{{Name: "day", Amount: v}} }
 	for _, secret := range []string{"", "guess", secretOf("run-2")} {
-		_, err := b.BudgetSettle(ctxT(t), p, "run-1", secret, at(0), "other")
+		_, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "run-1", Secret: secret, Actual: at(0), By: "other"})
 		notOwner("a settle at 0 with secret "+secret, err)
-		_, err = b.BudgetSettle(ctxT(t), p, "run-1", secret, []governor.BudgetAmount{{Amount: 1000 * governor.MicroUnit}}, "other")
+		_, err = b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "run-1", Secret: secret, Actual: []governor.BudgetAmount{{Amount: 1000 * governor.MicroUnit}}, By: "other"})
 		notOwner("a settle at 1000 with secret "+secret, err)
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	_, serr, rerr := b.ReleaseSettle(ctxT(t), key, r.ID, r.Secret, "run-1", "guess", at(0), "other")
-	if rerr != nil {
-		t.Fatalf("the release beside a settle refused: %v; want released", rerr)
+	st, serr := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "run-1", Secret: "guess", Actual: at(0), By: "other",
+		Release: &governor.Handle{Resource: key.Resource, ID: r.ID, Secret: r.Secret}})
+	if st.ReleaseErr != nil {
+		t.Fatalf("the release beside a settle refused: %v; want released", st.ReleaseErr)
 	}
-	notOwner("ReleaseSettle with another secret", serr)
-	_, serr, aerr := b.RateAdjustSettle(ctxT(t), key, governor.RateLimit{Rate: 100, Period: time.Hour}, 0, "run-1", "guess", at(0), "other")
-	if aerr != nil {
-		t.Fatalf("the adjustment beside a settle refused: %v", aerr)
+	notOwner("a settle with a release, with another secret", serr)
+	st, serr = b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "run-1", Secret: "guess", Actual: at(0), By: "other",
+		Adjust: &governor.RateAdjustment{Key: key, Tokens: governor.RateLimit{Rate: 100, Period: time.Hour}}})
+	if st.AdjustErr != nil {
+		t.Fatalf("the adjustment beside a settle refused: %v", st.AdjustErr)
 	}
-	notOwner("RateAdjustSettle with another secret", serr)
+	notOwner("a settle with an adjustment, with another secret", serr)
 	_, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "run-1", Secret: "guess", By: "other",
 		Charges: []governor.BudgetCharge{day}})
 	notOwner("a reserve of the open reservation with another secret", err)
@@ -54,7 +56,7 @@ func (s *suite) budgetSecret(t *testing.T) {
 	}
 	wantBudget(t, "after the owner's settle", budgetState(t, b, p, "day"), 300_000, 0, 1_000_000)
 	// Settled: nothing left to prove, whatever the secret.
-	if st, err := b.BudgetSettle(ctxT(t), p, "run-1", "guess", at(0), "other"); err != nil || st.Settled {
+	if st, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "run-1", Secret: "guess", Actual: at(0), By: "other"}); err != nil || st.Settled {
 		t.Fatalf("a settle of a settled reservation: %+v, %v; want nothing settled", st, err)
 	}
 	// Through a Governor: a reservation carries its secret, which its

@@ -9,7 +9,8 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-// budgetRateReserve: RateBudgetReserve reserves a rate and budgets
+// budgetRateReserve: RateReserve with a budget (RateRequest.Budget)
+// reserves a rate and budgets
 // together, each part deciding alone with its own outcome: a rate
 // denied does not stop the budget part, nor a budget refused the rate
 // part; bad budget input reserves no budget and still the rate.
@@ -17,10 +18,11 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 	b, key := s.open(t, "provider:rates")
 	p := key.Project
 	start := budgetNow(t, b, p).Add(-time.Second)
-	both := func(lease string, amount int64) (governor.RateResult, error, governor.BudgetResult, error) {
+	both := func(lease string, amount int64) (governor.RateResult, error) {
 		rate := governor.RateRequest{Key: key, Requests: governor.PerMinute(2), NRequests: 1}
 		budget := governor.BudgetRequest{Project: p, Lease: lease, Secret: secretOf(lease), By: "conformance", Charges: []governor.BudgetCharge{charge("day", 100, amount, start, time.Hour)}}
-		return b.RateBudgetReserve(ctxT(t), rate, budget)
+		rate.Budget = &budget
+		return b.RateReserve(ctxT(t), rate)
 	}
 	allowed := func(what string, want int64) {
 		t.Helper()
@@ -29,23 +31,26 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 			t.Fatalf("%s: rate status %+v, %v; want %d allowed", what, st, err, want)
 		}
 	}
-	res, rerr, bres, berr := both("r1", 60)
+	res, rerr := both("r1", 60)
+	bres, berr := res.Budget, res.BudgetErr
 	if rerr != nil || berr != nil || !res.Allowed || !bres.Allowed || len(bres.States) != 1 {
-		t.Fatalf("RateBudgetReserve: rate %+v, %v, budget %+v, %v; want both allowed", res, rerr, bres, berr)
+		t.Fatalf("RateReserve with a budget: rate %+v, %v, budget %+v, %v; want both allowed", res, rerr, bres, berr)
 	}
 	allowed("after both allowed", 1)
 	wantBudget(t, "after both allowed", budgetState(t, b, p, "day"), 0, 60, 100)
 	// The budget refuses: the rate is reserved still.
-	res, rerr, bres, berr = both("r2", 60)
+	res, rerr = both("r2", 60)
+	bres, berr = res.Budget, res.BudgetErr
 	if rerr != nil || berr != nil || !res.Allowed || bres.Allowed || bres.Reason != "exhausted" || bres.Refused.Name != "day" {
-		t.Fatalf("RateBudgetReserve over the budget: rate %+v, %v, budget %+v, %v; want the rate allowed, day exhausted", res, rerr, bres, berr)
+		t.Fatalf("RateReserve with a budget over the budget: rate %+v, %v, budget %+v, %v; want the rate allowed, day exhausted", res, rerr, bres, berr)
 	}
 	allowed("after a budget refused", 2)
 	wantBudget(t, "after a budget refused", budgetState(t, b, p, "day"), 0, 60, 100)
 	// The rate denies: the budget is reserved still.
-	res, rerr, bres, berr = both("r3", 10)
+	res, rerr = both("r3", 10)
+	bres, berr = res.Budget, res.BudgetErr
 	if rerr != nil || berr != nil || res.Allowed || res.RetryAfter <= 0 || !bres.Allowed {
-		t.Fatalf("RateBudgetReserve over the rate: rate %+v, %v, budget %+v, %v; want the rate denied, the budget allowed", res, rerr, bres, berr)
+		t.Fatalf("RateReserve with a budget over the rate: rate %+v, %v, budget %+v, %v; want the rate denied, the budget allowed", res, rerr, bres, berr)
 	}
 	allowed("after a rate denied", 2)
 	wantBudget(t, "after a rate denied", budgetState(t, b, p, "day"), 0, 70, 100)
@@ -53,9 +58,10 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 		t.Fatalf("settle of r3: %+v", st)
 	}
 	// Bad budget input reserves no budget; the rate part goes as ever.
-	res, rerr, _, berr = both("r4", -1)
+	res, rerr = both("r4", -1)
+	berr = res.BudgetErr
 	if !errors.Is(berr, governor.ErrInvalid) || rerr != nil || res.Allowed {
-		t.Fatalf("RateBudgetReserve with a negative estimate: rate %+v, %v, budget %v; want ErrInvalid, the rate decided (denied)", res, rerr, berr)
+		t.Fatalf("RateReserve with a budget with a negative estimate: rate %+v, %v, budget %v; want ErrInvalid, the rate decided (denied)", res, rerr, berr)
 	}
 	wantBudget(t, "after bad budget input", budgetState(t, b, p, "day"), 0, 60, 100)
 }
@@ -103,8 +109,9 @@ func (s *suite) budgetDoSpendRates(t *testing.T) {
 	spent("after a rate denied", 25, 0)
 }
 
-// budgetRateAdjustSettle: RateAdjustSettle adjusts a rate's tokens and
-// settles a reservation together, each part with its own outcome: a
+// budgetRateAdjustSettle: BudgetSettle with an adjustment
+// (SettleRequest.Adjust) adjusts a rate's tokens and settles a
+// reservation together, each part with its own outcome: a
 // second call settles nothing and still adjusts; bad settle input
 // settles nothing and still adjusts.
 func (s *suite) budgetRateAdjustSettle(t *testing.T) {
@@ -124,32 +131,33 @@ func (s *suite) budgetRateAdjustSettle(t *testing.T) {
 		t.Fatalf("RateReserve of 50 tokens: %+v, %v", res, err)
 	}
 	reserve(t, b, p, "a1", charge("day", 100, 40, start, time.Hour))
-	both := func(delta int64, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error, error) {
-		return b.RateAdjustSettle(ctxT(t), key, tokens, delta, "a1", secretOf("a1"), actual, "conformance")
+	both := func(delta int64, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error) {
+		return b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "a1", Secret: secretOf("a1"), Actual: actual, By: "conformance",
+			Adjust: &governor.RateAdjustment{Key: key, Tokens: tokens, Delta: delta}})
 	}
-	st, serr, aerr := both(-30, governor.BudgetAmount{Name: "day", Amount: 25})
-	if serr != nil || aerr != nil || !st.Settled {
-		t.Fatalf("RateAdjustSettle: %+v, settle %v, adjust %v; want settled and adjusted", st, serr, aerr)
+	st, serr := both(-30, governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || st.AdjustErr != nil || !st.Settled {
+		t.Fatalf("BudgetSettle with an adjustment: %+v, settle %v, adjust %v; want settled and adjusted", st, serr, st.AdjustErr)
 	}
 	left("after 30 tokens refunded", 80)
 	wantBudget(t, "after a settle of 25 of 40", budgetState(t, b, p, "day"), 25, 0, 100)
-	st, serr, aerr = both(10, governor.BudgetAmount{Name: "day", Amount: 25})
-	if serr != nil || aerr != nil || st.Settled {
-		t.Fatalf("RateAdjustSettle again: %+v, settle %v, adjust %v; want nothing settled, adjusted", st, serr, aerr)
+	st, serr = both(10, governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || st.AdjustErr != nil || st.Settled {
+		t.Fatalf("BudgetSettle with an adjustment again: %+v, settle %v, adjust %v; want nothing settled, adjusted", st, serr, st.AdjustErr)
 	}
 	left("after 10 tokens charged", 70)
 	wantBudget(t, "after a settle again", budgetState(t, b, p, "day"), 25, 0, 100)
 	reserve(t, b, p, "a1", charge("day", 100, 10, start, time.Hour))
-	st, serr, aerr = both(20, governor.BudgetAmount{Name: "day", Amount: -1})
-	if !errors.Is(serr, governor.ErrInvalid) || aerr != nil || st.Settled {
-		t.Fatalf("RateAdjustSettle with a negative cost: %+v, settle %v, adjust %v; want ErrInvalid, adjusted", st, serr, aerr)
+	st, serr = both(20, governor.BudgetAmount{Name: "day", Amount: -1})
+	if !errors.Is(serr, governor.ErrInvalid) || st.AdjustErr != nil || st.Settled {
+		t.Fatalf("BudgetSettle with an adjustment with a negative cost: %+v, settle %v, adjust %v; want ErrInvalid, adjusted", st, serr, st.AdjustErr)
 	}
 	left("after 20 tokens charged", 50)
 	wantBudget(t, "after a bad settle", budgetState(t, b, p, "day"), 25, 10, 100)
 }
 
 // budgetDoSpendTokens: a provider call with a tokens limit only and
-// spend budgets settles its cost with its tokens (RateAdjustSettle):
+// spend budgets settles its cost with its tokens (SettleRequest.Adjust):
 // both the cost and the tokens it reports count.
 func (s *suite) budgetDoSpendTokens(t *testing.T) {
 	p := project()

@@ -20,32 +20,33 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 	p := key.Project
 	start := budgetNow(t, b, p).Add(-time.Second)
 	day := func(amount int64) governor.BudgetCharge { return charge("day", 100, amount, start, time.Hour) }
-	both := func(id, lease string, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error, error) {
-		return b.ReleaseSettle(ctxT(t), key, id, "", lease, secretOf(lease), actual, "conformance")
+	both := func(id, lease string, actual ...governor.BudgetAmount) (governor.BudgetSettlement, error) {
+		return b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: lease, Secret: secretOf(lease), Actual: actual, By: "conformance",
+			Release: &governor.Handle{Resource: key.Resource, ID: id}})
 	}
 	r := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
 	reserve(t, b, p, "s1", day(60))
-	st, serr, rerr := both(r.ID, "s1", governor.BudgetAmount{Name: "day", Amount: 25})
-	if serr != nil || rerr != nil || !st.Settled || len(st.Overruns) != 0 {
-		t.Fatalf("ReleaseSettle: %+v, settle %v, release %v; want settled and released", st, serr, rerr)
+	st, serr := both(r.ID, "s1", governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || st.ReleaseErr != nil || !st.Settled || len(st.Overruns) != 0 {
+		t.Fatalf("ReleaseSettle: %+v, settle %v, release %v; want settled and released", st, serr, st.ReleaseErr)
 	}
 	wantBudget(t, "after ReleaseSettle of 25 of 60", budgetState(t, b, p, "day"), 25, 0, 100)
 	again := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, again, governor.Granted) // the slot was freed
 	release(t, b, key, again.ID)
 	// Again: nothing settled, not held.
-	st, serr, rerr = both(r.ID, "s1", governor.BudgetAmount{Name: "day", Amount: 25})
-	if serr != nil || !errors.Is(rerr, governor.ErrNotHeld) || st.Settled {
-		t.Fatalf("ReleaseSettle again: %+v, settle %v, release %v; want nothing settled and ErrNotHeld", st, serr, rerr)
+	st, serr = both(r.ID, "s1", governor.BudgetAmount{Name: "day", Amount: 25})
+	if serr != nil || !errors.Is(st.ReleaseErr, governor.ErrNotHeld) || st.Settled {
+		t.Fatalf("ReleaseSettle again: %+v, settle %v, release %v; want nothing settled and ErrNotHeld", st, serr, st.ReleaseErr)
 	}
 	wantBudget(t, "after ReleaseSettle again", budgetState(t, b, p, "day"), 25, 0, 100)
 	// The parts are independent: a lease not held still settles, at its
 	// estimate when no budget is named.
 	reserve(t, b, p, "s2", day(10))
-	st, serr, rerr = both(id(), "s2")
-	if serr != nil || !errors.Is(rerr, governor.ErrNotHeld) || !st.Settled {
-		t.Fatalf("ReleaseSettle of a lease not held: %+v, settle %v, release %v; want settled and ErrNotHeld", st, serr, rerr)
+	st, serr = both(id(), "s2")
+	if serr != nil || !errors.Is(st.ReleaseErr, governor.ErrNotHeld) || !st.Settled {
+		t.Fatalf("ReleaseSettle of a lease not held: %+v, settle %v, release %v; want settled and ErrNotHeld", st, serr, st.ReleaseErr)
 	}
 	wantBudget(t, "after a settle at the estimate", budgetState(t, b, p, "day"), 35, 0, 100)
 	// Bad settle input settles nothing and still releases.
@@ -53,18 +54,19 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 	r2 := req(k2, 1, 1, governor.Fail)
 	mustAcquire(t, b, r2, governor.Granted)
 	reserve(t, b, p, "s3", day(10))
-	st, serr, rerr = b.ReleaseSettle(ctxT(t), k2, r2.ID, "", "s3", secretOf("s3"), []governor.BudgetAmount{{Name: "day", Amount: -1}}, "conformance")
-	if !errors.Is(serr, governor.ErrInvalid) || rerr != nil || st.Settled {
-		t.Fatalf("ReleaseSettle with a negative cost: %+v, settle %v, release %v; want ErrInvalid and released", st, serr, rerr)
+	st, serr = b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "s3", Secret: secretOf("s3"),
+		Actual: []governor.BudgetAmount{{Name: "day", Amount: -1}}, By: "conformance", Release: &governor.Handle{Resource: k2.Resource, ID: r2.ID}})
+	if !errors.Is(serr, governor.ErrInvalid) || st.ReleaseErr != nil || st.Settled {
+		t.Fatalf("ReleaseSettle with a negative cost: %+v, settle %v, release %v; want ErrInvalid and released", st, serr, st.ReleaseErr)
 	}
 	mustAcquire(t, b, req(k2, 1, 1, governor.Fail), governor.Granted)
 	wantBudget(t, "after a bad settle", budgetState(t, b, p, "day"), 35, 10, 100)
 	// An overrun counts in full.
 	r3 := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r3, governor.Granted)
-	st, serr, rerr = both(r3.ID, "s3", governor.BudgetAmount{Name: "day", Amount: 15})
-	if serr != nil || rerr != nil || !st.Settled || !slices.Equal(st.Overruns, []string{"day"}) {
-		t.Fatalf("ReleaseSettle above the estimate: %+v, settle %v, release %v; want an overrun on day", st, serr, rerr)
+	st, serr = both(r3.ID, "s3", governor.BudgetAmount{Name: "day", Amount: 15})
+	if serr != nil || st.ReleaseErr != nil || !st.Settled || !slices.Equal(st.Overruns, []string{"day"}) {
+		t.Fatalf("ReleaseSettle above the estimate: %+v, settle %v, release %v; want an overrun on day", st, serr, st.ReleaseErr)
 	}
 	wantBudget(t, "after an overrun", budgetState(t, b, p, "day"), 50, 0, 100)
 }
@@ -85,7 +87,7 @@ func (s *suite) budgetSettleEvery(t *testing.T) {
 	wantBudget(t, "team", budgetState(t, b, p, "team"), 12, 0, 100)
 	wantBudget(t, "hour", budgetState(t, b, p, "hour"), 40, 0, 100)
 	reserve(t, b, p, "e2", charge("day", 100, 30, start, time.Hour))
-	_, err := b.BudgetSettle(ctxT(t), p, "e2", secretOf("e2"), []governor.BudgetAmount{{Amount: 1}, {Amount: 2}}, "conformance")
+	_, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "e2", Secret: secretOf("e2"), Actual: []governor.BudgetAmount{{Amount: 1}, {Amount: 2}}, By: "conformance"})
 	if !errors.Is(err, governor.ErrInvalid) {
 		t.Fatalf("two amounts for every budget: %v; want ErrInvalid", err)
 	}
@@ -156,9 +158,9 @@ func (s *suite) budgetDoSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{true, false} {
-		st, serr, rerr := l.ReleaseSettle(r, []governor.BudgetAmount{{Name: "day", Amount: 5}})
-		if serr != nil || rerr != nil || st.Settled != want {
-			t.Fatalf("ReleaseSettle %d of a lease released before: %+v, settle %v, release %v; want settled %v", i+1, st, serr, rerr, want)
+		st, serr := l.ReleaseSettle(r, []governor.BudgetAmount{{Name: "day", Amount: 5}})
+		if serr != nil || st.ReleaseErr != nil || st.Settled != want {
+			t.Fatalf("ReleaseSettle %d of a lease released before: %+v, settle %v, release %v; want settled %v", i+1, st, serr, st.ReleaseErr, want)
 		}
 	}
 	wantBudget(t, "after a settle without a release", spent(), 70, 0, 100)

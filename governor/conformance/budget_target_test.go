@@ -118,7 +118,7 @@ func TestBudgetCheckThenSpend(t *testing.T) {
 				if res, err := b.BudgetReserve(ctx, governor.BudgetRequest{Project: p, Lease: "before", Secret: "s", Charges: []governor.BudgetCharge{c}}); err != nil || !res.Allowed {
 					t.Fatalf("the spend before: %+v, %v", res, err)
 				}
-				if _, err := b.BudgetSettle(ctx, p, "before", "s", nil, ""); err != nil {
+				if _, err := b.BudgetSettle(ctx, governor.SettleRequest{Project: p, Lease: "before", Secret: "s", Actual: nil, By: ""}); err != nil {
 					t.Fatal(err)
 				}
 				var checked, wg sync.WaitGroup
@@ -148,7 +148,7 @@ func TestBudgetCheckThenSpend(t *testing.T) {
 								t.Error(err)
 							}
 						}
-						if _, err := b.BudgetSettle(ctx, p, lease, "s", nil, ""); err != nil {
+						if _, err := b.BudgetSettle(ctx, governor.SettleRequest{Project: p, Lease: lease, Secret: "s", Actual: nil, By: ""}); err != nil {
 							t.Error(err)
 						}
 					})

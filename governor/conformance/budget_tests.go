@@ -42,7 +42,7 @@ func reserve(t *testing.T, b governor.Backend, project, lease string, cs ...gove
 
 func settle(t *testing.T, b governor.Backend, project, lease string, actual ...governor.BudgetAmount) governor.BudgetSettlement {
 	t.Helper()
-	s, err := b.BudgetSettle(ctxT(t), project, lease, secretOf(lease), actual, "conformance")
+	s, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: project, Lease: lease, Secret: secretOf(lease), Actual: actual, By: "conformance"})
 	if err != nil {
 		t.Fatalf("BudgetSettle(%s): %v", lease, err)
 	}
@@ -383,7 +383,7 @@ func (s *suite) budgetBadInput(t *testing.T) {
 			t.Errorf("%s: %v; want ErrInvalid", name, err)
 		}
 	}
-	if _, err := b.BudgetSettle(ctxT(t), p, "x", secretOf("x"), []governor.BudgetAmount{{Name: "d", Amount: -5}}, ""); !errors.Is(err, governor.ErrInvalid) {
+	if _, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: "x", Secret: secretOf("x"), Actual: []governor.BudgetAmount{{Name: "d", Amount: -5}}, By: ""}); !errors.Is(err, governor.ErrInvalid) {
 		t.Errorf("a negative actual: %v; want ErrInvalid", err)
 	}
 	if sts, _, err := b.Budgets(ctxT(t), p, nil); err != nil || len(sts) != 0 {
@@ -431,7 +431,7 @@ func (s *suite) budgetHammer(t *testing.T) {
 				if i%3 == 0 {
 					actual = est
 				}
-				if _, err := b.BudgetSettle(ctxT(t), p, lease, secretOf(lease), []governor.BudgetAmount{{Name: "fleet", Amount: actual}}, ""); err != nil {
+				if _, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: lease, Secret: secretOf(lease), Actual: []governor.BudgetAmount{{Name: "fleet", Amount: actual}}, By: ""}); err != nil {
 					errs <- err
 					return
 				}

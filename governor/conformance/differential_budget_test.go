@@ -37,7 +37,7 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 			op.ttl = 5 * time.Minute
 		}
 		if rng.IntN(3) == 0 {
-			// With a rate reservation of n tokens (RateBudgetReserve).
+			// With a rate reservation of n tokens (RateRequest.Budget).
 			op.kind = "ratebudget"
 		}
 	case k < 8:
@@ -75,10 +75,9 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 		var err error
 		if o.kind == "ratebudget" {
 			key := r.key(o.resource)
-			rr := governor.RateRequest{Key: key, Requests: diffRequests, Tokens: diffTokens, NRequests: 1, NTokens: o.n}
-			var rres governor.RateResult
-			var rerr error
-			rres, rerr, res, err = r.b.RateBudgetReserve(ctx, rr, req)
+			rr := governor.RateRequest{Key: key, Requests: diffRequests, Tokens: diffTokens, NRequests: 1, NTokens: o.n, Budget: &req}
+			rres, rerr := r.b.RateReserve(ctx, rr)
+			res, err = rres.Budget, rres.BudgetErr
 			rs, serr := r.b.RateStatus(ctx, key)
 			out = fmt.Sprintf("rate %s allowed %v retry %v remaining %d %d | status %s %d %d remaining %d %d | ", errClass(rerr), rres.Allowed,
 				rres.RetryAfter > 0, rres.RemainingRequests, rres.RemainingTokens, errClass(serr), rs.Allowed, rs.Limited, rs.RemainingRequests,
@@ -92,7 +91,7 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
 		}
-		s, err := r.b.BudgetSettle(ctx, r.project, o.id, "s-"+o.id, actual, "diff")
+		s, err := r.b.BudgetSettle(ctx, governor.SettleRequest{Project: r.project, Lease: o.id, Secret: "s-" + o.id, Actual: actual, By: "diff"})
 		out = fmt.Sprintf("%s settled %v overruns %v", errClass(err), s.Settled, s.Overruns)
 	case "badmin":
 		out = errClass(r.b.BudgetAdmin(ctx, r.project, o.ids[0], governor.BudgetOp(o.prio), int64(o.limit), "diff"))

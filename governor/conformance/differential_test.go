@@ -292,7 +292,7 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 		case k < 15:
 			op.kind, op.id = "release", pick()
 			if ls := sent["~budgets"]; len(ls) > 0 && rng.IntN(3) == 0 {
-				// The release carries a settle (ReleaseSettle).
+				// The release carries a settle (SettleRequest.Release).
 				op.kind, op.newID = "releasesettle", ls[rng.IntN(len(ls))]
 				op.ids, op.n = []string{"b1", "b2", "b3"}[:rng.IntN(3)], int64(rng.IntN(80))
 			}
@@ -345,7 +345,7 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 		case k < 33:
 			op.kind, op.n = "adjust", int64(rng.IntN(41)-20)
 			if ls := sent["~budgets"]; len(ls) > 0 && rng.IntN(2) == 0 {
-				// The adjustment carries a settle (RateAdjustSettle) of
+				// The adjustment rides on a settle (SettleRequest.Adjust) of
 				// an actual of limit.
 				op.kind, op.newID = "adjustsettle", ls[rng.IntN(len(ls))]
 				op.ids, op.limit = []string{"b1", "b2", "b3"}[:rng.IntN(3)], rng.IntN(80)
@@ -504,15 +504,16 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 			errClass(err), res.Allowed, res.ShadowDenied, res.RetryAfter > 0, !res.CoolOff.IsZero(), res.RemainingRequests, res.RemainingTokens,
 			errClass(serr), rs.Allowed, rs.Limited, rs.ShadowDenied, rs.RemainingRequests, rs.RemainingTokens)
 	case "adjust":
-		return errClass(r.b.RateAdjust(ctx, key, diffTokens, o.n))
+		return errClass(r.b.RateAdjust(ctx, governor.RateAdjustment{Key: key, Tokens: diffTokens, Delta: o.n}))
 	case "adjustsettle":
 		var actual []governor.BudgetAmount
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: int64(o.limit)})
 		}
-		st, serr, aerr := r.b.RateAdjustSettle(ctx, key, diffTokens, o.n, o.newID, "s-"+o.newID, actual, "diff")
+		st, serr := r.b.BudgetSettle(ctx, governor.SettleRequest{Project: r.project, Lease: o.newID, Secret: "s-" + o.newID, Actual: actual,
+			By: "diff", Adjust: &governor.RateAdjustment{Key: key, Tokens: diffTokens, Delta: o.n}})
 		rs, err := r.b.RateStatus(ctx, key)
-		return fmt.Sprintf("%s settle %s settled %v overruns %v | status %s remaining %d %d | %s", errClass(aerr), errClass(serr), st.Settled,
+		return fmt.Sprintf("%s settle %s settled %v overruns %v | status %s remaining %d %d | %s", errClass(st.AdjustErr), errClass(serr), st.Settled,
 			st.Overruns, errClass(err), rs.RemainingRequests, rs.RemainingTokens, r.budgetStep(ctx, diffOp{kind: "bread"}))
 	case "learn":
 		lb := governor.LearnedBudget{RemainingRequests: o.n, ResetRequests: o.ttl, RemainingTokens: -1}
@@ -589,8 +590,9 @@ func (r *diffRun) step(o diffOp) string {
 		for _, n := range o.ids {
 			actual = append(actual, governor.BudgetAmount{Name: n, Amount: o.n})
 		}
-		st, serr, rerr := r.b.ReleaseSettle(ctx, key, o.id, "", o.newID, "s-"+o.newID, actual, "diff")
-		out = fmt.Sprintf("%s settle %s settled %v overruns %v", errClass(rerr), errClass(serr), st.Settled, st.Overruns)
+		st, serr := r.b.BudgetSettle(ctx, governor.SettleRequest{Project: r.project, Lease: o.newID, Secret: "s-" + o.newID, Actual: actual,
+			By: "diff", Release: &governor.Handle{Resource: key.Resource, ID: o.id}})
+		out = fmt.Sprintf("%s settle %s settled %v overruns %v", errClass(st.ReleaseErr), errClass(serr), st.Settled, st.Overruns)
 	case "cancel":
 		out = errClass(r.b.Cancel(ctx, key, o.id, ""))
 	case "reclaim":

@@ -57,7 +57,7 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 		t.Fatalf("1200 of 1000 tokens: %+v, %v; want denied", res, err)
 	}
 	// The actual use was 300: refund the other 300.
-	if err := rb.RateAdjust(ctxT(t), key, tpm, -300); err != nil {
+	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: tpm, Delta: -300}); err != nil {
 		t.Fatal(err)
 	}
 	// The denied reservation charged no request: one request is left.
@@ -65,7 +65,7 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 		t.Fatalf("after the refund: %+v, %v", res, err)
 	}
 	// Charging more than estimated pushes later callers back.
-	if err := rb.RateAdjust(ctxT(t), key, tpm, 100); err != nil {
+	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: tpm, Delta: 100}); err != nil {
 		t.Fatal(err)
 	}
 	small := r

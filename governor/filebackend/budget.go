@@ -52,42 +52,26 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	})
 }
 
-// ReleaseSettle implements governor.BudgetBackend: the release, then
-// the settle (each under its own lock; nothing here costs a round trip).
-func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease, leaseSecret string, actual []governor.BudgetAmount,
-	by string) (governor.BudgetSettlement, error, error) {
-	rerr := b.Release(ctx, key, id, secret)
-	st, serr := b.BudgetSettle(ctx, key.Project, lease, leaseSecret, actual, by)
-	return st, serr, rerr
-}
-
-// RateBudgetReserve implements governor.BudgetBackend: the rate
-// reservation, then the budget reservation (each under its own lock;
-// nothing here costs a round trip).
-func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateRequest, budget governor.BudgetRequest) (governor.RateResult,
-	error, governor.BudgetResult, error) {
-	res, rerr := b.RateReserve(ctx, rate)
-	bres, berr := b.BudgetReserve(ctx, budget)
-	return res, rerr, bres, berr
-}
-
-// RateAdjustSettle implements governor.BudgetBackend: the token
-// adjustment, then the settle (each under its own lock).
-func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease, secret string,
-	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
-	aerr := b.RateAdjust(ctx, key, tokens, delta)
-	st, serr := b.BudgetSettle(ctx, key.Project, lease, secret, actual, by)
-	return st, serr, aerr
-}
-
-// BudgetSettle implements governor.BudgetBackend.
-func (b *Backend) BudgetSettle(ctx context.Context, project, lease, secret string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
-	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
-		return governor.BudgetSettlement{}, err
+// BudgetSettle implements governor.BudgetBackend: the release and the
+// adjustment sent with it (req.Release, req.Adjust) first, then the
+// settle, each under its own lock (nothing here costs a round trip).
+func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) (governor.BudgetSettlement, error) {
+	var out governor.BudgetSettlement
+	var rerr, aerr error
+	if r := req.Release; r != nil {
+		rerr = b.Release(ctx, governor.Key{Project: req.Project, Resource: r.Resource}, r.ID, r.Secret)
 	}
-	return budgets(ctx, b, project, func(bk *budgetBook, now int64) (governor.BudgetSettlement, error) {
-		return bk.settle(project, lease, secret, actual, by, now)
-	})
+	if req.Adjust != nil {
+		aerr = b.RateAdjust(ctx, *req.Adjust)
+	}
+	err := governor.ValidateBudgetSettle(req.Project, req.Lease, req.Actual)
+	if err == nil {
+		out, err = budgets(ctx, b, req.Project, func(bk *budgetBook, now int64) (governor.BudgetSettlement, error) {
+			return bk.settle(req.Project, req.Lease, req.Secret, req.Actual, req.By, now)
+		})
+	}
+	out.ReleaseErr, out.AdjustErr = rerr, aerr
+	return out, err
 }
 
 // BudgetAdmin implements governor.BudgetBackend.

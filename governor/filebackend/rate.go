@@ -19,10 +19,17 @@ func limit(l governor.RateLimit) gcra.Limit {
 
 // RateReserve implements governor.RateBackend, on the machine's
 // monotonic clock shared by every process.
+//
+// A budget reservation sent with it (req.Budget) is made after it,
+// under its own lock: nothing here costs a round trip.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
-	return within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
+	res, err := within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
 		return b.reserve(t, req)
 	})
+	if req.Budget != nil {
+		res.Budget, res.BudgetErr = b.BudgetReserve(ctx, *req.Budget)
+	}
+	return res, err
 }
 
 // rateKey is the pseudo-resource that holds key's rate limit.
@@ -78,9 +85,9 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 }
 
 // RateAdjust implements governor.RateBackend.
-func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
-	return b.do(ctx, rateKey(key), section{create: true}, func(t *tx) error {
-		t.st.RateTokens = gcra.Adjust(limit(tokens), t.st.RateTokens, t.now.boot, delta)
+func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) error {
+	return b.do(ctx, rateKey(a.Key), section{create: true}, func(t *tx) error {
+		t.st.RateTokens = gcra.Adjust(limit(a.Tokens), t.st.RateTokens, t.now.boot, a.Delta)
 		t.dirty = true
 		return t.commit()
 	})

@@ -134,82 +134,61 @@ func (r *reader) budget(name string, v any) governor.BudgetState {
 	return st
 }
 
-// BudgetSettle implements governor.BudgetBackend.
-func (b *Backend) BudgetSettle(ctx context.Context, project, lease, secret string, actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error) {
-	if err := governor.ValidateBudgetSettle(project, lease, actual); err != nil {
-		return governor.BudgetSettlement{}, err
-	}
-	v, err := b.budgetRun(ctx, "settle", project, b.settleArgs(project, lease, secret, by, actual)...)
-	return settled(project, lease, v, err)
-}
-
-// ReleaseSettle implements governor.BudgetBackend: the release and the
-// settle in one pipeline (batcher.send), each script call keeping its
-// own reply.
-func (b *Backend) ReleaseSettle(ctx context.Context, key governor.Key, id, secret, lease, leaseSecret string, actual []governor.BudgetAmount,
-	by string) (governor.BudgetSettlement, error, error) {
-	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
-		return governor.BudgetSettlement{}, err, b.Release(ctx, key, id, secret)
-	}
-	if b.closed.Load() {
-		return governor.BudgetSettlement{}, governor.ErrClosed, governor.ErrClosed
-	}
-	r := b.resource(key)
-	bk := BudgetKeys(key.Project)
-	rel := &call{ctx: ctx, s: releaseScript, keys: r, args: []any{id, secret, b.channelArg}, done: make(chan struct{})}
-	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, leaseSecret, by, actual)...), done: make(chan struct{})}
-	sent := time.Now()
-	b.batch.send([]*call{rel, set})
-	v, err := set.cmd.Result()
-	st, serr := settled(key.Project, lease, v, wrap("budget settle", err))
-	return st, serr, b.released(key, r, id, rel.cmd, sent)
-}
-
-// RateBudgetReserve implements governor.BudgetBackend: the rate
-// reservation and the budget reservation in one pipeline
+// BudgetSettle implements governor.BudgetBackend: the settle and what
+// is sent with it (req.Release, req.Adjust) in one pipeline
 // (batcher.send), each script call keeping its own reply.
-func (b *Backend) RateBudgetReserve(ctx context.Context, rate governor.RateRequest, budget governor.BudgetRequest) (governor.RateResult,
-	error, governor.BudgetResult, error) {
-	if err := governor.ValidateBudgetRequest(budget); err != nil {
-		res, rerr := b.RateReserve(ctx, rate)
-		return res, rerr, governor.BudgetResult{}, err
+func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) (governor.BudgetSettlement, error) {
+	if err := governor.ValidateBudgetSettle(req.Project, req.Lease, req.Actual); err != nil {
+		var out governor.BudgetSettlement
+		if r := req.Release; r != nil {
+			out.ReleaseErr = b.Release(ctx, governor.Key{Project: req.Project, Resource: r.Resource}, r.ID, r.Secret)
+		}
+		if req.Adjust != nil {
+			out.AdjustErr = b.RateAdjust(ctx, *req.Adjust)
+		}
+		return out, err
 	}
 	if b.closed.Load() {
-		return governor.RateResult{}, governor.ErrClosed, governor.BudgetResult{}, governor.ErrClosed
+		out := governor.BudgetSettlement{}
+		if req.Release != nil {
+			out.ReleaseErr = governor.ErrClosed
+		}
+		if req.Adjust != nil {
+			out.AdjustErr = governor.ErrClosed
+		}
+		return out, governor.ErrClosed
 	}
-	rk, rargs := b.rateReserveCall(rate)
-	bk := BudgetKeys(budget.Project)
-	rc := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rargs, done: make(chan struct{})}
-	bc := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"reserve", governor.MaxBudgetEvents}, b.budgetReserveArgs(budget)...), done: make(chan struct{})}
-	b.batch.send([]*call{rc, bc})
-	v, err := bc.cmd.Result()
-	bres, berr := b.budgetReserved(budget, v, wrap("budget reserve", err))
-	v, err = rc.cmd.Result()
-	res, rerr := b.rateReserved(ctx, rate, v, err)
-	return res, rerr, bres, berr
-}
-
-// RateAdjustSettle implements governor.BudgetBackend: the token
-// adjustment and the settle in one pipeline (batcher.send), each script
-// call keeping its own reply.
-func (b *Backend) RateAdjustSettle(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64, lease, secret string,
-	actual []governor.BudgetAmount, by string) (governor.BudgetSettlement, error, error) {
-	if err := governor.ValidateBudgetSettle(key.Project, lease, actual); err != nil {
-		return governor.BudgetSettlement{}, err, b.RateAdjust(ctx, key, tokens, delta)
-	}
-	if b.closed.Load() {
-		return governor.BudgetSettlement{}, governor.ErrClosed, governor.ErrClosed
-	}
-	rk, bk := RateKeys(key), BudgetKeys(key.Project)
-	adj := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(tokens, delta), done: make(chan struct{})}
+	bk := BudgetKeys(req.Project)
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(key.Project, lease, secret, by, actual)...), done: make(chan struct{})}
-	b.batch.send([]*call{adj, set})
+		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(req.Project, req.Lease, req.Secret, req.By, req.Actual)...),
+		done: make(chan struct{})}
+	calls := []*call{set}
+	var rel, adj *call
+	var r *resourceKeys
+	relKey := governor.Key{Project: req.Project}
+	if l := req.Release; l != nil {
+		relKey.Resource = l.Resource
+		r = b.resource(relKey)
+		rel = &call{ctx: ctx, s: releaseScript, keys: r, args: []any{l.ID, l.Secret, b.channelArg}, done: make(chan struct{})}
+		calls = append([]*call{rel}, calls...)
+	}
+	if a := req.Adjust; a != nil {
+		rk := RateKeys(a.Key)
+		adj = &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(a.Tokens, a.Delta),
+			done: make(chan struct{})}
+		calls = append([]*call{adj}, calls...)
+	}
+	sent := time.Now()
+	b.batch.send(calls)
 	v, err := set.cmd.Result()
-	st, serr := settled(key.Project, lease, v, wrap("budget settle", err))
-	return st, serr, wrap("rate adjust", adj.cmd.Err())
+	st, serr := settled(req.Project, req.Lease, v, wrap("budget settle", err))
+	if rel != nil {
+		st.ReleaseErr = b.released(relKey, r, req.Release.ID, rel.cmd, sent)
+	}
+	if adj != nil {
+		st.AdjustErr = wrap("rate adjust", adj.cmd.Err())
+	}
+	return st, serr
 }
 
 // settleArgs are budget.lua settle's arguments. Each budget's birth is

@@ -27,11 +27,37 @@ func rateArgs(l governor.RateLimit, cost int64) []any {
 // RateReserve implements governor.RateBackend.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
 	if b.closed.Load() {
-		return governor.RateResult{}, governor.ErrClosed
+		res := governor.RateResult{}
+		if req.Budget != nil {
+			res.BudgetErr = governor.ErrClosed
+		}
+		return res, governor.ErrClosed
 	}
 	keys, args := b.rateReserveCall(req)
-	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Result()
-	return b.rateReserved(ctx, req, v, err)
+	if req.Budget == nil {
+		v, err := rateScript.Run(ctx, b.rdb, keys, args...).Result()
+		return b.rateReserved(ctx, req, v, err)
+	}
+	// A budget reservation sent with it: one pipeline (batcher.send),
+	// each script call keeping its own reply.
+	budget := *req.Budget
+	if err := governor.ValidateBudgetRequest(budget); err != nil {
+		v, rerr := rateScript.Run(ctx, b.rdb, keys, args...).Result()
+		res, rerr := b.rateReserved(ctx, req, v, rerr)
+		res.BudgetErr = err
+		return res, rerr
+	}
+	bk := BudgetKeys(budget.Project)
+	rc := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: keys, boxed: box(keys)}, args: args, done: make(chan struct{})}
+	bc := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
+		args: append([]any{"reserve", governor.MaxBudgetEvents}, b.budgetReserveArgs(budget)...), done: make(chan struct{})}
+	b.batch.send([]*call{rc, bc})
+	v, err := bc.cmd.Result()
+	bres, berr := b.budgetReserved(budget, v, wrap("budget reserve", err))
+	v, err = rc.cmd.Result()
+	res, err := b.rateReserved(ctx, req, v, err)
+	res.Budget, res.BudgetErr = bres, berr
+	return res, err
 }
 
 // rateReserveCall is rate.lua's keys and arguments for a reservation of
@@ -80,11 +106,11 @@ func (b *Backend) rateReserved(ctx context.Context, req governor.RateRequest, re
 }
 
 // RateAdjust implements governor.RateBackend.
-func (b *Backend) RateAdjust(ctx context.Context, key governor.Key, tokens governor.RateLimit, delta int64) error {
+func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
-	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(key), rateAdjustArgs(tokens, delta)...).Err())
+	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(a.Key), rateAdjustArgs(a.Tokens, a.Delta)...).Err())
 }
 
 // rateAdjustArgs are rate.lua's arguments for an adjustment of tokens by

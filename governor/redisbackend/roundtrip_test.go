@@ -80,10 +80,10 @@ func (c *trips) take() []string {
 // Redis: with a slot and rate budget, without a budget, with a budget
 // reserved and settled in the call (each a round trip of its own), and
 // through DoSpend, whose reserve goes in the rate reservation's pipeline
-// (RateBudgetReserve) and settle in the slot release's (ReleaseSettle):
+// (RateRequest.Budget) and settle in the slot release's (SettleRequest.Release):
 // budgets add no round trip. With rate limits only (no slot), Do and
 // DoSpend: the reserve goes with the rate's, the settle, with no release
-// to ride on, with the token settle (RateAdjustSettle) when there is one
+// to ride on, with the token settle (SettleRequest.Adjust) when there is one
 // (budgets add none), else alone (budgets add one). Counted by a go-redis hook, not
 // timed. On a Cluster the hook sees the client's pipeline once; go-redis
 // sends each node its part at once (one goroutine per node), one round

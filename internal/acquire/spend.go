@@ -156,9 +156,9 @@ type settleOnRelease struct {
 
 // with releases l with the settle (governor.Lease.ReleaseSettle).
 func (ps *settleOnRelease) with(l *governor.Lease) error {
-	st, serr, err := l.ReleaseSettle(ps.r, ps.actual)
+	st, serr := l.ReleaseSettle(ps.r, ps.actual)
 	ps.done(st, serr)
-	return err
+	return st.ReleaseErr
 }
 
 // alone sends the settle by itself: no lease went with it.
