@@ -258,7 +258,7 @@ type AcquireOptions struct {
 	// different one asked for meanwhile is drift (Status.DriftPolicy).
 	Policy Policy
 	// Priority names this acquire's class of Policy ("": the default
-	// class, see Policy.ClassIndex); FairKey its fair key ("": none).
+	// class, see Policy.Rules); FairKey its fair key ("": none).
 	Priority string
 	FairKey  string
 	// Supersede, when set, is this acquire's supersede key: an older
@@ -341,7 +341,7 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		if err := o.Policy.checkRequest(resource, o.Limit, w, o.Priority, o.FairKey); err != nil {
 			return Request{}, LeaseTiming{}, err
 		}
-		if c, _ := o.Policy.ClassIndex(o.Priority); len(o.Policy.Classes) > 0 {
+		if c, _ := o.Policy.Rules().ClassIndex(o.Priority); len(o.Policy.Classes) > 0 {
 			decl.Priority = o.Policy.Classes[c].Name
 		}
 		decl.FairKey = o.FairKey

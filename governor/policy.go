@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
 // Policy is how a resource's queue serves its waiters (issue 15). The
@@ -94,7 +96,7 @@ type Class struct {
 // Bounds of a Policy.
 const (
 	MaxClasses          = 8
-	DefaultMaxOvertakes = 10
+	DefaultMaxOvertakes = policyrule.DefaultMaxOvertakes
 	maxFairWeight       = 1000
 	// PolicySkip is how deep the queue looks past a head whose fair key
 	// is at FairCap, or (Eager) that does not fit.
@@ -107,10 +109,6 @@ const (
 	// key's weight, in integers (720720 is divisible by every weight up
 	// to 16 and by many more).
 	PolicyQuant = 720720
-	// defaultClassName names the class of a waiter without a priority,
-	// when the policy has a class of that name; otherwise it is the
-	// lowest class.
-	defaultClassName = "default"
 )
 
 // IsZero tells a policy that is plain FIFO.
@@ -191,29 +189,6 @@ func (p Policy) Validate(resource string, limit int) error {
 
 const maxQueueBound = 1 << 20
 
-// ClassIndex returns the index of the class a waiter naming priority is
-// in (0 when p has no classes). An empty priority is defaultClassName if
-// p has it, else the lowest class; a priority p does not have is
-// ok=false.
-func (p Policy) ClassIndex(priority string) (int, bool) {
-	if len(p.Classes) == 0 {
-		return 0, priority == ""
-	}
-	name := priority
-	if name == "" {
-		name = defaultClassName
-	}
-	for i, c := range p.Classes {
-		if c.Name == name {
-			return i, true
-		}
-	}
-	if priority == "" {
-		return len(p.Classes) - 1, true
-	}
-	return 0, false
-}
-
 // classNames lists the classes' names, for an error.
 func (p Policy) classNames() string {
 	names := make([]string, len(p.Classes))
@@ -221,25 +196,6 @@ func (p Policy) classNames() string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-// Overtakes is the anti-starvation bound in force.
-func (p Policy) Overtakes() int {
-	if p.MaxOvertakes == 0 {
-		return DefaultMaxOvertakes
-	}
-	return p.MaxOvertakes
-}
-
-// IsFair tells whether fair keys take turns.
-func (p Policy) IsFair() bool { return p.Fair || len(p.FairWeights) > 0 || p.FairCap > 0 }
-
-// FairWeight is key's weight.
-func (p Policy) FairWeight(key string) int {
-	if w := p.FairWeights[key]; w > 0 {
-		return w
-	}
-	return 1
 }
 
 // Encode returns p's canonical form, as backends store it: equal
@@ -260,14 +216,14 @@ func (p Policy) Encode() string {
 		fmt.Fprintf(&b, "%s:%d:%d", c.Name, c.Reserve, c.Cap)
 	}
 	fair := 0
-	if p.IsFair() {
+	if p.Rules().IsFair() {
 		fair = 1
 	}
 	eager := 0
 	if p.Eager {
 		eager = 1
 	}
-	fmt.Fprintf(&b, ";k=%d;fair=%d;fc=%d;mq=%d;mw=%d;e=%d;fw=", p.Overtakes(), fair, p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds(), eager)
+	fmt.Fprintf(&b, ";k=%d;fair=%d;fc=%d;mq=%d;mw=%d;e=%d;fw=", p.Rules().Overtakes(), fair, p.FairCap, p.MaxQueue, p.MaxWait.Milliseconds(), eager)
 	keys := make([]string, 0, len(p.FairWeights))
 	for k := range p.FairWeights {
 		keys = append(keys, k)
@@ -376,7 +332,8 @@ func (p Policy) checkRequest(resource string, limit, weight int, priority, fairK
 	if err := p.Validate(resource, limit); err != nil {
 		return err
 	}
-	c, ok := p.ClassIndex(priority)
+	r := p.Rules()
+	c, ok := r.ClassIndex(priority)
 	if !ok {
 		if len(p.Classes) == 0 {
 			return invalid("priority %q for %s; allowed: none (the resource has no priority classes)", priority, resource)
@@ -386,14 +343,14 @@ func (p Policy) checkRequest(resource string, limit, weight int, priority, fairK
 	if fairKey != "" && !validPolicyName(fairKey) {
 		return invalid("fair key %q for %s; allowed: %s", fairKey, resource, policyNameRule)
 	}
-	switch p.Never(limit, c, fairKey, weight) {
-	case PolicyCapped:
+	switch r.Never(limit, c, fairKey, weight) {
+	case policyrule.Capped:
 		return fmt.Errorf("%w: weight %d for %s; class %s is capped at %d", ErrTooHeavy, weight, resource, p.Classes[c].Name, p.Classes[c].Cap)
-	case PolicyReserved: // only with classes: weight is within the limit
-		r := p.reservedAbove(c)
+	case policyrule.Reserved: // only with classes: weight is within the limit
+		above := r.ReservedAbove(c)
 		return fmt.Errorf("%w: weight %d for %s; class %s may use at most %d of %d (the classes above reserve %d)",
-			ErrTooHeavy, weight, resource, p.Classes[c].Name, limit-r, limit, r)
-	case PolicyFairCapped:
+			ErrTooHeavy, weight, resource, p.Classes[c].Name, limit-above, limit, above)
+	case policyrule.FairCapped:
 		return fmt.Errorf("%w: weight %d for %s; fair key %s may hold at most %d (fair_cap)", ErrTooHeavy, weight, resource, fairKey, p.FairCap)
 	}
 	return nil

@@ -48,7 +48,7 @@ func TestPolicyClassIndex(t *testing.T) {
 		{governor.Policy{}, "", 0, true},
 		{governor.Policy{}, "hi", 0, false},
 	} {
-		got, ok := tc.p.ClassIndex(tc.prio)
+		got, ok := tc.p.Rules().ClassIndex(tc.prio)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s.ClassIndex(%q) = %d, %v; want %d, %v", tc.p.Encode(), tc.prio, got, ok, tc.want, tc.ok)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
 // whyRefused returns the busy error of a refusal: with Paused set when
@@ -34,25 +36,25 @@ func (g *Governor) whyRefused(ctx context.Context, req Request, st Status) *Busy
 // fair_cap, the reserves of the classes above, waiters queued ahead.
 // "" when none applies (the state changed since).
 func refusalRule(req Request, st Status) string {
-	p, u := st.Policy, st.policyUse()
-	c := p.ClassOf(req.Priority)
-	switch p.Admit(u, c, req.FairKey, req.Weight) {
-	case PolicyCapped:
+	p, r, u := st.Policy, st.Policy.Rules(), st.policyUse()
+	c := r.ClassOf(req.Priority)
+	switch r.Admit(u, c, req.FairKey, req.Weight) {
+	case policyrule.Capped:
 		cl := p.Classes[c]
 		return fmt.Sprintf("the cap of class %s: it holds %d of its cap %d", cl.Name, u.Classes[c], cl.Cap)
-	case PolicyFairCapped:
+	case policyrule.FairCapped:
 		return fmt.Sprintf("fair_cap: fair key %s holds %d of its fair_cap %d", req.FairKey, u.Keys[req.FairKey], p.FairCap)
-	case PolicyReserved:
+	case policyrule.Reserved:
 		var above []string
-		unused := p.UnusedReserves(u, c)
+		unused := r.UnusedReserves(u, c)
 		for j, r := range unused {
 			if r > 0 {
 				above = append(above, fmt.Sprintf("%s %d", p.Classes[j].Name, r))
 			}
 		}
 		return fmt.Sprintf("the reserve of the classes above %s: %d free, %d of them reserved (%s)",
-			p.Classes[c].Name, u.Limit-u.Used, sum(unused), strings.Join(above, ", "))
-	case PolicyFull:
+			p.Classes[c].Name, u.Limit-u.Used, policyrule.Sum(unused), strings.Join(above, ", "))
+	case policyrule.Full:
 		return "" // the state changed since: no room now
 	}
 	if n := st.QueueLen(); n > 0 {

@@ -90,7 +90,7 @@ function policy()
   end
 
   -- pol_class: the class index of a waiter naming class name
-  -- (governor.Policy.ClassIndex; a name the policy in force lacks, under
+  -- (policyrule.Rules.ClassIndex; a name the policy in force lacks, under
   -- drift, is taken as no name).
   function pol_class(name)
     local want = name ~= '' and name or 'default'

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
 func (t *tx) fits(weight int) bool {
@@ -50,7 +51,7 @@ func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) 
 	}
 	t.agreePolicy(req, len(st.Holders) == 0 && len(st.Waiters) == 0)
 	p, pol := t.policy()
-	if req.Weight > st.Limit || pol && p.Never(st.Limit, p.ClassOf(req.Priority), req.FairKey, req.Weight) != governor.PolicyAllows {
+	if req.Weight > st.Limit || pol && p.Rules().Never(st.Limit, p.Rules().ClassOf(req.Priority), req.FairKey, req.Weight) != policyrule.Allows {
 		if i := st.waiterIndex(req.ID); i >= 0 {
 			st.Waiters = append(st.Waiters[:i], st.Waiters[i+1:]...)
 			t.dirty = true

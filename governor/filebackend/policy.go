@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
 // Queue policies (issue 15): the rules are governor.Policy's; this is the
@@ -53,9 +54,9 @@ func (t *tx) agreePolicy(req governor.Request, idle bool) {
 func classCount(p governor.Policy) int { return max(1, len(p.Classes)) }
 
 // policyUse is what st's holders hold, by class and by fair key.
-func (st *state) policyUse(p governor.Policy) governor.PolicyUse {
+func (st *state) policyUse(p governor.Policy) policyrule.Use {
 	n := classCount(p)
-	u := governor.PolicyUse{Limit: st.Limit, Used: st.used(), Classes: make([]int, n), Keys: map[string]int{}}
+	u := policyrule.Use{Limit: st.Limit, Used: st.used(), Classes: make([]int, n), Keys: map[string]int{}}
 	for _, h := range st.Holders {
 		if h.Class >= 0 && h.Class < n {
 			u.Classes[h.Class] += h.Weight
@@ -67,9 +68,9 @@ func (st *state) policyUse(p governor.Policy) governor.PolicyUse {
 	return u
 }
 
-// admit is governor.Policy.Admit on the state as it is.
-func (t *tx) admit(p governor.Policy, c int, key string, w int) governor.PolicyVerdict {
-	return p.Admit(t.st.policyUse(p), c, key, w)
+// admit is the rules' Admit (policyrule) on the state as it is.
+func (t *tx) admit(p governor.Policy, c int, key string, w int) policyrule.Verdict {
+	return p.Rules().Admit(t.st.policyUse(p), c, key, w)
 }
 
 // eager (policy eager): waiter head of class c does not fit; returns the
@@ -93,7 +94,7 @@ func (t *tx) eager(p governor.Policy, c, head int) int {
 			continue
 		}
 		seen++
-		if t.admit(p, c, w.Key, w.Weight) == governor.PolicyAllows {
+		if t.admit(p, c, w.Key, w.Weight) == policyrule.Allows {
 			st.EagerHead, st.EagerPasses = id, n+1
 			t.dirty = true
 			return j
@@ -117,11 +118,11 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 		st.KeyTags = map[string]int64{}
 	}
 	tk := "" // without fairness, one FIFO per class
-	if p.IsFair() {
+	if p.Rules().IsFair() {
 		tk = w.Key
 	}
 	kt := fmt.Sprintf("%d:%s", w.Class, tk)
-	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(governor.PolicyQuant/p.FairWeight(tk))
+	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(governor.PolicyQuant/p.Rules().FairWeight(tk))
 	st.KeyTags[kt] = w.Tag
 	i := len(st.Waiters)
 	for i > 0 && (st.Waiters[i-1].Class > w.Class || st.Waiters[i-1].Class == w.Class && st.Waiters[i-1].Tag > w.Tag) {
@@ -142,7 +143,7 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 	n := classCount(p)
 	first := -1
 	for c := 1; c < n && c < len(st.Overtakes); c++ {
-		if st.Overtakes[c] >= p.Overtakes() && t.classHead(p, c, false) >= 0 {
+		if st.Overtakes[c] >= p.Rules().Overtakes() && t.classHead(p, c, false) >= 0 {
 			first = c
 			break
 		}
@@ -163,17 +164,17 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 		}
 		w := st.Waiters[i]
 		v := t.admit(p, c, w.Key, w.Weight)
-		if v == governor.PolicyAllows {
+		if v == policyrule.Allows {
 			return i
 		}
-		if v == governor.PolicyFull && p.Eager {
+		if v == policyrule.Full && p.Eager {
 			if j := t.eager(p, c, i); j >= 0 {
 				return j
 			}
 		}
 		// The starving class's head stops the others only when the free
 		// slots stop it (a reserve is not its to wait for).
-		if v == governor.PolicyFull || v.BlocksBelow() && c != first {
+		if v == policyrule.Full || v.BlocksBelow() && c != first {
 			return -1
 		}
 	}
@@ -280,11 +281,11 @@ func (t *tx) queueExpiry(w waiter, queueTTL time.Duration) int64 {
 // neither granted nor too heavy (acquire.lua's acquire_policy).
 func (b *Backend) acquirePolicy(t *tx, p governor.Policy, req governor.Request) (governor.Result, error) {
 	st := t.st
-	c, key := p.ClassOf(req.Priority), req.FairKey
+	c, key := p.Rules().ClassOf(req.Priority), req.FairKey
 	i := st.waiterIndex(req.ID)
 	if i < 0 {
 		empty := len(st.Waiters) == 0
-		if empty && t.admit(p, c, key, req.Weight) == governor.PolicyAllows && !t.heldBack() {
+		if empty && t.admit(p, c, key, req.Weight) == policyrule.Allows && !t.heldBack() {
 			h := t.grantPolicy(p, req.ID, req.Weight, req.TTL, req.Declaration, c, key)
 			return b.granted(t, req, h)
 		}
