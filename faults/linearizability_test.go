@@ -239,7 +239,7 @@ func semClient(ctx context.Context, h *history, b governor.Backend, key governor
 					h.do(client, semInput{opRenew, id}, func() semOutput {
 						c, cancel := opctx()
 						defer cancel()
-						_, err := b.Renew(c, key, id, "", out.token, semTTL)
+						_, err := b.Renew(c, governor.Renewal{Key: key, ID: id, Secret: "", Token: out.token, TTL: semTTL})
 						return semOutput{ok: err == nil, unknown: unknown(err)}
 					})
 				}

@@ -89,7 +89,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("queue", r, err, governor.Queued); err != nil {
 		return err
 	}
-	if _, err := b.Renew(ctx, key, "a", "", 0, time.Minute); err != nil {
+	if _, err := b.Renew(ctx, governor.Renewal{Key: key, ID: "a", Secret: "", Token: 0, TTL: time.Minute}); err != nil {
 		return fmt.Errorf("renew: %w", err)
 	}
 	// Released by another process's backend: the waiter is told on its
@@ -119,7 +119,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("grant after expiry", r, err, governor.Granted); err != nil {
 		return err
 	}
-	if ok, err := b.Reclaim(ctx, key, "c", r.Token); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"c"}, Token: r.Token})); err != nil || !ok {
 		return fmt.Errorf("reclaim: %v %w", ok, err)
 	}
 	r, err = b.Acquire(ctx, req("d", governor.Fail, time.Minute))
@@ -139,7 +139,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := b.Cancel(ctx, key, "e", ""); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if err := b.CountLost(ctx, key, "d", 1, "a test"); err != nil {
+	if err := b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: "d", Token: 1, Detail: "a test"}); err != nil {
 		return fmt.Errorf("count lost: %w", err)
 	}
 	st, err := b.Status(ctx, key)
@@ -192,7 +192,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if ok, err := b.Forget(ctx, idle, time.Millisecond); err != nil || !ok {
 		return fmt.Errorf("forget: %v %w", ok, err)
 	}
-	tr, err := b.Takeover(ctx, key, "d", req("t", governor.Fail, time.Minute))
+	tr, err := b.Acquire(ctx, takeover(req("t", governor.Fail, time.Minute), key, "d"))
 	if err := want("takeover", tr, err, governor.Granted); err != nil {
 		return err
 	}

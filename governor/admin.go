@@ -125,10 +125,11 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 	case len(ids) == 0:
 		return nil, fmt.Errorf("%w: %s is not queued on %s (%d waiting)", ErrNoWaiter, what, resource, len(st.Waiters))
 	}
-	gone, err := g.b.Withdraw(ctx, key, ids, Withdrawal{Kind: EventCancelled, By: who, Detail: "cancelled by an operator"})
+	res, err := g.b.Admin(ctx, key, Action{Kind: EventCancelled, By: who, Detail: "cancelled by an operator", IDs: ids})
 	if err != nil {
 		return nil, err
 	}
+	gone := res.IDs
 	if len(gone) == 0 {
 		return nil, fmt.Errorf("%w: %s of %s left the queue (granted or gone) before it could be cancelled", ErrNoWaiter, what, resource)
 	}
@@ -180,7 +181,7 @@ func (g *Governor) Pause(ctx context.Context, resource, by string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.b.SetPaused(ctx, key, true, who)
+	_, err = g.b.Admin(ctx, key, Action{Kind: EventPaused, By: who})
 	return err
 }
 
@@ -194,7 +195,7 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.b.SetPaused(ctx, key, false, who)
+	_, err = g.b.Admin(ctx, key, Action{Kind: EventResumed, By: who})
 	return err
 }
 
@@ -214,7 +215,8 @@ func (g *Governor) ClearLimit(ctx context.Context, resource string, configured i
 	if err := ValidateLimit(resource, configured); err != nil {
 		return fmt.Errorf("%w (the configured limit to clear back to)", err)
 	}
-	return g.b.ClearLimit(ctx, key, configured, who)
+	_, err = g.b.Admin(ctx, key, Action{Kind: EventLimit, Back: configured, By: who})
+	return err
 }
 
 // SetLimit sets the limit in force live; limit 0 clears it (back to the
@@ -240,5 +242,6 @@ func (g *Governor) SetLimit(ctx context.Context, resource string, limit int, by 
 			return fmt.Errorf("%w (0 clears the live limit)", err)
 		}
 	}
-	return g.b.SetLimit(ctx, key, limit, who)
+	_, err = g.b.Admin(ctx, key, Action{Kind: EventLimit, Limit: limit, By: who})
+	return err
 }

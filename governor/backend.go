@@ -38,7 +38,7 @@ type Declaration struct {
 	// 0 in records written before it existed.
 	GovernorPID int `json:"gpid,omitempty"`
 	// ProgressTimeout, when set, makes the lease stalled once no
-	// progress mark (Backend.Touch; the grant counts as the first) has
+	// progress mark (Backend.Renew with Renewal.Touch; the grant counts as the first) has
 	// arrived for this long: its renewals and marks are then refused
 	// (a *LeaseLostError of kind EventStalled), so its holder declares it
 	// lost and stops the work, and its slot is freed only by its release
@@ -80,7 +80,7 @@ type Holder struct {
 	AcquiredAt time.Time
 	Heartbeat  time.Time
 	Expires    time.Time
-	// Progress is the last progress mark (Backend.Touch), or AcquiredAt
+	// Progress is the last progress mark (Renewal.Touch), or AcquiredAt
 	// when the lease has a ProgressTimeout and none came yet; zero when
 	// neither (backend time).
 	Progress time.Time
@@ -123,7 +123,7 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
-	// CoolOff is the end of the resource's cool-off (Backend.CoolOff),
+	// CoolOff is the end of the resource's cool-off (an EventCoolOff Action),
 	// backend time; zero when none is in force. Only a Status the
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
@@ -228,7 +228,7 @@ const (
 	// and the limit in force after it).
 	EventLimit = "limit"
 	// EventCoolOff: a rate-limit signal paused new grants (see
-	// Backend.CoolOff); the detail says who signalled and until when.
+	// Backend.Admin); the detail says who signalled and until when.
 	EventCoolOff = "cooloff"
 	// EventWatchdogKill: a run's watchdog stopped (TERM) or killed the
 	// command tree of a lease because its holder could not: governor was
@@ -252,14 +252,6 @@ var EndedKinds = []string{EventTakeover, EventReclaimed, EventExpired, EventCanc
 // RefusalHolders caps the holders a refusal's status lists, on every
 // backend.
 const RefusalHolders = 16
-
-// Withdrawal says why waiters are withdrawn (Backend.Withdraw): the event
-// kind (one of WithdrawKinds), who did it, and why.
-type Withdrawal struct {
-	Kind   string
-	By     string
-	Detail string
-}
 
 // MaxEvents bounds the events a backend keeps per resource; older ones
 // are dropped.
@@ -328,6 +320,9 @@ type Request struct {
 	// Declaration.User is another than this request's (refused with
 	// ErrInvalid otherwise, changing nothing).
 	CancelOthers bool
+	// Takeover, when set, names the lease this request replaces (see
+	// Backend.Acquire).
+	Takeover string
 	// New is true when ID was never sent before, so it can be neither
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).
@@ -396,37 +391,46 @@ type Backend interface {
 	// the grant as made then (Result.Sent says when). Otherwise a Fail request is Refused, and a Wait request
 	// is queued at the tail (or, already queued, has its queue entry
 	// refreshed). A weight above the limit in force is ErrTooHeavy. A
-	// request (not New) whose queue entry was withdrawn (Withdraw) is a
+	// request (not New) whose queue entry was withdrawn (Admin) is a
 	// *WithdrawnError naming who and why, and is not queued again.
+	//
+	// A request with Takeover set replaces holder req.Takeover by a new
+	// lease req.ID with the same weight and a new, higher fencing token,
+	// in one step: no one else can be granted the slot in between. It
+	// records a takeover event. The caller decides whether the takeover
+	// is allowed (owner dead, or forced). An old lease that is no longer
+	// held but whose last recorded end is its expiry or a reclaim is
+	// taken over as well: the new lease gets req.Weight if that fits
+	// with no waiter queued (Refused with the Status otherwise), and the
+	// takeover event is recorded as for a held one. Any other old lease
+	// (released, taken over already, unknown) is ErrNotHeld and changes
+	// nothing. A paused resource refuses the takeover of an ended lease
+	// (new room) too.
 	Acquire(ctx context.Context, req Request) (Result, error)
 
-	// Renew extends a held lease to now+ttl (ttl 0: its own TTL, as last
-	// granted or renewed) and returns the new expiry. It never
-	// re-acquires: a lease that is gone is ErrLeaseLost, a
+	// Renew extends held lease r.ID of r.Key to now+r.TTL (0: its own
+	// TTL, as last granted or renewed) and returns the new expiry; with
+	// r.Touch, it sets the lease's progress mark to now instead (see
+	// Declaration.ProgressTimeout) and returns its expiry, which it does
+	// not extend (a stalled lease: a *LeaseLostError of kind
+	// EventStalled). It never re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
 	// a reclaim, its expiry), or when it is stalled (EventStalled) or
 	// cancelled in progress (EventCancelledInProgress): such a lease
 	// stays held, never renewed again, until released or expired.
 	//
-	// token is the lease's fencing token as its holder knows it (0:
+	// r.Token is the lease's fencing token as its holder knows it (0:
 	// unknown). A lease that is gone from a resource without state, or
 	// from a state born after token, outlived the state it was granted
 	// in: evidence of lost data, on which a backend that can lose its
 	// data (Redis) holds new grants back (EventQuarantine) before it
 	// reports the loss. A backend may know the tokens of the grants it
-	// made itself; from another process, only token tells.
+	// made itself; from another process, only r.Token tells.
 	//
-	// Renew, Touch, Release and Cancel (and Acquire, with Request.Secret)
-	// first check that secret proves id (OwnerProven): if not, they return
-	// ErrNotOwner and change nothing. The lease id is public.
-	Renew(ctx context.Context, key Key, id, secret string, token int64, ttl time.Duration) (time.Time, error)
-
-	// Touch sets the progress mark of a held lease to now (see
-	// Declaration.ProgressTimeout) and returns its expiry, which it does
-	// not extend. A lease that is gone, or stalled, is an error as for
-	// Renew (a stalled one: a *LeaseLostError of kind EventStalled), and
-	// token is evidence as for Renew.
-	Touch(ctx context.Context, key Key, id, secret string, token int64) (time.Time, error)
+	// Renew, Release and Cancel (and Acquire, with Request.Secret) first
+	// check that the secret proves the id (OwnerProven): if not, they
+	// return ErrNotOwner and change nothing. The lease id is public.
+	Renew(ctx context.Context, r Renewal) (time.Time, error)
 
 	// Release frees a held lease and hands its weight to the queue. A
 	// lease that is not held is ErrNotHeld and changes nothing.
@@ -435,23 +439,6 @@ type Backend interface {
 	// Cancel withdraws a queued waiter. If it was granted in the meantime,
 	// the grant is released. Cancelling an unknown id is not an error.
 	Cancel(ctx context.Context, key Key, id, secret string) error
-
-	// Reclaim removes holder id if it still holds token — used when its
-	// owner is proven dead. It reports whether it removed anything.
-	Reclaim(ctx context.Context, key Key, id string, token int64) (bool, error)
-
-	// Takeover replaces holder old by a new lease req.ID with the same
-	// weight and a new, higher fencing token, in one step: no one else
-	// can be granted the slot in between. It records a takeover event.
-	// The caller decides whether the takeover is allowed (owner dead,
-	// or forced). An old lease that is no longer held but whose last
-	// recorded end is its expiry or a reclaim is taken over as well: the
-	// new lease gets req.Weight if that fits with no waiter queued
-	// (Refused with the Status otherwise), and the takeover event is
-	// recorded as for a held one. Any other old lease (released, taken
-	// over already, unknown) is ErrNotHeld and changes nothing. A paused
-	// resource refuses the takeover of an ended lease (new room) too.
-	Takeover(ctx context.Context, key Key, old string, req Request) (Result, error)
 
 	// NextSeq returns the next number (from 1) of sequence name of
 	// project, for a writer holding fencing token. A token lower than
@@ -476,69 +463,30 @@ type Backend interface {
 	// waits no longer than ctx allows (then the channel never fires).
 	Notify(ctx context.Context, key Key, id string) (<-chan struct{}, func())
 
-	// CountLost records that holder id (with token) declared its lease
-	// lost: a counter and an event whose detail is reason.
-	CountLost(ctx context.Context, key Key, id string, token int64, reason string) error
+	// Admin does a on key (see Action): a pause or resume, a live limit
+	// set or cleared, a cool-off, waiters withdrawn or a holder
+	// reclaimed, each recording an event of kind a.Kind. The Governor
+	// checks a.
+	Admin(ctx context.Context, key Key, a Action) (ActionResult, error)
 
-	// Withdraw removes the waiters ids that are still queued (others are
-	// skipped: granted meanwhile, gone, unknown), recording for each an
-	// event of kind why.Kind naming it, why.By and why.Detail, and wakes
-	// each: its next Acquire is a *WithdrawnError naming them. It returns
-	// the ids it withdrew, in queue order, and hands on the room the
-	// queue may now have. Nothing changes for a key without state.
-	Withdraw(ctx context.Context, key Key, ids []string, why Withdrawal) ([]string, error)
-
-	// SetPaused pauses (paused true) or resumes key, recording an
-	// EventPaused or EventResumed naming by, and reports whether it
-	// changed anything (pausing a paused resource does not). A paused
-	// resource grants nothing new, by any path; resuming hands the room
-	// to the head of the queue at once. A paused resource is never
-	// forgotten (Forget).
-	SetPaused(ctx context.Context, key Key, paused bool, by string) (bool, error)
-
-	// SetLimit sets the limit in force of key live (1 to MaxLimit),
-	// overriding what processes ask for until cleared (limit 0: the
-	// limit in force goes back to the one processes last asked for),
-	// recording an EventLimit naming by. Holders keep their leases;
-	// raised, the room goes to the head of the queue at once; lowered
-	// below the weight held, nothing is granted until the use falls
-	// under it. A resource with a live limit is never forgotten.
-	SetLimit(ctx context.Context, key Key, limit int, by string) error
-
-	// ClearLimit clears key's live limit, as SetLimit(ctx, key, 0, by),
-	// and puts back (1 to MaxLimit) in force at once: the next release
-	// hands off under it. Without a live limit it changes nothing.
-	ClearLimit(ctx context.Context, key Key, back int, by string) error
-
-	// CoolOff pauses key until now+d (backend time), after a provider's
-	// rate-limit signal: no new grant of its slots (a Fail acquire is
-	// Refused, a Wait acquire queues in FIFO order and is granted, in
-	// order, once the cool-off ends) and no rate reservation of the rate
-	// key of the same name (denied with RetryAfter the time left).
-	// Holders keep their leases. A cool-off in force that ends later is
-	// kept, never shortened. It records an EventCoolOff whose detail is
-	// reason, and returns the end of the cool-off in force (backend
-	// time). d is 1ms to MaxRetryAfter (the Governor checks it).
-	CoolOff(ctx context.Context, key Key, d time.Duration, reason string) (time.Time, error)
+	// Record records e on key at the backend's now: what a process saw
+	// that the backend cannot, of kind EventLost (holder e.LeaseID, with
+	// e.Token, declared its lease lost: counted too; e.Detail the
+	// reason), EventDegraded (the end of a period a process ran calls
+	// without the backend, BackendDown) or EventWatchdogKill (what a
+	// run's watchdog did to the tree of lease e.LeaseID). Another kind
+	// is ErrInvalid.
+	Record(ctx context.Context, key Key, e Event) error
 
 	// Adapt takes one AIMD step of key's adaptive concurrency: a signal
 	// halves the adaptive limit (not below Min), IncreaseEvery successes
 	// in a row add one (not above Max); a resource not yet adaptive, or
 	// adaptive under another Max, starts from Max. While no limit is set
-	// live (SetLimit), the adaptive limit is the limit in force for
+	// live (Admin, EventLimit), the adaptive limit is the limit in force for
 	// processes asking for Max (no drift), and raising it hands room to
 	// the queue at once. It returns the state after the step. The
 	// Governor checks the request.
 	Adapt(ctx context.Context, key Key, req AdaptRequest) (AdaptiveState, error)
-
-	// NoteDegraded records an EventDegraded on key whose detail is
-	// detail: the end of a period a process ran calls without the
-	// backend (BackendDown).
-	NoteDegraded(ctx context.Context, key Key, detail string) error
-
-	// NoteWatchdogKill records an EventWatchdogKill on key naming lease
-	// id (with token) and detail: what a run's watchdog did to its tree.
-	NoteWatchdogKill(ctx context.Context, key Key, id string, token int64, detail string) error
 
 	// Observe adds observations to histogram name (HistogramWait) of key:
 	// counts[i] more in bucket i of HistogramBounds(name) (the last one,

@@ -154,7 +154,7 @@ func (g *Governor) leaveDegraded(ctx context.Context, resource string, pol Backe
 	if g.onDegraded != nil {
 		g.onDegraded(resource, false)
 	}
-	_ = g.b.NoteDegraded(ctx, Key{g.project, resource}, detail)
+	_ = g.b.Record(ctx, Key{g.project, resource}, Event{Kind: EventDegraded, Detail: detail})
 }
 
 // isDegraded tells whether resource is degraded in this process.

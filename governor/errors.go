@@ -152,7 +152,7 @@ var ErrWithdrawn = errors.New("governor: waiter withdrawn")
 
 // WithdrawnError ends a waiting acquire whose queue entry was withdrawn
 // by someone else (Governor.Cancel, or a queue policy): the backend
-// recorded why as an event (a Withdrawal), and the waiter's next poll
+// recorded why as an event (an Action), and the waiter's next poll
 // found its entry gone and read that event. Nothing of the waiter is
 // left behind. errors.Is(err, ErrWithdrawn) is true.
 type WithdrawnError struct {

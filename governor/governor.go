@@ -139,7 +139,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := ValidateProject(g.project); err != nil {
 		return nil, err
 	}
-	timing, err := g.set.resolve(libraryNames)
+	timing, err := g.set.Resolve(libraryNames)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	if ttl == g.timing.TTL {
 		return g.timing, nil
 	}
-	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.resolve(libraryNames)
+	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
 }
 
 func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {
@@ -507,7 +507,7 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 		if g.ownerVerdict(ctx, key, h) != proc.Dead {
 			continue
 		}
-		if ok, err := g.b.Reclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {
+		if res, err := g.b.Admin(ctx, key, Action{Kind: EventReclaimed, IDs: []string{h.LeaseID}, Token: h.Token}); err == nil && res.Changed {
 			removed = true
 			_ = h.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
 		}

@@ -233,7 +233,8 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 	if err != nil {
 		return err
 	}
-	if _, err := g.b.Takeover(ctx, key, h.ID, req); err != nil {
+	req.Takeover = h.ID
+	if _, err := g.b.Acquire(ctx, req); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
@@ -310,7 +311,7 @@ func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration)
 			return time.Time{}, err
 		}
 	}
-	return g.b.Renew(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, h.Token, ttl)
+	return g.b.Renew(ctx, Renewal{Key: Key{g.project, h.Resource}, ID: h.ID, Secret: h.Secret, Token: h.Token, TTL: ttl})
 }
 
 // TouchHandle marks progress on the lease h names, for a process that
@@ -324,6 +325,6 @@ func (g *Governor) TouchHandle(ctx context.Context, h Handle) error {
 	if err := ValidateResource(h.Resource); err != nil {
 		return err
 	}
-	_, err := g.b.Touch(ctx, Key{g.project, h.Resource}, h.ID, h.Secret, h.Token)
+	_, err := g.b.Renew(ctx, Renewal{Key: Key{g.project, h.Resource}, ID: h.ID, Secret: h.Secret, Token: h.Token, Touch: true})
 	return err
 }

@@ -121,7 +121,7 @@ func (g *Governor) fresh(ctx context.Context, req Request, tm LeaseTiming, sent,
 		return sent, exp, nil
 	}
 	again := time.Now()
-	exp, err := g.b.Renew(ctx, req.Key, req.ID, req.Secret, 0, tm.TTL) // 0: the backend knows its own grant's token
+	exp, err := g.b.Renew(ctx, Renewal{Key: req.Key, ID: req.ID, Secret: req.Secret, TTL: tm.TTL}) // token 0: the backend knows its own grant's
 	if err == nil && time.Since(again) < tm.TTL-tm.SafetyMargin {
 		return again, exp, nil
 	}
@@ -334,7 +334,7 @@ func (g *Governor) renewWith(ctx context.Context, l *Lease) renewReply {
 	br, ok := g.b.(BatchRenewer)
 	if !ok {
 		sent := time.Now()
-		exp, err := g.b.Renew(ctx, l.key, l.id, l.secret, l.token, l.timing.TTL)
+		exp, err := g.b.Renew(ctx, Renewal{Key: l.key, ID: l.id, Secret: l.secret, Token: l.token, TTL: l.timing.TTL})
 		return renewReply{sent, exp, err}
 	}
 	g.mu.Lock()
@@ -451,7 +451,7 @@ func (l *Lease) lose(err error, reason string) {
 	free := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, reason)
+		_ = l.g.b.Record(ctx, l.key, Event{Kind: EventLost, LeaseID: l.id, Token: l.token, Detail: reason})
 		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
 	}
 	// Close waits for this before it closes the backend; once Close has
@@ -509,7 +509,7 @@ func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 		defer cancel()
 		var ended *LeaseLostError
 		if errors.As(lostErr, &ended) {
-			_ = l.g.b.CountLost(ctx, l.key, l.id, l.token, ended.Reason())
+			_ = l.g.b.Record(ctx, l.key, Event{Kind: EventLost, LeaseID: l.id, Token: l.token, Detail: ended.Reason()})
 		}
 		_ = free(ctx, l)
 		return lostErr

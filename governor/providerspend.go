@@ -152,7 +152,7 @@ func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, sp *s
 	var st BudgetSettlement
 	st, sp.err = p.g.b.BudgetSettle(ctx, SettleRequest{Project: p.g.project, Lease: sp.r.Lease, Secret: sp.r.Secret,
 		Actual: sp.r.evidence(sp.r.eachAt(sp.actual)), By: p.g.Identity(),
-		Adjust: &RateAdjustment{Key{p.g.project, p.resource}, p.limits.Tokens, used - estimate}})
+		Adjust: &RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate}})
 	return st.AdjustErr
 }
 

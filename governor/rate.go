@@ -53,12 +53,15 @@ type RateRequest struct {
 	Budget *BudgetRequest
 }
 
-// RateAdjustment charges Delta more tokens (negative: refunds) to the
-// rate key Key under the limit Tokens (RateBackend.RateAdjust).
+// RateAdjustment corrects the rate key Key after a call
+// (RateBackend.RateAdjust): Delta more tokens (negative: refunds) under
+// the limit Tokens, and the budget the provider reported.
 type RateAdjustment struct {
 	Key    Key
 	Tokens RateLimit
 	Delta  int64
+	// Learned, when set, is a budget the provider reported (Learn).
+	Learned *LearnedBudget
 }
 
 // RateResult is a decision: a denial is data, not an error.
@@ -70,7 +73,7 @@ type RateResult struct {
 	RemainingRequests int64
 	RemainingTokens   int64
 	// CoolOff, when the reservation was denied because the key is
-	// cooling off (Backend.CoolOff), is the cool-off's end (backend
+	// cooling off (an EventCoolOff Action), is the cool-off's end (backend
 	// time); zero otherwise.
 	CoolOff time.Time
 	// ShadowDenied: a Shadow reservation the limits would have denied
@@ -90,8 +93,18 @@ type RateBackend interface {
 	// changes nothing and says when to retry. A cost above a limit's
 	// burst can never pass and is ErrTooHeavy.
 	RateReserve(ctx context.Context, req RateRequest) (RateResult, error)
-	// RateAdjust charges a.Delta more tokens (negative: refunds) to
-	// a.Key under a.Tokens after a call, when the actual use is known.
+	// RateAdjust corrects a.Key's rate limit after a call: it charges
+	// a.Delta more tokens (negative: refunds) under a.Tokens, when the
+	// actual use is known, and records a.Learned (when set; the
+	// adjustment is then made only when Delta is not 0). A learned
+	// budget is one a provider's response reported: until each reported
+	// reset (now + Reset, backend time), a reservation of a.Key passes
+	// only if the reported remaining of that dimension still covers its
+	// cost (besides its configured limits: the stricter decides), and
+	// takes its cost off it; a denial says to retry at the reset. A later
+	// report replaces an earlier one. A dimension not reported
+	// (Remaining < 0 or Reset 0) is left as it is. The Governor checks
+	// a.Learned.
 	RateAdjust(ctx context.Context, a RateAdjustment) error
 	// RateStatus reads key's rate limit without changing it. A key
 	// never reserved has a zero RateStatus (with Key and Now set).
@@ -99,15 +112,6 @@ type RateBackend interface {
 	// Rates lists the rate keys of a project that have state, rate-only
 	// providers (no concurrency slots) included.
 	Rates(ctx context.Context, project string) ([]string, error)
-	// RateLearn records b, a budget a provider's response reported, for
-	// key's rate limit: until each reported reset (now + Reset, backend
-	// time), a reservation of key passes only if the reported remaining
-	// of that dimension still covers its cost (besides its configured
-	// limits: the stricter decides), and takes its cost off it; a denial
-	// says to retry at the reset. A later report replaces an earlier
-	// one. A dimension not reported (Remaining < 0 or Reset 0) is left
-	// as it is. The Governor checks b.
-	RateLearn(ctx context.Context, key Key, b LearnedBudget) error
 }
 
 // RateStatus is a rate limit as the backend keeps it, for metrics: the
@@ -288,7 +292,7 @@ func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error
 	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
-	return p.g.b.RateAdjust(ctx, RateAdjustment{Key{p.g.project, p.resource}, p.limits.Tokens, used - estimate})
+	return p.g.b.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate})
 }
 
 // tokensToSettle says whether SettleTokens(estimate, used) has a

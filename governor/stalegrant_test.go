@@ -47,14 +47,14 @@ func (b *stallingGrants) Acquire(ctx context.Context, req governor.Request) (gov
 	return res, nil
 }
 
-func (b *stallingGrants) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
+func (b *stallingGrants) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
 	b.mu.Lock()
-	stalled := id == b.stalledID && len(b.released) == 0
+	stalled := r.ID == b.stalledID && len(b.released) == 0
 	b.mu.Unlock()
 	if stalled {
 		return time.Time{}, governor.ErrLeaseLost
 	}
-	return b.Backend.Renew(ctx, key, id, secret, token, ttl)
+	return b.Backend.Renew(ctx, r)
 }
 
 func (b *stallingGrants) Release(ctx context.Context, key governor.Key, id, secret string) error {
@@ -137,11 +137,11 @@ func (b *handedEarlier) Acquire(ctx context.Context, req governor.Request) (gove
 	return res, err
 }
 
-func (b *handedEarlier) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
+func (b *handedEarlier) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
 	b.mu.Lock()
 	b.renewed++
 	b.mu.Unlock()
-	return b.Backend.Renew(ctx, key, id, secret, token, ttl)
+	return b.Backend.Renew(ctx, r)
 }
 
 // TestHandedGrantDeadline: a grant made by an earlier call (Result.Sent)

@@ -238,7 +238,7 @@ func (b *suspendingGrants) Acquire(ctx context.Context, req governor.Request) (g
 	return res, err
 }
 
-func (b *suspendingGrants) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
+func (b *suspendingGrants) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
 	b.renewals.Add(1)
-	return b.Backend.Renew(ctx, key, id, secret, token, ttl)
+	return b.Backend.Renew(ctx, r)
 }

@@ -101,7 +101,8 @@ func (g *Governor) Takeover(ctx context.Context, resource string, limit int, o T
 			return out, err
 		}
 		mark := g.mark()
-		res, err := g.b.Takeover(ctx, key, h.LeaseID, req)
+		req.Key, req.Takeover = key, h.LeaseID
+		res, err := g.b.Acquire(ctx, req)
 		if errors.Is(err, ErrNotHeld) {
 			continue // released meanwhile
 		}

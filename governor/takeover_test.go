@@ -18,11 +18,11 @@ type failingTakeover struct {
 
 var errInjected = errors.New("injected failure")
 
-func (b failingTakeover) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
-	if key.Resource == b.resource {
+func (b failingTakeover) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if req.Takeover != "" && req.Key.Resource == b.resource {
 		return governor.Result{}, errInjected
 	}
-	return b.Backend.Takeover(ctx, key, old, req)
+	return b.Backend.Acquire(ctx, req)
 }
 
 // TestTakeoverSessionStopsMidway: a session takeover that fails on one

@@ -70,7 +70,7 @@ func TestCLIEventsOneBadKey(t *testing.T) {
 		if err != nil || r.Outcome != governor.Granted {
 			t.Fatalf("acquire %s: %v %v", res, r.Outcome, err)
 		}
-		if err := b.CountLost(ctx, key, "l-"+res, r.Token, "a test"); err != nil {
+		if err := b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: "l-" + res, Token: r.Token, Detail: "a test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -640,7 +640,8 @@ func TestRunLeaseLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire")
-		ok, err := g.Backend().Reclaim(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, h.LeaseID, h.Token)
+		res, err := g.Backend().Admin(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.LeaseID}, Token: h.Token})
+		ok := res.Changed
 		if err != nil || !ok {
 			t.Fatalf("Reclaim: %v, %v", ok, err)
 		}

@@ -114,8 +114,8 @@ func (s *suite) learnedBudget(t *testing.T) {
 	if s.h.RealTime {
 		reset = 1500 * time.Millisecond
 	}
-	if err := b.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: 2, ResetRequests: reset,
-		RemainingTokens: 500, ResetTokens: reset}); err != nil {
+	if err := b.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Learned: &[]governor.LearnedBudget{governor.LearnedBudget{RemainingRequests: 2, ResetRequests: reset,
+		RemainingTokens: 500, ResetTokens: reset}}[0]}); err != nil {
 		t.Fatal(err)
 	}
 	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 1000, Period: time.Minute}, NRequests: 1, NTokens: 200}
@@ -136,7 +136,7 @@ func (s *suite) learnedBudget(t *testing.T) {
 		}
 	}
 	// Tokens: 500 reported, 200 a call; the configured limit is looser.
-	if err := b.RateLearn(ctxT(t), key, governor.LearnedBudget{RemainingRequests: -1, RemainingTokens: 500, ResetTokens: reset}); err != nil {
+	if err := b.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Learned: &[]governor.LearnedBudget{governor.LearnedBudget{RemainingRequests: -1, RemainingTokens: 500, ResetTokens: reset}}[0]}); err != nil {
 		t.Fatal(err)
 	}
 	r.Tokens = governor.RateLimit{Rate: 100000, Period: time.Minute}
@@ -151,7 +151,7 @@ func (s *suite) learnedBudget(t *testing.T) {
 	// A configured limit stricter than the learned budget still decides.
 	strict := governor.RateRequest{Key: governor.Key{Project: key.Project, Resource: "provider:strict"},
 		Requests: governor.RateLimit{Rate: 1, Period: time.Minute}, NRequests: 1}
-	if err := b.RateLearn(ctxT(t), strict.Key, governor.LearnedBudget{RemainingRequests: 50, ResetRequests: reset, RemainingTokens: -1}); err != nil {
+	if err := b.RateAdjust(ctxT(t), governor.RateAdjustment{Key: strict.Key, Learned: &[]governor.LearnedBudget{governor.LearnedBudget{RemainingRequests: 50, ResetRequests: reset, RemainingTokens: -1}}[0]}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := b.RateReserve(ctxT(t), strict); err != nil || !res.Allowed || res.RemainingRequests != 0 {

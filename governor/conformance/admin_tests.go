@@ -52,8 +52,8 @@ func (s *suite) withdraw(t *testing.T) {
 		mustAcquire(t, b, *w, governor.Queued)
 		w.New = false
 	}
-	why := governor.Withdrawal{Kind: governor.EventCancelled, By: "alice (ops)", Detail: "cancelled by an operator"}
-	gone, err := b.Withdraw(ctxT(t), key, []string{w3.ID, "unknown", w1.ID, h.ID}, why)
+	why := governor.Action{Kind: governor.EventCancelled, By: "alice (ops)", Detail: "cancelled by an operator"}
+	gone, err := withdrawn(b.Admin(ctxT(t), key, withdrawal(why, []string{w3.ID, "unknown", w1.ID, h.ID})))
 	if err != nil {
 		t.Fatalf("Withdraw: %v", err)
 	}
@@ -84,13 +84,13 @@ func (s *suite) withdraw(t *testing.T) {
 	mustAcquire(t, b, w4, governor.Queued)
 	w4.New = false
 	// w2 was granted by the release: it is no longer a waiter.
-	if gone, err := b.Withdraw(ctxT(t), key, []string{w2.ID}, why); err != nil || len(gone) != 0 {
+	if gone, err := withdrawn(b.Admin(ctxT(t), key, withdrawal(why, []string{w2.ID}))); err != nil || len(gone) != 0 {
 		t.Fatalf("Withdraw of a granted waiter = %v, %v; want nothing withdrawn", gone, err)
 	}
 	mustAcquire(t, b, w2, governor.Granted)
 	// No state: nothing, no error.
 	none := governor.Key{Project: project(), Resource: "none"}
-	if gone, err := b.Withdraw(ctxT(t), none, []string{"x"}, why); err != nil || len(gone) != 0 {
+	if gone, err := withdrawn(b.Admin(ctxT(t), none, withdrawal(why, []string{"x"}))); err != nil || len(gone) != 0 {
 		t.Fatalf("Withdraw on a resource without state = %v, %v", gone, err)
 	}
 	if names, _ := b.Resources(ctxT(t), none.Project); len(names) != 0 {
@@ -192,11 +192,11 @@ func (s *suite) pause(t *testing.T) {
 	b, key := s.open(t, "deploy")
 	h := req(key, 2, 1, governor.Fail)
 	mustAcquire(t, b, h, governor.Granted)
-	changed, err := b.SetPaused(ctxT(t), key, true, "carol")
+	changed, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: pauseKind(true), By: "carol"}))
 	if err != nil || !changed {
 		t.Fatalf("SetPaused(true) = %v, %v", changed, err)
 	}
-	if changed, err := b.SetPaused(ctxT(t), key, true, "dave"); err != nil || changed {
+	if changed, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: pauseKind(true), By: "dave"})); err != nil || changed {
 		t.Fatalf("pausing a paused resource = %v, %v; want no change", changed, err)
 	}
 	st := mustStatus(t, b, key)
@@ -213,7 +213,7 @@ func (s *suite) pause(t *testing.T) {
 	mustAcquire(t, b, w2, governor.Queued)
 	w1.New, w2.New = false, false
 	// The holder renews and releases as ever; its room is not handed on.
-	if _, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
 		t.Fatalf("Renew while paused: %v", err)
 	}
 	release(t, b, key, h.ID)
@@ -239,7 +239,7 @@ func (s *suite) pause(t *testing.T) {
 	if gone, err := b.Forget(ctxT(t), key, 0); err != nil || gone {
 		t.Fatalf("Forget of a paused resource = %v, %v", gone, err)
 	}
-	changed, err = b.SetPaused(ctxT(t), key, false, "erin")
+	changed, err = actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: pauseKind(false), By: "erin"}))
 	if err != nil || !changed {
 		t.Fatalf("SetPaused(false) = %v, %v", changed, err)
 	}
@@ -252,7 +252,7 @@ func (s *suite) pause(t *testing.T) {
 	if e := lastEvent(t, b, key, governor.EventResumed); e.By != "erin" {
 		t.Fatalf("resumed event %+v, want by erin", e)
 	}
-	if changed, err := b.SetPaused(ctxT(t), key, false, "erin"); err != nil || changed {
+	if changed, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: pauseKind(false), By: "erin"})); err != nil || changed {
 		t.Fatalf("resuming a running resource = %v, %v; want no change", changed, err)
 	}
 	// The takeover of an expired lease is new room: refused while paused.
@@ -260,22 +260,22 @@ func (s *suite) pause(t *testing.T) {
 	short := req(exp, 1, 1, governor.Fail)
 	short.TTL = 200 * time.Millisecond
 	mustAcquire(t, b, short, governor.Granted)
-	if _, err := b.SetPaused(ctxT(t), exp, true, "carol"); err != nil {
+	if _, err := actChanged(b.Admin(ctxT(t), exp, governor.Action{Kind: pauseKind(true), By: "carol"})); err != nil {
 		t.Fatal(err)
 	}
 	s.h.Advance(t, 300*time.Millisecond)
-	if res, err := b.Takeover(ctxT(t), exp, short.ID, req(exp, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Refused {
+	if res, err := b.Acquire(ctxT(t), takeover(req(exp, 1, 1, governor.Fail), exp, short.ID)); err != nil || res.Outcome != governor.Refused {
 		t.Fatalf("takeover of an expired lease while paused = %v, %v; want Refused", res.Outcome, err)
 	}
-	if _, err := b.SetPaused(ctxT(t), exp, false, "carol"); err != nil {
+	if _, err := actChanged(b.Admin(ctxT(t), exp, governor.Action{Kind: pauseKind(false), By: "carol"})); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := b.Takeover(ctxT(t), exp, short.ID, req(exp, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
+	if res, err := b.Acquire(ctxT(t), takeover(req(exp, 1, 1, governor.Fail), exp, short.ID)); err != nil || res.Outcome != governor.Granted {
 		t.Fatalf("takeover of an expired lease after resume = %v, %v; want Granted", res.Outcome, err)
 	}
 	// Pausing a resource never used makes it, listed, paused.
 	fresh := governor.Key{Project: project(), Resource: "fresh"}
-	if _, err := b.SetPaused(ctxT(t), fresh, true, "carol"); err != nil {
+	if _, err := actChanged(b.Admin(ctxT(t), fresh, governor.Action{Kind: pauseKind(true), By: "carol"})); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b, req(fresh, 1, 1, governor.Fail), governor.Refused)
@@ -315,7 +315,7 @@ func (s *suite) liveLimit(t *testing.T) {
 	// until the use falls under 1.
 	mustSetLimit(t, b, key, 1, "ops")
 	for _, id := range []string{h1.ID, h2.ID, w.ID} {
-		if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err != nil {
+		if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: id, Secret: "", Token: 0, TTL: 0}); err != nil {
 			t.Fatalf("a holder lost its lease when the limit was lowered: %v", err)
 		}
 	}
@@ -374,7 +374,7 @@ func (s *suite) holds(t *testing.T) {
 	}
 	r = req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if ok, err := b.Reclaim(ctxT(t), key, r.ID, mustStatus(t, b, key).Holders[0].Token); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{r.ID}, Token: mustStatus(t, b, key).Holders[0].Token})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	if st := mustStatus(t, b, key); len(st.Holds) != 2 {

@@ -97,7 +97,7 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	r := req(key, 1, 1, governor.Fail)
 	r.TTL = 400 * time.Millisecond
 	res := mustAcquire(t, b, r, governor.Granted)
-	exp, err := b.Renew(ctxT(t), key, r.ID, "", 0, 10*time.Second)
+	exp, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
@@ -106,22 +106,22 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	}
 	// ttl 0 keeps the lease's own (10s since the renewal above).
 	before := mustStatus(t, b, key).Holders[0]
-	kept, err := b.Renew(ctxT(t), key, r.ID, "", 0, 0)
+	kept, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 0})
 	if err != nil {
 		t.Fatalf("Renew with ttl 0: %v", err)
 	}
 	if got := kept.Sub(before.Expires); got < -100*time.Millisecond || got > 5*time.Second {
 		t.Fatalf("Renew with ttl 0 moved the expiry by %v, want about the lease's own 10s from now (was %v)", got, before.Expires)
 	}
-	if _, err := b.Renew(ctxT(t), key, "unknown", "", 0, time.Second); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: "unknown", Secret: "", Token: 0, TTL: time.Second}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("renew of unknown lease: err = %v, want ErrLeaseLost", err)
 	}
 	// Let it expire: a renewal must not bring it back.
-	if _, err := b.Renew(ctxT(t), key, r.ID, "", 0, 400*time.Millisecond); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 400 * time.Millisecond}); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
 	s.h.Advance(t, time.Second)
-	_, err = b.Renew(ctxT(t), key, r.ID, "", 0, 10*time.Second)
+	_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 10 * time.Second})
 	wantEnd(t, "renew after expiry", err, governor.EventExpired, "expired")
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 {
 		t.Fatalf("renew re-acquired an expired lease: %+v", st)
@@ -166,7 +166,7 @@ func (s *suite) earliestExpiryHonoured(t *testing.T) {
 	alone := func(what string, gone governor.Request) {
 		t.Helper()
 		s.h.Advance(t, time.Second)
-		if _, err := b.Renew(ctxT(t), key, gone.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+		if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: gone.ID, Secret: "", Token: 0, TTL: 0}); !errors.Is(err, governor.ErrLeaseLost) {
 			t.Fatalf("%s: renew after its expiry: err = %v, want ErrLeaseLost", what, err)
 		}
 		st := mustStatus(t, b, key)
@@ -181,7 +181,7 @@ func (s *suite) earliestExpiryHonoured(t *testing.T) {
 
 	c := long()
 	mustAcquire(t, b, c, governor.Granted)
-	if _, err := b.Renew(ctxT(t), key, c.ID, "", 0, 400*time.Millisecond); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: c.ID, Secret: "", Token: 0, TTL: 400 * time.Millisecond}); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
 	alone("a lease renewed with a shorter TTL", c)
@@ -423,16 +423,16 @@ func (s *suite) reclaim(t *testing.T) {
 	b, key := s.open(t, "merge")
 	h := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, h, governor.Granted)
-	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token+1); err != nil || ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.ID}, Token: res.Token + 1})); err != nil || ok {
 		t.Fatalf("reclaim with a wrong token = %v, %v; want false", ok, err)
 	}
-	if ok, err := b.Reclaim(ctxT(t), key, "unknown", res.Token); err != nil || ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"unknown"}, Token: res.Token})); err != nil || ok {
 		t.Fatalf("reclaim of unknown lease = %v, %v; want false", ok, err)
 	}
-	if ok, err := b.Reclaim(ctxT(t), key, h.ID, res.Token); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.ID}, Token: res.Token})); err != nil || !ok {
 		t.Fatalf("reclaim = %v, %v; want true", ok, err)
 	}
-	_, err := b.Renew(ctxT(t), key, h.ID, "", 0, time.Minute)
+	_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: time.Minute})
 	wantEnd(t, "renew after reclaim", err, governor.EventReclaimed, "reclaimed: owner dead")
 	st := mustStatus(t, b, key)
 	if st.Used != 0 || st.Counters.ReclaimedDead != 1 {
@@ -522,7 +522,7 @@ func (s *suite) counters(t *testing.T) {
 	mustAcquire(t, b, w, governor.Queued)
 	release(t, b, key, h.ID)
 	mustAcquire(t, b, w, governor.Granted)
-	if err := b.CountLost(ctxT(t), key, "some-lease", 1, "a test"); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: "some-lease", Token: 1, Detail: "a test"}); err != nil {
 		t.Fatal(err)
 	}
 	c := mustStatus(t, b, key).Counters

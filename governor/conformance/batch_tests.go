@@ -41,7 +41,7 @@ func (s *suite) batchRenew(t *testing.T) {
 	mustAcquire(t, b, req(keyC, 1, 1, governor.Wait), governor.Queued) // keyC's renewals take the full path
 	nu := req(keyB, 2, 1, governor.Fail)
 	nu.Declaration.Session = "relay-9"
-	if got, err := b.Takeover(ctxT(t), keyB, b2.ID, nu); err != nil || got.Outcome != governor.Granted {
+	if got, err := b.Acquire(ctxT(t), takeover(nu, keyB, b2.ID)); err != nil || got.Outcome != governor.Granted {
 		t.Fatalf("Takeover = %+v, %v", got, err)
 	}
 	release(t, b, keyA, a2.ID)
@@ -75,7 +75,7 @@ func (s *suite) batchRenew(t *testing.T) {
 	}
 	// The same as Renew says, lease by lease.
 	for i, r := range rs {
-		_, err := b.Renew(ctxT(t), r.Key, r.ID, r.Secret, r.Token, r.TTL)
+		_, err := b.Renew(ctxT(t), governor.Renewal{Key: r.Key, ID: r.ID, Secret: r.Secret, Token: r.Token, TTL: r.TTL})
 		if (err == nil) != (got[i].Err == nil) || errors.Is(err, governor.ErrLeaseLost) != errors.Is(got[i].Err, governor.ErrLeaseLost) ||
 			errors.Is(err, governor.ErrNotOwner) != errors.Is(got[i].Err, governor.ErrNotOwner) {
 			t.Errorf("lease %d: RenewBatch said %v, Renew says %v", i, got[i].Err, err)
@@ -162,10 +162,10 @@ func (s *suite) batchedHeartbeats(t *testing.T) {
 	taken, reclaimed := ls[2], ls[9]
 	nu := req(taken.Key(), 6, 1, governor.Fail)
 	nu.Declaration.Session = "relay-7"
-	if got, err := other.Takeover(ctxT(t), taken.Key(), taken.ID(), nu); err != nil || got.Outcome != governor.Granted {
+	if got, err := other.Acquire(ctxT(t), takeover(nu, taken.Key(), taken.ID())); err != nil || got.Outcome != governor.Granted {
 		t.Fatalf("Takeover = %+v, %v", got, err)
 	}
-	if ok, err := other.Reclaim(ctxT(t), reclaimed.Key(), reclaimed.ID(), reclaimed.Token()); err != nil || !ok {
+	if ok, err := actChanged(other.Admin(ctxT(t), reclaimed.Key(), governor.Action{Kind: governor.EventReclaimed, IDs: []string{reclaimed.ID()}, Token: reclaimed.Token()})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	for _, l := range []*governor.Lease{taken, reclaimed} {

@@ -24,7 +24,7 @@ func (s *suite) policyCancelOthers(t *testing.T) {
 	if !errors.Is(err, governor.ErrInvalid) || !strings.Contains(err.Error(), h.ID) || !strings.Contains(err.Error(), "alice") {
 		t.Fatalf("bob cancelling alice's holder in progress: %v; want ErrInvalid naming the holder and alice", err)
 	}
-	if _, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
 		t.Fatalf("alice's holder after a refused cancel: %v; want it renewed", err)
 	}
 	if st := mustStatus(t, b, key); len(st.Waiters) != 0 {

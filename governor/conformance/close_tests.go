@@ -159,13 +159,13 @@ func (s *suite) useAfterClose(t *testing.T) {
 	}
 	_, err := b.Acquire(ctxT(t), req(key, 1, 1, governor.Wait))
 	check("Acquire", err)
-	_, err = b.Renew(ctxT(t), key, r.ID, "", 0, 0)
+	_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 0})
 	check("Renew", err)
 	check("Release", b.Release(ctxT(t), key, r.ID, ""))
 	check("Cancel", b.Cancel(ctxT(t), key, r.ID, ""))
-	_, err = b.Reclaim(ctxT(t), key, r.ID, 1)
+	_, err = actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{r.ID}, Token: 1}))
 	check("Reclaim", err)
-	_, err = b.Takeover(ctxT(t), key, r.ID, req(key, 1, 1, governor.Fail))
+	_, err = b.Acquire(ctxT(t), takeover(req(key, 1, 1, governor.Fail), key, r.ID))
 	check("Takeover", err)
 	_, err = b.Status(ctxT(t), key)
 	check("Status", err)
@@ -175,7 +175,7 @@ func (s *suite) useAfterClose(t *testing.T) {
 	check("Resources", err)
 	_, err = b.NextSeq(ctxT(t), key.Project, "s", 1)
 	check("NextSeq", err)
-	check("CountLost", b.CountLost(ctxT(t), key, r.ID, 1, "a test"))
+	check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: r.ID, Token: 1, Detail: "a test"}))
 	// The lease was left to expire, not released.
 	if st := mustStatus(t, s.h.Open(t), key); st.Used != 1 {
 		t.Fatalf("Close released a lease: %+v", st)

@@ -290,7 +290,7 @@ func wantNotHeld(t *testing.T, b governor.Backend, key governor.Key, id, what st
 // mustSetLimit sets key's live limit as by, or fails t.
 func mustSetLimit(t *testing.T, b governor.Backend, key governor.Key, limit int, by string) {
 	t.Helper()
-	if err := b.SetLimit(ctxT(t), key, limit, by); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventLimit, Limit: limit, By: by})); err != nil {
 		t.Fatalf("SetLimit(%s, %d): %v", key, limit, err)
 	}
 }

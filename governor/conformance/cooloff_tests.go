@@ -46,17 +46,17 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	holder := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, holder, governor.Granted)
 	d := s.coolOffLength()
-	end, err := b.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
+	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: d, Detail: "HTTP 429 from test"}))
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}
 	if st := mustStatus(t, b, key); !near(st.CoolOff, end, d) || !end.After(st.Now) || end.Sub(st.Now) > d {
 		t.Fatalf("Status.CoolOff = %v (now %v), CoolOff returned %v for %v", st.CoolOff, st.Now, end, d)
 	}
-	if again, err := b.CoolOff(ctxT(t), key, time.Millisecond, "a shorter one"); err != nil || !near(again, end, d) {
+	if again, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: time.Millisecond, Detail: "a shorter one"})); err != nil || !near(again, end, d) {
 		t.Fatalf("a shorter cool-off: %v, %v; want the one in force kept, ending %v", again, err, end)
 	}
-	if _, err := b.Renew(ctxT(t), key, holder.ID, "", 0, 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: holder.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
 		t.Fatalf("a holder's renewal during a cool-off: %v", err)
 	}
 	first, second := req(key, 1, 1, governor.Wait), req(key, 1, 1, governor.Wait)
@@ -181,7 +181,7 @@ func (s *suite) coolOffUnderPolicy(t *testing.T) {
 	h := preq(key, 1, 1, governor.Fail, three, "batch", "")
 	mustAcquire(t, b, h, governor.Granted)
 	d := s.coolOffLength()
-	end, err := b.CoolOff(ctxT(t), key, d, "HTTP 429 from test")
+	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: d, Detail: "HTTP 429 from test"}))
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}

@@ -34,7 +34,7 @@ func shortReq(key governor.Key, limit int) governor.Request {
 // cannotRenew fails t when lease id of key renews: what names the holder.
 func cannotRenew(t *testing.T, b governor.Backend, key governor.Key, id, what string) {
 	t.Helper()
-	if _, err := b.Renew(ctxT(t), key, id, "", 0, 0); err == nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: id, Secret: "", Token: 0, TTL: 0}); err == nil {
 		t.Fatalf("%s renewed", what)
 	}
 }
@@ -141,7 +141,7 @@ func (s *suite) damagedEvent(t *testing.T) {
 	b, key := s.open(t, "heavy")
 	a := req(key, 1, 1, governor.Fail)
 	ra := mustAcquire(t, b, a, governor.Granted)
-	if err := b.CountLost(ctxT(t), key, a.ID, ra.Token, "a test"); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: a.ID, Token: ra.Token, Detail: "a test"}); err != nil {
 		t.Fatal(err)
 	}
 	s.damage(t, key, a.ID, DamageEvent)
@@ -203,7 +203,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 	other := req(key, 1, 1, governor.Fail)
 	other.TTL, other.New = a.TTL, true
 	mustAcquire(t, s.h.Open(t), other, governor.Refused)
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: a.ID, Secret: "", Token: 0, TTL: 0}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
 	fresh := req(governor.Key{Project: project(), Resource: "heavy"}, 1, 1, governor.Fail)
@@ -233,7 +233,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 // until the longest TTL has passed.
 func (s *suite) lostDataNewcomer(t *testing.T) {
 	b, other, key, a, w, n, _ := s.lostUnderNewcomer(t)
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: a.ID, Secret: "", Token: 0, TTL: 0}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
 	release(t, other, key, n.ID)
@@ -329,13 +329,13 @@ func (s *suite) lostDataRenewByHandle(t *testing.T) {
 		}
 		return false
 	}
-	if _, err := s.h.Open(t).Renew(ctxT(t), key, a.ID, a.Secret, 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := s.h.Open(t).Renew(ctxT(t), governor.Renewal{Key: key, ID: a.ID, Secret: a.Secret}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten lease renewed by handle without its token = %v, want ErrLeaseLost", err)
 	}
 	if quarantined() {
 		t.Fatal("a renewal without a token was taken as evidence of lost data")
 	}
-	if _, err := s.h.Open(t).Renew(ctxT(t), key, a.ID, a.Secret, tok, 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := s.h.Open(t).Renew(ctxT(t), governor.Renewal{Key: key, ID: a.ID, Secret: a.Secret, Token: tok}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten lease renewed by handle with its token = %v, want ErrLeaseLost", err)
 	}
 	if !quarantined() {

@@ -463,7 +463,7 @@ func (r *diffRun) do(o diffOp) {
 func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	switch o.kind {
 	case "touch":
-		_, err := r.b.Touch(ctx, key, o.id, "", 0) // token 0: see "renew"
+		_, err := r.b.Renew(ctx, governor.Renewal{Key: key, ID: o.id, Secret: "", Token: 0, Touch: true}) // token 0: see "renew"
 		return errClass(err)
 	case "renewbatch":
 		var errs []string
@@ -472,7 +472,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		}
 		return strings.Join(errs, " ")
 	case "cooloff":
-		_, err := r.b.CoolOff(ctx, key, o.ttl, "diff")
+		_, err := until(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventCoolOff, For: o.ttl, Detail: "diff"}))
 		return errClass(err)
 	case "adapt":
 		a, err := r.b.Adapt(ctx, key, governor.AdaptRequest{Max: 3, Min: 1, IncreaseEvery: 2, Signal: o.signal})
@@ -517,18 +517,18 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 			st.Overruns, errClass(err), rs.RemainingRequests, rs.RemainingTokens, r.budgetStep(ctx, diffOp{kind: "bread"}))
 	case "learn":
 		lb := governor.LearnedBudget{RemainingRequests: o.n, ResetRequests: o.ttl, RemainingTokens: -1}
-		return errClass(r.b.RateLearn(ctx, key, lb))
+		return errClass(r.b.RateAdjust(ctx, governor.RateAdjustment{Key: key, Learned: &[]governor.LearnedBudget{lb}[0]}))
 	case "lost":
-		return errClass(r.b.CountLost(ctx, key, o.id, r.tokens[o.resource+"/"+o.id], "diff"))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
 	case "seq":
 		n, err := r.b.NextSeq(ctx, r.project, o.resource, r.tokens[o.resource+"/"+o.id])
 		return fmt.Sprintf("%s %d", errClass(err), n)
 	case "observe":
 		return errClass(r.b.Observe(ctx, key, "wait", []int64{1, 0, 2}, 3*time.Millisecond))
 	case "degraded":
-		return errClass(r.b.NoteDegraded(ctx, key, "diff"))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventDegraded, Detail: "diff"}))
 	case "watchdog":
-		return errClass(r.b.NoteWatchdogKill(ctx, key, o.id, r.tokens[o.resource+"/"+o.id], "diff"))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
@@ -550,7 +550,7 @@ func renewBatch(ctx context.Context, b governor.Backend, key governor.Key, ids [
 	}
 	out := make([]governor.RenewalResult, len(ids))
 	for i, id := range ids {
-		out[i].Expires, out[i].Err = b.Renew(ctx, key, id, "", 0, 0)
+		out[i].Expires, out[i].Err = b.Renew(ctx, governor.Renewal{Key: key, ID: id, Secret: "", Token: 0, TTL: 0})
 	}
 	return out
 }
@@ -581,7 +581,7 @@ func (r *diffRun) step(o diffOp) string {
 		// lease gone from a resource forgotten since for evidence of
 		// lost data (a quarantine), which the file backend has no notion
 		// of (see LostDataRenewByHandle).
-		_, err := r.b.Renew(ctx, key, o.id, "", 0, o.ttl)
+		_, err := r.b.Renew(ctx, governor.Renewal{Key: key, ID: o.id, Secret: "", Token: 0, TTL: o.ttl})
 		out = errClass(err)
 	case "release":
 		out = errClass(r.b.Release(ctx, key, o.id, ""))
@@ -600,11 +600,11 @@ func (r *diffRun) step(o diffOp) string {
 		if o.badToken {
 			tok++
 		}
-		ok, err := r.b.Reclaim(ctx, key, o.id, tok)
+		ok, err := actChanged(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{o.id}, Token: tok}))
 		out = fmt.Sprintf("%s %v", errClass(err), ok)
 	case "takeover":
 		req := r.request(diffOp{resource: o.resource, limit: 3, weight: 1}, o.newID, true)
-		res, err := r.b.Takeover(ctx, key, o.id, req)
+		res, err := r.b.Acquire(ctx, takeover(req, key, o.id))
 		// An expired lease is taken over only while its slot is free:
 		// else Refused, and nothing granted.
 		if err == nil && res.Outcome == governor.Granted {
@@ -615,13 +615,13 @@ func (r *diffRun) step(o diffOp) string {
 		}
 		out = fmt.Sprintf("%s %v", errClass(err), res.Outcome)
 	case "withdraw":
-		gone, err := r.b.Withdraw(ctx, key, []string{o.id}, governor.Withdrawal{Kind: governor.EventCancelled, By: "diff", Detail: "d"})
+		gone, err := withdrawn(r.b.Admin(ctx, key, withdrawal(governor.Action{Kind: governor.EventCancelled, By: "diff", Detail: "d"}, []string{o.id})))
 		out = fmt.Sprintf("%s %v", errClass(err), gone)
 	case "pause", "resume":
-		changed, err := r.b.SetPaused(ctx, key, o.kind == "pause", "diff")
+		changed, err := actChanged(r.b.Admin(ctx, key, governor.Action{Kind: pauseKind(o.kind == "pause"), By: "diff"}))
 		out = fmt.Sprintf("%s %v", errClass(err), changed)
 	case "limit":
-		out = errClass(r.b.SetLimit(ctx, key, o.limit, "diff"))
+		out = errClass(actionErr(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventLimit, Limit: o.limit, By: "diff"})))
 	default:
 		out = r.more(ctx, key, o)
 	}

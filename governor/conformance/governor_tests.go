@@ -65,7 +65,7 @@ func (s *suite) leaseLostClosesDone(t *testing.T) {
 	defer cancel()
 	// Someone removes it (as a takeover or reclaim would).
 	other := s.h.Open(t)
-	if ok, err := other.Reclaim(ctxT(t), l.Key(), l.ID(), l.Token()); err != nil || !ok {
+	if ok, err := actChanged(other.Admin(ctxT(t), l.Key(), governor.Action{Kind: governor.EventReclaimed, IDs: []string{l.ID()}, Token: l.Token()})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	select {

@@ -37,7 +37,7 @@ func (s *suite) grantLimit(t *testing.T) {
 	granted(newReq(plain, 3, 1, governor.Fail), 3)
 
 	live := governor.Key{Project: p, Resource: "live"}
-	if err := b.SetLimit(ctxT(t), live, 2, "ops"); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), live, governor.Action{Kind: governor.EventLimit, Limit: 2, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(live, 5, 1, governor.Fail), 2)
@@ -70,10 +70,10 @@ func (s *suite) grantLimit(t *testing.T) {
 	if _, err := b.Adapt(ctxT(t), cleared, governor.AdaptRequest{Max: 4, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetLimit(ctxT(t), cleared, 3, "ops"); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: governor.EventLimit, Limit: 3, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ClearLimit(ctxT(t), cleared, 4, "ops"); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: governor.EventLimit, Back: 4, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(cleared, 4, 1, governor.Fail), 2)

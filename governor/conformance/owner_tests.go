@@ -34,7 +34,7 @@ func (s *suite) ownerSecret(t *testing.T) {
 
 	wrong := ownedReq(key, 1, 1, governor.Fail).Secret
 	for _, secret := range []string{"", wrong} {
-		if _, err := b.Renew(ctxT(t), key, held.ID, secret, 0, time.Hour); !errors.Is(err, governor.ErrNotOwner) {
+		if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: held.ID, Secret: secret, Token: 0, TTL: time.Hour}); !errors.Is(err, governor.ErrNotOwner) {
 			t.Fatalf("Renew with secret %q: %v, want ErrNotOwner", secret, err)
 		}
 		if err := b.Release(ctxT(t), key, held.ID, secret); !errors.Is(err, governor.ErrNotOwner) {
@@ -67,7 +67,7 @@ func (s *suite) ownerSecret(t *testing.T) {
 	// clock's instants on a wall clock read anew by each Status.)
 
 	// With the secret, everything works as before.
-	if _, err := b.Renew(ctxT(t), key, held.ID, held.Secret, 0, time.Minute); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: held.ID, Secret: held.Secret, Token: 0, TTL: time.Minute}); err != nil {
 		t.Fatalf("Renew with the secret: %v", err)
 	}
 	if err := b.Release(ctxT(t), key, held.ID, held.Secret); err != nil {

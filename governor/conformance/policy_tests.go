@@ -438,13 +438,13 @@ func (s *suite) policySupersede(t *testing.T) {
 			latest.Supersede, latest.CancelInProgress = name, true
 			mustAcquire(t, b, latest, governor.Queued)
 			for range 2 { // and it is never renewed back to life
-				_, err := b.Renew(ctxT(t), key, h.ID, "", 0, 0)
+				_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: 0})
 				var lost *governor.LeaseLostError
 				if !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress || !strings.Contains(lost.Error(), latest.ID) {
 					t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s naming %s", err, governor.EventCancelledInProgress, latest.ID)
 				}
 			}
-			if _, err := b.Touch(ctxT(t), key, h.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+			if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, Touch: true}); !errors.Is(err, governor.ErrLeaseLost) {
 				t.Fatalf("progress mark of the cancelled holder: %v, want ErrLeaseLost", err)
 			}
 			other.New = false

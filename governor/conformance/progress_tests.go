@@ -26,20 +26,20 @@ func (s *suite) backendProgress(t *testing.T) {
 	}
 	granted := st.Holders[0].Progress
 	s.h.Advance(t, 500*time.Millisecond)
-	if _, err := other.Touch(ctxT(t), key, r.ID, "", 0); err != nil {
+	if _, err := other.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, Touch: true}); err != nil {
 		t.Fatalf("Touch in time: %v", err)
 	}
 	if st := mustStatus(t, other, key); !st.Holders[0].Progress.After(granted) {
 		t.Fatalf("the mark is not seen: progress %v, granted %v", st.Holders[0].Progress, granted)
 	}
 	s.h.Advance(t, 500*time.Millisecond) // 1s after the grant, 0.5s after the mark
-	if _, err := b.Renew(ctxT(t), key, r.ID, "", 0, 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
 		t.Fatalf("Renew after a mark in time: %v", err)
 	}
 	s.h.Advance(t, time.Second) // no mark for 1.5s
-	_, err := b.Renew(ctxT(t), key, r.ID, "", 0, 0)
+	_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 0})
 	wantEnd(t, "renewal of a stalled lease", err, governor.EventStalled, "no progress mark")
-	_, err = other.Touch(ctxT(t), key, r.ID, "", 0)
+	_, err = other.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, Touch: true})
 	wantEnd(t, "late mark of a stalled lease", err, governor.EventStalled, "no progress mark")
 	// Still held: its work may still run until its holder stops it.
 	late := req(key, 1, 1, governor.Fail)
@@ -54,17 +54,17 @@ func (s *suite) backendProgress(t *testing.T) {
 		t.Fatalf("a lease without progress timeout or mark shows progress %v", st.Holders[0].Progress)
 	}
 	s.h.Advance(t, time.Second)
-	if _, err := b.Touch(ctxT(t), key, plain.ID, "", 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: plain.ID, Secret: "", Token: 0, Touch: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Renew(ctxT(t), key, plain.ID, "", 0, 0); err != nil {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: plain.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
 		t.Fatalf("renew of a lease without progress timeout: %v", err)
 	}
 	if st := mustStatus(t, b, key); st.Holders[0].Progress.IsZero() {
 		t.Fatalf("a mark on a lease without progress timeout is not shown: %+v", st.Holders[0])
 	}
 	release(t, b, key, plain.ID)
-	if _, err := b.Touch(ctxT(t), key, plain.ID, "", 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: plain.ID, Secret: "", Token: 0, Touch: true}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Touch of a released lease: %v, want ErrLeaseLost", err)
 	}
 }

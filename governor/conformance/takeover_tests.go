@@ -22,7 +22,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 	mustAcquire(t, b, w, governor.Queued)
 	nu := req(key, 3, 1, governor.Fail)
 	nu.Declaration.Session = "relay-2"
-	got, err := b.Takeover(ctxT(t), key, old.ID, nu)
+	got, err := b.Acquire(ctxT(t), takeover(nu, key, old.ID))
 	if err != nil || got.Outcome != governor.Granted {
 		t.Fatalf("Takeover = %+v, %v", got, err)
 	}
@@ -37,13 +37,13 @@ func (s *suite) backendTakeover(t *testing.T) {
 		t.Fatalf("takeover let the waiter in or was not counted: %+v", st)
 	}
 	// The old holder's renewal fails, saying who took the lease.
-	_, err = b.Renew(ctxT(t), key, old.ID, "", 0, time.Minute)
+	_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: old.ID, Secret: "", Token: 0, TTL: time.Minute})
 	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
 	}
 	wantNotHeld(t, b, key, old.ID, "old holder's release")
-	if _, err := b.Takeover(ctxT(t), key, "unknown", req(key, 3, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+	if _, err := b.Acquire(ctxT(t), takeover(req(key, 3, 1, governor.Fail), key, "unknown")); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of an unknown lease: %v, want ErrNotHeld", err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})
@@ -70,7 +70,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 	rel := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, rel, governor.Granted)
 	release(t, b, key, rel.ID)
-	if _, err := b.Takeover(ctxT(t), key, rel.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+	if _, err := b.Acquire(ctxT(t), takeover(req(key, 1, 1, governor.Fail), key, rel.ID)); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("takeover of a released lease: %v, want ErrNotHeld", err)
 	}
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 || st.Counters.Takeovers != 0 {
@@ -82,7 +82,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 	s.h.Advance(t, time.Second)
 	nu := req(key, 1, 1, governor.Fail)
 	nu.Declaration.Session = "relay-3"
-	got, err := b.Takeover(ctxT(t), key, exp.ID, nu)
+	got, err := b.Acquire(ctxT(t), takeover(nu, key, exp.ID))
 	if err != nil || got.Outcome != governor.Granted || got.Token <= re.Token {
 		t.Fatalf("takeover of an expired lease = %+v, %v; want granted above token %d", got, err, re.Token)
 	}
@@ -107,7 +107,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 		t.Fatalf("events of the expired lease = %v (%+v); want expired, then takeover", kinds, evs)
 	}
 	// Taken over already: nothing more to take.
-	if _, err := b.Takeover(ctxT(t), key, exp.ID, req(key, 1, 1, governor.Fail)); !errors.Is(err, governor.ErrNotHeld) {
+	if _, err := b.Acquire(ctxT(t), takeover(req(key, 1, 1, governor.Fail), key, exp.ID)); !errors.Is(err, governor.ErrNotHeld) {
 		t.Fatalf("second takeover of the same expired lease: %v, want ErrNotHeld", err)
 	}
 	// Expired while another holds the slot: refused, nothing granted.
@@ -119,7 +119,7 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 	other := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, other, governor.Granted)
 	late := req(key, 1, 1, governor.Fail)
-	got, err = b.Takeover(ctxT(t), key, exp2.ID, late)
+	got, err = b.Acquire(ctxT(t), takeover(late, key, exp2.ID))
 	if err != nil || got.Outcome != governor.Refused || len(got.Status.Holders) != 1 || got.Status.Holders[0].LeaseID != other.ID {
 		t.Fatalf("takeover of an expired lease whose slot is taken = %+v, %v; want Refused naming %s", got, err, other.ID)
 	}
@@ -137,7 +137,7 @@ func (s *suite) events(t *testing.T) {
 	c := req(key, 2, 1, governor.Fail)
 	rc := mustAcquire(t, b, c, governor.Granted)
 	s.h.Advance(t, time.Second)
-	if ok, err := b.Reclaim(ctxT(t), key, c.ID, rc.Token); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{c.ID}, Token: rc.Token})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})
@@ -171,7 +171,7 @@ func (s *suite) watchdogKillEvent(t *testing.T) {
 	r := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, r, governor.Granted)
 	const why = "no lease renewal came by the leases' deadline; killed 2 processes"
-	if err := b.NoteWatchdogKill(ctxT(t), key, r.ID, res.Token, why); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: r.ID, Token: res.Token, Detail: why}); err != nil {
 		t.Fatalf("NoteWatchdogKill: %v", err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})

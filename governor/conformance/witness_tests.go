@@ -52,7 +52,7 @@ func (s *suite) lostDataNewProcess(t *testing.T) {
 	s.h.Advance(t, 10*time.Millisecond) // a restart takes time
 	quarantined(t, mustAcquire(t, s.h.Open(t), newShort(key, 1), governor.Refused), "a new process of the holder's machine")
 	quarantined(t, mustAcquire(t, s.elsewhere(t), newShort(key, 1), governor.Refused), "then a process of another machine")
-	if _, err := b.Renew(ctxT(t), key, a.ID, "", 0, 0); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: a.ID, Secret: "", Token: 0, TTL: 0}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("the forgotten holder's renewal = %v, want ErrLeaseLost", err)
 	}
 	s.h.Advance(t, 3*time.Second)

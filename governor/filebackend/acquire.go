@@ -15,6 +15,9 @@ func (t *tx) fits(weight int) bool {
 
 // Acquire implements governor.Backend.
 func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if req.Takeover != "" {
+		return b.acquireTakeover(ctx, req.Key, req.Takeover, req)
+	}
 	return within(ctx, b, req.Key, section{create: true, settle: true, owner: &owner{req.ID, req.Secret}},
 		func(t *tx) (governor.Result, error) { return b.acquire(t, req) })
 }

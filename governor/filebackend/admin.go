@@ -80,8 +80,8 @@ func (t *tx) eventBy(kind, id, detail, by string) {
 	t.st.Events[len(t.st.Events)-1].By = by
 }
 
-// Withdraw implements governor.Backend.
-func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, why governor.Withdrawal) ([]string, error) {
+// adminWithdraw implements governor.Backend's Admin of a withdraw kind.
+func (b *Backend) adminWithdraw(ctx context.Context, key governor.Key, ids []string, why governor.Action) ([]string, error) {
 	return within(ctx, b, key, section{settle: true}, func(t *tx) ([]string, error) {
 		if !t.hasState() {
 			return nil, nil
@@ -114,8 +114,8 @@ func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, 
 	})
 }
 
-// SetPaused implements governor.Backend.
-func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
+// adminPause implements governor.Backend's Admin of EventPaused and EventResumed.
+func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
 	return within(ctx, b, key, section{create: true, settle: true}, func(t *tx) (bool, error) {
 		st := t.st
 		changed := false
@@ -135,13 +135,13 @@ func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, 
 	})
 }
 
-// SetLimit implements governor.Backend.
-func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
+// adminLimit implements governor.Backend's Admin of EventLimit, set.
+func (b *Backend) adminLimit(ctx context.Context, key governor.Key, limit int, by string) error {
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-// ClearLimit implements governor.Backend.
-func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
+// adminClearLimit implements governor.Backend's Admin of EventLimit, cleared.
+func (b *Backend) adminClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)
 }
 

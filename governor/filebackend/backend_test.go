@@ -176,9 +176,9 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			_, err = b.Status(ctxT(t), key)
 			check("Status", err)
 			check("Release", b.Release(ctxT(t), key, "a", ""))
-			_, err = b.Renew(ctxT(t), key, "a", "", 0, time.Minute)
+			_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: "a", Secret: "", Token: 0, TTL: time.Minute})
 			check("Renew", err)
-			check("CountLost", b.CountLost(ctxT(t), key, "some-lease", 1, "a test"))
+			check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: "some-lease", Token: 1, Detail: "a test"}))
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, []byte(c.data)) {
 				t.Fatalf("the corrupt file was changed: %q, %v", got, err)
@@ -241,7 +241,7 @@ func TestReadsCreateNothing(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 0 || st.Now.IsZero() {
 		t.Fatalf("Status of an unused resource: %+v", st)
 	}
-	if _, err := b.Renew(ctxT(t), key, "x", "", 0, time.Minute); !errors.Is(err, governor.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: "x", Secret: "", Token: 0, TTL: time.Minute}); !errors.Is(err, governor.ErrLeaseLost) {
 		t.Fatalf("Renew: %v", err)
 	}
 	if err := b.Release(ctxT(t), key, "x", ""); !errors.Is(err, governor.ErrNotHeld) {
@@ -250,8 +250,8 @@ func TestReadsCreateNothing(t *testing.T) {
 	if err := b.Cancel(ctxT(t), key, "x", ""); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	if ok, err := b.Reclaim(ctxT(t), key, "x", 1); ok || err != nil {
-		t.Fatalf("Reclaim: %v, %v", ok, err)
+	if res, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"x"}, Token: 1}); res.Changed || err != nil {
+		t.Fatalf("Reclaim: %v, %v", res.Changed, err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("reads created %v", ents)

@@ -8,9 +8,9 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-// CoolOff implements governor.Backend, on the machine's
+// adminCoolOff implements governor.Backend's Admin of EventCoolOff, on the machine's
 // monotonic clock shared by every process.
-func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
+func (b *Backend) adminCoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	return within(ctx, b, key, section{create: true}, func(t *tx) (time.Time, error) {
 		st := t.st
 		if staleBoot(st.Boot, b.boot) {
@@ -125,8 +125,8 @@ func (st *state) adaptiveStatus() *governor.AdaptiveState {
 	return &a
 }
 
-// NoteDegraded implements governor.Backend.
-func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
+// recordDegraded implements governor.Backend's Record of EventDegraded.
+func (b *Backend) recordDegraded(ctx context.Context, key governor.Key, detail string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
 		t.event(governor.EventDegraded, "", 0, detail)
 		return t.commit()

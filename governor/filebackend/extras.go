@@ -51,8 +51,8 @@ func (e event) public() governor.Event {
 	return governor.Event{At: time.Unix(0, e.At), Kind: e.Kind, LeaseID: e.Lease, Token: e.Token, Detail: e.Detail, By: e.By}
 }
 
-// Takeover implements governor.Backend.
-func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
+// acquireTakeover implements governor.Backend's Acquire of a takeover (Request.Takeover).
+func (b *Backend) acquireTakeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
 	s := section{settle: true, absent: func() error { return governor.ErrNotHeld }}
 	return within(ctx, b, key, s, func(t *tx) (governor.Result, error) { return b.takeover(t, key, old, req) })
 }

@@ -115,7 +115,7 @@ func TestStoppedLockHolderNamed(t *testing.T) {
 
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
-	err = b.NoteWatchdogKill(cctx, key, "some-lease", 1, "run x: killed")
+	err = b.Record(cctx, key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: "some-lease", Token: 1, Detail: "run x: killed"})
 	checkNamesHolder(t, err, context.Canceled, key, pid, true)
 }
 

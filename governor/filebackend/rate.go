@@ -61,7 +61,7 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 		return governor.RateResult{}, fmt.Errorf("%w: %d requests / %d tokens for %s exceed the burst of its rate limits",
 			governor.ErrTooHeavy, req.NRequests, req.NTokens, req.Key.Resource)
 	}
-	// The learned budget (RateLearn): the stricter of it and the limits
+	// The learned budget (RateAdjustment.Learned): the stricter of it and the limits
 	// decides; the twin of rate.lua's.
 	lrq := learned(&rq, st.LearnedRequests, st.LearnedRequestsUntil, now, req.NRequests)
 	ltk := learned(&tk, st.LearnedTokens, st.LearnedTokensUntil, now, req.NTokens)
@@ -86,6 +86,11 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 
 // RateAdjust implements governor.RateBackend.
 func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) error {
+	if a.Learned != nil {
+		if err := b.rateLearn(ctx, a.Key, *a.Learned); err != nil || a.Delta == 0 {
+			return err
+		}
+	}
 	return b.do(ctx, rateKey(a.Key), section{create: true}, func(t *tx) error {
 		t.st.RateTokens = gcra.Adjust(limit(a.Tokens), t.st.RateTokens, t.now.boot, a.Delta)
 		t.dirty = true
@@ -157,8 +162,8 @@ func learned(d *gcra.Decision, left, until, now, cost int64) func(*int64) {
 	return func(b *int64) { *b = rem }
 }
 
-// RateLearn implements governor.RateBackend.
-func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+// rateLearn implements RateAdjust's learned budget (RateAdjustment.Learned).
+func (b *Backend) rateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
 	return b.do(ctx, rateKey(key), section{create: true}, func(t *tx) error {
 		st := t.st
 		if lb.RemainingRequests >= 0 && lb.ResetRequests > 0 {

@@ -50,8 +50,8 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret strin
 	})
 }
 
-// Reclaim implements governor.Backend.
-func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+// adminReclaim implements governor.Backend's Admin of EventReclaimed.
+func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
 	return within(ctx, b, key, section{settle: true}, func(t *tx) (bool, error) {
 		i := holderIndex(t.st, id)
 		if i < 0 || t.st.Holders[i].Token != token {
@@ -66,9 +66,9 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 	})
 }
 
-// CountLost implements governor.Backend. Like lost.lua it records and
+// recordLost implements governor.Backend's Record of EventLost. Like lost.lua it records and
 // settles nothing else: what expired is pruned by the next operation.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
+func (b *Backend) recordLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
 		t.event(governor.EventLost, id, token, reason)
 		t.st.Counters.Lost++

@@ -9,20 +9,20 @@ import (
 
 // Renew implements governor.Backend. The token is no evidence here: the
 // file backend's state lives as long as its directory, and nothing in it
-// is born anew while a holder's processes run.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, _ int64, ttl time.Duration) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, func(h *holder, now int64) {
+// is born anew while a holder's processes run. A touch (r.Touch) sets
+// the progress mark instead.
+func (b *Backend) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
+	if r.Touch {
+		return b.renew(ctx, r.Key, r.ID, r.Secret, func(h *holder, now int64) { h.Progress = now })
+	}
+	ttl := r.TTL
+	return b.renew(ctx, r.Key, r.ID, r.Secret, func(h *holder, now int64) {
 		if ttl == 0 {
 			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
 		}
 		h.Expires = now + int64(ttl)
 		h.Heartbeat = now
 	})
-}
-
-// Touch implements governor.Backend (the token as for Renew).
-func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string, _ int64) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, func(h *holder, now int64) { h.Progress = now })
 }
 
 // renew applies change (given the boot clock's now) to held lease id

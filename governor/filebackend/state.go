@@ -45,7 +45,7 @@ type state struct {
 	RateAllowed  int64 `json:"rate_allowed,omitempty"`
 	RateLimited  int64 `json:"rate_limited,omitempty"`
 	RateShadow   int64 `json:"rate_shadow_denied,omitempty"`
-	// The budget learned from the provider's responses (RateLearn):
+	// The budget learned from the provider's responses (RateAdjustment.Learned):
 	// what it still accepts, and until when (boot clock; 0: none).
 	LearnedRequests      int64 `json:"learned_requests,omitempty"`
 	LearnedRequestsUntil int64 `json:"learned_requests_until,omitempty"`

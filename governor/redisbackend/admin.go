@@ -10,8 +10,8 @@ import (
 
 var adminScript = newScript(scripts.Admin)
 
-// Withdraw implements governor.Backend: admin.lua's withdraw.
-func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, why governor.Withdrawal) ([]string, error) {
+// adminWithdraw implements governor.Backend's Admin of a withdraw kind: admin.lua's withdraw.
+func (b *Backend) adminWithdraw(ctx context.Context, key governor.Key, ids []string, why governor.Action) ([]string, error) {
 	if b.closed.Load() {
 		return nil, governor.ErrClosed
 	}
@@ -36,8 +36,8 @@ func (b *Backend) Withdraw(ctx context.Context, key governor.Key, ids []string, 
 	return out, r.err
 }
 
-// SetPaused implements governor.Backend: admin.lua's pause and resume.
-func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
+// adminPause implements governor.Backend's Admin of EventPaused and EventResumed: admin.lua's pause and resume.
+func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
 	if b.closed.Load() {
 		return false, governor.ErrClosed
 	}
@@ -56,14 +56,14 @@ func (b *Backend) SetPaused(ctx context.Context, key governor.Key, paused bool, 
 	return n == 1, nil
 }
 
-// SetLimit implements governor.Backend: admin.lua's limit.
-func (b *Backend) SetLimit(ctx context.Context, key governor.Key, limit int, by string) error {
+// adminLimit implements governor.Backend's Admin of EventLimit, set: admin.lua's limit.
+func (b *Backend) adminLimit(ctx context.Context, key governor.Key, limit int, by string) error {
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-// ClearLimit implements governor.Backend: admin.lua's limit with the
+// adminClearLimit implements governor.Backend's Admin of EventLimit, cleared: admin.lua's limit with the
 // limit to go back to.
-func (b *Backend) ClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
+func (b *Backend) adminClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)
 }
 

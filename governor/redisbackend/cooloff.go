@@ -10,8 +10,8 @@ import (
 
 var coolOffScript = newScript(scripts.CoolOff)
 
-// CoolOff implements governor.Backend.
-func (b *Backend) CoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
+// adminCoolOff implements governor.Backend's Admin of EventCoolOff.
+func (b *Backend) adminCoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
 	}
@@ -52,8 +52,8 @@ func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.Adap
 
 var noteScript = newScript(scripts.Note)
 
-// NoteDegraded implements governor.Backend.
-func (b *Backend) NoteDegraded(ctx context.Context, key governor.Key, detail string) error {
+// recordDegraded implements governor.Backend's Record of EventDegraded.
+func (b *Backend) recordDegraded(ctx context.Context, key governor.Key, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}

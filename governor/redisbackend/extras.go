@@ -22,8 +22,8 @@ func SeqKey(project, name string) string {
 	return Prefix + "{" + project + "/seq:" + name + "}:seq"
 }
 
-// Takeover implements governor.Backend.
-func (b *Backend) Takeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
+// acquireTakeover implements governor.Backend's Acquire of a takeover (Request.Takeover).
+func (b *Backend) acquireTakeover(ctx context.Context, key governor.Key, old string, req governor.Request) (governor.Result, error) {
 	if b.closed.Load() {
 		return governor.Result{}, governor.ErrClosed
 	}

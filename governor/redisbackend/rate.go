@@ -110,6 +110,11 @@ func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) err
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}
+	if a.Learned != nil {
+		if err := b.rateLearn(ctx, a.Key, *a.Learned); err != nil || a.Delta == 0 {
+			return err
+		}
+	}
 	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(a.Key), rateAdjustArgs(a.Tokens, a.Delta)...).Err())
 }
 
@@ -179,8 +184,8 @@ func (b *Backend) Rates(ctx context.Context, project string) ([]string, error) {
 
 func usec(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 
-// RateLearn implements governor.RateBackend.
-func (b *Backend) RateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
+// rateLearn implements RateAdjust's learned budget (RateAdjustment.Learned).
+func (b *Backend) rateLearn(ctx context.Context, key governor.Key, lb governor.LearnedBudget) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}

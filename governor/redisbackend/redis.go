@@ -346,6 +346,9 @@ func (b *Backend) declJSON(d governor.Declaration) (any, error) {
 
 // Acquire implements governor.Backend.
 func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if req.Takeover != "" {
+		return b.acquireTakeover(ctx, req.Key, req.Takeover, req)
+	}
 	if b.closed.Load() {
 		return governor.Result{}, governor.ErrClosed
 	}
@@ -466,8 +469,8 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret strin
 	return nil
 }
 
-// Reclaim implements governor.Backend.
-func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
+// adminReclaim implements governor.Backend's Admin of EventReclaimed.
+func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
 	if b.closed.Load() {
 		return false, governor.ErrClosed
 	}
@@ -478,8 +481,8 @@ func (b *Backend) Reclaim(ctx context.Context, key governor.Key, id string, toke
 	return n == 1, nil
 }
 
-// CountLost implements governor.Backend.
-func (b *Backend) CountLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
+// recordLost implements governor.Backend's Record of EventLost.
+func (b *Backend) recordLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}

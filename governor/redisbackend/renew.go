@@ -10,14 +10,19 @@ import (
 	"github.com/governor-dev/governor/governor"
 )
 
-// Renew implements governor.Backend.
-func (b *Backend) Renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, token, ttl, "")
+// Renew implements governor.Backend; a touch (r.Touch) is renew.lua
+// marking progress.
+func (b *Backend) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
+	ttl, mode := renewMode(r)
+	return b.renew(ctx, r.Key, r.ID, r.Secret, r.Token, ttl, mode)
 }
 
-// Touch implements governor.Backend: renew.lua marking progress.
-func (b *Backend) Touch(ctx context.Context, key governor.Key, id, secret string, token int64) (time.Time, error) {
-	return b.renew(ctx, key, id, secret, token, 0, "t")
+// renewMode is renew.lua's TTL and mode for r: a touch extends nothing.
+func renewMode(r governor.Renewal) (time.Duration, string) {
+	if r.Touch {
+		return 0, "t"
+	}
+	return r.TTL, ""
 }
 
 func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string, token int64, ttl time.Duration, mode string) (time.Time, error) {

@@ -51,7 +51,8 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			r := rs[i]
 			rk := b.resource(r.Key)
 			keys = append(keys, rk.keys...)
-			a := b.renewArgs(rk, r.ID, r.Secret, r.Token, r.TTL, "")
+			ttl, mode := renewMode(r)
+			a := b.renewArgs(rk, r.ID, r.Secret, r.Token, ttl, mode)
 			if len(a) != perLease {
 				panic(fmt.Sprintf("redisbackend: renew.lua takes %d ARGV, RenewBatch sends %d", len(a), perLease))
 			}

@@ -43,7 +43,7 @@ func BenchmarkServerCost(b *testing.B) {
 		}
 	}
 	renew := func(i int) {
-		if _, err := be.Renew(ctx, key(i), id(i), "", 0, time.Minute); err != nil {
+		if _, err := be.Renew(ctx, governor.Renewal{Key: key(i), ID: id(i), Secret: "", Token: 0, TTL: time.Minute}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -177,7 +177,7 @@ func renewOp(name string, ttl time.Duration) twinOp {
 
 func renewWith(name, id, secret string, ttl time.Duration) twinOp {
 	return twinOp{name: fmt.Sprintf("renew %s (secret %q) ttl %v", name, secret, ttl), run: func(b *Backend, key governor.Key) string {
-		exp, err := b.Renew(context.Background(), key, id, secret, 0, ttl)
+		exp, err := b.Renew(context.Background(), governor.Renewal{Key: key, ID: id, Secret: secret, Token: 0, TTL: ttl})
 		return fmt.Sprintf("expires %d err %v", exp.UnixMilli(), keyless(err))
 	}}
 }

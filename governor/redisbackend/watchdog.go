@@ -9,8 +9,8 @@ import (
 
 var watchdogScript = newScript(scripts.Watchdog)
 
-// NoteWatchdogKill implements governor.Backend.
-func (b *Backend) NoteWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
+// recordWatchdogKill implements governor.Backend's Record of EventWatchdogKill.
+func (b *Backend) recordWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed
 	}

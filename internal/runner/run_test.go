@@ -279,7 +279,7 @@ func TestRunLeaseLostStopsTheTree(t *testing.T) {
 		for range 200 {
 			st, err := b.Status(context.Background(), key)
 			if err == nil && len(st.Holders) == 1 {
-				_, _ = b.Reclaim(context.Background(), key, st.Holders[0].LeaseID, st.Holders[0].Token)
+				_, _ = b.Admin(context.Background(), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{st.Holders[0].LeaseID}, Token: st.Holders[0].Token})
 				return
 			}
 			pause := time.NewTimer(20 * time.Millisecond)

@@ -99,7 +99,7 @@ func (rec *watchdogRecord) note(detail string) error {
 	}
 	defer b.Close()
 	for _, l := range rec.Leases {
-		if err := b.NoteWatchdogKill(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, l.ID, l.Token, detail); err != nil {
+		if err := b.Record(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: l.ID, Token: l.Token, Detail: detail}); err != nil {
 			return err
 		}
 	}
