@@ -139,7 +139,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := ValidateProject(g.project); err != nil {
 		return nil, err
 	}
-	timing, err := g.set.Resolve(libraryNames)
+	timing, err := g.set.resolve(libraryNames)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 	if ttl == g.timing.TTL {
 		return g.timing, nil
 	}
-	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(libraryNames)
+	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.resolve(libraryNames)
 }
 
 func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {

@@ -65,11 +65,11 @@ func (e *TimingError) Error() string { return fmt.Sprintf("%v: %s %s", ErrInvali
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *TimingError) Unwrap() error { return ErrInvalid }
 
-// Resolve returns t with every zero field derived — TTL DefaultTTL,
+// resolve returns t with every zero field derived — TTL DefaultTTL,
 // SafetyMargin DefaultSafetyMarginFor(TTL), Heartbeat
 // DefaultHeartbeatFor(TTL) — and checked by Check. It fails with a
 // *TimingError.
-func (t LeaseTiming) Resolve(names TimingNames) (LeaseTiming, error) {
+func (t LeaseTiming) resolve(names TimingNames) (LeaseTiming, error) {
 	if t.TTL == 0 {
 		t.TTL = DefaultTTL
 	}

@@ -35,7 +35,7 @@ func TestLeaseTimingResolve(t *testing.T) {
 		{governor.LeaseTiming{TTL: 25 * time.Hour}, governor.LeaseTiming{}, "TTL"},
 	}
 	for _, tt := range tests {
-		got, err := tt.in.Resolve(governor.TimingNames{})
+		got, err := governor.ResolveTiming(tt.in, governor.TimingNames{})
 		var te *governor.TimingError
 		switch {
 		case tt.field == "" && (err != nil || got != tt.want):
@@ -54,7 +54,7 @@ func TestNewAgreesWithTiming(t *testing.T) {
 	}
 	for _, ttl := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second, 30 * time.Second, 25 * time.Hour} {
 		for _, hb := range []time.Duration{0, time.Millisecond, 3 * time.Second, 10 * time.Second, 23 * time.Second, 24 * time.Second} {
-			_, want := governor.LeaseTiming{TTL: ttl, Heartbeat: hb}.Resolve(governor.TimingNames{})
+			_, want := governor.ResolveTiming(governor.LeaseTiming{TTL: ttl, Heartbeat: hb}, governor.TimingNames{})
 			// Not closed: Close would close the shared backend.
 			_, got := governor.New(b, governor.Options{TTL: ttl, Heartbeat: hb})
 			if (want == nil) != (got == nil) {
