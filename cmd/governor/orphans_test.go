@@ -52,9 +52,21 @@ func orphanedTree(t *testing.T, tg *target, env []string, kill bool) {
 	c := tg.command("run", "--resource", "heavy", "--", "sh", "-c",
 		`trap "" TERM; (while :; do echo a >>"$0"; sleep 0.05; done) & wait`, work, marker)
 	c.Env = append(c.Env, env...)
+	// A file, not a pipe: the orphaned tree keeps its stderr open.
+	errs1, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errs1.Close()
+	c.Stderr = errs1
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(errs1.Name()); t.Failed() {
+			t.Logf("the first run's stderr: %s", b)
+		}
+	})
 	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	eventually(t, 30*time.Second, "the first run's command did not work", func() bool {
 		b, _ := os.ReadFile(work)

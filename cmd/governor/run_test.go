@@ -62,8 +62,21 @@ func TestMain(m *testing.M) {
 	if code, ok := fleetHelper(); ok { // fleet_test.go's agent processes
 		os.Exit(code)
 	}
+	// The governors of this binary keep their state (the Redis loss
+	// witness, run entries, the file backend's default dir) in a dir of
+	// their own. In the user's, shared by earlier runs and the packages
+	// tested beside this one, a fresh redis-server on a port an earlier
+	// one used is that server's data lost to a governor that witnessed
+	// it: its runtest resources are quarantined.
+	state, err := os.MkdirTemp("", "governor-test-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	bin.Remove()
+	_ = os.RemoveAll(state)
 	os.Exit(code)
 }
 

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,12 +213,32 @@ func (s *Server) URL() string {
 	return "redis://" + s.Addr + "/0"
 }
 
-// FreePort asks the kernel for a free loopback port.
+// handedOut is every port FreePort returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort asks the kernel for a free loopback port that it never
+// returned before in this process. A server on a port an earlier one
+// used has the earlier one's URL: to a governor that witnessed the
+// earlier server's state (redisbackend.Witness, kept per URL), the new
+// server's empty state is that data lost, and its resources are
+// quarantined. A test that means a loss restarts its server instead.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("the kernel gave no loopback port in 1000 tries that this process had not used before (%d used)", len(handedOut.ports))
 }
