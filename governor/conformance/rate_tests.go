@@ -47,8 +47,11 @@ func (s *suite) rateBurstAndRetry(t *testing.T) {
 func (s *suite) rateTokensReserveSettle(t *testing.T) {
 	rb := s.h.Open(t)
 	key := governor.Key{Project: project(), Resource: "provider:openai"}
-	tpm := governor.RateLimit{Rate: 1000, Period: time.Minute}
-	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 2, Period: time.Minute}, Tokens: tpm, NRequests: 1, NTokens: 600}
+	// Per day, the longest period: a store on real time refills a token
+	// in 86 s, not in 60 ms (per minute), so the counts below hold
+	// however slowly the calls come.
+	perDay := governor.RateLimit{Rate: 1000, Period: 24 * time.Hour}
+	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 2, Period: 24 * time.Hour}, Tokens: perDay, NRequests: 1, NTokens: 600}
 	if res, err := rb.RateReserve(ctxT(t), r); err != nil || !res.Allowed || res.RemainingTokens != 400 || res.RemainingRequests != 1 {
 		t.Fatalf("first reserve: %+v, %v", res, err)
 	}
@@ -57,7 +60,7 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 		t.Fatalf("1200 of 1000 tokens: %+v, %v; want denied", res, err)
 	}
 	// The actual use was 300: refund the other 300.
-	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: tpm, Delta: -300}); err != nil {
+	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: perDay, Delta: -300}); err != nil {
 		t.Fatal(err)
 	}
 	// The denied reservation charged no request: one request is left.
@@ -65,7 +68,7 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 		t.Fatalf("after the refund: %+v, %v", res, err)
 	}
 	// Charging more than estimated pushes later callers back.
-	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: tpm, Delta: 100}); err != nil {
+	if err := rb.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: perDay, Delta: 100}); err != nil {
 		t.Fatal(err)
 	}
 	small := r
