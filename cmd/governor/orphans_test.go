@@ -79,15 +79,7 @@ func orphanedTree(t *testing.T, tg *target, env []string, kill bool) {
 	t.Cleanup(func() { _ = proc.Kill(h.PID, h.StartTime, syscall.SIGKILL) })
 	// The run leaves its entry just after its command starts (a window
 	// docs/guarantees.md states): the deaths come once it is there.
-	base := os.Getenv("XDG_STATE_HOME")
-	if !filepath.IsAbs(base) {
-		base = filepath.Join(os.Getenv("HOME"), ".local", "state")
-	}
-	entry := filepath.Join(governor.StateDirUnder(base), "runs", h.RunID+".json")
-	eventually(t, 30*time.Second, "the first run left no entry "+entry, func() bool {
-		_, err := os.Stat(entry)
-		return err == nil
-	})
+	entryLeft(t, h)
 	proctest.Stop(t, c.Process.Pid, h.GovernorStart)
 	proctest.Stop(t, h.PID, h.StartTime)
 	if kill {
@@ -119,4 +111,20 @@ func orphanedTree(t *testing.T, tg *target, env []string, kill bool) {
 	if !strings.Contains(errs, "killed") {
 		t.Errorf("the next run does not say it ended the orphaned command: %s", errs)
 	}
+}
+
+// entryLeft waits until the run of h has left its entry (in
+// internal/runner's runsDir), and returns the entry's path.
+func entryLeft(t *testing.T, h governor.Holder) string {
+	t.Helper()
+	base := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(base) {
+		base = filepath.Join(os.Getenv("HOME"), ".local", "state")
+	}
+	entry := filepath.Join(governor.StateDirUnder(base), "runs", h.RunID+".json")
+	eventually(t, 30*time.Second, "the run left no entry "+entry, func() bool {
+		_, err := os.Stat(entry)
+		return err == nil
+	})
+	return entry
 }

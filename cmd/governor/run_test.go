@@ -506,9 +506,16 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "the tree did not start", func() bool { return len(proctest.Marked(sleep+"\x0060\x00")) == 2 })
+		entry := entryLeft(t, tg.status(t, tg.governor(t), "heavy").Holders[0])
 		killRun(t, tg, c, "heavy")
 		killed := time.Now()
 		eventually(t, 5*time.Second, "processes of the tree outlived governor", func() bool { return len(proctest.Marked(marker)) == 0 })
+		// The watchdog removes the run's entry with its tree: a next run
+		// removes only those of its own store and resources.
+		eventually(t, 30*time.Second, "the watchdog left the run's entry "+entry, func() bool {
+			_, err := os.Stat(entry)
+			return errors.Is(err, os.ErrNotExist)
+		})
 		t.Logf("tree gone %v after SIGKILL of governor", time.Since(killed))
 		tries := 0
 		eventually(t, 5*time.Second, "the slot did not become free", func() bool {

@@ -91,7 +91,17 @@ func (r *run) leaveEntry(tree *supervise.Tree) func() {
 		fmt.Fprintf(r.stderr, "governor: cannot leave the run's entry (for the next holder to end its command if governor and its watchdog die): %v\n", err)
 		return func() {}
 	}
-	return func() { _ = os.Remove(path) }
+	return func() { removeEntry(r.env, r.id) }
+}
+
+// removeEntry removes run id's entry: its tree is gone. The watchdog
+// does so after it killed the tree of a governor that died, or the
+// entry would be left for good (a next run removes only the entries of
+// its own store and resources).
+func removeEntry(env []string, id string) {
+	if dir := runsDir(env); dir != "" && isRunID(id) {
+		_ = os.Remove(filepath.Join(dir, id+".json"))
+	}
 }
 
 // endOrphans ends, before the command starts, the trees of earlier runs

@@ -404,6 +404,7 @@ func (g *guard) final(why string) int {
 	if err != nil {
 		return ExitFailure
 	}
+	removeEntry(os.Environ(), g.id) // governor's, left for a tree now gone
 	return ExitOK
 }
 
