@@ -31,22 +31,9 @@ func (s *soak) adminLoop(ctx context.Context) {
 			if s.intn(3) == 0 {
 				n, args = limHeavy, []string{"limit", resHeavy, "--clear"}
 			}
-			// A raise takes effect before the command returns, a
-			// lowering at the latest when it returns.
 			before := mono()
-			if s.admin(ctx, args...) {
-				at := mono()
-				if n > s.limits.allowed(resHeavy, before, 0) {
-					s.limits.set(resHeavy, n, before)
-				}
-				// Noted at its return too: a loss of Redis's data noted
-				// while it ran may have come before it.
-				s.limits.set(resHeavy, n, at)
-			} else {
-				// Unknown whether it took effect: the larger of both
-				// from now on.
-				s.limits.set(resHeavy, max(n, s.limits.allowed(resHeavy, before, 0)), before)
-			}
+			ok := s.admin(ctx, args...)
+			s.limits.admin(resHeavy, n, limHeavy, before, mono(), ok)
 		case 2:
 			if s.admin(ctx, "pause", resShared) {
 				sleepCtx(ctx, time.Duration(s.intn(2000))*time.Millisecond)

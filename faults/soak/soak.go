@@ -338,7 +338,7 @@ func (s *soak) lost(wiped bool) {
 	s.losses = append(s.losses, now)
 	s.mu.Unlock()
 	if wiped {
-		s.limits.set(resHeavy, limHeavy, now)
+		s.limits.wiped(resHeavy, limHeavy, now)
 	}
 }
 

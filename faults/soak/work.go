@@ -87,8 +87,9 @@ func readSpans(dir, res string) []span {
 
 // limitLog is each resource's limit in force over time (CLOCK_MONOTONIC).
 type limitLog struct {
-	mu  sync.Mutex
-	byR map[string][]limitAt
+	mu    sync.Mutex
+	byR   map[string][]limitAt
+	wipes map[string][]int64 // when Redis lost each resource's data, its live limit with it
 }
 
 type limitAt struct {
@@ -99,6 +100,10 @@ type limitAt struct {
 func (l *limitLog) set(res string, limit int, at int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setLocked(res, limit, at)
+}
+
+func (l *limitLog) setLocked(res string, limit int, at int64) {
 	if l.byR == nil {
 		l.byR = map[string][]limitAt{}
 	}
@@ -116,6 +121,10 @@ func (l *limitLog) set(res string, limit int, at int64) {
 func (l *limitLog) allowed(res string, t int64, window time.Duration) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.allowedLocked(res, t, window)
+}
+
+func (l *limitLog) allowedLocked(res string, t int64, window time.Duration) int {
 	ch := l.byR[res]
 	from := t - window.Nanoseconds()
 	best := 0
@@ -129,6 +138,48 @@ func (l *limitLog) allowed(res string, t int64, window time.Duration) int {
 		}
 	}
 	return best
+}
+
+// wiped notes that Redis lost res's data at at (noted before the loss):
+// its live limit went with it, configured is in force again.
+func (l *limitLog) wiped(res string, configured int, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setLocked(res, configured, at)
+	if l.wipes == nil {
+		l.wipes = map[string][]int64{}
+	}
+	l.wipes[res] = append(l.wipes[res], at)
+}
+
+// admin notes an admin `limit` of res to n (configured for --clear) run
+// from before to at; ok when it exited 0. A raise takes effect before
+// the command returns, a lowering at the latest when it returns. A loss
+// of Redis's data while it ran may have come before its change or after
+// it, undoing it even when it exited 0 (the change applied, then the
+// command's status read): from the loss on, the larger of n and the
+// configured limit, noted after the loss's own entry.
+func (l *limitLog) admin(res string, n, configured int, before, at int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev := l.allowedLocked(res, before, 0)
+	after := n
+	for _, w := range l.wipes[res] {
+		if w >= before && w <= at {
+			after = max(n, configured)
+			l.setLocked(res, after, w)
+			break
+		}
+	}
+	if !ok {
+		// Unknown whether it took effect: the larger of both from now on.
+		l.setLocked(res, max(n, prev), before)
+		return
+	}
+	if n > prev {
+		l.setLocked(res, n, before)
+	}
+	l.setLocked(res, after, at)
 }
 
 // overlapWindow is how long a holder granted under a limit may work on
