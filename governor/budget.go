@@ -23,12 +23,16 @@ const (
 	MaxBudgetAmount = 1_000_000_000_000_000
 	// MaxBudgetsPerCall bounds the budgets one reservation charges.
 	MaxBudgetsPerCall = 32
-	// DefaultBudgetTTL is how long a reservation stays open unsettled
-	// before it is counted as spent at its estimate.
+	// DefaultBudgetTTL is how long a reservation that rides on no lease
+	// stays open unsettled before it is counted as spent at its
+	// estimate (internal/acquire.SpendOptions).
 	DefaultBudgetTTL = time.Hour
 	// MaxBudgetEvents is how many budget events a project keeps.
 	MaxBudgetEvents = 200
 )
+
+// maxBudgetTTL bounds a reservation's TTL.
+const maxBudgetTTL = 7 * 24 * time.Hour
 
 // BudgetCharge is one budget's part of a reservation.
 type BudgetCharge struct {
@@ -63,7 +67,9 @@ type BudgetRequest struct {
 	// and nothing changes. The backend keeps only its SHA-1.
 	Secret string
 	// TTL is how long the reservation stays open unsettled (zero:
-	// DefaultBudgetTTL); after it, it counts as spent at its estimate.
+	// DefaultBudgetTTL); after it, it counts as
+	// spent at its estimate. A reservation whose Lease and Secret are a
+	// lease's is renewed with the lease, to its expiry.
 	TTL     time.Duration
 	Charges []BudgetCharge
 	// By names who reserves, for events.
@@ -299,8 +305,8 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 	if len(req.Charges) == 0 || len(req.Charges) > MaxBudgetsPerCall {
 		return invalid("%d budgets in one reservation; allowed: 1 to %d", len(req.Charges), MaxBudgetsPerCall)
 	}
-	if req.TTL < 0 || req.TTL > 7*24*time.Hour {
-		return invalid("budget reservation ttl %v; allowed: 0 (default %v) to 168h", req.TTL, DefaultBudgetTTL)
+	if req.TTL < 0 || req.TTL > maxBudgetTTL {
+		return invalid("budget reservation ttl %v; allowed: 0 (default %v) to %v", req.TTL, DefaultBudgetTTL, maxBudgetTTL)
 	}
 	seen := map[string]bool{}
 	for _, c := range req.Charges {

@@ -8,21 +8,23 @@
 --       the SHA-1 of the reservation's secret}), 3 the
 --       open reservations' expiries (sorted set of leases), 4 the events
 --       list (JSON records, oldest first, at most ARGV's cap)
--- ARGV: 1 mode ('reserve' | 'settle' | 'admin' | 'read'), 2 events cap,
+-- ARGV: 1 mode ('reserve' | 'settle' | 'extend' | 'admin' | 'read'), 2 events cap,
 --   reserve: 3 lease, 4 ttl ms, 5 by, 6 secret, 7 n, then n times 7
 --            fields: name, limit, soft, window start ms, window end ms,
 --            amount, born ms as the caller saw it (0: never)
 --   settle:  3 lease, 4 by, 5 secret, 6 n, then n times 3 fields: name, actual
 --            amount, born ms as seen at reserve (0: unknown); the name ''
 --            gives the actual of every budget not named
+--   extend:  3 n, then n times 3 fields: lease, secret, expiry ms (of the
+--            lease of that id, just renewed)
 --   admin:   3 name, 4 op ('limit' | 'reset' | 'pause' | 'resume' |
 --            'confirm'), 5 value, 6 by
 -- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
 --   'held' | 'notowner'), now ms, the refusing budget's name or '', then
 --   the record of each charged budget that has one, as {name, JSON}...};
 --   settle: {settled 0|1, overrun budget names...}, or 'notowner' (the
---   secret does not prove the open reservation: nothing changed); admin:
---   1; read: {now ms, name, JSON, name, JSON...} of every budget.
+--   secret does not prove the open reservation: nothing changed); extend:
+--   {1|0 per lease: an open reservation it proves, renewed}; admin: 1; read: {now ms, name, JSON, name, JSON...} of every budget.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local B, O, X, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -243,6 +245,29 @@ if mode == 'admin' then
 end
 
 prune()
+
+if mode == 'extend' then
+  -- A reservation named after a lease and proven by its secret lives as
+  -- the lease: each renewal of the lease moves its expiry to the
+  -- lease's (never earlier). One already past its expiry was counted
+  -- above (prune): nothing brings it back.
+  local out = {}
+  for i = 0, tonumber(ARGV[3]) - 1 do
+    local lease, secret, x = ARGV[4 + 3 * i], ARGV[5 + 3 * i], tonumber(ARGV[6 + 3 * i])
+    local v = redis.call('HGET', O, lease)
+    local o = v and cjson.decode(v)
+    out[#out + 1] = 0
+    if o and o.k ~= nil and o.k == redis.sha1hex(secret) then
+      out[#out] = 1
+      if x > tonumber(o.x) then
+        o.x = fmt(x)
+        redis.call('HSET', O, lease, cjson.encode(o))
+        redis.call('ZADD', X, x, lease)
+      end
+    end
+  end
+  return out
+end
 
 if mode == 'settle' then
   local lease, by, secret, n = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])

@@ -72,18 +72,18 @@ func (a *app) planAcquireSpend(c config.Config, r acquire.SpendRequest, resource
 // reserveLeaseSpend reserves s for the lease held (its first), under the
 // lease's id, proven by the lease's secret: 'governor settle' finds and
 // proves it by the handle in $GOVERNOR_LEASE and 'governor release'
-// settles it at its estimate. It stays open an hour, or the
-// lease's ttl and five minutes when longer; unsettled after that, it
-// counts at its estimate. On a refusal the lease is released.
+// settles it at its estimate. It lives as the lease
+// (acquire.SpendOptions): renewed with it ('governor renew'),
+// counted at its estimate when the lease expires unrenewed. On a
+// refusal the lease is released.
 func reserveLeaseSpend(ctx context.Context, g *governor.Governor, plan *acquire.Plan, held *acquire.Held, s *acquire.Spend,
-	ttl, waitTimeout time.Duration) (*governor.BudgetReservation, error) {
+	waitTimeout time.Duration) (*governor.BudgetReservation, error) {
 	var deadline time.Time
 	if waitTimeout > 0 {
 		deadline = time.Now().Add(max(waitTimeout-plan.Waited(), time.Millisecond))
 	}
-	rttl := min(max(governor.DefaultBudgetTTL, ttl+5*time.Minute), 7*24*time.Hour)
-	h := held.Leases()[0].Handle()
-	r, err := s.Reserve(ctx, g, h.ID, h.Secret, rttl, plan.IfBusy(), waitTimeout, deadline)
+	o := acquire.SpendOptions(held.Leases()[0], "", 0)
+	r, err := s.Reserve(ctx, g, o.Lease, o.Secret, o.TTL, plan.IfBusy(), waitTimeout, deadline)
 	if err != nil {
 		// The lease is detached (it lives by its TTL): freed by its handle.
 		for _, l := range held.Leases() {

@@ -242,7 +242,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 				return err
 			}
 			if spend != nil {
-				if _, err := reserveLeaseSpend(cmd.Context(), g, plan, held, spend, ttl, waitTimeout); err != nil {
+				if _, err := reserveLeaseSpend(cmd.Context(), g, plan, held, spend, waitTimeout); err != nil {
 					return err
 				}
 			}

@@ -184,6 +184,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetAllOrNone", s.budgetAllOrNone},
 		{"BudgetOverrun", s.budgetOverrun},
 		{"BudgetAbandoned", s.budgetAbandoned},
+		{"BudgetRenewedWithLease", s.budgetRenewedWithLease},
 		{"BudgetWindow", s.budgetWindow},
 		{"BudgetReadNow", s.budgetReadNow},
 		{"BudgetAdmin", s.budgetAdmin},

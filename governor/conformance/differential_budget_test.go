@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,8 @@ var diffBudgetT = time.Now()
 
 // budgetOp draws a spend-budget step one time in seven: a reservation
 // of one or two budgets (sometimes in a window not holding now), a
-// settle (of a lease reserved, or a ghost), or an admin action.
+// settle (of a lease reserved, or a ghost), a renewal of a lease named
+// after a reservation, or an admin action.
 func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (diffOp, bool) {
 	if rng.IntN(7) != 0 {
 		return diffOp{}, false
@@ -49,6 +51,19 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 		op.ids = names[:rng.IntN(3)]
 		if rng.IntN(4) == 0 {
 			op.ids = append(op.ids, "") // every budget not named
+		}
+	case k < 9:
+		// A lease named after a reservation (or a ghost), taken on a
+		// resource of its own the first time, renewed with the
+		// reservation's secret: the reservation lives as the lease.
+		op.kind, op.id, op.ttl = "brenew", "ghost", 10*time.Minute
+		if ids := sent["~budgets"]; len(ids) > 0 && rng.IntN(8) != 0 {
+			op.id = ids[rng.IntN(len(ids))]
+		}
+		op.wait = !slices.Contains(sent["~brenew"], op.id)
+		sent["~brenew"] = append(sent["~brenew"], op.id)
+		if clocked && rng.IntN(2) == 0 {
+			op.ttl = 2 * time.Minute
 		}
 	default:
 		op.kind, op.prio = "badmin", []string{"limit", "reset", "pause", "resume", "confirm"}[rng.IntN(5)]
@@ -93,6 +108,15 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 		}
 		s, err := r.b.BudgetSettle(ctx, governor.SettleRequest{Project: r.project, Lease: o.id, Secret: "s-" + o.id, Actual: actual, By: "diff"})
 		out = fmt.Sprintf("%s settled %v overruns %v", errClass(err), s.Settled, s.Overruns)
+	case "brenew":
+		key := r.key("rb-" + o.id)
+		if o.wait {
+			res, err := r.b.Acquire(ctx, governor.Request{Key: key, ID: o.id, Secret: "s-" + o.id, Limit: 1, Weight: 1, TTL: o.ttl,
+				Mode: governor.Fail, Declaration: governor.Declaration{Session: "diff", Host: "diff"}})
+			out = fmt.Sprintf("acquire %s %v | ", errClass(err), res.Outcome)
+		}
+		_, err := r.b.Renew(ctx, governor.Renewal{Key: key, ID: o.id, Secret: "s-" + o.id, TTL: o.ttl})
+		out += "renew " + errClass(err)
 	case "badmin":
 		out = errClass(r.b.BudgetAdmin(ctx, r.project, o.ids[0], governor.BudgetOp(o.prio), int64(o.limit), "diff"))
 	}

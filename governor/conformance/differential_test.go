@@ -532,7 +532,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
-	case "breserve", "ratebudget", "bsettle", "badmin":
+	case "breserve", "ratebudget", "bsettle", "brenew", "badmin":
 		return r.budgetStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)

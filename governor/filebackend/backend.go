@@ -75,6 +75,9 @@ type Backend struct {
 	waiters map[*listener]struct{}
 	cut     map[governor.Key]time.Duration // see Backend.ended
 	turns   map[governor.Key]*turnOf       // see Backend.lock
+	// spends holds the spend reservations this Backend made and has not
+	// settled (spendRef): renewed with the lease of the same id.
+	spends sync.Map
 }
 
 type leaseRef struct {

@@ -47,9 +47,13 @@ func (b *Backend) BudgetReserve(ctx context.Context, req governor.BudgetRequest)
 	if err := governor.ValidateBudgetRequest(req); err != nil {
 		return governor.BudgetResult{}, err
 	}
-	return budgets(ctx, b, req.Project, func(bk *budgetBook, now int64) (governor.BudgetResult, error) {
+	res, err := budgets(ctx, b, req.Project, func(bk *budgetBook, now int64) (governor.BudgetResult, error) {
 		return bk.reserve(req, now)
 	})
+	if err == nil && res.Allowed {
+		b.spends.Store(spendRef{req.Project, req.Lease}, struct{}{})
+	}
+	return res, err
 }
 
 // BudgetSettle implements governor.BudgetBackend: the release and the
@@ -66,6 +70,7 @@ func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) 
 	}
 	err := governor.ValidateBudgetSettle(req.Project, req.Lease, req.Actual)
 	if err == nil {
+		b.spends.Delete(spendRef{req.Project, req.Lease}) // settled: nothing left to renew
 		out, err = budgets(ctx, b, req.Project, func(bk *budgetBook, now int64) (governor.BudgetSettlement, error) {
 			return bk.settle(req.Project, req.Lease, req.Secret, req.Actual, req.By, now)
 		})

@@ -10,19 +10,25 @@ import (
 // Renew implements governor.Backend. The token is no evidence here: the
 // file backend's state lives as long as its directory, and nothing in it
 // is born anew while a holder's processes run. A touch (r.Touch) sets
-// the progress mark instead.
+// the progress mark instead. A reservation of the same id that the
+// secret proves is renewed to the lease's new expiry
+// (internal/acquire.SpendOptions).
 func (b *Backend) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
 	if r.Touch {
 		return b.renew(ctx, r.Key, r.ID, r.Secret, func(h *holder, now int64) { h.Progress = now })
 	}
-	ttl := r.TTL
-	return b.renew(ctx, r.Key, r.ID, r.Secret, func(h *holder, now int64) {
+	key, id, secret, ttl := r.Key, r.ID, r.Secret, r.TTL
+	exp, err := b.renew(ctx, key, id, secret, func(h *holder, now int64) {
 		if ttl == 0 {
 			ttl = time.Duration(h.Expires - h.Heartbeat) // the lease's own
 		}
 		h.Expires = now + int64(ttl)
 		h.Heartbeat = now
 	})
+	if err == nil && b.rides(key, id) {
+		b.extendSpend(ctx, key.Project, id, secret, time.Until(exp))
+	}
+	return exp, err
 }
 
 // renew applies change (given the boot clock's now) to held lease id

@@ -69,6 +69,9 @@ func (b *Backend) budgetReserveArgs(req governor.BudgetRequest) []any {
 // error, wrapped), and witnesses the births of the budgets it gives.
 func (b *Backend) budgetReserved(req governor.BudgetRequest, v any, err error) (governor.BudgetResult, error) {
 	res, err := budgetReply(req, v, err)
+	if err == nil && res.Allowed {
+		b.reserved(req)
+	}
 	for _, st := range res.States {
 		b.wit.saw('b', witnessKey(req.Project, st.Name), ms(st.Born))
 	}
@@ -197,6 +200,7 @@ func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) 
 // the machine witnessed too, so that a settle that finds its
 // reservation gone (`governor settle` after a loss) has the evidence.
 func (b *Backend) settleArgs(project, lease, secret, by string, actual []governor.BudgetAmount) []any {
+	b.spends.Delete(spendRef{project, lease}) // settled: nothing left to renew
 	args := []any{lease, by, secret, 0}
 	n := 0
 	add := func(name string, amount, born int64) {

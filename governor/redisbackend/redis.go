@@ -79,6 +79,9 @@ type Backend struct {
 	// batch sends acquires and releases issued at the same instant in one
 	// pipeline (batch.go).
 	batch batcher
+	// spends holds the spend reservations this backend made and has not
+	// settled (spendRef): renewed with the lease of the same id.
+	spends sync.Map
 }
 
 type resourceKeys struct {

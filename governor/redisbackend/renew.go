@@ -34,7 +34,11 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 	if err != nil {
 		return time.Time{}, wrap("renew", err)
 	}
-	return renewReply(rk, key, id, v)
+	exp, err := renewReply(rk, key, id, v)
+	if err == nil && mode == "" && b.rides(key, id) {
+		b.extendSpends(ctx, []spendRenewal{{key.Project, id, secret, exp}})
+	}
+	return exp, err
 }
 
 // renewArgs are renew.lua's ARGV for lease id of rk with token (0:

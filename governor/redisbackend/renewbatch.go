@@ -82,6 +82,13 @@ func (b *Backend) RenewBatch(ctx context.Context, rs []governor.Renewal) []gover
 			out[i] = b.renewManyReply(rs[i], v, j, err)
 		}
 	}
+	var spends []spendRenewal
+	for i, r := range rs {
+		if out[i].Err == nil && b.rides(r.Key, r.ID) {
+			spends = append(spends, spendRenewal{r.Key.Project, r.ID, r.Secret, out[i].Expires})
+		}
+	}
+	b.extendSpends(ctx, spends)
 	<-watched
 	return out
 }

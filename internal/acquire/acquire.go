@@ -294,12 +294,12 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 	if ask == nil {
 		ask = p.spendAsk(deadline)
 	}
-	if h.spend, err = p.takeBudgets(wctx, g, mode, ask); err != nil {
+	if h.spend, err = p.takeBudgets(wctx, g, mode, h.underLease(ask)); err != nil {
 		_ = h.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	if h.spend == nil {
-		if h.spend, err = p.reserveSpend(ctx, g, deadline); err != nil {
+		if h.spend, err = p.reserveSpend(ctx, g, h, deadline); err != nil {
 			_ = h.Release(context.WithoutCancel(ctx))
 			return nil, err
 		}

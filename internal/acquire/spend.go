@@ -103,10 +103,11 @@ func reserve(ctx context.Context, g *governor.Governor, a spendAsk) (*governor.B
 
 // reserveSpend reserves the plan's cost estimate on every spend budget
 // (reserve), once the slots and rate budgets are held (a call waiting
-// for a slot holds no budget), waiting at most until deadline. It
-// returns nil when the plan has no budgets.
-func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, deadline time.Time) (*governor.BudgetReservation, error) {
-	ask := p.spendAsk(deadline)
+// for a slot holds no budget), under the first lease h took
+// (underLease), waiting at most until deadline. It returns nil when the
+// plan has no budgets.
+func (p *Plan) reserveSpend(ctx context.Context, g *governor.Governor, h *Held, deadline time.Time) (*governor.BudgetReservation, error) {
+	ask := h.underLease(p.spendAsk(deadline))
 	if ask == nil {
 		return nil, nil
 	}
@@ -127,8 +128,42 @@ func (p *Plan) spendAsk(deadline time.Time) *spendAsk {
 	return &spendAsk{Spends: spends, IfBusy: p.ifBusy, WaitTimeout: p.req.WaitTimeout, Deadline: deadline}
 }
 
+// underLease is ask with its reservation named after the first lease h
+// took (SpendOptions): renewed with the lease, counted
+// at its estimate when the lease expires unrenewed (its holder died).
+// A call that took no lease (rate limits only, or every lease held by
+// an ancestor) keeps ask's own name and TTL.
+func (h *Held) underLease(ask *spendAsk) *spendAsk {
+	if ask == nil || len(h.leases) == 0 {
+		return ask
+	}
+	a := *ask
+	lo := SpendOptions(h.leases[0], "", 0)
+	a.Options.Lease, a.Options.Secret, a.Options.TTL = lo.Lease, lo.Secret, lo.TTL
+	return &a
+}
+
+// SpendOptions is the one rule naming a reservation and setting its
+// TTL. One made under lease l (nil: none) is named after it (its id
+// the lease's id, its secret the lease's secret) and lives as the
+// lease: open for what is left of its TTL, and each renewal of the
+// lease (a heartbeat, a batch renewal, 'governor renew' of its handle)
+// moves the reservation's expiry to the lease's (the backends'
+// renewal), so that a dead holder's estimate counts when its lease
+// expires. One under no lease is named id (the secret left to
+// governor) and stays open for work that may last runFor (0: not
+// known): governor.DefaultBudgetTTL, or runFor and five minutes when
+// longer, at most 168h.
+func SpendOptions(l *governor.Lease, id string, runFor time.Duration) governor.BudgetOptions {
+	if l != nil {
+		h := l.Handle()
+		return governor.BudgetOptions{Lease: h.ID, Secret: h.Secret, TTL: min(max(time.Until(l.Deadline()), time.Second), 7*24*time.Hour)}
+	}
+	return governor.BudgetOptions{Lease: id, TTL: min(max(governor.DefaultBudgetTTL, runFor+5*time.Minute), 7*24*time.Hour)}
+}
+
 // SpendWithRate has Acquire try to reserve s's estimate on its budgets
-// under lease, open for ttl, together with the plan's last rate
+// under lease, open for ttl (unless a lease is taken: underLease), together with the plan's last rate
 // reservation (governor.Governor.TryRateBudgets: one round trip on
 // Redis), so that they cost no round trip of their own. Held.Spend is
 // then the reservation; nil when it did not go (the plan reserves no

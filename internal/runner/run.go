@@ -291,7 +291,8 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 			deadline = time.Now().Add(max(r.o.WaitTimeout-r.waited, time.Millisecond))
 		}
 		start := time.Now()
-		r.spent, err = r.spend.Reserve(ctx, g, r.id, "", r.spendTTL(), r.plan.IfBusy(), r.o.WaitTimeout, deadline)
+		o := r.spendOptions()
+		r.spent, err = r.spend.Reserve(ctx, g, o.Lease, o.Secret, o.TTL, r.plan.IfBusy(), r.o.WaitTimeout, deadline)
 		r.waited += time.Since(start)
 		if err != nil {
 			code := exitcode.For(err)
@@ -301,14 +302,28 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	return -1, "", nil
 }
 
-// spendTTL is how long the run's reservation stays open unsettled: past
-// --timeout with a margin, else governor's default; a run that outlives
-// it has its estimate counted as spent (never less).
+// spendTTL is how long the run's reservation stays open unsettled when
+// it rides on no lease (acquire.SpendOptions): past --timeout with a
+// margin, else governor's default; a run that outlives it has its
+// estimate counted as spent (never less).
 func (r *run) spendTTL() time.Duration {
-	if r.o.Timeout <= 0 {
-		return 0
+	return r.spendOptions().TTL
+}
+
+// spendOptions name the run's reservation (acquire.SpendOptions): after
+// its first lease (renewed with it, so that a dead run's estimate
+// counts when its lease expires), else after the run, open past
+// --timeout.
+func (r *run) spendOptions() governor.BudgetOptions {
+	var runFor time.Duration
+	if r.o.Timeout > 0 {
+		runFor = r.o.Timeout + r.o.KillGrace
 	}
-	return min(r.o.Timeout+r.o.KillGrace+5*time.Minute, 7*24*time.Hour)
+	var l *governor.Lease
+	if len(r.leases) > 0 {
+		l = r.leases[0]
+	}
+	return acquire.SpendOptions(l, r.id, runFor)
 }
 
 // settle settles the run's reservation, if any: at its estimate once the
