@@ -49,13 +49,22 @@ func (s *soak) adminLoop(ctx context.Context) {
 	}
 }
 
-// admin runs one admin command and reports whether it exited 0.
+// admin runs one admin command and reports whether it exited 0; -v
+// logs it with when it started (a limit's change lands in between).
 func (s *soak) admin(ctx context.Context, args ...string) bool {
+	start := mono()
 	c := s.gov(ctx, args...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	err := runCmd(c)
 	s.exitOf("admin "+args[0], c, err, stderr.String())
+	if s.o.verbose {
+		code := -1
+		if c.ProcessState != nil {
+			code = c.ProcessState.ExitCode()
+		}
+		fmt.Printf("soak: %7.3fs admin %s: exit %d (started at %.3fs)\n", s.rel(mono()), strings.Join(args, " "), code, s.rel(start))
+	}
 	return err == nil
 }
 

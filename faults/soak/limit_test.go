@@ -3,6 +3,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +58,26 @@ func TestLimitLogAdmin(t *testing.T) {
 				t.Errorf("limit in force at %v: %d, want %d", time.Duration(c.at), got, c.want)
 			}
 		})
+	}
+}
+
+// TestCheckLimitCountsPastTheCap: the report lists five uses above the
+// limit in force, then how many more and the last: how long it lasted
+// tells a holder past its lease from a limit in force misread.
+func TestCheckLimitCountsPastTheCap(t *testing.T) {
+	s := &soak{work: t.TempDir()}
+	s.limits.set(resHeavy, 1, 0)
+	var b strings.Builder
+	ms := int64(time.Millisecond)
+	for i := int64(0); i < 8; i++ { // two 20 ms chunks at once, 8 times
+		at := 1000*ms + i*20*ms
+		fmt.Fprintf(&b, "a %d %d\nb %d %d\n", at, at+20*ms, at+ms, at+21*ms)
+	}
+	if err := os.WriteFile(filepath.Join(s.work, resHeavy+"-run0.spans"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.checkLimit(resHeavy)
+	if len(s.violations) != 6 || !strings.Contains(s.violations[5], "heavy: 10 more starts above the limit in force after those five, the last at 1.141s") {
+		t.Errorf("violations: %q", s.violations)
 	}
 }

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&o.root, "root", ".", "the module's root (the clients' sources)")
 	flag.BoolVar(&o.faults, "faults", true, "inject faults (false: the load alone)")
 	flag.BoolVar(&o.loss, "loss", true, "Redis: inject the faults that lose its data (FLUSHALL, restarts); false: cuts, stalls and a restart with persistence only")
-	flag.BoolVar(&o.verbose, "v", false, "log every fault and unexpected exit as it happens")
+	flag.BoolVar(&o.verbose, "v", false, "log every fault and admin action as it happens")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "soak: unexpected arguments %q\n", flag.Args())

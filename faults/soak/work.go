@@ -206,7 +206,7 @@ func (s *soak) checkLimit(res string) (int, int) {
 		}
 		return edges[i].delta < edges[j].delta // an end before a start at the same instant
 	})
-	use, worst, reported := 0, 0, 0
+	use, worst, reported, more, last := 0, 0, 0, 0, int64(0)
 	open := map[span]bool{}
 	for _, e := range edges {
 		use += e.delta
@@ -220,7 +220,11 @@ func (s *soak) checkLimit(res string) (int, int) {
 		}
 		if e.delta > 0 {
 			lim := s.limits.allowed(res, e.at, overlapWindow)
-			if use <= lim || reported >= 5 {
+			if use <= lim {
+				continue
+			}
+			if reported >= 5 {
+				more, last = more+1, e.at
 				continue
 			}
 			reported++
@@ -232,6 +236,11 @@ func (s *soak) checkLimit(res string) (int, int) {
 			}
 			s.violate("limit", "%s: use %d above the limit in force %d at %.3fs%s: %s", res, use, lim, s.rel(e.at), after, spansText(s, open))
 		}
+	}
+	if more > 0 {
+		// How long it lasted tells a holder past its lease from a limit
+		// in force misread.
+		s.violate("limit", "%s: %d more starts above the limit in force after those five, the last at %.3fs", res, more, s.rel(last))
 	}
 	return len(spans), worst
 }
