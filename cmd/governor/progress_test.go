@@ -32,9 +32,12 @@ func envCommand(t *testing.T, tg *target, args ...string) *exec.Cmd {
 // 122 (outcome lease_lost) and its slot is then free.
 func TestRunProgressTimeout(t *testing.T) {
 	runTargets(t, "lease: {ttl: 3s}\n", func(t *testing.T, tg *target) {
-		// Marks every 200ms for 3s, with a progress timeout of 1.5s.
-		code, _, errs := execCode(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "1500ms", "--",
-			"sh", "-c", `i=0; while [ $i -lt 15 ]; do governor touch || exit 9; sleep 0.2; i=$((i+1)); done`))
+		// Marks every 0.5 s for 8 s or more, with a progress timeout of 5 s:
+		// it outlives the timeout only by marking. A mark is a new governor
+		// process; at load 30 one took over a second to land, so the gap
+		// between marks is kept well inside the timeout.
+		code, _, errs := execCode(t, envCommand(t, tg, "run", "--resource", "heavy", "--progress-timeout", "5s", "--",
+			"sh", "-c", `i=0; while [ $i -lt 16 ]; do governor touch || exit 9; sleep 0.5; i=$((i+1)); done`))
 		if code != 0 {
 			t.Fatalf("a run that marks progress: exit %d, %s; want 0", code, errs)
 		}
