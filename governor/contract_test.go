@@ -2,9 +2,6 @@ package governor_test
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"sort"
 	"strings"
 	"testing"
@@ -23,29 +20,22 @@ const maxContractMethods = 26
 // an exported interface of the package's non-test files in dir.
 func contractMethods(t *testing.T, dir string) []string {
 	t.Helper()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, notTest, parser.SkipObjectResolution)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				ts, ok := n.(*ast.TypeSpec)
-				if !ok || !ts.Name.IsExported() {
-					return true
-				}
-				if it, ok := ts.Type.(*ast.InterfaceType); ok {
-					for _, m := range it.Methods.List {
-						for _, name := range m.Names { // none: an embedded interface
-							out = append(out, ts.Name.Name+"."+name.Name)
-						}
+	for _, f := range libraryFiles(t, dir) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok || !ts.Name.IsExported() {
+				return true
+			}
+			if it, ok := ts.Type.(*ast.InterfaceType); ok {
+				for _, m := range it.Methods.List {
+					for _, name := range m.Names { // none: an embedded interface
+						out = append(out, ts.Name.Name+"."+name.Name)
 					}
 				}
-				return false
-			})
-		}
+			}
+			return false
+		})
 	}
 	sort.Strings(out)
 	return out

@@ -25,22 +25,32 @@ const maxExported = 345
 // with each exported type's methods.
 func exportedNames(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.SkipObjectResolution)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				names = append(names, declNames(d)...)
-			}
+	for _, f := range libraryFiles(t, dir) {
+		for _, d := range f.Decls {
+			names = append(names, declNames(d)...)
 		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// libraryFiles parses the package's non-test files in dir: the library
+// as its users get it.
+func libraryFiles(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, notTest, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 // declNames is the exported names one declaration adds to the face.
