@@ -408,21 +408,20 @@ type Resource struct {
 // unless the whole spec is configured too (run and run:join).
 func ParseResource(spec string, cat *config.Catalog) (Resource, error) {
 	r := Resource{Name: spec}
-	if i := strings.LastIndexByte(spec, ':'); i > 0 && !allDigits(spec[i+1:]) {
+	if i := strings.LastIndexByte(spec, ':'); i > 0 {
+		name, suffix := spec[:i], spec[i+1:]
 		limits := cat.Limits()
+		_, configured := limits[name]
 		_, whole := limits[spec]
-		if _, ok := limits[spec[:i]]; ok && !whole {
-			return Resource{}, fmt.Errorf("--resource %q: weight %q after the configured resource %s; allowed: a whole number from 1 to its limit", truncate(spec, 64), truncate(spec[i+1:], 32), spec[:i])
-		}
-	}
-	if i := strings.LastIndexByte(spec, ':'); i > 0 && i < len(spec)-1 && allDigits(spec[i+1:]) {
-		name := spec[:i]
-		if _, ok := cat.Limits()[name]; ok || strings.Contains(name, ":") {
-			w, err := strconv.Atoi(spec[i+1:])
+		switch {
+		case allDigits(suffix) && (configured || strings.Contains(name, ":")):
+			w, err := strconv.Atoi(suffix)
 			if err != nil || w < 1 || w > governor.MaxLimit {
-				return Resource{}, fmt.Errorf("--resource %q: weight %s; allowed: 1 to the resource's limit", truncate(spec, 64), truncate(spec[i+1:], 32))
+				return Resource{}, fmt.Errorf("--resource %q: weight %s; allowed: 1 to the resource's limit", truncate(spec, 64), truncate(suffix, 32))
 			}
 			r = Resource{Name: name, Weight: w}
+		case configured && !whole:
+			return Resource{}, fmt.Errorf("--resource %q: weight %q after the configured resource %s; allowed: a whole number from 1 to its limit", truncate(spec, 64), truncate(suffix, 32), name)
 		}
 	}
 	if err := governor.ValidateResource(r.Name); err != nil {
