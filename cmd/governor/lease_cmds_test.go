@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/redistest"
@@ -58,11 +59,32 @@ func acquireHandle(t *testing.T, g []string, resource string, args ...string) st
 // path.
 func configFile(t testing.TB, content string) string {
 	t.Helper()
+	if strings.Contains(content, "budgets:") {
+		clearOfWindowEdge(t)
+	}
 	p := filepath.Join(t.TempDir(), "exec-defaults.yaml")
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// windowMargin is how long a test with budgets may take between writing
+// its config and its last look at a budget.
+const windowMargin = 2 * time.Minute
+
+// clearOfWindowEdge returns once the next whole hour is at least
+// windowMargin away. Every budget window of these tests (per 1h or 24h,
+// aligned on the epoch; a calendar day in UTC or Paris) rolls on a whole
+// hour, and a window that rolls inside a test drops what the test spent
+// before it.
+func clearOfWindowEdge(t testing.TB) {
+	now := time.Now()
+	edge := now.Truncate(time.Hour).Add(time.Hour)
+	if wait := edge.Sub(now); wait < windowMargin {
+		t.Logf("waiting %v for the hour to turn: its budget windows roll then", wait.Round(time.Second))
+		time.Sleep(wait + time.Second)
+	}
 }
 
 // emptyConfig is a config file with no settings, so that no file of the
