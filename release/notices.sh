@@ -20,16 +20,21 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 mods=$(sort -u "$lists"/*)
 rule=-------------------------------------------------------------------------------
+# File names are matched in any case by bash itself (bash 3.1 and later,
+# macOS's too): a basename and a tr for each of the ~900 files of the
+# module directories were ~3,000 processes, 29 s of CPU.
+shopt -s nocasematch
 # section NAME VERSION DIR: one part per licence or notice file of DIR.
 section() {
-  local found=0 f
+  local found=0 f name
   for f in "$3"/*; do
-    case $(basename "$f" | tr '[:upper:]' '[:lower:]') in
+    name=${f##*/}
+    case $name in
       licen[cs]e | licen[cs]e.* | licen[cs]e-* | copying | copying.* | notice | notice.* | patents) ;;
       *) continue ;;
     esac
     [ -f "$f" ] || continue
-    printf '\n%s\n%s %s: %s\n%s\n\n' "$rule" "$1" "$2" "$(basename "$f")" "$rule"
+    printf '\n%s\n%s %s: %s\n%s\n\n' "$rule" "$1" "$2" "$name" "$rule"
     cat "$f"
     found=1
   done
