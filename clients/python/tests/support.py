@@ -3,6 +3,7 @@ class, worker processes and work-interval files."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -22,6 +23,14 @@ sys.path.insert(0, ROOT) if ROOT not in sys.path else None
 import governor  # noqa: E402
 
 DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long when things work
+
+# The bridges of these tests keep their machine state (the Redis loss
+# witness, one per server URL) in a dir of their own. In the user's, shared
+# with earlier runs, a fresh redis-server on a port an earlier one used
+# reads as that server's data lost.
+STATE_HOME = tempfile.mkdtemp(prefix="governor-test-state-")
+os.environ["XDG_STATE_HOME"] = STATE_HOME
+atexit.register(shutil.rmtree, STATE_HOME, True)
 
 
 def bridge_required() -> bool:

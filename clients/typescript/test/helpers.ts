@@ -22,6 +22,12 @@ export function tmp(prefix = "gov-ts-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+// The bridges of these tests keep their machine state (the Redis loss
+// witness, one per server URL) in a dir of their own. In the user's, shared
+// with earlier runs, a fresh redis-server on a port an earlier one used
+// reads as that server's data lost.
+process.env.XDG_STATE_HOME = tmp("governor-ts-state-");
+
 /** A GOVERNOR_BIN that runs the fake bridge with env. */
 export function fakeBin(env: Record<string, string> = {}): string {
   const dir = tmp("gov-fake-");
