@@ -649,11 +649,13 @@ func TestRunInterruptWhileWaiting(t *testing.T) {
 	})
 }
 
-// A lease taken away while the command runs: the tree is stopped, 122.
+// A lease taken away while the command runs: the tree is stopped, 122,
+// at the next heartbeat, long before the command would end. The TTL is
+// long so that a loaded machine's late heartbeat is not the loss seen.
 func TestRunLeaseLost(t *testing.T) {
-	runTargets(t, "lease:\n  ttl: 1s\n  heartbeat: 250ms\n", func(t *testing.T, tg *target) {
+	runTargets(t, "lease:\n  ttl: 20s\n  heartbeat: 250ms\n", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
-		c := tg.command("run", "--resource", "heavy", "--kill-grace", "200ms", "--", "sleep", "30")
+		c := tg.command("run", "--resource", "heavy", "--kill-grace", "200ms", "--", "sleep", "300")
 		var errb bytes.Buffer
 		c.Stderr = &errb
 		if err := c.Start(); err != nil {
@@ -671,7 +673,7 @@ func TestRunLeaseLost(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 122 || !strings.Contains(errb.String(), "lease on heavy was lost") {
 			t.Fatalf("exit %v, want 122; stderr %s", err, &errb)
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		if d := time.Since(start); d > time.Minute {
 			t.Fatalf("took %v after the loss", d)
 		}
 	})
