@@ -67,6 +67,7 @@ func mustStatus(t testing.TB, b governor.Backend, key governor.Key) governor.Sta
 // machine's monotonic clock inside the grant, never overlap more than 2
 // deep, and every worker is served.
 func TestMultiProcessNeverOverLimit(t *testing.T) {
+	t.Parallel()
 	multiProcessRace(t, false)
 }
 
@@ -75,6 +76,7 @@ func TestMultiProcessNeverOverLimit(t *testing.T) {
 // cap, default and batch never in critical's reserve, no fair key over
 // fair_cap.
 func TestMultiProcessPolicyInvariants(t *testing.T) {
+	t.Parallel()
 	multiProcessRace(t, true)
 }
 
@@ -162,8 +164,12 @@ func multiProcessRace(t *testing.T, policy bool) {
 // parses, the accounts balance (every grant was released or reclaimed
 // or is held), the killed holders' slots are reclaimed at once by the
 // lease-file proof (the whole limit is granted immediately, with a
-// higher token), and the next access leaves no temp file behind.
+// higher token), and the next access leaves no temp file behind. It,
+// the multi-process races and the conformance suite each have a
+// directory of their own and no deadline that load could miss: they run
+// beside each other (one after the other: 72 + 22 + 30 s at load 20).
 func TestCrashLoop(t *testing.T) {
+	t.Parallel()
 	const limit = 2
 	kills := 200
 	if testing.Short() {
