@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/governor-dev/governor/governor/capacity"
 )
 
 // Key names one resource inside one project. Backends keep the state of
@@ -327,6 +329,13 @@ type Request struct {
 	// queued nor granted yet: the backend may skip looking it up. Leave
 	// it false when in doubt (a re-check, a retry after an error).
 	New bool
+	// Capacity, when set, makes the request a refresh (or release) of
+	// capacity lease ID (package capacity, docs/capacity.md): the
+	// backend gives it a share of the limit in force, kept as a holder of
+	// weight Share.Held, by the rules of Backend.Acquire's doc. TTL is
+	// the lease's length; Weight, Mode, QueueTTL, Exclusive, Policy and
+	// the queue fields are not used.
+	Capacity *capacity.Ask
 }
 
 // Outcome of a backend Acquire.
@@ -370,6 +379,11 @@ type Result struct {
 	// Status describes the resource when the outcome is not Granted. It
 	// may list only the first holders of a crowded resource.
 	Status Status
+	// Share is a capacity lease's share (Request.Capacity), nil for
+	// any other request. Its Outcome is Granted, Expires the lease's
+	// expiry and Token its holder's fencing token (0 while it holds
+	// nothing).
+	Share *capacity.Share
 }
 
 // Backend is the contract every state store implements. Each method is

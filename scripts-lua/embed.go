@@ -55,6 +55,8 @@ var (
 	quarantine string
 	//go:embed watchdog.lua
 	watchdog string
+	//go:embed capacity.lua
+	capacityOp string
 )
 
 // The scripts, ready for redis.NewScript. All take the same six KEYS
@@ -90,6 +92,9 @@ var (
 	Quarantine = lazy(quarantine)
 	// Watchdog records what a run's watchdog did to a lease's tree.
 	Watchdog = lazy(watchdog)
+	// Capacity refreshes or releases a capacity lease; it takes a
+	// seventh key, the resource's capacity hash.
+	Capacity = lazy(capacityOp)
 )
 
 // libFiles are the prelude's parts, in the order they are put together:

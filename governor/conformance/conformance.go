@@ -202,6 +202,14 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetDoSpendRates", s.budgetDoSpendRates},
 		{"BudgetRateAdjustSettle", s.budgetRateAdjustSettle},
 		{"BudgetDoSpendTokens", s.budgetDoSpendTokens},
+		{"CapacityFairShare", s.capacityFairShare},
+		{"CapacityGiveBack", s.capacityGiveBack},
+		{"CapacityExpiry", s.capacityExpiry},
+		{"CapacityQueue", s.capacityQueue},
+		{"CapacityRefused", s.capacityRefused},
+		{"CapacityLearning", s.capacityLearning},
+		{"CapacityHammer", s.capacityHammer},
+		{"CapacityPaused", s.capacityPaused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

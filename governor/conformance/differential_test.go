@@ -223,6 +223,8 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("%s %s signal/shadow %v n %d ttl %v", o.kind, o.resource, o.signal, o.n, o.ttl)
 	case "adjustsettle":
 		return fmt.Sprintf("%s %s n %d settle %s %v at %d", o.kind, o.resource, o.n, o.newID, o.ids, o.limit)
+	case "capacity":
+		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v", o.resource, o.id, o.limit, o.weight, o.n, o.wait)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }
@@ -259,6 +261,10 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 			return id
 		}
 		if op, ok := budgetOp(rng, i, sent, clocked); ok {
+			ops = append(ops, op)
+			continue
+		}
+		if op, ok := capacityOp(rng, i, sent); ok {
 			ops = append(ops, op)
 			continue
 		}
@@ -534,6 +540,8 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		return "ok"
 	case "breserve", "ratebudget", "bsettle", "brenew", "badmin":
 		return r.budgetStep(ctx, o)
+	case "capacity":
+		return r.capacityStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)
 }

@@ -25,6 +25,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 func (b *Backend) acquire(t *tx, req governor.Request) (governor.Result, error) {
 	st := t.st
 
+	if req.Capacity != nil {
+		return b.capacity(t, req)
+	}
 	// Already granted (freed weight was handed to this waiter): claim it.
 	if h := st.holder(req.ID); h != nil {
 		h.Expires = t.now.boot + int64(req.TTL)

@@ -92,6 +92,14 @@ type state struct {
 	SignalAt int64 `json:"signal_at,omitempty"`
 	// Adaptive is the AIMD state (cooloff.go), nil when not adaptive.
 	Adaptive *governor.AdaptiveState `json:"adaptive,omitempty"`
+	// Wants are the capacity leases' wants (capacity.go), by lease id.
+	Wants map[string]capWant `json:"wants,omitempty"`
+}
+
+// capWant is a capacity lease's want, live until Expires (boot clock).
+type capWant struct {
+	Want    int   `json:"want"`
+	Expires int64 `json:"expires"`
 }
 
 type pauseMark struct {

@@ -352,6 +352,9 @@ func (b *Backend) Acquire(ctx context.Context, req governor.Request) (governor.R
 	if req.Takeover != "" {
 		return b.acquireTakeover(ctx, req.Key, req.Takeover, req)
 	}
+	if req.Capacity != nil {
+		return b.acquireCapacity(ctx, req)
+	}
 	if b.closed.Load() {
 		return governor.Result{}, governor.ErrClosed
 	}

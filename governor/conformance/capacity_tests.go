@@ -1,0 +1,289 @@
+package conformance
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+)
+
+// Capacity leases (issue 44, package capacity): a share of a resource's
+// slots kept as a holder of its weight, on every backend.
+
+// capLease is one capacity lease of the tests: its request and the last
+// share it got.
+type capLease struct {
+	r     governor.Request
+	share capacity.Share
+	token int64
+}
+
+func newCapLease(key governor.Key, limit int, ttl time.Duration) *capLease {
+	r := req(key, limit, 1, governor.Fail)
+	r.TTL = ttl
+	return &capLease{r: r}
+}
+
+// ask refreshes l on b, wanting want with inUse in use, and returns its
+// share; it fails t on an error.
+func (l *capLease) ask(t *testing.T, b governor.Backend, want, inUse int) capacity.Share {
+	t.Helper()
+	sh, err := l.try(t, b, capacity.Ask{Want: want, InUse: inUse})
+	if err != nil {
+		t.Fatalf("capacity lease %s want %d in use %d: %v", l.r.ID, want, inUse, err)
+	}
+	return sh
+}
+
+// try refreshes l with a (Held and Token filled in from l's last
+// answer).
+func (l *capLease) try(t *testing.T, b governor.Backend, a capacity.Ask) (capacity.Share, error) {
+	t.Helper()
+	a.Held, a.Token = l.share.Share, l.token
+	r := l.r
+	r.Capacity = &a
+	res, err := b.Acquire(ctxT(t), r)
+	if err != nil {
+		return capacity.Share{}, err
+	}
+	if res.Outcome != governor.Granted || res.Share == nil {
+		t.Fatalf("capacity lease %s: outcome %v share %v, want granted with a share", l.r.ID, res.Outcome, res.Share)
+	}
+	if res.Share.Held > 0 && res.Token == 0 || res.Share.Held == 0 && res.Token != 0 {
+		t.Fatalf("capacity lease %s: held %d with token %d", l.r.ID, res.Share.Held, res.Token)
+	}
+	if !a.Release && !res.Expires.After(time.Now().Add(-time.Minute)) {
+		t.Fatalf("capacity lease %s: expiry %v", l.r.ID, res.Expires)
+	}
+	l.share, l.token = *res.Share, res.Token
+	return l.share, nil
+}
+
+// wantShare fails t unless sh has share and held.
+func wantShare(t *testing.T, what string, sh capacity.Share, share, held int) {
+	t.Helper()
+	if sh.Share != share || sh.Held != held {
+		t.Fatalf("%s: %+v, want share %d held %d", what, sh, share, held)
+	}
+}
+
+// wantUsed fails t unless key's weight held is used, at most its limit.
+func wantUsed(t *testing.T, b governor.Backend, key governor.Key, used int) governor.Status {
+	t.Helper()
+	st := mustStatus(t, b, key)
+	if st.Used != used || st.Used > st.Limit {
+		t.Fatalf("used %d of limit %d, want %d: %+v", st.Used, st.Limit, used, st.Holders)
+	}
+	return st
+}
+
+// capacityFairShare: the first lease gets all it wants; a newcomer at
+// saturation is entitled to half but gets nothing until the first,
+// told others wait, shrinks to its entitlement (its calls still in use
+// keep their weight until it says they ended); then the newcomer's
+// share grows. The weight held never passes the limit.
+func (s *suite) capacityFairShare(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a, n := newCapLease(key, 10, 30*time.Second), newCapLease(key, 10, 30*time.Second)
+	wantShare(t, "the first lease", a.ask(t, b, 10, 0), 10, 10)
+	wantUsed(t, b, key, 10)
+	sh := n.ask(t, b, 10, 0)
+	wantShare(t, "the newcomer at saturation", sh, 0, 0)
+	if sh.Entitled != 5 || sh.Waiting {
+		t.Fatalf("the newcomer: %+v, want entitled 5, nobody else waiting", sh)
+	}
+	sh = a.ask(t, b, 10, 10)
+	wantShare(t, "the first lease, all in use, after the newcomer asked", sh, 5, 10)
+	if !sh.Waiting || sh.Entitled != 5 {
+		t.Fatalf("the first lease: %+v, want entitled 5 and others waiting", sh)
+	}
+	wantShare(t, "the newcomer before the first's calls ended", n.ask(t, b, 10, 0), 0, 0)
+	wantShare(t, "the first lease, its calls above its share ended", a.ask(t, b, 10, 5), 5, 5)
+	wantUsed(t, b, key, 5)
+	wantShare(t, "the newcomer after", n.ask(t, b, 10, 0), 5, 5)
+	st := wantUsed(t, b, key, 10)
+	if len(st.Holders) != 2 {
+		t.Fatalf("holders %+v, want the two leases", st.Holders)
+	}
+	// Max-min: a lease that wants less than an equal part gets it all.
+	wantShare(t, "the first, wanting 2", a.ask(t, b, 2, 2), 2, 2)
+	if sh := n.ask(t, b, 10, 5); sh.Share != 8 || sh.Entitled != 8 {
+		t.Fatalf("the newcomer beside a lease wanting 2: %+v, want share 8", sh)
+	}
+	wantUsed(t, b, key, 10)
+}
+
+// capacityGiveBack: a lease that stops asking gives its share back at
+// its refresh; a release drops its holder and its want at once, and the
+// other lease is then entitled to all.
+func (s *suite) capacityGiveBack(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a, n := newCapLease(key, 6, 30*time.Second), newCapLease(key, 6, 30*time.Second)
+	wantShare(t, "the first", a.ask(t, b, 3, 0), 3, 3)
+	wantShare(t, "the second", n.ask(t, b, 3, 0), 3, 3)
+	wantShare(t, "the first wanting nothing", a.ask(t, b, 0, 0), 0, 0)
+	wantUsed(t, b, key, 3)
+	if sh := n.ask(t, b, 6, 3); sh.Share != 6 {
+		t.Fatalf("the second wanting all: %+v, want 6", sh)
+	}
+	wantShare(t, "the first asking again", a.ask(t, b, 6, 0), 0, 0)
+	if _, err := a.try(t, b, capacity.Ask{Release: true}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if sh := n.ask(t, b, 6, 6); sh.Entitled != 6 || sh.Waiting {
+		t.Fatalf("the second after the first's release: %+v, want entitled to all, nobody waiting", sh)
+	}
+	if _, err := n.try(t, b, capacity.Ask{Release: true}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	st := wantUsed(t, b, key, 0)
+	if len(st.Holders) != 0 || st.Counters.Released != 1 {
+		t.Fatalf("after both releases: %+v", st)
+	}
+}
+
+// capacityExpiry: a lease that is not refreshed expires with its share,
+// which the other lease then gets.
+func (s *suite) capacityExpiry(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a, n := newCapLease(key, 4, 2*time.Second), newCapLease(key, 4, time.Minute)
+	wantShare(t, "the first", a.ask(t, b, 4, 0), 4, 4)
+	wantShare(t, "the second", n.ask(t, b, 4, 0), 0, 0)
+	s.h.Advance(t, 3*time.Second)
+	wantShare(t, "the second after the first's lease expired", n.ask(t, b, 4, 0), 4, 4)
+	wantUsed(t, b, key, 4)
+	// A lease that expired while paused asks again: it holds nothing,
+	// and a paused resource grows no share.
+	b2, key2 := s.open(t, "provider:cap")
+	e := newCapLease(key2, 4, 2*time.Second)
+	wantShare(t, "a short lease", e.ask(t, b2, 2, 0), 2, 2)
+	if _, err := b2.Admin(ctxT(t), key2, governor.Action{Kind: governor.EventPaused, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	s.h.Advance(t, 3*time.Second)
+	wantShare(t, "the short lease, expired while paused, asking again", e.ask(t, b2, 2, 0), 0, 0)
+	wantUsed(t, b2, key2, 0)
+}
+
+// capacityQueue: single grants and shares share the limit: a queued
+// waiter competes as one more lease, no share grows while it waits, and
+// a share that shrinks hands its room to it at once.
+func (s *suite) capacityQueue(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a := newCapLease(key, 4, time.Minute)
+	wantShare(t, "the lease", a.ask(t, b, 4, 0), 4, 4)
+	mustAcquire(t, b, req(key, 4, 1, governor.Fail), governor.Refused)
+	w := req(key, 4, 2, governor.Wait)
+	mustAcquire(t, b, w, governor.Queued)
+	sh := a.ask(t, b, 4, 0)
+	wantShare(t, "the lease beside a waiter", sh, 2, 2)
+	if !sh.Waiting {
+		t.Fatalf("the lease beside a waiter: %+v, want waiting", sh)
+	}
+	mustAcquire(t, b, w, governor.Granted)
+	wantShare(t, "the lease beside the holder", a.ask(t, b, 4, 2), 2, 2)
+	wantUsed(t, b, key, 4)
+	release(t, b, key, w.ID)
+	wantShare(t, "the lease after the release", a.ask(t, b, 4, 2), 4, 4)
+}
+
+// capacityRefused: a resource under a queue policy refuses capacity
+// leases, changing nothing; a wrong secret is ErrNotOwner.
+func (s *suite) capacityRefused(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	h := preq(key, 2, 1, governor.Fail, three, "default", "")
+	mustAcquire(t, b, h, governor.Granted)
+	l := newCapLease(key, 2, time.Minute)
+	if _, err := l.try(t, b, capacity.Ask{Want: 1}); !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("a capacity lease under a queue policy: %v, want ErrInvalid", err)
+	}
+	wantUsed(t, b, key, 1)
+	b2, key2 := s.open(t, "provider:cap")
+	o := newCapLease(key2, 2, time.Minute)
+	o.r = ownedReq(key2, 2, 1, governor.Fail)
+	o.r.Secret = ownedReq(key2, 2, 1, governor.Fail).Secret
+	if _, err := o.try(t, b2, capacity.Ask{Want: 1}); !errors.Is(err, governor.ErrNotOwner) {
+		t.Fatalf("a wrong secret: %v, want ErrNotOwner", err)
+	}
+}
+
+// capacityLearning: after the store lost its data, a lease that comes
+// back gets at most what it held (the learning mode, until the
+// quarantine ends), and neither a newcomer's share nor a single grant
+// is granted beside it meanwhile.
+func (s *suite) capacityLearning(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b, key := s.open(t, "provider:cap")
+	a, n := newCapLease(key, 4, 2*time.Second), newCapLease(key, 4, 2*time.Second)
+	wantShare(t, "the lease", a.ask(t, b, 3, 0), 3, 3)
+	s.h.Lose(t)
+	sh := a.ask(t, b, 4, 3)
+	wantShare(t, "the lease after the loss", sh, 3, 3)
+	if sh.Learning.IsZero() {
+		t.Fatalf("the lease after the loss: %+v, want the learning mode", sh)
+	}
+	wantShare(t, "a newcomer while learning", n.ask(t, b, 4, 0), 0, 0)
+	mustAcquire(t, s.h.Open(t), req(key, 4, 1, governor.Fail), governor.Refused)
+	s.h.Advance(t, 3*time.Second)
+	a.ask(t, b, 2, 2)
+	if sh := n.ask(t, b, 4, 0); sh.Share != 2 {
+		t.Fatalf("the newcomer after the learning mode: %+v, want 2", sh)
+	}
+}
+
+// capacityHammer: leases refreshing at random wants and uses, and
+// single grants beside them, never hold more than the limit, and the
+// shares in force never sum above it.
+func (s *suite) capacityHammer(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	const limit = 7
+	rng := rand.New(rand.NewPCG(44, 1))
+	ls := []*capLease{newCapLease(key, limit, time.Minute), newCapLease(key, limit, time.Minute), newCapLease(key, limit, time.Minute)}
+	var singles []string
+	for i := range 200 {
+		switch k := rng.IntN(5); {
+		case k < 3:
+			l := ls[k]
+			l.ask(t, b, rng.IntN(limit+1), rng.IntN(l.share.Held+1))
+		case k == 3:
+			r := req(key, limit, 1, governor.Fail)
+			if res, err := b.Acquire(ctxT(t), r); err == nil && res.Outcome == governor.Granted {
+				singles = append(singles, r.ID)
+			}
+		case len(singles) > 0:
+			release(t, b, key, singles[0])
+			singles = singles[1:]
+		}
+		st := mustStatus(t, b, key)
+		sum := len(singles)
+		for _, l := range ls {
+			sum += l.share.Share
+		}
+		if st.Used > limit || sum > limit {
+			t.Fatalf("step %d: used %d, shares and singles %d, over the limit %d", i, st.Used, sum, limit)
+		}
+	}
+}
+
+// capacityPaused: a paused resource grows no share, a newcomer's
+// included; resumed, shares grow again.
+func (s *suite) capacityPaused(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a, n := newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute)
+	wantShare(t, "the lease", a.ask(t, b, 2, 0), 2, 2)
+	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventPaused, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	wantShare(t, "the lease wanting more, paused", a.ask(t, b, 4, 2), 2, 2)
+	wantShare(t, "a newcomer, paused", n.ask(t, b, 2, 0), 0, 0)
+	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventResumed, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	wantShare(t, "the newcomer, resumed", n.ask(t, b, 2, 0), 2, 2)
+	wantUsed(t, b, key, 4)
+}

@@ -1,0 +1,79 @@
+package redisbackend
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+	scripts "github.com/governor-dev/governor/scripts-lua"
+)
+
+var capacityScript = newScript(scripts.Capacity)
+
+// CapacityKey is the hash of a resource's capacity leases' wants
+// (capacity.lua), under the resource's hash tag.
+func CapacityKey(key governor.Key) string {
+	return Prefix + "{" + key.Project + "/" + key.Resource + "}:capacity"
+}
+
+// acquireCapacity implements governor.Backend's Acquire of a capacity
+// lease (Request.Capacity).
+func (b *Backend) acquireCapacity(ctx context.Context, req governor.Request) (governor.Result, error) {
+	if b.closed.Load() {
+		return governor.Result{}, governor.ErrClosed
+	}
+	decl, err := b.declJSON(req.Declaration)
+	if err != nil {
+		return governor.Result{}, err
+	}
+	a, rk := req.Capacity, b.resource(req.Key)
+	keys := append(rk.keys[:len(rk.keys):len(rk.keys)], CapacityKey(req.Key))
+	tok := a.Token
+	if t, ok := rk.held.Load(req.ID); ok && tok == 0 {
+		tok = t.(int64)
+	}
+	v, err := capacityScript.Run(ctx, b.rdb, keys, req.ID, req.Secret, req.Limit, req.TTL.Milliseconds(), a.Want, a.InUse,
+		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL)).Slice()
+	if err != nil {
+		return governor.Result{}, wrap("capacity", err)
+	}
+	r := &reader{op: "capacity", key: req.Key}
+	if !r.length(v, 1, true) {
+		return governor.Result{}, r.err
+	}
+	switch code := r.int(v[0], "the code"); {
+	case r.err != nil:
+		return governor.Result{}, r.err
+	case code == -2:
+		return governor.Result{}, governor.NotOwner(req.Key, req.ID)
+	case code == -6 && len(v) == 2:
+		return governor.Result{}, fmt.Errorf("%w: capacity lease on %s, which has queue policy %q in force; allowed: resources without a queue policy",
+			governor.ErrInvalid, req.Key.Resource, r.str(v[1], "the policy"))
+	}
+	if !r.length(v, 10, false) {
+		return governor.Result{}, r.err
+	}
+	sh := &capacity.Share{Share: int(r.int(v[1], "the share")), Held: int(r.int(v[2], "the weight held")),
+		Entitled: int(r.int(v[3], "the entitlement")), Waiting: r.int(v[4], "waiting") == 1}
+	if q := r.int(v[8], "the quarantine"); q > 0 {
+		sh.Learning = time.UnixMilli(q)
+	}
+	res := governor.Result{Outcome: governor.Granted, Token: r.int(v[5], "the token"), Expires: time.UnixMilli(r.int(v[6], "the expiry")),
+		Limit: int(r.int(v[7], "the limit")), Share: sh}
+	inc := r.int(v[9], "the incarnation")
+	if r.err != nil {
+		return governor.Result{}, r.err
+	}
+	b.wit.saw('r', rk.wkey, inc)
+	if sh.Held > 0 {
+		rk.held.Store(req.ID, res.Token)
+	} else {
+		rk.held.Delete(req.ID)
+	}
+	if !a.Release {
+		b.register(ctx, req.Key, rk, false)
+	}
+	return res, nil
+}
