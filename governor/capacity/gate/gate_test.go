@@ -1,0 +1,168 @@
+package gate_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity/gate"
+	"github.com/governor-dev/governor/governor/filebackend"
+)
+
+func fileBackend(t *testing.T) governor.Backend {
+	t.Helper()
+	b, err := filebackend.New(t.TempDir(), filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func open(t *testing.T, b governor.Backend, o gate.Options) *gate.Gate {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gate.New(ctx, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+var key = governor.Key{Project: "gate", Resource: "provider:hot"}
+
+// fast are Options for tests on real time: a short lease, refreshed
+// often.
+func fast(limit int) gate.Options {
+	return gate.Options{Key: key, Limit: limit, Lease: 3 * time.Second, Refresh: 100 * time.Millisecond, Margin: 300 * time.Millisecond}
+}
+
+// TestGatesNeverOverLimit: two gates on one resource, each with
+// goroutines taking slots, never have more than the limit in use at
+// once, and both are granted.
+func TestGatesNeverOverLimit(t *testing.T) {
+	b := fileBackend(t)
+	const limit = 4
+	gs := []*gate.Gate{open(t, b, fast(limit)), open(t, b, fast(limit))}
+	var inUse, most atomic.Int64
+	var granted [2]atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		for range 6 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					wctx, release, err := g.Acquire(ctx)
+					if err != nil {
+						return
+					}
+					n := inUse.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					granted[i].Add(1)
+					select {
+					case <-time.After(time.Millisecond):
+					case <-wctx.Done():
+					}
+					inUse.Add(-1)
+					release()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if most.Load() > limit {
+		t.Fatalf("%d slots in use at once, above the limit %d", most.Load(), limit)
+	}
+	if granted[0].Load() == 0 || granted[1].Load() == 0 {
+		t.Fatalf("grants %d and %d: each gate should be granted", granted[0].Load(), granted[1].Load())
+	}
+	t.Logf("grants: %d and %d", granted[0].Load(), granted[1].Load())
+}
+
+// blocking is a backend whose capacity refreshes block once cut is
+// closed, as if the process were cut off from it.
+type blocking struct {
+	governor.Backend
+	cut chan struct{}
+}
+
+func (b *blocking) Acquire(ctx context.Context, r governor.Request) (governor.Result, error) {
+	if r.Capacity != nil {
+		select {
+		case <-b.cut:
+			<-ctx.Done()
+			return governor.Result{}, ctx.Err()
+		default:
+		}
+	}
+	return b.Backend.Acquire(ctx, r)
+}
+
+// TestGateStopsBeforeItsShareExpires: a gate cut off from its backend
+// ends its grants' contexts and grants nothing more at its local
+// deadline, while the backend still counts its share: so its share is
+// never granted elsewhere while it grants.
+func TestGateStopsBeforeItsShareExpires(t *testing.T) {
+	fb := fileBackend(t)
+	b := &blocking{Backend: fb, cut: make(chan struct{})}
+	g := open(t, b, fast(2))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wctx, release, err := g.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	close(b.cut)
+	<-wctx.Done()
+	st, err := fb.Status(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Used == 0 || len(st.Holders) != 1 || st.Holders[0].LeaseID != g.ID() {
+		t.Fatalf("when the grant's context ended, the backend held %+v: the share was already free", st.Holders)
+	}
+	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	if _, _, err := g.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an acquire past the deadline: %v, want to wait (no grant)", err)
+	}
+}
+
+// TestGateReleasesOnClose: Close gives the share back at once.
+func TestGateReleasesOnClose(t *testing.T) {
+	b := fileBackend(t)
+	g := open(t, b, fast(3))
+	_, release, err := g.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Status(context.Background(), key)
+	if err != nil || st.Used != 0 {
+		t.Fatalf("after Close: used %d, %v", st.Used, err)
+	}
+	if _, _, err := g.Acquire(context.Background()); !errors.Is(err, gate.ErrClosed) {
+		t.Fatalf("Acquire after Close: %v", err)
+	}
+}
+
+// TestGateBadOptions: bad options name the value and what is allowed.
+func TestGateBadOptions(t *testing.T) {
+	for _, o := range []gate.Options{{Key: key}, {Key: key, Limit: 1, Lease: time.Second, Refresh: time.Second}} {
+		if _, err := gate.New(context.Background(), fileBackend(t), o); !errors.Is(err, governor.ErrInvalid) {
+			t.Errorf("New(%+v): %v, want ErrInvalid", o, err)
+		}
+	}
+}
