@@ -81,8 +81,10 @@ type Gate struct {
 	others   bool      // the last answer said others wait
 	err      error     // a refusal that ends the gate
 	closed   bool
-	// lost is cancelled at the deadline; grants' contexts follow it. A
-	// refresh answered after it starts a new one.
+	// epoch counts the lapses of the lease: a grant is valid only in the
+	// epoch it was made in. lost is the epoch's context, cancelled when
+	// it lapses (lapseLocked); grants' contexts follow it.
+	epoch      uint64
 	lost       context.Context
 	lostCancel context.CancelFunc
 	timer      *time.Timer
@@ -125,7 +127,6 @@ func New(ctx context.Context, b governor.Backend, o Options) (*Gate, error) {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	g.id = governor.LeaseIDOf(g.secret)
 	g.lost, g.lostCancel = context.WithCancel(context.Background())
-	g.lostCancel() // nothing is valid before the first answer
 	if err := g.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -153,21 +154,67 @@ func (g *Gate) validLocked(now time.Time) bool {
 	return lead <= suspendSlack && lead >= -suspendSlack
 }
 
-// Acquire waits for a slot of the share, granted locally, and returns a
-// context that ends with parent or when the capacity lease stops being
-// valid, and the function that frees the slot (call it once the work
-// has ended; later calls do nothing).
-func (g *Gate) Acquire(parent context.Context) (context.Context, func(), error) {
+// ErrLost is a grant's Err once its capacity lease lapsed: its deadline
+// passed, or the machine was suspended, before a refresh was answered.
+var ErrLost = errors.New("gate: the capacity lease lapsed: stop the work")
+
+// Grant is one slot granted locally.
+type Grant struct {
+	g      *Gate
+	epoch  uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+	once   sync.Once
+}
+
+// Context ends with the parent given to Acquire, or when the capacity
+// lease lapses (it is cancelled by a timer: Err checks the clock itself).
+func (gr *Grant) Context() context.Context { return gr.ctx }
+
+// Err is nil while the grant is valid: its capacity lease has not lapsed
+// since it was granted, checked on this process's clocks now (so a
+// process resumed after a stop sees it before any timer has run); else
+// ErrLost, or ErrClosed.
+func (gr *Grant) Err() error {
+	g := gr.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gr.epoch != g.epoch || !g.validLocked(time.Now()) {
+		return ErrLost
+	}
+	return nil
+}
+
+// Release frees the slot; call it once the work has ended (later calls
+// do nothing).
+func (gr *Grant) Release() {
+	gr.once.Do(func() {
+		gr.stop()
+		gr.cancel()
+		g := gr.g
+		g.mu.Lock()
+		g.inUse--
+		if g.others && g.inUse <= g.share {
+			g.wake() // what others wait for can go back now
+		}
+		g.broadcastLocked()
+		g.mu.Unlock()
+	})
+}
+
+// Acquire waits for a slot of the share, granted locally.
+func (g *Gate) Acquire(parent context.Context) (*Grant, error) {
 	g.mu.Lock()
 	counted := false
 	for {
 		switch {
 		case g.err != nil:
 			defer g.mu.Unlock()
-			return nil, nil, g.err
+			return nil, g.err
 		case g.closed:
 			defer g.mu.Unlock()
-			return nil, nil, ErrClosed
+			return nil, ErrClosed
 		}
 		limit := g.share
 		if g.flying {
@@ -189,7 +236,7 @@ func (g *Gate) Acquire(parent context.Context) (context.Context, func(), error) 
 			g.mu.Lock()
 			g.waiting--
 			g.mu.Unlock()
-			return nil, nil, parent.Err()
+			return nil, parent.Err()
 		}
 		g.mu.Lock()
 	}
@@ -197,23 +244,19 @@ func (g *Gate) Acquire(parent context.Context) (context.Context, func(), error) 
 		g.waiting--
 	}
 	g.inUse++
-	ctx, cancel := context.WithCancel(parent)
-	stop := context.AfterFunc(g.lost, cancel)
+	gr := &Grant{g: g, epoch: g.epoch}
+	gr.ctx, gr.cancel = context.WithCancel(parent)
+	gr.stop = context.AfterFunc(g.lost, gr.cancel)
 	g.mu.Unlock()
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			stop()
-			cancel()
-			g.mu.Lock()
-			g.inUse--
-			if g.others && g.inUse <= g.share {
-				g.wake() // what others wait for can go back now
-			}
-			g.broadcastLocked()
-			g.mu.Unlock()
-		})
-	}, nil
+	return gr, nil
+}
+
+// lapseLocked ends the epoch: its grants are no longer valid and their
+// contexts end; grants of the next epoch wait for an answered refresh.
+func (g *Gate) lapseLocked() {
+	g.lostCancel()
+	g.epoch++
+	g.lost, g.lostCancel = context.WithCancel(context.Background())
 }
 
 // wake asks the background refresh to run now.
@@ -254,8 +297,8 @@ func (g *Gate) run() {
 		}
 		last = time.Now()
 		g.mu.Lock()
-		if !g.validLocked(time.Now()) {
-			g.lostCancel() // past the deadline, or suspended: grants end
+		if !g.sent.IsZero() && !g.validLocked(time.Now()) {
+			g.lapseLocked() // past the deadline, or suspended: grants end
 		}
 		g.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), g.o.Refresh)
@@ -285,19 +328,21 @@ func (g *Gate) refresh(ctx context.Context) error {
 	if res.Share == nil {
 		return fmt.Errorf("%w: %s answered a capacity lease without a share", governor.ErrBackend, g.o.Key)
 	}
+	if !g.sent.IsZero() && !g.validLocked(time.Now()) {
+		// The lease lapsed before this answer: the grants made in it end,
+		// whatever the answer gives.
+		g.lapseLocked()
+	}
 	g.share, g.token, g.others = res.Share.Share, res.Token, res.Share.Waiting
 	g.sent, g.deadline = sent, sent.Add(g.o.Lease-g.o.Margin)
-	if g.lost.Err() != nil {
-		g.lost, g.lostCancel = context.WithCancel(context.Background())
-	}
 	if g.timer != nil {
 		g.timer.Stop()
 	}
-	lost := g.lostCancel
+	epoch := g.epoch
 	g.timer = time.AfterFunc(time.Until(g.deadline), func() {
 		g.mu.Lock()
-		if !g.validLocked(time.Now()) {
-			lost()
+		if g.epoch == epoch && !g.validLocked(time.Now()) {
+			g.lapseLocked()
 		}
 		g.mu.Unlock()
 	})
@@ -325,7 +370,7 @@ func (g *Gate) Close() error {
 	g.mu.Unlock()
 	<-g.done
 	g.mu.Lock()
-	g.lostCancel()
+	g.lapseLocked()
 	for g.inUse > 0 && g.validLocked(time.Now()) {
 		ch := g.changed
 		wait := time.Until(g.deadline)

@@ -59,7 +59,7 @@ func TestGatesNeverOverLimit(t *testing.T) {
 		for range 6 {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					wctx, release, err := g.Acquire(ctx)
+					gr, err := g.Acquire(ctx)
 					if err != nil {
 						return
 					}
@@ -69,10 +69,10 @@ func TestGatesNeverOverLimit(t *testing.T) {
 					granted[i].Add(1)
 					select {
 					case <-time.After(time.Millisecond):
-					case <-wctx.Done():
+					case <-gr.Context().Done():
 					}
 					inUse.Add(-1)
-					release()
+					gr.Release()
 				}
 			})
 		}
@@ -116,13 +116,16 @@ func TestGateStopsBeforeItsShareExpires(t *testing.T) {
 	g := open(t, b, fast(2))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	wctx, release, err := g.Acquire(ctx)
+	gr, err := g.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
+	defer gr.Release()
 	close(b.cut)
-	<-wctx.Done()
+	<-gr.Context().Done()
+	if !errors.Is(gr.Err(), gate.ErrLost) {
+		t.Fatalf("the grant's Err when its context ended: %v, want ErrLost", gr.Err())
+	}
 	st, err := fb.Status(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +135,7 @@ func TestGateStopsBeforeItsShareExpires(t *testing.T) {
 	}
 	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer stop()
-	if _, _, err := g.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an acquire past the deadline: %v, want to wait (no grant)", err)
 	}
 }
@@ -141,11 +144,11 @@ func TestGateStopsBeforeItsShareExpires(t *testing.T) {
 func TestGateReleasesOnClose(t *testing.T) {
 	b := fileBackend(t)
 	g := open(t, b, fast(3))
-	_, release, err := g.Acquire(context.Background())
+	gr, err := g.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	gr.Release()
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +156,7 @@ func TestGateReleasesOnClose(t *testing.T) {
 	if err != nil || st.Used != 0 {
 		t.Fatalf("after Close: used %d, %v", st.Used, err)
 	}
-	if _, _, err := g.Acquire(context.Background()); !errors.Is(err, gate.ErrClosed) {
+	if _, err := g.Acquire(context.Background()); !errors.Is(err, gate.ErrClosed) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 }
@@ -165,4 +168,51 @@ func TestGateBadOptions(t *testing.T) {
 			t.Errorf("New(%+v): %v, want ErrInvalid", o, err)
 		}
 	}
+}
+
+// lapsing is a backend whose capacity refreshes are held until let
+// goes, then answered: the answer comes after the lease lapsed.
+type lapsing struct {
+	governor.Backend
+	hold, let chan struct{}
+}
+
+func (b *lapsing) Acquire(ctx context.Context, r governor.Request) (governor.Result, error) {
+	if r.Capacity != nil && !r.Capacity.Release {
+		select {
+		case <-b.hold:
+			<-b.let
+		default:
+		}
+	}
+	return b.Backend.Acquire(ctx, r)
+}
+
+// TestGateLapseEndsItsGrants: a grant made before the lease lapsed stays
+// lost although a later refresh is answered (its share may have gone
+// elsewhere meanwhile); a new grant is valid.
+func TestGateLapseEndsItsGrants(t *testing.T) {
+	b := &lapsing{Backend: fileBackend(t), hold: make(chan struct{}), let: make(chan struct{})}
+	o := fast(2)
+	o.Refresh = 50 * time.Millisecond
+	o.Lease, o.Margin = time.Second, 100*time.Millisecond
+	g := open(t, b, o)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := g.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(b.hold)
+	<-old.Context().Done()
+	close(b.let)
+	nu, err := g.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nu.Release()
+	if !errors.Is(old.Err(), gate.ErrLost) || nu.Err() != nil {
+		t.Fatalf("after the lapse and a refresh: the old grant %v (want ErrLost), the new one %v", old.Err(), nu.Err())
+	}
+	old.Release()
 }
