@@ -32,6 +32,8 @@ func helperMain(mode string) int {
 		return helperChurn()
 	case "progress":
 		return helperProgress()
+	case "gate":
+		return helperGate()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2
