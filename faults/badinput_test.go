@@ -123,9 +123,9 @@ func TestBadInputLibrary(t *testing.T) {
 	if _, err := g.RenewHandle(ctx, held.Handle(), -time.Second); !errors.Is(err, governor.ErrInvalid) {
 		t.Fatalf("Renew with a negative TTL: %v", err)
 	}
-	if _, err := g.AcquireAll(ctx, []governor.Want{{Resource: "x", AcquireOptions: governor.AcquireOptions{Limit: 1}},
-		{Resource: "", AcquireOptions: governor.AcquireOptions{Limit: 1}}}); !errors.Is(err, governor.ErrInvalid) {
-		t.Fatalf("AcquireAll with a bad name after a good one: %v", err)
+	if _, err := g.Hold(ctx, governor.Ask{Wants: []governor.Want{{Resource: "x", AcquireOptions: governor.AcquireOptions{Limit: 1}},
+		{Resource: "", AcquireOptions: governor.AcquireOptions{Limit: 1}}}}); !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("Hold with a bad name after a good one: %v", err)
 	}
 	for _, o := range []governor.Options{{TTL: -time.Second}, {TTL: time.Nanosecond}, {Project: "a b"}, {Project: "{p}"},
 		{TTL: time.Second, Heartbeat: 2 * time.Second}, {QueueTTL: -1}} {

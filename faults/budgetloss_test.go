@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -26,7 +27,7 @@ func TestRedisLossHoldsBudget(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	open, err := a.ReserveBudgets(ctx, spend(30), governor.BudgetOptions{})
+	open, err := leasetest.Reserve(ctx, a, spend(30), governor.BudgetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestRedisLossHoldsBudget(t *testing.T) {
 	// The client reconnects: retry while the server comes back.
 	var busy *governor.BudgetBusyError
 	for {
-		_, err = a.ReserveBudgets(ctx, spend(10), governor.BudgetOptions{})
+		_, err = leasetest.Reserve(ctx, a, spend(10), governor.BudgetOptions{})
 		if err == nil || errors.As(err, &busy) || ctx.Err() != nil {
 			break
 		}
@@ -46,7 +47,7 @@ func TestRedisLossHoldsBudget(t *testing.T) {
 	}
 	t.Logf("after the loss: %v", err)
 	c := newGovernor(t, s.Addr, governor.Options{Project: project, Session: "c"})
-	if _, err := c.ReserveBudgets(ctx, spend(10), governor.BudgetOptions{}); !errors.As(err, &busy) || busy.Reason != "held" {
+	if _, err := leasetest.Reserve(ctx, c, spend(10), governor.BudgetOptions{}); !errors.As(err, &busy) || busy.Reason != "held" {
 		t.Fatalf("a newcomer's reservation after the evidence: %v; want held", err)
 	}
 	if got, err := open.Settle(ctx, 25*governor.MicroUnit); err != nil || got.Settled {
@@ -55,7 +56,7 @@ func TestRedisLossHoldsBudget(t *testing.T) {
 	if err := c.BudgetAdmin(ctx, day.Name, governor.BudgetConfirm, 0, "oncall"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.ReserveBudgets(ctx, spend(10), governor.BudgetOptions{})
+	r, err := leasetest.Reserve(ctx, c, spend(10), governor.BudgetOptions{})
 	if err != nil {
 		t.Fatalf("after the operator confirmed: %v", err)
 	}

@@ -3,20 +3,22 @@ package governor
 import (
 	"context"
 	"sort"
-	"strings"
+
+	"github.com/governor-dev/governor/governor/lockorder"
 )
 
-// Want is one resource of an AcquireAll.
+// Want is one resource of an Ask (Governor.Hold).
 type Want struct {
 	Resource string
 	AcquireOptions
 }
 
-// AcquireAll takes several resources in the fixed global order (Options
-// LockOrder, then name), so that two callers never deadlock. On failure
-// it releases what it took, in reverse, and returns the error. The leases
-// come back in acquisition order.
-func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, error) {
+// acquireAll takes several resources in the fixed global order (Options
+// LockOrder, then name), so that two callers never deadlock: the slots
+// of an Ask (Governor.Hold). On failure it releases what it took, in
+// reverse, and returns the error. The leases come back in acquisition
+// order.
+func (g *Governor) acquireAll(ctx context.Context, wants []Want) ([]*Lease, error) {
 	if err := g.enter(); err != nil {
 		return nil, err
 	}
@@ -43,7 +45,7 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return g.Less(wants[idx[a]].Resource, wants[idx[b]].Resource) })
+	sort.SliceStable(idx, func(a, b int) bool { return g.compare(wants[idx[a]].Resource, wants[idx[b]].Resource) < 0 })
 	var got []*Lease
 	for _, i := range idx {
 		l, err := g.acquire(ctx, reqs[i], tms[i], wants[i].OnQueued, wants[i].GiveUpOnBackendError)
@@ -58,21 +60,6 @@ func (g *Governor) AcquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	return got, nil
 }
 
-// Less orders resources for AcquireAll: by the first LockOrder prefix
-// they match, then by name.
-func (g *Governor) Less(a, b string) bool {
-	ra, rb := g.rank(a), g.rank(b)
-	if ra != rb {
-		return ra < rb
-	}
-	return a < b
-}
-
-func (g *Governor) rank(name string) int {
-	for i, p := range g.order {
-		if name == p || strings.HasPrefix(name, p+":") {
-			return i
-		}
-	}
-	return len(g.order)
-}
+// compare orders resources for Hold, the one lock order
+// (lockorder.Compare with Options.LockOrder).
+func (g *Governor) compare(a, b string) int { return lockorder.Compare(g.order, a, b) }

@@ -210,7 +210,6 @@ const (
 	EventStalled = "stalled"
 	// The backend found its state contradicting itself (see docs/redis.md,
 	// "State that contradicts itself"):
-	EventRepaired   = "repaired"   // a count was recomputed from the truth (the holders)
 	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
 	EventUnreadable = "unreadable" // an event that did not read, reported in its place by Events
 	// EventQuarantine: the backend found the resource's data lost (Redis

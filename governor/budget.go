@@ -25,7 +25,7 @@ const (
 	MaxBudgetsPerCall = 32
 	// DefaultBudgetTTL is how long a reservation that rides on no lease
 	// stays open unsettled before it is counted as spent at its
-	// estimate (internal/acquire.SpendOptions).
+	// estimate (Governor.Hold's rule).
 	DefaultBudgetTTL = time.Hour
 	// MaxBudgetEvents is how many budget events a project keeps.
 	MaxBudgetEvents = 200

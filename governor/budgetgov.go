@@ -61,6 +61,28 @@ type BudgetOptions struct {
 	Mode Mode
 }
 
+// reservationTTL is the one rule for how long a spend reservation
+// stays open unsettled (Governor.Hold). One named after lease l (its
+// id and secret the lease's: Ask.BudgetUnderLease) lives as the lease:
+// open for what is left of its TTL, and each renewal of the lease (a
+// heartbeat, a batch renewal, a handle's renewal) moves its expiry to
+// the lease's (the backends' renewal), so that a dead holder's
+// estimate counts when its lease expires. One under no lease (l nil)
+// stays open for work that may last within (0: not known):
+// DefaultBudgetTTL, or within and five minutes when longer, at most
+// 168h. A reservation that outlives its TTL unsettled counts at its
+// estimate (never less).
+func reservationTTL(l *Lease, within time.Duration) time.Duration {
+	if l != nil {
+		return min(max(time.Until(l.Deadline()), time.Second), maxBudgetTTL)
+	}
+	return min(max(DefaultBudgetTTL, within+reservationMargin), maxBudgetTTL)
+}
+
+// reservationMargin is how long a reservation on no lease outlives the
+// work it covers (reservationTTL).
+const reservationMargin = 5 * time.Minute
+
 // BudgetBusyError is a reservation refused: Budget is the budget that
 // refused, Reason why ("exhausted", "paused", "held"), Unit the budget's
 // unit and Estimate what this call asked of it (micro-units). It is
@@ -72,6 +94,9 @@ type BudgetBusyError struct {
 	Unit     string
 	Estimate int64
 	Now      time.Time
+	// TimedOut: the refusal of the last try of a wait that an Ask's
+	// Deadline ended (Governor.Hold).
+	TimedOut bool
 }
 
 func (e *BudgetBusyError) Error() string {
@@ -143,11 +168,11 @@ func budgetLease(o BudgetOptions) (lease, secret string) {
 // may settle below their estimates.
 const budgetPoll = 500 * time.Millisecond
 
-// ReserveBudgets reserves every spend's amount on its budget, all or
+// reserveBudgets reserves every spend's amount on its budget, all or
 // none. It returns the open reservation; a refusal is a *BudgetBusyError
 // (Mode Fail), or is waited out (Mode Wait) until ctx ends, which
 // returns ctx's error. Nothing is reserved on any error.
-func (g *Governor) ReserveBudgets(ctx context.Context, spends []BudgetSpend, o BudgetOptions) (*BudgetReservation, error) {
+func (g *Governor) reserveBudgets(ctx context.Context, spends []BudgetSpend, o BudgetOptions) (*BudgetReservation, error) {
 	for _, s := range spends {
 		if err := s.Budget.Validate(); err != nil {
 			return nil, err

@@ -25,8 +25,8 @@ func TestNoLimitIsMutexUnlessStored(t *testing.T) {
 	if _, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{}); !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("second acquire without a limit: %v; want busy (a mutex)", err)
 	}
-	if _, err := g.AcquireAll(ctx, []governor.Want{{Resource: "heavy"}}); !errors.Is(err, governor.ErrBusy) {
-		t.Fatalf("AcquireAll without a limit: %v; want busy (a mutex)", err)
+	if _, err := g.Hold(ctx, governor.Ask{Wants: []governor.Want{{Resource: "heavy"}}}); !errors.Is(err, governor.ErrBusy) {
+		t.Fatalf("Hold without a limit: %v; want busy (a mutex)", err)
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)

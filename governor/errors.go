@@ -11,7 +11,8 @@ import (
 
 var (
 	// ErrBusy is matched (errors.Is) by a *BusyError: the resource had no
-	// room and the caller asked not to wait.
+	// room and the caller asked not to wait; and by a rate's or a spend
+	// budget's refusal (*RateBusyError, *BudgetBusyError).
 	ErrBusy = errors.New("governor: resource busy")
 	// ErrLeaseLost reports a lease that is no longer held: it expired, was
 	// reclaimed or taken over. Work protected by it must stop.

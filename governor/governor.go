@@ -72,7 +72,7 @@ type Options struct {
 	// leaves (false) degraded mode in this process: for a
 	// governor_degraded gauge (metrics.Instruments.SetDegraded).
 	OnDegraded func(resource string, degraded bool)
-	// LockOrder lists resource prefixes in the order AcquireAll takes
+	// LockOrder lists resource prefixes in the order Hold takes
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
 	LockOrder []string

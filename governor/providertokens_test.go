@@ -23,11 +23,12 @@ func TestProviderSettleTokens(t *testing.T) {
 	}
 	fits := func(n int64) bool {
 		t.Helper()
-		res, err := g.TryRate(ctx, req(n))
-		if err != nil {
-			t.Fatal(err)
+		_, err := g.Hold(ctx, governor.Ask{Rates: []governor.RateRequest{req(n)}})
+		var denied *governor.RateBusyError
+		if err != nil && (!errors.As(err, &denied) || !errors.Is(err, governor.ErrBusy)) {
+			t.Fatalf("%v; want a *RateBusyError, ErrBusy", err)
 		}
-		return res.Allowed
+		return err == nil
 	}
 	if !fits(800) || fits(800) {
 		t.Fatal("a second 800 of 1000 tokens fitted before the first was settled")

@@ -187,12 +187,19 @@ func (g *Governor) Provider(name string, l ProviderLimits) *Provider {
 // would waste budget that others could use, and the number waiting on
 // the rate limit is then bounded by the concurrency.
 func (p *Provider) Do(ctx context.Context, estimate int64, fn func(ctx context.Context) (used int64, err error)) error {
-	return p.do(ctx, estimate, nil, fn)
+	return p.do(ctx, estimate, nil, BudgetOptions{}, func(ctx context.Context) (int64, int64, error) {
+		used, err := fn(ctx)
+		return used, 0, err
+	})
 }
 
-// do is Do; a spend reservation fn leaves in spend is settled with the
-// release of the call's slot (spendAfter.release), when it has one.
-func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn func(ctx context.Context) (used int64, err error)) error {
+// do is Do and DoSpend: the call's slot, rate and spends (reserved with
+// o) are one Ask (Governor.Hold), fn reports the tokens it used and its
+// actual cost, and the spend settle goes with the release of the
+// call's slot (Held.SettleOnRelease), else with the token settle
+// (settleTokens), else alone.
+func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend, o BudgetOptions,
+	fn func(ctx context.Context) (usedTokens, actualCost int64, err error)) error {
 	if err := ValidateResource(p.resource); err != nil {
 		return err
 	}
@@ -219,7 +226,9 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 	// is back.
 	degradedRun := func(cause error) error {
 		d := p.g.enterDegraded(p.resource, pol, cause)
-		_, err := p.g.runDegraded(ctx, d, pol, fn)
+		_, err := p.g.runDegraded(ctx, d, pol, func(ctx context.Context) (int64, error) {
+			return p.runAlone(ctx, spends, o, fn)
+		})
 		return err
 	}
 	if pol.Mode != DownClosed && p.g.isDegraded(p.resource) {
@@ -234,52 +243,41 @@ func (p *Provider) do(ctx context.Context, estimate int64, spend *spendAfter, fn
 		}
 		p.g.leaveDegraded(ctx, p.resource, pol)
 	}
-	work := ctx
-	if p.limits.MaxConcurrency > 0 {
-		l, err := p.g.Acquire(ctx, p.resource, AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
-			GiveUpOnBackendError: pol.Mode != DownClosed})
-		if pol.Mode != DownClosed && isDown(ctx, err) {
-			return degradedRun(err)
-		}
-		if err != nil {
-			return err
-		}
-		defer func() { spend.release(l) }()
-		var cancel context.CancelFunc
-		work, cancel = l.Context(ctx)
-		defer cancel()
-	}
-	key := Key{p.g.project, p.resource}
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	rreq := RateRequest{Key: key, Requests: p.limits.Requests, Tokens: p.limits.Tokens, NRequests: 1, NTokens: estimate,
-		Shadow: p.limits.Shadow}
-	var err error
-	if spend != nil && len(spend.spends) > 0 {
-		err = spend.reserveWith(work, p.g, rreq)
-	} else {
-		err = p.g.waitRate(work, rreq)
+	ask := Ask{Rates: []RateRequest{{Key: Key{p.g.project, p.resource}, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow}}, Mode: Wait, Spends: spends, Budget: o}
+	if p.limits.MaxConcurrency > 0 {
+		ask.Wants = []Want{{Resource: p.resource, AcquireOptions: AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
+			GiveUpOnBackendError: pol.Mode != DownClosed}}}
 	}
-	if pol.Mode != DownClosed && isDown(work, err) {
+	h, err := p.g.Hold(ctx, ask)
+	if pol.Mode != DownClosed && isDown(ctx, err) {
 		return degradedRun(err)
 	}
 	if err != nil {
 		return err
 	}
-	used, err := fn(work)
+	var serr error // the spend settle's
+	defer h.ReleaseWith(nil)
+	work, cancel := h.context(ctx)
+	defer cancel()
+	used, actual, err := fn(work)
 	actx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
-	if aerr := p.settleTokens(actx, estimate, used, spend); aerr != nil && err == nil {
+	if aerr := p.settleTokens(actx, estimate, used, h, actual, &serr); aerr != nil && err == nil {
 		err = aerr
 	}
 	if _, rerr := p.Report(actx, err); rerr != nil {
 		if err == nil {
-			return rerr
+			err = rerr
+		} else {
+			err = fmt.Errorf("%w (%v)", err, rerr)
 		}
-		err = fmt.Errorf("%w (%v)", err, rerr)
 	}
-	return err
+	h.ReleaseWith(nil)
+	return joinSettle(err, serr)
 }
 
 // SettleTokens settles a call's token reservation, estimate tokens, at
@@ -341,9 +339,9 @@ func (p *Provider) Report(ctx context.Context, outcome error) (time.Time, error)
 	return end, nil
 }
 
-// TryRate reserves rate budget once: a denial is data (Allowed false,
+// tryRate reserves rate budget once: a denial is data (Allowed false,
 // RetryAfter), and changes nothing.
-func (g *Governor) TryRate(ctx context.Context, req RateRequest) (RateResult, error) {
+func (g *Governor) tryRate(ctx context.Context, req RateRequest) (RateResult, error) {
 	if err := ValidateResource(req.Key.Resource); err != nil {
 		return RateResult{}, err
 	}
@@ -366,18 +364,6 @@ func (g *Governor) RateStatus(ctx context.Context, name string) (RateStatus, err
 // Rates lists the project's rate keys that have state.
 func (g *Governor) Rates(ctx context.Context) ([]string, error) {
 	return g.b.Rates(ctx, g.project)
-}
-
-// WaitRate reserves rate budget, waiting (on a timer, exactly until the
-// budget allows it) while it is denied, until ctx ends.
-func (g *Governor) WaitRate(ctx context.Context, req RateRequest) error {
-	if err := ValidateResource(req.Key.Resource); err != nil {
-		return err
-	}
-	if req.Key.Project == "" {
-		req.Key.Project = g.project
-	}
-	return g.waitRate(ctx, req)
 }
 
 func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {

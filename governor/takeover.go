@@ -196,7 +196,7 @@ func (g *Governor) TakeoverSession(ctx context.Context, session string, o Takeov
 	if len(held) == 0 {
 		return nil, fmt.Errorf("%w: nothing to take over: session %s holds no lease in project %s", ErrNotHeld, session, g.project)
 	}
-	sort.SliceStable(held, func(a, b int) bool { return g.Less(held[a], held[b]) })
+	sort.SliceStable(held, func(a, b int) bool { return g.compare(held[a], held[b]) < 0 })
 	o.Session = session
 	var out []*Lease
 	var taken []string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/metrics"
 )
@@ -33,14 +34,14 @@ func TestBudgetCollector(t *testing.T) {
 	defer g.Close()
 	ctx := context.Background()
 	day := governor.SpendBudget{Name: "evals-day", Limit: 40 * governor.MicroUnit, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-	r, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: day, Amount: 2 * governor.MicroUnit}}, governor.BudgetOptions{})
+	r, err := leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: day, Amount: 2 * governor.MicroUnit}}, governor.BudgetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Settle(ctx, 3*governor.MicroUnit); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit / 2}}, governor.BudgetOptions{}); err != nil {
+	if _, err := leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit / 2}}, governor.BudgetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := metrics.NewBudgetCollector(g, 0)

@@ -201,9 +201,10 @@ func TestMetricsRateLimited(t *testing.T) {
 	req := governor.RateRequest{Key: governor.Key{Resource: "provider:anthropic"},
 		Requests: governor.RateLimit{Rate: 1, Period: 1e12, Burst: 1}, NRequests: 1}
 	for i, want := range []bool{true, false, false} {
-		res, err := worker.TryRate(ctx, req)
-		if err != nil || res.Allowed != want {
-			t.Fatalf("reservation %d: %+v, %v; want allowed %v", i, res, err, want)
+		_, err := worker.Hold(ctx, governor.Ask{Rates: []governor.RateRequest{req}})
+		var denied *governor.RateBusyError
+		if allowed := err == nil; allowed != want || err != nil && !errors.As(err, &denied) {
+			t.Fatalf("reservation %d: %v; want allowed %v", i, err, want)
 		}
 	}
 	reg := prometheus.NewRegistry()

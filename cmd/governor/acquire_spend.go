@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -67,30 +66,6 @@ func (a *app) planAcquireSpend(c config.Config, r acquire.SpendRequest, resource
 		return nil, nil
 	}
 	return s, err
-}
-
-// reserveLeaseSpend reserves s for the lease held (its first), under the
-// lease's id, proven by the lease's secret: 'governor settle' finds and
-// proves it by the handle in $GOVERNOR_LEASE and 'governor release'
-// settles it at its estimate. It lives as the lease
-// (acquire.SpendOptions): renewed with it ('governor renew'),
-// counted at its estimate when the lease expires unrenewed. On a
-// refusal the lease is released.
-func reserveLeaseSpend(ctx context.Context, g *governor.Governor, plan *acquire.Plan, held *acquire.Held, s *acquire.Spend,
-	waitTimeout time.Duration) (*governor.BudgetReservation, error) {
-	var deadline time.Time
-	if waitTimeout > 0 {
-		deadline = time.Now().Add(max(waitTimeout-plan.Waited(), time.Millisecond))
-	}
-	o := acquire.SpendOptions(held.Leases()[0], "", 0)
-	r, err := s.Reserve(ctx, g, o.Lease, o.Secret, o.TTL, plan.IfBusy(), waitTimeout, deadline)
-	if err != nil {
-		// The lease is detached (it lives by its TTL): freed by its handle.
-		for _, l := range held.Leases() {
-			_ = g.ReleaseHandle(context.WithoutCancel(ctx), l.Handle(), false)
-		}
-	}
-	return r, err
 }
 
 // releaseHandle is 'governor release' of h: ReleaseHandle, with the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/statuspage"
 	"github.com/governor-dev/governor/internal/view"
@@ -25,7 +26,7 @@ func TestBudgetsView(t *testing.T) {
 		g := tg.governor(t)
 		ctx := context.Background()
 		day := governor.SpendBudget{Name: "evals-day", Limit: 40 * governor.MicroUnit, Window: governor.BudgetWindow{Calendar: "day"}}
-		r, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: day, Amount: 5 * governor.MicroUnit}}, governor.BudgetOptions{})
+		r, err := leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: day, Amount: 5 * governor.MicroUnit}}, governor.BudgetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestBudgetsView(t *testing.T) {
 		if code, out, stderr := tg.run(t, "budget", "evals-day", "--pause"); code != 0 || !strings.Contains(out, "PAUSED") {
 			t.Fatalf("budget --pause: exit %d, %q, %q", code, out, stderr)
 		}
-		_, err = g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: day, Amount: 1}}, governor.BudgetOptions{})
+		_, err = leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: day, Amount: 1}}, governor.BudgetOptions{})
 		if busy := (*governor.BudgetBusyError)(nil); !errors.As(err, &busy) || busy.Reason != "paused" {
 			t.Fatalf("reserve while paused: %v", err)
 		}

@@ -92,11 +92,12 @@ func TestRunExecRunsJoin(t *testing.T) {
 		j.Release()
 
 		// A plain run holds every join slot: a joiner is busy beside it.
-		l, err := g.AcquireAll(ctx, []governor.Want{{Resource: "run", AcquireOptions: governor.AcquireOptions{Limit: 1}},
-			{Resource: "run:join", AcquireOptions: governor.AcquireOptions{Limit: 2, Weight: 2}}})
+		h, err := g.Hold(ctx, governor.Ask{Wants: []governor.Want{{Resource: "run", AcquireOptions: governor.AcquireOptions{Limit: 1}},
+			{Resource: "run:join", AcquireOptions: governor.AcquireOptions{Limit: 2, Weight: 2}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		l := h.Leases
 		if code, _, errs := tg.run(t, "run", "--join", "--", "true"); code != 73 {
 			t.Errorf("--join beside a plain run: exit %d, stderr %s; want 73", code, errs)
 		}

@@ -228,6 +228,11 @@ RESOURCE bound to the with-heavy-lock slot.`,
 				return exitWith(exitcode.Failure, err)
 			}
 			spend, err := a.planAcquireSpend(l.Config, spendReq, resource, fairKey, session, cmd.ErrOrStderr())
+			if err == nil {
+				// Under the lease: 'governor settle' proves it by the
+				// handle in $GOVERNOR_LEASE, 'governor release' settles it.
+				err = plan.SetSpend(spend, "", ttl)
+			}
 			if err != nil {
 				return exitWith(exitcode.Failure, err)
 			}
@@ -240,11 +245,6 @@ RESOURCE bound to the with-heavy-lock slot.`,
 				OnNote: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "governor: "+msg) }})
 			if err != nil {
 				return err
-			}
-			if spend != nil {
-				if _, err := reserveLeaseSpend(cmd.Context(), g, plan, held, spend, waitTimeout); err != nil {
-					return err
-				}
 			}
 			l0 := held.Leases()[0]
 			if a.json {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkBudgets1000(b *testing.B) {
 		ctx := context.Background()
 		for i := range 1000 {
 			sb := governor.SpendBudget{Name: fmt.Sprintf("b%04d", i), Limit: 40 * governor.MicroUnit, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-			r, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: sb, Amount: governor.MicroUnit}}, governor.BudgetOptions{})
+			r, err := leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: sb, Amount: governor.MicroUnit}}, governor.BudgetOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/statuspage"
 )
@@ -110,7 +111,7 @@ func TestRunCost(t *testing.T) {
 		}
 		// A library reservation settled from the shell, by name.
 		day := governor.SpendBudget{Name: "lib-day", Limit: 10 * governor.MicroUnit, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-		lib, err := g.ReserveBudgets(context.Background(), []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit}},
+		lib, err := leasetest.Reserve(context.Background(), g, []governor.BudgetSpend{{Budget: day, Amount: governor.MicroUnit}},
 			governor.BudgetOptions{Lease: "lib-lease"})
 		if err != nil {
 			t.Fatal(err)
@@ -361,7 +362,7 @@ func TestBudgetsReadNow(t *testing.T) {
 	g := tg.governor(t)
 	ctx := context.Background()
 	hour := governor.SpendBudget{Name: "fleet-hour", Limit: 100 * governor.MicroUnit, Window: governor.BudgetWindow{Per: time.Hour}}
-	if _, err := g.ReserveBudgets(ctx, []governor.BudgetSpend{{Budget: hour, Amount: 5 * governor.MicroUnit}},
+	if _, err := leasetest.Reserve(ctx, g, []governor.BudgetSpend{{Budget: hour, Amount: 5 * governor.MicroUnit}},
 		governor.BudgetOptions{TTL: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (s *suite) budgetSecret(t *testing.T) {
 	// Through a Governor: a reservation carries its secret, which its
 	// own settle gives and nothing else knows.
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	res, err := g.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: governor.SpendBudget{Name: "day", Limit: 1_000_000,
+	res, err := holdSpends(ctxT(t), g, []governor.BudgetSpend{{Budget: governor.SpendBudget{Name: "day", Limit: 1_000_000,
 		Window: governor.BudgetWindow{Per: time.Hour}}, Amount: 100}}, governor.BudgetOptions{Lease: "run-3"})
 	if err != nil || res.Secret == "" || res.SpendKey() != "run-3."+res.Secret {
 		t.Fatalf("ReserveBudgets: %+v, %v; want a reservation with a secret", res, err)

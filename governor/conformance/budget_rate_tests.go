@@ -69,7 +69,7 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 // budgetDoSpendRates: a provider call with rate limits only (no slot)
 // and spend budgets reserves them with its rate and settles its actual
 // cost; a rate denied leaves no budget reserved while the call waits
-// (TryRateBudgets settles it at 0); a budget refused runs nothing.
+// (Hold settles it at 0); a budget refused runs nothing.
 func (s *suite) budgetDoSpendRates(t *testing.T) {
 	p := project()
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
@@ -102,9 +102,10 @@ func (s *suite) budgetDoSpendRates(t *testing.T) {
 	// Both requests of the minute are spent: the rate denies, and the
 	// budgets reserved beside it are released at once.
 	req := governor.RateRequest{Key: governor.Key{Resource: governor.ProviderResource("rates")}, Requests: governor.PerMinute(2), NRequests: 1}
-	res, r, err := g.TryRateBudgets(ctxT(t), req, []governor.BudgetSpend{{Budget: day, Amount: 10}}, governor.BudgetOptions{})
-	if err != nil || res.Allowed || r != nil {
-		t.Fatalf("TryRateBudgets over the rate: %+v, %v, %v; want denied, no reservation", res, r, err)
+	h, err := g.Hold(ctxT(t), governor.Ask{Rates: []governor.RateRequest{req}, Spends: []governor.BudgetSpend{{Budget: day, Amount: 10}}})
+	var denied *governor.RateBusyError
+	if !errors.As(err, &denied) || h != nil {
+		t.Fatalf("Hold over the rate: %+v, %v; want a RateBusyError, nothing held", h, err)
 	}
 	spent("after a rate denied", 25, 0)
 }

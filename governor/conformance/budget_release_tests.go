@@ -144,23 +144,22 @@ func (s *suite) budgetDoSpend(t *testing.T) {
 	if st := spent(); st.Open != 0 {
 		t.Fatalf("open reservations %d; want 0", st.Open)
 	}
-	// Lease.ReleaseSettle of a lease released before sends no release:
-	// the settle goes alone, once.
-	l, err := g.Acquire(ctxT(t), "gate", governor.AcquireOptions{Limit: 1})
+	// A Held whose lease was released before sends no release: the
+	// settle goes alone, once.
+	h, err := g.Hold(ctxT(t), governor.Ask{Wants: []governor.Want{{Resource: "gate", AcquireOptions: governor.AcquireOptions{Limit: 1}}},
+		Spends: []governor.BudgetSpend{{Budget: day, Amount: 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := g.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: day, Amount: 20}}, governor.BudgetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(); err != nil {
+	if err := h.Leases[0].Release(); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{true, false} {
-		st, serr := l.ReleaseSettle(r, []governor.BudgetAmount{{Name: "day", Amount: 5}})
-		if serr != nil || st.ReleaseErr != nil || st.Settled != want {
-			t.Fatalf("ReleaseSettle %d of a lease released before: %+v, settle %v, release %v; want settled %v", i+1, st, serr, st.ReleaseErr, want)
+		var st governor.BudgetSettlement
+		var serr error
+		h.SettleOnRelease(h.Spend, []governor.BudgetAmount{{Name: "day", Amount: 5}}, func(s governor.BudgetSettlement, err error) { st, serr = s, err })
+		if lost, failed := h.ReleaseWith(nil); serr != nil || len(lost)+len(failed) != 0 || st.Settled != want {
+			t.Fatalf("release %d with a settle of a lease released before: %+v, settle %v, release %v %v; want settled %v", i+1, st, serr, lost, failed, want)
 		}
 	}
 	wantBudget(t, "after a settle without a release", spent(), 70, 0, 100)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
@@ -59,7 +60,7 @@ func TestBudgetTarget(t *testing.T) {
 					r := rand.New(rand.NewPCG(uint64(w), 7))
 					for range calls {
 						est := 50 + r.Int64N(200)
-						res, err := g.ReserveBudgets(context.Background(), []governor.BudgetSpend{{Budget: day, Amount: est}}, governor.BudgetOptions{})
+						res, err := leasetest.Reserve(context.Background(), g, []governor.BudgetSpend{{Budget: day, Amount: est}}, governor.BudgetOptions{})
 						if err != nil {
 							mu.Lock()
 							refused++

@@ -458,11 +458,11 @@ func (s *suite) budgetGovernor(t *testing.T) {
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	g2 := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
-	first, err := g.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: day, Amount: 80}}, governor.BudgetOptions{})
+	first, err := holdSpends(ctxT(t), g, []governor.BudgetSpend{{Budget: day, Amount: 80}}, governor.BudgetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g2.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: day, Amount: 30}}, governor.BudgetOptions{})
+	_, err = holdSpends(ctxT(t), g2, []governor.BudgetSpend{{Budget: day, Amount: 30}}, governor.BudgetOptions{})
 	var busy *governor.BudgetBusyError
 	if !errors.As(err, &busy) || !errors.Is(err, governor.ErrBusy) || busy.Reason != "exhausted" || busy.Budget.Reserved != 80 ||
 		busy.Budget.Limit != 100 || busy.Budget.End.IsZero() {
@@ -470,7 +470,7 @@ func (s *suite) budgetGovernor(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		r, err := g2.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: day, Amount: 30}}, governor.BudgetOptions{Mode: governor.Wait})
+		r, err := holdSpends(ctxT(t), g2, []governor.BudgetSpend{{Budget: day, Amount: 30}}, governor.BudgetOptions{Mode: governor.Wait})
 		if err == nil {
 			_, err = r.Settle(ctxT(t), 30)
 		}
@@ -492,7 +492,7 @@ func (s *suite) budgetGovernor(t *testing.T) {
 	if err := g.BudgetAdmin(ctxT(t), "day", governor.BudgetPause, 0, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.ReserveBudgets(ctxT(t), []governor.BudgetSpend{{Budget: day, Amount: 1}}, governor.BudgetOptions{})
+	_, err = holdSpends(ctxT(t), g, []governor.BudgetSpend{{Budget: day, Amount: 1}}, governor.BudgetOptions{})
 	if !errors.As(err, &busy) || busy.Reason != "paused" || !strings.Contains(err.Error(), "ops") {
 		t.Fatalf("while paused: %v; want paused by ops", err)
 	}

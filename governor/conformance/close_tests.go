@@ -98,8 +98,8 @@ func (s *suite) closeEndsWaits(t *testing.T) {
 		if _, err := g.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrClosed) {
 			t.Fatalf("round %d: Acquire after Close = %v, want ErrClosed", round, err)
 		}
-		if _, err := g.AcquireAll(ctxT(t), []governor.Want{{Resource: "heavy", AcquireOptions: governor.AcquireOptions{Limit: 1}}}); !errors.Is(err, governor.ErrClosed) {
-			t.Fatalf("round %d: AcquireAll after Close = %v, want ErrClosed", round, err)
+		if _, err := g.Hold(ctxT(t), governor.Ask{Wants: []governor.Want{{Resource: "heavy", AcquireOptions: governor.AcquireOptions{Limit: 1}}}}); !errors.Is(err, governor.ErrClosed) {
+			t.Fatalf("round %d: Hold after Close = %v, want ErrClosed", round, err)
 		}
 	}
 	// Nothing heartbeats on: after two TTLs the resource is still empty

@@ -242,6 +242,16 @@ func project() string {
 	return "ct-" + hex.EncodeToString(b[:])
 }
 
+// holdSpends is an Ask of spend budgets alone: its reservation, or why
+// not.
+func holdSpends(ctx context.Context, g *governor.Governor, spends []governor.BudgetSpend, o governor.BudgetOptions) (*governor.BudgetReservation, error) {
+	if h, err := g.Hold(ctx, governor.Ask{Spends: spends, Budget: o}); err != nil {
+		return nil, err
+	} else {
+		return h.Spend, nil
+	}
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

@@ -323,12 +323,13 @@ func (s *suite) acquireAllNoDeadlock(t *testing.T) {
 			for _, n := range names {
 				wants = append(wants, governor.Want{Resource: n, AcquireOptions: governor.AcquireOptions{Limit: 1, Mode: governor.Wait}})
 			}
-			ls, err := g.AcquireAll(ctx, wants)
+			h, err := g.Hold(ctx, governor.Ask{Wants: wants})
 			if err != nil {
 				return err
 			}
+			ls := h.Leases
 			if ls[0].Resource() != "issue:7" {
-				return errors.New("AcquireAll did not take issue:7 first")
+				return errors.New("Hold did not take issue:7 first")
 			}
 			for j := len(ls) - 1; j >= 0; j-- {
 				if err := ls[j].Release(); err != nil {
@@ -343,7 +344,7 @@ func (s *suite) acquireAllNoDeadlock(t *testing.T) {
 	go func() { errs <- run(g2, "zzz", "issue:7", "plan:x") }()
 	for i := 0; i < 2; i++ {
 		if err := <-errs; err != nil {
-			t.Fatalf("AcquireAll: %v (deadlock would show as a deadline)", err)
+			t.Fatalf("Hold: %v (deadlock would show as a deadline)", err)
 		}
 	}
 }
@@ -354,15 +355,15 @@ func (s *suite) acquireAllReleasesOnFailure(t *testing.T) {
 	other := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	l := mustLease(t, other, "b", governor.AcquireOptions{Limit: 1})
 	defer l.Release()
-	_, err := g.AcquireAll(ctxT(t), []governor.Want{
+	_, err := g.Hold(ctxT(t), governor.Ask{Wants: []governor.Want{
 		{Resource: "a", AcquireOptions: governor.AcquireOptions{Limit: 1}},
 		{Resource: "b", AcquireOptions: governor.AcquireOptions{Limit: 1}},
-	})
+	}})
 	if !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("err = %v, want busy", err)
 	}
 	if st, _ := g.Status(ctxT(t), "a"); st.Used != 0 {
-		t.Fatalf("AcquireAll kept a after failing on b: %+v", st)
+		t.Fatalf("Hold kept a after failing on b: %+v", st)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // is born anew while a holder's processes run. A touch (r.Touch) sets
 // the progress mark instead. A reservation of the same id that the
 // secret proves is renewed to the lease's new expiry
-// (internal/acquire.SpendOptions).
+// (governor.Ask.BudgetUnderLease).
 func (b *Backend) Renew(ctx context.Context, r governor.Renewal) (time.Time, error) {
 	if r.Touch {
 		return b.renew(ctx, r.Key, r.ID, r.Secret, func(h *holder, now int64) { h.Progress = now })

@@ -1,4 +1,4 @@
-// Spend reservations renewed with their lease (internal/acquire.SpendOptions).
+// Spend reservations renewed with their lease (governor.Ask.BudgetUnderLease).
 
 package redisbackend
 

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
@@ -131,7 +132,7 @@ func spendRoundTrips(t *testing.T, rdb redis.UniversalClient) {
 		}},
 		{"Do+ReserveBudgets+Settle", func() error {
 			return p.Do(ctx, 0, func(ctx context.Context) (int64, error) {
-				r, err := g.ReserveBudgets(ctx, spends, governor.BudgetOptions{})
+				r, err := leasetest.Reserve(ctx, g, spends, governor.BudgetOptions{})
 				if err != nil {
 					return 0, err
 				}

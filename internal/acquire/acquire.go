@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/humantime"
 	"github.com/governor-dev/governor/governor/safetext"
@@ -34,33 +36,24 @@ func (ev Events) note(msg string) {
 	}
 }
 
-// Held is what an Acquire holds: the leases it took, the mkdir slots it
-// made, and what ancestors hold for it.
+// Held is what an Acquire holds: what the library's pipeline took
+// (governor.Held: the leases, the spend reservation), the mkdir slots
+// made beside the leases, and what ancestors hold for it.
 type Held struct {
 	plan    *Plan
-	leases  []*governor.Lease // taken here, in acquisition order
+	gh      *governor.Held
+	taking  []*governor.Lease // the leases taken so far, until gh is set (takeSlots)
 	slots   []heldSlot        // mkdir slots made here, in acquisition order
 	ambient []HeldLease       // GOVERNOR_HELD as read, the leases this call took left out
 	notes   []*LimitNote
-	spend   *governor.BudgetReservation // the spend budgets' reservation (Spend)
-	settle  *settleOnRelease            // a settle to send with the next release
 
 	lostOnce sync.Once
 	lost     chan struct{}
-
-	mu sync.Mutex // guards leases once Acquire returned: Lost and Env may read them while a release runs
-}
-
-// taken is a copy of the leases still held by this call.
-func (h *Held) taken() []*governor.Lease {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]*governor.Lease(nil), h.leases...)
 }
 
 // Leases are the leases this call took (not the nested ones), in
 // acquisition order.
-func (h *Held) Leases() []*governor.Lease { return h.taken() }
+func (h *Held) Leases() []*governor.Lease { return h.gh.Leases }
 
 // Items are the plan's resources, each saying how it is held.
 func (h *Held) Items() []*Item { return h.plan.items }
@@ -85,7 +78,7 @@ func (h *Held) LimitNotes() []*LimitNote { return h.notes }
 // HEAVY_LOCK_HELD when this call made a mkdir slot (the pid it names).
 func (h *Held) Env() []string {
 	all := slices.Clone(h.ambient)
-	for _, l := range h.taken() {
+	for _, l := range h.Leases() {
 		all = append(all, HeldLease{Key: l.Key(), LeaseID: l.ID(), Secret: l.Handle().Secret, Token: l.Token()})
 	}
 	held, tokens := FormatHeld(all)
@@ -100,17 +93,30 @@ func (h *Held) Env() []string {
 func (h *Held) Lost() <-chan struct{} {
 	h.lostOnce.Do(func() {
 		h.lost = make(chan struct{})
-		leases := h.taken()
-		if len(leases) == 0 {
+		if len(h.gh.Leases) == 0 {
 			return
 		}
-		cases := make(chan struct{}, len(leases))
-		for _, l := range leases {
+		cases := make(chan struct{}, len(h.gh.Leases))
+		for _, l := range h.gh.Leases {
 			go func() { <-l.Done(); cases <- struct{}{} }()
 		}
 		go func() { <-cases; close(h.lost) }()
 	})
 	return h.lost
+}
+
+// Spend is the open spend reservation this call made (nil: it asked
+// for no budget): settle it after the work (SettleOnRelease, or its
+// SettleEach); one never settled counts at its estimate once its TTL
+// passes.
+func (h *Held) Spend() *governor.BudgetReservation { return h.gh.Spend }
+
+// SettleOnRelease settles r with actual (r.SettleEach) with the next
+// ReleaseWith: sent with the release of its first lease (on Redis no
+// round trip of its own), or alone when it releases no lease. done is
+// told the outcome; a settle that fails leaves the estimate counted.
+func (h *Held) SettleOnRelease(r *governor.BudgetReservation, actual []governor.BudgetAmount, done func(governor.BudgetSettlement, error)) {
+	h.gh.SettleOnRelease(r, actual, done)
 }
 
 // ReleaseError is the error of a Release: the resources whose lease had
@@ -138,50 +144,12 @@ func (h *Held) Release(ctx context.Context) error { return h.ReleaseWith(ctx, ni
 // lease (nil: release all): ok false leaves that lease, and its mkdir
 // slot, held (a run whose lease file an escaped process still holds);
 // after, when not nil, is called once the lease is released.
-func (h *Held) ReleaseWith(ctx context.Context, before func(*governor.Lease) (after func(), ok bool)) error {
-	var re ReleaseError
-	h.mu.Lock()
-	leases := h.leases
-	h.leases = nil
-	ps := h.settle
-	h.settle = nil
-	h.mu.Unlock()
-	for i := len(leases) - 1; i >= 0; i-- {
-		l := leases[i]
-		after := func() {}
-		if before != nil {
-			var ok bool
-			if after, ok = before(l); !ok {
-				continue // detached: left held
-			}
-		}
-		if err := h.releaseSlot(l.Resource()); err != nil {
-			re.Failed = append(re.Failed, err)
-		}
-		var err error
-		if ps != nil {
-			err = ps.with(l)
-			ps = nil
-		} else {
-			err = l.Release()
-		}
-		if after != nil {
-			after()
-		}
-		switch {
-		case errors.Is(err, governor.ErrLeaseLost):
-			re.Lost = append(re.Lost, l.Resource())
-		case err != nil:
-			re.Failed = append(re.Failed, fmt.Errorf("releasing %s: %w (it expires after its TTL)", l.Resource(), err))
-		}
-	}
-	if ps != nil {
-		ps.alone(ctx)
-	}
-	if len(re.Lost) == 0 && len(re.Failed) == 0 {
+func (h *Held) ReleaseWith(_ context.Context, before func(*governor.Lease) (after func(), ok bool)) error {
+	lost, failed := h.gh.ReleaseWith(before)
+	if len(lost) == 0 && len(failed) == 0 {
 		return nil
 	}
-	return &re
+	return &ReleaseError{Lost: lost, Failed: failed}
 }
 
 // Acquire takes the plan's resources with g: what ancestors hold (proven,
@@ -272,40 +240,40 @@ func (p *Plan) Acquire(ctx context.Context, g *governor.Governor, ev Events) (*H
 		}
 	}
 	h.ambient = ambientInOrder(held, h.ambient)
-	wctx := ctx
 	var deadline time.Time
 	if mode == governor.Wait && p.req.WaitTimeout > 0 {
 		deadline = time.Now().Add(p.req.WaitTimeout)
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
 	}
-	if len(wants) > 0 {
-		start := time.Now()
-		err := h.acquireAll(wctx, g, wants, mode, notes.before(ev))
+	slotsTaken := len(wants) == 0
+	ask := governor.Ask{Wants: wants, Rates: p.rateRequests(g), Mode: mode, Deadline: deadline,
+		Spends: p.spends(), Budget: p.budget, BudgetUnderLease: true, Within: p.within,
+		Slots: func(ctx context.Context, wants []governor.Want) ([]*governor.Lease, error) {
+			if err := h.takeSlots(ctx, g, wants, mode, notes.before(ev)); err != nil {
+				return nil, err
+			}
+			slotsTaken = true
+			h.mark()
+			notes.granted()
+			return h.taking, nil
+		},
+		OnRelease: func(l *governor.Lease) error { return h.releaseSlot(l.Resource()) },
+	}
+	ask.Budget.Mode = mode
+	start := time.Now()
+	gh, err := g.Hold(ctx, ask)
+	if p.waited = 0; len(ask.Wants)+len(ask.Rates)+len(ask.Spends) > 0 {
 		p.waited = time.Since(start)
-		if err != nil {
-			notes.flush()
-			return nil, failed(ctx, g, err, p.ifBusy == IfBusySkip, p.req.WaitTimeout, waitingFor)
-		}
-		notes.granted()
 	}
-	ask := p.withRate
-	if ask == nil {
-		ask = p.spendAsk(deadline)
+	if err != nil && !slotsTaken {
+		notes.flush()
+		return nil, failed(ctx, g, err, p.ifBusy == IfBusySkip, p.req.WaitTimeout, waitingFor)
 	}
-	if h.spend, err = p.takeBudgets(wctx, g, mode, h.underLease(ask)); err != nil {
-		_ = h.Release(context.WithoutCancel(ctx))
-		return nil, err
+	if err != nil {
+		return nil, p.refused(err)
 	}
-	if h.spend == nil {
-		if h.spend, err = p.reserveSpend(ctx, g, h, deadline); err != nil {
-			_ = h.Release(context.WithoutCancel(ctx))
-			return nil, err
-		}
-	}
+	h.gh, h.taking = gh, nil
 	if p.req.Detached {
-		for _, l := range h.leases {
+		for _, l := range gh.Leases {
 			l.Detach() // it lives by its TTL: closing the Governor keeps it
 		}
 	}
@@ -324,10 +292,9 @@ func ambientInOrder(held, keep []HeldLease) []HeldLease {
 	return out
 }
 
-// took records leases taken, and marks the plan's items.
-func (h *Held) took(ls []*governor.Lease) {
-	h.leases = append(h.leases, ls...)
-	for _, l := range ls {
+// mark marks the plan's items with the leases taken.
+func (h *Held) mark() {
+	for _, l := range h.taking {
 		for _, it := range h.plan.items {
 			if it.Name == l.Resource() {
 				it.Lease = l
@@ -336,61 +303,53 @@ func (h *Held) took(ls []*governor.Lease) {
 	}
 }
 
-// takeBudgets takes one request (and the token estimate) of each
-// provider's rate budget, after the slots. A spent budget is handled as
-// a busy slot: fail 73, skip 75, wait until it allows (or
-// --wait-timeout). With ask (nil: none), the last rate reservation's
-// first try carries the reservation of ask's spend budgets
-// (governor.Governor.TryRateBudgets: one round trip on Redis), which it
-// returns; nil when they did not fit at once (the caller reserves them
-// then, as ever: reserve) or there is no rate budget.
-func (p *Plan) takeBudgets(ctx context.Context, g *governor.Governor, mode governor.Mode, ask *spendAsk) (*governor.BudgetReservation, error) {
-	var spent *governor.BudgetReservation
-	for i, rl := range p.rates {
-		name := rl.Name
-		req := governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(name)},
-			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: p.req.Tokens, Shadow: rl.Shadow}
-		var res governor.RateResult
-		tried := ask != nil && i == len(p.rates)-1
-		if tried {
-			var err error
-			if res, spent, err = g.TryRateBudgets(ctx, req, ask.Spends, ask.Options); err != nil {
-				return nil, err
-			}
-			if res.Allowed {
-				continue
-			}
-		}
-		if mode == governor.Wait {
-			start := time.Now()
-			err := g.WaitRate(ctx, req)
-			p.waited += time.Since(start)
-			switch {
-			case err == nil:
-				continue
-			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && p.req.WaitTimeout > 0:
-				return nil, &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", name, p.req.WaitTimeout)}
-			}
-			return nil, err
-		}
-		if !tried {
-			var err error
-			if res, err = g.TryRate(ctx, req); err != nil {
-				return nil, err
-			}
-		}
-		if !res.Allowed {
-			na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
-				name, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
-			if !res.CoolOff.IsZero() {
-				na.Msg = fmt.Sprintf("provider %s: %s", name, humantime.CoolOffNote(res.CoolOff, res.RetryAfter))
-			}
-			if p.ifBusy == IfBusySkip {
-				na.Msg += "; skipped (--if-busy skip)"
-				na.Skipped = true
-			}
-			return nil, na
+// rateRequests are one request (and the token estimate) of each
+// provider's rate budget, taken after the slots.
+func (p *Plan) rateRequests(g *governor.Governor) []governor.RateRequest {
+	var out []governor.RateRequest
+	for _, rl := range p.rates {
+		out = append(out, governor.RateRequest{Key: governor.Key{Project: g.Project(), Resource: governor.ProviderResource(rl.Name)},
+			Requests: rl.Requests, Tokens: rl.Tokens, NRequests: 1, NTokens: p.req.Tokens, Shadow: rl.Shadow})
+	}
+	return out
+}
+
+// refused is the error of a rate or spend budget that refused (as a
+// busy slot is: fail 73, skip 75, a wait bounded by --wait-timeout),
+// else err.
+func (p *Plan) refused(err error) error {
+	var rb *governor.RateBusyError
+	var busy *governor.BudgetBusyError
+	switch {
+	case errors.As(err, &rb):
+		return p.rateRefused(rb)
+	case errors.As(err, &busy):
+		return p.budgetRefused(busy)
+	}
+	return err
+}
+
+// rateRefused is the NotAcquiredError of a provider's spent rate budget.
+func (p *Plan) rateRefused(rb *governor.RateBusyError) error {
+	name := strings.TrimPrefix(rb.Key.Resource, governor.ProviderResourcePrefix)
+	if rb.TimedOut {
+		return &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate budget not available within --wait-timeout %v", name, p.req.WaitTimeout)}
+	}
+	var rl config.ProviderDef
+	for _, d := range p.rates {
+		if d.Name == name {
+			rl = d
 		}
 	}
-	return spent, nil
+	res := rb.Result
+	na := &NotAcquiredError{Msg: fmt.Sprintf("provider %s: rate limit reached (%d requests / %d tokens per %v); retry after %v",
+		name, rl.Requests.Rate, rl.Tokens.Rate, max(rl.Requests.Period, rl.Tokens.Period), res.RetryAfter.Round(time.Millisecond))}
+	if !res.CoolOff.IsZero() {
+		na.Msg = fmt.Sprintf("provider %s: %s", name, humantime.CoolOffNote(res.CoolOff, res.RetryAfter))
+	}
+	if p.ifBusy == IfBusySkip {
+		na.Msg += "; skipped (--if-busy skip)"
+		na.Skipped = true
+	}
+	return na
 }

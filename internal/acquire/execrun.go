@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/lockorder"
 )
 
 // isExecRun reports whether resource is one of the exec-run resources:
@@ -61,7 +62,7 @@ func (e *OrderError) Error() string { return e.msg }
 func (p *Plan) checkOrder(ctx context.Context, g *governor.Governor, byKey map[governor.Key]HeldLease, wants []governor.Want) error {
 	for _, w := range wants {
 		for k, h := range byKey {
-			if k.Project != g.Project() || isExecRun(k.Resource) || k.Resource == w.Resource || !g.Less(w.Resource, k.Resource) {
+			if k.Project != g.Project() || isExecRun(k.Resource) || k.Resource == w.Resource || lockorder.Compare(p.order, w.Resource, k.Resource) >= 0 {
 				continue
 			}
 			if ProvenHeld(ctx, g, h) != nil {

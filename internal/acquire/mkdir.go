@@ -22,7 +22,8 @@ type heldSlot struct {
 	pid      int // written to its pid file
 }
 
-// acquireAll takes wants as AcquireAll does, in the fixed global order,
+// takeSlots takes wants (given in the lock order, by governor.Hold, for
+// which it is the Ask's Slots) into h.taking, as governor.Hold would,
 // and right after the lease of a resource bound to a mkdir slot that
 // slot, before any later resource: the lease queues governor processes
 // FIFO, and only its holder then contends with the wrapper for slot.d.
@@ -37,7 +38,7 @@ type heldSlot struct {
 //
 // On failure it releases what it took, in reverse, and returns the
 // error.
-func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode, ev Events) error {
+func (h *Held) takeSlots(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode, ev Events) error {
 	dirs := map[string]string{}
 	for _, it := range h.plan.items {
 		if it.MkdirLock != "" {
@@ -45,8 +46,10 @@ func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []gov
 		}
 	}
 	if !slices.ContainsFunc(wants, func(w governor.Want) bool { return dirs[w.Resource] != "" }) {
-		ls, err := g.AcquireAll(ctx, wants)
-		h.took(ls)
+		gh, err := g.Hold(ctx, governor.Ask{Wants: wants})
+		if err == nil {
+			h.taking = gh.Leases
+		}
 		return err
 	}
 	for _, it := range h.plan.items {
@@ -65,7 +68,7 @@ func (h *Held) acquireAll(ctx context.Context, g *governor.Governor, wants []gov
 	}
 }
 
-// yieldError is how takeSlot gives the lease up (see acquireAll).
+// yieldError is how takeSlot gives the lease up (see takeSlots).
 type yieldError struct {
 	resource string
 	holder   int    // the slot's holder
@@ -76,31 +79,21 @@ func (e *yieldError) Error() string {
 	return fmt.Sprintf("%s: yielding to a run inside the slot's holder (pid %d)", e.resource, e.holder)
 }
 
-// acquireInOrder is one try of acquireAll.
+// acquireInOrder is one try of takeSlots.
 func (h *Held) acquireInOrder(ctx context.Context, g *governor.Governor, wants []governor.Want, mode governor.Mode, ev Events, dirs map[string]string) error {
-	sorted := slices.Clone(wants)
-	slices.SortStableFunc(sorted, func(a, b governor.Want) int {
-		switch {
-		case g.Less(a.Resource, b.Resource):
-			return -1
-		case g.Less(b.Resource, a.Resource):
-			return 1
-		}
-		return 0
-	})
 	var seg []governor.Want
-	for i, w := range sorted {
+	for i, w := range wants {
 		seg = append(seg, w)
 		dir := dirs[w.Resource]
-		if dir == "" && i < len(sorted)-1 {
+		if dir == "" && i < len(wants)-1 {
 			continue
 		}
-		ls, err := g.AcquireAll(ctx, seg)
+		gh, err := g.Hold(ctx, governor.Ask{Wants: seg})
 		if err != nil {
-			_ = h.Release(context.WithoutCancel(ctx))
+			h.releaseTaking()
 			return err
 		}
-		h.took(ls)
+		h.taking = append(h.taking, gh.Leases...)
 		seg = nil
 		if dir == "" {
 			continue
@@ -112,7 +105,7 @@ func (h *Held) acquireInOrder(ctx context.Context, g *governor.Governor, wants [
 		}
 		s, err := h.plan.takeSlot(ctx, g, w.Resource, dir, mode, ev)
 		if err != nil {
-			_ = h.Release(context.WithoutCancel(ctx))
+			h.releaseTaking()
 			return err
 		}
 		h.slots = append(h.slots, heldSlot{resource: w.Resource, slot: s, pid: h.plan.slotPID()})
@@ -120,9 +113,19 @@ func (h *Held) acquireInOrder(ctx context.Context, g *governor.Governor, wants [
 	return nil
 }
 
+// releaseTaking releases what takeSlots took so far, in reverse, each
+// mkdir slot just before its lease.
+func (h *Held) releaseTaking() {
+	for i := len(h.taking) - 1; i >= 0; i-- {
+		_ = h.releaseSlot(h.taking[i].Resource())
+		_ = h.taking[i].Release()
+	}
+	h.taking = nil
+}
+
 // watchForInsiders cancels ctx with a yieldError when a process of this
 // host descending from the holder of dir's slot queues for resource's
-// lease (see acquireAll); it looks every mkdirslot.PollInterval until ctx
+// lease (see takeSlots); it looks every mkdirslot.PollInterval until ctx
 // is done.
 func watchForInsiders(ctx context.Context, cancel context.CancelCauseFunc, g *governor.Governor, resource, dir string) {
 	self := proc.HostID()

@@ -132,13 +132,16 @@ type Plan struct {
 	items  []*Item
 	rates  []config.ProviderDef // providers with a rate budget, in the order given
 	waited time.Duration        // by the last Acquire
-	// withRate is a reservation of spend budgets to try with the last
-	// rate reservation (SpendWithRate); nil: Request.Budgets'.
-	withRate *spendAsk
+	order  []string             // lock_order (checkOrder)
+	// budget names the spend reservation made under no lease, open
+	// for work that runs within (SetSpend).
+	budget governor.BudgetOptions
+	within time.Duration
 }
 
-// Waited is how long the last Acquire waited for slots and budgets (0
-// when everything was held by ancestors), whether it got them or not.
+// Waited is how long the last Acquire waited for slots, rates and spend
+// budgets (0 when everything was held by ancestors), whether it got
+// them or not.
 func (p *Plan) Waited() time.Duration { return p.waited }
 
 // Items are the plan's resources, in the order given; after Acquire,
@@ -177,7 +180,7 @@ func NewPlan(cat *config.Catalog, req Request) (*Plan, error) {
 	if err := validSpend(req); err != nil {
 		return nil, err
 	}
-	p := &Plan{req: req, ifBusy: ifBusy}
+	p := &Plan{req: req, ifBusy: ifBusy, order: cat.LockOrder}
 	var rs []Resource
 	for _, spec := range req.Resources {
 		r := Resource{Name: spec}

@@ -1,11 +1,9 @@
 package acquire
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
@@ -274,29 +272,6 @@ func inlineName(b CallBudget) string {
 		return ""
 	}
 	return b.Inline.Name
-}
-
-// Reserve reserves s's estimate on every budget, all or none, under
-// lease proven by secret (""; a fresh random one), open for ttl (0: governor's default), as ifBusy says (reserve:
-// fail 73 and skip 75 name the budget; wait waits until deadline, zero
-// for no bound, set by --wait-timeout waitTimeout). It returns nil, nil
-// when s charges no budget. Nothing is reserved on any error.
-func (s *Spend) Reserve(ctx context.Context, g *governor.Governor, lease, secret string, ttl time.Duration, ifBusy string,
-	waitTimeout time.Duration, deadline time.Time) (*governor.BudgetReservation, error) {
-	if len(s.Budgets) == 0 {
-		return nil, nil
-	}
-	return reserve(ctx, g, spendAsk{Spends: s.spends(), Options: governor.BudgetOptions{Lease: lease, Secret: secret, TTL: ttl},
-		IfBusy: ifBusy, WaitTimeout: waitTimeout, Deadline: deadline})
-}
-
-// spends is s's estimate on each of its budgets.
-func (s *Spend) spends() []governor.BudgetSpend {
-	spends := make([]governor.BudgetSpend, len(s.Budgets))
-	for i, b := range s.Budgets {
-		spends[i] = governor.BudgetSpend{Budget: b, Amount: s.Estimate}
-	}
-	return spends
 }
 
 // FormatSpend is the value of EnvSpend for reservation r on budgets

@@ -36,3 +36,13 @@ func FileGovernor(t testing.TB, dir string, o governor.Options) *governor.Govern
 	t.Cleanup(func() { _ = g.Close() })
 	return g
 }
+
+// Reserve reserves spends on their budgets with g, as o says: an Ask of
+// spend budgets alone (governor.Hold), its reservation.
+func Reserve(ctx context.Context, g *governor.Governor, spends []governor.BudgetSpend, o governor.BudgetOptions) (*governor.BudgetReservation, error) {
+	h, err := g.Hold(ctx, governor.Ask{Spends: spends, Budget: o})
+	if err != nil {
+		return nil, err
+	}
+	return h.Spend, nil
+}

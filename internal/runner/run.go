@@ -274,7 +274,9 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 	} else {
 		r.plan.SetHolder(0, r.rec.Command)
 	}
-	r.plan.SpendWithRate(r.spend, r.id, r.spendTTL()) // its reserve in the rate's round trip, when it can
+	if err := r.plan.SetSpend(r.spend, r.id, r.spendWithin()); err != nil {
+		return ExitFailure, OutcomeError, err
+	}
 	held, err := r.plan.Acquire(ctx, g, ev)
 	r.waited = r.plan.Waited()
 	if sl != nil {
@@ -284,46 +286,19 @@ func (r *run) openAndAcquire(ctx context.Context) (int, Outcome, error) {
 		code := exitcode.For(err)
 		return code, OutcomeOf(code), err
 	}
-	r.held, r.leases = held, held.Leases()
-	if r.spent = held.Spend(); r.spend != nil && r.spent == nil {
-		var deadline time.Time
-		if r.o.WaitTimeout > 0 {
-			deadline = time.Now().Add(max(r.o.WaitTimeout-r.waited, time.Millisecond))
-		}
-		start := time.Now()
-		o := r.spendOptions()
-		r.spent, err = r.spend.Reserve(ctx, g, o.Lease, o.Secret, o.TTL, r.plan.IfBusy(), r.o.WaitTimeout, deadline)
-		r.waited += time.Since(start)
-		if err != nil {
-			code := exitcode.For(err)
-			return code, OutcomeOf(code), err
-		}
-	}
+	r.held, r.leases, r.spent = held, held.Leases(), held.Spend()
 	return -1, "", nil
 }
 
-// spendTTL is how long the run's reservation stays open unsettled when
-// it rides on no lease (acquire.SpendOptions): past --timeout with a
-// margin, else governor's default; a run that outlives it has its
-// estimate counted as spent (never less).
-func (r *run) spendTTL() time.Duration {
-	return r.spendOptions().TTL
-}
-
-// spendOptions name the run's reservation (acquire.SpendOptions): after
-// its first lease (renewed with it, so that a dead run's estimate
-// counts when its lease expires), else after the run, open past
-// --timeout.
-func (r *run) spendOptions() governor.BudgetOptions {
-	var runFor time.Duration
-	if r.o.Timeout > 0 {
-		runFor = r.o.Timeout + r.o.KillGrace
+// spendWithin is how long the run's command may run, which its
+// reservation stays open past when it rides on no lease (its first
+// lease names it otherwise: governor.Ask.BudgetUnderLease, Within):
+// --timeout and its kill grace, 0 (not known) without --timeout.
+func (r *run) spendWithin() time.Duration {
+	if r.o.Timeout <= 0 {
+		return 0
 	}
-	var l *governor.Lease
-	if len(r.leases) > 0 {
-		l = r.leases[0]
-	}
-	return acquire.SpendOptions(l, r.id, runFor)
+	return r.o.Timeout + r.o.KillGrace
 }
 
 // settle settles the run's reservation, if any: at its estimate once the
