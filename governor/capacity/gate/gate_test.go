@@ -216,3 +216,43 @@ func TestGateLapseEndsItsGrants(t *testing.T) {
 	}
 	old.Release()
 }
+
+// TestGateNewcomerAtSaturation: a gate whose goroutines keep the whole
+// limit in use gives a newcomer its fair part: it shrinks to its
+// entitlement at its next refresh, its calls above it end, it says so at
+// once (others wait), and the newcomer's refresh takes the room it
+// wants (one slot: max-min gives it all it wants).
+func TestGateNewcomerAtSaturation(t *testing.T) {
+	b := fileBackend(t)
+	const limit = 4
+	a := open(t, b, fast(limit))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	busy, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for range limit {
+		wg.Go(func() {
+			for busy.Err() == nil {
+				gr, err := a.Acquire(busy)
+				if err != nil {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+				gr.Release()
+			}
+		})
+	}
+	for share, _ := a.Share(); share < limit; share, _ = a.Share() {
+		time.Sleep(10 * time.Millisecond) // until the first gate holds it all
+	}
+	n := open(t, b, fast(limit))
+	gr, err := n.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("the newcomer beside a saturating gate: %v", err)
+	}
+	defer gr.Release()
+	if share, inUse := n.Share(); share < 1 || inUse != 1 {
+		t.Fatalf("the newcomer granted with share %d, %d in use", share, inUse)
+	}
+}
