@@ -38,8 +38,10 @@ const maxBudgetTTL = 7 * 24 * time.Hour
 type BudgetCharge struct {
 	// Name is the budget's name (ValidateBudgetName's rules).
 	Name string
-	// Limit is the configured limit; a limit set by an operator
-	// (BudgetSetLimit) takes its place while it lasts.
+	// Limit is the configured limit. The first reservation keeps it
+	// with the state (with Soft); later ones are checked against the
+	// state's, whatever they say. An operator changes it (BudgetSetLimit
+	// for a while, BudgetDefine for good).
 	Limit int64
 	// Soft is the soft threshold (0: none): crossing it records an
 	// EventBudgetSoft, nothing is refused.
@@ -53,6 +55,13 @@ type BudgetCharge struct {
 	// never seen). A state that is gone or born since is evidence of
 	// lost data: the budget is then held (BudgetState.Held).
 	Born time.Time
+	// Def is the budget's definition as the caller has it, its unit and
+	// window (SpendBudget.Definition; "": not stated, not checked). The
+	// first reservation that states one keeps it with the state; a
+	// reservation whose Def differs is refused (BudgetResult.Reason
+	// "drift", Refused.Def the state's), changing nothing: only an
+	// operator's BudgetDefine changes it.
+	Def string
 }
 
 // BudgetRequest reserves the charges of one call, all or none.
@@ -79,7 +88,8 @@ type BudgetRequest struct {
 // BudgetState is a budget as the backend keeps it.
 type BudgetState struct {
 	Name string
-	// Limit in force (an operator's, else the last configured one).
+	// Limit in force (an operator's BudgetSetLimit, else the state's:
+	// the first reservation's, or the last BudgetDefine's).
 	Limit int64
 	// LimitBy names the operator who set the limit in force ("" when
 	// it is the configured one).
@@ -101,6 +111,9 @@ type BudgetState struct {
 	Overruns int64
 	// Open is the number of reservations not settled yet.
 	Open int64
+	// Def is the definition kept with the state (BudgetCharge.Def; ""
+	// until a reservation or an operator states one).
+	Def string
 }
 
 // BudgetInstant is the instant ms (Unix milliseconds) as BudgetState
@@ -188,6 +201,23 @@ const (
 	BudgetResume   BudgetOp = "resume"  // end a pause
 	BudgetConfirm  BudgetOp = "confirm" // lift a loss hold
 )
+
+// BudgetDefine is the action that makes def a budget's definition (its
+// unit and window: SpendBudget.Definition) and the value given with it
+// its limit, replacing an operator's BudgetSetLimit: the explicit apply
+// of a configuration ('governor budget NAME --apply'). The window in
+// force runs to its end with its spent; the next follows def, starting
+// no earlier than that end. The op is "define " followed by def; a
+// backend reads def back with strings.CutPrefix(op, BudgetDefine("")).
+func BudgetDefine(def string) BudgetOp { return BudgetOp("define " + def) }
+
+// validDef checks a budget definition: printable, at most MaxNameLen.
+func validDef(name, def string) error {
+	if len(def) > MaxNameLen || strings.ContainsFunc(def, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return invalid("budget %s definition %q; allowed: at most %d printable characters (a unit and a window)", name, def, MaxNameLen)
+	}
+	return nil
+}
 
 // The kinds of budget events.
 const (
@@ -329,6 +359,9 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 		if !c.Start.Before(c.End) || c.Start.UnixMilli() < 0 {
 			return invalid("budget %s window %v to %v; allowed: a start after 1970 before the end", c.Name, c.Start, c.End)
 		}
+		if err := validDef(c.Name, c.Def); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -354,7 +387,16 @@ func ValidateBudgetAdmin(project, name string, op BudgetOp, value int64) error {
 	case BudgetReset, BudgetPause, BudgetResume, BudgetConfirm:
 		return nil
 	}
-	return invalid("budget action %q; allowed: limit, reset, pause, resume, confirm", op)
+	if def, ok := strings.CutPrefix(string(op), string(BudgetDefine(""))); ok {
+		if def == "" {
+			return invalid("budget %s definition empty; allowed: a unit and a window", name)
+		}
+		if err := validDef(name, def); err != nil {
+			return err
+		}
+		return validAmount("budget "+name+" limit", value)
+	}
+	return invalid("budget action %q; allowed: limit, reset, pause, resume, confirm, define", op)
 }
 
 // ValidateBudgetSettle checks a settle's arguments: a valid project and

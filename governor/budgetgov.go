@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor/safetext"
@@ -36,6 +37,21 @@ func (b SpendBudget) Validate() error {
 		return fmt.Errorf("budget %s: %w", b.Name, err)
 	}
 	return nil
+}
+
+// Definition is what a budget's state keeps of b besides its limit: its
+// unit and window ("USD calendar day in Europe/Paris", "tokens per
+// 1h0m0s"). See BudgetCharge.Def.
+func (b SpendBudget) Definition() string {
+	return strings.TrimSpace(b.Unit + " " + b.Window.String())
+}
+
+// driftError is the refusal of a reservation whose budget's definition
+// differs from the one its state keeps: it names both.
+func driftError(st BudgetState, def string) error {
+	return invalid("budget %s is defined in its state as %q; this call's definition is %q: refused, nothing reserved "+
+		"(an operator applies a change with 'governor budget %s --apply', recorded as an event; docs/budgets.md)",
+		st.Name, st.Def, def, st.Name)
 }
 
 // BudgetSpend is an amount charged to a budget.
@@ -189,6 +205,13 @@ func (g *Governor) reserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 		if res.Allowed {
 			return &BudgetReservation{g: g, Lease: lease, Secret: secret, spends: spends, States: res.States}, nil
 		}
+		if res.Reason == "drift" {
+			for _, s := range spends {
+				if s.Budget.Name == res.Refused.Name {
+					return nil, driftError(res.Refused, s.Budget.Definition())
+				}
+			}
+		}
 		busy := &BudgetBusyError{Budget: res.Refused, Reason: res.Reason, Now: res.Now}
 		for _, s := range spends {
 			if s.Budget.Name == res.Refused.Name {
@@ -233,7 +256,7 @@ func (g *Governor) budgetRequest(spends []BudgetSpend, lease, secret string, ttl
 	for _, s := range spends {
 		start, end := s.Budget.Window.Bounds(now)
 		req.Charges = append(req.Charges, BudgetCharge{Name: s.Budget.Name, Limit: s.Budget.Limit, Soft: s.Budget.Soft,
-			Start: start, End: end, Amount: s.Amount, Born: g.born(s.Budget.Name)})
+			Start: start, End: end, Amount: s.Amount, Born: g.born(s.Budget.Name), Def: s.Budget.Definition()})
 	}
 	return req
 }

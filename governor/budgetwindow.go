@@ -15,10 +15,10 @@ type BudgetWindow struct {
 	Location *time.Location
 }
 
-// The bounds of BudgetWindow.Per.
+// The bounds of BudgetWindow.Per (Validate names them in its error).
 const (
-	MinBudgetPer = time.Second
-	MaxBudgetPer = 366 * 24 * time.Hour
+	minBudgetPer = time.Second
+	maxBudgetPer = 366 * 24 * time.Hour
 )
 
 // Validate says what is wrong with w, naming the bad value.
@@ -30,8 +30,8 @@ func (w BudgetWindow) Validate() error {
 		if w.Calendar != "day" && w.Calendar != "month" {
 			return invalid("budget window calendar %q; allowed: day, month", w.Calendar)
 		}
-	case w.Per < MinBudgetPer || w.Per > MaxBudgetPer:
-		return invalid("budget window per %v; allowed: %v to %v", w.Per, MinBudgetPer, MaxBudgetPer)
+	case w.Per < minBudgetPer || w.Per > maxBudgetPer:
+		return invalid("budget window per %v; allowed: %v to %v", w.Per, minBudgetPer, maxBudgetPer)
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ func (w BudgetWindow) Validate() error {
 // lasts 23 or 25 hours, as the zone says.
 func (w BudgetWindow) Bounds(now time.Time) (start, end time.Time) {
 	if w.Calendar == "" {
-		per := max(w.Per, MinBudgetPer).Milliseconds()
+		per := max(w.Per, minBudgetPer).Milliseconds()
 		s := now.UnixMilli() / per * per
 		return time.UnixMilli(s), time.UnixMilli(s + per)
 	}

@@ -9,18 +9,20 @@
 --       open reservations' expiries (sorted set of leases), 4 the events
 --       list (JSON records, oldest first, at most ARGV's cap)
 -- ARGV: 1 mode ('reserve' | 'settle' | 'extend' | 'admin' | 'read'), 2 events cap,
---   reserve: 3 lease, 4 ttl ms, 5 by, 6 secret, 7 n, then n times 7
+--   reserve: 3 lease, 4 ttl ms, 5 by, 6 secret, 7 n, then n times 8
 --            fields: name, limit, soft, window start ms, window end ms,
---            amount, born ms as the caller saw it (0: never)
+--            amount, born ms as the caller saw it (0: never), the
+--            budget's definition as the caller has it ('': not stated)
 --   settle:  3 lease, 4 by, 5 secret, 6 n, then n times 3 fields: name, actual
 --            amount, born ms as seen at reserve (0: unknown); the name ''
 --            gives the actual of every budget not named
 --   extend:  3 n, then n times 3 fields: lease, secret, expiry ms (of the
 --            lease of that id, just renewed)
 --   admin:   3 name, 4 op ('limit' | 'reset' | 'pause' | 'resume' |
---            'confirm'), 5 value, 6 by
+--            'confirm' | 'define ' followed by the definition), 5 value
+--            (the limit of 'limit' and 'define'), 6 by
 -- Returns reserve: {verdict ('ok' | 'mismatch' | 'exhausted' | 'paused' |
---   'held' | 'notowner'), now ms, the refusing budget's name or '', then
+--   'held' | 'drift' (a definition other than the state's) | 'notowner'), now ms, the refusing budget's name or '', then
 --   the record of each charged budget that has one, as {name, JSON}...};
 --   settle: {settled 0|1, overrun budget names...}, or 'notowner' (the
 --   secret does not prove the open reservation: nothing changed); extend:
@@ -238,6 +240,14 @@ if mode == 'admin' then
     r.paused = ''
   elseif op == 'confirm' then
     r.held = ''
+  elseif string.sub(op, 1, 7) == 'define ' then
+    -- An explicit apply: the window in force runs to its end with its
+    -- spent; the next follows the definition (reserve's roll).
+    -- Its limit replaces an operator's.
+    local def = string.sub(op, 8)
+    detail = 'define ' .. def .. ' (was ' .. ((r.def or '') ~= '' and r.def or 'not stated') .. '), limit ' .. fmt(value) ..
+      ' (was ' .. fmt(limit(r)) .. ')'
+    r.def, r.limit, r.defined, r.live, r.live_by = def, value, '1', 0, ''
   end
   put(name, r)
   event(name, 'admin', by, '', detail)
@@ -330,9 +340,9 @@ end
 local lease, ttl, by, secret, n = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
 local cs = {}
 for i = 0, n - 1 do
-  local b = 8 + 7 * i
+  local b = 8 + 8 * i
   cs[#cs + 1] = {name = ARGV[b], limit = tonumber(ARGV[b + 1]), soft = tonumber(ARGV[b + 2]), start = tonumber(ARGV[b + 3]),
-    ['end'] = tonumber(ARGV[b + 4]), amount = tonumber(ARGV[b + 5]), born = tonumber(ARGV[b + 6])}
+    ['end'] = tonumber(ARGV[b + 4]), amount = tonumber(ARGV[b + 5]), born = tonumber(ARGV[b + 6]), def = ARGV[b + 7]}
 end
 local names = {}
 for _, c in ipairs(cs) do
@@ -355,6 +365,14 @@ if retried then
   end
   return reply('ok', '')
 end
+-- The definition (unit, window) is the state's: a caller that states
+-- another is refused, changing nothing (an operator's define changes it).
+for _, c in ipairs(cs) do
+  local r = get(c.name)
+  if r and c.def ~= '' and (r.def or '') ~= '' and r.def ~= c.def then
+    return reply('drift', c.name)
+  end
+end
 for _, c in ipairs(cs) do
   local r = get(c.name)
   local lost
@@ -368,9 +386,11 @@ for _, c in ipairs(cs) do
   end
   -- The caller's window opens once the record's has ended (or it has
   -- none): never before, whatever window the caller computed (another
-  -- configuration's, the clock stepped back).
+  -- configuration's, the clock stepped back), and it starts no earlier
+  -- than that end (after a define, the first window of the new
+  -- definition is cut to it: nothing counted twice).
   if now >= r['end'] then
-    r.start, r['end'] = c.start, c['end']
+    r.start, r['end'] = math.max(c.start, r['end']), c['end']
     r.spent, r.carry = r.carry, 0
     r.soft_noted, r.full_noted, r.held = '0', '0', ''
   end
@@ -382,6 +402,9 @@ for _, c in ipairs(cs) do
   -- limit does, BudgetSetLimit).
   if r.defined ~= '1' then
     r.limit, r.soft, r.defined = c.limit, c.soft, '1'
+  end
+  if (r.def or '') == '' and c.def ~= '' then
+    r.def = c.def
   end
   put(c.name, r)
 end

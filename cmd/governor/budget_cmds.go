@@ -140,24 +140,34 @@ func writeBudgetsTable(w io.Writer, v view.Budgets) error {
 // budgetCmd applies an operator's action to one budget.
 func (a *app) budgetCmd() *cobra.Command {
 	var (
-		by, limit                       string
-		reset, pause, resume, confirmed bool
+		by, limit                              string
+		reset, pause, resume, confirmed, apply bool
 	)
 	cmd := &cobra.Command{
-		Use:   "budget NAME (--limit AMOUNT | --reset | --pause | --resume | --confirm)",
-		Short: "Set a spend budget's limit live, reset, pause, resume it, or confirm it after a loss",
+		Use:   "budget NAME (--limit AMOUNT | --reset | --pause | --resume | --confirm | --apply)",
+		Short: "Set a spend budget's limit live, reset, pause, resume, confirm or apply it",
 		Example: `  governor budget daily --limit 25.00
-  governor budget daily --reset
-  governor budget daily --pause`,
+  governor budget daily --pause
+  governor budget daily --apply   # after editing daily's per, calendar, unit or limit`,
 		Long: `budget acts on spend budget NAME (see docs/budgets.md), each action recorded as a
 budget event with who did it (--by adds a label):
 
   --limit AMOUNT  the limit in force from now on, in units (e.g. 40 or 12.50);
-                  0 returns to the configured limit
+                  0 returns to the budget's own (set by its first use, or
+                  the last --apply)
   --reset         spent back to 0 in the window in force (open reservations stay)
   --pause         refuse every reservation until --resume
   --resume        end a pause
   --confirm       lift the hold set after evidence of lost data
+  --apply         make this configuration's budget NAME the one in force: its
+                  unit and window (the definition kept with the budget's
+                  state) and its limit, replacing a --limit. The window in
+                  force runs to its end with its spent; the next follows
+                  the configuration. A caller whose configuration says
+                  another unit or window than the state's is refused (125,
+                  naming both), one that says another limit is held to the
+                  state's: this is the only way a configuration changes a
+                  budget in use
 
 Exit codes: 0 done; 125 an unknown budget, bad flags, bad config or backend
 unreachable; nothing changed.`,
@@ -180,13 +190,23 @@ unreachable; nothing changed.`,
 					ops = append(ops, f.op)
 				}
 			}
+			if apply {
+				ops = append(ops, "") // the configuration's, read below
+			}
 			if len(ops) != 1 {
-				return exitWith(exitcode.Failure, fmt.Errorf("budget %s: %d actions given; allowed: exactly one of --limit, --reset, --pause, --resume, --confirm", args[0], len(ops)))
+				return exitWith(exitcode.Failure, fmt.Errorf("budget %s: %d actions given; allowed: exactly one of --limit, --reset, --pause, --resume, --confirm, --apply", args[0], len(ops)))
 			}
 			ctx := cmd.Context()
 			l, err := a.load()
 			if err != nil {
 				return err
+			}
+			if apply {
+				b, err := l.Config.SpendBudget(args[0])
+				if err != nil {
+					return exitWith(exitcode.Failure, err)
+				}
+				ops[0], value = governor.BudgetDefine(b.Definition()), b.Limit
 			}
 			g, err := a.open(ctx, openOptions{})
 			if err != nil {
@@ -221,6 +241,7 @@ unreachable; nothing changed.`,
 	f.BoolVar(&pause, "pause", false, "refuse every reservation until --resume")
 	f.BoolVar(&resume, "resume", false, "end a pause")
 	f.BoolVar(&confirmed, "confirm", false, "lift the hold set after evidence of lost data")
+	f.BoolVar(&apply, "apply", false, "make the configuration's unit, window and limit the budget's (the window in force runs to its end)")
 	f.StringVar(&by, "by", "", "a label for who acts, recorded beside your identity")
 	return cmd
 }

@@ -193,6 +193,7 @@ func Run(t *testing.T, h Harness) {
 		{"BudgetBadInput", s.budgetBadInput},
 		{"BudgetSecret", s.budgetSecret},
 		{"BudgetDrift", s.budgetDrift},
+		{"BudgetDefinition", s.budgetDefinition},
 		{"BudgetHammer", s.budgetHammer},
 		{"BudgetGovernor", s.budgetGovernor},
 		{"BudgetReleaseSettle", s.budgetReleaseSettle},

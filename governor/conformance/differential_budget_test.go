@@ -15,6 +15,10 @@ import (
 // step: every store's clock lies within two days of it for a whole run.
 var diffBudgetT = time.Now()
 
+// diffDefs are the definitions a differential reservation states ("":
+// none) and an operator's define sets.
+var diffDefs = []string{"", "USD per 96h0m0s", "tokens per 96h0m0s"}
+
 // budgetOp draws a spend-budget step one time in seven: a reservation
 // of one or two budgets (sometimes in a window not holding now), a
 // settle (of a lease reserved, or a ghost), a renewal of a lease named
@@ -42,6 +46,7 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 			// With a rate reservation of n tokens (RateRequest.Budget).
 			op.kind = "ratebudget"
 		}
+		op.prio = diffDefs[rng.IntN(len(diffDefs))] // the definition stated (BudgetCharge.Def)
 	case k < 8:
 		op.kind, op.id = "bsettle", "ghost"
 		if ids := sent["~budgets"]; len(ids) > 0 && rng.IntN(8) != 0 {
@@ -66,8 +71,11 @@ func budgetOp(rng *rand.Rand, i int, sent map[string][]string, clocked bool) (di
 			op.ttl = 2 * time.Minute
 		}
 	default:
-		op.kind, op.prio = "badmin", []string{"limit", "reset", "pause", "resume", "confirm"}[rng.IntN(5)]
+		op.kind, op.prio = "badmin", []string{"limit", "reset", "pause", "resume", "confirm", "define"}[rng.IntN(6)]
 		op.ids, op.limit = []string{names[rng.IntN(3)]}, rng.IntN(3)*40
+		if op.prio == "define" {
+			op.prio = string(governor.BudgetDefine(diffDefs[1+rng.IntN(len(diffDefs)-1)]))
+		}
 	}
 	return op, true
 }
@@ -84,7 +92,7 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 	case "breserve", "ratebudget":
 		req := governor.BudgetRequest{Project: r.project, Lease: o.id, Secret: "s-" + o.id, TTL: o.ttl, By: "diff"}
 		for _, n := range o.ids {
-			req.Charges = append(req.Charges, governor.BudgetCharge{Name: n, Limit: 100, Soft: 70, Start: start, End: end, Amount: o.n})
+			req.Charges = append(req.Charges, governor.BudgetCharge{Name: n, Limit: 100, Soft: 70, Start: start, End: end, Amount: o.n, Def: o.prio})
 		}
 		var res governor.BudgetResult
 		var err error
@@ -123,8 +131,8 @@ func (r *diffRun) budgetStep(ctx context.Context, o diffOp) string {
 	sts, _, err := r.b.Budgets(ctx, r.project, nil)
 	out += " | budgets " + errClass(err)
 	for _, s := range sts {
-		out += fmt.Sprintf(" %s:%d/%d/%d open %d overruns %d paused %q held %v by %q window %v", s.Name, s.Spent, s.Reserved, s.Limit, s.Open,
-			s.Overruns, s.Paused, s.Held != "", s.LimitBy, s.End.Sub(s.Start))
+		out += fmt.Sprintf(" %s:%d/%d/%d open %d overruns %d paused %q held %v by %q window %v def %q", s.Name, s.Spent, s.Reserved, s.Limit, s.Open,
+			s.Overruns, s.Paused, s.Held != "", s.LimitBy, s.End.Sub(s.Start), s.Def)
 	}
 	evs, err := r.b.BudgetEvents(ctx, r.project)
 	var kinds []string

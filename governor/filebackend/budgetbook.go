@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -41,6 +42,10 @@ type budgetRec struct {
 	// Defined: Limit and Soft were set, by the first reservation; no
 	// later one changes them (budget.lua's "defined").
 	Defined bool `json:"defined,omitempty"`
+	// Def is the definition (unit, window) kept with the state
+	// (governor.BudgetCharge.Def): set by the first reservation that
+	// states one, changed only by an operator's define.
+	Def string `json:"def,omitempty"`
 }
 
 type budgetRes struct {
@@ -141,7 +146,7 @@ func (r *budgetRec) roll(now, start, end int64) {
 	if now < r.End {
 		return
 	}
-	r.Start, r.End = start, end
+	r.Start, r.End = max(start, r.End), end // never before the old end: nothing counted twice
 	r.Spent, r.Carry = r.Carry, 0
 	r.SoftNoted, r.FullNoted, r.Held = false, false, ""
 }
@@ -176,6 +181,14 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.B
 		return res, nil
 	}
 	for _, c := range req.Charges {
+		// The definition is the state's (budget.lua's twin).
+		if r := bk.Budgets[c.Name]; r != nil && c.Def != "" && r.Def != "" && r.Def != c.Def {
+			res.Reason, res.Refused = "drift", bk.state(c.Name, r)
+			res.States = bk.states(req.Charges)
+			return res, nil
+		}
+	}
+	for _, c := range req.Charges {
 		r := bk.Budgets[c.Name]
 		seen := c.Born.UnixMilli()
 		lost := ""
@@ -199,6 +212,9 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.B
 		}
 		if !r.Defined {
 			r.Limit, r.Soft, r.Defined = c.Limit, c.Soft, true
+		}
+		if r.Def == "" {
+			r.Def = c.Def
 		}
 	}
 	for _, c := range req.Charges {
@@ -328,6 +344,17 @@ func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by s
 	case governor.BudgetConfirm:
 		r.Held = ""
 	}
+	if def, ok := strings.CutPrefix(string(op), string(governor.BudgetDefine(""))); ok {
+		// An explicit apply: the window in force runs to its end with
+		// its spent; the next follows def (roll). Its limit replaces an
+		// operator's.
+		was := r.Def
+		if was == "" {
+			was = "not stated"
+		}
+		detail = fmt.Sprintf("define %s (was %s), limit %d (was %d)", def, was, value, r.limit())
+		r.Def, r.Limit, r.Defined, r.LiveLimit, r.LiveBy = def, value, true, 0, ""
+	}
 	bk.event(now, name, governor.EventBudgetAdmin, by, "", detail)
 	return nil
 }
@@ -335,7 +362,7 @@ func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by s
 func (bk *budgetBook) state(name string, r *budgetRec) governor.BudgetState {
 	return governor.BudgetState{Name: name, Limit: r.limit(), LimitBy: r.LiveBy, Soft: r.Soft, Spent: r.Spent, Reserved: r.Reserved,
 		Start: governor.BudgetInstant(r.Start), End: governor.BudgetInstant(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
-		Overruns: r.Overruns, Open: r.Open}
+		Overruns: r.Overruns, Open: r.Open, Def: r.Def}
 }
 
 func (bk *budgetBook) states(cs []governor.BudgetCharge) []governor.BudgetState {

@@ -60,7 +60,7 @@ func (b *Backend) budgetReserveArgs(req governor.BudgetRequest) []any {
 	args := []any{req.Lease, ttl.Milliseconds(), req.By, req.Secret, len(req.Charges)}
 	for _, c := range req.Charges {
 		args = append(args, c.Name, c.Limit, c.Soft, c.Start.UnixMilli(), c.End.UnixMilli(), c.Amount,
-			max(ms(c.Born), b.wit.seen('b', witnessKey(req.Project, c.Name))))
+			max(ms(c.Born), b.wit.seen('b', witnessKey(req.Project, c.Name))), c.Def)
 	}
 	return args
 }
@@ -103,7 +103,7 @@ func budgetReply(req governor.BudgetRequest, v any, err error) (governor.BudgetR
 	case "ok", "mismatch":
 	case "notowner":
 		return governor.BudgetResult{}, governor.NotBudgetOwner(req.Project, req.Lease)
-	case "exhausted", "paused", "held":
+	case "exhausted", "paused", "held", "drift":
 		res.Reason = verdict
 	default:
 		r.fail("verdict %s", show(verdict))
@@ -130,7 +130,7 @@ func (r *reader) budget(name string, v any) governor.BudgetState {
 	}
 	st := governor.BudgetState{Name: name, Limit: n("limit"), LimitBy: rec["live_by"], Soft: n("soft"), Spent: n("spent"),
 		Reserved: n("reserved"), Start: governor.BudgetInstant(n("start")), End: governor.BudgetInstant(n("end")), Born: time.UnixMilli(n("born")),
-		Paused: rec["paused"], Held: rec["held"], Overruns: n("overruns"), Open: n("open")}
+		Paused: rec["paused"], Held: rec["held"], Overruns: n("overruns"), Open: n("open"), Def: rec["def"]}
 	if st.LimitBy != "" {
 		st.Limit = n("live")
 	}

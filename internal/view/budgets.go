@@ -38,6 +38,10 @@ type Budget struct {
 	Unit       string `json:"unit,omitempty"`
 	Window     string `json:"window,omitempty"`
 	Configured bool   `json:"configured"`
+	// Definition is the unit and window kept with the budget's state
+	// (governor.BudgetState.Def: the first reservation's, or the last
+	// 'governor budget NAME --apply'); "" before any.
+	Definition string `json:"definition,omitempty"`
 	// BurnRate is what the window has spent so far per hour of it
 	// (micro-units per hour): spent / (now − window start).
 	BurnRate int64 `json:"burn_rate_per_hour"`
@@ -93,7 +97,7 @@ func budgetOf(s governor.BudgetState, now time.Time, configured map[string]Budge
 		s.Start, s.End = c.Window.Bounds(now)
 	}
 	b := Budget{Name: s.Name, Spent: s.Spent, Reserved: s.Reserved, Limit: s.Limit, LimitBy: s.LimitBy,
-		Soft: s.Soft, Start: s.Start.UTC(), Reset: s.End.UTC(), Open: s.Open, Overruns: s.Overruns, Paused: s.Paused, Held: s.Held}
+		Soft: s.Soft, Start: s.Start.UTC(), Reset: s.End.UTC(), Open: s.Open, Overruns: s.Overruns, Paused: s.Paused, Held: s.Held, Definition: s.Def}
 	if ok {
 		b.Unit, b.Window, b.Configured = c.Unit, c.Window.String(), true
 	}

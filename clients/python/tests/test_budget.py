@@ -131,6 +131,28 @@ class BudgetTests(support.FileCase):
         with g.slot("n2", limit=1, if_busy="fail", budgets=["evals-day", inline], estimate=0.75) as s:
             self.assertEqual([b["spent"] for b in s.budgets], [0.25, 0])
 
+    def test_a_disagreeing_definition_is_refused_naming_both(self) -> None:
+        # A budget's unit and window live with its state (docs/budgets.md,
+        # "The definition is the state's"): an inline budget or a config
+        # that says another is refused, naming both, reserving nothing.
+        g = self.gov()
+        g.acquire("d1", limit=1, budgets=[day(1)], estimate=0.5).release()
+        config = self.path("exec-defaults.yaml")
+        with open(config, "w") as f:
+            f.write("budgets:\n  evals-day: {limit: 1000, unit: USD, per: 1s}\n")
+        os.chmod(config, 0o600)
+        for other, budget in ((g, governor.Budget("evals-day", limit=1, unit="USD", per="1s")),
+                              (g, governor.Budget("evals-day", limit=1, unit="tokens", per="24h")),
+                              (self.gov(config=config), "evals-day")):
+            with self.assertRaises(governor.GovernorError) as cm:
+                other.acquire("d2", limit=1, budgets=[budget], estimate=0.9)
+            self.assertEqual(cm.exception.code, 125, budget)
+            self.assertIn('"USD per 24h0m0s"', str(cm.exception))
+            self.assertRegex(str(cm.exception), '"(USD per 1s|tokens per 24h0m0s)"')
+        with self.assertRaises(governor.Busy) as cm:  # spent 0.5 of 1: nothing else was reserved
+            g.acquire("d3", limit=1, budgets=[day(1)], estimate=0.6)
+        self.assertEqual((cm.exception.budget["spent"], cm.exception.budget["reserved"]), (0.5, 0))
+
 
 class AmountTests(support.FileCase):
     """Amounts cross the bridge exactly (docs/bridge-protocol.md): a

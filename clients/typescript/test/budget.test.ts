@@ -102,6 +102,35 @@ for (const b of all) {
     }
   });
 
+  test(`a disagreeing definition on the ${b.name} backend is refused naming both, reserving nothing`, async () => {
+    // A budget's unit and window live with its state (docs/budgets.md, "The
+    // definition is the state's"): an inline budget or a config that says
+    // another is refused (125), naming the state's and its own.
+    const proj = project();
+    const config = join(tmp("gov-cfg-"), "exec-defaults.yaml");
+    writeFileSync(config, "budgets:\n  evals-day: {limit: 1000, unit: USD, per: 1s}\n", { mode: 0o600 });
+    const g = new Governor({ env: { ...process.env, ...b.env }, project: proj });
+    const c = new Governor({ env: { ...process.env, ...b.env }, project: proj, config });
+    try {
+      await (await g.acquire("d1", { limit: 1, budgets: [day(1)], estimate: 0.5 })).release(); // unsettled: 0.5 counts
+      for (const [who, budget] of [[g, { ...day(1), per: "1s" }], [g, { ...day(1), unit: "tokens" }], [c, "evals-day"]] as const)
+        await assert.rejects(who.acquire("d2", { limit: 1, budgets: [budget], estimate: 0.9 }), (e: unknown) => {
+          assert.ok(e instanceof GovernorError && !(e instanceof Busy) && e.code === 125, String(e));
+          assert.match(e.message, /"USD per 24h0m0s"/);
+          assert.match(e.message, /"(USD per 1s|tokens per 24h0m0s)"/);
+          return true;
+        });
+      await assert.rejects(g.acquire("d3", { limit: 1, budgets: [day(1)], estimate: 0.6 }), (e: unknown) => {
+        assert.ok(e instanceof Busy, String(e));
+        assert.deepEqual([e.budget?.spent, e.budget?.reserved], [0.5, 0]);
+        return true;
+      });
+    } finally {
+      await g.close();
+      await c.close();
+    }
+  });
+
   test(`amounts and counts cross the bridge exactly on the ${b.name} backend, or are refused by name`, async () => {
     // docs/bridge-protocol.md: a decimal string is read exactly, a number as
     // the millionth it stands for; finer is refused, never rounded (an
