@@ -287,3 +287,32 @@ func (s *suite) capacityPaused(t *testing.T) {
 	wantShare(t, "the newcomer, resumed", n.ask(t, b, 2, 0), 2, 2)
 	wantUsed(t, b, key, 4)
 }
+
+// capacityCrash: the share of a process killed (its backend crashed)
+// returns at once where the backend can prove its owner dead (the file
+// backend: its lease file unlocked, no declared process alive), counted
+// as reclaimed; elsewhere when its lease ends.
+func (s *suite) capacityCrash(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	holder := s.h.Open(t)
+	a, n := newCapLease(key, 4, 2*time.Second), newCapLease(key, 4, time.Minute)
+	wantShare(t, "the lease of the process to be killed", a.ask(t, holder, 4, 4), 4, 4)
+	s.crash(t, holder)
+	sh := n.ask(t, b, 4, 0)
+	switch st := mustStatus(t, b, key); {
+	case sh.Share == 4:
+		t.Log("returned at once: the owner proven dead")
+		if st.Counters.ReclaimedDead != 1 || st.Used != 4 {
+			t.Fatalf("the killed process's share returned at once without a reclaim counted: %+v", st)
+		}
+	case sh.Share == 0:
+		if len(st.Holders) != 1 || st.Holders[0].LeaseID != a.r.ID {
+			t.Fatalf("the newcomer got nothing, yet the killed process's share is not held: %+v", st.Holders)
+		}
+		t.Log("no proof of death here: the share returns when its lease ends")
+		s.h.Advance(t, 3*time.Second)
+		wantShare(t, "the newcomer after the killed process's lease", n.ask(t, b, 4, 0), 4, 4)
+	default:
+		t.Fatalf("the newcomer beside a killed process's share: %+v", sh)
+	}
+}

@@ -211,6 +211,7 @@ func Run(t *testing.T, h Harness) {
 		{"CapacityLearning", s.capacityLearning},
 		{"CapacityHammer", s.capacityHammer},
 		{"CapacityPaused", s.capacityPaused},
+		{"CapacityCrash", s.capacityCrash},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -34,6 +34,7 @@ func (b *Backend) capacity(t *tx, req governor.Request) (governor.Result, error)
 	}
 	st.Wants[req.ID] = capWant{Want: a.Want, Expires: t.now.boot + int64(req.TTL)}
 	t.dirty = true
+	t.reapShares()
 	parts, held := t.shares()
 	cur := held[req.ID]
 	share, weight := a.Next(capacity.State{Entitled: parts[req.ID], Held: cur, Free: max(0, st.Limit-st.used()),
@@ -86,6 +87,30 @@ func (t *tx) shares() (parts, held map[string]int) {
 		ws = append(ws, capacity.Wanter{ID: capacity.Queue, Want: st.Limit})
 	}
 	return capacity.FairShare(st.Limit-others, ws), held
+}
+
+// reapShares reclaims the holders of shares whose owner is proven dead
+// (reap: their lease file unlocked, no declared process alive), and
+// drops their wants: a killed process's share returns at once on this
+// machine, rather than at its lease's end.
+func (t *tx) reapShares() {
+	st := t.st
+	was := map[string]bool{}
+	for _, h := range st.Holders {
+		if _, ok := st.Wants[h.ID]; ok {
+			was[h.ID] = true
+		}
+	}
+	if len(was) == 0 {
+		return
+	}
+	t.reap()
+	for _, h := range st.Holders {
+		delete(was, h.ID)
+	}
+	for id := range was {
+		delete(st.Wants, id)
+	}
 }
 
 // waiting tells whether a lease other than id, or the queue, holds less
