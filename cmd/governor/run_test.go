@@ -76,6 +76,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	bin.Remove()
+	faultsBin.Remove()
 	_ = os.RemoveAll(state)
 	os.Exit(code)
 }

@@ -97,6 +97,10 @@ func MarkedSleep(t testing.TB, marker string) string {
 // Binary is the governor CLI of a test binary, built on first use into a
 // directory of its own; TestMain calls Remove when the tests end.
 type Binary struct {
+	// Env, if set, is added to the go command's environment, as
+	// BuildGovernorAs's (GOFLAGS=-tags=... for another build).
+	Env []string
+
 	once sync.Once
 	dir  string
 	path string
@@ -110,7 +114,7 @@ func (b *Binary) Path(t testing.TB) string {
 	b.once.Do(func() {
 		b.dir, b.err = os.MkdirTemp("", "governor-bin-")
 		if b.err == nil {
-			b.path, b.err = BuildGovernor(b.dir)
+			b.path, b.err = BuildGovernorAs(b.dir, "governor", b.Env...)
 		}
 	})
 	if b.err != nil {
