@@ -98,6 +98,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 // A waiting governor acquire that is cancelled ends as a run does: exit
 // 73 saying who (one mapping of acquire failures: runner.AcquireFailed).
 func TestCancelEndsWaitingAcquire(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		l := leasetest.HoldHeavy(t, g)
@@ -116,6 +117,7 @@ func TestCancelEndsWaitingAcquire(t *testing.T) {
 // A paused resource grants nothing new; slots shows it; resume serves
 // the waiting run at once.
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		g := tg.governor(t)
 		if code, out, stderr := tg.run(t, "pause", "heavy", "--by", "carol"); code != 0 || !strings.Contains(out, "paused heavy") {

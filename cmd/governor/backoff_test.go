@@ -153,6 +153,7 @@ func TestRunAdaptive(t *testing.T) {
 // nothing created; --force cools it off anyway; a provider used ad hoc
 // (it has state) is accepted.
 func TestBackoffUnknownProvider(t *testing.T) {
+	t.Parallel()
 	cfg := "providers:\n  anthropic:\n    max_concurrency: 2\n  openai:\n    requests_per_minute: 600\n"
 	runTargets(t, cfg, func(t *testing.T, tg *target) {
 		code, _, errs := tg.run(t, "backoff", "antropic")

@@ -9,6 +9,7 @@ import (
 // acquire alike, and the view says so; a limit given before (--limit, or
 // live by 'governor limit') keeps ruling over callers that give none.
 func TestNoLimitIsMutex(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, "") // configures heavy alone
 	code, out, stderr := tg.run(t, "acquire", "gpu")
 	if code != 0 {

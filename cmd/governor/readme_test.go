@@ -46,6 +46,7 @@ func docBlock(t *testing.T, page, heading string) string {
 // the resource busy it stops at once with exit 73 and never runs the
 // protected part, with and without set -e.
 func TestREADMEShellLease(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -158,6 +159,7 @@ func TestREADMEConfigExample(t *testing.T) {
 
 // Every command the README's CLI list names exists: its --help exits 0.
 func TestREADMECommandList(t *testing.T) {
+	t.Parallel()
 	block := readmeBlock(t, "## CLI")
 	dir, env := readmeEnv(t)
 	n := 0

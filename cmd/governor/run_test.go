@@ -392,6 +392,7 @@ func TestRunExitCodes(t *testing.T) {
 // start and end times; the intervals must be disjoint, and some run must
 // have waited.
 func TestRunLimitOneNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		dir := t.TempDir()
 		times, rec := filepath.Join(dir, "times"), filepath.Join(dir, "runs.jsonl")

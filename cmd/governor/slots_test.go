@@ -44,6 +44,7 @@ func TestSlotsUnknownResource(t *testing.T) {
 // slots --watch into a pipe writes no escapes: with --json one object per
 // line per reading, else text blocks each opened by a "-- TIME" line.
 func TestSlotsWatchIntoAPipe(t *testing.T) {
+	t.Parallel()
 	tg := fileTarget(t, "")
 	for _, asJSON := range []bool{true, false} {
 		args := []string{"slots", "heavy", "--watch"}
