@@ -149,7 +149,7 @@ type Status struct {
 	// force: then Limit is it, whatever processes ask for.
 	LiveLimit *LiveLimit
 	// Holds are the durations of the resource's last holds (at most
-	// HoldHistory; oldest first), measured by the backend from grant to
+	// backendkit.HoldHistory; oldest first), measured by the backend from grant to
 	// release, expiry, reclaim or takeover: what ExpectedWait rests on.
 	Holds []time.Duration
 }
@@ -166,10 +166,6 @@ type LiveLimit struct {
 	By    string
 	At    time.Time // backend clock
 }
-
-// HoldHistory is how many recent hold durations a backend keeps per
-// resource (Status.Holds).
-const HoldHistory = 50
 
 // QueueLen is the number of waiters: Waiters listed, or Queued.
 func (s Status) QueueLen() int { return max(len(s.Waiters), s.Queued) }
@@ -243,20 +239,6 @@ const (
 // *WithdrawnError (backends look only for these kinds; a queue policy that
 // drops waiters adds its kind here and in lib-slow.lua's WITHDRAW_KINDS).
 var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
-
-// EndedKinds are the event kinds that end a lease its holder did not
-// release: a renewal of a lease that is gone reports the last such event
-// naming it (a *LeaseLostError), and a takeover of a lease that expired
-// or was reclaimed finds it. lib-slow.lua's ENDED lists the same kinds.
-var EndedKinds = []string{EventTakeover, EventReclaimed, EventExpired, EventCancelledInProgress}
-
-// RefusalHolders caps the holders a refusal's status lists, on every
-// backend.
-const RefusalHolders = 16
-
-// MaxEvents bounds the events a backend keeps per resource; older ones
-// are dropped.
-const MaxEvents = 1000
 
 // Event is something that happened to a lease that its holder did not
 // do itself.

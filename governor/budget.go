@@ -27,8 +27,6 @@ const (
 	// stays open unsettled before it is counted as spent at its
 	// estimate (Governor.Hold's rule).
 	DefaultBudgetTTL = time.Hour
-	// MaxBudgetEvents is how many budget events a project keeps.
-	MaxBudgetEvents = 200
 )
 
 // maxBudgetTTL bounds a reservation's TTL.
@@ -114,17 +112,6 @@ type BudgetState struct {
 	// Def is the definition kept with the state (BudgetCharge.Def; ""
 	// until a reservation or an operator states one).
 	Def string
-}
-
-// BudgetInstant is the instant ms (Unix milliseconds) as BudgetState
-// keeps a window's bounds: the zero time for 0 (no window opened yet, or,
-// in a read, the next window not opened: its bounds are the caller's to
-// compute from the budget's BudgetWindow).
-func BudgetInstant(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // Remaining is what a reservation may still take: limit − spent −
@@ -287,7 +274,7 @@ type BudgetBackend interface {
 	// one), so that an operator acts on a budget nothing has used yet.
 	BudgetAdmin(ctx context.Context, project, name string, op BudgetOp, value int64, by string) error
 	// BudgetEvents lists the project's budget events, oldest first, at
-	// most MaxBudgetEvents.
+	// most backendkit.MaxBudgetEvents.
 	BudgetEvents(ctx context.Context, project string) ([]BudgetEvent, error)
 }
 

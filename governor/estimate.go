@@ -33,7 +33,7 @@ type Estimate struct {
 // the status line of a waiting `governor run` and the status page show.
 //
 // It rests on the hold durations the backend measured (Status.Holds, the
-// last HoldHistory grants to release, expiry, reclaim or takeover, of
+// last backendkit.HoldHistory grants to release, expiry, reclaim or takeover, of
 // any process), on how long each current holder has held, and on the
 // weight queued ahead: each held slot is expected to free once its holder
 // has held the mean hold (at once if it already has), each free slot once

@@ -20,16 +20,6 @@ const DefaultRetention = 24 * time.Hour
 // report on it.
 const MinRetention = time.Second
 
-// Tombstone is how long a Redis backend remembers that it forgot a
-// resource, so that a machine that witnessed its state (a process's
-// grant there) finds it forgotten, not lost (see redisbackend.Witness);
-// WitnessKeep is how long a machine keeps such a witness unrenewed,
-// well within it.
-const (
-	Tombstone   = 30 * 24 * time.Hour
-	WitnessKeep = 14 * 24 * time.Hour
-)
-
 // ValidateRetention checks a resource retention.
 func ValidateRetention(d time.Duration) error {
 	if d < MinRetention {

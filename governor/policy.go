@@ -52,10 +52,10 @@ import (
 //     gets two turns for one of a key of weight 1).
 //   - Fair cap. A key never holds more than FairCap slots (0: no cap). A
 //     head whose key is at its cap is passed over for the next waiter of
-//     the same class, looking at most PolicySkip waiters deep.
+//     the same class, looking at most backendkit.PolicySkip waiters deep.
 //   - Eager. A head that does not fit in the free slots (only that: not
 //     a reserve) may be passed by later waiters of its class that the
-//     rules allow now, looking at most PolicySkip deep, EagerPasses times
+//     rules allow now, looking at most backendkit.PolicySkip deep, backendkit.EagerPasses times
 //     at most; then it blocks as under FIFO until it fits.
 //   - MaxQueue: an acquire that would queue while MaxQueue waiters are
 //     queued is refused at once (ErrQueueFull). MaxWait: a waiter queued
@@ -79,7 +79,7 @@ type Policy struct {
 	// MaxWait bounds how long a waiter stays queued (0: none).
 	MaxWait time.Duration
 	// Eager lets lighter waiters pass a head that does not fit, at most
-	// EagerPasses times (config policy: eager); false is strict FIFO,
+	// backendkit.EagerPasses times (config policy: eager); false is strict FIFO,
 	// where the head blocks.
 	Eager bool
 }
@@ -98,17 +98,6 @@ const (
 	MaxClasses          = 8
 	DefaultMaxOvertakes = policyrule.DefaultMaxOvertakes
 	maxFairWeight       = 1000
-	// PolicySkip is how deep the queue looks past a head whose fair key
-	// is at FairCap, or (Eager) that does not fit.
-	PolicySkip = 8
-	// EagerPasses bounds how often lighter waiters pass one blocked head
-	// under the eager policy.
-	EagerPasses = 8
-	// PolicyQuant is the fair queueing quantum: a waiter's tag is
-	// max(class virtual time, its key's last tag) + PolicyQuant / its
-	// key's weight, in integers (720720 is divisible by every weight up
-	// to 16 and by many more).
-	PolicyQuant = 720720
 )
 
 // IsZero tells a policy that is plain FIFO.

@@ -217,15 +217,6 @@ func (g *Governor) TakeoverSession(ctx context.Context, session string, o Takeov
 	return out, nil
 }
 
-// TakeoverDetail is the detail of the takeover event a backend records
-// when req replaces a lease: who took it. The backend adds the new
-// token (", token T"). LeaseLostError.Reason shows it to the holder that
-// lost the lease.
-func TakeoverDetail(req Request) string {
-	d := req.Declaration
-	return fmt.Sprintf("taken over by session %s (%s on %s): lease %s", d.Session, d.Processes(), orUnknown(d.Host), req.ID)
-}
-
 // alive says why h must be presumed alive, or "" when its owner is
 // proven dead.
 func (g *Governor) alive(ctx context.Context, key Key, h Holder) string {

@@ -27,7 +27,7 @@ local function proven(id, secret)
   return #id ~= IDLEN or redis.sha1hex(secret) == id
 end
 
--- How long forget.lua's tombstone lasts, ms (governor.Tombstone).
+-- How long forget.lua's tombstone lasts, ms (backendkit.Tombstone).
 local TOMBSTONE_MS = 2592000000
 
 -- minexp when H is empty: later than any expiry.
@@ -48,7 +48,7 @@ local REC_TTL = '^(%d+ )%d+'
 local REC_ACQ = '^%d+ %d+ %d+ (%d+) '
 local REC_W_ACQ = '^(%d+) %d+ %d+ (%d+) '
 
--- The last HOLDS (governor.HoldHistory) hold durations (ms), a ring in S:
+-- The last HOLDS (backendkit.HoldHistory) hold durations (ms), a ring in S:
 -- holdn counts the holds recorded, and hold N % HOLDS, under 'hold:' ..
 -- (N % HOLDS), is the duration of hold N (from 0). One small field read
 -- and two written per hold (hold() in lib.lua); status.lua reads them.

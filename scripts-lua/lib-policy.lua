@@ -19,11 +19,11 @@
 --   enqueue finds the queue empty, so these last no longer than that).
 -- Costs per grant: 1 ZRANGEBYSCORE and 1 HMGET per class looked at (the
 -- classes with waiters, at most governor.MaxClasses, usually the first),
--- and with fair_cap up to governor.PolicySkip HMGETs more in a class
+-- and with fair_cap up to backendkit.PolicySkip HMGETs more in a class
 -- whose head's key is at its cap: bounded, whatever the number of
 -- waiters and keys.
-local BAND, QUANT, SKIP = 562949953421312, 720720, 8 -- QUANT, SKIP: governor.PolicyQuant, governor.PolicySkip
-local EAGER, OVERTAKES = 8, 10 -- governor.EagerPasses, governor.DefaultMaxOvertakes
+local BAND, QUANT, SKIP = 562949953421312, 720720, 8 -- QUANT, SKIP: backendkit.PolicyQuant, backendkit.PolicySkip
+local EAGER, OVERTAKES = 8, 10 -- backendkit.EagerPasses, governor.DefaultMaxOvertakes
 local pol_read = {} -- waiter id -> {its '^' field, its record}, as pol_head read them
 local pol_class, pol_allows, pol_enqueue, pol_attrs, pol_reserved, pol_never, pol_eager
 
@@ -268,7 +268,7 @@ function policy()
   -- pol_eager (policy eager): head, at the head of class i, does not fit
   -- in the free slots; a later waiter of its class that the policy
   -- allows now (looking at most SKIP deep) is granted instead, unless
-  -- head was passed governor.EagerPasses (8) times already. S field
+  -- head was passed backendkit.EagerPasses (8) times already. S field
   -- 'ep' is "head passes". Returns what pol_head does, or nil.
   function pol_eager(i, head)
     local ep = m.ep

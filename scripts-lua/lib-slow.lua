@@ -6,13 +6,13 @@
 -- refusal), built by slow() on first use.
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
 
--- The event kinds that end a lease (ended(); governor.EndedKinds in Go)
+-- The event kinds that end a lease (ended(); backendkit.EndedKinds in Go)
 -- and that withdraw a waiter (withdraw(); governor.WithdrawKinds): a
 -- queue policy that drops waiters adds its kind here. The constants
 -- copied from Go are pinned by scripts-lua/constants_test.go.
 local ENDED = {takeover = true, reclaimed = true, expired = true, cancelled_in_progress = true}
 local WITHDRAW_KINDS = {cancelled = true, superseded = true, max_wait = true}
--- The events kept per resource (governor.MaxEvents).
+-- The events kept per resource (backendkit.MaxEvents).
 local MAX_EVENTS = 1000
 
 local function slow()

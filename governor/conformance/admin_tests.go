@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // wantWithdrawn checks that err is a *governor.WithdrawnError of kind by
@@ -358,7 +359,7 @@ func (s *suite) liveLimit(t *testing.T) {
 }
 
 // holds: the backend records hold durations on release, expiry, reclaim
-// and takeover, at most governor.HoldHistory of them.
+// and takeover, at most backendkit.HoldHistory of them.
 func (s *suite) holds(t *testing.T) {
 	b, key := s.open(t, "holds")
 	if st := mustStatus(t, b, key); len(st.Holds) != 0 {
@@ -380,16 +381,16 @@ func (s *suite) holds(t *testing.T) {
 	if st := mustStatus(t, b, key); len(st.Holds) != 2 {
 		t.Fatalf("holds after a reclaim: %v", st.Holds)
 	}
-	n := governor.HoldHistory + 3
+	n := backendkit.HoldHistory + 3
 	if s.h.RealTime {
-		n = governor.HoldHistory + 1
+		n = backendkit.HoldHistory + 1
 	}
 	for i := 0; i < n; i++ {
 		r := req(key, 1, 1, governor.Fail)
 		mustAcquire(t, b, r, governor.Granted)
 		release(t, b, key, r.ID)
 	}
-	if st := mustStatus(t, b, key); len(st.Holds) != governor.HoldHistory {
-		t.Fatalf("%d holds kept, want %d", len(st.Holds), governor.HoldHistory)
+	if st := mustStatus(t, b, key); len(st.Holds) != backendkit.HoldHistory {
+		t.Fatalf("%d holds kept, want %d", len(st.Holds), backendkit.HoldHistory)
 	}
 }

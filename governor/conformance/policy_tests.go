@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // Queue policies (issue 15): each rule of governor.Policy, on every
@@ -486,7 +487,7 @@ func (s *suite) policyCancelExpires(t *testing.T) {
 }
 
 // Eager: lighter waiters pass a head that does not fit, at most
-// governor.EagerPasses times; then the head blocks until it fits. Under
+// backendkit.EagerPasses times; then the head blocks until it fits. Under
 // FIFO (the default) nobody passes it (HeadOfLineBlocks).
 func (s *suite) policyEager(t *testing.T) {
 	b, key := s.open(t, "mem")
@@ -495,15 +496,15 @@ func (s *suite) policyEager(t *testing.T) {
 	mustAcquire(t, b, h, governor.Granted)
 	big := preq(key, 2, 2, governor.Wait, p, "", "")
 	mustAcquire(t, b, big, governor.Queued)
-	for i := 0; i <= governor.EagerPasses; i++ {
+	for i := 0; i <= backendkit.EagerPasses; i++ {
 		small := preq(key, 2, 1, governor.Wait, p, "", "")
 		res, err := b.Acquire(ctxT(t), small)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i == governor.EagerPasses {
+		if i == backendkit.EagerPasses {
 			if res.Outcome != governor.Queued {
-				t.Fatalf("pass %d: %v, want queued: the head was passed %d times already", i+1, res.Outcome, governor.EagerPasses)
+				t.Fatalf("pass %d: %v, want queued: the head was passed %d times already", i+1, res.Outcome, backendkit.EagerPasses)
 			}
 			mustAcquire(t, b, big, governor.Queued) // one slot free, it needs two
 			release(t, b, key, h.ID)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
@@ -100,7 +101,7 @@ func (b *Backend) queued(t *tx, req governor.Request, i int, exp int64) (governo
 	t.dirty = true
 	t.superseding(req, false)
 	return committed(t, governor.Result{Outcome: governor.Queued, Position: i + 1,
-		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
+		Status: t.st.status(req.Key, t.now, b.boot, backendkit.RefusalHolders)})
 }
 
 // granted ends an Acquire that granted h to req.
@@ -119,5 +120,5 @@ func (b *Backend) refused(t *tx, req governor.Request) (governor.Result, error) 
 	t.st.Counters.Busy++
 	t.dirty = true
 	return committed(t, governor.Result{Outcome: governor.Refused,
-		Status: t.st.status(req.Key, t.now, b.boot, governor.RefusalHolders)})
+		Status: t.st.status(req.Key, t.now, b.boot, backendkit.RefusalHolders)})
 }

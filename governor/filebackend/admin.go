@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // The admin state (pause, live limit), the limit in force, withdrawn
@@ -52,11 +53,11 @@ func (t *tx) inForce(asked int, id string) {
 }
 
 // hold records how long holder i was held, keeping the last
-// governor.HoldHistory: for releases, expiries, reclaims and takeovers.
+// backendkit.HoldHistory: for releases, expiries, reclaims and takeovers.
 func (t *tx) hold(i int) {
 	st := t.st
 	st.Holds = append(st.Holds, max(0, t.now.boot-st.Holders[i].Acquired))
-	if n := len(st.Holds) - governor.HoldHistory; n > 0 {
+	if n := len(st.Holds) - backendkit.HoldHistory; n > 0 {
 		st.Holds = append(st.Holds[:0], st.Holds[n:]...)
 	}
 	t.dirty = true

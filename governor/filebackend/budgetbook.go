@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // budgetBook is a project's spend budgets, their open reservations and
@@ -81,7 +82,7 @@ func newBudgetBook() *budgetBook {
 
 func (bk *budgetBook) event(now int64, budget, kind, by, lease, detail string) {
 	bk.Events = append(bk.Events, budgetEvent{At: now, Budget: budget, Kind: kind, By: by, Lease: lease, Detail: detail})
-	if n := len(bk.Events) - governor.MaxBudgetEvents; n > 0 {
+	if n := len(bk.Events) - backendkit.MaxBudgetEvents; n > 0 {
 		bk.Events = slices.Delete(bk.Events, 0, n)
 	}
 }
@@ -361,7 +362,7 @@ func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by s
 
 func (bk *budgetBook) state(name string, r *budgetRec) governor.BudgetState {
 	return governor.BudgetState{Name: name, Limit: r.limit(), LimitBy: r.LiveBy, Soft: r.Soft, Spent: r.Spent, Reserved: r.Reserved,
-		Start: governor.BudgetInstant(r.Start), End: governor.BudgetInstant(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
+		Start: backendkit.BudgetInstant(r.Start), End: backendkit.BudgetInstant(r.End), Born: time.UnixMilli(r.Born), Paused: r.Paused, Held: r.Held,
 		Overruns: r.Overruns, Open: r.Open, Def: r.Def}
 }
 

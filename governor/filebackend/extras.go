@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // seqPrefix names the pseudo-resource that holds a sequence. '{' is not
@@ -15,11 +16,11 @@ import (
 const seqPrefix = "{seq}"
 
 // event records something that happened to a lease, keeping at most
-// governor.MaxEvents.
+// backendkit.MaxEvents.
 func (t *tx) event(kind, id string, token int64, detail string) {
 	st := t.st
 	st.Events = append(st.Events, event{At: t.now.wall.UnixNano(), Kind: kind, Lease: id, Token: token, Detail: detail})
-	if n := len(st.Events) - governor.MaxEvents; n > 0 {
+	if n := len(st.Events) - backendkit.MaxEvents; n > 0 {
 		st.Events = append(st.Events[:0], st.Events[n:]...)
 	}
 	t.dirty = true
@@ -40,7 +41,7 @@ func (st *state) lost(key governor.Key, id string) error {
 func (st *state) ended(id string) *event {
 	for i := len(st.Events) - 1; i >= 0; i-- {
 		e := &st.Events[i]
-		if e.Lease == id && slices.Contains(governor.EndedKinds, e.Kind) {
+		if e.Lease == id && slices.Contains(backendkit.EndedKinds, e.Kind) {
 			return e
 		}
 	}
@@ -71,7 +72,7 @@ func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Req
 			return governor.Result{}, t.commitThen(governor.ErrNotHeld)
 		}
 		if !t.fits(req.Weight) {
-			return committed(t, governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, governor.RefusalHolders)})
+			return committed(t, governor.Result{Outcome: governor.Refused, Status: t.st.status(key, t.now, b.boot, backendkit.RefusalHolders)})
 		}
 		// Under a queue policy it counts in no class (as in Redis: the
 		// ended lease's class is gone with it).
@@ -80,7 +81,7 @@ func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Req
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
 	h.Class, h.Key = was.Class, was.Key // under a queue policy, the old lease's class and key
-	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", governor.TakeoverDetail(req), h.Token))
+	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", backendkit.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)
 	if err := t.commit(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
 
@@ -74,9 +75,9 @@ func (t *tx) admit(p governor.Policy, c int, key string, w int) policyrule.Verdi
 }
 
 // eager (policy eager): waiter head of class c does not fit; returns the
-// index of a later waiter of its class, at most governor.PolicySkip
+// index of a later waiter of its class, at most backendkit.PolicySkip
 // deep, that may be granted now instead, unless head was passed
-// governor.EagerPasses times already; or -1.
+// backendkit.EagerPasses times already; or -1.
 func (t *tx) eager(p governor.Policy, c, head int) int {
 	st := t.st
 	id := st.Waiters[head].ID
@@ -84,11 +85,11 @@ func (t *tx) eager(p governor.Policy, c, head int) int {
 	if st.EagerHead == id {
 		n = st.EagerPasses
 	}
-	if n >= governor.EagerPasses {
+	if n >= backendkit.EagerPasses {
 		return -1
 	}
 	seen := 0
-	for j := head + 1; j < len(st.Waiters) && seen < governor.PolicySkip; j++ {
+	for j := head + 1; j < len(st.Waiters) && seen < backendkit.PolicySkip; j++ {
 		w := st.Waiters[j]
 		if w.Class != c {
 			continue
@@ -122,7 +123,7 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 		tk = w.Key
 	}
 	kt := fmt.Sprintf("%d:%s", w.Class, tk)
-	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(governor.PolicyQuant/p.Rules().FairWeight(tk))
+	w.Tag = max(st.VTime[w.Class], st.KeyTags[kt]) + int64(backendkit.PolicyQuant/p.Rules().FairWeight(tk))
 	st.KeyTags[kt] = w.Tag
 	i := len(st.Waiters)
 	for i > 0 && (st.Waiters[i-1].Class > w.Class || st.Waiters[i-1].Class == w.Class && st.Waiters[i-1].Tag > w.Tag) {
@@ -136,7 +137,7 @@ func (t *tx) enqueuePolicy(p governor.Policy, w waiter) int {
 // nextPolicy returns the index of the waiter to grant next, or -1: the
 // starving class first (the highest whose overtakes reached the bound),
 // then every class from the highest; in a class the first waiter the
-// fair cap lets through, looking governor.PolicySkip deep; a head the
+// fair cap lets through, looking backendkit.PolicySkip deep; a head the
 // limit or a reserve stops stops every class below.
 func (t *tx) nextPolicy(p governor.Policy) int {
 	st := t.st
@@ -182,7 +183,7 @@ func (t *tx) nextPolicy(p governor.Policy) int {
 }
 
 // classHead is the index of class c's first waiter (with capped, the
-// first the fair cap lets through, at most governor.PolicySkip deep), or
+// first the fair cap lets through, at most backendkit.PolicySkip deep), or
 // -1.
 func (t *tx) classHead(p governor.Policy, c int, capped bool) int {
 	st := t.st
@@ -198,7 +199,7 @@ func (t *tx) classHead(p governor.Policy, c int, capped bool) int {
 		if p.FairCap == 0 || w.Key == "" || ku[w.Key]+w.Weight <= p.FairCap {
 			return i
 		}
-		if seen++; seen == governor.PolicySkip {
+		if seen++; seen == backendkit.PolicySkip {
 			break
 		}
 	}

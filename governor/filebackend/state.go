@@ -31,7 +31,7 @@ type state struct {
 	Counters governor.Counters `json:"counters"`
 	Holders  []holder          `json:"holders"`
 	Waiters  []waiter          `json:"waiters"` // FIFO order
-	// Events, oldest first, at most governor.MaxEvents.
+	// Events, oldest first, at most backendkit.MaxEvents.
 	Events []event `json:"events,omitempty"`
 	// Seq and SeqToken: the state of a sequence (a pseudo-resource named
 	// seqPrefix+name): the last number given out and the highest token
@@ -68,7 +68,7 @@ type state struct {
 	Paused *pauseMark `json:"paused,omitempty"`
 	Live   *liveMark  `json:"live,omitempty"`
 	// Holds are the last hold durations (ns), oldest first, at most
-	// governor.HoldHistory.
+	// backendkit.HoldHistory.
 	Holds []int64 `json:"holds,omitempty"`
 	// The queue policy in force (governor.Policy.Encode), one asked for
 	// that differs, and its state (see policy.go): per class, the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -29,7 +30,7 @@ func (b *Backend) budgetRun(ctx context.Context, op, project string, args ...any
 	if b.closed.Load() {
 		return nil, governor.ErrClosed
 	}
-	v, err := budgetScript.Run(ctx, b.rdb, BudgetKeys(project), append([]any{op, governor.MaxBudgetEvents}, args...)...).Result()
+	v, err := budgetScript.Run(ctx, b.rdb, BudgetKeys(project), append([]any{op, backendkit.MaxBudgetEvents}, args...)...).Result()
 	return v, wrap("budget "+op, err)
 }
 
@@ -129,7 +130,7 @@ func (r *reader) budget(name string, v any) governor.BudgetState {
 		return x
 	}
 	st := governor.BudgetState{Name: name, Limit: n("limit"), LimitBy: rec["live_by"], Soft: n("soft"), Spent: n("spent"),
-		Reserved: n("reserved"), Start: governor.BudgetInstant(n("start")), End: governor.BudgetInstant(n("end")), Born: time.UnixMilli(n("born")),
+		Reserved: n("reserved"), Start: backendkit.BudgetInstant(n("start")), End: backendkit.BudgetInstant(n("end")), Born: time.UnixMilli(n("born")),
 		Paused: rec["paused"], Held: rec["held"], Overruns: n("overruns"), Open: n("open"), Def: rec["def"]}
 	if st.LimitBy != "" {
 		st.Limit = n("live")
@@ -163,7 +164,7 @@ func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) 
 	}
 	bk := BudgetKeys(req.Project)
 	set := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"settle", governor.MaxBudgetEvents}, b.settleArgs(req.Project, req.Lease, req.Secret, req.By, req.Actual)...),
+		args: append([]any{"settle", backendkit.MaxBudgetEvents}, b.settleArgs(req.Project, req.Lease, req.Secret, req.By, req.Actual)...),
 		done: make(chan struct{})}
 	calls := []*call{set}
 	var rel, adj *call

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // spendRef names a reservation this backend made: by its project and id.
@@ -57,7 +58,7 @@ func (b *Backend) extendSpends(ctx context.Context, rs []spendRenewal) {
 	}
 	for _, project := range order {
 		group := byProject[project]
-		args := []any{"extend", governor.MaxBudgetEvents, len(group)}
+		args := []any{"extend", backendkit.MaxBudgetEvents, len(group)}
 		for _, r := range group {
 			args = append(args, r.lease, r.secret, r.expires.UnixMilli())
 		}

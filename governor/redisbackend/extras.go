@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -34,7 +35,7 @@ func (b *Backend) acquireTakeover(ctx context.Context, key governor.Key, old str
 	rk := b.resource(key)
 	b.lossMS(rk, req.TTL) // noted: the TTL of the lease it grants
 	v, err := takeoverScript.Run(ctx, b.rdb, rk.keys, old, req.ID, req.TTL.Milliseconds(), decl,
-		governor.TakeoverDetail(req), req.Weight).Slice()
+		backendkit.TakeoverDetail(req), req.Weight).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("takeover", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -50,7 +51,7 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 	bk := BudgetKeys(budget.Project)
 	rc := &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: keys, boxed: box(keys)}, args: args, done: make(chan struct{})}
 	bc := &call{ctx: ctx, s: budgetScript, keys: &resourceKeys{keys: bk, boxed: box(bk)},
-		args: append([]any{"reserve", governor.MaxBudgetEvents}, b.budgetReserveArgs(budget)...), done: make(chan struct{})}
+		args: append([]any{"reserve", backendkit.MaxBudgetEvents}, b.budgetReserveArgs(budget)...), done: make(chan struct{})}
 	b.batch.send([]*call{rc, bc})
 	v, err := bc.cmd.Result()
 	bres, berr := b.budgetReserved(budget, v, wrap("budget reserve", err))

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -35,7 +36,7 @@ var (
 )
 
 // holdersInRefusal caps the holders a refusal reports.
-const holdersInRefusal = governor.RefusalHolders
+const holdersInRefusal = backendkit.RefusalHolders
 
 // Prefix starts every key and channel governor owns.
 const Prefix = "gov:"

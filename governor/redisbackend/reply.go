@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // reader reads a script's reply strictly. A value not of the form the
@@ -328,8 +329,8 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	}
 	st.Histograms = r.stats(r.list(v[4], "the stats"))
 	text := r.list(v[5], "the admin state")
-	if len(text) != 3+governor.HoldHistory {
-		r.fail("admin state: %d values; want paused_by, live_by, holdn and %d holds", len(text), governor.HoldHistory)
+	if len(text) != 3+backendkit.HoldHistory {
+		r.fail("admin state: %d values; want paused_by, live_by, holdn and %d holds", len(text), backendkit.HoldHistory)
 		return governor.Status{}, r.err
 	}
 	if paused > 0 {

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // Witness makes the backend keep, in a file under dir shared by the
@@ -41,7 +41,7 @@ func Witness(dir, server string) Option {
 
 // witnessRefresh is how old a witness entry may grow before a process
 // that sees the same value again writes it anew (its time), so that an
-// entry in use is never dropped (governor.WitnessKeep).
+// entry in use is never dropped (backendkit.WitnessKeep).
 const witnessRefresh = 24 * time.Hour
 
 // witness is the machine's witness file, as this process last read it
@@ -182,7 +182,7 @@ func readWitness(path string) (witnessFile, error) {
 }
 
 // write merges the file, this process's view and k's new value, drops
-// the entries unwritten for governor.WitnessKeep, and replaces the file
+// the entries unwritten for backendkit.WitnessKeep, and replaces the file
 // (a temporary file renamed over it), under an exclusive lock on
 // path.lock that every writer takes. w.mu is held.
 func (w *witness) write(kind byte, k string, v, now int64) error {
@@ -206,7 +206,7 @@ func (w *witness) write(kind byte, k string, v, now int64) error {
 	if e := t[k]; v >= e.V {
 		t[k] = witnessEntry{V: v, T: now}
 	}
-	keep := now - governor.WitnessKeep.Milliseconds()
+	keep := now - backendkit.WitnessKeep.Milliseconds()
 	for _, kind := range []byte{'r', 'b'} {
 		for key, e := range w.data.table(kind) {
 			if e.T < keep {

@@ -9,10 +9,11 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 	"github.com/governor-dev/governor/governor/redisbackend"
 )
 
-// A forgotten resource leaves a tombstone that expires (governor.Tombstone)
+// A forgotten resource leaves a tombstone that expires (backendkit.Tombstone)
 // and says every state born before it was forgotten (known); the state
 // born on it again keeps known and never expires.
 func TestTombstoneRebornNoExpiry(t *testing.T) {
@@ -50,8 +51,8 @@ func TestTombstoneRebornNoExpiry(t *testing.T) {
 		}
 		clock.advance(2 * time.Second)
 	}
-	if ttl := m.TTL(state); ttl <= 0 || ttl > governor.Tombstone {
-		t.Fatalf("the tombstone's TTL %v; want up to %v", ttl, governor.Tombstone)
+	if ttl := m.TTL(state); ttl <= 0 || ttl > backendkit.Tombstone {
+		t.Fatalf("the tombstone's TTL %v; want up to %v", ttl, backendkit.Tombstone)
 	}
 	known := m.HGet(state, "known")
 	if known == "" {

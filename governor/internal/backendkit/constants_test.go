@@ -1,4 +1,4 @@
-package scripts_test
+package backendkit_test
 
 import (
 	"os"
@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
+
+// scripts is the Lua scripts' folder (the module's scripts-lua).
+const scripts = "../../../scripts-lua"
 
 // The constants the Lua scripts copy from Go, all of them: Lua name,
 // then the Go value it must equal. A value changed on one side only, a
@@ -19,17 +23,17 @@ import (
 // in the Lua and listed here.
 var (
 	luaNumbers = map[string]int64{
-		"HOLDS":        governor.HoldHistory,              // head.lua: the ring of hold durations
-		"IDLEN":        governor.IDLen,                    // head.lua: an id proven by its secret
-		"MAX_EVENTS":   governor.MaxEvents,                // lib-slow.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
-		"QUANT":        governor.PolicyQuant,              // lib-policy.lua: the fair queueing quantum
-		"SKIP":         governor.PolicySkip,               // lib-policy.lua: how deep past a capped or blocked head
-		"EAGER":        governor.EagerPasses,              // lib-policy.lua: passes of one blocked head (eager)
-		"OVERTAKES":    governor.DefaultMaxOvertakes,      // lib-policy.lua: max_overtakes when the policy says none
-		"TOMBSTONE_MS": governor.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
+		"HOLDS":        backendkit.HoldHistory,              // head.lua: the ring of hold durations
+		"IDLEN":        governor.IDLen,                      // head.lua: an id proven by its secret
+		"MAX_EVENTS":   backendkit.MaxEvents,                // lib-slow.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
+		"QUANT":        backendkit.PolicyQuant,              // lib-policy.lua: the fair queueing quantum
+		"SKIP":         backendkit.PolicySkip,               // lib-policy.lua: how deep past a capped or blocked head
+		"EAGER":        backendkit.EagerPasses,              // lib-policy.lua: passes of one blocked head (eager)
+		"OVERTAKES":    governor.DefaultMaxOvertakes,        // lib-policy.lua: max_overtakes when the policy says none
+		"TOMBSTONE_MS": backendkit.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
 	}
 	luaSets = map[string][]string{
-		"ENDED":          governor.EndedKinds,    // lib-slow.lua: the events that end a lease
+		"ENDED":          backendkit.EndedKinds,  // lib-slow.lua: the events that end a lease
 		"WITHDRAW_KINDS": governor.WithdrawKinds, // lib-slow.lua: the events that withdraw a waiter
 	}
 )
@@ -90,11 +94,11 @@ func luaSet(v string) ([]string, bool) {
 }
 
 func TestLuaConstantsAgree(t *testing.T) {
-	prelude, err := filepath.Glob("lib*.lua")
+	prelude, err := filepath.Glob(filepath.Join(scripts, "lib*.lua"))
 	if err != nil || len(prelude) < 2 {
 		t.Fatalf("the prelude's files: %v %v", prelude, err)
 	}
-	lua := luaConstants(t, append([]string{"head.lua"}, prelude...)...)
+	lua := luaConstants(t, append([]string{filepath.Join(scripts, "head.lua")}, prelude...)...)
 	for name, want := range luaNumbers {
 		v, ok := lua[name]
 		if !ok {
