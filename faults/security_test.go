@@ -119,8 +119,8 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("grant after expiry", r, err, governor.Granted); err != nil {
 		return err
 	}
-	if ok, err := actChanged(b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"c"}, Token: r.Token})); err != nil || !ok {
-		return fmt.Errorf("reclaim: %v %w", ok, err)
+	if res, err := b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"c"}, Token: r.Token}); err != nil || !res.Changed {
+		return fmt.Errorf("reclaim: %v %w", res.Changed, err)
 	}
 	r, err = b.Acquire(ctx, req("d", governor.Fail, time.Minute))
 	if err := want("grant", r, err, governor.Granted); err != nil {
@@ -192,7 +192,9 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if ok, err := b.Forget(ctx, idle, time.Millisecond); err != nil || !ok {
 		return fmt.Errorf("forget: %v %w", ok, err)
 	}
-	tr, err := b.Acquire(ctx, takeover(req("t", governor.Fail, time.Minute), key, "d"))
+	take := req("t", governor.Fail, time.Minute)
+	take.Takeover = "d"
+	tr, err := b.Acquire(ctx, take)
 	if err := want("takeover", tr, err, governor.Granted); err != nil {
 		return err
 	}
