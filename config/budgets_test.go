@@ -128,6 +128,8 @@ func TestBudgetsConfigErrors(t *testing.T) {
 			[]string{`F:4: budgets.a.calendar: budget window calendar "week"; allowed: day, month`}},
 		{"bad tz", head + "  a: {limit: 1, unit: USD, calendar: day, tz: Mars/Olympus}\n",
 			[]string{`F:4: budgets.a.tz: tz "Mars/Olympus" is not an IANA time zone; allowed: a name such as UTC, Europe/Paris or America/New_York`}},
+		{"local tz", head + "  a: {limit: 1, unit: USD, calendar: day, tz: Local}\n",
+			[]string{`F:4: budgets.a.tz: tz "Local" is not an IANA time zone; allowed: a name such as UTC, Europe/Paris or America/New_York`}},
 		{"tz without calendar", head + "  a: {limit: 1, unit: USD, per: 1h, tz: UTC}\n",
 			[]string{`F:4: budgets.a.tz: tz "UTC" without calendar; allowed: tz with calendar day or month (a per window is aligned on UTC)`}},
 		{"name with a slash", head + "  ../evil: {limit: 1, unit: USD, per: 1h}\n  a/b/c: {limit: 1, unit: USD, per: 1h}\n",

@@ -30,6 +30,9 @@ func (w BudgetWindow) Validate() error {
 		if w.Calendar != "day" && w.Calendar != "month" {
 			return invalid("budget window calendar %q; allowed: day, month", w.Calendar)
 		}
+		if w.Location == time.Local {
+			return invalid("budget window calendar %s in the machine's local zone; allowed: an IANA time zone such as UTC or Europe/Paris (a budget's day is the same on every machine)", w.Calendar)
+		}
 	case w.Per < minBudgetPer || w.Per > maxBudgetPer:
 		return invalid("budget window per %v; allowed: %v to %v", w.Per, minBudgetPer, maxBudgetPer)
 	}
@@ -65,8 +68,20 @@ func (w BudgetWindow) String() string {
 		return fmt.Sprintf("per %v", w.Per)
 	}
 	loc := "UTC"
-	if w.Location != nil {
+	if w.Location != nil && !utcNames[w.Location.String()] {
 		loc = w.Location.String()
 	}
 	return fmt.Sprintf("calendar %s in %s", w.Calendar, loc)
+}
+
+// utcNames are the IANA names of UTC and of zones always at its offset
+// (tzdata's links to Etc/UTC and Etc/GMT): a window in any of them is
+// UTC's, and its definition says so, so that "Etc/UTC" in one config and
+// "UTC" in another are one budget.
+var utcNames = map[string]bool{
+	"UTC": true, "Etc/UTC": true, "UCT": true, "Etc/UCT": true,
+	"Universal": true, "Etc/Universal": true, "Zulu": true, "Etc/Zulu": true,
+	"GMT": true, "Etc/GMT": true, "GMT0": true, "Etc/GMT0": true,
+	"GMT+0": true, "Etc/GMT+0": true, "GMT-0": true, "Etc/GMT-0": true,
+	"Greenwich": true, "Etc/Greenwich": true,
 }

@@ -155,6 +155,7 @@ func TestBudgetBadInputIsRefusedByName(t *testing.T) {
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "per": "1x"}}, "estimate": 0.1}, `per "1x"`},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1}}, "estimate": 0.1}, "per 0s"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "calendar": "day", "tz": "Mars/Olympus"}}, "estimate": 0.1}, "Mars/Olympus"},
+		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "calendar": "day", "tz": "Local"}}, "estimate": 0.1}, "local zone"},
 		{map[string]any{"budgets": []any{map[string]any{"name": "x", "limit": 1, "per": 60, "cap": 2}}, "estimate": 0.1}, "cap"},
 		{map[string]any{"budgets": []any{day(1), day(2)}, "estimate": 0.1}, "twice"},
 		{map[string]any{"budgets": []any{"evals-day"}, "estimate": 0.1}, `budget "evals-day" is not configured; configured: none`},
