@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -76,6 +77,9 @@ type Options struct {
 	// them ("issue" matches "issue" and "issue:2316"); resources no
 	// prefix matches come after, by name.
 	LockOrder []string
+	// Capacity grants the slots of the resources it names from this
+	// process's capacity share, with no round trip (capshare.go).
+	Capacity map[string]capacity.Config
 }
 
 // Governor hands out leases from one backend. It is safe for concurrent
@@ -90,6 +94,7 @@ type Governor struct {
 	decl     Declaration
 	self     proc.Self
 	rec      *recorder
+	caps     *capShares
 
 	log        func(string)
 	onDegraded func(string, bool)
@@ -154,6 +159,9 @@ func New(b Backend, opts Options) (*Governor, error) {
 		return nil, err
 	}
 	g.order = append([]string(nil), opts.LockOrder...)
+	if g.caps, err = newCapShares(opts.Capacity); err != nil {
+		return nil, err
+	}
 	g.self = proc.Current()
 	g.decl = Declaration{Session: opts.Session, Host: g.self.Host, HostID: g.self.HostID,
 		PID: g.self.PID, StartTime: g.self.StartTime, Command: opts.Command}
@@ -286,16 +294,16 @@ type AcquireOptions struct {
 }
 
 // Acquire takes weight slots of resource. On success it returns a Lease
-// that heartbeats itself until Release. In Fail mode a resource without
-// room is a *BusyError (errors.Is ErrBusy); in Wait mode the call queues
-// in FIFO order until granted or ctx ends, and then returns ctx.Err()
-// (or the backend's error that wraps it, saying why, such as the file
-// backend's LockWaitError: errors.Is ctx.Err() either way)
-// leaving no waiter and no lease behind; if Close ends the wait, it
+// that heartbeats itself until Release (or, for a resource of
+// Options.Capacity, a slot of the process's share). In Fail mode a
+// resource without room is a *BusyError (errors.Is ErrBusy); in Wait
+// mode the call queues in FIFO order until granted or ctx ends, and then
+// returns ctx.Err() (or the backend's error that wraps it, saying why,
+// such as the file backend's LockWaitError: errors.Is ctx.Err() either
+// way) leaving no waiter and no lease behind; if Close ends the wait, it
 // returns ErrClosed, leaving nothing behind either; if someone withdraws
 // the waiter (Cancel), a *WithdrawnError (errors.Is ErrWithdrawn) saying
-// who and why. Bad input is
-// ErrInvalid or ErrTooHeavy with nothing changed.
+// who and why. Bad input is ErrInvalid or ErrTooHeavy with nothing changed.
 func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	o, err := g.withStoredLimit(ctx, resource, o)
 	if err != nil {
@@ -384,6 +392,9 @@ func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming
 }
 
 func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {
+	if rc, ok := g.caps.cfg[req.Key.Resource]; ok {
+		return g.grantLocal(caller, req, tm, rc)
+	}
 	ctx, cancel := context.WithCancel(caller)
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
@@ -554,39 +565,4 @@ func (g *Governor) Status(ctx context.Context, resource string) (Status, error) 
 // Resources lists the project's resources that have state.
 func (g *Governor) Resources(ctx context.Context) ([]string, error) {
 	return g.b.Resources(ctx, g.project)
-}
-
-// Close ends every acquire in flight with ErrClosed (withdrawing its
-// waiter, releasing a grant that raced with Close), stops every lease's
-// heartbeat and releases them, then closes the backend. It returns the
-// first release error. Calls after Close are ErrClosed.
-func (g *Governor) Close() error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return nil
-	}
-	g.closed = true
-	g.mu.Unlock()
-	g.close()
-	g.active.Wait()
-	// No lease can be added now: newLease refuses once closed is set.
-	g.mu.Lock()
-	ls := make([]*Lease, 0, len(g.leases))
-	for l := range g.leases {
-		ls = append(ls, l)
-	}
-	g.mu.Unlock()
-	var first error
-	for _, l := range ls {
-		if err := l.Release(); err != nil && first == nil && !errors.Is(err, ErrLeaseLost) {
-			first = err
-		}
-	}
-	g.losing.Wait() // lost leases being freed in the background
-	g.rec.close()
-	if err := g.b.Close(); err != nil && first == nil {
-		first = err
-	}
-	return first
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/governor-dev/governor/governor/internal/capgate"
 )
 
 // Lease is a granted acquire. It renews itself every heartbeat until
@@ -28,6 +30,10 @@ type Lease struct {
 	limit  int         // the limit in force at the grant (0: not told)
 	timing LeaseTiming // Heartbeat 0: it does not renew itself
 	sent   time.Time   // when the acquire that granted it was sent (local monotonic)
+	// local, when set, is a grant from a capacity share (capshare.go):
+	// no heartbeat; unwatch stops the watch of its context.
+	local   *capgate.Grant
+	unwatch func() bool
 
 	mu       sync.Mutex
 	expires  time.Time // backend clock
@@ -167,6 +173,9 @@ func (l *Lease) Expires() time.Time {
 // TTL minus the safety margin. The lease is lost when it passes; the
 // backend cannot grant the slot elsewhere before it.
 func (l *Lease) Deadline() time.Time {
+	if l.local != nil {
+		return l.local.Deadline()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
@@ -190,6 +199,9 @@ func (l *Lease) Err() error {
 	l.mu.Lock()
 	err, expired := l.err, l.err == nil && !l.released && time.Now().After(l.deadline)
 	l.mu.Unlock()
+	if l.local != nil {
+		expired = err == nil && !l.released && l.local.Err() != nil
+	}
 	if expired {
 		l.lose(ErrLeaseLost, lostNoRenewal)
 		return l.Err()
@@ -409,7 +421,7 @@ func (g *Governor) claimDue(l *Lease, now time.Time) []*Lease {
 // stopHeartbeat stops the heartbeat and waits until it no longer runs.
 // Release and Detach call it once.
 func (l *Lease) stopHeartbeat() {
-	if l.start.Stop() {
+	if l.start == nil || l.start.Stop() {
 		return // it never started
 	}
 	close(l.stop)
@@ -430,6 +442,10 @@ func (l *Lease) nextRenewal() time.Duration {
 // effort, frees it there (by id and secret, so it can only free this
 // lease).
 func (l *Lease) lose(err error, reason string) {
+	if l.local != nil {
+		l.loseLocal(err)
+		return
+	}
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
@@ -495,6 +511,9 @@ func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 	l.released = true
 	lostErr := l.err
 	l.mu.Unlock()
+	if l.local != nil {
+		return l.releaseLocal(lostErr)
+	}
 	l.stopHeartbeat()
 	if lostErr == nil {
 		// The heartbeat may have lost the lease just before stopping.
@@ -542,6 +561,10 @@ func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 // Handle (Governor.RenewHandle, `governor renew`). The
 // lease's Done closes; Release afterwards does nothing.
 func (l *Lease) Detach() {
+	if l.local != nil {
+		_ = l.Release() // a grant from a share ends with this process
+		return
+	}
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()

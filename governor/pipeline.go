@@ -27,6 +27,10 @@ import (
 //     (Backend.RateBudgetReserve: one round trip on Redis), else goes
 //     alone.
 //
+// A resource of Options.Capacity is granted from this process's
+// capacity share in its place in the order (no round trip; see
+// Governor.Acquire), the others as always: one Ask may mix them.
+//
 // A call waiting for a slot holds no rate or budget, and one waiting
 // for a rate holds no budget. Rates and budgets wait under the leases'
 // context: a lease lost ends the wait with its error. Waits end with
@@ -49,8 +53,8 @@ type Ask struct {
 	// taken (its id and secret, instead of Budget's Lease, Secret and
 	// TTL): it then lives as the lease, renewed with it, and counts at
 	// its estimate when the lease expires unrenewed (its holder died);
-	// the lease's handle proves it too. With no lease taken, Budget
-	// names it.
+	// the lease's handle proves it too. With no lease taken (a grant
+	// from a capacity share is none: Options.Capacity), Budget names it.
 	BudgetUnderLease bool
 	// Within is how long the work may run (0: not known): a reservation
 	// on no lease whose Budget.TTL is 0 stays open DefaultBudgetTTL, or
@@ -126,8 +130,9 @@ func (g *Governor) Hold(ctx context.Context, a Ask) (*Held, error) {
 	// (reservationTTL), as it is sent.
 	budget := func() BudgetOptions {
 		o := a.Budget
-		if a.BudgetUnderLease && len(h.Leases) > 0 {
-			l := h.Leases[0]
+		// A grant from a capacity share has no lease to name.
+		if i := slices.IndexFunc(h.Leases, func(l *Lease) bool { return l.local == nil }); a.BudgetUnderLease && i >= 0 {
+			l := h.Leases[i]
 			o.Lease, o.Secret, o.TTL = l.id, l.secret, reservationTTL(l, 0)
 		} else if o.TTL == 0 {
 			o.TTL = reservationTTL(nil, a.Within)

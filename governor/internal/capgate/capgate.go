@@ -53,6 +53,9 @@ type Options struct {
 	// Acquire returns it from then on. Other errors keep the old
 	// deadline, which decides.
 	Fatal func(error) bool
+	// First is the want of the first refresh (0: none), for a gate
+	// opened by the grant that needs it.
+	First int
 }
 
 // Gate grants slots from a capacity lease. Its methods are safe for
@@ -94,7 +97,10 @@ func New(ctx context.Context, o Options, send Refresh) (*Gate, error) {
 	g := &Gate{send: send, o: o, changed: make(chan struct{}), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	g.lost, g.lostCancel = context.WithCancel(context.Background())
-	if err := g.refresh(ctx); err != nil {
+	g.waiting = o.First
+	err := g.refresh(ctx)
+	g.waiting = 0
+	if err != nil {
 		return nil, err
 	}
 	go g.run()
@@ -182,7 +188,18 @@ func (gr *Grant) Release() {
 }
 
 // Acquire waits for a slot of the share, granted locally.
-func (g *Gate) Acquire(parent context.Context) (*Grant, error) {
+func (g *Gate) Acquire(parent context.Context) (*Grant, error) { return g.Take(parent, parent, false) }
+
+// ErrFull is Take's refusal when it does not wait: the share's slots
+// are all in use (or the lease is not valid now).
+var ErrFull = errors.New("capgate: the share is in use")
+
+// Take is Acquire waiting under wait only, the grant's context made from
+// base: a grant that outlives the call that waited for it. With try, it
+// does not wait: no slot of the share free now is ErrFull (and the
+// share is refreshed soon).
+func (g *Gate) Take(wait, base context.Context, try bool) (*Grant, error) {
+	parent := wait
 	g.mu.Lock()
 	counted := false
 	for {
@@ -200,6 +217,11 @@ func (g *Gate) Acquire(parent context.Context) (*Grant, error) {
 		}
 		if g.inUse < limit && g.validLocked(time.Now()) {
 			break
+		}
+		if try {
+			defer g.mu.Unlock()
+			g.wake() // wanting more than the share: tell the backend now
+			return nil, ErrFull
 		}
 		if !counted {
 			counted = true
@@ -223,7 +245,7 @@ func (g *Gate) Acquire(parent context.Context) (*Grant, error) {
 	}
 	g.inUse++
 	gr := &Grant{g: g, epoch: g.epoch}
-	gr.ctx, gr.cancel = context.WithCancel(parent)
+	gr.ctx, gr.cancel = context.WithCancel(base)
 	gr.stop = context.AfterFunc(g.lost, gr.cancel)
 	g.mu.Unlock()
 	return gr, nil
