@@ -1,6 +1,6 @@
 -- reclaim.lua: remove a holder whose owner was proven dead, if it still
--- holds the given token.
--- KEYS: see lib.lua.
+-- holds the given token; a capacity lease's want goes with it.
+-- KEYS: see lib.lua, then 7 the capacity hash (capacity.lua).
 -- ARGV: 1 id, 2 token
 -- Returns 1 when removed, 0 otherwise.
 local id, token = ARGV[1], ARGV[2]
@@ -17,6 +17,7 @@ end
 slow()
 hold(r)
 drop_holder(id, w + 0)
+redis.call('HDEL', KEYS[7], id)
 add('reclaimed_dead', 1)
 event('reclaimed', id, tok, 'owner dead')
 promote()

@@ -316,3 +316,32 @@ func (s *suite) capacityCrash(t *testing.T) {
 		t.Fatalf("the newcomer beside a killed process's share: %+v", sh)
 	}
 }
+
+// capacityDeadOwner: a capacity lease declares its owner, a process on
+// this host; its backend is killed. While the owner lives its share
+// stays held; once the owner is dead, the next refresh of anyone on the
+// machine proves it (pid and start time, as a dead holder of a slot is
+// proven) and the share returns at once, on every backend, counted as
+// reclaimed, and its want goes with it.
+func (s *suite) capacityDeadOwner(t *testing.T) {
+	decl, kill := ownerProcess(t)
+	b, key := s.open(t, "provider:cap")
+	holder := s.h.Open(t)
+	a, n := newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute)
+	a.r.Declaration = decl
+	wantShare(t, "the lease of the process to be killed", a.ask(t, holder, 4, 4), 4, 4)
+	s.crash(t, holder)
+	wantShare(t, "a newcomer while the declared owner lives", n.ask(t, b, 4, 0), 0, 0)
+	if st := wantUsed(t, b, key, 4); st.Counters.ReclaimedDead != 0 {
+		t.Fatalf("reclaimed while the declared owner lives: %+v", st.Counters)
+	}
+	kill()
+	sh := n.ask(t, b, 4, 0)
+	wantShare(t, "the newcomer once the declared owner is dead", sh, 4, 4)
+	if sh.Entitled != 4 {
+		t.Fatalf("the dead lease's want outlived its reclaim: the newcomer is entitled to %d of 4", sh.Entitled)
+	}
+	if st := wantUsed(t, b, key, 4); st.Counters.ReclaimedDead != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != n.r.ID {
+		t.Fatalf("after the reclaim: %+v", st)
+	}
+}

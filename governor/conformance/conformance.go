@@ -212,6 +212,7 @@ func Run(t *testing.T, h Harness) {
 		{"CapacityHammer", s.capacityHammer},
 		{"CapacityPaused", s.capacityPaused},
 		{"CapacityCrash", s.capacityCrash},
+		{"CapacityDeadOwner", s.capacityDeadOwner},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"os/exec"
+	"sync"
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
@@ -18,26 +19,11 @@ import (
 // file backend once took its unlocked lease file for the owner's death and
 // granted the slot beside the client's work (the soak, file backend).
 func (s *suite) crashedHolderOwnerAlive(t *testing.T) {
-	owner := exec.Command("sleep", "600")
-	if err := owner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := false
-	t.Cleanup(func() {
-		if !waited {
-			_ = owner.Process.Kill()
-			_ = owner.Wait()
-		}
-	})
-	start, err := proc.StartTime(owner.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	decl, kill := ownerProcess(t)
 	b, key := s.open(t, "crashed")
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: key.Project})
 	r := ownedReq(key, 1, 1, governor.Fail)
-	r.Declaration = governor.Declaration{Session: "client", HostID: proc.Current().HostID, PID: owner.Process.Pid,
-		StartTime: start, Command: "governor bridge"}
+	r.Declaration = decl
 	holder := s.h.Open(t)
 	mustAcquire(t, holder, r, governor.Granted)
 	s.crash(t, holder)
@@ -49,9 +35,7 @@ func (s *suite) crashedHolderOwnerAlive(t *testing.T) {
 		t.Fatalf("after the refused acquire: %+v", st)
 	}
 
-	_ = owner.Process.Kill()
-	_ = owner.Wait()
-	waited = true
+	kill()
 	l, err := g.Acquire(ctxT(t), key.Resource, governor.AcquireOptions{Limit: 1})
 	if err != nil {
 		t.Fatalf("acquire once the declared owner is dead: %v", err)
@@ -60,6 +44,30 @@ func (s *suite) crashedHolderOwnerAlive(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Counters.ReclaimedDead != 1 {
 		t.Fatalf("reclaim not counted: %+v", st.Counters)
 	}
+}
+
+// ownerProcess starts a process on this host that a lease declares as
+// its owner (a `governor bridge`'s client), and returns its declaration
+// and a func that kills it and waits for its end.
+func ownerProcess(t *testing.T) (governor.Declaration, func()) {
+	owner := exec.Command("sleep", "600")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			_ = owner.Process.Kill()
+			_ = owner.Wait()
+		})
+	}
+	t.Cleanup(kill)
+	start, err := proc.StartTime(owner.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return governor.Declaration{Session: "client", HostID: proc.Current().HostID, PID: owner.Process.Pid, StartTime: start,
+		Command: "governor bridge"}, kill
 }
 
 // crash ends b as the death of its process would (Harness.Crash), or

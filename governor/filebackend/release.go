@@ -60,6 +60,7 @@ func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string,
 		t.event(governor.EventReclaimed, id, token, "owner dead")
 		t.hold(i)
 		t.dropHolder(i)
+		delete(t.st.Wants, id) // a capacity lease's want goes with it
 		t.st.Counters.ReclaimedDead++
 		t.promote()
 		return committed(t, true)

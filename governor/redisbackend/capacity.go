@@ -7,6 +7,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/proc"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -19,8 +20,44 @@ func CapacityKey(key governor.Key) string {
 }
 
 // acquireCapacity implements governor.Backend's Acquire of a capacity
-// lease (Request.Capacity).
+// lease (Request.Capacity). A refresh short of its part first reclaims
+// the holders whose owner is proven dead on this machine, and then
+// refreshes again: a killed process's share returns at the next refresh
+// of anyone on its machine, as filebackend's reapShares does with its
+// lease files, rather than at its lease's end.
 func (b *Backend) acquireCapacity(ctx context.Context, req governor.Request) (governor.Result, error) {
+	res, err := b.refreshCapacity(ctx, req)
+	if err != nil || req.Capacity.Release || res.Share.Share >= res.Share.Entitled || !b.reclaimDead(ctx, req.Key) {
+		return res, err
+	}
+	return b.refreshCapacity(ctx, req)
+}
+
+// reclaimDead reclaims the holders of key whose owner is proven dead
+// (governor.Declaration's OwnerVerdict: this backend keeps no proof of
+// life of its own), as Governor does before an acquire queues, and
+// reports whether it reclaimed any. A reclaimed capacity lease's want
+// goes with it (reclaim.lua).
+func (b *Backend) reclaimDead(ctx context.Context, key governor.Key) bool {
+	st, err := b.Status(ctx, key)
+	if err != nil {
+		return false
+	}
+	reclaimed := false
+	for _, h := range st.Holders {
+		if h.OwnerVerdict() != proc.Dead {
+			continue
+		}
+		if ok, err := b.adminReclaim(ctx, key, h.LeaseID, h.Token); err == nil && ok {
+			reclaimed = true
+			_ = h.RemoveDeadCgroup() // best effort, as Governor's reclaim
+		}
+	}
+	return reclaimed
+}
+
+// refreshCapacity runs capacity.lua once.
+func (b *Backend) refreshCapacity(ctx context.Context, req governor.Request) (governor.Result, error) {
 	if b.closed.Load() {
 		return governor.Result{}, governor.ErrClosed
 	}
@@ -29,12 +66,11 @@ func (b *Backend) acquireCapacity(ctx context.Context, req governor.Request) (go
 		return governor.Result{}, err
 	}
 	a, rk := req.Capacity, b.resource(req.Key)
-	keys := append(rk.keys[:len(rk.keys):len(rk.keys)], CapacityKey(req.Key))
 	tok := a.Token
 	if t, ok := rk.held.Load(req.ID); ok && tok == 0 {
 		tok = t.(int64)
 	}
-	v, err := capacityScript.Run(ctx, b.rdb, keys, req.ID, req.Secret, req.Limit, req.TTL.Milliseconds(), a.Want, a.InUse,
+	v, err := capacityScript.Run(ctx, b.rdb, rk.withCap, req.ID, req.Secret, req.Limit, req.TTL.Milliseconds(), a.Want, a.InUse,
 		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL)).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("capacity", err)

@@ -89,6 +89,7 @@ type resourceKeys struct {
 	keys       []string
 	boxed      []any       // keys, boxed once for runBoxed
 	withStats  []string    // keys, then the stats hash (StatsKey)
+	withCap    []string    // keys, then the capacity hash (CapacityKey)
 	registered atomic.Bool // listed in the project index
 	// maxTTL is the longest lease TTL, in ms, this backend has asked
 	// for on the resource: how long grants are held back when it finds
@@ -267,7 +268,7 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 	}
 	ks := Keys(key)
 	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: append(ks[:len(ks):len(ks)], StatsKey(key)),
-		wkey: witnessKey(key.Project, key.Resource)})
+		withCap: append(ks[:len(ks):len(ks)], CapacityKey(key)), wkey: witnessKey(key.Project, key.Resource)})
 	return r.(*resourceKeys)
 }
 
@@ -481,7 +482,7 @@ func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string,
 	if b.closed.Load() {
 		return false, governor.ErrClosed
 	}
-	n, err := reclaimScript.Run(ctx, b.rdb, b.resource(key).keys, id, strconv.FormatInt(token, 10)).Int()
+	n, err := reclaimScript.Run(ctx, b.rdb, b.resource(key).withCap, id, strconv.FormatInt(token, 10)).Int()
 	if err != nil {
 		return false, wrap("reclaim", err)
 	}

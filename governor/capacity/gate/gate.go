@@ -58,7 +58,10 @@ type Options struct {
 	// than Lease less Margin), Margin how much sooner than Lease the
 	// local deadline falls (default Lease/10).
 	Lease, Refresh, Margin time.Duration
-	// Declaration is shown beside the share's holder.
+	// Declaration is shown beside the share's holder. With its process
+	// declared (HostID, PID, StartTime: proc.Current), a killed
+	// process's share returns at once to the others on its machine
+	// (docs/capacity.md), else when its lease ends.
 	Declaration governor.Declaration
 }
 
