@@ -1,44 +1,46 @@
 // Command capleases measures one hot provider's grants with and without
 // capacity leases, side by side in one run, on one redis-server it
-// starts: PROCS processes of GOROUTINES goroutines each take a slot of
-// the provider (limit SLOTS), hold it HOLD, release it, again, for
-// DURATION; once through Governor.Acquire and Lease.Release (two round
-// trips a grant), once through a gate (governor/capacity/gate) granting
-// from its process's capacity lease.
+// starts: PROCS processes (real ones: this binary, re-run) of
+// GOROUTINES goroutines each take a slot of the provider (limit SLOTS),
+// hold it HOLD, release it, again, for WARMUP and then DURATION; once
+// through Governor.Acquire and Lease.Release (two round trips a grant),
+// once through a gate (governor/capacity/gate, refreshed every REFRESH)
+// granting from its process's capacity lease.
 //
-//	go run ./bench/capleases                      # 16 × 32, 512 slots, 1ms held, 5s each
-//	go run ./bench/capleases -hold 0 -duration 10s
+//	go run ./bench/capleases                      # 16 × 32, 512 slots, 1ms held, 5s each after 10s
+//	go run ./bench/capleases -procs 4 -slots 64   # fairness: 25% of grants each
 //
-// It prints fleet grants/s, Redis round trips per grant (counted by a
-// client hook in each process, a pipeline as one) and the slots in use
-// on average over the limit (sampled every 5ms in each process).
+// Over the measured DURATION it prints fleet grants/s, Redis round trips
+// per grant (counted by a client hook in each process, a pipeline as
+// one), each process's part of the grants (least and most), and three
+// utilisations of the limit: the slots the gates hold in use (granted
+// and not yet released, sampled every 5ms in each process), the shares
+// the gates hold, and the work: the time the goroutines spent inside
+// their grants, from the intervals each grant's work logged. The same
+// intervals, merged across every process over the whole run, give the
+// most slots ever in use at once, which must never pass the limit.
 package main
 
 import (
 	"bufio"
-	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity/gate"
-	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
 
 const childEnv = "CAPLEASES_CHILD"
 
 type config struct {
-	procs, goroutines, slots int
-	hold, duration           time.Duration
+	procs, goroutines, slots        int
+	hold, warmup, duration, refresh time.Duration
 }
 
 func main() {
@@ -47,8 +49,13 @@ func main() {
 	flag.IntVar(&c.goroutines, "goroutines", 32, "goroutines per process")
 	flag.IntVar(&c.slots, "slots", 512, "the provider's max_concurrency")
 	flag.DurationVar(&c.hold, "hold", time.Millisecond, "how long each grant is held")
-	flag.DurationVar(&c.duration, "duration", 5*time.Second, "how long each way runs")
+	flag.DurationVar(&c.refresh, "refresh", gate.DefaultRefresh, "the gates' refresh interval")
+	flag.DurationVar(&c.warmup, "warmup", 0, "how long each way runs before it is measured (default two refresh intervals)")
+	flag.DurationVar(&c.duration, "duration", 5*time.Second, "how long each way is measured")
 	flag.Parse()
+	if c.warmup == 0 {
+		c.warmup = 2 * c.refresh
+	}
 	if mode := os.Getenv(childEnv); mode != "" {
 		if err := child(mode, c); err != nil {
 			fmt.Fprintln(os.Stderr, "capleases child:", err)
@@ -73,13 +80,14 @@ func run(c config) error {
 		return err
 	}
 	defer s.Stop()
-	fmt.Printf("%d processes × %d goroutines, %d slots, each grant held %v, %v per way, one redis-server\n\n", c.procs, c.goroutines,
-		c.slots, c.hold, c.duration)
-	fmt.Println("| way | fleet grants/s | round trips per grant | slots in use / limit |")
-	fmt.Println("| --- | ---: | ---: | ---: |")
+	fmt.Printf("%d processes × %d goroutines, %d slots, each grant held %v, refresh %v, measured %v after %v, one redis-server\n\n",
+		c.procs, c.goroutines, c.slots, c.hold, c.refresh, c.duration, c.warmup)
+	fmt.Println("| way | fleet grants/s | round trips per grant | grants per process (least–most) | most in use at once | " +
+		"gates' slots in use / limit | shares / limit | work in grants / limit |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	var base float64
 	for _, mode := range []string{"central", "leases"} {
-		r, err := fleet(c, s.Addr, mode)
+		r, err := fleet(c, s.Addr, mode, dir)
 		if err != nil {
 			return err
 		}
@@ -89,22 +97,47 @@ func run(c config) error {
 		} else if base > 0 {
 			ratio = fmt.Sprintf(" (%.1f×)", r.grantsPerSec/base)
 		}
-		fmt.Printf("| %s | %.0f%s | %.4f | %.1f%% |\n", mode, r.grantsPerSec, ratio, r.tripsPerGrant, 100*r.inUse/float64(c.slots))
+		gates, shares := "–", "–"
+		if mode == "leases" {
+			gates, shares = pct(r.gateInUse/float64(c.slots)), pct(r.share/float64(c.slots))
+		}
+		fmt.Printf("| %s | %.0f%s | %.5f | %s–%s | %d of %d | %s | %s | %s |\n", mode, r.grantsPerSec, ratio, r.tripsPerGrant,
+			pct(r.least), pct(r.most), r.peak, c.slots, gates, shares, pct(r.work/float64(c.slots)))
+		if r.peak > c.slots {
+			return fmt.Errorf("%s: %d slots in use at once, over the limit %d", mode, r.peak, c.slots)
+		}
 	}
 	return nil
 }
 
-type result struct{ grantsPerSec, tripsPerGrant, inUse float64 }
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// result is one way's figures, over the measured span but peak (the
+// whole run).
+type result struct {
+	grantsPerSec, tripsPerGrant float64
+	least, most                 float64 // a process's part of the grants
+	gateInUse, share, work      float64 // mean slots
+	peak                        int
+}
+
+// report is one child's line: "GRANTS TRIPS WORK_NS GATE_IN_USE SHARE".
+type report struct {
+	grants, trips, workNS int64
+	gateInUse, share      float64
+}
 
 // fleet runs c.procs children in mode and adds up what they report.
-func fleet(c config, addr, mode string) (result, error) {
+func fleet(c config, addr, mode, dir string) (result, error) {
 	start := time.Now().Add(2 * time.Second) // every child ready by then
 	var cmds []*exec.Cmd
 	var outs []*bufio.Scanner
+	var files []string
 	for i := range c.procs {
+		file := filepath.Join(dir, fmt.Sprintf("%s-%d.intervals", mode, i))
 		cmd := exec.Command(os.Args[0], os.Args[1:]...)
 		cmd.Env = append(os.Environ(), childEnv+"="+mode, "CAPLEASES_ADDR="+addr, "CAPLEASES_PROJECT=bench-"+mode,
-			"CAPLEASES_START="+strconv.FormatInt(start.UnixNano(), 10), "CAPLEASES_WHO="+strconv.Itoa(i))
+			"CAPLEASES_START="+strconv.FormatInt(start.UnixNano(), 10), "CAPLEASES_WHO="+strconv.Itoa(i), "CAPLEASES_OUT="+file)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -113,117 +146,74 @@ func fleet(c config, addr, mode string) (result, error) {
 		if err := cmd.Start(); err != nil {
 			return result{}, err
 		}
-		cmds = append(cmds, cmd)
-		outs = append(outs, bufio.NewScanner(out))
+		cmds, outs, files = append(cmds, cmd), append(outs, bufio.NewScanner(out)), append(files, file)
 	}
-	var grants, trips int64
-	var inUse float64
+	var sum report
+	var parts []int64
 	for i, cmd := range cmds {
+		var r report
 		for outs[i].Scan() {
-			var g, t int64
-			var u float64
-			if _, err := fmt.Sscanf(outs[i].Text(), "%d %d %g", &g, &t, &u); err == nil {
-				grants, trips, inUse = grants+g, trips+t, inUse+u
+			if _, err := fmt.Sscanf(outs[i].Text(), "%d %d %d %g %g", &r.grants, &r.trips, &r.workNS, &r.gateInUse, &r.share); err != nil {
+				return result{}, fmt.Errorf("child %d said %q: %w", i, outs[i].Text(), err)
 			}
 		}
 		if err := cmd.Wait(); err != nil {
 			return result{}, fmt.Errorf("child %d: %w", i, err)
 		}
+		sum = report{sum.grants + r.grants, sum.trips + r.trips, sum.workNS + r.workNS, sum.gateInUse + r.gateInUse, sum.share + r.share}
+		parts = append(parts, r.grants)
 	}
-	if grants == 0 {
+	if sum.grants == 0 {
 		return result{}, fmt.Errorf("%s: no grants", mode)
 	}
-	return result{float64(grants) / c.duration.Seconds(), float64(trips) / float64(grants), inUse}, nil
+	peak, err := peakInUse(files)
+	if err != nil {
+		return result{}, err
+	}
+	least, most := sum.grants, int64(0)
+	for _, p := range parts {
+		least, most = min(least, p), max(most, p)
+	}
+	g := float64(sum.grants)
+	return result{grantsPerSec: g / c.duration.Seconds(), tripsPerGrant: float64(sum.trips) / g,
+		least: float64(least) / g, most: float64(most) / g, gateInUse: sum.gateInUse, share: sum.share,
+		work: float64(sum.workNS) / float64(c.duration.Nanoseconds()), peak: peak}, nil
 }
 
-// counter counts the client's round trips.
-type counter struct{ n atomic.Int64 }
+// An interval is one grant's work, on the machine's monotonic clock
+// (ns): from after its grant to before its release.
+type interval struct{ start, end int64 }
 
-func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
-}
-func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
-}
-
-// child takes grants in mode for c.duration from the start instant, and
-// prints "GRANTS TRIPS MEAN_IN_USE" for the measured span.
-func child(mode string, c config) error {
-	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("CAPLEASES_ADDR"), PoolSize: 4 * c.goroutines})
-	var cnt counter
-	rdb.AddHook(&cnt)
-	b, err := redisbackend.New(ctx, rdb)
+// writeIntervals writes ivs to path, each as two little-endian int64.
+func writeIntervals(path string, ivs []interval) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	project, res := os.Getenv("CAPLEASES_PROJECT"), "provider:hot"
-	ns, _ := strconv.ParseInt(os.Getenv("CAPLEASES_START"), 10, 64)
-	start := time.Unix(0, ns)
-	var take func(ctx context.Context) (func(), error)
-	var closeFn func() error
-	switch mode {
-	case "central":
-		g, err := governor.New(b, governor.Options{Project: project, Session: "bench-" + os.Getenv("CAPLEASES_WHO")})
-		if err != nil {
-			return err
-		}
-		closeFn = g.Close
-		take = func(ctx context.Context) (func(), error) {
-			l, err := g.Acquire(ctx, res, governor.AcquireOptions{Limit: c.slots, Mode: governor.Wait})
-			if err != nil {
-				return nil, err
-			}
-			return func() { _ = l.Release() }, nil
-		}
-	case "leases":
-		gt, err := gate.New(ctx, b, gate.Options{Key: governor.Key{Project: project, Resource: res}, Limit: c.slots})
-		if err != nil {
-			return err
-		}
-		closeFn = gt.Close
-		take = func(ctx context.Context) (func(), error) {
-			gr, err := gt.Acquire(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return gr.Release, nil
-		}
-	default:
-		return fmt.Errorf("mode %q", mode)
+	w := bufio.NewWriter(f)
+	if err := binary.Write(w, binary.LittleEndian, ivs); err != nil {
+		f.Close()
+		return err
 	}
-	time.Sleep(time.Until(start))
-	end := start.Add(c.duration)
-	var grants, inUse atomic.Int64
-	var wg sync.WaitGroup
-	trips0 := cnt.n.Load()
-	for range c.goroutines {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				wctx, cancel := context.WithDeadline(ctx, end)
-				release, err := take(wctx)
-				cancel()
-				if err != nil {
-					continue
-				}
-				inUse.Add(1)
-				grants.Add(1)
-				if c.hold > 0 {
-					time.Sleep(c.hold)
-				}
-				inUse.Add(-1)
-				release()
-			}
-		})
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
 	}
-	var samples, sum int64
-	for t := time.NewTicker(5 * time.Millisecond); time.Now().Before(end); <-t.C {
-		samples++
-		sum += inUse.Load()
+	return f.Close()
+}
+
+// readIntervals reads what writeIntervals wrote.
+func readIntervals(path string) ([]interval, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	trips := cnt.n.Load() - trips0
-	fmt.Printf("%d %d %g\n", grants.Load(), trips, float64(sum)/float64(max(samples, 1)))
-	return closeFn()
+	if len(b)%16 != 0 {
+		return nil, fmt.Errorf("%s: %d bytes, not whole intervals", path, len(b))
+	}
+	ivs := make([]interval, len(b)/16)
+	for i := range ivs {
+		ivs[i] = interval{int64(binary.LittleEndian.Uint64(b[16*i:])), int64(binary.LittleEndian.Uint64(b[16*i+8:]))}
+	}
+	return ivs, nil
 }

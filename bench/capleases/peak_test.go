@@ -1,0 +1,30 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// The bench's overlap check: intervals written by processes, merged,
+// give the most in use at once; an end and a start at one instant do
+// not overlap.
+func TestPeakInUse(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := writeIntervals(a, []interval{{0, 10}, {10, 20}, {30, 40}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeIntervals(b, []interval{{5, 12}, {11, 31}}); err != nil {
+		t.Fatal(err)
+	}
+	peak, err := peakInUse([]string{a, b})
+	if err != nil || peak != 3 { // 11–12: a's {10,20}, b's {5,12} and {11,31}
+		t.Fatalf("peak = %d, %v; want 3", peak, err)
+	}
+	if err := writeIntervals(b, []interval{{9, 8}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peakInUse([]string{b}); err == nil {
+		t.Fatal("an interval ending before it starts was accepted")
+	}
+}
