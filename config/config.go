@@ -142,6 +142,8 @@ type Provider struct {
 	Shadow bool `mapstructure:"shadow"`
 	// The queue policy of provider:<name> (needs max_concurrency).
 	QueueKeys `mapstructure:",squash"`
+	// Capacity leases of provider:<name> (needs max_concurrency).
+	CapacityKeys `mapstructure:",squash"`
 }
 
 // ProviderLimits are the limits of provider p for the library's
@@ -173,7 +175,8 @@ type Resource struct {
 	// after Load; $HEAVY_LOCK_DIR, when set, overrides it. "" means none.
 	MkdirLock string `mapstructure:"mkdir_lock"`
 
-	QueueKeys `mapstructure:",squash"`
+	QueueKeys    `mapstructure:",squash"`
+	CapacityKeys `mapstructure:",squash"`
 }
 
 // QueueKeys are the keys of a queue policy (governor.Policy;

@@ -83,11 +83,11 @@ var root = section(map[string]*schema{
 		"adaptive_increase_every": leaf(kindInt),
 		"on_backend_down":         leaf(kindString),
 		"shadow":                  leaf(kindBool),
-	}, queueKeys)},
+	}, queueKeys, capacityKeys)},
 	"resources": {kind: kindNamed, entry: section(map[string]*schema{
 		"limit":      leaf(kindInt),
 		"mkdir_lock": leaf(kindString),
-	}, queueKeys)},
+	}, queueKeys, capacityKeys)},
 	"lock_order": leaf(kindList),
 	"budgets":    {kind: kindNamed, entry: section(budgetKeys)},
 	"prices":     {kind: kindNamed, entry: section(priceKeys)},

@@ -252,6 +252,7 @@ func (c Config) problems() []*FieldError {
 	}
 
 	ps = append(ps, c.budgetProblems()...)
+	ps = append(ps, c.capacityProblems()...)
 
 	if !o.isBroken("lock_order") {
 		if err, ok := governor.ValidateLockOrder(c.LockOrder).(interface{ Unwrap() []error }); ok {

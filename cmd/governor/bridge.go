@@ -31,7 +31,9 @@ One bridge serves one client process: every lease it takes is declared as owned 
 the process hello names (its pid and start time), so a killed client is reclaimed
 at once; heartbeats run in the bridge. It reads the same configuration as every
 other command (--config, exec-defaults.yaml, GOVERNOR_*, --dir, --redis-url-file,
---project) and acquires through the same path as 'governor run'. When its stdin
+--project) and acquires through the same path as 'governor run'; a resource the
+configuration opts in (capacity: true) is granted from the bridge's capacity share,
+with no round trip per grant (docs/capacity.md). When its stdin
 ends, the client says bye or dies, or on SIGTERM/SIGINT, it releases everything
 it holds and exits 0.
 
@@ -58,7 +60,7 @@ config, or stdin could not be read.`,
 				Commit:  build.Revision,
 				Backend: l.Config.ResolvedBackend(),
 				Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
-					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge"})
+					return a.open(ctx, openOptions{PID: pid, Session: session, Command: "governor bridge", Capacity: true})
 				},
 				Acquire: bridge.AcquirePipeline(cat),
 				Spend:   l.Config,

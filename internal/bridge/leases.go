@@ -315,6 +315,9 @@ func opTouch(ctx context.Context, s *server, req request) (any, error) {
 		return nil, err
 	}
 	for _, gl := range l.held.Leases() {
+		if gl.Token() == 0 {
+			continue // a grant from a capacity share: no lease of its own to mark
+		}
 		if err := s.g.TouchHandle(ctx, gl.Handle()); err != nil {
 			return nil, err
 		}

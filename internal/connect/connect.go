@@ -40,6 +40,11 @@ type Options struct {
 	Cgroup, RunID string
 	// Warn is told the backend's warnings (nil: dropped).
 	Warn func(string)
+	// Capacity grants the slots of the resources the configuration
+	// opts in (capacity: true) from this process's share
+	// (governor.Options.Capacity): for a process that serves many
+	// calls, the bridge; never an exec run.
+	Capacity bool
 }
 
 // Open opens the backend l selects and a Governor on it; env is the
@@ -57,8 +62,12 @@ func Open(ctx context.Context, l *config.Loaded, env []string, o Options) (*gove
 	if o.Project != "" {
 		project = o.Project
 	}
-	g, err := governor.New(b, governor.Options{Project: project, Session: Session(o.Session, env), Command: o.Command,
-		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID, Cgroup: o.Cgroup, RunID: o.RunID})
+	opts := governor.Options{Project: project, Session: Session(o.Session, env), Command: o.Command,
+		TTL: t.TTL, Heartbeat: t.Heartbeat, SafetyMargin: t.SafetyMargin, LockOrder: c.LockOrder, PID: o.PID, GovernorPID: o.GovernorPID, Cgroup: o.Cgroup, RunID: o.RunID}
+	if o.Capacity {
+		opts.Capacity = c.Capacity()
+	}
+	g, err := governor.New(b, opts)
 	if err != nil {
 		_ = b.Close()
 		return nil, exitcode.With(exitcode.Failure, err)
