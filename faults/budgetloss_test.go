@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -69,8 +70,8 @@ func TestRedisLossHoldsBudget(t *testing.T) {
 	}
 	var held, confirm bool
 	for _, e := range evs {
-		held = held || e.Kind == governor.EventBudgetHeld
-		confirm = confirm || e.Kind == governor.EventBudgetAdmin && e.Detail == "confirm"
+		held = held || e.Kind == eventkind.BudgetHeld
+		confirm = confirm || e.Kind == eventkind.BudgetAdmin && e.Detail == "confirm"
 	}
 	if !held || !confirm {
 		t.Fatalf("events %+v; want held and the confirm", evs)

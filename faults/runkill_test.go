@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/proctest"
@@ -207,7 +208,7 @@ func (w *runWorld) watchdogHolder(run *exec.Cmd) governor.Holder {
 	return h
 }
 
-// watchdogKills returns the EventWatchdogKill events of the world's
+// watchdogKills returns the eventkind.WatchdogKill events of the world's
 // resource: what a watchdog recorded having done to a tree.
 func (w *runWorld) watchdogKills() []governor.Event {
 	w.t.Helper()
@@ -239,7 +240,7 @@ func (w *runWorld) watchdogKills() []governor.Event {
 	}
 	var out []governor.Event
 	for _, e := range evs {
-		if e.Kind == governor.EventWatchdogKill {
+		if e.Kind == eventkind.WatchdogKill {
 			out = append(out, e)
 		}
 	}
@@ -294,11 +295,11 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 	// guarded (the first run's, not the second's).
 	kills := w.watchdogKills()
 	if len(kills) == 0 {
-		t.Fatalf("no %s event on %s after the watchdog stopped the paused run's tree", governor.EventWatchdogKill, w.key)
+		t.Fatalf("no %s event on %s after the watchdog stopped the paused run's tree", eventkind.WatchdogKill, w.key)
 	}
 	for _, e := range kills {
 		if !strings.Contains(e.Detail, "is stopped") || e.LeaseID == "" {
-			t.Fatalf("%s event %+v: want the lease and why (governor is stopped)", governor.EventWatchdogKill, e)
+			t.Fatalf("%s event %+v: want the lease and why (governor is stopped)", eventkind.WatchdogKill, e)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -119,7 +120,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := want("grant after expiry", r, err, governor.Granted); err != nil {
 		return err
 	}
-	if res, err := b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"c"}, Token: r.Token}); err != nil || !res.Changed {
+	if res, err := b.Admin(ctx, key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{"c"}, Token: r.Token}); err != nil || !res.Changed {
 		return fmt.Errorf("reclaim: %v %w", res.Changed, err)
 	}
 	r, err = b.Acquire(ctx, req("d", governor.Fail, time.Minute))
@@ -139,7 +140,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if err := b.Cancel(ctx, key, "e", ""); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if err := b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: "d", Token: 1, Detail: "a test"}); err != nil {
+	if err := b.Record(ctx, key, governor.Event{Kind: eventkind.Lost, LeaseID: "d", Token: 1, Detail: "a test"}); err != nil {
 		return fmt.Errorf("count lost: %w", err)
 	}
 	st, err := b.Status(ctx, key)

@@ -7,12 +7,12 @@ import "time"
 // a reclaim of a holder proven dead. Its Kind is the kind of the event it
 // records, which names By and Detail:
 //
-//   - EventPaused, EventResumed: pause or resume the resource; Changed
+//   - eventkind.Paused, eventkind.Resumed: pause or resume the resource; Changed
 //     says whether it changed anything (pausing a paused resource does
 //     not). A paused resource grants nothing new, by any path; resuming
 //     hands the room to the head of the queue at once. A paused resource
 //     is never forgotten (Forget).
-//   - EventLimit: Limit (1 to MaxLimit) becomes the limit in force, live,
+//   - eventkind.Limit: Limit (1 to MaxLimit) becomes the limit in force, live,
 //     overriding what processes ask for until cleared. Limit 0 clears
 //     it: the limit in force goes back to Back (1 to MaxLimit) at once,
 //     or, Back 0, to the one processes last asked for; without a live
@@ -20,7 +20,7 @@ import "time"
 //     leases; raised, the room goes to the head of the queue at once;
 //     lowered below the weight held, nothing is granted until the use
 //     falls under it. A resource with a live limit is never forgotten.
-//   - EventCoolOff: pause new grants until now+For (backend time; 1ms to
+//   - eventkind.CoolOff: pause new grants until now+For (backend time; 1ms to
 //     MaxRetryAfter), after a provider's rate-limit signal (Detail: the
 //     reason): no new grant of its slots (a Fail acquire is Refused, a
 //     Wait acquire queues in FIFO order and is granted, in order, once
@@ -28,13 +28,13 @@ import "time"
 //     same name (denied with RetryAfter the time left). Holders keep
 //     their leases. A cool-off in force that ends later is kept, never
 //     shortened. Until is the end of the cool-off in force.
-//   - a kind of WithdrawKinds: withdraw the waiters IDs that are still
+//   - a kind of eventkind.Withdraw: withdraw the waiters IDs that are still
 //     queued (others are skipped: granted meanwhile, gone, unknown),
 //     recording for each an event naming it, and wake each: its next
 //     Acquire is a *WithdrawnError naming By and Detail. IDs in the
 //     result are those withdrawn, in queue order; the room the queue may
 //     now have is handed on. Nothing changes for a key without state.
-//   - EventReclaimed: remove holder IDs[0] if it still holds Token — its
+//   - eventkind.Reclaimed: remove holder IDs[0] if it still holds Token — its
 //     owner is proven dead; Changed says whether it removed anything.
 type Action struct {
 	Kind   string

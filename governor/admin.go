@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // ErrNoWaiter reports a Cancel that found no queued waiter to withdraw:
@@ -88,7 +90,7 @@ func (g *Governor) admin(resource, by string) (Key, string, error) {
 
 // Cancel withdraws the waiters of resource that sel picks (a WaiterID
 // may be a prefix, of at least 8 characters, of one waiter's id), recording for
-// each an EventCancelled naming this Governor's Identity, with by as a
+// each an eventkind.Cancelled naming this Governor's Identity, with by as a
 // label beside it ("" none).
 // Their acquires end with a *WithdrawnError saying who cancelled them;
 // the room they leave goes to the queue at once. It returns the waiters
@@ -125,7 +127,7 @@ func (g *Governor) Cancel(ctx context.Context, resource string, sel CancelSelect
 	case len(ids) == 0:
 		return nil, fmt.Errorf("%w: %s is not queued on %s (%d waiting)", ErrNoWaiter, what, resource, len(st.Waiters))
 	}
-	res, err := g.b.Admin(ctx, key, Action{Kind: EventCancelled, By: who, Detail: "cancelled by an operator", IDs: ids})
+	res, err := g.b.Admin(ctx, key, Action{Kind: eventkind.Cancelled, By: who, Detail: "cancelled by an operator", IDs: ids})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +175,7 @@ func pickWaiters(ws []Waiter, sel CancelSelector) ([]Waiter, int) {
 }
 
 // Pause stops resource granting anything new, by any path, recording an
-// EventPaused naming this Governor's Identity, labelled by ("" none). Holders keep
+// eventkind.Paused naming this Governor's Identity, labelled by ("" none). Holders keep
 // their leases and finish; waiters keep their place. Pausing a paused
 // resource changes nothing. Bad input is ErrInvalid, changing nothing.
 func (g *Governor) Pause(ctx context.Context, resource, by string) error {
@@ -181,11 +183,11 @@ func (g *Governor) Pause(ctx context.Context, resource, by string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.b.Admin(ctx, key, Action{Kind: EventPaused, By: who})
+	_, err = g.b.Admin(ctx, key, Action{Kind: eventkind.Paused, By: who})
 	return err
 }
 
-// Resume undoes Pause, recording an EventResumed naming this Governor's
+// Resume undoes Pause, recording an eventkind.Resumed naming this Governor's
 // Identity, labelled by ("" none): the room the
 // resource has goes to the head of the queue at once. Resuming a resource
 // that is not paused changes nothing. Bad input is ErrInvalid, changing
@@ -195,13 +197,13 @@ func (g *Governor) Resume(ctx context.Context, resource, by string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.b.Admin(ctx, key, Action{Kind: EventResumed, By: who})
+	_, err = g.b.Admin(ctx, key, Action{Kind: eventkind.Resumed, By: who})
 	return err
 }
 
 // ClearLimit clears resource's live limit and puts configured (the limit
 // the configuration gives it; 0 when it gives none) in force at once, so
-// that the next release hands off under it, recording an EventLimit as
+// that the next release hands off under it, recording an eventkind.Limit as
 // SetLimit does. With configured 0 it is SetLimit(ctx, resource, 0, by).
 // Bad input is ErrInvalid, changing nothing.
 func (g *Governor) ClearLimit(ctx context.Context, resource string, configured int, by string) error {
@@ -215,7 +217,7 @@ func (g *Governor) ClearLimit(ctx context.Context, resource string, configured i
 	if err := ValidateLimit(resource, configured); err != nil {
 		return fmt.Errorf("%w (the configured limit to clear back to)", err)
 	}
-	_, err = g.b.Admin(ctx, key, Action{Kind: EventLimit, Back: configured, By: who})
+	_, err = g.b.Admin(ctx, key, Action{Kind: eventkind.Limit, Back: configured, By: who})
 	return err
 }
 
@@ -229,7 +231,7 @@ func (g *Governor) ClearLimit(ctx context.Context, resource string, configured i
 // meanwhile, or stays until a process asks for another while the
 // resource is idle. Holders keep their leases; raised, the room goes to
 // the head of the queue at once; lowered below the weight held, nothing
-// is granted until the use falls under it. It records an EventLimit
+// is granted until the use falls under it. It records an eventkind.Limit
 // naming this Governor's Identity, labelled by ("" none). Bad input is
 // ErrInvalid, changing nothing.
 func (g *Governor) SetLimit(ctx context.Context, resource string, limit int, by string) error {
@@ -242,6 +244,6 @@ func (g *Governor) SetLimit(ctx context.Context, resource string, limit int, by 
 			return fmt.Errorf("%w (0 clears the live limit)", err)
 		}
 	}
-	_, err = g.b.Admin(ctx, key, Action{Kind: EventLimit, Limit: limit, By: who})
+	_, err = g.b.Admin(ctx, key, Action{Kind: eventkind.Limit, Limit: limit, By: who})
 	return err
 }

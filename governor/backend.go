@@ -42,7 +42,7 @@ type Declaration struct {
 	// ProgressTimeout, when set, makes the lease stalled once no
 	// progress mark (Backend.Renew with Renewal.Touch; the grant counts as the first) has
 	// arrived for this long: its renewals and marks are then refused
-	// (a *LeaseLostError of kind EventStalled), so its holder declares it
+	// (a *LeaseLostError of kind eventkind.Stalled), so its holder declares it
 	// lost and stops the work, and its slot is freed only by its release
 	// or its expiry, never earlier. 0: no progress is asked for.
 	ProgressTimeout time.Duration `json:"pto,omitempty"`
@@ -87,7 +87,7 @@ type Holder struct {
 	// neither (backend time).
 	Progress time.Time
 	// Cancelled is when a newer acquire with its supersede key cancelled
-	// it in progress (EventCancelledInProgress): it is held until its
+	// it in progress (eventkind.CancelledInProgress): it is held until its
 	// holder has stopped its work and released it, never renewed; zero
 	// when it was not.
 	Cancelled time.Time
@@ -125,13 +125,13 @@ type Status struct {
 	// Histograms are the backend-kept distributions of the resource, by
 	// name (HistogramWait); absent until the first observation.
 	Histograms map[string]Histogram
-	// CoolOff is the end of the resource's cool-off (an EventCoolOff Action),
+	// CoolOff is the end of the resource's cool-off (an eventkind.CoolOff Action),
 	// backend time; zero when none is in force. Only a Status the
 	// backend read in full, or the Status of a Refused or Queued
 	// Result, carries it.
 	CoolOff time.Time
 	// Quarantine is the end of a quarantine after lost data (the Redis
-	// backend holds new grants back: see EventQuarantine), backend
+	// backend holds new grants back: see eventkind.Quarantine), backend
 	// time; zero when none is in force. As CoolOff, in a full Status or
 	// a Refused or Queued Result's.
 	Quarantine time.Time
@@ -181,64 +181,6 @@ type Counters struct {
 	ReclaimedDead   int64 // holders removed because their owner was proven dead
 	Takeovers       int64 // holders replaced by a takeover
 }
-
-// Event kinds, recorded by backends in a bounded log per resource.
-const (
-	EventExpired   = "expired"   // a holder's lease expired and was removed
-	EventReclaimed = "reclaimed" // a holder's owner was proven dead; removed
-	EventTakeover  = "takeover"  // a holder was replaced by a takeover
-	EventLost      = "lost"      // a holder declared its lease lost
-	EventDrift     = "drift"     // a process asked for another limit or queue policy than the one in force
-	// Queue policies' events (see Policy): a waiter withdrawn because it
-	// waited max_wait (EventMaxWait, by "policy") or because a newer
-	// acquire with its supersede key replaced it (EventSuperseded, by
-	// the newer one's id) — both in WithdrawKinds, so its acquire ends
-	// with a *WithdrawnError; and a holder whose lease a newer acquire
-	// with its supersede key and cancel-in-progress cancelled
-	// (EventCancelledInProgress), which its renewals report as a
-	// *LeaseLostError; it keeps its weight until released or expired.
-	EventMaxWait             = "max_wait"
-	EventSuperseded          = "superseded"
-	EventCancelledInProgress = "cancelled_in_progress"
-	// EventStalled is the end a renewal or progress mark of a stalled
-	// lease reports (see Declaration.ProgressTimeout); the backend does
-	// not record it: the holder's lost event does.
-	EventStalled = "stalled"
-	// The backend found its state contradicting itself (see docs/redis.md,
-	// "State that contradicts itself"):
-	EventDropped    = "dropped"    // a queue entry that did not read was dropped; its waiter is not served
-	EventUnreadable = "unreadable" // an event that did not read, reported in its place by Events
-	// EventQuarantine: the backend found the resource's data lost (Redis
-	// restarted without persistence, a failover to a replica behind) and
-	// holds new grants back for the longest lease TTL.
-	EventQuarantine = "quarantine"
-	// Admin actions (Governor.Cancel, Pause, Resume, SetLimit); Event.By
-	// names who acted:
-	//
-	// EventCancelled: a waiter was withdrawn (LeaseID names it); its
-	// acquire ends with a *WithdrawnError of this kind. Kinds that
-	// withdraw a waiter are listed in WithdrawKinds.
-	EventCancelled = "cancelled"
-	EventPaused    = "paused"  // the resource grants nothing new until resumed
-	EventResumed   = "resumed" // grants resumed; the queue was served at once
-	// EventLimit: a live limit was set, or cleared (Detail says which
-	// and the limit in force after it).
-	EventLimit = "limit"
-	// EventCoolOff: a rate-limit signal paused new grants (see
-	// Backend.Admin); the detail says who signalled and until when.
-	EventCoolOff = "cooloff"
-	// EventWatchdogKill: a run's watchdog stopped (TERM) or killed the
-	// command tree of a lease because its holder could not: governor was
-	// stopped past the lease's deadline, or died without releasing. The
-	// detail says why and what it did. It ends no lease.
-	EventWatchdogKill = "watchdog_kill"
-)
-
-// WithdrawKinds are the event kinds that withdraw a waiter: a waiter whose
-// queue entry is gone finds the last such event naming it and ends with a
-// *WithdrawnError (backends look only for these kinds; a queue policy that
-// drops waiters adds its kind here and in lib-slow.lua's WITHDRAW_KINDS).
-var WithdrawKinds = []string{EventCancelled, EventMaxWait, EventSuperseded}
 
 // Event is something that happened to a lease that its holder did not
 // do itself.
@@ -296,7 +238,7 @@ type Request struct {
 	FairKey  string
 	// Supersede, when set, replaces an older waiter with the same key
 	// (it is withdrawn: ErrSuperseded); with CancelInProgress, a holder
-	// with the same key also loses its lease (EventCancelledInProgress).
+	// with the same key also loses its lease (eventkind.CancelledInProgress).
 	Supersede        string
 	CancelInProgress bool
 	// CancelOthers lets CancelInProgress cancel a holder whose
@@ -408,17 +350,17 @@ type Backend interface {
 	// r.Touch, it sets the lease's progress mark to now instead (see
 	// Declaration.ProgressTimeout) and returns its expiry, which it does
 	// not extend (a stalled lease: a *LeaseLostError of kind
-	// EventStalled). It never re-acquires: a lease that is gone is ErrLeaseLost, a
+	// eventkind.Stalled). It never re-acquires: a lease that is gone is ErrLeaseLost, a
 	// *LeaseLostError when an event recorded what ended it (a takeover,
-	// a reclaim, its expiry), or when it is stalled (EventStalled) or
-	// cancelled in progress (EventCancelledInProgress): such a lease
+	// a reclaim, its expiry), or when it is stalled (eventkind.Stalled) or
+	// cancelled in progress (eventkind.CancelledInProgress): such a lease
 	// stays held, never renewed again, until released or expired.
 	//
 	// r.Token is the lease's fencing token as its holder knows it (0:
 	// unknown). A lease that is gone from a resource without state, or
 	// from a state born after token, outlived the state it was granted
 	// in: evidence of lost data, on which a backend that can lose its
-	// data (Redis) holds new grants back (EventQuarantine) before it
+	// data (Redis) holds new grants back (eventkind.Quarantine) before it
 	// reports the loss. A backend may know the tokens of the grants it
 	// made itself; from another process, only r.Token tells.
 	//
@@ -465,10 +407,10 @@ type Backend interface {
 	Admin(ctx context.Context, key Key, a Action) (ActionResult, error)
 
 	// Record records e on key at the backend's now: what a process saw
-	// that the backend cannot, of kind EventLost (holder e.LeaseID, with
+	// that the backend cannot, of kind eventkind.Lost (holder e.LeaseID, with
 	// e.Token, declared its lease lost: counted too; e.Detail the
-	// reason), EventDegraded (the end of a period a process ran calls
-	// without the backend, BackendDown) or EventWatchdogKill (what a
+	// reason), eventkind.Degraded (the end of a period a process ran calls
+	// without the backend, BackendDown) or eventkind.WatchdogKill (what a
 	// run's watchdog did to the tree of lease e.LeaseID). Another kind
 	// is ErrInvalid.
 	Record(ctx context.Context, key Key, e Event) error
@@ -477,7 +419,7 @@ type Backend interface {
 	// halves the adaptive limit (not below Min), IncreaseEvery successes
 	// in a row add one (not above Max); a resource not yet adaptive, or
 	// adaptive under another Max, starts from Max. While no limit is set
-	// live (Admin, EventLimit), the adaptive limit is the limit in force for
+	// live (Admin, eventkind.Limit), the adaptive limit is the limit in force for
 	// processes asking for Max (no drift), and raising it hands room to
 	// the queue at once. It returns the state after the step. The
 	// Governor checks the request.

@@ -42,7 +42,7 @@ type BudgetCharge struct {
 	// for a while, BudgetDefine for good).
 	Limit int64
 	// Soft is the soft threshold (0: none): crossing it records an
-	// EventBudgetSoft, nothing is refused.
+	// eventkind.BudgetSoft, nothing is refused.
 	Soft int64
 	// Start and End are the window the caller holds current; the backend
 	// checks its own clock lies in it (BudgetResult.Mismatch).
@@ -206,16 +206,6 @@ func validDef(name, def string) error {
 	return nil
 }
 
-// The kinds of budget events.
-const (
-	EventBudgetSoft      = "soft"      // the soft threshold was crossed
-	EventBudgetExhausted = "exhausted" // a reservation was refused for lack of room
-	EventBudgetOverrun   = "overrun"   // an actual above its estimate
-	EventBudgetAbandoned = "abandoned" // a reservation counted at its estimate after its TTL
-	EventBudgetHeld      = "held"      // evidence of lost data: the budget refuses
-	EventBudgetAdmin     = "admin"     // an operator's action (Detail says which)
-)
-
 // BudgetEvent is one thing that happened to a budget.
 type BudgetEvent struct {
 	At     time.Time
@@ -242,10 +232,10 @@ type BudgetBackend interface {
 	// estimate leaves Reserved and its actual (req.Actual, by name; the
 	// name "" for every budget not named, else a budget not named is
 	// settled at its estimate) joins Spent — in full, with an
-	// EventBudgetOverrun, when above the estimate. A lease without an
+	// eventkind.BudgetOverrun, when above the estimate. A lease without an
 	// open reservation changes nothing (Settled false), unless a named
 	// budget's state is gone or born after the Born it gives: then that
-	// budget is held (EventBudgetHeld) and the actual counted.
+	// budget is held (eventkind.BudgetHeld) and the actual counted.
 	// req.Secret must prove the open reservation (BudgetRequest.Secret):
 	// else ErrNotOwner (NotBudgetOwner) and nothing changes. A
 	// reservation made before reservations had secrets is settled

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/humantime"
 )
 
@@ -17,7 +18,7 @@ const DefaultCoolOff = 5 * time.Second
 
 // CoolOff pauses resource, fleet-wide, for d on the backend's clock (d
 // 0: DefaultCoolOff plus up to a quarter more at random); see
-// Backend.Admin of EventCoolOff. A provider's resource is ProviderResource(name). It
+// Backend.Admin of eventkind.CoolOff. A provider's resource is ProviderResource(name). It
 // returns the end of the cool-off in force, which may be later than
 // asked. A d below zero or above MaxRetryAfter is ErrInvalid and
 // changes nothing.
@@ -32,7 +33,7 @@ func (g *Governor) CoolOff(ctx context.Context, resource string, d time.Duration
 	if reason == "" {
 		reason = "rate-limit signal"
 	}
-	res, err := g.b.Admin(ctx, Key{g.project, resource}, Action{Kind: EventCoolOff, For: d, Detail: fmt.Sprintf("%s (session %s)", reason, g.decl.Session)})
+	res, err := g.b.Admin(ctx, Key{g.project, resource}, Action{Kind: eventkind.CoolOff, For: d, Detail: fmt.Sprintf("%s (session %s)", reason, g.decl.Session)})
 	return res.Until, err
 }
 

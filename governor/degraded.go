@@ -8,12 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// EventDegraded: a process ran a provider's calls without the backend
-// (BackendDown open or local:N) and the backend is back; the detail says
-// who, for how long, and how many calls it let through.
-const EventDegraded = "degraded"
+	"github.com/governor-dev/governor/governor/eventkind"
+)
 
 // DownMode is what a provider's calls do while the backend cannot be
 // reached.
@@ -154,7 +151,7 @@ func (g *Governor) leaveDegraded(ctx context.Context, resource string, pol Backe
 	if g.onDegraded != nil {
 		g.onDegraded(resource, false)
 	}
-	_ = g.b.Record(ctx, Key{g.project, resource}, Event{Kind: EventDegraded, Detail: detail})
+	_ = g.b.Record(ctx, Key{g.project, resource}, Event{Kind: eventkind.Degraded, Detail: detail})
 }
 
 // isDegraded tells whether resource is degraded in this process.

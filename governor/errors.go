@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/safetext"
 )
 
@@ -49,11 +50,11 @@ var (
 	ErrQueueFull = errors.New("governor: queue full")
 	// ErrMaxWait is matched by the *WithdrawnError of a waiter dropped
 	// from the queue because it waited the resource's max_wait (see
-	// Policy; kind EventMaxWait). Nothing is left queued.
+	// Policy; kind eventkind.MaxWait). Nothing is left queued.
 	ErrMaxWait = errors.New("governor: dropped from the queue after max_wait")
 	// ErrSuperseded is matched by the *WithdrawnError of a waiter replaced
 	// by a newer acquire with its supersede key (AcquireOptions.Supersede;
-	// kind EventSuperseded). Nothing is left queued.
+	// kind eventkind.Superseded). Nothing is left queued.
 	ErrSuperseded = errors.New("governor: superseded")
 )
 
@@ -108,8 +109,8 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 type LeaseLostError struct {
 	Resource string
 	LeaseID  string
-	// End is the event that ended the lease: EventTakeover,
-	// EventReclaimed or EventExpired.
+	// End is the event that ended the lease: eventkind.Takeover,
+	// eventkind.Reclaimed or eventkind.Expired.
 	End Event
 }
 
@@ -123,11 +124,11 @@ func (e *LeaseLostError) Error() string {
 func (e *LeaseLostError) Reason() string {
 	detail := safetext.Escape(e.End.Detail)
 	switch e.End.Kind {
-	case EventTakeover:
+	case eventkind.Takeover:
 		return detail // "taken over by session S (pid P on H): lease L, token T"
-	case EventReclaimed:
+	case eventkind.Reclaimed:
 		return "reclaimed: " + detail
-	case EventExpired:
+	case eventkind.Expired:
 		return "it expired before it was renewed"
 	}
 	return safetext.Escape(e.End.Kind) + ": " + detail
@@ -159,7 +160,7 @@ var ErrWithdrawn = errors.New("governor: waiter withdrawn")
 type WithdrawnError struct {
 	Resource string
 	WaiterID string
-	// Kind is the event kind that withdrew it (EventCancelled, or a
+	// Kind is the event kind that withdrew it (eventkind.Cancelled, or a
 	// queue policy's), By who did it, Detail why, At when (backend
 	// clock).
 	Kind   string
@@ -188,9 +189,9 @@ func (e *WithdrawnError) Reason() string {
 }
 
 // Is makes errors.Is(err, ErrWithdrawn) hold, and for a queue policy's
-// withdrawals errors.Is(err, ErrSuperseded) (kind EventSuperseded) and
-// errors.Is(err, ErrMaxWait) (kind EventMaxWait).
+// withdrawals errors.Is(err, ErrSuperseded) (kind eventkind.Superseded) and
+// errors.Is(err, ErrMaxWait) (kind eventkind.MaxWait).
 func (e *WithdrawnError) Is(target error) bool {
-	return target == ErrWithdrawn || target == ErrSuperseded && e.Kind == EventSuperseded ||
-		target == ErrMaxWait && e.Kind == EventMaxWait
+	return target == ErrWithdrawn || target == ErrSuperseded && e.Kind == eventkind.Superseded ||
+		target == ErrMaxWait && e.Kind == eventkind.MaxWait
 }

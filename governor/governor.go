@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -274,7 +275,7 @@ type AcquireOptions struct {
 	// Acquire returns ErrSuperseded); with CancelInProgress (Wait mode
 	// only), a holder with the key is cancelled: its next renewal is
 	// refused (its Done closes within a heartbeat, Err a *LeaseLostError
-	// of kind EventCancelledInProgress), but it keeps its slots until its
+	// of kind eventkind.CancelledInProgress), but it keeps its slots until its
 	// Release (or its expiry), so that its work never runs beside this
 	// acquire's, which waits in the queue meanwhile. GitHub Actions'
 	// concurrency groups.
@@ -518,7 +519,7 @@ func (g *Governor) reclaimDead(ctx context.Context, key Key, st Status) bool {
 		if g.ownerVerdict(ctx, key, h) != proc.Dead {
 			continue
 		}
-		if res, err := g.b.Admin(ctx, key, Action{Kind: EventReclaimed, IDs: []string{h.LeaseID}, Token: h.Token}); err == nil && res.Changed {
+		if res, err := g.b.Admin(ctx, key, Action{Kind: eventkind.Reclaimed, IDs: []string{h.LeaseID}, Token: h.Token}); err == nil && res.Changed {
 			removed = true
 			_ = h.RemoveDeadCgroup() // best effort: else the stale sweep of a later run
 		}

@@ -301,7 +301,7 @@ func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease stri
 // the lease was granted before secrets. A lease that is gone is
 // ErrLeaseLost; renew never re-acquires. h.Token, when known, goes with
 // the renewal: on Redis, a lease gone from a state born after it (the
-// data was lost) then holds new grants back (EventQuarantine).
+// data was lost) then holds new grants back (eventkind.Quarantine).
 func (g *Governor) RenewHandle(ctx context.Context, h Handle, ttl time.Duration) (time.Time, error) {
 	if err := ValidateResource(h.Resource); err != nil {
 		return time.Time{}, err

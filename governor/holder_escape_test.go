@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/safetext/safetexttest"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
@@ -20,7 +21,7 @@ func TestHostileDeclarationEscaped(t *testing.T) {
 	safetexttest.Check(t, "Describe", h.Describe(now))
 	busy := &governor.BusyError{Resource: "heavy", Status: governor.Status{Limit: 1, Used: 1, Now: now, Holders: []governor.Holder{h}}}
 	safetexttest.Check(t, "BusyError", busy.Error())
-	for _, kind := range []string{governor.EventTakeover, governor.EventReclaimed, "other" + safetexttest.Hostile} {
+	for _, kind := range []string{eventkind.Takeover, eventkind.Reclaimed, "other" + safetexttest.Hostile} {
 		lost := &governor.LeaseLostError{Resource: "heavy", LeaseID: "x", End: governor.Event{Kind: kind, Detail: "taken over by session " + safetexttest.Hostile}}
 		safetexttest.Check(t, "LeaseLostError "+kind, lost.Error())
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/capgate"
 )
 
@@ -467,7 +468,7 @@ func (l *Lease) lose(err error, reason string) {
 	free := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		_ = l.g.b.Record(ctx, l.key, Event{Kind: EventLost, LeaseID: l.id, Token: l.token, Detail: reason})
+		_ = l.g.b.Record(ctx, l.key, Event{Kind: eventkind.Lost, LeaseID: l.id, Token: l.token, Detail: reason})
 		_ = l.g.b.Release(ctx, l.key, l.id, l.secret)
 	}
 	// Close waits for this before it closes the backend; once Close has
@@ -528,7 +529,7 @@ func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 		defer cancel()
 		var ended *LeaseLostError
 		if errors.As(lostErr, &ended) {
-			_ = l.g.b.Record(ctx, l.key, Event{Kind: EventLost, LeaseID: l.id, Token: l.token, Detail: ended.Reason()})
+			_ = l.g.b.Record(ctx, l.key, Event{Kind: eventkind.Lost, LeaseID: l.id, Token: l.token, Detail: ended.Reason()})
 		}
 		_ = free(ctx, l)
 		return lostErr
@@ -588,7 +589,7 @@ func (l *Lease) Detach() {
 // cancelled in progress (so that its work never runs beside its
 // successor's).
 func stillHeld(kind string) bool {
-	return kind == EventStalled || kind == EventCancelledInProgress
+	return kind == eventkind.Stalled || kind == eventkind.CancelledInProgress
 }
 
 func (g *Governor) forget(l *Lease) {

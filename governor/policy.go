@@ -15,7 +15,7 @@ import (
 // no bounds. A policy is stored with the resource, like its limit: the
 // policy in force changes only while the resource is idle (no holder, no
 // waiter), and a process asking for another one meanwhile is drift
-// (Status.DriftPolicy, an EventDrift); its waiters are then served under
+// (Status.DriftPolicy, an eventkind.Drift); its waiters are then served under
 // the policy in force.
 //
 // The rules, exactly (docs/queue-policies.md has one example of each):

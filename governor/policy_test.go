@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
 
@@ -85,7 +86,7 @@ func TestAcquirePolicyOptionsRefused(t *testing.T) {
 }
 
 // A lease cancelled in progress closes Done with a *LeaseLostError of
-// kind EventCancelledInProgress but stays held until its Release (its
+// kind eventkind.CancelledInProgress but stays held until its Release (its
 // work may still run), which hands the slot to the canceller.
 func TestCancelInProgressHeldUntilRelease(t *testing.T) {
 	g := leasetest.FileGovernor(t, t.TempDir(), governor.Options{TTL: 3 * time.Second, Heartbeat: 50 * time.Millisecond})
@@ -108,8 +109,8 @@ func TestCancelInProgressHeldUntilRelease(t *testing.T) {
 		t.Fatal("the cancelled lease's Done did not close")
 	}
 	var lost *governor.LeaseLostError
-	if err := old.Err(); !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress {
-		t.Fatalf("Err of the cancelled lease: %v, want a LeaseLostError of kind %s", err, governor.EventCancelledInProgress)
+	if err := old.Err(); !errors.As(err, &lost) || lost.End.Kind != eventkind.CancelledInProgress {
+		t.Fatalf("Err of the cancelled lease: %v, want a LeaseLostError of kind %s", err, eventkind.CancelledInProgress)
 	}
 	time.Sleep(200 * time.Millisecond) // a lease freed on loss would be handed on by now
 	st, err := g.Status(t.Context(), "deploy")

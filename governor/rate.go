@@ -73,7 +73,7 @@ type RateResult struct {
 	RemainingRequests int64
 	RemainingTokens   int64
 	// CoolOff, when the reservation was denied because the key is
-	// cooling off (an EventCoolOff Action), is the cool-off's end (backend
+	// cooling off (an eventkind.CoolOff Action), is the cool-off's end (backend
 	// time); zero otherwise.
 	CoolOff time.Time
 	// ShadowDenied: a Shadow reservation the limits would have denied

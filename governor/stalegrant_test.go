@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
@@ -113,7 +114,7 @@ func TestMaxWaitAtDeadline(t *testing.T) {
 	defer cancel()
 	_, err = g.Acquire(wctx, "r", governor.AcquireOptions{Limit: 1, Policy: pol, Mode: governor.Wait})
 	var w *governor.WithdrawnError
-	if !errors.As(err, &w) || w.Kind != governor.EventMaxWait {
+	if !errors.As(err, &w) || w.Kind != eventkind.MaxWait {
 		t.Fatalf("a waiter past max_wait: %v; want a max_wait withdrawal before the next re-check", err)
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // EventSource is a Source that reads the events the backend keeps
 // (*governor.Governor on either backend). With it, a Collector counts
 // drift events: the backend keeps no counter of acquires that asked for
 // another limit or queue policy than the one in force, but records an
-// EventDrift for each new disagreement.
+// eventkind.Drift for each new disagreement.
 type EventSource interface {
 	Events(ctx context.Context, resource string, since time.Time) ([]governor.Event, error)
 }
@@ -54,7 +55,7 @@ func (d *driftCount) read(ctx context.Context, src EventSource, resources []stri
 			if !e.At.After(last) {
 				continue // seen at the last read
 			}
-			if e.Kind == governor.EventDrift {
+			if e.Kind == eventkind.Drift {
 				d.count[n]++
 			}
 			d.last[n] = maxTime(d.last[n], e.At)

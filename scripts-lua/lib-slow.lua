@@ -7,7 +7,7 @@
 local drop_waiter, promote, prune, holders, event, ended, recount, withdraw, withdrawn
 
 -- The event kinds that end a lease (ended(); backendkit.EndedKinds in Go)
--- and that withdraw a waiter (withdraw(); governor.WithdrawKinds): a
+-- and that withdraw a waiter (withdraw(); eventkind.Withdraw): a
 -- queue policy that drops waiters adds its kind here. The constants
 -- copied from Go are pinned by scripts-lua/constants_test.go.
 local ENDED = {takeover = true, reclaimed = true, expired = true, cancelled_in_progress = true}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/internal/leasetest"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/view"
@@ -86,7 +87,7 @@ func TestCancelEndsWaitingRun(t *testing.T) {
 			t.Fatalf("after cancel: %+v", st)
 		}
 		evs, err := g.Backend().Events(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, time.Time{})
-		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventCancelled || !strings.HasSuffix(evs[len(evs)-1].By, `) as "alice"`) || !strings.Contains(evs[len(evs)-1].By, "(session ") {
+		if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != eventkind.Cancelled || !strings.HasSuffix(evs[len(evs)-1].By, `) as "alice"`) || !strings.Contains(evs[len(evs)-1].By, "(session ") {
 			t.Fatalf("events %+v, %v; want a cancelled event by alice", evs, err)
 		}
 		if code, out, _ := tg.run(t, "events", "heavy"); code != 0 || !strings.Contains(out, "cancelled by an operator; by ") || !strings.Contains(out, `as "alice"`) {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -70,7 +71,7 @@ func TestCLIEventsOneBadKey(t *testing.T) {
 		if err != nil || r.Outcome != governor.Granted {
 			t.Fatalf("acquire %s: %v %v", res, r.Outcome, err)
 		}
-		if err := b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: "l-" + res, Token: r.Token, Detail: "a test"}); err != nil {
+		if err := b.Record(ctx, key, governor.Event{Kind: eventkind.Lost, LeaseID: "l-" + res, Token: r.Token, Detail: "a test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/proctest"
 )
@@ -66,12 +67,12 @@ func TestRunSIGKILLOfNestedGovernorsByMarkers(t *testing.T) {
 	}
 	kills := 0
 	for _, e := range evs {
-		if e.Kind == governor.EventWatchdogKill {
+		if e.Kind == eventkind.WatchdogKill {
 			kills++
 		}
 	}
 	if kills != 1 {
-		t.Fatalf("%d %s events on heavy, want the outer watchdog's one: %+v", kills, governor.EventWatchdogKill, evs)
+		t.Fatalf("%d %s events on heavy, want the outer watchdog's one: %+v", kills, eventkind.WatchdogKill, evs)
 	}
 	// The inner slot is free again: its holder was proven dead.
 	eventually(t, 10*time.Second, "the inner slot did not become free", func() bool {

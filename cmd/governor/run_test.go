@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/redisbackend"
@@ -537,12 +538,12 @@ func TestRunSIGKILLOfGovernor(t *testing.T) {
 		}
 		var kills []governor.Event
 		for _, e := range evs {
-			if e.Kind == governor.EventWatchdogKill {
+			if e.Kind == eventkind.WatchdogKill {
 				kills = append(kills, e)
 			}
 		}
 		if len(kills) != 1 || kills[0].LeaseID == "" || !strings.Contains(kills[0].Detail, "governor exited without releasing") {
-			t.Fatalf("%s events %+v; want one naming the lease and that governor exited without releasing", governor.EventWatchdogKill, kills)
+			t.Fatalf("%s events %+v; want one naming the lease and that governor exited without releasing", eventkind.WatchdogKill, kills)
 		}
 	})
 }
@@ -664,7 +665,7 @@ func TestRunLeaseLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := tg.soleHolder(t, g, "heavy", 10*time.Second, "the run did not acquire")
-		res, err := g.Backend().Admin(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.LeaseID}, Token: h.Token})
+		res, err := g.Backend().Admin(context.Background(), governor.Key{Project: runProject, Resource: "heavy"}, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{h.LeaseID}, Token: h.Token})
 		ok := res.Changed
 		if err != nil || !ok {
 			t.Fatalf("Reclaim: %v, %v", ok, err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/internal/exitcode"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/internal/statuspage"
@@ -317,7 +318,7 @@ func TestStatusPageAPIIsTheCLIs(t *testing.T) {
 	same("/api/v1/events?since=1h", "events", "--json", "--since", "1h")
 	var evs []view.Event
 	getJSON(t, p.base+"/api/v1/events", 200, &evs)
-	if len(evs) == 0 || evs[len(evs)-1].Kind != governor.EventTakeover {
+	if len(evs) == 0 || evs[len(evs)-1].Kind != eventkind.Takeover {
 		t.Errorf("events %+v; want the takeover last", evs)
 	}
 

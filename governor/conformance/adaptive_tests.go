@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // adaptiveAIMD: a signal halves the limit in force (not below the
@@ -67,7 +68,7 @@ func (s *suite) adaptiveAIMD(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		if e.Kind == governor.EventDrift {
+		if e.Kind == eventkind.Drift {
 			t.Fatalf("a drift event under an adaptive limit: %+v", e)
 		}
 	}

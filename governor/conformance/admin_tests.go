@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -53,7 +54,7 @@ func (s *suite) withdraw(t *testing.T) {
 		mustAcquire(t, b, *w, governor.Queued)
 		w.New = false
 	}
-	why := governor.Action{Kind: governor.EventCancelled, By: "alice (ops)", Detail: "cancelled by an operator"}
+	why := governor.Action{Kind: eventkind.Cancelled, By: "alice (ops)", Detail: "cancelled by an operator"}
 	gone, err := withdrawn(b.Admin(ctxT(t), key, withdrawal(why, []string{w3.ID, "unknown", w1.ID, h.ID})))
 	if err != nil {
 		t.Fatalf("Withdraw: %v", err)
@@ -67,7 +68,7 @@ func (s *suite) withdraw(t *testing.T) {
 	}
 	for _, w := range []governor.Request{w1, w3} {
 		_, err := b.Acquire(ctxT(t), w)
-		wantWithdrawn(t, "next poll of a withdrawn waiter", err, w.ID, governor.EventCancelled, why.By)
+		wantWithdrawn(t, "next poll of a withdrawn waiter", err, w.ID, eventkind.Cancelled, why.By)
 	}
 	if st := mustStatus(t, b, key); len(st.Waiters) != 1 {
 		t.Fatalf("a withdrawn waiter queued again: %+v", st.Waiters)
@@ -75,7 +76,7 @@ func (s *suite) withdraw(t *testing.T) {
 	if res := mustAcquire(t, b, w2, governor.Queued); res.Position != 1 {
 		t.Fatalf("the waiter left moved to %d, want 1", res.Position)
 	}
-	e := lastEvent(t, b, key, governor.EventCancelled)
+	e := lastEvent(t, b, key, eventkind.Cancelled)
 	if e.By != why.By || e.Detail != why.Detail || (e.LeaseID != w1.ID && e.LeaseID != w3.ID) {
 		t.Fatalf("cancelled event %+v; want by %q naming a withdrawn waiter", e, why.By)
 	}
@@ -160,7 +161,7 @@ func (s *suite) governorCancel(t *testing.T) {
 	select {
 	case err := <-done:
 		// bob is a label beside who acted (issue 24.14).
-		wantWithdrawn(t, "the cancelled acquire", err, st.Waiters[0].ID, governor.EventCancelled, admin.Identity()+` as "bob"`)
+		wantWithdrawn(t, "the cancelled acquire", err, st.Waiters[0].ID, eventkind.Cancelled, admin.Identity()+` as "bob"`)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the cancelled acquire did not end")
 	}
@@ -225,7 +226,7 @@ func (s *suite) pause(t *testing.T) {
 	if res := mustAcquire(t, b, w2, governor.Queued); res.Position != 2 {
 		t.Fatalf("paused waiter moved to %d", res.Position)
 	}
-	e := lastEvent(t, b, key, governor.EventPaused)
+	e := lastEvent(t, b, key, eventkind.Paused)
 	if e.By != "carol" {
 		t.Fatalf("paused event %+v, want by carol", e)
 	}
@@ -250,7 +251,7 @@ func (s *suite) pause(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Paused != nil || st.Used != 2 {
 		t.Fatalf("after resume: %+v", st)
 	}
-	if e := lastEvent(t, b, key, governor.EventResumed); e.By != "erin" {
+	if e := lastEvent(t, b, key, eventkind.Resumed); e.By != "erin" {
 		t.Fatalf("resumed event %+v, want by erin", e)
 	}
 	if changed, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: pauseKind(false), By: "erin"})); err != nil || changed {
@@ -343,7 +344,7 @@ func (s *suite) liveLimit(t *testing.T) {
 	if st := mustStatus(t, b, key); st.Limit != 2 || st.LiveLimit != nil || st.DriftLimit != 0 {
 		t.Fatalf("after clearing: limit %d live %+v drift %d; want 2, none, 0", st.Limit, st.LiveLimit, st.DriftLimit)
 	}
-	if e := lastEvent(t, b, key, governor.EventLimit); e.By != "ops" || !strings.Contains(e.Detail, "cleared") {
+	if e := lastEvent(t, b, key, eventkind.Limit); e.By != "ops" || !strings.Contains(e.Detail, "cleared") {
 		t.Fatalf("limit event %+v", e)
 	}
 	// Clearing nothing on a resource without state makes none.
@@ -375,7 +376,7 @@ func (s *suite) holds(t *testing.T) {
 	}
 	r = req(key, 1, 1, governor.Fail)
 	mustAcquire(t, b, r, governor.Granted)
-	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{r.ID}, Token: mustStatus(t, b, key).Holders[0].Token})); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{r.ID}, Token: mustStatus(t, b, key).Holders[0].Token})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	if st := mustStatus(t, b, key); len(st.Holds) != 2 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 func (s *suite) grantWithinLimit(t *testing.T) {
@@ -122,7 +123,7 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	}
 	s.h.Advance(t, time.Second)
 	_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 10 * time.Second})
-	wantEnd(t, "renew after expiry", err, governor.EventExpired, "expired")
+	wantEnd(t, "renew after expiry", err, eventkind.Expired, "expired")
 	if st := mustStatus(t, b, key); st.Used != 0 || len(st.Holders) != 0 {
 		t.Fatalf("renew re-acquired an expired lease: %+v", st)
 	}
@@ -426,17 +427,17 @@ func (s *suite) reclaim(t *testing.T) {
 	b, key := s.open(t, "merge")
 	h := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, h, governor.Granted)
-	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.ID}, Token: res.Token + 1})); err != nil || ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{h.ID}, Token: res.Token + 1})); err != nil || ok {
 		t.Fatalf("reclaim with a wrong token = %v, %v; want false", ok, err)
 	}
-	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"unknown"}, Token: res.Token})); err != nil || ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{"unknown"}, Token: res.Token})); err != nil || ok {
 		t.Fatalf("reclaim of unknown lease = %v, %v; want false", ok, err)
 	}
-	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{h.ID}, Token: res.Token})); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{h.ID}, Token: res.Token})); err != nil || !ok {
 		t.Fatalf("reclaim = %v, %v; want true", ok, err)
 	}
 	_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: time.Minute})
-	wantEnd(t, "renew after reclaim", err, governor.EventReclaimed, "reclaimed: owner dead")
+	wantEnd(t, "renew after reclaim", err, eventkind.Reclaimed, "reclaimed: owner dead")
 	st := mustStatus(t, b, key)
 	if st.Used != 0 || st.Counters.ReclaimedDead != 1 {
 		t.Fatalf("after reclaim: used %d, reclaimed dead %d; want 0, 1", st.Used, st.Counters.ReclaimedDead)
@@ -498,7 +499,7 @@ func (s *suite) limitDrift(t *testing.T) {
 	}
 	drifts := 0
 	for _, e := range evs {
-		if e.Kind == governor.EventDrift {
+		if e.Kind == eventkind.Drift {
 			drifts++
 		}
 	}
@@ -525,7 +526,7 @@ func (s *suite) counters(t *testing.T) {
 	mustAcquire(t, b, w, governor.Queued)
 	release(t, b, key, h.ID)
 	mustAcquire(t, b, w, governor.Granted)
-	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: "some-lease", Token: 1, Detail: "a test"}); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: eventkind.Lost, LeaseID: "some-lease", Token: 1, Detail: "a test"}); err != nil {
 		t.Fatal(err)
 	}
 	c := mustStatus(t, b, key).Counters

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // batchRenew: a backend that renews leases in batches (BatchRenewer)
@@ -64,7 +65,7 @@ func (s *suite) batchRenew(t *testing.T) {
 			t.Errorf("lease %d (%s %s): %+v; want renewed to about a minute from now", i, rs[i].Key, rs[i].ID, got[i])
 		}
 	}
-	wantEnd(t, "taken-over lease in a batch", got[1].Err, governor.EventTakeover, "taken over by session relay-9")
+	wantEnd(t, "taken-over lease in a batch", got[1].Err, eventkind.Takeover, "taken over by session relay-9")
 	if !errors.Is(got[2].Err, governor.ErrNotOwner) {
 		t.Errorf("wrong secret in a batch: %v; want ErrNotOwner", got[2].Err)
 	}
@@ -165,7 +166,7 @@ func (s *suite) batchedHeartbeats(t *testing.T) {
 	if got, err := other.Acquire(ctxT(t), takeover(nu, taken.Key(), taken.ID())); err != nil || got.Outcome != governor.Granted {
 		t.Fatalf("Takeover = %+v, %v", got, err)
 	}
-	if ok, err := actChanged(other.Admin(ctxT(t), reclaimed.Key(), governor.Action{Kind: governor.EventReclaimed, IDs: []string{reclaimed.ID()}, Token: reclaimed.Token()})); err != nil || !ok {
+	if ok, err := actChanged(other.Admin(ctxT(t), reclaimed.Key(), governor.Action{Kind: eventkind.Reclaimed, IDs: []string{reclaimed.ID()}, Token: reclaimed.Token()})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	for _, l := range []*governor.Lease{taken, reclaimed} {
@@ -175,7 +176,7 @@ func (s *suite) batchedHeartbeats(t *testing.T) {
 			t.Fatalf("lease %s on %s: Done not closed after it was removed", l.ID(), l.Resource())
 		}
 	}
-	wantEnd(t, "the taken-over lease", taken.Err(), governor.EventTakeover, "taken over by session relay-7")
+	wantEnd(t, "the taken-over lease", taken.Err(), eventkind.Takeover, "taken over by session relay-7")
 	if !errors.Is(reclaimed.Err(), governor.ErrLeaseLost) {
 		t.Fatalf("the reclaimed lease: Err = %v, want ErrLeaseLost", reclaimed.Err())
 	}

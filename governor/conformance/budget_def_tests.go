@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // budgetDefinition: a budget's definition (unit and window) lives with
@@ -88,7 +89,7 @@ func (s *suite) budgetDefinition(t *testing.T) {
 	}
 	found := false
 	for _, e := range budgetEvents(t, b, p) {
-		found = found || e.Kind == governor.EventBudgetAdmin && e.Budget == "day" && e.By == "op" &&
+		found = found || e.Kind == eventkind.BudgetAdmin && e.Budget == "day" && e.By == "op" &&
 			strings.Contains(e.Detail, "define "+paris+" (was "+hour+"), limit 200 (was 50)")
 	}
 	if !found {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // budgetDrift: a budget's limit, soft threshold and window in force are
@@ -57,7 +58,7 @@ func (s *suite) budgetDrift(t *testing.T) {
 	if res := reserve(t, b, p, "f", charge("day", 1_000_000, 500_000, start, time.Hour)); !res.Allowed {
 		t.Fatalf("0.5 more after the operator's limit 2: %+v; want allowed", res)
 	}
-	if !hasBudgetEvent(budgetEvents(t, b, p), "day", governor.EventBudgetAdmin) {
+	if !hasBudgetEvent(budgetEvents(t, b, p), "day", eventkind.BudgetAdmin) {
 		t.Fatalf("no admin event for the operator's limit")
 	}
 }

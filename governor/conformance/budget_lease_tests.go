@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // budgetRenewedWithLease: a reservation named after a lease (its id the
@@ -83,7 +84,7 @@ func (s *suite) budgetRenewedWithLease(t *testing.T) {
 	}
 	s.h.Advance(t, ttl+step) // the lease expires unrenewed: its holder died
 	wantBudget(t, "after the lease expired", budgetState(t, b, p, "day"), 35, 0, 100)
-	if !hasBudgetEvent(budgetEvents(t, b, p), "day", governor.EventBudgetAbandoned) {
+	if !hasBudgetEvent(budgetEvents(t, b, p), "day", eventkind.BudgetAbandoned) {
 		t.Fatal("no abandoned event")
 	}
 	if got, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: p, Lease: l.ID, Secret: l.Secret,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // budgetNow is the backend's clock, as its budget read reports it.
@@ -115,7 +116,7 @@ func (s *suite) budgetReserveSettle(t *testing.T) {
 	if st.Open != 0 {
 		t.Fatalf("open reservations %d; want 0", st.Open)
 	}
-	if !hasBudgetEvent(budgetEvents(t, b, p), "day", governor.EventBudgetExhausted) {
+	if !hasBudgetEvent(budgetEvents(t, b, p), "day", eventkind.BudgetExhausted) {
 		t.Fatalf("no exhausted event after a refusal")
 	}
 	// The same lease reserved again (a retry) is charged once.
@@ -162,7 +163,7 @@ func (s *suite) budgetOverrun(t *testing.T) {
 		t.Fatalf("overruns %d; want 1", st.Overruns)
 	}
 	evs := budgetEvents(t, b, p)
-	if !hasBudgetEvent(evs, "day", governor.EventBudgetOverrun) || !hasBudgetEvent(evs, "day", governor.EventBudgetSoft) {
+	if !hasBudgetEvent(evs, "day", eventkind.BudgetOverrun) || !hasBudgetEvent(evs, "day", eventkind.BudgetSoft) {
 		t.Fatalf("events %+v; want an overrun and the soft threshold crossed", evs)
 	}
 }
@@ -186,7 +187,7 @@ func (s *suite) budgetAbandoned(t *testing.T) {
 		t.Fatalf("late settle: %+v; want nothing settled", got)
 	}
 	wantBudget(t, "after the late settle", budgetState(t, b, p, "day"), 30, 0, 100)
-	if !hasBudgetEvent(budgetEvents(t, b, p), "day", governor.EventBudgetAbandoned) {
+	if !hasBudgetEvent(budgetEvents(t, b, p), "day", eventkind.BudgetAbandoned) {
 		t.Fatal("no abandoned event")
 	}
 }
@@ -316,7 +317,7 @@ func (s *suite) budgetAdmin(t *testing.T) {
 	}
 	n := 0
 	for _, e := range budgetEvents(t, b, p) {
-		if e.Kind == governor.EventBudgetAdmin && e.By == "alice" {
+		if e.Kind == eventkind.BudgetAdmin && e.By == "alice" {
 			n++
 		}
 	}
@@ -357,7 +358,7 @@ func (s *suite) budgetLoss(t *testing.T) {
 	if res := reserve(t, b, p, "c", charge("day", 100, 10, start, time.Hour)); !res.Allowed {
 		t.Fatalf("after the operator confirmed: %+v", res)
 	}
-	if !hasBudgetEvent(budgetEvents(t, b, p), "day", governor.EventBudgetHeld) {
+	if !hasBudgetEvent(budgetEvents(t, b, p), "day", eventkind.BudgetHeld) {
 		t.Fatal("no held event")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // policyCancelOthers: cancel-in-progress does not stop another OS user's
@@ -33,7 +34,7 @@ func (s *suite) policyCancelOthers(t *testing.T) {
 	// With CancelOthers, bob may.
 	latest.CancelOthers = true
 	mustAcquire(t, b, latest, governor.Queued)
-	if e := lastEvent(t, b, key, governor.EventCancelledInProgress); !strings.Contains(e.Detail, "user bob") ||
+	if e := lastEvent(t, b, key, eventkind.CancelledInProgress); !strings.Contains(e.Detail, "user bob") ||
 		!strings.Contains(e.Detail, "session bob-laptop") {
 		t.Fatalf("cancelled_in_progress event %+v; want it naming user bob and session bob-laptop", e)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // Capacity leases (issue 44, package capacity): a share of a resource's
@@ -160,7 +161,7 @@ func (s *suite) capacityExpiry(t *testing.T) {
 	b2, key2 := s.open(t, "provider:cap")
 	e := newCapLease(key2, 4, 2*time.Second)
 	wantShare(t, "a short lease", e.ask(t, b2, 2, 0), 2, 2)
-	if _, err := b2.Admin(ctxT(t), key2, governor.Action{Kind: governor.EventPaused, By: "test"}); err != nil {
+	if _, err := b2.Admin(ctxT(t), key2, governor.Action{Kind: eventkind.Paused, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	s.h.Advance(t, 3*time.Second)
@@ -276,12 +277,12 @@ func (s *suite) capacityPaused(t *testing.T) {
 	b, key := s.open(t, "provider:cap")
 	a, n := newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute)
 	wantShare(t, "the lease", a.ask(t, b, 2, 0), 2, 2)
-	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventPaused, By: "test"}); err != nil {
+	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Paused, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	wantShare(t, "the lease wanting more, paused", a.ask(t, b, 4, 2), 2, 2)
 	wantShare(t, "a newcomer, paused", n.ask(t, b, 2, 0), 0, 0)
-	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventResumed, By: "test"}); err != nil {
+	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Resumed, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	wantShare(t, "the newcomer, resumed", n.ask(t, b, 2, 0), 2, 2)

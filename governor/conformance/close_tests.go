@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // closeEndsWaits: Governor.Close ends every acquire waiting in it with
@@ -163,7 +164,7 @@ func (s *suite) useAfterClose(t *testing.T) {
 	check("Renew", err)
 	check("Release", b.Release(ctxT(t), key, r.ID, ""))
 	check("Cancel", b.Cancel(ctxT(t), key, r.ID, ""))
-	_, err = actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{r.ID}, Token: 1}))
+	_, err = actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{r.ID}, Token: 1}))
 	check("Reclaim", err)
 	_, err = b.Acquire(ctxT(t), takeover(req(key, 1, 1, governor.Fail), key, r.ID))
 	check("Takeover", err)
@@ -175,7 +176,7 @@ func (s *suite) useAfterClose(t *testing.T) {
 	check("Resources", err)
 	_, err = b.NextSeq(ctxT(t), key.Project, "s", 1)
 	check("NextSeq", err)
-	check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: r.ID, Token: 1, Detail: "a test"}))
+	check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: eventkind.Lost, LeaseID: r.ID, Token: 1, Detail: "a test"}))
 	// The lease was left to expire, not released.
 	if st := mustStatus(t, s.h.Open(t), key); st.Used != 1 {
 		t.Fatalf("Close released a lease: %+v", st)

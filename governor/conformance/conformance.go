@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // Harness connects the suite to a backend under test.
@@ -312,7 +313,7 @@ func wantNotHeld(t *testing.T, b governor.Backend, key governor.Key, id, what st
 // mustSetLimit sets key's live limit as by, or fails t.
 func mustSetLimit(t *testing.T, b governor.Backend, key governor.Key, limit int, by string) {
 	t.Helper()
-	if err := actionErr(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventLimit, Limit: limit, By: by})); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Limit, Limit: limit, By: by})); err != nil {
 		t.Fatalf("SetLimit(%s, %d): %v", key, limit, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // The backend contract's Admin, Acquire of a takeover and their results,
@@ -21,7 +22,7 @@ func takeover(req governor.Request, key governor.Key, old string) governor.Reque
 
 func pauseKind(paused bool) string {
 	if paused {
-		return governor.EventPaused
+		return eventkind.Paused
 	}
-	return governor.EventResumed
+	return eventkind.Resumed
 }

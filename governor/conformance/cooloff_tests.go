@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // near tells whether a and b are the same backend instant as two calls
@@ -46,14 +47,14 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	holder := req(key, 1, 1, governor.Wait)
 	mustAcquire(t, b, holder, governor.Granted)
 	d := s.coolOffLength()
-	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: d, Detail: "HTTP 429 from test"}))
+	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.CoolOff, For: d, Detail: "HTTP 429 from test"}))
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}
 	if st := mustStatus(t, b, key); !near(st.CoolOff, end, d) || !end.After(st.Now) || end.Sub(st.Now) > d {
 		t.Fatalf("Status.CoolOff = %v (now %v), CoolOff returned %v for %v", st.CoolOff, st.Now, end, d)
 	}
-	if again, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: time.Millisecond, Detail: "a shorter one"})); err != nil || !near(again, end, d) {
+	if again, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.CoolOff, For: time.Millisecond, Detail: "a shorter one"})); err != nil || !near(again, end, d) {
 		t.Fatalf("a shorter cool-off: %v, %v; want the one in force kept, ending %v", again, err, end)
 	}
 	if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: holder.ID, Secret: "", Token: 0, TTL: 0}); err != nil {
@@ -86,7 +87,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	}
 	var n int
 	for _, e := range evs {
-		if e.Kind == governor.EventCoolOff {
+		if e.Kind == eventkind.CoolOff {
 			n++
 			if !strings.Contains(e.Detail, "HTTP 429 from test") {
 				t.Errorf("cool-off event detail %q does not give the reason", e.Detail)
@@ -181,7 +182,7 @@ func (s *suite) coolOffUnderPolicy(t *testing.T) {
 	h := preq(key, 1, 1, governor.Fail, three, "batch", "")
 	mustAcquire(t, b, h, governor.Granted)
 	d := s.coolOffLength()
-	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventCoolOff, For: d, Detail: "HTTP 429 from test"}))
+	end, err := until(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.CoolOff, For: d, Detail: "HTTP 429 from test"}))
 	if err != nil {
 		t.Fatalf("CoolOff: %v", err)
 	}

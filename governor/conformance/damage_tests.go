@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // State that contradicts itself (Harness.Damage): the backend reads it
@@ -128,7 +129,7 @@ func (s *suite) damagedQueueEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		if e.Kind == governor.EventDropped && e.LeaseID == w1.ID {
+		if e.Kind == eventkind.Dropped && e.LeaseID == w1.ID {
 			return
 		}
 	}
@@ -141,7 +142,7 @@ func (s *suite) damagedEvent(t *testing.T) {
 	b, key := s.open(t, "heavy")
 	a := req(key, 1, 1, governor.Fail)
 	ra := mustAcquire(t, b, a, governor.Granted)
-	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: a.ID, Token: ra.Token, Detail: "a test"}); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: eventkind.Lost, LeaseID: a.ID, Token: ra.Token, Detail: "a test"}); err != nil {
 		t.Fatal(err)
 	}
 	s.damage(t, key, a.ID, DamageEvent)
@@ -152,9 +153,9 @@ func (s *suite) damagedEvent(t *testing.T) {
 	var lost, unreadable int
 	for _, e := range evs {
 		switch e.Kind {
-		case governor.EventLost:
+		case eventkind.Lost:
 			lost++
-		case governor.EventUnreadable:
+		case eventkind.Unreadable:
 			unreadable++
 			if e.Detail == "" {
 				t.Fatalf("unreadable event without a detail: %+v", e)
@@ -213,7 +214,7 @@ func (s *suite) lostDataHeldBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) == 0 || evs[0].Kind != governor.EventQuarantine {
+	if len(evs) == 0 || evs[0].Kind != eventkind.Quarantine {
 		t.Fatalf("events after the loss = %+v, want the quarantine first", evs)
 	}
 	s.h.Advance(t, 3*time.Second)
@@ -247,7 +248,7 @@ func (s *suite) lostDataNewcomer(t *testing.T) {
 	}
 	quarantined := false
 	for _, e := range evs {
-		quarantined = quarantined || e.Kind == governor.EventQuarantine
+		quarantined = quarantined || e.Kind == eventkind.Quarantine
 	}
 	if !quarantined {
 		t.Fatalf("events after the loss = %+v, want a quarantine", evs)
@@ -323,7 +324,7 @@ func (s *suite) lostDataRenewByHandle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range evs {
-			if e.Kind == governor.EventQuarantine {
+			if e.Kind == eventkind.Quarantine {
 				return true
 			}
 		}

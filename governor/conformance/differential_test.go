@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
@@ -457,7 +458,7 @@ func (r *diffRun) do(o diffOp) {
 	for i, e := range evs {
 		kinds = append(kinds, e.Kind+":"+e.LeaseID+":"+e.By)
 		// Leases that expire at one instant are recorded in any order.
-		if i == 0 || e.Kind != governor.EventExpired || evs[i-1].Kind != e.Kind || !e.At.Equal(evs[i-1].At) {
+		if i == 0 || e.Kind != eventkind.Expired || evs[i-1].Kind != e.Kind || !e.At.Equal(evs[i-1].At) {
 			run = i
 		}
 		slices.Sort(kinds[run:])
@@ -478,7 +479,7 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		}
 		return strings.Join(errs, " ")
 	case "cooloff":
-		_, err := until(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventCoolOff, For: o.ttl, Detail: "diff"}))
+		_, err := until(r.b.Admin(ctx, key, governor.Action{Kind: eventkind.CoolOff, For: o.ttl, Detail: "diff"}))
 		return errClass(err)
 	case "adapt":
 		a, err := r.b.Adapt(ctx, key, governor.AdaptRequest{Max: 3, Min: 1, IncreaseEvery: 2, Signal: o.signal})
@@ -525,16 +526,16 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		lb := governor.LearnedBudget{RemainingRequests: o.n, ResetRequests: o.ttl, RemainingTokens: -1}
 		return errClass(r.b.RateAdjust(ctx, governor.RateAdjustment{Key: key, Learned: &[]governor.LearnedBudget{lb}[0]}))
 	case "lost":
-		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventLost, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: eventkind.Lost, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
 	case "seq":
 		n, err := r.b.NextSeq(ctx, r.project, o.resource, r.tokens[o.resource+"/"+o.id])
 		return fmt.Sprintf("%s %d", errClass(err), n)
 	case "observe":
 		return errClass(r.b.Observe(ctx, key, "wait", []int64{1, 0, 2}, 3*time.Millisecond))
 	case "degraded":
-		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventDegraded, Detail: "diff"}))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: eventkind.Degraded, Detail: "diff"}))
 	case "watchdog":
-		return errClass(r.b.Record(ctx, key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
+		return errClass(r.b.Record(ctx, key, governor.Event{Kind: eventkind.WatchdogKill, LeaseID: o.id, Token: r.tokens[o.resource+"/"+o.id], Detail: "diff"}))
 	case "advance":
 		r.advance(o.ttl)
 		return "ok"
@@ -608,7 +609,7 @@ func (r *diffRun) step(o diffOp) string {
 		if o.badToken {
 			tok++
 		}
-		ok, err := actChanged(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{o.id}, Token: tok}))
+		ok, err := actChanged(r.b.Admin(ctx, key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{o.id}, Token: tok}))
 		out = fmt.Sprintf("%s %v", errClass(err), ok)
 	case "takeover":
 		req := r.request(diffOp{resource: o.resource, limit: 3, weight: 1}, o.newID, true)
@@ -623,13 +624,13 @@ func (r *diffRun) step(o diffOp) string {
 		}
 		out = fmt.Sprintf("%s %v", errClass(err), res.Outcome)
 	case "withdraw":
-		gone, err := withdrawn(r.b.Admin(ctx, key, withdrawal(governor.Action{Kind: governor.EventCancelled, By: "diff", Detail: "d"}, []string{o.id})))
+		gone, err := withdrawn(r.b.Admin(ctx, key, withdrawal(governor.Action{Kind: eventkind.Cancelled, By: "diff", Detail: "d"}, []string{o.id})))
 		out = fmt.Sprintf("%s %v", errClass(err), gone)
 	case "pause", "resume":
 		changed, err := actChanged(r.b.Admin(ctx, key, governor.Action{Kind: pauseKind(o.kind == "pause"), By: "diff"}))
 		out = fmt.Sprintf("%s %v", errClass(err), changed)
 	case "limit":
-		out = errClass(actionErr(r.b.Admin(ctx, key, governor.Action{Kind: governor.EventLimit, Limit: o.limit, By: "diff"})))
+		out = errClass(actionErr(r.b.Admin(ctx, key, governor.Action{Kind: eventkind.Limit, Limit: o.limit, By: "diff"})))
 	default:
 		out = r.more(ctx, key, o)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // exclusiveReq is an exclusive request as Governor.Acquire makes one: the
@@ -89,7 +90,7 @@ func (s *suite) exclusiveQueuedResolvedAtGrant(t *testing.T) {
 }
 
 // clearLimitToConfigured: clearing a live limit with the configured one
-// (Admin of EventLimit with Back) puts it in force at once, not when the resource is next
+// (Admin of eventkind.Limit with Back) puts it in force at once, not when the resource is next
 // idle (issue 25.5): the next release hands off under it.
 func (s *suite) clearLimitToConfigured(t *testing.T) {
 	b := s.h.Open(t)
@@ -103,7 +104,7 @@ func (s *suite) clearLimitToConfigured(t *testing.T) {
 	w := req(key, 3, 1, governor.Wait) // asks for the live limit: no drift to go back to
 	mustAcquire(t, b, w, governor.Queued)
 	w.New = false
-	if err := actionErr(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventLimit, Back: 1, By: "ops"})); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Limit, Back: 1, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
 	if st := mustStatus(t, b, key); st.Limit != 1 || st.LiveLimit != nil {

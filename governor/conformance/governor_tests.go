@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -72,7 +73,7 @@ func (s *suite) leaseLostClosesDone(t *testing.T) {
 	defer cancel()
 	// Someone removes it (as a takeover or reclaim would).
 	other := s.h.Open(t)
-	if ok, err := actChanged(other.Admin(ctxT(t), l.Key(), governor.Action{Kind: governor.EventReclaimed, IDs: []string{l.ID()}, Token: l.Token()})); err != nil || !ok {
+	if ok, err := actChanged(other.Admin(ctxT(t), l.Key(), governor.Action{Kind: eventkind.Reclaimed, IDs: []string{l.ID()}, Token: l.Token()})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	select {
@@ -107,7 +108,7 @@ func (s *suite) leaseLostClosesDone(t *testing.T) {
 			}
 			found := false
 			for _, e := range evs {
-				found = found || e.Kind == governor.EventLost && e.LeaseID == l.ID() && e.Token == l.Token()
+				found = found || e.Kind == eventkind.Lost && e.LeaseID == l.ID() && e.Token == l.Token()
 			}
 			if !found {
 				t.Fatalf("no lost event for %s: %+v", l.ID(), evs)

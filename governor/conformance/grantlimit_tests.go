@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // newReq is req as Governor.Acquire first sends it (Request.New: the
@@ -37,7 +38,7 @@ func (s *suite) grantLimit(t *testing.T) {
 	granted(newReq(plain, 3, 1, governor.Fail), 3)
 
 	live := governor.Key{Project: p, Resource: "live"}
-	if err := actionErr(b.Admin(ctxT(t), live, governor.Action{Kind: governor.EventLimit, Limit: 2, By: "ops"})); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), live, governor.Action{Kind: eventkind.Limit, Limit: 2, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(live, 5, 1, governor.Fail), 2)
@@ -70,10 +71,10 @@ func (s *suite) grantLimit(t *testing.T) {
 	if _, err := b.Adapt(ctxT(t), cleared, governor.AdaptRequest{Max: 4, Min: 1, IncreaseEvery: 3, Signal: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: governor.EventLimit, Limit: 3, By: "ops"})); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: eventkind.Limit, Limit: 3, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
-	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: governor.EventLimit, Back: 4, By: "ops"})); err != nil {
+	if err := actionErr(b.Admin(ctxT(t), cleared, governor.Action{Kind: eventkind.Limit, Back: 4, By: "ops"})); err != nil {
 		t.Fatal(err)
 	}
 	granted(newReq(cleared, 4, 1, governor.Fail), 2)

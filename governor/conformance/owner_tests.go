@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // ownedReq is req with a lease id proven by a secret, as a Governor makes
@@ -118,7 +119,7 @@ func (s *suite) governorReleaseHandle(t *testing.T) {
 	}
 	_, err = victim.RenewHandle(ctxT(t), l.Handle(), 0)
 	var lost *governor.LeaseLostError
-	if !errors.As(err, &lost) || lost.End.Kind != governor.EventTakeover || !strings.Contains(lost.Reason(), "session thief") {
+	if !errors.As(err, &lost) || lost.End.Kind != eventkind.Takeover || !strings.Contains(lost.Reason(), "session thief") {
 		t.Fatalf("the victim's renewal: %v, want a LeaseLostError naming session thief", err)
 	}
 	// And the owner's own handle releases its lease.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -283,7 +284,7 @@ func (s *suite) policyBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		seen = seen || e.Kind == governor.EventMaxWait && e.LeaseID == w2.ID
+		seen = seen || e.Kind == eventkind.MaxWait && e.LeaseID == w2.ID
 	}
 	if !seen {
 		t.Fatalf("no withdrawn event for the second waiter: %+v", evs)
@@ -441,8 +442,8 @@ func (s *suite) policySupersede(t *testing.T) {
 			for range 2 { // and it is never renewed back to life
 				_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, TTL: 0})
 				var lost *governor.LeaseLostError
-				if !errors.As(err, &lost) || lost.End.Kind != governor.EventCancelledInProgress || !strings.Contains(lost.Error(), latest.ID) {
-					t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s naming %s", err, governor.EventCancelledInProgress, latest.ID)
+				if !errors.As(err, &lost) || lost.End.Kind != eventkind.CancelledInProgress || !strings.Contains(lost.Error(), latest.ID) {
+					t.Fatalf("renewal of the cancelled holder: %v, want a LeaseLostError of kind %s naming %s", err, eventkind.CancelledInProgress, latest.ID)
 				}
 			}
 			if _, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: h.ID, Secret: "", Token: 0, Touch: true}); !errors.Is(err, governor.ErrLeaseLost) {

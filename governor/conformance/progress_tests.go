@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // backendProgress: a lease with a progress timeout is stalled once no
-// Touch came for that long — renewals and marks refused (EventStalled)
+// Touch came for that long — renewals and marks refused (eventkind.Stalled)
 // — but stays held, so nobody else is granted its slot until it is
 // released or expires; a Touch in time keeps it going; a lease without a
 // progress timeout never stalls; a mark is seen by Status.
@@ -38,9 +39,9 @@ func (s *suite) backendProgress(t *testing.T) {
 	}
 	s.h.Advance(t, time.Second) // no mark for 1.5s
 	_, err := b.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, TTL: 0})
-	wantEnd(t, "renewal of a stalled lease", err, governor.EventStalled, "no progress mark")
+	wantEnd(t, "renewal of a stalled lease", err, eventkind.Stalled, "no progress mark")
 	_, err = other.Renew(ctxT(t), governor.Renewal{Key: key, ID: r.ID, Secret: "", Token: 0, Touch: true})
-	wantEnd(t, "late mark of a stalled lease", err, governor.EventStalled, "no progress mark")
+	wantEnd(t, "late mark of a stalled lease", err, eventkind.Stalled, "no progress mark")
 	// Still held: its work may still run until its holder stops it.
 	late := req(key, 1, 1, governor.Fail)
 	mustAcquire(t, other, late, governor.Refused)
@@ -82,7 +83,7 @@ func (s *suite) governorProgress(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a lease with no progress mark was never declared lost")
 	}
-	wantEnd(t, "stalled lease's Err", l.Err(), governor.EventStalled, "no progress mark")
+	wantEnd(t, "stalled lease's Err", l.Err(), eventkind.Stalled, "no progress mark")
 	other := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
 	if _, err := other.Acquire(ctxT(t), "heavy", governor.AcquireOptions{Limit: 1}); !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("acquire beside a stalled, unreleased lease: %v, want busy", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -38,7 +39,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 	}
 	// The old holder's renewal fails, saying who took the lease.
 	_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: old.ID, Secret: "", Token: 0, TTL: time.Minute})
-	if lost := wantEnd(t, "old holder's renew", err, governor.EventTakeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
+	if lost := wantEnd(t, "old holder's renew", err, eventkind.Takeover, "taken over by session relay-2"); lost.End.Token != res.Token ||
 		!strings.Contains(lost.Reason(), nu.ID) {
 		t.Fatalf("old holder's renew: %+v; want its token %d and the new lease %s", lost, res.Token, nu.ID)
 	}
@@ -52,7 +53,7 @@ func (s *suite) backendTakeover(t *testing.T) {
 	}
 	found := false
 	for _, e := range evs {
-		if e.Kind == governor.EventTakeover && e.LeaseID == old.ID && e.Token == res.Token {
+		if e.Kind == eventkind.Takeover && e.LeaseID == old.ID && e.Token == res.Token {
 			found = true
 		}
 	}
@@ -98,12 +99,12 @@ func (s *suite) backendTakeoverEnded(t *testing.T) {
 	for _, e := range evs {
 		if e.LeaseID == exp.ID {
 			kinds = append(kinds, e.Kind)
-			if e.Kind == governor.EventTakeover && (!strings.Contains(e.Detail, "taken over by session relay-3") || !strings.Contains(e.Detail, nu.ID)) {
+			if e.Kind == eventkind.Takeover && (!strings.Contains(e.Detail, "taken over by session relay-3") || !strings.Contains(e.Detail, nu.ID)) {
 				t.Fatalf("takeover event says %q; want session relay-3 and lease %s", e.Detail, nu.ID)
 			}
 		}
 	}
-	if strings.Join(kinds, ",") != governor.EventExpired+","+governor.EventTakeover {
+	if strings.Join(kinds, ",") != eventkind.Expired+","+eventkind.Takeover {
 		t.Fatalf("events of the expired lease = %v (%+v); want expired, then takeover", kinds, evs)
 	}
 	// Taken over already: nothing more to take.
@@ -137,7 +138,7 @@ func (s *suite) events(t *testing.T) {
 	c := req(key, 2, 1, governor.Fail)
 	rc := mustAcquire(t, b, c, governor.Granted)
 	s.h.Advance(t, time.Second)
-	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{c.ID}, Token: rc.Token})); err != nil || !ok {
+	if ok, err := actChanged(b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{c.ID}, Token: rc.Token})); err != nil || !ok {
 		t.Fatalf("Reclaim = %v, %v", ok, err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})
@@ -151,7 +152,7 @@ func (s *suite) events(t *testing.T) {
 			t.Fatalf("event without time: %+v", e)
 		}
 	}
-	if kinds[a.ID] != governor.EventExpired || kinds[c.ID] != governor.EventReclaimed {
+	if kinds[a.ID] != eventkind.Expired || kinds[c.ID] != eventkind.Reclaimed {
 		t.Fatalf("events = %+v; want %s expired (token %d) and %s reclaimed", evs, a.ID, ra.Token, c.ID)
 	}
 	// The store's clock may be far from ours (miniredis): "later" is
@@ -171,15 +172,15 @@ func (s *suite) watchdogKillEvent(t *testing.T) {
 	r := req(key, 1, 1, governor.Fail)
 	res := mustAcquire(t, b, r, governor.Granted)
 	const why = "no lease renewal came by the leases' deadline; killed 2 processes"
-	if err := b.Record(ctxT(t), key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: r.ID, Token: res.Token, Detail: why}); err != nil {
+	if err := b.Record(ctxT(t), key, governor.Event{Kind: eventkind.WatchdogKill, LeaseID: r.ID, Token: res.Token, Detail: why}); err != nil {
 		t.Fatalf("NoteWatchdogKill: %v", err)
 	}
 	evs, err := b.Events(ctxT(t), key, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 1 || evs[0].Kind != governor.EventWatchdogKill || evs[0].LeaseID != r.ID || evs[0].Token != res.Token || evs[0].Detail != why {
-		t.Fatalf("events = %+v; want one %s of %s (token %d) saying %q", evs, governor.EventWatchdogKill, r.ID, res.Token, why)
+	if len(evs) != 1 || evs[0].Kind != eventkind.WatchdogKill || evs[0].LeaseID != r.ID || evs[0].Token != res.Token || evs[0].Detail != why {
+		t.Fatalf("events = %+v; want one %s of %s (token %d) saying %q", evs, eventkind.WatchdogKill, r.ID, res.Token, why)
 	}
 	if st := mustStatus(t, b, key); st.Used != 1 {
 		t.Fatalf("used %d after the event, want the lease still held", st.Used)
@@ -242,7 +243,7 @@ func (s *suite) governorTakeover(t *testing.T) {
 	}
 	// It learned why: the takeover, and who took it; and its lost
 	// event says so too.
-	wantEnd(t, "old holder's Err", l.Err(), governor.EventTakeover, "taken over by session relay-2")
+	wantEnd(t, "old holder's Err", l.Err(), eventkind.Takeover, "taken over by session relay-2")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		evs, err := g.Events(ctxT(t), "lifecycle", time.Time{})
 		if err != nil {
@@ -250,7 +251,7 @@ func (s *suite) governorTakeover(t *testing.T) {
 		}
 		var lost *governor.Event
 		for i := range evs {
-			if evs[i].Kind == governor.EventLost && evs[i].LeaseID == l.ID() {
+			if evs[i].Kind == eventkind.Lost && evs[i].LeaseID == l.ID() {
 				lost = &evs[i]
 			}
 		}
@@ -309,7 +310,7 @@ func (s *suite) governorTakeover(t *testing.T) {
 	}
 	recorded := false
 	for _, e := range evs {
-		recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == exp.ID && strings.Contains(e.Detail, "taken over by session relay-2"))
+		recorded = recorded || (e.Kind == eventkind.Takeover && e.LeaseID == exp.ID && strings.Contains(e.Detail, "taken over by session relay-2"))
 	}
 	if !recorded {
 		t.Fatalf("the takeover of expired lease %s is not recorded naming session relay-2: %+v", exp.ID, evs)
@@ -388,7 +389,7 @@ func (s *suite) governorTakeoverSession(t *testing.T) {
 		}
 		recorded := false
 		for _, e := range evs {
-			recorded = recorded || (e.Kind == governor.EventTakeover && e.LeaseID == old[l.Resource()] && strings.Contains(e.Detail, "session relay-2"))
+			recorded = recorded || (e.Kind == eventkind.Takeover && e.LeaseID == old[l.Resource()] && strings.Contains(e.Detail, "session relay-2"))
 		}
 		if !recorded {
 			t.Fatalf("%s: takeover of %s not recorded: %+v", l.Resource(), old[l.Resource()], evs)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // elsewhere opens a backend as a process on another machine would
@@ -79,7 +80,7 @@ func (s *suite) lostDataIdleMachine(t *testing.T) {
 	s.h.Advance(t, 10*time.Millisecond)
 	mustAcquire(t, s.elsewhere(t), newShort(key, 2), governor.Granted)
 	quarantined(t, mustAcquire(t, s.h.Open(t), newShort(key, 2), governor.Refused), "a new process of the machine that used it")
-	if !hasEvent(t, b, key, governor.EventQuarantine) {
+	if !hasEvent(t, b, key, eventkind.Quarantine) {
 		t.Fatal("no quarantine event")
 	}
 }
@@ -107,7 +108,7 @@ func (s *suite) forgetNotLoss(t *testing.T) {
 		s.h.Advance(t, retention+100*time.Millisecond)
 	}
 	mustAcquire(t, s.h.Open(t), newShort(key, 1), governor.Granted)
-	if hasEvent(t, b, key, governor.EventQuarantine) {
+	if hasEvent(t, b, key, eventkind.Quarantine) {
 		t.Fatal("a quarantine after a forget")
 	}
 }

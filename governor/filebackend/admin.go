@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -46,7 +47,7 @@ func (t *tx) inForce(asked int, id string) {
 		if st.Live != nil {
 			live = " (set live)"
 		}
-		t.event(governor.EventDrift, id, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d%s", asked, st.Limit, live))
+		t.event(eventkind.Drift, id, 0, fmt.Sprintf("a process asked for limit %d; the limit in force is %d%s", asked, st.Limit, live))
 		st.Drift = asked
 		t.dirty = true
 	}
@@ -64,11 +65,11 @@ func (t *tx) hold(i int) {
 }
 
 // withdrawn is the last recorded event that withdrew waiter id (one of
-// governor.WithdrawKinds), or nil.
+// eventkind.Withdraw), or nil.
 func (st *state) withdrawn(id string) *event {
 	for i := len(st.Events) - 1; i >= 0; i-- {
 		e := &st.Events[i]
-		if e.Lease == id && slices.Contains(governor.WithdrawKinds, e.Kind) {
+		if e.Lease == id && slices.Contains(eventkind.Withdraw, e.Kind) {
 			return e
 		}
 	}
@@ -115,18 +116,18 @@ func (b *Backend) adminWithdraw(ctx context.Context, key governor.Key, ids []str
 	})
 }
 
-// adminPause implements governor.Backend's Admin of EventPaused and EventResumed.
+// adminPause implements governor.Backend's Admin of eventkind.Paused and eventkind.Resumed.
 func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
 	return within(ctx, b, key, section{create: true, settle: true}, func(t *tx) (bool, error) {
 		st := t.st
 		changed := false
 		switch {
 		case paused && st.Paused == nil:
-			t.eventBy(governor.EventPaused, "", "no new grant until resumed", by)
+			t.eventBy(eventkind.Paused, "", "no new grant until resumed", by)
 			st.Paused = &pauseMark{Since: t.now.wall.UnixNano(), By: by}
 			changed = true
 		case !paused && st.Paused != nil:
-			t.eventBy(governor.EventResumed, "", fmt.Sprintf("paused for %d ms",
+			t.eventBy(eventkind.Resumed, "", fmt.Sprintf("paused for %d ms",
 				t.now.wall.Sub(time.Unix(0, st.Paused.Since)).Milliseconds()), by)
 			st.Paused = nil
 			changed = true
@@ -136,12 +137,12 @@ func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool,
 	})
 }
 
-// adminLimit implements governor.Backend's Admin of EventLimit, set.
+// adminLimit implements governor.Backend's Admin of eventkind.Limit, set.
 func (b *Backend) adminLimit(ctx context.Context, key governor.Key, limit int, by string) error {
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-// adminClearLimit implements governor.Backend's Admin of EventLimit, cleared.
+// adminClearLimit implements governor.Backend's Admin of eventkind.Limit, cleared.
 func (b *Backend) adminClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)
 }
@@ -154,7 +155,7 @@ func (b *Backend) setLimit(ctx context.Context, key governor.Key, limit, back in
 		was := st.Limit
 		switch {
 		case limit > 0:
-			t.eventBy(governor.EventLimit, "", fmt.Sprintf("limit set live to %d (was %d)", limit, was), by)
+			t.eventBy(eventkind.Limit, "", fmt.Sprintf("limit set live to %d (was %d)", limit, was), by)
 			st.Live = &liveMark{Limit: limit, At: t.now.wall.UnixNano(), By: by}
 			st.Limit = limit
 			if st.Drift == limit {
@@ -165,7 +166,7 @@ func (b *Backend) setLimit(ctx context.Context, key governor.Key, limit, back in
 			// one a process asked for meanwhile (drift), else the one in
 			// force stays until a process asks for another (inForce).
 			back := cmp.Or(max(back, 0), st.Drift, was)
-			t.eventBy(governor.EventLimit, "", fmt.Sprintf("live limit cleared; the limit in force is %d (was %d)", back, was), by)
+			t.eventBy(eventkind.Limit, "", fmt.Sprintf("live limit cleared; the limit in force is %d (was %d)", back, was), by)
 			st.Live, st.Limit, st.Drift = nil, back, 0
 		default:
 			return t.commit() // no live limit to clear: nothing changes

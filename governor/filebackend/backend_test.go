@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 )
@@ -178,7 +179,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 			check("Release", b.Release(ctxT(t), key, "a", ""))
 			_, err = b.Renew(ctxT(t), governor.Renewal{Key: key, ID: "a", Secret: "", Token: 0, TTL: time.Minute})
 			check("Renew", err)
-			check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: governor.EventLost, LeaseID: "some-lease", Token: 1, Detail: "a test"}))
+			check("CountLost", b.Record(ctxT(t), key, governor.Event{Kind: eventkind.Lost, LeaseID: "some-lease", Token: 1, Detail: "a test"}))
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, []byte(c.data)) {
 				t.Fatalf("the corrupt file was changed: %q, %v", got, err)
@@ -250,7 +251,7 @@ func TestReadsCreateNothing(t *testing.T) {
 	if err := b.Cancel(ctxT(t), key, "x", ""); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	if res, err := b.Admin(ctxT(t), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{"x"}, Token: 1}); res.Changed || err != nil {
+	if res, err := b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{"x"}, Token: 1}); res.Changed || err != nil {
 		t.Fatalf("Reclaim: %v, %v", res.Changed, err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {

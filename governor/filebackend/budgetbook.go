@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -109,7 +110,7 @@ func (bk *budgetBook) count(name string, r *budgetRec, amount, at, now int64) {
 func (bk *budgetBook) soft(name string, r *budgetRec, now int64) {
 	if r.Soft > 0 && !r.SoftNoted && r.Spent+r.Reserved >= r.Soft {
 		r.SoftNoted = true
-		bk.event(now, name, governor.EventBudgetSoft, "", "", fmt.Sprintf("spent %d reserved %d of soft %d (limit %d)", r.Spent, r.Reserved, r.Soft, r.limit()))
+		bk.event(now, name, eventkind.BudgetSoft, "", "", fmt.Sprintf("spent %d reserved %d of soft %d (limit %d)", r.Spent, r.Reserved, r.Soft, r.limit()))
 	}
 }
 
@@ -132,7 +133,7 @@ func (bk *budgetBook) prune(now int64) {
 				r.Reserved -= c.Amount
 				r.Open--
 				bk.count(c.Name, r, c.Amount, bk.Open[id].Expires, now) // in the window its expiry falls in
-				bk.event(now, c.Name, governor.EventBudgetAbandoned, "", id, fmt.Sprintf("unsettled after its ttl: counted at its estimate %d", c.Amount))
+				bk.event(now, c.Name, eventkind.BudgetAbandoned, "", id, fmt.Sprintf("unsettled after its ttl: counted at its estimate %d", c.Amount))
 			}
 		}
 		delete(bk.Open, id)
@@ -209,7 +210,7 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.B
 		r.roll(now, c.Start.UnixMilli(), c.End.UnixMilli())
 		if lost != "" {
 			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
-			bk.event(now, c.Name, governor.EventBudgetHeld, req.By, req.Lease, lost)
+			bk.event(now, c.Name, eventkind.BudgetHeld, req.By, req.Lease, lost)
 		}
 		if !r.Defined {
 			r.Limit, r.Soft, r.Defined = c.Limit, c.Soft, true
@@ -230,7 +231,7 @@ func (bk *budgetBook) reserve(req governor.BudgetRequest, now int64) (governor.B
 			reason = "exhausted"
 			if !r.FullNoted {
 				r.FullNoted = true
-				bk.event(now, c.Name, governor.EventBudgetExhausted, req.By, req.Lease,
+				bk.event(now, c.Name, eventkind.BudgetExhausted, req.By, req.Lease,
 					fmt.Sprintf("estimate %d over spent %d reserved %d limit %d", c.Amount, r.Spent, r.Reserved, r.limit()))
 			}
 		}
@@ -288,7 +289,7 @@ func (bk *budgetBook) settle(project, lease, secret string, actual []governor.Bu
 				continue
 			}
 			r.Held = "evidence of lost data (" + lost + "); held until the window ends or an operator confirms"
-			bk.event(now, a.Name, governor.EventBudgetHeld, by, lease, lost)
+			bk.event(now, a.Name, eventkind.BudgetHeld, by, lease, lost)
 			bk.count(a.Name, r, a.Amount, now, now)
 		}
 		return out, nil
@@ -313,7 +314,7 @@ func (bk *budgetBook) settle(project, lease, secret string, actual []governor.Bu
 		if amount > c.Amount {
 			r.Overruns++
 			out.Overruns = append(out.Overruns, c.Name)
-			bk.event(now, c.Name, governor.EventBudgetOverrun, by, lease, fmt.Sprintf("actual %d above its estimate %d", amount, c.Amount))
+			bk.event(now, c.Name, eventkind.BudgetOverrun, by, lease, fmt.Sprintf("actual %d above its estimate %d", amount, c.Amount))
 		}
 		bk.count(c.Name, r, amount, now, now)
 	}
@@ -356,7 +357,7 @@ func (bk *budgetBook) admin(name string, op governor.BudgetOp, value int64, by s
 		detail = fmt.Sprintf("define %s (was %s), limit %d (was %d)", def, was, value, r.limit())
 		r.Def, r.Limit, r.Defined, r.LiveLimit, r.LiveBy = def, value, true, 0, ""
 	}
-	bk.event(now, name, governor.EventBudgetAdmin, by, "", detail)
+	bk.event(now, name, eventkind.BudgetAdmin, by, "", detail)
 	return nil
 }
 

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
-// adminCoolOff implements governor.Backend's Admin of EventCoolOff, on the machine's
+// adminCoolOff implements governor.Backend's Admin of eventkind.CoolOff, on the machine's
 // monotonic clock shared by every process.
 func (b *Backend) adminCoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	return within(ctx, b, key, section{create: true}, func(t *tx) (time.Time, error) {
@@ -20,7 +21,7 @@ func (b *Backend) adminCoolOff(ctx context.Context, key governor.Key, d time.Dur
 		t.dirty = true
 		if end := t.now.boot + int64(d); end > st.CoolOff {
 			st.CoolOff = end
-			t.event(governor.EventCoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
+			t.event(eventkind.CoolOff, "", 0, fmt.Sprintf("%s: no new grant for %d ms", reason, d.Milliseconds()))
 			t.dirty = true
 		}
 		end := t.now.at(st.CoolOff)
@@ -125,10 +126,10 @@ func (st *state) adaptiveStatus() *governor.AdaptiveState {
 	return &a
 }
 
-// recordDegraded implements governor.Backend's Record of EventDegraded.
+// recordDegraded implements governor.Backend's Record of eventkind.Degraded.
 func (b *Backend) recordDegraded(ctx context.Context, key governor.Key, detail string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
-		t.event(governor.EventDegraded, "", 0, detail)
+		t.event(eventkind.Degraded, "", 0, detail)
 		return t.commit()
 	})
 }

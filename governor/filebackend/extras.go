@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -68,7 +69,7 @@ func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Req
 		// Ended by its expiry or a reclaim: its slot is taken if it is
 		// free, and the takeover recorded all the same.
 		ev := t.st.ended(old)
-		if ev == nil || (ev.Kind != governor.EventExpired && ev.Kind != governor.EventReclaimed) {
+		if ev == nil || (ev.Kind != eventkind.Expired && ev.Kind != eventkind.Reclaimed) {
 			return governor.Result{}, t.commitThen(governor.ErrNotHeld)
 		}
 		if !t.fits(req.Weight) {
@@ -81,7 +82,7 @@ func (b *Backend) takeover(t *tx, key governor.Key, old string, req governor.Req
 	t.st.Counters.Takeovers++
 	h := t.grant(req.ID, was.Weight, req.TTL, req.Declaration)
 	h.Class, h.Key = was.Class, was.Key // under a queue policy, the old lease's class and key
-	t.event(governor.EventTakeover, old, was.Token, fmt.Sprintf("%s, token %d", backendkit.TakeoverDetail(req), h.Token))
+	t.event(eventkind.Takeover, old, was.Token, fmt.Sprintf("%s, token %d", backendkit.TakeoverDetail(req), h.Token))
 	tok, exp := h.Token, h.Expires
 	t.attach(h)
 	if err := t.commit(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 )
@@ -115,7 +116,7 @@ func TestStoppedLockHolderNamed(t *testing.T) {
 
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
-	err = b.Record(cctx, key, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: "some-lease", Token: 1, Detail: "run x: killed"})
+	err = b.Record(cctx, key, governor.Event{Kind: eventkind.WatchdogKill, LeaseID: "some-lease", Token: 1, Detail: "run x: killed"})
 	checkNamesHolder(t, err, context.Canceled, key, pid, true)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 	"github.com/governor-dev/governor/governor/internal/policyrule"
 )
@@ -46,7 +47,7 @@ func (t *tx) agreePolicy(req governor.Request, idle bool) {
 		return
 	}
 	if st.PolicyDrift != req.Policy {
-		t.event(governor.EventDrift, req.ID, 0, fmt.Sprintf("a process asked for queue policy %q; the policy in force is %q", req.Policy, st.Policy))
+		t.event(eventkind.Drift, req.ID, 0, fmt.Sprintf("a process asked for queue policy %q; the policy in force is %q", req.Policy, st.Policy))
 		st.PolicyDrift = req.Policy
 		t.dirty = true
 	}
@@ -264,7 +265,7 @@ func (t *tx) expireWaiter(w waiter) {
 	if !ok || p.MaxWait == 0 || t.now.boot < w.Enqueued+int64(p.MaxWait) {
 		return
 	}
-	t.eventBy(governor.EventMaxWait, w.ID, fmt.Sprintf("queued for %d ms; the resource allows %d ms (max_wait)",
+	t.eventBy(eventkind.MaxWait, w.ID, fmt.Sprintf("queued for %d ms; the resource allows %d ms (max_wait)",
 		time.Duration(t.now.boot-w.Enqueued).Milliseconds(), p.MaxWait.Milliseconds()), "policy")
 	pokePipe(t.dir, waitPrefix+escape(w.ID), true)
 }
@@ -336,7 +337,7 @@ func (t *tx) supersede(req governor.Request) error {
 	}
 	if old := st.SupersedeWaiters[req.Supersede]; old != "" && old != req.ID {
 		if i := st.waiterIndex(old); i >= 0 {
-			t.eventBy(governor.EventSuperseded, old, fmt.Sprintf("a newer waiter with supersede key %s replaced it", req.Supersede), req.ID)
+			t.eventBy(eventkind.Superseded, old, fmt.Sprintf("a newer waiter with supersede key %s replaced it", req.Supersede), req.ID)
 			st.Waiters = slices.Delete(st.Waiters, i, i+1)
 			t.dirty = true
 			pokePipe(t.dir, waitPrefix+escape(old), true)
@@ -360,7 +361,7 @@ func (t *tx) cancelHolder(id, detail, by string) {
 	if h == nil || h.Cancel != nil {
 		return
 	}
-	t.event(governor.EventCancelledInProgress, id, h.Token, detail)
+	t.event(eventkind.CancelledInProgress, id, h.Token, detail)
 	e := &t.st.Events[len(t.st.Events)-1]
 	e.By = by
 	c := *e

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -14,7 +15,7 @@ func (t *tx) settle() {
 	if staleBoot(st.Boot, t.b.boot) {
 		// Every process of an earlier boot is dead.
 		for len(st.Holders) > 0 {
-			t.event(governor.EventReclaimed, st.Holders[0].ID, st.Holders[0].Token, "owner dead: the machine rebooted")
+			t.event(eventkind.Reclaimed, st.Holders[0].ID, st.Holders[0].Token, "owner dead: the machine rebooted")
 			t.dropHolder(0)
 			st.Counters.ReclaimedDead++
 		}
@@ -27,7 +28,7 @@ func (t *tx) settle() {
 	}
 	for i := 0; i < len(st.Holders); {
 		if st.Holders[i].Expires <= t.now.boot {
-			t.event(governor.EventExpired, st.Holders[i].ID, st.Holders[i].Token, "")
+			t.event(eventkind.Expired, st.Holders[i].ID, st.Holders[i].Token, "")
 			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedExpiry++
@@ -88,7 +89,7 @@ func (t *tx) reap() {
 		}
 		if dead {
 			t.reapedDecls = append(t.reapedDecls, h.Decl)
-			t.event(governor.EventReclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
+			t.event(eventkind.Reclaimed, h.ID, h.Token, "owner dead: its lease file is no longer locked")
 			t.hold(i)
 			t.dropHolder(i)
 			st.Counters.ReclaimedDead++

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // Release implements governor.Backend.
@@ -50,14 +51,14 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret strin
 	})
 }
 
-// adminReclaim implements governor.Backend's Admin of EventReclaimed.
+// adminReclaim implements governor.Backend's Admin of eventkind.Reclaimed.
 func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
 	return within(ctx, b, key, section{settle: true}, func(t *tx) (bool, error) {
 		i := holderIndex(t.st, id)
 		if i < 0 || t.st.Holders[i].Token != token {
 			return false, t.commit()
 		}
-		t.event(governor.EventReclaimed, id, token, "owner dead")
+		t.event(eventkind.Reclaimed, id, token, "owner dead")
 		t.hold(i)
 		t.dropHolder(i)
 		delete(t.st.Wants, id) // a capacity lease's want goes with it
@@ -67,11 +68,11 @@ func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string,
 	})
 }
 
-// recordLost implements governor.Backend's Record of EventLost. Like lost.lua it records and
+// recordLost implements governor.Backend's Record of eventkind.Lost. Like lost.lua it records and
 // settles nothing else: what expired is pruned by the next operation.
 func (b *Backend) recordLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	return b.do(ctx, key, section{create: true}, func(t *tx) error {
-		t.event(governor.EventLost, id, token, reason)
+		t.event(eventkind.Lost, id, token, reason)
 		t.st.Counters.Lost++
 		t.dirty = true
 		return t.commit()

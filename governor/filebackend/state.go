@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // ErrCorrupt is matched (errors.Is) by the error about a state file that
@@ -183,7 +184,7 @@ func (h *holder) stalled(key governor.Key, now clockNow) error {
 	if pto <= 0 || now.boot < h.lastProgress()+int64(pto) {
 		return nil
 	}
-	return &governor.LeaseLostError{Resource: key.Resource, LeaseID: h.ID, End: governor.Event{At: now.wall, Kind: governor.EventStalled,
+	return &governor.LeaseLostError{Resource: key.Resource, LeaseID: h.ID, End: governor.Event{At: now.wall, Kind: eventkind.Stalled,
 		LeaseID: h.ID, Token: h.Token, Detail: fmt.Sprintf("no progress mark for %v (progress timeout %v)",
 			time.Duration(now.boot-h.lastProgress()).Round(time.Millisecond), pto)}}
 }
@@ -230,7 +231,7 @@ func (e *event) UnmarshalJSON(data []byte) error {
 	type plain event
 	var p plain
 	if err := json.Unmarshal(data, &p); err != nil {
-		*e = event{Kind: governor.EventUnreadable, Detail: fmt.Sprintf("event %s does not read: %v", clip(data), err)}
+		*e = event{Kind: eventkind.Unreadable, Detail: fmt.Sprintf("event %s does not read: %v", clip(data), err)}
 		return nil
 	}
 	*e = event(p)

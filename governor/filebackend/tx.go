@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 type tx struct {
@@ -155,7 +156,7 @@ func (t *tx) dropBadWaiters() {
 	ws := t.st.Waiters
 	for i := 0; i < len(ws); i++ {
 		if why := t.st.badWaiter(i); why != "" {
-			t.event(governor.EventDropped, ws[i].ID, 0, "queue entry does not read: "+why)
+			t.event(eventkind.Dropped, ws[i].ID, 0, "queue entry does not read: "+why)
 			ws = append(ws[:i], ws[i+1:]...)
 			t.st.Waiters = ws
 			i--

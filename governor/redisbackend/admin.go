@@ -36,7 +36,7 @@ func (b *Backend) adminWithdraw(ctx context.Context, key governor.Key, ids []str
 	return out, r.err
 }
 
-// adminPause implements governor.Backend's Admin of EventPaused and EventResumed: admin.lua's pause and resume.
+// adminPause implements governor.Backend's Admin of eventkind.Paused and eventkind.Resumed: admin.lua's pause and resume.
 func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool, by string) (bool, error) {
 	if b.closed.Load() {
 		return false, governor.ErrClosed
@@ -56,12 +56,12 @@ func (b *Backend) adminPause(ctx context.Context, key governor.Key, paused bool,
 	return n == 1, nil
 }
 
-// adminLimit implements governor.Backend's Admin of EventLimit, set: admin.lua's limit.
+// adminLimit implements governor.Backend's Admin of eventkind.Limit, set: admin.lua's limit.
 func (b *Backend) adminLimit(ctx context.Context, key governor.Key, limit int, by string) error {
 	return b.setLimit(ctx, key, limit, 0, by)
 }
 
-// adminClearLimit implements governor.Backend's Admin of EventLimit, cleared: admin.lua's limit with the
+// adminClearLimit implements governor.Backend's Admin of eventkind.Limit, cleared: admin.lua's limit with the
 // limit to go back to.
 func (b *Backend) adminClearLimit(ctx context.Context, key governor.Key, back int, by string) error {
 	return b.setLimit(ctx, key, 0, back, by)

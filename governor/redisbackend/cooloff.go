@@ -10,7 +10,7 @@ import (
 
 var coolOffScript = newScript(scripts.CoolOff)
 
-// adminCoolOff implements governor.Backend's Admin of EventCoolOff.
+// adminCoolOff implements governor.Backend's Admin of eventkind.CoolOff.
 func (b *Backend) adminCoolOff(ctx context.Context, key governor.Key, d time.Duration, reason string) (time.Time, error) {
 	if b.closed.Load() {
 		return time.Time{}, governor.ErrClosed
@@ -52,7 +52,7 @@ func (b *Backend) Adapt(ctx context.Context, key governor.Key, req governor.Adap
 
 var noteScript = newScript(scripts.Note)
 
-// recordDegraded implements governor.Backend's Record of EventDegraded.
+// recordDegraded implements governor.Backend's Record of eventkind.Degraded.
 func (b *Backend) recordDegraded(ctx context.Context, key governor.Key, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -150,7 +151,7 @@ func TestDegradedModes(t *testing.T) {
 		}
 		found := false
 		for _, e := range evs {
-			found = found || e.Kind == governor.EventDegraded && strings.Contains(e.Detail, want) && strings.Contains(e.Detail, "agent-1")
+			found = found || e.Kind == eventkind.Degraded && strings.Contains(e.Detail, want) && strings.Contains(e.Detail, "agent-1")
 		}
 		if !found {
 			t.Errorf("%s: no degraded event with %q: %+v", r, want, evs)

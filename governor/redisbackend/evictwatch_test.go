@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -56,7 +57,7 @@ func heldBackAfter(t *testing.T, addr, want string, change func(ctx context.Cont
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		if e.Kind == governor.EventQuarantine && strings.Contains(e.Detail, want) {
+		if e.Kind == eventkind.Quarantine && strings.Contains(e.Detail, want) {
 			return
 		}
 	}

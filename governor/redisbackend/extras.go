@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
@@ -116,7 +117,7 @@ func (b *Backend) Events(ctx context.Context, key governor.Key, since time.Time)
 		}
 		e.At = time.UnixMilli(r.int(m.Values["at"], "the time of event "+m.ID))
 		if r.err != nil {
-			e = governor.Event{Kind: governor.EventUnreadable, Detail: r.err.Error(), At: streamTime(m.ID)}
+			e = governor.Event{Kind: eventkind.Unreadable, Detail: r.err.Error(), At: streamTime(m.ID)}
 		}
 		out = append(out, e)
 	}

@@ -477,7 +477,7 @@ func (b *Backend) Cancel(ctx context.Context, key governor.Key, id, secret strin
 	return nil
 }
 
-// adminReclaim implements governor.Backend's Admin of EventReclaimed.
+// adminReclaim implements governor.Backend's Admin of eventkind.Reclaimed.
 func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string, token int64) (bool, error) {
 	if b.closed.Load() {
 		return false, governor.ErrClosed
@@ -489,7 +489,7 @@ func (b *Backend) adminReclaim(ctx context.Context, key governor.Key, id string,
 	return n == 1, nil
 }
 
-// recordLost implements governor.Backend's Record of EventLost.
+// recordLost implements governor.Backend's Record of eventkind.Lost.
 func (b *Backend) recordLost(ctx context.Context, key governor.Key, id string, token int64, reason string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

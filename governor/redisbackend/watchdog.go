@@ -9,7 +9,7 @@ import (
 
 var watchdogScript = newScript(scripts.Watchdog)
 
-// recordWatchdogKill implements governor.Backend's Record of EventWatchdogKill.
+// recordWatchdogKill implements governor.Backend's Record of eventkind.WatchdogKill.
 func (b *Backend) recordWatchdogKill(ctx context.Context, key governor.Key, id string, token int64, detail string) error {
 	if b.closed.Load() {
 		return governor.ErrClosed

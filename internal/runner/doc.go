@@ -97,7 +97,7 @@
 //     stops it from the same plan when renewals fail (see [Watchdog]).
 //   - Records: after the grant Run sends the watchdog the run's store
 //     and leases; a watchdog that signals the tree records why, once it
-//     has, as a governor.EventWatchdogKill on each lease (see [Watchdog]).
+//     has, as a eventkind.WatchdogKill on each lease (see [Watchdog]).
 //   - File backend: the open lease files are inherited by the command
 //     (descriptors 3, 4, ...), so the kernel lock that proves a holder alive
 //     is held while any process of the tree lives, and dropped — the slot

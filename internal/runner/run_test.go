@@ -16,6 +16,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/leasetest"
@@ -279,7 +280,7 @@ func TestRunLeaseLostStopsTheTree(t *testing.T) {
 		for range 200 {
 			st, err := b.Status(context.Background(), key)
 			if err == nil && len(st.Holders) == 1 {
-				_, _ = b.Admin(context.Background(), key, governor.Action{Kind: governor.EventReclaimed, IDs: []string{st.Holders[0].LeaseID}, Token: st.Holders[0].Token})
+				_, _ = b.Admin(context.Background(), key, governor.Action{Kind: eventkind.Reclaimed, IDs: []string{st.Holders[0].LeaseID}, Token: st.Holders[0].Token})
 				return
 			}
 			pause := time.NewTimer(20 * time.Millisecond)

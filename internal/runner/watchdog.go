@@ -166,7 +166,7 @@ func (g *guard) now() time.Duration {
 // backend could grant the slots elsewhere) it kills the run's cgroup, if
 // any, and SIGKILLs the tree — whether governor is stopped or not — then
 // waits for the pipe again. It says on stderr why it did either, and
-// records it (EventWatchdogKill) on each lease of the "record" line
+// records it (eventkind.WatchdogKill) on each lease of the "record" line
 // governor sent after the grant (where to: the run's store), once the
 // signals are sent, within recordBudget.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/internal/connect"
@@ -223,7 +224,7 @@ func recordLine(t *testing.T, store connect.Store, key governor.Key, id string, 
 }
 
 // Issue 24.5: a watchdog that kills a tree records why, as an
-// EventWatchdogKill on the lease it guards, in the store governor named.
+// eventkind.WatchdogKill on the lease it guards, in the store governor named.
 func TestWatchdogRecordsItsKill(t *testing.T) {
 	dir := t.TempDir()
 	b, err := filebackend.New(dir, filebackend.Options{})
@@ -245,9 +246,9 @@ func TestWatchdogRecordsItsKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 1 || evs[0].Kind != governor.EventWatchdogKill || evs[0].LeaseID != "lease-1" || evs[0].Token != 42 ||
+	if len(evs) != 1 || evs[0].Kind != eventkind.WatchdogKill || evs[0].LeaseID != "lease-1" || evs[0].Token != 42 ||
 		!strings.Contains(evs[0].Detail, "run test-run: no lease renewal came by the leases' deadline") {
-		t.Fatalf("events %+v; want one %s of lease-1 (token 42) saying why\n%s", evs, governor.EventWatchdogKill, ww.stderr.String())
+		t.Fatalf("events %+v; want one %s of lease-1 (token 42) saying why\n%s", evs, eventkind.WatchdogKill, ww.stderr.String())
 	}
 }
 
@@ -262,7 +263,7 @@ func TestWatchdogKillsWhenItCannotRecord(t *testing.T) {
 	if code := ww.done(); code != ExitOK {
 		t.Fatalf("watchdog exit %d", code)
 	}
-	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, "could not record the "+governor.EventWatchdogKill+" event") {
+	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, "could not record the "+eventkind.WatchdogKill+" event") {
 		t.Fatalf("the watchdog's message: %q", msg)
 	}
 }
@@ -293,7 +294,7 @@ func TestWatchdogRecordNamesStoppedLockHolder(t *testing.T) {
 		t.Fatalf("watchdog exit %d", code)
 	}
 	want := fmt.Sprintf("could not record the %s event: governor: file backend: the state of heavy (%s) is locked by pid %d (flock, stopped): "+
-		"a process stopped inside a state write", governor.EventWatchdogKill, path, pid)
+		"a process stopped inside a state write", eventkind.WatchdogKill, path, pid)
 	if msg := ww.stderr.String(); !strings.Contains(msg, "killed 1 processes") || !strings.Contains(msg, want) {
 		t.Fatalf("the watchdog's message: %q; want %q", msg, want)
 	}

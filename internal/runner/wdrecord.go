@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/safetext"
 	"github.com/governor-dev/governor/internal/connect"
 )
@@ -63,7 +64,7 @@ func parseRecord(line string) (*watchdogRecord, error) {
 	return rec, nil
 }
 
-// note records detail as an EventWatchdogKill on every lease the
+// note records detail as an eventkind.WatchdogKill on every lease the
 // watchdog guards, once the action it tells of is done. It records in
 // the background, so that the watchdog's next action (KILL after TERM)
 // never waits for a backend: the backend is opened only now (the normal
@@ -80,7 +81,7 @@ func (g *guard) note(detail string) {
 		defer g.pending.Done()
 		if err := rec.note(detail); err != nil {
 			fmt.Fprintf(g.stderr, "governor: watchdog of run %s: could not record the %s event: %s\n",
-				g.id, governor.EventWatchdogKill, safetext.Escape(err.Error()))
+				g.id, eventkind.WatchdogKill, safetext.Escape(err.Error()))
 		}
 	}()
 }
@@ -99,7 +100,7 @@ func (rec *watchdogRecord) note(detail string) error {
 	}
 	defer b.Close()
 	for _, l := range rec.Leases {
-		if err := b.Record(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, governor.Event{Kind: governor.EventWatchdogKill, LeaseID: l.ID, Token: l.Token, Detail: detail}); err != nil {
+		if err := b.Record(ctx, governor.Key{Project: l.Project, Resource: l.Resource}, governor.Event{Kind: eventkind.WatchdogKill, LeaseID: l.ID, Token: l.Token, Detail: detail}); err != nil {
 			return err
 		}
 	}

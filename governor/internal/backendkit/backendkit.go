@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/safetext"
 )
 
@@ -59,7 +60,7 @@ const (
 // naming it (a *governor.LeaseLostError), and a takeover of a lease that
 // expired or was reclaimed finds it. lib-slow.lua's ENDED lists the same
 // kinds.
-var EndedKinds = []string{governor.EventTakeover, governor.EventReclaimed, governor.EventExpired, governor.EventCancelledInProgress}
+var EndedKinds = []string{eventkind.Takeover, eventkind.Reclaimed, eventkind.Expired, eventkind.CancelledInProgress}
 
 // TakeoverDetail is the detail of the takeover event a backend records
 // when req replaces a lease: who took it. The backend adds the new

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
@@ -33,8 +34,8 @@ var (
 		"TOMBSTONE_MS": backendkit.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
 	}
 	luaSets = map[string][]string{
-		"ENDED":          backendkit.EndedKinds,  // lib-slow.lua: the events that end a lease
-		"WITHDRAW_KINDS": governor.WithdrawKinds, // lib-slow.lua: the events that withdraw a waiter
+		"ENDED":          backendkit.EndedKinds, // lib-slow.lua: the events that end a lease
+		"WITHDRAW_KINDS": eventkind.Withdraw,    // lib-slow.lua: the events that withdraw a waiter
 	}
 )
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // Admin is a backend's function for each kind of governor.Action.
@@ -28,22 +29,22 @@ func (f Admin) Do(ctx context.Context, key governor.Key, a governor.Action) (gov
 	var res governor.ActionResult
 	var err error
 	switch {
-	case a.Kind == governor.EventPaused || a.Kind == governor.EventResumed:
-		res.Changed, err = f.Pause(ctx, key, a.Kind == governor.EventPaused, a.By)
-	case a.Kind == governor.EventLimit && a.Limit == 0 && a.Back != 0:
+	case a.Kind == eventkind.Paused || a.Kind == eventkind.Resumed:
+		res.Changed, err = f.Pause(ctx, key, a.Kind == eventkind.Paused, a.By)
+	case a.Kind == eventkind.Limit && a.Limit == 0 && a.Back != 0:
 		err = f.ClearLimit(ctx, key, a.Back, a.By)
-	case a.Kind == governor.EventLimit:
+	case a.Kind == eventkind.Limit:
 		err = f.Limit(ctx, key, a.Limit, a.By)
-	case a.Kind == governor.EventCoolOff:
+	case a.Kind == eventkind.CoolOff:
 		res.Until, err = f.CoolOff(ctx, key, a.For, a.Detail)
-	case slices.Contains(governor.WithdrawKinds, a.Kind):
+	case slices.Contains(eventkind.Withdraw, a.Kind):
 		res.IDs, err = f.Withdraw(ctx, key, a.IDs, a)
-	case a.Kind == governor.EventReclaimed && len(a.IDs) == 1:
+	case a.Kind == eventkind.Reclaimed && len(a.IDs) == 1:
 		res.Changed, err = f.Reclaim(ctx, key, a.IDs[0], a.Token)
 	default:
 		err = fmt.Errorf("%w: an action of kind %q on %s with %d ids; allowed: %s, %s, %s, %s, %s with one id, or a withdraw kind %v",
-			governor.ErrInvalid, a.Kind, key, len(a.IDs), governor.EventPaused, governor.EventResumed, governor.EventLimit,
-			governor.EventCoolOff, governor.EventReclaimed, governor.WithdrawKinds)
+			governor.ErrInvalid, a.Kind, key, len(a.IDs), eventkind.Paused, eventkind.Resumed, eventkind.Limit,
+			eventkind.CoolOff, eventkind.Reclaimed, eventkind.Withdraw)
 	}
 	return res, err
 }
@@ -59,13 +60,13 @@ type Record struct {
 // Do records e on key through f.
 func (f Record) Do(ctx context.Context, key governor.Key, e governor.Event) error {
 	switch e.Kind {
-	case governor.EventLost:
+	case eventkind.Lost:
 		return f.Lost(ctx, key, e.LeaseID, e.Token, e.Detail)
-	case governor.EventDegraded:
+	case eventkind.Degraded:
 		return f.Degraded(ctx, key, e.Detail)
-	case governor.EventWatchdogKill:
+	case eventkind.WatchdogKill:
 		return f.WatchdogKill(ctx, key, e.LeaseID, e.Token, e.Detail)
 	}
 	return fmt.Errorf("%w: an event of kind %q recorded on %s; allowed: %s, %s, %s", governor.ErrInvalid, e.Kind, key,
-		governor.EventLost, governor.EventDegraded, governor.EventWatchdogKill)
+		eventkind.Lost, eventkind.Degraded, eventkind.WatchdogKill)
 }
