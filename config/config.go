@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // Defaults for keys no source sets. The lease's are governor's: the
-// rules live there (see governor.LeaseTiming).
+// rules live there (see leasetiming.Timing).
 const (
 	DefaultProject        = governor.DefaultName
 	DefaultBackend        = BackendAuto
-	DefaultLeaseTTL       = governor.DefaultTTL
-	DefaultLeaseHeartbeat = governor.DefaultHeartbeat // capped at lease.ttl/3: governor.DefaultHeartbeatFor
+	DefaultLeaseTTL       = leasetiming.DefaultTTL
+	DefaultLeaseHeartbeat = leasetiming.DefaultHeartbeat // capped at lease.ttl/3: leasetiming.HeartbeatFor
 	DefaultFileName       = "exec-defaults.yaml"
 	// DefaultMaxConcurrentRuns is run.max_concurrent_runs when no source
 	// sets it: the run lock and three join slots.
@@ -322,8 +323,8 @@ func (c Config) maxRuns() int {
 // (zero: governor derives the same value, and derives one for a lease
 // with its own TTL too), and the safety margin left to governor's rule.
 // Validate checks it by the same rule.
-func (c Config) Timing() governor.LeaseTiming {
-	t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
+func (c Config) Timing() leasetiming.Timing {
+	t := leasetiming.Timing{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat}
 	if c.origin.missing("lease.heartbeat") {
 		t.Heartbeat = 0
 	}

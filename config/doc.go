@@ -47,7 +47,7 @@
 //	lease:
 //	  ttl: 30s                 # 100ms to 24h
 //	  heartbeat: 10s           # default min(10s, ttl/3); must be shorter than ttl minus ttl/5
-//	                           # (governor.LeaseTiming decides, as for governor.New)
+//	                           # (leasetiming.Timing decides, as for governor.New)
 //	run:
 //	  max_concurrent_runs: 4   # default 4: the run lock "run" (1) + join slots "run:join" (3)
 //	providers:

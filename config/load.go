@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // Source says where a value came from.
@@ -36,8 +37,7 @@ type Loaded struct {
 	Config Config
 	File   string // the config file read (absolute), "" if none
 	// Sources maps every dotted key that has a value ("lease.ttl",
-	// "providers.anthropic.max_concurrency", …) to where the value came
-	// from.
+	// "providers.anthropic.max_concurrency", …) to where it came from.
 	Sources map[string]Source
 }
 
@@ -212,7 +212,7 @@ func resolve(file, env, flags []*setting, envMap map[string]string) (*viper.Vipe
 	heartbeat := DefaultLeaseHeartbeat
 	if s, ok := v.Get("lease" + keyDelim + "ttl").(*setting); ok {
 		if ttl, ok := s.value.(time.Duration); ok && ttl > 0 {
-			heartbeat = governor.DefaultHeartbeatFor(ttl)
+			heartbeat = leasetiming.HeartbeatFor(ttl)
 		}
 	}
 	def("lease.heartbeat", heartbeat)

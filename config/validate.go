@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/internal/redact"
 )
 
@@ -83,7 +84,7 @@ func (c Config) Validate() error {
 }
 
 // leaseNames spell the lease timing in governor's messages.
-var leaseNames = governor.TimingNames{TTL: "lease.ttl", Heartbeat: "lease.heartbeat", SafetyMargin: "the safety margin"}
+var leaseNames = leasetiming.Names{TTL: "lease.ttl", Heartbeat: "lease.heartbeat", SafetyMargin: "the safety margin"}
 
 // The rules config states in its messages; governor decides them.
 var (
@@ -138,16 +139,16 @@ func (c Config) problems() []*FieldError {
 	if !o.isBroken("lease.ttl") || !o.isBroken("lease.heartbeat") {
 		// governor decides; the safety margin is the one governor.New
 		// derives from the TTL, as Timing leaves it unset.
-		t := governor.LeaseTiming{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat,
-			SafetyMargin: governor.DefaultSafetyMarginFor(c.Lease.TTL)}
+		t := leasetiming.Timing{TTL: c.Lease.TTL, Heartbeat: c.Lease.Heartbeat,
+			SafetyMargin: leasetiming.SafetyMarginFor(c.Lease.TTL)}
 		if o.isBroken("lease.ttl") {
 			// Already reported: check the heartbeat's own range only.
-			t.TTL, t.SafetyMargin = governor.MaxTTL, 0
+			t.TTL, t.SafetyMargin = leasetiming.MaxTTL, 0
 		}
 		if o.isBroken("lease.heartbeat") {
-			t.Heartbeat = governor.DefaultHeartbeatFor(t.TTL)
+			t.Heartbeat = leasetiming.HeartbeatFor(t.TTL)
 		}
-		var te *governor.TimingError
+		var te *leasetiming.Error
 		if err := t.Check(leaseNames); errors.As(err, &te) {
 			add(te.Field, te.Value.String(), "%s", te.Msg)
 		}

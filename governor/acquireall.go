@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/lockorder"
 )
 
@@ -24,7 +25,7 @@ func (g *Governor) acquireAll(ctx context.Context, wants []Want) ([]*Lease, erro
 	}
 	defer g.active.Done()
 	reqs := make([]Request, len(wants))
-	tms := make([]LeaseTiming, len(wants))
+	tms := make([]leasetiming.Timing, len(wants))
 	seen := map[string]bool{}
 	for i, w := range wants {
 		if seen[w.Resource] {

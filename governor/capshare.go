@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/internal/capgate"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // capShares are the capacity leases of a Governor (Options.Capacity):
@@ -41,8 +42,8 @@ func newCapShares(cfg map[string]capacity.Config) (*capShares, error) {
 		if err := rc.Validate(); err != nil {
 			return nil, invalid("Options.Capacity[%q]: %v", resource, err)
 		}
-		if rc.Lease > MaxTTL {
-			return nil, invalid("Options.Capacity[%q]: capacity lease %v; allowed: at most %v", resource, rc.Lease, MaxTTL)
+		if rc.Lease > leasetiming.MaxTTL {
+			return nil, invalid("Options.Capacity[%q]: capacity lease %v; allowed: at most %v", resource, rc.Lease, leasetiming.MaxTTL)
 		}
 		c.cfg[resource] = rc
 	}
@@ -55,7 +56,7 @@ func newCapShares(cfg map[string]capacity.Config) (*capShares, error) {
 // share grants single slots of plain leases (a TTL of their own does
 // not apply: the share's lease decides), and the rest stay exact and
 // central.
-func plain(req Request, tm LeaseTiming) error {
+func plain(req Request, tm leasetiming.Timing) error {
 	d := req.Declaration
 	why := ""
 	switch {
@@ -157,7 +158,7 @@ func (c *capShares) close() error {
 // ErrLeaseLost), and Release gives the slot back to the share. Its
 // Token is 0 (a share grants no fencing token) and its ID the capacity
 // lease's.
-func (g *Governor) grantLocal(ctx context.Context, req Request, tm LeaseTiming, rc capacity.Config) (*Lease, error) {
+func (g *Governor) grantLocal(ctx context.Context, req Request, tm leasetiming.Timing, rc capacity.Config) (*Lease, error) {
 	if err := plain(req, tm); err != nil {
 		return nil, err
 	}

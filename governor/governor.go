@@ -11,12 +11,12 @@ import (
 
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
 // Defaults used when an Options or AcquireOptions field is zero.
 const (
-	DefaultTTL      = 30 * time.Second
 	DefaultQueueTTL = 10 * time.Second
 	// DefaultReleaseTimeout bounds a release, which runs on a fresh
 	// context so that a cancelled caller still frees its slots.
@@ -36,16 +36,16 @@ type Options struct {
 	// Command is the holder's command line as shown to others; redact
 	// secrets before setting it.
 	Command string
-	// TTL is the lease time to live (default DefaultTTL).
+	// TTL is the lease time to live (default leasetiming.DefaultTTL).
 	TTL time.Duration
-	// Heartbeat is the renewal interval (default DefaultHeartbeatFor the
+	// Heartbeat is the renewal interval (default leasetiming.HeartbeatFor the
 	// lease's TTL). It must be shorter than TTL minus the safety margin
-	// (see LeaseTiming). When it is zero, a lease acquired with its own
+	// (see leasetiming.Timing). When it is zero, a lease acquired with its own
 	// TTL derives its own heartbeat from that TTL.
 	Heartbeat time.Duration
 	// SafetyMargin is how long before the backend's expiry a holder that
 	// could not renew declares its lease lost (default
-	// DefaultSafetyMarginFor the lease's TTL, a fifth).
+	// leasetiming.SafetyMarginFor the lease's TTL, a fifth).
 	SafetyMargin time.Duration
 	// QueueTTL bounds how long a waiter's queue entry survives without a
 	// refresh; waiters refresh (and re-check) every QueueTTL/4 (default
@@ -88,8 +88,8 @@ type Options struct {
 type Governor struct {
 	b        Backend
 	project  string
-	timing   LeaseTiming // resolved, for leases with the Governor's TTL
-	set      LeaseTiming // as Options set it, zeros unset: for leases with their own TTL
+	timing   leasetiming.Timing // resolved, for leases with the Governor's TTL
+	set      leasetiming.Timing // as Options set it, zeros unset: for leases with their own TTL
 	queueTTL time.Duration
 	order    []string
 	decl     Declaration
@@ -136,7 +136,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	}
 	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
 		log: opts.Log, onDegraded: opts.OnDegraded,
-		set: LeaseTiming{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
+		set: leasetiming.Timing{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())
 	g.rec = newRecorder(b)
 	if g.project == "" {
@@ -145,7 +145,8 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := ValidateProject(g.project); err != nil {
 		return nil, err
 	}
-	timing, err := g.set.resolve(libraryNames)
+	timing, err := g.set.Resolve(leasetiming.Names{})
+	err = invalidTiming(err)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ type AcquireOptions struct {
 	Mode Mode
 	// TTL overrides the Governor's lease TTL. The lease's heartbeat and
 	// safety margin are then those Options set, or derived from this TTL
-	// by the rules of LeaseTiming where Options left them zero.
+	// by the rules of leasetiming.Timing where Options left them zero.
 	TTL time.Duration
 	// NoHeartbeat takes a lease that does not renew itself: the caller
 	// detaches it (Lease.Detach) and renews it by its Handle
@@ -323,32 +324,32 @@ func (g *Governor) Acquire(ctx context.Context, resource string, o AcquireOption
 
 // request checks o and returns the backend request and the lease's
 // timing.
-func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTiming, error) {
+func (g *Governor) request(resource string, o AcquireOptions) (Request, leasetiming.Timing, error) {
 	if err := ValidateResource(resource); err != nil {
-		return Request{}, LeaseTiming{}, err
+		return Request{}, leasetiming.Timing{}, err
 	}
 	if err := ValidateLimit(resource, o.Limit); err != nil {
-		return Request{}, LeaseTiming{}, err
+		return Request{}, leasetiming.Timing{}, err
 	}
 	w, err := ResolveWeight(resource, o.Weight, o.Limit, o.Exclusive)
 	if err != nil {
-		return Request{}, LeaseTiming{}, err
+		return Request{}, leasetiming.Timing{}, err
 	}
 	tm, err := g.leaseTiming(o.TTL, o.NoHeartbeat)
 	if err != nil {
-		return Request{}, LeaseTiming{}, fmt.Errorf("%w (lease of %s)", err, resource)
+		return Request{}, leasetiming.Timing{}, fmt.Errorf("%w (lease of %s)", err, resource)
 	}
 	if o.Mode != Fail && o.Mode != Wait {
-		return Request{}, LeaseTiming{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
+		return Request{}, leasetiming.Timing{}, invalid("mode %d; allowed: Fail, Wait", o.Mode)
 	}
 	if o.ProgressTimeout < 0 || (o.ProgressTimeout > 0 && o.ProgressTimeout < time.Millisecond) {
-		return Request{}, LeaseTiming{}, invalid("progress timeout %v (lease of %s); allowed: 0 (none) or at least 1ms", o.ProgressTimeout, resource)
+		return Request{}, leasetiming.Timing{}, invalid("progress timeout %v (lease of %s); allowed: 0 (none) or at least 1ms", o.ProgressTimeout, resource)
 	}
 	decl := g.decl
 	decl.ProgressTimeout = o.ProgressTimeout
 	if !o.Policy.IsZero() || o.Priority != "" || o.FairKey != "" {
 		if err := o.Policy.checkRequest(resource, o.Limit, w, o.Priority, o.FairKey); err != nil {
-			return Request{}, LeaseTiming{}, err
+			return Request{}, leasetiming.Timing{}, err
 		}
 		if c, _ := o.Policy.Rules().ClassIndex(o.Priority); len(o.Policy.Classes) > 0 {
 			decl.Priority = o.Policy.Classes[c].Name
@@ -356,16 +357,16 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 		decl.FairKey = o.FairKey
 	}
 	if o.Supersede != "" && !validPolicyName(o.Supersede) {
-		return Request{}, LeaseTiming{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, policyNameRule)
+		return Request{}, leasetiming.Timing{}, invalid("supersede key %q for %s; allowed: %s", o.Supersede, resource, policyNameRule)
 	}
 	if o.CancelInProgress && o.Supersede == "" {
-		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
+		return Request{}, leasetiming.Timing{}, invalid("cancel-in-progress for %s without a supersede key; allowed: with Supersede only", resource)
 	}
 	if o.CancelOthers && !o.CancelInProgress {
-		return Request{}, LeaseTiming{}, invalid("cancel-others for %s without cancel-in-progress; allowed: with CancelInProgress only", resource)
+		return Request{}, leasetiming.Timing{}, invalid("cancel-others for %s without cancel-in-progress; allowed: with CancelInProgress only", resource)
 	}
 	if o.CancelInProgress && o.Mode != Wait {
-		return Request{}, LeaseTiming{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
+		return Request{}, leasetiming.Timing{}, invalid("cancel-in-progress for %s in Fail mode; allowed: in Wait mode only (the cancelled holder keeps its slots until its work has stopped)", resource)
 	}
 	secret, id := newSecret()
 	return Request{Key: Key{g.project, resource}, ID: id, Secret: secret, Limit: o.Limit, Weight: w, Exclusive: o.Exclusive,
@@ -378,21 +379,22 @@ func (g *Governor) request(resource string, o AcquireOptions) (Request, LeaseTim
 // lease with its own TTL takes the heartbeat and margin Options set, and
 // derives those Options left zero from its TTL; a lease that does not
 // heartbeat has only its TTL checked.
-func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (LeaseTiming, error) {
+func (g *Governor) leaseTiming(ttl time.Duration, noHeartbeat bool) (leasetiming.Timing, error) {
 	if ttl == 0 {
 		ttl = g.timing.TTL
 	}
 	if noHeartbeat {
-		tm := LeaseTiming{TTL: ttl, SafetyMargin: DefaultSafetyMarginFor(ttl)}
-		return tm, tm.checkDetached(libraryNames)
+		tm := leasetiming.Timing{TTL: ttl, SafetyMargin: leasetiming.SafetyMarginFor(ttl)}
+		return tm, invalidTiming(leasetiming.CheckTTL(ttl, leasetiming.Names{}))
 	}
 	if ttl == g.timing.TTL {
 		return g.timing, nil
 	}
-	return LeaseTiming{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.resolve(libraryNames)
+	tm, err := leasetiming.Timing{TTL: ttl, Heartbeat: g.set.Heartbeat, SafetyMargin: g.set.SafetyMargin}.Resolve(leasetiming.Names{})
+	return tm, invalidTiming(err)
 }
 
-func (g *Governor) acquire(caller context.Context, req Request, tm LeaseTiming, onQueued func(Result), giveUp bool) (*Lease, error) {
+func (g *Governor) acquire(caller context.Context, req Request, tm leasetiming.Timing, onQueued func(Result), giveUp bool) (*Lease, error) {
 	if rc, ok := g.caps.cfg[req.Key.Resource]; ok {
 		return g.grantLocal(caller, req, tm, rc)
 	}

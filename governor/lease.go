@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/internal/capgate"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // Lease is a granted acquire. It renews itself every heartbeat until
@@ -28,9 +29,9 @@ type Lease struct {
 	secret string // proves id to the backend (OwnerProven)
 	weight int
 	token  int64
-	limit  int         // the limit in force at the grant (0: not told)
-	timing LeaseTiming // Heartbeat 0: it does not renew itself
-	sent   time.Time   // when the acquire that granted it was sent (local monotonic)
+	limit  int                // the limit in force at the grant (0: not told)
+	timing leasetiming.Timing // Heartbeat 0: it does not renew itself
+	sent   time.Time          // when the acquire that granted it was sent (local monotonic)
 	// local, when set, is a grant from a capacity share (capshare.go):
 	// no heartbeat; unwatch stops the watch of its context.
 	local   *capgate.Grant
@@ -80,7 +81,7 @@ type renewReply struct {
 // at once: the result is ErrClosed, and nothing is left held.
 // newLease makes the lease of grant res, its local deadline counted from
 // sent; the first lease held starts the suspend watch.
-func (g *Governor) newLease(req Request, res Result, sent time.Time, tm LeaseTiming) (*Lease, error) {
+func (g *Governor) newLease(req Request, res Result, sent time.Time, tm leasetiming.Timing) (*Lease, error) {
 	l := &Lease{g: g, key: req.Key, id: req.ID, secret: req.Secret, weight: req.Weight, token: res.Token, limit: res.Limit, timing: tm, sent: sent,
 		expires: res.Expires, deadline: sent.Add(tm.TTL - tm.SafetyMargin),
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}), renewed: make(chan struct{}, 1)}
@@ -123,7 +124,7 @@ var errStaleGrant = errors.New("governor: the grant arrived after its lease's de
 // is released (a fresh bounded context) and errStaleGrant says to ask
 // again, so that nobody starts work on a lease the backend may have
 // handed on.
-func (g *Governor) fresh(ctx context.Context, req Request, tm LeaseTiming, sent, exp time.Time) (time.Time, time.Time, error) {
+func (g *Governor) fresh(ctx context.Context, req Request, tm leasetiming.Timing, sent, exp time.Time) (time.Time, time.Time, error) {
 	if time.Since(sent) < tm.TTL-tm.SafetyMargin {
 		return sent, exp, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -17,8 +18,6 @@ const (
 	MaxNameLen  = 200       // bytes in a resource name
 	MaxProject  = 64        // bytes in a project name
 	MaxLimit    = 1_000_000 // slots in one resource
-	MinTTL      = 100 * time.Millisecond
-	MaxTTL      = 24 * time.Hour
 	DefaultName = "default" // the project when none is given
 )
 
@@ -258,5 +257,13 @@ func validateWeight(name string, weight, limit int) error {
 }
 
 func validateTTL(what string, d time.Duration) error {
-	return checkTTL(d, TimingNames{TTL: what})
+	return invalidTiming(leasetiming.CheckTTL(d, leasetiming.Names{TTL: what}))
+}
+
+// invalidTiming is a lease timing's refusal as an ErrInvalid (nil for nil).
+func invalidTiming(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/internal/policyrule"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // Policy is how a resource's queue serves its waiters (issue 15). The
@@ -170,8 +171,8 @@ func (p Policy) Validate(resource string, limit int) error {
 	if p.MaxQueue < 0 || p.MaxQueue > maxQueueBound {
 		return invalid("max_queue %d for %s; allowed: 0 (none) to %d", p.MaxQueue, resource, maxQueueBound)
 	}
-	if p.MaxWait < 0 || (p.MaxWait > 0 && p.MaxWait < time.Millisecond) || p.MaxWait > MaxTTL {
-		return invalid("max_wait %v for %s; allowed: 0 (none) or 1ms to %v", p.MaxWait, resource, MaxTTL)
+	if p.MaxWait < 0 || (p.MaxWait > 0 && p.MaxWait < time.Millisecond) || p.MaxWait > leasetiming.MaxTTL {
+		return invalid("max_wait %v for %s; allowed: 0 (none) or 1ms to %v", p.MaxWait, resource, leasetiming.MaxTTL)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
 
@@ -74,7 +75,7 @@ func TestStaleGrantNotAcquired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl := governor.MinTTL
+	ttl := leasetiming.MinTTL
 	b := &stallingGrants{Backend: fb, ttl: ttl}
 	g, err := governor.New(b, governor.Options{Project: "p", TTL: ttl})
 	if err != nil {
@@ -166,7 +167,7 @@ func TestHandedGrantDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	margin := governor.DefaultSafetyMarginFor(ttl)
+	margin := leasetiming.SafetyMarginFor(ttl)
 	if want := b.sent.Add(ttl - margin); !l.Deadline().Equal(want) {
 		t.Fatalf("deadline of a grant handed 2 s ago: %v; want %v (Result.Sent + TTL - margin)", l.Deadline(), want)
 	}

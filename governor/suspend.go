@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -94,8 +95,8 @@ func (g *Governor) suspendedSince(m clockMark) time.Duration {
 }
 
 // wallSetBack is suspendedSince's answer when the wall clock was set back:
-// more than any lease's TTL (MaxTTL).
-const wallSetBack = 2 * MaxTTL
+// more than any lease's TTL (leasetiming.MaxTTL).
+const wallSetBack = 2 * leasetiming.MaxTTL
 
 // wallOffset holds a test's fake shift of the wall clock (a suspend it
 // fakes moves it on); nil means none.

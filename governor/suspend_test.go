@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -186,7 +187,7 @@ func TestSuspendDuringAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	margin := governor.DefaultSafetyMarginFor(ttl)
+	margin := leasetiming.SafetyMarginFor(ttl)
 	if latest := time.Now().Add(ttl - margin - b.by); l.Deadline().After(latest) || b.renewals.Load() != 0 {
 		t.Fatalf("a 10 s suspend in the acquire (sent after %v): deadline %v, %d renewals; want no later than %v, none",
 			before, l.Deadline(), b.renewals.Load(), latest)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
@@ -16,32 +17,32 @@ import (
 func TestLeaseTimingResolve(t *testing.T) {
 	s := time.Second
 	tests := []struct {
-		in    governor.LeaseTiming
-		want  governor.LeaseTiming
+		in    leasetiming.Timing
+		want  leasetiming.Timing
 		field string // the bad value, "" when accepted
 	}{
-		{governor.LeaseTiming{}, governor.LeaseTiming{TTL: 30 * s, Heartbeat: 10 * s, SafetyMargin: 6 * s}, ""},
-		{governor.LeaseTiming{TTL: 5 * s}, governor.LeaseTiming{TTL: 5 * s, Heartbeat: 5 * s / 3, SafetyMargin: s}, ""},
-		{governor.LeaseTiming{TTL: 2 * time.Minute}, governor.LeaseTiming{TTL: 2 * time.Minute, Heartbeat: 10 * s, SafetyMargin: 24 * s}, ""},
-		{governor.LeaseTiming{TTL: 30 * s, Heartbeat: 23 * s}, governor.LeaseTiming{TTL: 30 * s, Heartbeat: 23 * s, SafetyMargin: 6 * s}, ""},
-		{governor.LeaseTiming{TTL: 30 * s, Heartbeat: 24 * s}, governor.LeaseTiming{}, "heartbeat"}, // not shorter than TTL-margin
-		{governor.LeaseTiming{TTL: 30 * s, Heartbeat: 30 * s}, governor.LeaseTiming{}, "heartbeat"},
-		{governor.LeaseTiming{TTL: 30 * s, Heartbeat: -s}, governor.LeaseTiming{}, "heartbeat"},
-		{governor.LeaseTiming{TTL: 30 * s, SafetyMargin: 30 * s}, governor.LeaseTiming{}, "safety margin"},
-		{governor.LeaseTiming{TTL: 30 * s, SafetyMargin: -s}, governor.LeaseTiming{}, "safety margin"},
-		{governor.LeaseTiming{TTL: 30 * s, SafetyMargin: 25 * s}, governor.LeaseTiming{}, "heartbeat"}, // 10s heartbeat >= 5s left
-		{governor.LeaseTiming{TTL: 50 * time.Millisecond}, governor.LeaseTiming{}, "TTL"},
-		{governor.LeaseTiming{TTL: -s}, governor.LeaseTiming{}, "TTL"},
-		{governor.LeaseTiming{TTL: 25 * time.Hour}, governor.LeaseTiming{}, "TTL"},
+		{leasetiming.Timing{}, leasetiming.Timing{TTL: 30 * s, Heartbeat: 10 * s, SafetyMargin: 6 * s}, ""},
+		{leasetiming.Timing{TTL: 5 * s}, leasetiming.Timing{TTL: 5 * s, Heartbeat: 5 * s / 3, SafetyMargin: s}, ""},
+		{leasetiming.Timing{TTL: 2 * time.Minute}, leasetiming.Timing{TTL: 2 * time.Minute, Heartbeat: 10 * s, SafetyMargin: 24 * s}, ""},
+		{leasetiming.Timing{TTL: 30 * s, Heartbeat: 23 * s}, leasetiming.Timing{TTL: 30 * s, Heartbeat: 23 * s, SafetyMargin: 6 * s}, ""},
+		{leasetiming.Timing{TTL: 30 * s, Heartbeat: 24 * s}, leasetiming.Timing{}, "heartbeat"}, // not shorter than TTL-margin
+		{leasetiming.Timing{TTL: 30 * s, Heartbeat: 30 * s}, leasetiming.Timing{}, "heartbeat"},
+		{leasetiming.Timing{TTL: 30 * s, Heartbeat: -s}, leasetiming.Timing{}, "heartbeat"},
+		{leasetiming.Timing{TTL: 30 * s, SafetyMargin: 30 * s}, leasetiming.Timing{}, "safety margin"},
+		{leasetiming.Timing{TTL: 30 * s, SafetyMargin: -s}, leasetiming.Timing{}, "safety margin"},
+		{leasetiming.Timing{TTL: 30 * s, SafetyMargin: 25 * s}, leasetiming.Timing{}, "heartbeat"}, // 10s heartbeat >= 5s left
+		{leasetiming.Timing{TTL: 50 * time.Millisecond}, leasetiming.Timing{}, "TTL"},
+		{leasetiming.Timing{TTL: -s}, leasetiming.Timing{}, "TTL"},
+		{leasetiming.Timing{TTL: 25 * time.Hour}, leasetiming.Timing{}, "TTL"},
 	}
 	for _, tt := range tests {
-		got, err := governor.ResolveTiming(tt.in, governor.TimingNames{})
-		var te *governor.TimingError
+		got, err := tt.in.Resolve(leasetiming.Names{})
+		var te *leasetiming.Error
 		switch {
 		case tt.field == "" && (err != nil || got != tt.want):
 			t.Errorf("%+v: got %+v, %v; want %+v", tt.in, got, err, tt.want)
-		case tt.field != "" && (!errors.As(err, &te) || te.Field != tt.field || !errors.Is(err, governor.ErrInvalid)):
-			t.Errorf("%+v: got %v; want a TimingError on %s", tt.in, err, tt.field)
+		case tt.field != "" && (!errors.As(err, &te) || te.Field != tt.field):
+			t.Errorf("%+v: got %v; want a leasetiming.Error on %s", tt.in, err, tt.field)
 		}
 	}
 }
@@ -54,11 +55,12 @@ func TestNewAgreesWithTiming(t *testing.T) {
 	}
 	for _, ttl := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second, 30 * time.Second, 25 * time.Hour} {
 		for _, hb := range []time.Duration{0, time.Millisecond, 3 * time.Second, 10 * time.Second, 23 * time.Second, 24 * time.Second} {
-			_, want := governor.ResolveTiming(governor.LeaseTiming{TTL: ttl, Heartbeat: hb}, governor.TimingNames{})
+			_, want := leasetiming.Timing{TTL: ttl, Heartbeat: hb}.Resolve(leasetiming.Names{})
 			// Not closed: Close would close the shared backend.
 			_, got := governor.New(b, governor.Options{TTL: ttl, Heartbeat: hb})
-			if (want == nil) != (got == nil) {
-				t.Errorf("ttl %v heartbeat %v: New %v, Resolve %v", ttl, hb, got, want)
+			var te *leasetiming.Error
+			if (want == nil) != (got == nil) || got != nil && (!errors.Is(got, governor.ErrInvalid) || !errors.As(got, &te) || got.Error() != governor.ErrInvalid.Error()+": "+want.Error()) {
+				t.Errorf("ttl %v heartbeat %v: New %v, Resolve %v; want the same, an ErrInvalid", ttl, hb, got, want)
 			}
 		}
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -325,7 +326,7 @@ func contenders(ctx context.Context, rdb *redis.Client, prefix string) ([]*conte
 	// ours) and Release (a script: GET, compare, DEL); a waiter retries
 	// every 10 ms (LinearBackoff, as its README's example).
 	rl := redislock.New(rdb)
-	ttl := governor.DefaultTTL
+	ttl := leasetiming.DefaultTTL
 	lock := &contender{name: "redislock",
 		pair: func(ctx context.Context, key string) error {
 			l, err := rl.Obtain(ctx, key, ttl, nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/internal/acquire"
 	"github.com/governor-dev/governor/internal/exitcode"
 )
@@ -266,7 +267,7 @@ RESOURCE bound to the with-heavy-lock slot.`,
 	f.IntVar(&weight, "weight", 1, "slots to take")
 	f.IntVar(&limit, "limit", 0, "the resource's limit when the configuration has none (said on stderr when not applied; default: the limit last given, else 1: a mutex)")
 	f.BoolVar(&exclusive, "exclusive", false, "take the whole limit")
-	f.DurationVar(&ttl, "ttl", 0, fmt.Sprintf("lease time to live, %v to %v; it does not heartbeat (default: lease.ttl from the configuration, %v)", governor.MinTTL, governor.MaxTTL, governor.DefaultTTL))
+	f.DurationVar(&ttl, "ttl", 0, fmt.Sprintf("lease time to live, %v to %v; it does not heartbeat (default: lease.ttl from the configuration, %v)", leasetiming.MinTTL, leasetiming.MaxTTL, leasetiming.DefaultTTL))
 	f.Var(&busy, "if-busy", "when the resource is full: fail (exit 73, the default), wait, or skip (exit 75)")
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after this long (exit 73); implies --if-busy wait")
 	f.StringVar(&session, "session", "", "session id declared to other holders (default $GOVERNOR_SESSION, else host:pid)")

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -113,7 +114,7 @@ func benchBackend(b *testing.B, rdb *redis.Client, prefix string, par int, opts 
 	runParallel(b, par, func(i int) {
 		key := governor.Key{Project: prefix + strconv.Itoa(par), Resource: "r" + strconv.Itoa(i)}
 		id := "l" + strconv.FormatInt(n.Add(1), 10)
-		res, err := be.Acquire(ctx, governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: governor.DefaultTTL,
+		res, err := be.Acquire(ctx, governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: leasetiming.DefaultTTL,
 			QueueTTL: governor.DefaultQueueTTL, New: true, Declaration: benchDecl})
 		if err != nil || res.Outcome != governor.Granted {
 			b.Fatal(err, res.Outcome)

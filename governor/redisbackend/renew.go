@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // Renew implements governor.Backend; a touch (r.Touch) is renew.lua
@@ -46,7 +47,7 @@ func (b *Backend) renew(ctx context.Context, key governor.Key, id, secret string
 // Without a token the renewal is no evidence of lost data (loss 0); with
 // one, but no TTL known on the resource (a lease renewed by handle with
 // its own TTL, from a process that did not grant it), grants are held
-// back for governor.DefaultTTL.
+// back for leasetiming.DefaultTTL.
 func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, token int64, ttl time.Duration, mode string) []any {
 	loss := b.lossMS(rk, ttl)
 	if t, ok := rk.held.Load(id); ok && token <= 0 {
@@ -56,7 +57,7 @@ func (b *Backend) renewArgs(rk *resourceKeys, id, secret string, token int64, tt
 	case token <= 0:
 		token, loss = 0, 0
 	case loss == 0 && !b.noQuarantine:
-		loss = governor.DefaultTTL.Milliseconds()
+		loss = leasetiming.DefaultTTL.Milliseconds()
 	}
 	return []any{id, ttl.Milliseconds(), secret, mode, loss, token}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/internal/capgate"
+	"github.com/governor-dev/governor/governor/leasetiming"
 )
 
 // The defaults of Options, chosen with the fleet simulation
@@ -95,8 +96,8 @@ func New(ctx context.Context, b governor.Backend, o Options) (*Gate, error) {
 	switch {
 	case o.Limit < 1 || o.Limit > governor.MaxLimit:
 		return nil, fmt.Errorf("%w: gate limit %d; allowed: 1 to %d", governor.ErrInvalid, o.Limit, governor.MaxLimit)
-	case o.Lease < time.Second || o.Lease > governor.MaxTTL:
-		return nil, fmt.Errorf("%w: gate lease %v; allowed: 1s to %v", governor.ErrInvalid, o.Lease, governor.MaxTTL)
+	case o.Lease < time.Second || o.Lease > leasetiming.MaxTTL:
+		return nil, fmt.Errorf("%w: gate lease %v; allowed: 1s to %v", governor.ErrInvalid, o.Lease, leasetiming.MaxTTL)
 	case o.Margin < 0 || o.Refresh <= 0 || o.Refresh >= o.Lease-o.Margin:
 		return nil, fmt.Errorf("%w: gate refresh %v, margin %v, lease %v; allowed: 0 < refresh < lease - margin", governor.ErrInvalid,
 			o.Refresh, o.Margin, o.Lease)
