@@ -9,6 +9,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/leasetiming"
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 // Defaults for keys no source sets. The lease's are governor's: the
@@ -48,9 +49,9 @@ const (
 
 // Bounds on values, decided in package governor.
 const (
-	MaxLimit       = governor.MaxLimit   // largest slot limit
-	MaxNameBytes   = governor.MaxNameLen // longest resource name, "provider:" prefix included
-	MaxProjectName = governor.MaxProject // longest project name
+	MaxLimit       = governor.MaxLimit // largest slot limit
+	MaxNameBytes   = naming.MaxNameLen // longest resource name, "provider:" prefix included
+	MaxProjectName = naming.MaxProject // longest project name
 )
 
 // Config is the effective configuration. Load fills it; a hand-built one is

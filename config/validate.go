@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/leasetiming"
+	"github.com/governor-dev/governor/governor/naming"
 	"github.com/governor-dev/governor/internal/redact"
 )
 
@@ -89,7 +90,7 @@ var leaseNames = leasetiming.Names{TTL: "lease.ttl", Heartbeat: "lease.heartbeat
 // The rules config states in its messages; governor decides them.
 var (
 	limitRule = fmt.Sprintf("a limit must be a whole number from 1 to %d", governor.MaxLimit)
-	nameRule  = fmt.Sprintf("names must be printable, without whitespace or any of { } * ? [ ] \\ (Redis key and pattern characters), in Unicode NFC without Latin, Greek and Cyrillic letters mixed (look-alikes), and at most %d bytes with the resource prefix", governor.MaxNameLen)
+	nameRule  = fmt.Sprintf("names must be printable, without whitespace or any of { } * ? [ ] \\ (Redis key and pattern characters), in Unicode NFC without Latin, Greek and Cyrillic letters mixed (look-alikes), and at most %d bytes with the resource prefix", naming.MaxNameLen)
 )
 
 func (c Config) problems() []*FieldError {
@@ -99,12 +100,12 @@ func (c Config) problems() []*FieldError {
 		ps = append(ps, o.errAt(key, value, fmt.Sprintf(format, args...)))
 	}
 
-	var ne *governor.NameError
+	var ne *naming.Error
 	if !o.isBroken("project") && errors.As(governor.ValidateProject(c.Project), &ne) {
-		if ne.Reason == governor.NameDots {
+		if ne.Reason == naming.Dots {
 			add("project", c.Project, "%s is not a valid project name; it must not be \".\" or \"..\"", quote(c.Project))
 		} else {
-			add("project", c.Project, "%s is not a valid project name; use 1 to %d letters, digits, '.', '_' or '-'", quote(c.Project), governor.MaxProject)
+			add("project", c.Project, "%s is not a valid project name; use 1 to %d letters, digits, '.', '_' or '-'", quote(c.Project), naming.MaxProject)
 		}
 	}
 
@@ -284,25 +285,25 @@ func nameProblem(name, resource string) string {
 	if name == "" {
 		return "an empty name is not allowed; " + nameRule
 	}
-	var ne *governor.NameError
+	var ne *naming.Error
 	if !errors.As(governor.ValidateResource(resource), &ne) {
 		return ""
 	}
 	var what string
 	switch ne.Reason {
-	case governor.NameTooLong:
+	case naming.TooLong:
 		return fmt.Sprintf("name %q makes resource name %q of %d bytes; %s", name, resource, len(resource), nameRule)
-	case governor.NameNotUTF8:
+	case naming.NotUTF8:
 		return fmt.Sprintf("name %q is not valid UTF-8; %s", name, nameRule)
-	case governor.NameSpace:
+	case naming.Space:
 		what = "whitespace"
-	case governor.NameUnprintable:
+	case naming.Unprintable:
 		what = fmt.Sprintf("the unprintable character %U", ne.Char)
-	case governor.NameNotNFC:
+	case naming.NotNFC:
 		// resource is a prefix (ASCII, as "provider:") and name.
 		return fmt.Sprintf("name %s is not in Unicode normal form C; write %q, which looks the same; %s",
 			strconv.QuoteToASCII(name), strings.TrimPrefix(ne.Want, strings.TrimSuffix(resource, name)), nameRule)
-	case governor.NameMixedScript:
+	case naming.MixedScript:
 		return fmt.Sprintf("name %s mixes Latin, Greek or Cyrillic letters (%q, %U), which look alike; %s", strconv.QuoteToASCII(name), ne.Char, ne.Char, nameRule)
 	default:
 		what = fmt.Sprintf("%q", ne.Char)

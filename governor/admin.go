@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 // ErrNoWaiter reports a Cancel that found no queued waiter to withdraw:
@@ -65,7 +66,7 @@ func (g *Governor) actor(by string) (string, error) {
 		return g.Identity(), nil
 	}
 	if len(by) > maxActor || !utf8.ValidString(by) {
-		return "", invalid("actor %q; allowed: up to %d bytes of UTF-8 text", truncate(by, 40), maxActor)
+		return "", invalid("actor %q; allowed: up to %d bytes of UTF-8 text", naming.Truncate(by, 40), maxActor)
 	}
 	for _, r := range by {
 		if !unicode.IsPrint(r) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 // ErrNoBudget: an operator named a budget that is neither configured nor
@@ -198,10 +200,10 @@ const (
 // backend reads def back with strings.CutPrefix(op, BudgetDefine("")).
 func BudgetDefine(def string) BudgetOp { return BudgetOp("define " + def) }
 
-// validDef checks a budget definition: printable, at most MaxNameLen.
+// validDef checks a budget definition: printable, at most naming.MaxNameLen.
 func validDef(name, def string) error {
-	if len(def) > MaxNameLen || strings.ContainsFunc(def, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return invalid("budget %s definition %q; allowed: at most %d printable characters (a unit and a window)", name, def, MaxNameLen)
+	if len(def) > naming.MaxNameLen || strings.ContainsFunc(def, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return invalid("budget %s definition %q; allowed: at most %d printable characters (a unit and a window)", name, def, naming.MaxNameLen)
 	}
 	return nil
 }
@@ -302,12 +304,12 @@ func ValidateBudgetRequest(req BudgetRequest) error {
 	if err := ValidateProject(req.Project); err != nil {
 		return err
 	}
-	if err := validateName("lease id", req.Lease, MaxNameLen); err != nil {
+	if err := validateName("lease id", req.Lease, naming.MaxNameLen); err != nil {
 		return err
 	}
-	if req.Secret == "" || len(req.Secret) > MaxNameLen {
+	if req.Secret == "" || len(req.Secret) > naming.MaxNameLen {
 		return invalid("budget reservation %s with a secret of %d bytes; allowed: 1 to %d (what proves the reservation to its settle)",
-			req.Lease, len(req.Secret), MaxNameLen)
+			req.Lease, len(req.Secret), naming.MaxNameLen)
 	}
 	if len(req.Charges) == 0 || len(req.Charges) > MaxBudgetsPerCall {
 		return invalid("%d budgets in one reservation; allowed: 1 to %d", len(req.Charges), MaxBudgetsPerCall)
@@ -383,7 +385,7 @@ func ValidateBudgetSettle(project, lease string, actual []BudgetAmount) error {
 	if err := ValidateProject(project); err != nil {
 		return err
 	}
-	if err := validateName("lease id", lease, MaxNameLen); err != nil {
+	if err := validateName("lease id", lease, naming.MaxNameLen); err != nil {
 		return err
 	}
 	if len(actual) > MaxBudgetsPerCall {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 // amountForm says what ParseBudgetAmount takes, for messages.
@@ -91,12 +93,12 @@ func IsAmountExponent(s string) bool {
 // budgetNameRule says what ValidateBudgetName allows, for messages.
 const budgetNameRule = "1 to 200 of A-Z a-z 0-9 . _ : -"
 
-// ValidateBudgetName checks a budget's name: 1 to MaxNameLen bytes of
+// ValidateBudgetName checks a budget's name: 1 to naming.MaxNameLen bytes of
 // ASCII letters, digits, '.', '_', ':' and '-' (docs/budgets.md). The
 // error is an ErrInvalid naming the name and what is allowed.
 func ValidateBudgetName(name string) error {
-	if name == "" || len(name) > MaxNameLen {
-		return invalid("budget name %q; allowed: %s", truncate(name, 64), budgetNameRule)
+	if name == "" || len(name) > naming.MaxNameLen {
+		return invalid("budget name %q; allowed: %s", naming.Truncate(name, 64), budgetNameRule)
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {

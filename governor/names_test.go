@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 func TestValidateResource(t *testing.T) {
@@ -82,20 +83,20 @@ func TestLookAlikeNames(t *testing.T) {
 		name, reason, want string
 	}{
 		{"caf\u00e9", "", ""},                                  // NFC é
-		{"cafe\u0301", governor.NameNotNFC, "caf\u00e9"},       // e + combining acute
-		{"h\u0435avy", governor.NameMixedScript, ""},           // Cyrillic е inside Latin
-		{"\u03b1lpha", governor.NameMixedScript, ""},           // Greek α
+		{"cafe\u0301", naming.NotNFC, "caf\u00e9"},             // e + combining acute
+		{"h\u0435avy", naming.MixedScript, ""},                 // Cyrillic е inside Latin
+		{"\u03b1lpha", naming.MixedScript, ""},                 // Greek α
 		{"\u0442\u044f\u0436\u0451\u043b\u044b\u0439", "", ""}, // Cyrillic alone
 		{"\u8a55\u4fa1:eval", "", ""},                          // Han and Latin
 		{"provider:anthropic", "", ""},
 	} {
 		err := governor.ValidateResource(tt.name)
-		var ne *governor.NameError
+		var ne *naming.Error
 		switch {
 		case tt.reason == "" && err != nil:
 			t.Errorf("%+q: %v, want accepted", tt.name, err)
 		case tt.reason != "" && (!errors.As(err, &ne) || ne.Reason != tt.reason || ne.Want != tt.want || !errors.Is(err, governor.ErrInvalid)):
-			t.Errorf("%+q: %v, want a NameError %q (want %+q)", tt.name, err, tt.reason, tt.want)
+			t.Errorf("%+q: %v, want a naming.Error %q (want %+q)", tt.name, err, tt.reason, tt.want)
 		}
 	}
 }

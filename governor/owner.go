@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/governor-dev/governor/governor/naming"
 	"github.com/governor-dev/governor/governor/proc"
 )
 
@@ -102,8 +103,8 @@ func (d Declaration) RemoveDeadCgroup() error {
 
 // validRunID checks a run id to declare: one word of printable ASCII.
 func validRunID(id string) error {
-	if len(id) > MaxNameLen || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
-		return invalid("run id %q; allowed: one word of printable ASCII, at most %d bytes", id, MaxNameLen)
+	if len(id) > naming.MaxNameLen || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return invalid("run id %q; allowed: one word of printable ASCII, at most %d bytes", id, naming.MaxNameLen)
 	}
 	return nil
 }

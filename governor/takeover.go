@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/governor-dev/governor/governor/naming"
 	"github.com/governor-dev/governor/governor/proc"
 
 	"github.com/governor-dev/governor/governor/safetext"
@@ -236,7 +237,7 @@ func (g *Governor) alive(ctx context.Context, key Key, h Holder) string {
 // lease: numbers never repeat, and a lease whose token is older than one
 // already used for the sequence (it was taken over) is ErrStaleToken.
 func (g *Governor) NextSeq(ctx context.Context, name string, token int64) (int64, error) {
-	if err := validateName("sequence", name, MaxNameLen); err != nil {
+	if err := validateName("sequence", name, naming.MaxNameLen); err != nil {
 		return 0, err
 	}
 	if token <= 0 {

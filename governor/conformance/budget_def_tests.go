@@ -8,6 +8,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/naming"
 )
 
 // budgetDefinition: a budget's definition (unit and window) lives with
@@ -42,7 +43,7 @@ func (s *suite) budgetDefinition(t *testing.T) {
 	for _, bad := range []struct {
 		def   string
 		limit int64
-	}{{"", 100}, {"USD\nper 1s", 100}, {strings.Repeat("x", governor.MaxNameLen+1), 100}, {second, -1}} {
+	}{{"", 100}, {"USD\nper 1s", 100}, {strings.Repeat("x", naming.MaxNameLen+1), 100}, {second, -1}} {
 		if err := b.BudgetAdmin(ctxT(t), p, "day", governor.BudgetDefine(bad.def), bad.limit, "op"); !errors.Is(err, governor.ErrInvalid) {
 			t.Fatalf("define %q limit %d: %v; want ErrInvalid", bad.def, bad.limit, err)
 		}
