@@ -26,6 +26,7 @@ var readmeImports = map[string]string{
 	"governor":     "github.com/governor-dev/governor/governor",
 	"redisbackend": "github.com/governor-dev/governor/governor/redisbackend",
 	"filebackend":  "github.com/governor-dev/governor/governor/filebackend",
+	"capacity":     "github.com/governor-dev/governor/governor/capacity",
 }
 
 // readmeMain runs the library example against a Redis that is down: it
@@ -52,6 +53,7 @@ var docsWithGo = map[string]string{
 	"README.md":         "the gate in an agent",
 	"docs/library.md":   "the library example",
 	"docs/providers.md": "the provider gate",
+	"docs/capacity.md":  "capacity shares turned on",
 }
 
 // TestREADMEGo compiles, vets and runs the Go blocks of README and docs: every block
