@@ -150,7 +150,7 @@ type Status struct {
 	LiveLimit *LiveLimit
 	// Holds are the durations of the resource's last holds (at most
 	// backendkit.HoldHistory; oldest first), measured by the backend from grant to
-	// release, expiry, reclaim or takeover: what ExpectedWait rests on.
+	// release, expiry, reclaim or takeover: what internal/view.ExpectedWait rests on.
 	Holds []time.Duration
 }
 

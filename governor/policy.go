@@ -296,24 +296,6 @@ func ParsePolicy(s string) (Policy, error) {
 	return p, nil
 }
 
-// ClassUse is the weight each priority class of the policy in force
-// holds, by the classes its holders declared; nil without classes.
-func (st Status) ClassUse() map[string]int {
-	if len(st.Policy.Classes) == 0 {
-		return nil
-	}
-	use := map[string]int{}
-	for _, c := range st.Policy.Classes {
-		use[c.Name] = 0
-	}
-	for _, h := range st.Holders {
-		if h.Priority != "" {
-			use[h.Priority] += h.Weight
-		}
-	}
-	return use
-}
-
 // checkRequest checks what an acquire asks of p: its priority names a
 // class, its fair key reads, and its weight can ever be granted in its
 // class (Never: within its cap, the limit less the reserves above it,

@@ -14,6 +14,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/buildinfo"
 	"github.com/governor-dev/governor/internal/mkdirslot"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // DefaultTimeout bounds the backend reads of one scrape when
@@ -373,7 +374,7 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 		paused = 1
 	}
 	c.gauge(ch, c.paused, paused, r)
-	if e := governor.ExpectedWait(st, 0); e.Known {
+	if e := view.ExpectedWait(st, 0); e.Known {
 		c.gauge(ch, c.expectedWait, e.Wait.Seconds(), r)
 	}
 	c.counter(ch, c.releases, float64(k.Released), r)

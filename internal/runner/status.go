@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/humantime"
+	"github.com/governor-dev/governor/internal/view"
 
 	"github.com/governor-dev/governor/governor/safetext"
 )
@@ -98,7 +99,7 @@ func (s *statusLine) close() {
 // estimate is what the status line's expected wait rests on: the
 // resource's status read when the queue last moved, and the waiter's
 // place. Redrawn later, the estimate counts down (the holders have held
-// longer, governor.ExpectedWait) until the next move.
+// longer, view.ExpectedWait) until the next move.
 type estimate struct {
 	st    *governor.Status // nil: unknown
 	place int
@@ -112,7 +113,7 @@ func (e estimate) text(now time.Time) string {
 	}
 	st := *e.st
 	st.Now = st.Now.Add(now.Sub(e.at))
-	return governor.ExpectedWait(st, e.place).String()
+	return view.ExpectedWait(st, e.place).String()
 }
 
 // expectedWait reads what the expected wait of waiter place of resource

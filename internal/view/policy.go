@@ -74,3 +74,21 @@ func encodedPolicyText(enc string) string {
 	}
 	return PolicyText(p)
 }
+
+// classUse is the weight each priority class of the policy in force
+// holds, by the classes its holders declared; nil without classes.
+func classUse(st governor.Status) map[string]int {
+	if len(st.Policy.Classes) == 0 {
+		return nil
+	}
+	use := map[string]int{}
+	for _, c := range st.Policy.Classes {
+		use[c.Name] = 0
+	}
+	for _, h := range st.Holders {
+		if h.Priority != "" {
+			use[h.Priority] += h.Weight
+		}
+	}
+	return use
+}

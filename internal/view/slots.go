@@ -64,7 +64,7 @@ type Paused struct {
 	By    string    `json:"by"`
 }
 
-// Estimate is a governor.ExpectedWait: seconds is null when unknown;
+// Estimate is a ExpectedWait: seconds is null when unknown;
 // text says it and what it rests on; holds is how many recent holds it
 // rests on.
 type Estimate struct {
@@ -75,7 +75,7 @@ type Estimate struct {
 	Paused          bool     `json:"paused,omitempty"`
 }
 
-func estimateOf(e governor.Estimate) Estimate {
+func estimateOf(e WaitEstimate) Estimate {
 	out := Estimate{Text: e.String(), Holds: e.Holds, MeanHoldSeconds: secs(e.MeanHold), Paused: e.Paused}
 	if e.Known {
 		s := secs(e.Wait)
@@ -153,7 +153,7 @@ type Waiter struct {
 	EnqueuedAt     time.Time `json:"enqueued_at"`
 	WaitingSeconds float64   `json:"waiting_seconds"`
 	Command        string    `json:"command"`
-	// ExpectedWait: see governor.ExpectedWait.
+	// ExpectedWait: see ExpectedWait.
 	ExpectedWait Estimate `json:"expected_wait"`
 	Priority     string   `json:"priority,omitempty"`
 	FairKey      string   `json:"fair_key,omitempty"`
@@ -167,9 +167,9 @@ func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slo
 		m := mkdirSlotOf(locks, &st) // first: the wrapper's hold counts in use
 		r := Resource{Resource: st.Key.Resource, Limit: st.Limit, Used: st.Used, Free: max(st.Limit-st.Used, 0),
 			DriftLimit: st.DriftLimit, Holders: []Holder{}, Waiters: []Waiter{}, Counters: Counters(st.Counters),
-			MkdirSlot: m, LimitSource: LimitSource(st), ExpectedWait: estimateOf(governor.ExpectedWait(st, 0)),
+			MkdirSlot: m, LimitSource: LimitSource(st), ExpectedWait: estimateOf(ExpectedWait(st, 0)),
 			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy,
-			PolicyText: PolicyText(st.Policy), DriftPolicyText: encodedPolicyText(st.DriftPolicy), ClassUse: st.ClassUse(),
+			PolicyText: PolicyText(st.Policy), DriftPolicyText: encodedPolicyText(st.DriftPolicy), ClassUse: classUse(st),
 			Adaptive: st.Adaptive}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &LiveLimit{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
@@ -203,7 +203,7 @@ func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slo
 		for i, wt := range st.Waiters {
 			r.Waiters = append(r.Waiters, Waiter{Position: i + 1, ID: wt.ID, Session: wt.Session, Host: wt.Host,
 				PID: wt.PID, GovernorPID: wt.GovernorPID, Processes: wt.Processes(), Weight: wt.Weight, EnqueuedAt: wt.EnqueuedAt.UTC(), WaitingSeconds: secs(st.Now.Sub(wt.EnqueuedAt)),
-				Command: wt.Command, ExpectedWait: estimateOf(governor.ExpectedWait(st, i+1)),
+				Command: wt.Command, ExpectedWait: estimateOf(ExpectedWait(st, i+1)),
 				Priority: wt.Priority, FairKey: wt.FairKey})
 		}
 		out.Resources = append(out.Resources, r)

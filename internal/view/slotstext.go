@@ -54,7 +54,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 			fmt.Fprintf(w, "  PAUSED since %s ago by %s: nothing new is granted until 'governor resume %s'\n",
 				humantime.Ago(st.Now.Sub(p.Since)), Dash(p.By), Dash(st.Key.Resource))
 		}
-		if e := governor.ExpectedWait(st, 0); !e.Fits {
+		if e := ExpectedWait(st, 0); !e.Fits {
 			fmt.Fprintf(w, "  expected wait for a newcomer: %s\n", e)
 		}
 		writeSignals(w, st)
@@ -80,7 +80,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
 			for i, wt := range st.Waiters {
 				fmt.Fprintf(tw, "  %d. %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", i+1, Dash(short(wt.ID)), Dash(wt.Session), Dash(wt.Host), wt.Processes(),
-					wt.Weight, humantime.Ago(st.Now.Sub(wt.EnqueuedAt)), governor.ExpectedWait(st, i+1), Dash(wt.Command), classKey(st, wt.Declaration))
+					wt.Weight, humantime.Ago(st.Now.Sub(wt.EnqueuedAt)), ExpectedWait(st, i+1), Dash(wt.Command), classKey(st, wt.Declaration))
 			}
 			tw.Flush()
 		}
@@ -113,7 +113,7 @@ func short(id string) string {
 func writePolicy(w io.Writer, st governor.Status) {
 	if !st.Policy.IsZero() {
 		fmt.Fprintf(w, "  policy %s", PolicyText(st.Policy))
-		use := st.ClassUse()
+		use := classUse(st)
 		for i, c := range st.Policy.Classes {
 			sep := ", "
 			if i == 0 {

@@ -1,4 +1,4 @@
-package governor_test
+package view_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 func TestExpectedWait(t *testing.T) {
@@ -65,7 +66,7 @@ func TestExpectedWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := governor.ExpectedWait(tt.st, tt.place)
+			e := view.ExpectedWait(tt.st, tt.place)
 			if e.String() != tt.want || e.Wait != tt.wait {
 				t.Fatalf("ExpectedWait = %q (%v), want %q (%v)", e, e.Wait, tt.want, tt.wait)
 			}
@@ -83,9 +84,9 @@ func ExampleExpectedWait() {
 		Holders: []governor.Holder{{Weight: 1, AcquiredAt: now.Add(-25 * time.Second)}, {Weight: 1, AcquiredAt: now.Add(-5 * time.Second)}},
 		Waiters: []governor.Waiter{{ID: "w1", Weight: 1}},
 		Holds:   []time.Duration{20 * time.Second, 40 * time.Second}}
-	fmt.Println("waiter 1:", governor.ExpectedWait(st, 1))
-	fmt.Println("newcomer:", governor.ExpectedWait(st, 0))
-	fmt.Println("no history:", governor.ExpectedWait(governor.Status{Limit: 1, Used: 1}, 0))
+	fmt.Println("waiter 1:", view.ExpectedWait(st, 1))
+	fmt.Println("newcomer:", view.ExpectedWait(st, 0))
+	fmt.Println("no history:", view.ExpectedWait(governor.Status{Limit: 1, Used: 1}, 0))
 	// Output:
 	// waiter 1: ~5s (from the last 2 holds)
 	// newcomer: ~25s (from the last 2 holds)

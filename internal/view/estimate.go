@@ -1,4 +1,4 @@
-package governor
+package view
 
 import (
 	"cmp"
@@ -6,11 +6,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/humantime"
 )
 
-// Estimate is an expected wait, with what it rests on.
-type Estimate struct {
+// WaitEstimate is an expected wait, with what it rests on.
+type WaitEstimate struct {
 	// Known is false when nothing can be said: the resource is paused,
 	// has no limit yet, or no hold history while the waiter must wait.
 	Known bool
@@ -42,8 +43,8 @@ type Estimate struct {
 // queued ahead of it, plus its own, has fallen under the limit. As time
 // passes (st.Now later) the estimate counts down. A waiter that fits at
 // once waits 0. It is a pure function of st.
-func ExpectedWait(st Status, place int) Estimate {
-	var e Estimate
+func ExpectedWait(st governor.Status, place int) WaitEstimate {
+	var e WaitEstimate
 	for _, d := range st.Holds {
 		e.MeanHold += d
 	}
@@ -81,7 +82,7 @@ func ExpectedWait(st Status, place int) Estimate {
 // slot frees each mean hold: a held one first when its holder has held
 // mean, a free one (or one held by a holder st does not list) after a
 // full mean.
-func untilFreed(st Status, need int, mean time.Duration) time.Duration {
+func untilFreed(st governor.Status, need int, mean time.Duration) time.Duration {
 	type slots struct {
 		first time.Duration // when they first free
 		n     int
@@ -120,7 +121,7 @@ func untilFreed(st Status, need int, mean time.Duration) time.Duration {
 // String says the estimate and what it rests on: "~40s (from the last 50
 // holds)", "now", "any moment (holders past the mean hold of 30s, from
 // the last 50 holds)", "unknown (no hold history yet)", "unknown (paused)".
-func (e Estimate) String() string {
+func (e WaitEstimate) String() string {
 	switch {
 	case e.Paused:
 		return "unknown (paused)"
