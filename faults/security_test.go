@@ -15,6 +15,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/governor/redisbackend"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -173,7 +174,7 @@ func aclWorkload(rdb redis.UniversalClient, project string) error {
 	if names, err := b.Rates(ctx, project); err != nil || len(names) != 1 {
 		return fmt.Errorf("rates: %v %w", names, err)
 	}
-	if err := b.Observe(ctx, key, governor.HistogramWait, []int64{1}, time.Millisecond); err != nil {
+	if err := b.Observe(ctx, key, histogram.Wait, []int64{1}, time.Millisecond); err != nil {
 		return fmt.Errorf("observe: %w", err)
 	}
 	// An idle resource, forgotten: marked, then removed once the

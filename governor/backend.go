@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // Key names one resource inside one project. Backends keep the state of
@@ -123,8 +124,8 @@ type Status struct {
 	DriftPolicy string
 	Counters    Counters
 	// Histograms are the backend-kept distributions of the resource, by
-	// name (HistogramWait); absent until the first observation.
-	Histograms map[string]Histogram
+	// name (histogram.Wait); absent until the first observation.
+	Histograms map[string]histogram.Histogram
 	// CoolOff is the end of the resource's cool-off (an eventkind.CoolOff Action),
 	// backend time; zero when none is in force. Only a Status the
 	// backend read in full, or the Status of a Refused or Queued
@@ -425,8 +426,8 @@ type Backend interface {
 	// Governor checks the request.
 	Adapt(ctx context.Context, key Key, req AdaptRequest) (AdaptiveState, error)
 
-	// Observe adds observations to histogram name (HistogramWait) of key:
-	// counts[i] more in bucket i of HistogramBounds(name) (the last one,
+	// Observe adds observations to histogram name (histogram.Wait) of key:
+	// counts[i] more in bucket i of histogram.Bounds(name) (the last one,
 	// index len(bounds), is +Inf), and sum more to their sum. The
 	// Governor calls it with valid arguments; the backend keeps the
 	// counts with the resource's state (see Status.Histograms). A

@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/governor/leasetiming"
 	"github.com/governor-dev/governor/governor/proc"
 )
@@ -442,7 +443,7 @@ func (g *Governor) acquire(caller context.Context, req Request, tm leasetiming.T
 				if sent, res.Expires, err = g.fresh(ctx, req, tm, g.sentAt(mark), res.Expires); err != nil {
 					continue // not acquired: queue again, within ctx
 				}
-				g.rec.observe(req.Key, HistogramWait, time.Since(start))
+				g.rec.observe(req.Key, histogram.Wait, time.Since(start))
 				return g.newLease(req, res, sent, tm)
 			case Refused, Queued:
 				if g.reclaimDead(ctx, req.Key, res.Status) {

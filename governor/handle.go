@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // Lease ids are public: `governor slots`, busy messages, events and run
@@ -243,7 +245,7 @@ func (g *Governor) ReleaseHandle(ctx context.Context, h Handle, force bool) erro
 }
 
 // releaseOwn releases the lease h proves and records how long it was
-// held (HistogramHold, on the backend's clock), as Lease.Release does for
+// held (histogram.Hold, on the backend's clock), as Lease.Release does for
 // the process that acquired it: a lease taken by 'governor acquire' and
 // freed by 'governor release' counts too. The hold is read before the
 // release; a lease that cannot be read is released all the same.
@@ -261,7 +263,7 @@ func (g *Governor) releaseOwnWith(ctx context.Context, key Key, h Handle, free f
 	}
 	err := free(ctx)
 	if err == nil && held > 0 {
-		g.rec.observe(key, HistogramHold, held)
+		g.rec.observe(key, histogram.Hold, held)
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/internal/leasetest"
 )
 
@@ -42,7 +43,7 @@ func TestReleaseHandleRecordsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := st.Histograms[governor.HistogramHold].Count(); n != 1 {
+	if n := st.Histograms[histogram.Hold].Count(); n != 1 {
 		t.Fatalf("hold histogram counts %d holds after a release by handle, want 1 (histograms %v)", n, st.Histograms)
 	}
 }

@@ -5,60 +5,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/governor-dev/governor/governor/histogram"
 )
-
-// Histograms the backend keeps per resource, so that every process
-// counts, CLI runs included. Adding one is a name, its bounds in
-// histogramBounds, and an observe call where it is measured.
-const (
-	// HistogramWait is the time from an acquire call to its grant, on
-	// the acquiring process's monotonic clock: immediate grants too.
-	HistogramWait = "wait"
-	// HistogramHold is how long a lease was held until its release: by
-	// Lease.Release (from the acquire call, on the holder's monotonic
-	// clock) or by its handle with the secret (Governor.ReleaseHandle,
-	// 'governor release': from the grant, on the backend's clock). Leases
-	// that ended otherwise (expired, reclaimed, taken over) are not in it;
-	// Status.Holds, kept by the backend, counts them too.
-	HistogramHold = "hold"
-)
-
-// histogramBounds are the fixed upper bounds of each histogram. The
-// backend stores counts by bucket index, so a bound must never change
-// once released: add a histogram instead.
-var histogramBounds = map[string][]time.Duration{
-	HistogramWait: {5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
-		time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
-		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
-	HistogramHold: {10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, time.Second,
-		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
-		10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour},
-}
-
-// HistogramBounds returns the upper bounds of the buckets of histogram
-// name, ascending (a last bucket, +Inf, follows them); nil for a name
-// that is not one of the Histogram constants.
-func HistogramBounds(name string) []time.Duration {
-	return slices.Clone(histogramBounds[name])
-}
-
-// Histogram is a distribution kept by the backend.
-type Histogram struct {
-	// Counts are the observations per bucket of HistogramBounds, then
-	// +Inf: len(bounds)+1 entries, not cumulative.
-	Counts []int64
-	// Sum is the sum of the observations.
-	Sum time.Duration
-}
-
-// Count is the number of observations.
-func (h Histogram) Count() int64 {
-	var n int64
-	for _, c := range h.Counts {
-		n += c
-	}
-	return n
-}
 
 // DefaultObserveFlush is how long a Governor gathers observations before
 // it sends them to the backend in one call per resource (its first
@@ -75,7 +24,7 @@ type recorder struct {
 	every time.Duration // DefaultObserveFlush
 
 	mu      sync.Mutex
-	pending map[recKey]*Histogram
+	pending map[recKey]*histogram.Histogram
 	timer   *time.Timer
 	closed  bool
 	started bool // a flush has been scheduled before
@@ -89,12 +38,12 @@ type recKey struct {
 }
 
 func newRecorder(b Backend) *recorder {
-	return &recorder{b: b, every: DefaultObserveFlush, pending: map[recKey]*Histogram{}}
+	return &recorder{b: b, every: DefaultObserveFlush, pending: map[recKey]*histogram.Histogram{}}
 }
 
 // observe adds d to histogram name of key.
 func (r *recorder) observe(key Key, name string, d time.Duration) {
-	bounds := histogramBounds[name]
+	bounds := histogram.Bounds(name)
 	i, _ := slices.BinarySearch(bounds, d) // first bound >= d; le semantics
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,7 +53,7 @@ func (r *recorder) observe(key Key, name string, d time.Duration) {
 	k := recKey{key, name}
 	h := r.pending[k]
 	if h == nil {
-		h = &Histogram{Counts: make([]int64, len(bounds)+1)}
+		h = &histogram.Histogram{Counts: make([]int64, len(bounds)+1)}
 		r.pending[k] = h
 	}
 	h.Counts[i]++
@@ -140,13 +89,13 @@ func (r *recorder) flush() {
 		return
 	}
 	batch := r.pending
-	r.pending = map[recKey]*Histogram{}
+	r.pending = map[recKey]*histogram.Histogram{}
 	r.mu.Unlock()
 	r.send(batch)
 }
 
 // send sends batch; the caller holds flushMu (one flush at a time).
-func (r *recorder) send(batch map[recKey]*Histogram) {
+func (r *recorder) send(batch map[recKey]*histogram.Histogram) {
 	for k, h := range batch {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		err := r.b.Observe(ctx, k.key, k.name, h.Counts, h.Sum)
@@ -158,7 +107,7 @@ func (r *recorder) send(batch map[recKey]*Histogram) {
 }
 
 // keep puts back a batch the backend did not take, unless closed.
-func (r *recorder) keep(k recKey, h *Histogram) {
+func (r *recorder) keep(k recKey, h *histogram.Histogram) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {

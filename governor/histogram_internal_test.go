@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // observeOnly is a Backend that only takes observations.
@@ -31,7 +33,7 @@ func TestRecorderSendsFirstObservationAtOnce(t *testing.T) {
 	r := newRecorder(b)
 	r.every = time.Hour
 	key := Key{Project: "p", Resource: "r"}
-	r.observe(key, HistogramWait, time.Millisecond)
+	r.observe(key, histogram.Wait, time.Millisecond)
 	select {
 	case n := <-b.got:
 		if n != 1 {
@@ -40,8 +42,8 @@ func TestRecorderSendsFirstObservationAtOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first observation did not reach the backend before the flush interval")
 	}
-	r.observe(key, HistogramWait, time.Millisecond)
-	r.observe(key, HistogramWait, time.Millisecond)
+	r.observe(key, histogram.Wait, time.Millisecond)
+	r.observe(key, histogram.Wait, time.Millisecond)
 	select {
 	case n := <-b.got:
 		t.Fatalf("a second flush of %d observations came before the interval", n)

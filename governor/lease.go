@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/governor/internal/capgate"
 	"github.com/governor-dev/governor/governor/leasetiming"
 )
@@ -441,8 +442,7 @@ func (l *Lease) nextRenewal() time.Duration {
 
 // lose marks the lease lost with err (ErrLeaseLost, or a
 // *LeaseLostError), counts it in the backend with reason and, best
-// effort, frees it there (by id and secret, so it can only free this
-// lease).
+// effort, frees it there (by id and secret: only this lease).
 func (l *Lease) lose(err error, reason string) {
 	if l.local != nil {
 		l.loseLocal(err)
@@ -552,7 +552,7 @@ func (l *Lease) release(free func(ctx context.Context, l *Lease) error) error {
 		return ErrLeaseLost
 	}
 	if err == nil {
-		l.g.rec.observe(l.key, HistogramHold, time.Since(l.sent))
+		l.g.rec.observe(l.key, histogram.Hold, time.Since(l.sent))
 	}
 	return err
 }

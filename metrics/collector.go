@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/internal/buildinfo"
 	"github.com/governor-dev/governor/internal/mkdirslot"
 	"github.com/governor-dev/governor/internal/view"
@@ -363,11 +364,11 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.counter(ch, c.acquires, float64(k.Acquired), r, "acquired")
 	c.counter(ch, c.acquires, float64(k.Busy), r, "busy")
 	c.counter(ch, c.queued, float64(k.Waited), r)
-	if h, ok := st.Histograms[governor.HistogramWait]; ok {
-		c.histogram(ch, c.wait, h, governor.HistogramBounds(governor.HistogramWait), r)
+	if h, ok := st.Histograms[histogram.Wait]; ok {
+		c.histogram(ch, c.wait, h, histogram.Bounds(histogram.Wait), r)
 	}
-	if h, ok := st.Histograms[governor.HistogramHold]; ok {
-		c.histogram(ch, c.hold, h, governor.HistogramBounds(governor.HistogramHold), r)
+	if h, ok := st.Histograms[histogram.Hold]; ok {
+		c.histogram(ch, c.hold, h, histogram.Bounds(histogram.Hold), r)
 	}
 	paused := 0.0
 	if st.Paused != nil {
@@ -413,7 +414,7 @@ func (c *Collector) counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v f
 // histogram sends a backend-kept histogram as a const histogram with
 // cumulative buckets (a resource without observations sends none, which
 // keeps a page of many idle resources small).
-func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h governor.Histogram, bounds []time.Duration, labels ...string) {
+func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h histogram.Histogram, bounds []time.Duration, labels ...string) {
 	buckets := make(map[float64]uint64, len(bounds))
 	var cum uint64
 	for i, b := range bounds {

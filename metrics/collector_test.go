@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/internal/proctest"
 	"github.com/governor-dev/governor/metrics"
 )
@@ -95,7 +96,7 @@ func fixedState() *fakeSource {
 			},
 			Waiters:  []governor.Waiter{{ID: "w", Weight: 2, EnqueuedAt: t0.Add(-12500 * time.Millisecond)}},
 			Counters: governor.Counters{Acquired: 11, Busy: 3, Waited: 5, Released: 8, Lost: 1, ReclaimedExpiry: 2, ReclaimedDead: 4, Takeovers: 6},
-			Histograms: map[string]governor.Histogram{governor.HistogramWait: {
+			Histograms: map[string]histogram.Histogram{histogram.Wait: {
 				Counts: []int64{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0}[:16], Sum: 7500 * time.Second}},
 		},
 		"issue:7": {
@@ -431,7 +432,7 @@ func TestCollectorHoldPausedExpectedWait(t *testing.T) {
 		"gpu": {Key: governor.Key{Project: "prj", Resource: "gpu"}, Limit: 1, Used: 1, Now: t0,
 			Holders: []governor.Holder{{LeaseID: "a", Weight: 1, AcquiredAt: t0}},
 			Holds:   []time.Duration{10 * time.Second, 30 * time.Second},
-			Histograms: map[string]governor.Histogram{governor.HistogramHold: {
+			Histograms: map[string]histogram.Histogram{histogram.Hold: {
 				Counts: []int64{0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, Sum: 40 * time.Second}}},
 		"deploy": {Key: governor.Key{Project: "prj", Resource: "deploy"}, Limit: 1, Now: t0,
 			Paused: &governor.Paused{Since: t0, By: "alice"}},

@@ -60,7 +60,7 @@
 //
 // governor_acquire_wait_seconds is kept by the backend: each Governor
 // sends the waits of its grants (at most a second late, and at Close), so
-// it covers CLI runs too. Its buckets are governor.HistogramBounds.
+// it covers CLI runs too. Its buckets are histogram.Bounds.
 // Instruments add governor_wait_seconds{resource}, the same measure
 // inside one library process, for a process's own registry.
 //

@@ -8,13 +8,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // DefaultWaitBuckets are the governor_wait_seconds buckets, in seconds:
-// those of the backend-kept wait histogram (governor.HistogramBounds),
+// those of the backend-kept wait histogram (histogram.Bounds),
 // from an uncontended grant (milliseconds) to a queue of long jobs (an
 // hour).
-var DefaultWaitBuckets = seconds(governor.HistogramBounds(governor.HistogramWait))
+var DefaultWaitBuckets = seconds(histogram.Bounds(histogram.Wait))
 
 func seconds(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // forget: a resource is forgotten only after it has been idle — no
@@ -57,7 +58,7 @@ func (s *suite) forget(t *testing.T) {
 	forget(false, "held past the retention")
 	held := mustStatus(t, b, key)
 	release(t, b, key, held.Holders[0].LeaseID)
-	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{2, 1}, 3*time.Millisecond); err != nil {
+	if err := b.Observe(ctxT(t), key, histogram.Wait, []int64{2, 1}, 3*time.Millisecond); err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
 	forget(false, "idle, first seen")
@@ -116,10 +117,10 @@ func (s *suite) forget(t *testing.T) {
 // a Governor records each grant's wait and sends it at Close.
 func (s *suite) histograms(t *testing.T) {
 	b, key := s.open(t, "gpu")
-	n := len(governor.HistogramBounds(governor.HistogramWait)) + 1
+	n := len(histogram.Bounds(histogram.Wait)) + 1
 	// A resource without state (never used, or forgotten since) takes
 	// no observations and gets no state from them.
-	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{1}, time.Second); err != nil {
+	if err := b.Observe(ctxT(t), key, histogram.Wait, []int64{1}, time.Second); err != nil {
 		t.Fatalf("Observe without state: %v", err)
 	}
 	if names, err := b.Resources(ctxT(t), key.Project); err != nil || len(names) != 0 {
@@ -137,11 +138,11 @@ func (s *suite) histograms(t *testing.T) {
 	one := make([]int64, n)
 	one[0], one[n-1] = 2, 1
 	for range 2 {
-		if err := b.Observe(ctxT(t), key, governor.HistogramWait, one, 90*time.Minute); err != nil {
+		if err := b.Observe(ctxT(t), key, histogram.Wait, one, 90*time.Minute); err != nil {
 			t.Fatalf("Observe: %v", err)
 		}
 	}
-	h := mustStatus(t, b, key).Histograms[governor.HistogramWait]
+	h := mustStatus(t, b, key).Histograms[histogram.Wait]
 	if len(h.Counts) != n || h.Counts[0] != 4 || h.Counts[n-1] != 2 || h.Count() != 6 || h.Sum != 3*time.Hour {
 		t.Fatalf("wait histogram %+v, want 4 in the first bucket, 2 in +Inf, sum 3h", h)
 	}
@@ -155,10 +156,10 @@ func (s *suite) histograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := mustStatus(t, b, governor.Key{Project: key.Project, Resource: "cpu"})
-	if h := st.Histograms[governor.HistogramWait]; h.Count() != 1 {
+	if h := st.Histograms[histogram.Wait]; h.Count() != 1 {
 		t.Fatalf("wait histogram after one grant and Close: %+v, want 1 observation", h)
 	}
-	if h := st.Histograms[governor.HistogramHold]; h.Count() != 1 || len(h.Counts) != len(governor.HistogramBounds(governor.HistogramHold))+1 {
+	if h := st.Histograms[histogram.Hold]; h.Count() != 1 || len(h.Counts) != len(histogram.Bounds(histogram.Hold))+1 {
 		t.Fatalf("hold histogram after one release and Close: %+v, want 1 observation", h)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // BenchmarkAcquireRelease: one uncontended acquire+release pair on the
@@ -211,11 +212,11 @@ func BenchmarkObserve(b *testing.B) {
 	if res, err := be.Acquire(ctx, req(key, 1, 1, governor.Fail)); err != nil || res.Outcome != governor.Granted {
 		b.Fatal(res.Outcome, err)
 	}
-	counts := make([]int64, len(governor.HistogramBounds(governor.HistogramWait))+1)
+	counts := make([]int64, len(histogram.Bounds(histogram.Wait))+1)
 	counts[0] = 1
 	b.ResetTimer()
 	for b.Loop() {
-		if err := be.Observe(ctx, key, governor.HistogramWait, counts, time.Millisecond); err != nil {
+		if err := be.Observe(ctx, key, histogram.Wait, counts, time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
 	}

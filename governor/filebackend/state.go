@@ -60,7 +60,7 @@ type state struct {
 	Budgets *budgetBook `json:"budgets,omitempty"`
 	// Histograms of a state file written before the stats file (see
 	// stats) took them: read by Status, added to, never written anew.
-	Histograms map[string]*histogram `json:"histograms,omitempty"`
+	Histograms map[string]*storedHistogram `json:"histograms,omitempty"`
 	// Idle is Forget's mark: the resource was found idle then, with
 	// this token and waited count.
 	Idle *idleMark `json:"idle,omitempty"`
@@ -114,7 +114,7 @@ type liveMark struct {
 	By    string `json:"by"`
 }
 
-type histogram struct {
+type storedHistogram struct {
 	Counts []int64 `json:"counts"`
 	Sum    int64   `json:"sum"` // ns
 }

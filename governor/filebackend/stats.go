@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // stats is a resource's statistics file (statsName): what no guarantee
@@ -18,8 +19,8 @@ import (
 // without a sync: a power loss may leave it empty or torn, which loses
 // the statistics and nothing else (see Observe).
 type stats struct {
-	Version    int                   `json:"version"`
-	Histograms map[string]*histogram `json:"histograms,omitempty"`
+	Version    int                         `json:"version"`
+	Histograms map[string]*storedHistogram `json:"histograms,omitempty"`
 }
 
 const statsVersion = 1
@@ -64,18 +65,18 @@ func readStats(dir int) *stats {
 // add adds counts and sum to histogram name.
 func (s *stats) add(name string, counts []int64, sum time.Duration) {
 	if s.Histograms == nil {
-		s.Histograms = map[string]*histogram{}
+		s.Histograms = map[string]*storedHistogram{}
 	}
 	h := s.Histograms[name]
 	if h == nil {
-		h = &histogram{}
+		h = &storedHistogram{}
 		s.Histograms[name] = h
 	}
 	h.add(counts, int64(sum))
 }
 
 // add adds counts and sum (ns) to h.
-func (h *histogram) add(counts []int64, sum int64) {
+func (h *storedHistogram) add(counts []int64, sum int64) {
 	for len(h.Counts) < len(counts) {
 		h.Counts = append(h.Counts, 0)
 	}
@@ -89,7 +90,7 @@ func (h *histogram) add(counts []int64, sum int64) {
 // stats file is replaced by rename, so it is always whole or absent):
 // those of its stats file, plus those a state file written before the
 // stats file existed still holds.
-func (b *Backend) histograms(key governor.Key, st *state) map[string]governor.Histogram {
+func (b *Backend) histograms(key governor.Key, st *state) map[string]histogram.Histogram {
 	all := &stats{}
 	for name, h := range st.Histograms {
 		all.add(name, h.Counts, time.Duration(h.Sum))
@@ -103,9 +104,9 @@ func (b *Backend) histograms(key governor.Key, st *state) map[string]governor.Hi
 	if len(all.Histograms) == 0 {
 		return nil
 	}
-	out := make(map[string]governor.Histogram, len(all.Histograms))
+	out := make(map[string]histogram.Histogram, len(all.Histograms))
 	for name, h := range all.Histograms {
-		out[name] = governor.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
+		out[name] = histogram.Histogram{Counts: slices.Clone(h.Counts), Sum: time.Duration(h.Sum)}
 	}
 	return out
 }

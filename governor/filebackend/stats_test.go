@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 )
 
 // TestObserveLeavesStateAlone: statistics go to their own file, so an
@@ -19,18 +19,18 @@ func TestObserveLeavesStateAlone(t *testing.T) {
 	dir, b, key := heldOnce(t)
 	state := filepath.Join(dir, "p", "r", "state")
 	before, inode := fileOf(t, state)
-	n := len(governor.HistogramBounds(governor.HistogramWait)) + 1
+	n := len(histogram.Bounds(histogram.Wait)) + 1
 	one := make([]int64, n)
 	one[0] = 1
 	for range 2 {
-		if err := b.Observe(ctxT(t), key, governor.HistogramWait, one, time.Second); err != nil {
+		if err := b.Observe(ctxT(t), key, histogram.Wait, one, time.Second); err != nil {
 			t.Fatalf("Observe: %v", err)
 		}
 	}
 	if after, again := fileOf(t, state); after != before || again != inode {
 		t.Fatalf("Observe rewrote the state file:\nbefore %s\nafter  %s", before, after)
 	}
-	if h := mustStatus(t, b, key).Histograms[governor.HistogramWait]; h.Count() != 2 || h.Sum != 2*time.Second {
+	if h := mustStatus(t, b, key).Histograms[histogram.Wait]; h.Count() != 2 || h.Sum != 2*time.Second {
 		t.Fatalf("wait histogram %+v, want 2 observations summing to 2s", h)
 	}
 }
@@ -64,10 +64,10 @@ func TestTornStats(t *testing.T) {
 			if st.Used != 1 || len(st.Histograms) != 0 {
 				t.Fatalf("status with a %s stats file: used %d, histograms %+v; want the holder and no histograms", name, st.Used, st.Histograms)
 			}
-			if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{1}, time.Second); err != nil {
+			if err := b.Observe(ctxT(t), key, histogram.Wait, []int64{1}, time.Second); err != nil {
 				t.Fatalf("Observe over a %s stats file: %v", name, err)
 			}
-			if h := mustStatus(t, b, key).Histograms[governor.HistogramWait]; h.Count() != 1 {
+			if h := mustStatus(t, b, key).Histograms[histogram.Wait]; h.Count() != 1 {
 				t.Fatalf("wait histogram %+v, want the one observation", h)
 			}
 		})
@@ -82,10 +82,10 @@ func TestStatsOfAnOlderState(t *testing.T) {
 	st := readStateMap(t, state)
 	st["histograms"] = map[string]any{"wait": map[string]any{"counts": []int64{3}, "sum": int64(time.Second)}}
 	writeStateMap(t, state, st)
-	if err := b.Observe(ctxT(t), key, governor.HistogramWait, []int64{1}, time.Second); err != nil {
+	if err := b.Observe(ctxT(t), key, histogram.Wait, []int64{1}, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if h := mustStatus(t, b, key).Histograms[governor.HistogramWait]; h.Count() != 4 || h.Sum != 2*time.Second {
+	if h := mustStatus(t, b, key).Histograms[histogram.Wait]; h.Count() != 4 || h.Sum != 2*time.Second {
 		t.Fatalf("wait histogram %+v, want the older 3 and the new 1, summing to 2s", h)
 	}
 }

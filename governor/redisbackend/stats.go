@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
@@ -36,8 +37,8 @@ func (b *Backend) Observe(ctx context.Context, key governor.Key, name string, co
 }
 
 // stats reads the stats hash (field, value pairs) into histograms.
-func (r *reader) stats(v []any) map[string]governor.Histogram {
-	var out map[string]governor.Histogram
+func (r *reader) stats(v []any) map[string]histogram.Histogram {
+	var out map[string]histogram.Histogram
 	for i := 0; i+1 < len(v) && r.err == nil; i += 2 {
 		name, field, ok := strings.Cut(r.str(v[i], "a stats field's name"), ":")
 		if !ok {
@@ -45,11 +46,11 @@ func (r *reader) stats(v []any) map[string]governor.Histogram {
 		}
 		n := r.int(v[i+1], "stats field "+name+":"+field)
 		if out == nil {
-			out = map[string]governor.Histogram{}
+			out = map[string]histogram.Histogram{}
 		}
 		h := out[name]
 		if h.Counts == nil {
-			h.Counts = make([]int64, len(governor.HistogramBounds(name))+1)
+			h.Counts = make([]int64, len(histogram.Bounds(name))+1)
 		}
 		if field == "sum" {
 			h.Sum = time.Duration(n) * time.Microsecond

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -146,12 +147,12 @@ func trim(ps []Point, from time.Time) []Point {
 }
 
 func waitDistribution(st governor.Status) *WaitDistribution {
-	hg, ok := st.Histograms[governor.HistogramWait]
+	hg, ok := st.Histograms[histogram.Wait]
 	if !ok {
 		return nil
 	}
 	w := &WaitDistribution{Counts: slices.Clone(hg.Counts), Count: hg.Count(), SumSeconds: hg.Sum.Seconds()}
-	for _, b := range governor.HistogramBounds(governor.HistogramWait) {
+	for _, b := range histogram.Bounds(histogram.Wait) {
 		w.BoundsSeconds = append(w.BoundsSeconds, b.Seconds())
 	}
 	return w
