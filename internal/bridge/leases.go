@@ -358,6 +358,9 @@ func opSeqNext(ctx context.Context, s *server, req request) (any, error) {
 	if err := gl.Err(); err != nil {
 		return nil, lostError("lease %s (%s): %v", l.id, gl.Resource(), words.Message(err))
 	}
+	if gl.Token() == 0 {
+		return nil, badRequest("lease %s: %s is granted from a capacity share (capacity: true), which has no fencing token; allowed: a resource without capacity", l.id, gl.Resource())
+	}
 	n, err := s.g.NextSeq(ctx, a.Name, gl.Token())
 	if errors.Is(err, governor.ErrStaleToken) {
 		return nil, &protoError{kind: kindBusy, code: exitcode.Busy,

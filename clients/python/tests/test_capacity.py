@@ -9,6 +9,8 @@ import threading
 
 from tests import support
 
+import governor
+
 
 class CapacityTests(support.FileCase):
 
@@ -55,3 +57,10 @@ class CapacityTests(support.FileCase):
         r = govs[0].slots("hot")[0]
         self.assertLessEqual(r.used, 4)
         self.assertLessEqual({h.lease_id for h in r.holders}, ids)
+
+    def test_a_share_has_no_fencing_token(self) -> None:
+        g = self.gov(config=self.config)
+        with g.slot("hot", wait=True) as lease:
+            with self.assertRaises(governor.GovernorError) as cm:
+                lease.seq_next("version")
+            self.assertIn("granted from a capacity share (capacity: true), which has no fencing token", str(cm.exception))
