@@ -16,10 +16,12 @@ import (
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
+	"github.com/governor-dev/governor/internal/redistest"
 )
 
 // sharedBackends open backends on one state each call: two Governors
-// on them are two processes of one fleet (each closes its own).
+// on them are two processes of one fleet (each closes its own). Redis
+// is a redis-server of the test's own (skipped without one).
 var sharedBackends = map[string]func(t *testing.T) func() governor.Backend{
 	"file": func(t *testing.T) func() governor.Backend {
 		dir := t.TempDir()
@@ -31,16 +33,19 @@ var sharedBackends = map[string]func(t *testing.T) func() governor.Backend{
 			return b
 		}
 	},
-	"miniredis": func(t *testing.T) func() governor.Backend {
-		addr := miniredis.RunT(t).Addr()
-		return func() governor.Backend {
-			b, err := redisbackend.New(context.Background(), redis.NewClient(&redis.Options{Addr: addr}), redisbackend.OwnClient())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
+	"miniredis": func(t *testing.T) func() governor.Backend { return redisAt(t, miniredis.RunT(t).Addr()) },
+	"redis":     func(t *testing.T) func() governor.Backend { return redisAt(t, redistest.Start(t).Addr) },
+}
+
+// redisAt opens backends on the Redis at addr.
+func redisAt(t *testing.T, addr string) func() governor.Backend {
+	return func() governor.Backend {
+		b, err := redisbackend.New(context.Background(), redis.NewClient(&redis.Options{Addr: addr}), redisbackend.OwnClient())
+		if err != nil {
+			t.Fatal(err)
 		}
-	},
+		return b
+	}
 }
 
 // countingBackend counts the acquires sent to the backend.
