@@ -205,6 +205,15 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Signal sends sig to the server's process: SIGSTOP makes a server that
+// takes connections and answers nothing, until SIGCONT.
+func (s *Server) Signal(sig os.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redistest: the server on %s is not running", s.Addr)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // URL is the server's redis:// URL, with its password if it has one.
 func (s *Server) URL() string {
 	if s.Password != "" {
