@@ -18,7 +18,10 @@ import (
 func (s *suite) budgetRenewedWithLease(t *testing.T) {
 	b, key := s.open(t, "spend")
 	p := key.Project
-	ttl, step := 2*time.Second, 700*time.Millisecond
+	// Four steps (two ways, two each) pass the TTL; each step leaves a
+	// renewal most of a TTL to land in, on a loaded machine's real clock
+	// (2 s and 700 ms lost the lease beside the other lanes at load 25).
+	ttl, step := 4*time.Second, 1100*time.Millisecond
 	start := budgetNow(t, b, p).Add(-time.Second)
 	day := func(amount int64) governor.BudgetCharge { return charge("day", 100, amount, start, time.Hour) }
 	lease := func() governor.Request {

@@ -223,7 +223,10 @@ func (s *suite) governorTakeover(t *testing.T) {
 	p := project()
 	raw := s.h.Open(t)
 	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-2"})
-	old := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-1", TTL: 600 * time.Millisecond})
+	// The old holder heartbeats often, so that it learns of the takeover
+	// soon, with a TTL that a starved renewal does not outlive first (600
+	// ms did, at load 30: "lease lost", not the takeover).
+	old := newGovernor(t, s.h.Open(t), governor.Options{Project: p, Session: "relay-1", TTL: 3 * time.Second, Heartbeat: 200 * time.Millisecond})
 	l := mustLease(t, old, "lifecycle", governor.AcquireOptions{Limit: 1})
 	// Alive (this very process): refused, naming it.
 	_, err := g.Takeover(ctxT(t), "lifecycle", 1, governor.TakeoverOptions{Session: "relay-1"})

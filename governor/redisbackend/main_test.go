@@ -1,0 +1,16 @@
+package redisbackend_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/governor-dev/governor/internal/proctest"
+)
+
+func TestMain(m *testing.M) {
+	// The parallel tests mostly wait on servers and real time: the
+	// conformance runs' nine lanes and the two malformed-state tests at
+	// once, on any number of CPUs.
+	proctest.DefaultParallel(12)
+	os.Exit(m.Run())
+}
