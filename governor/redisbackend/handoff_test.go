@@ -23,6 +23,7 @@ import (
 //
 //	go test -run TestHandOffRoundTrips -v ./governor/redisbackend/
 func TestHandOffRoundTrips(t *testing.T) {
+	t.Parallel() // its own servers and clients; counted, not timed
 	t.Run("miniredis", func(t *testing.T) {
 		addr := miniredis.RunT(t).Addr()
 		handOffRoundTrips(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) })

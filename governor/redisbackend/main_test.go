@@ -9,8 +9,8 @@ import (
 
 func TestMain(m *testing.M) {
 	// The parallel tests mostly wait on servers and real time: the
-	// conformance runs' nine lanes and the two malformed-state tests at
-	// once, on any number of CPUs.
-	proctest.DefaultParallel(12)
+	// conformance runs' nine lanes and the five others, all at once, on
+	// any number of CPUs.
+	proctest.DefaultParallel(14)
 	os.Exit(m.Run())
 }

@@ -278,6 +278,7 @@ func startHelper(t *testing.T, mode, addr, project string) (*exec.Cmd, *bufio.Sc
 // waiter that does not use the same-host proof (a raw backend acquire) is
 // granted once the lease's TTL has passed, and not before.
 func TestKilledHolderReclaimedAfterTTL(t *testing.T) {
+	t.Parallel() // its own server; load only delays the grant it waits for
 	s := redistest.Start(t)
 	project := "kill-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	holder, out := startHelper(t, "hold", s.Addr, project)

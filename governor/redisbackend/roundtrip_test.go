@@ -92,6 +92,7 @@ func (c *trips) take() []string {
 //
 //	go test -run TestSpendRoundTrips -v ./governor/redisbackend/
 func TestSpendRoundTrips(t *testing.T) {
+	t.Parallel() // its own servers and clients; counted, not timed
 	t.Run("miniredis", func(t *testing.T) {
 		spendRoundTrips(t, redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()}))
 	})
