@@ -1,5 +1,5 @@
 // The soak's TypeScript client: 50 promises at once, each taking the slot
-// "shared" and working in 20 ms chunks appended to a span file
+// "shared" (one in five the leased provider gate's "provider:fake") and working in 20 ms chunks appended to a span file
 // (CLOCK_MONOTONIC ns, process.hrtime), stopping the moment its lease is lost;
 // then again, until 30 s pass without a grant; beside them, the provider
 // gate "budgeted", charged (budgetLoop). Run by faults/soak; argv:
@@ -12,14 +12,15 @@ const [indexJs, spans, who] = process.argv.slice(2);
 const { Governor } = await import(indexJs);
 const gov = new Governor({ config: process.env.CFG });
 let lastGrant = Date.now();
-const file = join(spans, `shared-${who}.spans`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function one(n) {
   const name = `${who}.p${n}`;
+  const res = n % 5 === 0 ? "provider:fake" : "shared";
+  const file = join(spans, `${res}-${who}.spans`);
   let lease;
   try {
-    lease = await gov.acquire("shared", { wait: true, waitTimeout: "20s" });
+    lease = await gov.acquire(res, { wait: true, waitTimeout: "20s" });
   } catch {
     await sleep(100);
     return;

@@ -1,5 +1,6 @@
 # The soak's Python client: threads and asyncio tasks taking the slot
-# "shared" and the provider gate "fake" over and over (and the gate
+# "shared" and the provider gate "fake" (capacity: true, granted from the
+# bridge's share) over and over (and the gate
 # "budgeted", charged: budget_loop), each working in
 # 20 ms chunks that it appends to a span file (CLOCK_MONOTONIC ns), and
 # stopping at once when its lease is lost. Run by faults/soak; argv:

@@ -17,14 +17,18 @@ import (
 	"time"
 )
 
-// runLoop runs `governor run --resource heavy -- soak work` over and
-// over, each run recording its work in its own span file and its grant
-// and end in a record file.
-func (s *soak) runLoop(ctx context.Context, i int) {
-	rec := filepath.Join(s.recs, fmt.Sprintf("run-%d.jsonl", i))
+// runLoop runs `governor run --resource RES -- soak work` over and
+// over, each run recording its work in its loop's span file and its
+// grant and end in its loop's record file.
+func (s *soak) runLoop(ctx context.Context, res string, i int) {
+	tag := fmt.Sprint(i)
+	if res != resHeavy {
+		tag = fmt.Sprint("p", i) // the leased provider's central loop
+	}
+	rec := filepath.Join(s.recs, fmt.Sprintf("run-%s.jsonl", tag))
 	for n := 0; ctx.Err() == nil; n++ {
-		who := fmt.Sprintf("run%d.%d", i, n)
-		out := filepath.Join(s.work, fmt.Sprintf("%s-run%d.spans", resHeavy, i))
+		who := fmt.Sprintf("run%s.%d", tag, n)
+		out := filepath.Join(s.work, fmt.Sprintf("%s-run%s.spans", res, tag))
 		// Some longer than the TTL: a governor stopped while its command
 		// works on must have it stopped by its watchdog.
 		d := time.Duration(200+s.intn(1300)) * time.Millisecond
@@ -32,7 +36,7 @@ func (s *soak) runLoop(ctx context.Context, i int) {
 			d = time.Duration(3000+s.intn(3000)) * time.Millisecond
 		}
 		// Not CommandContext: the end of the soak lets the last run end.
-		c := s.gov(context.Background(), "run", "--resource", resHeavy, "--record", rec,
+		c := s.gov(context.Background(), "run", "--resource", res, "--record", rec,
 			"--wait-timeout", "30s", "--kill-grace", "500ms", "--", s.self, workArg, out, d.String(), who)
 		var stderr bytes.Buffer
 		c.Stderr = &stderr

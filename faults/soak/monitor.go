@@ -24,6 +24,8 @@ type watch struct {
 	queues      map[string][]governor.Waiter // resource -> its queue at the last read
 	sizes       []int64
 	b           governor.Backend
+	shareReads  int // reads of resProvider that saw a capacity share held
+	mixedReads  int // those that saw a single grant held beside it
 }
 
 type rssSeries struct {
@@ -132,6 +134,9 @@ func (s *soak) checkDeadOwners(ctx context.Context, w *watch) {
 		}
 		s.check("no lease held after its owner's death beyond the TTL (reads)", 1)
 		s.checkOrder(w, r, st)
+		if r == resProvider {
+			s.noteShares(w, st)
+		}
 		for _, h := range st.Holders {
 			listed[h.LeaseID] = true
 			if h.PID == 0 || proc.Check(h.PID, h.StartTime) != proc.Dead ||

@@ -86,7 +86,11 @@ func (s *soak) quiet(ctx context.Context) {
 func (s *soak) finalChecks() {
 	for _, r := range []string{resHeavy, resShell, resShared, resProvider} {
 		n, worst := s.checkLimit(r)
-		s.check("weight in use never above the limit in force ("+r+" spans)", n)
+		what := r
+		if r == resProvider {
+			what += ", leased: shares and central grants"
+		}
+		s.check("weight in use never above the limit in force ("+what+" spans)", n)
 		s.worstAt("largest use seen of "+r+" (configured limit "+strconv.Itoa(s.limits.allowed(r, s.mono0+1e9, 0))+")", float64(worst))
 	}
 	s.check("budget: calls admitted per window never above its limit, before and after each loss (budget log)", s.checkBudget())
@@ -96,6 +100,7 @@ func (s *soak) finalChecks() {
 	if s.w != nil {
 		s.checkRSS(s.w)
 		s.checkSizes(s.w)
+		s.checkShares(s.w)
 	}
 }
 

@@ -24,6 +24,7 @@ func (s *soak) reportText() string {
 	fmt.Fprintf(&b, "Command: `go run ./faults/soak -duration %v -backend %s -seed %d` (%d run loops, %d shell loops). Host %s, %d CPUs, load at the end %s. Ran %s to %s (UTC).\n\n",
 		s.o.duration, s.o.backend, s.o.seed, s.o.runs, s.o.shells, host, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "),
 		s.start.UTC().Format("2006-01-02 15:04:05"), time.Now().UTC().Format("15:04:05"))
+	b.WriteString(capacityText())
 	if len(s.violations) == 0 {
 		b.WriteString("**Result: pass**: no invariant violated.\n\n")
 	} else {

@@ -22,8 +22,8 @@ const (
 	resHeavy    = "heavy"         // governor run loops; its limit is changed live
 	resShell    = "shell"         // shell acquire/renew/release loops
 	resShared   = "shared"        // the Python and TypeScript clients
-	resProvider = "provider:fake" // the Python client's provider gate
-	limProvider = 2
+	resProvider = "provider:fake" // leased: the clients' bridges grant from shares, a run loop centrally
+	limProvider = 4
 	limHeavy    = 2
 	limShell    = 2
 	limShared   = 3
@@ -34,6 +34,11 @@ const (
 	// case; in practice a sweep takes a second plus the event's record
 	// (5 s at most).
 	orphanBound = 35 * time.Second
+	// capLease and capRefresh are the capacity lease of resProvider
+	// (capacity: true): longer than leaseTTL, so that a share is told
+	// from a single grant in the holders (checkShares).
+	capLease   = 6 * time.Second
+	capRefresh = time.Second
 )
 
 // soak is one run of the harness.
@@ -218,8 +223,8 @@ func (s *soak) setup() error {
 		}
 	}
 	s.cfg = filepath.Join(s.dir, "exec-defaults.yaml")
-	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\n  %s: {max_concurrency: 20}\nresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n%s",
-		project, leaseTTL, limProvider, budgetProvider, resHeavy, limHeavy, resShell, limShell, resShared, limShared, budgetConfig())
+	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\n    capacity: true\n    capacity_lease: %s\n    capacity_refresh: %s\n  %s: {max_concurrency: 20}\nresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n%s",
+		project, leaseTTL, limProvider, capLease, capRefresh, budgetProvider, resHeavy, limHeavy, resShell, limShell, resShared, limShared, budgetConfig())
 	if err := os.WriteFile(s.cfg, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -283,8 +288,10 @@ func (s *soak) runLoad(ctx context.Context) {
 	mdone := make(chan struct{})
 	go func() { s.monitor(mctx); close(mdone) }()
 	for i := 0; i < s.o.runs; i++ {
-		s.goLoop(ctx, func(ctx context.Context) { s.runLoop(ctx, i) })
+		s.goLoop(ctx, func(ctx context.Context) { s.runLoop(ctx, resHeavy, i) })
 	}
+	// Central grants of the leased provider, beside the clients' shares.
+	s.goLoop(ctx, func(ctx context.Context) { s.runLoop(ctx, resProvider, 0) })
 	for i := 0; i < s.o.shells; i++ {
 		s.goLoop(ctx, func(ctx context.Context) { s.shellLoop(ctx, i) })
 	}

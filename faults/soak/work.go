@@ -266,17 +266,23 @@ func (s *soak) rel(ns int64) float64 { return float64(ns-s.monoStart()) / 1e9 }
 // package.json exited 1 at once, two minutes long) is a failure, with
 // the first such exit's stderr as its evidence.
 func (s *soak) checkWays() {
-	ways := []struct{ what, glob, sample string }{
-		{"governor run loops", resHeavy + "-run*.spans", "run exit"},
-		{"shell loops", resShell + "-shell*.spans", "shell loop exit"},
-		{"python client", "*-py*.spans", "python client exit"},
-		{"typescript client", "*-ts*.spans", "typescript client exit"},
+	ways := []struct{ what, way, glob, sample string }{
+		{"governor run loops", "", resHeavy + "-run*.spans", "run exit"},
+		{"governor run loop of " + resProvider + " (central)", "", resProvider + "-run*.spans", "run exit"},
+		{"shell loops", "", resShell + "-shell*.spans", "shell loop exit"},
+		{"python client", "", "*-py*.spans", "python client exit"},
+		{"python client's shares of " + resProvider, "python client", resProvider + "-py*.spans", "python client exit"},
+		{"typescript client", "", "*-ts*.spans", "typescript client exit"},
+		{"typescript client's shares of " + resProvider, "typescript client", resProvider + "-ts*.spans", "typescript client exit"},
 	}
 	for _, w := range ways {
+		if w.way == "" {
+			w.way = w.what
+		}
 		s.mu.Lock()
-		_, skipped := s.skipped[w.what]
+		_, skipped := s.skipped[w.way]
 		s.mu.Unlock()
-		if skipped || w.what == "shell loops" && s.o.shells == 0 {
+		if skipped || w.way == "shell loops" && s.o.shells == 0 {
 			continue
 		}
 		files, _ := filepath.Glob(filepath.Join(s.work, w.glob))
