@@ -70,6 +70,12 @@ func (s *soak) exitOf(what string, c *exec.Cmd, err error, stderr string) {
 			return
 		}
 	} else if err != nil {
+		if c.Process == nil && c.Err == nil && errors.Is(err, context.DeadlineExceeded) {
+			// Its context (the load's) ended before it started: at the
+			// end of the load, not a failure to start.
+			s.op(what + " not started: the load ended")
+			return
+		}
 		s.violate("start", "%s: %v", what, err)
 		return
 	}
