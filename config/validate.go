@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/leasetiming"
+	"github.com/governor-dev/governor/governor/lockorder"
 	"github.com/governor-dev/governor/governor/naming"
 	"github.com/governor-dev/governor/internal/redact"
 )
@@ -257,9 +258,9 @@ func (c Config) problems() []*FieldError {
 	ps = append(ps, c.capacityProblems()...)
 
 	if !o.isBroken("lock_order") {
-		if err, ok := governor.ValidateLockOrder(c.LockOrder).(interface{ Unwrap() []error }); ok {
+		if err, ok := lockorder.Validate(c.LockOrder).(interface{ Unwrap() []error }); ok {
 			for _, e := range err.Unwrap() {
-				var le *governor.LockOrderError
+				var le *lockorder.Error
 				if !errors.As(e, &le) {
 					continue
 				}

@@ -158,7 +158,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if err := validateTTL("queue TTL", g.queueTTL); err != nil {
 		return nil, err
 	}
-	if err := ValidateLockOrder(opts.LockOrder); err != nil {
+	if err := validateLockOrder(opts.LockOrder); err != nil {
 		return nil, err
 	}
 	g.order = append([]string(nil), opts.LockOrder...)

@@ -1,11 +1,11 @@
 package governor
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/governor-dev/governor/governor/leasetiming"
+	"github.com/governor-dev/governor/governor/lockorder"
 	"github.com/governor-dev/governor/governor/naming"
 )
 
@@ -42,49 +42,12 @@ func invalidName(err error) error {
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// LockOrderError is one bad entry of Options.LockOrder. errors.Is(err,
-// ErrInvalid) is true.
-type LockOrderError struct {
-	Index int
-	Entry string
-	First int   // for an entry listed twice, the index of its first listing; else -1
-	Err   error // for an entry that is not a valid resource name, its *naming.Error; else nil
-}
-
-func (e *LockOrderError) Error() string {
-	switch {
-	case e.Entry == "":
-		return fmt.Sprintf("%v: lock order entry %d is empty; entries are resource-name prefixes such as issue", ErrInvalid, e.Index)
-	case e.First >= 0:
-		return fmt.Sprintf("%v: lock order entry %d %q is listed twice (also entry %d); each prefix must appear once", ErrInvalid, e.Index, e.Entry, e.First)
+// validateLockOrder is lockorder.Validate as an ErrInvalid.
+func validateLockOrder(order []string) error {
+	if err := lockorder.Validate(order); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return fmt.Sprintf("lock order entry %d: %v", e.Index, e.Err)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalid) true.
-func (e *LockOrderError) Unwrap() error { return ErrInvalid }
-
-// ValidateLockOrder checks Options.LockOrder: every entry a valid
-// resource name (a prefix of resource names), each listed once. It
-// returns nil or every bad entry's *LockOrderError, joined.
-func ValidateLockOrder(order []string) error {
-	var errs []error
-	first := map[string]int{}
-	for i, p := range order {
-		e := &LockOrderError{Index: i, Entry: p, First: -1}
-		if j, dup := first[p]; dup {
-			e.First = j
-		} else {
-			first[p] = i
-			if p != "" {
-				e.Err = ValidateResource(p)
-			}
-		}
-		if p == "" || e.First >= 0 || e.Err != nil {
-			errs = append(errs, e)
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ValidateLimit checks the limit of resource name: 1 to MaxLimit slots.

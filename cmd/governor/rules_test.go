@@ -11,6 +11,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/filebackend"
+	"github.com/governor-dev/governor/governor/lockorder"
 	"github.com/governor-dev/governor/internal/view"
 )
 
@@ -172,7 +173,7 @@ func TestConfigCheckAgreesOnNamesAndLimits(t *testing.T) {
 	var cases []tc
 	for _, name := range []string{"heavy", "issue:2316", "a*b", "a?b", "a[b]", `a\\b`, "{a}", "ファイル", strings.Repeat("n", 200), strings.Repeat("n", 201)} {
 		cases = append(cases, tc{fmt.Sprintf("resources:\n  %q: {limit: 1}\n", name), governor.ValidateResource(name)})
-		cases = append(cases, tc{fmt.Sprintf("lock_order: [%q]\n", name), governor.ValidateLockOrder([]string{name})})
+		cases = append(cases, tc{fmt.Sprintf("lock_order: [%q]\n", name), lockorder.Validate([]string{name})})
 	}
 	for _, p := range []string{"p", ".", "..", ".a", "a/b", strings.Repeat("p", 64), strings.Repeat("p", 65)} {
 		_, err := governor.New(b, governor.Options{Project: p}) // not closed: b is shared

@@ -1,6 +1,8 @@
 package lockorder_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/governor-dev/governor/governor/lockorder"
@@ -37,4 +39,27 @@ func sign(n int) int {
 		return 1
 	}
 	return 0
+}
+
+// Validate names every bad entry: empty, twice, not a resource name.
+func TestValidate(t *testing.T) {
+	if err := lockorder.Validate([]string{"issue", "provider:x"}); err != nil {
+		t.Fatalf("a good order: %v", err)
+	}
+	err := lockorder.Validate([]string{"a", "", "a", "b c"})
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 3 {
+		t.Fatalf("Validate = %v; want three entries refused", err)
+	}
+	var got []string
+	for _, e := range joined.Unwrap() {
+		le, ok := e.(*lockorder.Error)
+		if !ok {
+			t.Fatalf("%T %v; want a *lockorder.Error", e, e)
+		}
+		got = append(got, fmt.Sprintf("%d:%d:%v", le.Index, le.First, le.Err != nil))
+	}
+	if want := "1:-1:false 2:0:false 3:-1:true"; strings.Join(got, " ") != want {
+		t.Errorf("entries %v; want %s", got, want)
+	}
 }
