@@ -12,27 +12,20 @@ import (
 	"github.com/governor-dev/governor/governor/eventkind"
 )
 
-// DownMode is what a provider's calls do while the backend cannot be
-// reached.
-type DownMode int
-
-const (
-	// DownClosed waits for the backend, or fails (the default): no call
-	// runs unaccounted.
-	DownClosed DownMode = iota
-	// DownOpen lets every call through and counts them.
-	DownOpen
-	// DownLocal lets BackendDown.Local calls at once through in this
-	// process: the fleet's overshoot is at most Local × processes.
-	DownLocal
-)
-
-// BackendDown is a provider's degraded-mode policy
-// (providers.NAME.on_backend_down: closed | open | local:N).
+// BackendDown is a provider's degraded-mode policy, what its calls do
+// while the backend cannot be reached (providers.NAME.on_backend_down:
+// closed | open | local:N). The zero value is closed: calls wait for the
+// backend, or fail; no call runs unaccounted.
 type BackendDown struct {
-	Mode  DownMode
-	Local int // DownLocal: calls at once in this process, 1 or more
+	// Open lets every call through and counts them.
+	Open bool
+	// Local, 1 to MaxLimit, lets Local calls at once through in this
+	// process: the fleet's overshoot is at most Local × processes.
+	Local int
 }
+
+// closed tells the default policy: no call without the backend.
+func (d BackendDown) closed() bool { return !d.Open && d.Local == 0 }
 
 // ParseBackendDown reads "closed", "open" or "local:N" (N 1 to
 // MaxLimit); anything else is ErrInvalid naming what is allowed.
@@ -41,21 +34,21 @@ func ParseBackendDown(s string) (BackendDown, error) {
 	case "", "closed":
 		return BackendDown{}, nil
 	case "open":
-		return BackendDown{Mode: DownOpen}, nil
+		return BackendDown{Open: true}, nil
 	}
 	if n, ok := strings.CutPrefix(s, "local:"); ok {
 		if v, err := strconv.Atoi(n); err == nil && v >= 1 && v <= MaxLimit {
-			return BackendDown{Mode: DownLocal, Local: v}, nil
+			return BackendDown{Local: v}, nil
 		}
 	}
 	return BackendDown{}, invalid("on_backend_down %q; allowed: closed, open, local:N (N 1 to %d calls at once per process)", s, MaxLimit)
 }
 
 func (d BackendDown) String() string {
-	switch d.Mode {
-	case DownOpen:
+	switch {
+	case d.Open:
 		return "open"
-	case DownLocal:
+	case d.Local != 0:
 		return "local:" + strconv.Itoa(d.Local)
 	}
 	return "closed"
@@ -116,7 +109,7 @@ func (g *Governor) enterDegraded(resource string, pol BackendDown, cause error) 
 		d = &degraded{}
 		g.down[resource] = d
 	}
-	if pol.Mode == DownLocal && cap(d.local) != pol.Local {
+	if pol.Local > 0 && cap(d.local) != pol.Local {
 		d.local = make(chan struct{}, pol.Local)
 	}
 	entered := d.since.IsZero()
@@ -165,7 +158,7 @@ func (g *Governor) isDegraded(resource string) bool {
 // runDegraded runs fn without the backend, as pol allows: open at once,
 // local:N once one of this process's N places is free.
 func (g *Governor) runDegraded(ctx context.Context, d *degraded, pol BackendDown, fn func(ctx context.Context) (int64, error)) (int64, error) {
-	if pol.Mode == DownLocal {
+	if pol.Local > 0 {
 		select {
 		case d.local <- struct{}{}:
 			defer func() { <-d.local }()

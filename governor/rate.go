@@ -152,7 +152,7 @@ type ProviderLimits struct {
 	// adaptive limit (see Adaptive).
 	Adaptive *Adaptive
 	// OnBackendDown is what calls do while the backend cannot be reached
-	// (zero: DownClosed, they wait for it as ever).
+	// (zero: closed, they wait for it as ever).
 	OnBackendDown BackendDown
 	// Shadow evaluates Requests and Tokens without enforcing them (see
 	// RateRequest.Shadow): calls never wait for rate budget, and those
@@ -218,8 +218,8 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 		}
 	}
 	pol := p.limits.OnBackendDown
-	if pol.Mode == DownLocal && (pol.Local < 1 || pol.Local > MaxLimit) {
-		return invalid("on_backend_down local:%d; allowed: local:1 to local:%d", pol.Local, MaxLimit)
+	if pol.Local < 0 || pol.Local > MaxLimit || pol.Open && pol.Local != 0 {
+		return invalid("on_backend_down open %v, local:%d; allowed: closed, open, or local:1 to local:%d", pol.Open, pol.Local, MaxLimit)
 	}
 	// Degraded mode (degraded.go): while this process finds the backend
 	// down, calls go on as pol allows; each call first checks whether it
@@ -231,7 +231,7 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 		})
 		return err
 	}
-	if pol.Mode != DownClosed && p.g.isDegraded(p.resource) {
+	if !pol.closed() && p.g.isDegraded(p.resource) {
 		pctx, cancel := context.WithTimeout(ctx, degradedProbe)
 		_, perr := p.g.b.Status(pctx, Key{p.g.project, p.resource})
 		cancel()
@@ -250,10 +250,10 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow}}, Mode: Wait, Spends: spends, Budget: o}
 	if p.limits.MaxConcurrency > 0 {
 		ask.Wants = []Want{{Resource: p.resource, AcquireOptions: AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
-			GiveUpOnBackendError: pol.Mode != DownClosed}}}
+			GiveUpOnBackendError: !pol.closed()}}}
 	}
 	h, err := p.g.Hold(ctx, ask)
-	if pol.Mode != DownClosed && isDown(ctx, err) {
+	if !pol.closed() && isDown(ctx, err) {
 		return degradedRun(err)
 	}
 	if err != nil {
