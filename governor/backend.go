@@ -290,7 +290,7 @@ type Result struct {
 	Expires time.Time // Granted: backend time
 	// Limit is the limit in force at the grant (Granted): the one asked
 	// for, or a live, adaptive or stored one that won over it
-	// (LimitInForce). 0 when the backend does not tell (a takeover).
+	// (Status tells which). 0 when the backend does not tell (a takeover).
 	Limit int
 	// Position is the 1-based place in the queue (Queued).
 	Position int

@@ -160,7 +160,7 @@ func (l *Lease) Token() int64 { return l.token }
 
 // Limit is the limit in force when the lease was granted: the one asked
 // for (AcquireOptions.Limit), or a live, adaptive or stored one that won
-// over it (LimitInForce tells which). 0 for a lease from a takeover,
+// over it (Status tells which). 0 for a lease from a takeover,
 // whose backend reply does not say.
 func (l *Lease) Limit() int { return l.limit }
 

@@ -92,7 +92,7 @@ func TestTakeoverConfiguredLimitWinsOverFlag(t *testing.T) {
 }
 
 // The limit note states the limit in force as the backend serves it
-// (governor.LimitInForce): a provider's adaptive limit, halved by a
+// (internal/acquire's inForce): a provider's adaptive limit, halved by a
 // rate-limit signal, is in force for a process asking its maximum, and
 // the note says so (it said nothing: NoteLimit had no adaptive branch).
 func TestLimitNoteStatesTheAdaptiveLimit(t *testing.T) {

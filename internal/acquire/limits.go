@@ -26,8 +26,8 @@ type LimitNote struct {
 // "" is --limit itself). granted is the limit in force a grant reported
 // (governor.Lease.Limit; 0: none known): when it is both asked and
 // limit, there is nothing to note. Otherwise the limit in force is
-// governor.LimitInForce's (a live limit, else the adaptive one, else the
-// stored one while the resource is in use), from one read of the
+// inForce's (a live limit, else the adaptive one, else the stored one
+// while the resource is in use), from one read of the
 // resource's status, which tells where it comes from too. It changes
 // nothing.
 func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked, limit int, origin string, granted int) (*LimitNote, error) {
@@ -51,20 +51,24 @@ func NoteLimit(ctx context.Context, g *governor.Governor, resource string, asked
 }
 
 // inForce is the limit in force on resource for a process asking for
-// limit, read from st, and where it comes from (asked, when it is limit).
+// limit, read from st, and where it comes from (asked, when it is
+// limit). The rule is the backends' (lib-slow.lua's in_force, the file
+// backend's twin; the conformance suite's grantLimit holds them to it): a
+// live limit wins; else the adaptive limit of a resource adaptive under
+// the maximum asked; else the stored limit while the resource is in use
+// (a holder or a waiter: it changes only when idle); else limit.
 func inForce(st governor.Status, resource string, limit int, asked string) (int, string) {
-	n, src := governor.LimitInForce(st, limit)
-	switch src {
-	case governor.InForceLive:
+	switch {
+	case st.LiveLimit != nil:
 		// A live limit wins over what processes ask for (governor limit).
-		return n, fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
+		return st.Limit, fmt.Sprintf("a live limit set by %s ('governor limit %s --clear' returns to the configured one)",
 			safetext.Escape(st.LiveLimit.By), resource)
-	case governor.InForceAdaptive:
-		return n, fmt.Sprintf("adaptive concurrency (providers.*.adaptive): halved on rate-limit signals, it is %d of its maximum %d now", st.Adaptive.Limit, st.Adaptive.Max)
-	case governor.InForceStored:
-		return n, "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
+	case st.Adaptive != nil && st.Adaptive.Limit > 0 && st.Adaptive.Max == limit:
+		return st.Adaptive.Limit, fmt.Sprintf("adaptive concurrency (providers.*.adaptive): halved on rate-limit signals, it is %d of its maximum %d now", st.Adaptive.Limit, st.Adaptive.Max)
+	case st.Limit != 0 && st.Limit != limit && (st.Used > 0 || st.QueueLen() > 0):
+		return st.Limit, "the backend: another process set it, and it changes only when " + resource + " is idle (no holder, no waiter); 'governor events " + resource + "' shows the drift"
 	}
-	return n, asked
+	return limit, asked
 }
 
 // limitNotes says the limit notes of a plan's items (NoteLimit), each

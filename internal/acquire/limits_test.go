@@ -86,3 +86,29 @@ func TestLimitNoteFromTheGrant(t *testing.T) {
 		t.Fatalf("the waiter heard %q; want the note once", heard)
 	}
 }
+
+// inForce: the backends' rule of the limit in force, and where it comes
+// from.
+func TestInForce(t *testing.T) {
+	busy := []governor.Holder{{LeaseID: "a"}}
+	for _, tc := range []struct {
+		name  string
+		st    governor.Status
+		asked int
+		want  int
+		src   string // a word of the source, "asked" for the asked one
+	}{
+		{"never used", governor.Status{}, 3, 3, "asked"},
+		{"idle: the asked one is stored next", governor.Status{Limit: 2}, 3, 3, "asked"},
+		{"in use: the stored one", governor.Status{Limit: 2, Used: 1, Holders: busy}, 3, 2, "another process"},
+		{"waiters count as use", governor.Status{Limit: 2, Queued: 1}, 3, 2, "another process"},
+		{"live wins", governor.Status{Limit: 5, LiveLimit: &governor.LiveLimit{By: "ops"}, Adaptive: &governor.AdaptiveState{Limit: 1, Max: 3}}, 3, 5, "live limit"},
+		{"adaptive for its maximum", governor.Status{Limit: 4, Adaptive: &governor.AdaptiveState{Limit: 2, Max: 4}}, 4, 2, "adaptive"},
+		{"adaptive under another maximum", governor.Status{Limit: 4, Adaptive: &governor.AdaptiveState{Limit: 2, Max: 8}}, 4, 4, "asked"},
+	} {
+		got, src := inForce(tc.st, "r", tc.asked, "asked")
+		if got != tc.want || !strings.Contains(src, tc.src) {
+			t.Errorf("%s: inForce = %d, %q; want %d, from %s", tc.name, got, src, tc.want, tc.src)
+		}
+	}
+}

@@ -335,7 +335,7 @@ func (p *Plan) fairKeyProblem() error {
 // (provider:NAME) is never a mutex by default: without configuration or
 // --limit it is an error naming providers.NAME.max_concurrency
 // (ErrNoLimit). A flagLimit out of range is an error. What the backend
-// then serves under is governor.LimitInForce: a live limit ('governor
+// then serves under is inForce's (limits.go): a live limit ('governor
 // limit') wins over all of these.
 func LimitFor(cat *config.Catalog, resource string, flagLimit int) (int, string, error) {
 	if flagLimit != 0 && governor.ValidateLimit(resource, flagLimit) != nil {
