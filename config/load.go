@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/viper"
 
-	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/leasetiming"
+	"github.com/governor-dev/governor/governor/statedir"
 )
 
 // Source says where a value came from.
@@ -296,7 +296,7 @@ func xdgDir(env map[string]string, name, fallback string) string {
 
 func defaultDir(env map[string]string) string {
 	if dir := xdgDir(env, "XDG_STATE_HOME", filepath.Join(".local", "state")); dir != "" {
-		return governor.StateDirUnder(dir)
+		return statedir.Under(dir)
 	}
 	return ""
 }

@@ -73,11 +73,3 @@ func (g *Governor) ForgetIdle(ctx context.Context, retention time.Duration) ([]s
 	}
 	return gone, first
 }
-
-// SweepInterval is how often a long-running process (governor serve)
-// calls ForgetIdle for retention: a quarter of it, between a tenth of a
-// second and an hour. A resource is then forgotten between retention and
-// retention plus this after it was last found busy.
-func SweepInterval(retention time.Duration) time.Duration {
-	return min(max(retention/4, 100*time.Millisecond), time.Hour)
-}

@@ -26,9 +26,9 @@ import (
 // for as long as they are held (their holders, older binaries, know no
 // secret): anyone who knows such an id can still release it, as before.
 const (
-	// IDLen is the length of a lease id that a secret proves: 40 hex
+	// idLen is the length of a lease id that a secret proves: 40 hex
 	// digits (SHA-1).
-	IDLen = 2 * sha1.Size
+	idLen = 2 * sha1.Size
 	// SecretLen is the length of a lease secret: 32 hex digits (128
 	// random bits).
 	SecretLen = 32
@@ -54,12 +54,12 @@ func LeaseIDOf(secret string) string {
 }
 
 // OwnerProven reports whether secret proves the ownership of lease id:
-// id is the SHA-1 of secret, or id is not IDLen long (a lease granted
+// id is the SHA-1 of secret, or id is not idLen long (a lease granted
 // before leases had secrets, accepted without one). Every backend asks
 // it (the Redis scripts repeat it as proven() in head.lua) before it
 // renews, releases, cancels or claims a lease; a refusal is ErrNotOwner.
 func OwnerProven(id, secret string) bool {
-	if len(id) != IDLen {
+	if len(id) != idLen {
 		return true
 	}
 	return subtle.ConstantTimeCompare([]byte(LeaseIDOf(secret)), []byte(id)) == 1

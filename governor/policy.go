@@ -96,7 +96,7 @@ type Class struct {
 
 // Bounds of a Policy.
 const (
-	MaxClasses          = 8
+	maxClasses          = 8
 	DefaultMaxOvertakes = policyrule.DefaultMaxOvertakes
 	maxFairWeight       = 1000
 )
@@ -126,8 +126,8 @@ const policyNameRule = "1 to 64 of A-Z a-z 0-9 . _ - @"
 
 // Validate checks p for resource (limit: its limit, 0 when not known).
 func (p Policy) Validate(resource string, limit int) error {
-	if len(p.Classes) > MaxClasses {
-		return invalid("%d priority classes for %s; allowed: at most %d", len(p.Classes), resource, MaxClasses)
+	if len(p.Classes) > maxClasses {
+		return invalid("%d priority classes for %s; allowed: at most %d", len(p.Classes), resource, maxClasses)
 	}
 	seen := map[string]bool{}
 	reserved := 0

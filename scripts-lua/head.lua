@@ -22,7 +22,7 @@ local FLOOR = sec * 1000000 + usec
 -- releases, cancels or claims lease id first checks proven(id, secret)
 -- (governor.OwnerProven in Go) and changes nothing when it fails. Ids of
 -- other lengths were granted before secrets and need none.
-local IDLEN = 40 -- governor.IDLen
+local IDLEN = 40 -- len(governor.LeaseIDOf(secret)): hex SHA-1
 local function proven(id, secret)
   return #id ~= IDLEN or redis.sha1hex(secret) == id
 end

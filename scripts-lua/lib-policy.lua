@@ -18,7 +18,7 @@
 --   '~' .. class .. ':' .. key the key's last tag (QD is deleted when an
 --   enqueue finds the queue empty, so these last no longer than that).
 -- Costs per grant: 1 ZRANGEBYSCORE and 1 HMGET per class looked at (the
--- classes with waiters, at most governor.MaxClasses, usually the first),
+-- classes with waiters, at most 8, a policy's classes, usually the first),
 -- and with fair_cap up to backendkit.PolicySkip HMGETs more in a class
 -- whose head's key is at its cap: bounded, whatever the number of
 -- waiters and keys.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/governor/statedir"
 	"github.com/governor-dev/governor/internal/proctest"
 )
 
@@ -121,7 +122,7 @@ func entryLeft(t *testing.T, h governor.Holder) string {
 	if !filepath.IsAbs(base) {
 		base = filepath.Join(os.Getenv("HOME"), ".local", "state")
 	}
-	entry := filepath.Join(governor.StateDirUnder(base), "runs", h.RunID+".json")
+	entry := filepath.Join(statedir.Under(base), "runs", h.RunID+".json")
 	eventually(t, 30*time.Second, "the run left no entry "+entry, func() bool {
 		_, err := os.Stat(entry)
 		return err == nil

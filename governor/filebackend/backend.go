@@ -14,6 +14,7 @@ import (
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/fstrust"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/governor/statedir"
 )
 
 // closeTimeout bounds the critical sections Close and Notify run on their
@@ -52,11 +53,11 @@ func DefaultDir() string {
 }
 
 // RootDir is the state dir of a root run whose home is not root's.
-const RootDir = governor.StateRootDir
+const RootDir = statedir.Root
 
 // StateDirUnder is the default state dir under base: see
-// governor.StateDirUnder.
-func StateDirUnder(base string) string { return governor.StateDirUnder(base) }
+// statedir.Under.
+func StateDirUnder(base string) string { return statedir.Under(base) }
 
 // Backend keeps governor's state in files under one directory. It is
 // safe for concurrent use; several Backends on one directory, in one

@@ -12,6 +12,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/proc"
+	"github.com/governor-dev/governor/governor/statedir"
 	"github.com/governor-dev/governor/internal/connect"
 	"github.com/governor-dev/governor/internal/supervise"
 )
@@ -44,7 +45,7 @@ func runsDir(env []string) string {
 		}
 		base = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(governor.StateDirUnder(base), "runs")
+	return filepath.Join(statedir.Under(base), "runs")
 }
 
 // storeID names the run's store (backend, Redis URL or state dir) without

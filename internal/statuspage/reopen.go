@@ -139,11 +139,11 @@ func ValidateRetention(d time.Duration) error {
 	return governor.ValidateRetention(d)
 }
 
-// Sweep forgets idle resources every governor.SweepInterval until ctx
+// Sweep forgets idle resources every sweepInterval until ctx
 // ends, saying on stderr when a sweep fails; a backend that does not
 // answer is tried again at the next turn.
 func (r *Reopening) Sweep(ctx context.Context, retention, timeout time.Duration, stderr io.Writer) {
-	t := time.NewTicker(governor.SweepInterval(retention))
+	t := time.NewTicker(sweepInterval(retention))
 	defer t.Stop()
 	for {
 		select {
@@ -151,7 +151,7 @@ func (r *Reopening) Sweep(ctx context.Context, retention, timeout time.Duration,
 			return
 		case <-t.C:
 		}
-		sctx, cancel := context.WithTimeout(ctx, max(timeout, governor.SweepInterval(retention)))
+		sctx, cancel := context.WithTimeout(ctx, max(timeout, sweepInterval(retention)))
 		if g, err := r.Governor(sctx); err == nil {
 			if _, err := g.ForgetIdle(sctx, retention); err != nil && ctx.Err() == nil {
 				fmt.Fprintf(stderr, "governor: forgetting idle resources: %v\n", words.Message(err))
@@ -168,4 +168,12 @@ func (r *Reopening) Close() {
 	if r.g != nil {
 		_ = r.g.Close()
 	}
+}
+
+// sweepInterval is how often governor serve calls ForgetIdle for
+// retention: a quarter of it, between a tenth of a second and an hour. A
+// resource is then forgotten between retention and retention plus this
+// after it was last found busy.
+func sweepInterval(retention time.Duration) time.Duration {
+	return min(max(retention/4, 100*time.Millisecond), time.Hour)
 }

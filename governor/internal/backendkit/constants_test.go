@@ -24,14 +24,14 @@ const scripts = "../../../scripts-lua"
 // in the Lua and listed here.
 var (
 	luaNumbers = map[string]int64{
-		"HOLDS":        backendkit.HoldHistory,              // head.lua: the ring of hold durations
-		"IDLEN":        governor.IDLen,                      // head.lua: an id proven by its secret
-		"MAX_EVENTS":   backendkit.MaxEvents,                // lib-slow.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
-		"QUANT":        backendkit.PolicyQuant,              // lib-policy.lua: the fair queueing quantum
-		"SKIP":         backendkit.PolicySkip,               // lib-policy.lua: how deep past a capped or blocked head
-		"EAGER":        backendkit.EagerPasses,              // lib-policy.lua: passes of one blocked head (eager)
-		"OVERTAKES":    governor.DefaultMaxOvertakes,        // lib-policy.lua: max_overtakes when the policy says none
-		"TOMBSTONE_MS": backendkit.Tombstone.Milliseconds(), // head.lua: forget.lua's tombstone
+		"HOLDS":        backendkit.HoldHistory,                   // head.lua: the ring of hold durations
+		"IDLEN":        int64(len(governor.LeaseIDOf("secret"))), // head.lua: an id proven by its secret
+		"MAX_EVENTS":   backendkit.MaxEvents,                     // lib-slow.lua: the events kept (XADD MAXLEN, XREVRANGE COUNT)
+		"QUANT":        backendkit.PolicyQuant,                   // lib-policy.lua: the fair queueing quantum
+		"SKIP":         backendkit.PolicySkip,                    // lib-policy.lua: how deep past a capped or blocked head
+		"EAGER":        backendkit.EagerPasses,                   // lib-policy.lua: passes of one blocked head (eager)
+		"OVERTAKES":    governor.DefaultMaxOvertakes,             // lib-policy.lua: max_overtakes when the policy says none
+		"TOMBSTONE_MS": backendkit.Tombstone.Milliseconds(),      // head.lua: forget.lua's tombstone
 	}
 	luaSets = map[string][]string{
 		"ENDED":          backendkit.EndedKinds, // lib-slow.lua: the events that end a lease

@@ -1,4 +1,8 @@
-package governor
+// Package statedir is where the file backend keeps its state when the
+// configuration names no directory: one rule that the configuration
+// (package config, which imports no backend) and the file backend both
+// ask. A leaf: it imports only the standard library and x/sys.
+package statedir
 
 import (
 	"os"
@@ -7,23 +11,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StateRootDir is the file backend's state dir of a root run whose home
-// is not root's.
-const StateRootDir = "/run/governor"
+// Root is the file backend's state dir of a root run whose home is not
+// root's.
+const Root = "/run/governor"
 
-// StateDirUnder is the file backend's default state dir under base
+// Under is the file backend's default state dir under base
 // ($XDG_STATE_HOME or ~/.local/state): base/governor, except for root
 // when base (or its nearest existing parent) is not owned by root, as a
-// user's HOME kept by sudo is: then StateRootDir, so that root never
+// user's HOME kept by sudo is: then Root, so that root never
 // makes root-owned dirs in a home that breaks its user's own governor.
 // The configuration (package config) and the file backend both ask it.
-func StateDirUnder(base string) string {
+func Under(base string) string {
 	if os.Geteuid() == 0 {
 		for p := base; ; p = filepath.Dir(p) {
 			var st unix.Stat_t
 			if err := unix.Stat(p, &st); err == nil {
 				if st.Uid != 0 {
-					return StateRootDir
+					return Root
 				}
 				break
 			}
