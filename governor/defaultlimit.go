@@ -2,14 +2,14 @@ package governor
 
 import "context"
 
-// DefaultLimit is the limit of a resource nobody gave one to: 1, a
+// defaultLimit is the limit of a resource nobody gave one to: 1, a
 // mutex, as in every lock tool (AcquireOptions.Limit 0).
-const DefaultLimit = 1
+const defaultLimit = 1
 
 // StoredLimit is the limit an acquire that gives none (AcquireOptions
 // .Limit 0) asks for resource: the limit stored with it, which is a live
 // limit (SetLimit) or the one the processes before asked for (Status
-// .Limit), else DefaultLimit when the resource has no state. So a limit
+// .Limit), else 1 (a mutex) when the resource has no state. So a limit
 // given once, live or by a process, keeps ruling over callers that give
 // none, and a resource nobody gave a limit to is a mutex. One status
 // read; it changes nothing. An invalid resource name is ErrInvalid.
@@ -21,7 +21,7 @@ func (g *Governor) StoredLimit(ctx context.Context, resource string) (int, error
 	if st.Limit > 0 {
 		return st.Limit, nil
 	}
-	return DefaultLimit, nil
+	return defaultLimit, nil
 }
 
 // withStoredLimit is o with its Limit 0 made StoredLimit's.

@@ -9,7 +9,7 @@ import (
 )
 
 // An acquire that gives no limit takes the limit stored with the
-// resource, else DefaultLimit: a resource nobody gave a limit to is a
+// resource, else 1: a resource nobody gave a limit to is a
 // mutex, and a limit given once (live, or asked by a process) keeps
 // ruling over callers that give none.
 func TestNoLimitIsMutexUnlessStored(t *testing.T) {
@@ -19,8 +19,8 @@ func TestNoLimitIsMutexUnlessStored(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire without a limit: %v; want a mutex", err)
 	}
-	if l.Limit() != governor.DefaultLimit {
-		t.Fatalf("limit in force %d; want %d", l.Limit(), governor.DefaultLimit)
+	if l.Limit() != 1 {
+		t.Fatalf("limit in force %d; want 1, a mutex", l.Limit())
 	}
 	if _, err := g.Acquire(ctx, "heavy", governor.AcquireOptions{}); !errors.Is(err, governor.ErrBusy) {
 		t.Fatalf("second acquire without a limit: %v; want busy (a mutex)", err)

@@ -18,7 +18,7 @@ import (
 
 // Defaults used when an Options or AcquireOptions field is zero.
 const (
-	DefaultQueueTTL = 10 * time.Second
+	defaultQueueTTL = 10 * time.Second
 	// DefaultReleaseTimeout bounds a release, which runs on a fresh
 	// context so that a cancelled caller still frees its slots.
 	DefaultReleaseTimeout = 5 * time.Second
@@ -50,7 +50,7 @@ type Options struct {
 	SafetyMargin time.Duration
 	// QueueTTL bounds how long a waiter's queue entry survives without a
 	// refresh; waiters refresh (and re-check) every QueueTTL/4 (default
-	// DefaultQueueTTL).
+	// 10 s).
 	QueueTTL time.Duration
 	// PID, when set, is declared as the holder instead of this process:
 	// for a lease that outlives the CLI that took it (the shell script
@@ -153,7 +153,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	}
 	g.timing = timing
 	if g.queueTTL == 0 {
-		g.queueTTL = DefaultQueueTTL
+		g.queueTTL = defaultQueueTTL
 	}
 	if err := validateTTL("queue TTL", g.queueTTL); err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (g *Governor) Backend() Backend { return g.b }
 // means the documented default.
 type AcquireOptions struct {
 	// Limit is the resource's number of slots, 1 to MaxLimit; 0: the
-	// limit stored with the resource, else DefaultLimit, a mutex
+	// limit stored with the resource, else 1, a mutex
 	// (StoredLimit). When processes disagree, the limit already in force
 	// wins (see Status.DriftLimit), and a live limit (SetLimit) wins
 	// over every process's.

@@ -9,19 +9,19 @@ import (
 	"github.com/governor-dev/governor/governor/histogram"
 )
 
-// DefaultObserveFlush is how long a Governor gathers observations before
+// observeFlush is how long a Governor gathers observations before
 // it sends them to the backend in one call per resource (its first
 // observation is sent at once); Close sends what is left.
-const DefaultObserveFlush = time.Second
+const observeFlush = time.Second
 
 // recorder gathers observations and sends them to the backend in the
 // background, so that measuring a grant adds no round trip to it: the
 // first observation at once, later ones at most once per
-// DefaultObserveFlush. Close flushes synchronously; a process that dies
+// observeFlush. Close flushes synchronously; a process that dies
 // loses at most one interval's observations.
 type recorder struct {
 	b     Backend
-	every time.Duration // DefaultObserveFlush
+	every time.Duration // observeFlush
 
 	mu      sync.Mutex
 	pending map[recKey]*histogram.Histogram
@@ -38,7 +38,7 @@ type recKey struct {
 }
 
 func newRecorder(b Backend) *recorder {
-	return &recorder{b: b, every: DefaultObserveFlush, pending: map[recKey]*histogram.Histogram{}}
+	return &recorder{b: b, every: observeFlush, pending: map[recKey]*histogram.Histogram{}}
 }
 
 // observe adds d to histogram name of key.

@@ -115,7 +115,7 @@ func benchBackend(b *testing.B, rdb *redis.Client, prefix string, par int, opts 
 		key := governor.Key{Project: prefix + strconv.Itoa(par), Resource: "r" + strconv.Itoa(i)}
 		id := "l" + strconv.FormatInt(n.Add(1), 10)
 		res, err := be.Acquire(ctx, governor.Request{Key: key, ID: id, Limit: 1, Weight: 1, TTL: leasetiming.DefaultTTL,
-			QueueTTL: governor.DefaultQueueTTL, New: true, Declaration: benchDecl})
+			QueueTTL: 10 * time.Second, New: true, Declaration: benchDecl})
 		if err != nil || res.Outcome != governor.Granted {
 			b.Fatal(err, res.Outcome)
 		}
