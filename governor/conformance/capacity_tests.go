@@ -346,3 +346,26 @@ func (s *suite) capacityDeadOwner(t *testing.T) {
 		t.Fatalf("after the reclaim: %+v", st)
 	}
 }
+
+// capacityReclaimBeforeOwn: a refresh that reclaims a dead owner's
+// share listed before its own (granted earlier) updates its own share,
+// nothing else's: the file backend found the asker's holder by its
+// index before the reclaim and read past the end after it (a panic in
+// the soak's Go process, file, seed 1). The asker wants more than it
+// holds, so that the Redis backend checks the holders' declarations.
+func (s *suite) capacityReclaimBeforeOwn(t *testing.T) {
+	decl, kill := ownerProcess(t)
+	b, key := s.open(t, "provider:cap")
+	holder := s.h.Open(t)
+	a, n := newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute)
+	a.r.Declaration = decl
+	wantShare(t, "the lease of the process to be killed", a.ask(t, holder, 3, 3), 3, 3)
+	wantShare(t, "the asker's lease, granted after it", n.ask(t, b, 1, 1), 1, 1)
+	s.crash(t, holder)
+	kill()
+	sh := n.ask(t, b, 3, 1)
+	st := mustStatus(t, b, key)
+	if sh.Held < 1 || st.Counters.ReclaimedDead != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != n.r.ID || st.Holders[0].Weight != sh.Held {
+		t.Fatalf("the asker's refresh that reclaimed the dead share before it: %+v; %+v", sh, st)
+	}
+}

@@ -243,6 +243,7 @@ var tests = []struct {
 	{"CapacityPaused", (*suite).capacityPaused},
 	{"CapacityCrash", (*suite).capacityCrash},
 	{"CapacityDeadOwner", (*suite).capacityDeadOwner},
+	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 }
 
 type suite struct{ h Harness }

@@ -35,6 +35,7 @@ func (b *Backend) capacity(t *tx, req governor.Request) (governor.Result, error)
 	st.Wants[req.ID] = capWant{Want: a.Want, Expires: t.now.boot + int64(req.TTL)}
 	t.dirty = true
 	t.reapShares()
+	i = holderIndex(st, req.ID) // the reclaim may have dropped holders before it
 	parts, held := t.shares()
 	cur := held[req.ID]
 	share, weight := a.Next(capacity.State{Entitled: parts[req.ID], Held: cur, Free: max(0, st.Limit-st.used()),
