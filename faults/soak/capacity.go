@@ -10,7 +10,7 @@ import (
 
 // capacityText is the report's line on the leased resource.
 func capacityText() string {
-	return fmt.Sprintf("Capacity leases on `%s` (max_concurrency %d, capacity_lease %v, capacity_refresh %v): the Python and TypeScript clients' bridges grant its slots from their shares, a `governor run` loop takes them centrally beside them; its checks name it.\n\n",
+	return fmt.Sprintf("Capacity leases on `%s` (max_concurrency %d, capacity_lease %v, capacity_refresh %v): the Python and TypeScript clients' bridges and a Go process's `Governor.Acquire` (four goroutines) grant its slots from their shares, a `governor run` loop takes them centrally beside them; its checks name it.\n\n",
 		resProvider, limProvider, capLease, capRefresh)
 }
 

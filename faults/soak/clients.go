@@ -19,12 +19,21 @@ var clientPy []byte
 //go:embed client.mjs
 var clientMjs []byte
 
-// clients keeps a Python client and a TypeScript client running (a
-// fault may kill either, or it may exit after 30 s without a grant)
+// clients keeps a Python client, a TypeScript client and a Go Hold
+// process running (a fault may kill each, or it may exit after 30 s
+// without a grant)
 // until ctx ends; each is skipped, said once, when it cannot run here.
 func (s *soak) clients(ctx context.Context) {
-	done := make(chan struct{}, 2)
-	n := 0
+	done := make(chan struct{}, 3)
+	n := 1
+	go func() {
+		s.clientLoop(ctx, "go hold", "go", func(who string) *exec.Cmd {
+			c := exec.Command(s.self, holdArg, s.work, who)
+			c.Env = s.env("CFG=" + s.cfg)
+			return c
+		})
+		done <- struct{}{}
+	}()
 	if py, err := exec.LookPath("python3"); err != nil {
 		s.skip("Python client", "no python3 on PATH")
 	} else {

@@ -26,7 +26,9 @@ type procFault struct {
 // client's own bridge stopped past the TTL would let its work run on
 // after its lease expired, which is no guarantee governor gives (the
 // holder must renew); a governor run stopped past its TTL is the
-// watchdog's case.
+// watchdog's case. A Go Hold process stopped past its capacity lease
+// stops granting on its clock, but the chunk it was in ends after its
+// share went elsewhere: its stops stay under the lease less a refresh.
 var procFaults = []procFault{
 	{name: "SIGKILL governor run", kinds: []string{"governor run"}, weight: 2},
 	{name: "SIGSTOP governor run (0.5-8 s, past the TTL too)", kinds: []string{"governor run"}, stop: true, minStop: 500 * time.Millisecond, maxStop: 8 * time.Second, weight: 3},
@@ -36,6 +38,8 @@ var procFaults = []procFault{
 	{name: "SIGSTOP bridge (0.3-1.5 s)", kinds: []string{"bridge"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 1500 * time.Millisecond},
 	{name: "SIGKILL client (Python, TypeScript)", kinds: []string{"python", "node"}},
 	{name: "SIGSTOP client (0.3-5 s)", kinds: []string{"python", "node"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 5 * time.Second},
+	{name: "SIGKILL Go Hold process (capacity share)", kinds: []string{"go hold"}},
+	{name: "SIGSTOP Go Hold process (0.3-4 s, under its capacity lease)", kinds: []string{"go hold"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 4 * time.Second},
 	{name: "SIGKILL shell loop (its process group)", kinds: []string{"shell"}, group: true},
 	{name: "SIGSTOP shell loop (0.2-0.8 s)", kinds: []string{"shell"}, group: true, stop: true, minStop: 200 * time.Millisecond, maxStop: 800 * time.Millisecond},
 	{name: "SIGKILL serve", kinds: []string{"serve"}},

@@ -85,8 +85,21 @@ func (s *soak) exitOf(what string, c *exec.Cmd, err error, stderr string) {
 	}
 	if strings.Contains(stderr, "panic:") || strings.Contains(stderr, "fatal error:") || strings.Contains(stderr, "DATA RACE") ||
 		strings.Contains(stderr, "Traceback (most recent call last)") || strings.Contains(stderr, "Unhandled") {
-		s.violate("crash", "%s pid %d exit %d: %s", what, c.Process.Pid, code, tail(stderr))
+		s.violate("crash", "%s pid %d exit %d: %s%s", what, c.Process.Pid, code, panicLine(stderr), tail(stderr))
 	}
+}
+
+// panicLine is stderr's first line saying "panic:" and the next (the
+// top frame), then " | … ", or "" when none: a Go panic's message comes
+// before a stack tail keeps.
+func panicLine(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			return strings.Join(lines[i:min(i+6, len(lines))], " | ") + " | … "
+		}
+	}
+	return ""
 }
 
 func tail(s string) string {

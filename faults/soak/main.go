@@ -3,7 +3,8 @@
 // Command soak runs every way into governor at once against one store
 // (the file backend or a redis-server it starts) for a given duration:
 // `governor run` loops whose commands record their work, shell
-// acquire/renew/release loops, Python and TypeScript clients, admin
+// acquire/renew/release loops, Python and TypeScript clients, a Go
+// process granting from a capacity share (its hold mode), admin
 // actions and a polled `serve`; it injects faults on a random schedule
 // from a seed it prints, checks invariants as it goes and at the end, and
 // writes a report. It exits 1 when an invariant was violated.
@@ -43,6 +44,9 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == workArg {
 		os.Exit(work(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == holdArg {
+		os.Exit(hold(os.Args[2:]))
 	}
 	if code, done := contain(); done {
 		os.Exit(code)

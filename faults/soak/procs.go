@@ -70,6 +70,8 @@ func kindOf(s *soak, cmdline []byte) string {
 	switch {
 	case len(args) > 1 && args[0] == s.self && args[1] == workArg:
 		return "work"
+	case len(args) > 1 && args[0] == s.self && args[1] == holdArg:
+		return "go hold"
 	case (args[0] == s.bin || args[0] == selfExe) && has("--watchdog"):
 		return "watchdog"
 	case args[0] == s.bin && has("bridge"):

@@ -274,6 +274,7 @@ func (s *soak) checkWays() {
 		{"python client's shares of " + resProvider, "python client", resProvider + "-py*.spans", "python client exit"},
 		{"typescript client", "", "*-ts*.spans", "typescript client exit"},
 		{"typescript client's shares of " + resProvider, "typescript client", resProvider + "-ts*.spans", "typescript client exit"},
+		{"Go Hold process's shares of " + resProvider, "", resProvider + "-go*.spans", "go hold exit"},
 	}
 	for _, w := range ways {
 		if w.way == "" {
