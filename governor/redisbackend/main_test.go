@@ -9,7 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// The parallel tests mostly wait on servers and real time: the
-	// conformance runs' nine lanes and the five others, all at once, on
+	// real conformance runs' six lanes and the six others, all at once, on
 	// any number of CPUs.
 	proctest.DefaultParallel(14)
 	os.Exit(m.Run())
