@@ -110,6 +110,10 @@ type Status struct {
 	Used    int // weight held by unexpired holders
 	Holders []Holder
 	Waiters []Waiter
+	// Shares are the live capacity leases (package capacity), by ID:
+	// what each wanted and had in use at its last refresh, and the
+	// weight its holder has (among Holders; 0 while it has none).
+	Shares []capacity.Lease
 	// Queued is the queue's length where Waiters is not listed: an
 	// acquire's reply reports the length only, so that a long queue costs
 	// its waiters nothing (QueueLen gives the length either way).

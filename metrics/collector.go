@@ -78,7 +78,9 @@ type Collector struct {
 	adaptiveLimit, adaptiveMax, coolOff, lastSignal, shadowDenied *prometheus.Desc
 
 	drifted *prometheus.Desc
-	drifts  driftCount
+	// Capacity leases (docs/capacity.md), absent without any.
+	capLeases, capSlots *prometheus.Desc
+	drifts              driftCount
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -171,6 +173,8 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.reclaims = desc("governor_reclaims_total", "Holders removed by someone else: reason expired (lease not renewed in time) or owner_dead (owner process proven dead).", "resource", "reason")
 	c.takeovers = desc("governor_takeovers_total", "Holders replaced by a takeover.", "resource")
 	c.drifted = desc("governor_drift_events_total", "Acquires that asked for another limit or queue policy than the one in force (the first stored wins), counted as the backend records them: one drift event per new disagreement, seen by this serve from the events the backend keeps.", "resource")
+	c.capLeases = desc("governor_capacity_leases", "Live capacity leases of the resource (processes granting locally from a share); absent when none.", "resource")
+	c.capSlots = desc("governor_capacity_slots", "Slots of the resource's capacity leases, summed: wanted (in use plus queued) and in_use as their processes reported at their last refresh, held as the backend counts them (the shares, and calls above a share that shrank); absent when none.", "resource", "of")
 	return c, nil
 }
 
@@ -179,7 +183,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.scrapeError, c.scrapeDuration, c.buildInfo,
 		c.limit, c.inUse, c.mkdirOutside, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
-		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted} {
+		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted,
+		c.capLeases, c.capSlots} {
 		ch <- d
 	}
 }
@@ -384,6 +389,23 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.counter(ch, c.reclaims, float64(k.ReclaimedDead), r, "owner_dead")
 	c.counter(ch, c.takeovers, float64(k.Takeovers), r)
 	c.emitSignals(ch, st)
+	c.emitShares(ch, st)
+}
+
+// emitShares sends the sums of st's capacity leases, if it has any.
+func (c *Collector) emitShares(ch chan<- prometheus.Metric, st governor.Status) {
+	if len(st.Shares) == 0 {
+		return
+	}
+	var want, held, inUse int
+	for _, l := range st.Shares {
+		want, held, inUse = want+l.Want, held+l.Held, inUse+l.InUse
+	}
+	r := st.Key.Resource
+	c.gauge(ch, c.capLeases, float64(len(st.Shares)), r)
+	c.gauge(ch, c.capSlots, float64(want), r, "wanted")
+	c.gauge(ch, c.capSlots, float64(held), r, "held")
+	c.gauge(ch, c.capSlots, float64(inUse), r, "in_use")
 }
 
 // emitSignals sends what rate-limit signals did to st's resource.

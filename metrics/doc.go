@@ -39,6 +39,13 @@
 //	governor_rate_allowed_total{provider}         rate reservations granted
 //	governor_rate_limited_total{provider}         rate reservations denied
 //	governor_rate_remaining{provider,limit}       budget left now; limit: requests, tokens
+//	governor_capacity_leases{resource}            live capacity leases (docs/capacity.md); absent when none
+//	governor_capacity_slots{resource,of}          their slots, summed; of: wanted, held, in_use
+//
+// The capacity series are per resource, not per process (a fleet's
+// processes would each be a series): `governor slots` and the JSON API
+// show each process's share. Grants made locally from a share are not
+// counted by the backend: it sees a share's refreshes, not its grants.
 //
 // The outcomes of governor_acquires_total are disjoint: each acquire that
 // ended is counted once, acquired (granted at once, after waiting, or by

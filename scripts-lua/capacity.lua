@@ -2,8 +2,8 @@
 -- governor.Backend's Acquire with Request.Capacity). A lease's share is
 -- a holder of the resource (H, S) of weight held; its want lives in C.
 -- KEYS: see lib.lua, then 7 C: the capacity hash, lease id -> "want
---       expiry_ms" (one field per live lease; expired ones are dropped
---       here), under the resource's {hash tag}.
+--       expiry_ms in_use" (one field per live lease; expired ones are
+--       dropped here), under the resource's {hash tag}.
 -- ARGV: 1 id, 2 secret, 3 limit asked, 4 lease ttl ms, 5 want, 6 in use,
 --       7 held (what the lease says it holds), 8 the lease's fencing
 --       token (0: none), 9 '1' to release, 10 declaration JSON, 11 how
@@ -87,13 +87,13 @@ end
 in_force(limit, id, m.used == 0 and get('qlen') == 0)
 
 -- The live wants, this one's renewed; the weight each lease holds.
-redis.call('HSET', C, id, string.format('%d %d', want, now + ttl))
+redis.call('HSET', C, id, string.format('%d %d %d', want, now + ttl, inuse))
 if redis.call('PTTL', C) < 2 * ttl then
   redis.call('PEXPIRE', C, 2 * ttl)
 end
 local all, ws, ids, dead = redis.call('HGETALL', C), {}, {}, {}
 for i = 1, #all, 2 do
-  local w, exp = string.match(all[i + 1], '^(%d+) (%d+)$')
+  local w, exp = string.match(all[i + 1], '^(%d+) (%d+)')
   if w and exp + 0 > now then
     ws[#ws + 1] = {all[i], w + 0}
     ids[#ids + 1] = '#' .. all[i]

@@ -1,10 +1,12 @@
 -- status.lua: read a resource without changing it (no settle, no finish).
--- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua).
+-- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua), 8
+-- its capacity hash (capacity.lua).
 -- ARGV: none
 -- Returns {now, meta (flat name, value pairs), live holders (id, record,
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
 -- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
--- absent), {policy in force, policy drift} ('' when none)}.
+-- absent), {policy in force, policy drift} ('' when none), capacity
+-- leases (flat id, "want expiry_ms in_use" pairs, expired ones too)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -38,4 +40,4 @@ for i = 1, #fields do
   admin[i] = admin[i] or ''
 end
 local pol = redis.call('HMGET', S, 'policy', 'pdrift')
-return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin, {pol[1] or '', pol[2] or ''}}
+return {now, meta, live, ws, redis.call('HGETALL', KEYS[7]), admin, {pol[1] or '', pol[2] or ''}, redis.call('HGETALL', KEYS[8])}

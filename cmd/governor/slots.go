@@ -50,12 +50,18 @@ wrapper holds it). A slot.d without a readable pid for longer than 10m is shown
 as STUCK with the command that clears it ('governor takeover NAME --force');
 nothing removes it silently.
 
+A resource whose processes lease shares of its slots (capacity leases,
+docs/capacity.md) lists each share: its lease, the session, host and pid of its
+holder, the slots it wanted and had in use at its last refresh, and the slots it
+holds.
+
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "limit_source", "not_configured", "holders": [...], "waiters": [...], "counters": {...},
 "mkdir_slot": {"path", "state", "pid", "cmd", "since", "outside_governor", "stuck",
 "clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
 "last_signal_at", "policy", "policy_text", "drift_policy",
-"drift_policy_text"}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
+"drift_policy_text", "shares": [{"lease_id", "session", "host", "pid", "wanted",
+"held", "used", "expires_in_seconds"}]}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
 and durations are seconds. "limit_source" is live, adaptive, asked, configured or
 stale: a run:join or provider:NAME the configuration no longer defines, whose
 stored limit is only the one last asked for ("not_configured" says why). A queue policy is shown as the configuration spells

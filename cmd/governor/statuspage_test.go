@@ -81,7 +81,13 @@ func pageServer(t *testing.T, admin statuspage.Admin) *httptest.Server {
 // pageServerWrapped is pageServer with its handler wrapped by wrap.
 func pageServerWrapped(t *testing.T, admin statuspage.Admin, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	a := &app{backend: "file", dir: filepath.Join(t.TempDir(), "state"), configFile: serveConfig(t), env: os.Environ()}
+	return pageServerIn(t, filepath.Join(t.TempDir(), "state"), admin, wrap)
+}
+
+// pageServerIn is pageServerWrapped on the file backend's state in dir.
+func pageServerIn(t *testing.T, dir string, admin statuspage.Admin, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	a := &app{backend: "file", dir: dir, configFile: serveConfig(t), env: os.Environ()}
 	g, err := a.open(context.Background(), openOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,18 @@ type Share struct {
 	Learning time.Time
 }
 
+// Lease is one live capacity lease as a backend's status shows it
+// (governor.Status's Shares).
+type Lease struct {
+	ID string
+	// Want and InUse are what its process reported at its last refresh.
+	Want, InUse int
+	// Held is the weight its holder has (0: none yet).
+	Held int
+	// Expires is when its want ends unless refreshed (backend time).
+	Expires time.Time
+}
+
 // Validate checks an Ask: the error names the bad value and what is
 // allowed.
 func (a Ask) Validate(limit int) error {

@@ -3,6 +3,8 @@ package conformance
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,5 +369,38 @@ func (s *suite) capacityReclaimBeforeOwn(t *testing.T) {
 	st := mustStatus(t, b, key)
 	if sh.Held < 1 || st.Counters.ReclaimedDead != 1 || len(st.Holders) != 1 || st.Holders[0].LeaseID != n.r.ID || st.Holders[0].Weight != sh.Held {
 		t.Fatalf("the asker's refresh that reclaimed the dead share before it: %+v; %+v", sh, st)
+	}
+}
+
+// capacityStatus: the status lists each live capacity lease, by id,
+// with what it wanted and had in use at its last refresh and the weight
+// its holder has (0 for a lease that holds nothing yet); a lease
+// released is gone from it.
+func (s *suite) capacityStatus(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	a, n, z := newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute), newCapLease(key, 4, time.Minute)
+	wantShare(t, "the first lease", a.ask(t, b, 3, 1), 3, 3)
+	wantShare(t, "the second", n.ask(t, b, 2, 0), 1, 1)
+	wantShare(t, "the third, with no room", z.ask(t, b, 1, 0), 0, 0)
+	want := []capacity.Lease{{ID: a.r.ID, Want: 3, InUse: 1, Held: 3}, {ID: n.r.ID, Want: 2, Held: 1}, {ID: z.r.ID, Want: 1}}
+	slices.SortFunc(want, func(x, y capacity.Lease) int { return strings.Compare(x.ID, y.ID) })
+	st := wantUsed(t, b, key, 4)
+	if len(st.Shares) != len(want) {
+		t.Fatalf("shares %+v, want %+v", st.Shares, want)
+	}
+	for i, l := range st.Shares {
+		if !l.Expires.After(st.Now) {
+			t.Fatalf("share %s expires %v, before the status's now %v", l.ID, l.Expires, st.Now)
+		}
+		l.Expires = time.Time{}
+		if l != want[i] {
+			t.Fatalf("shares %+v, want %+v", st.Shares, want)
+		}
+	}
+	if _, err := n.try(t, b, capacity.Ask{Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, b, key); len(st.Shares) != 2 || slices.ContainsFunc(st.Shares, func(l capacity.Lease) bool { return l.ID == n.r.ID }) {
+		t.Fatalf("after a release: shares %+v", st.Shares)
 	}
 }

@@ -244,6 +244,7 @@ var tests = []struct {
 	{"CapacityCrash", (*suite).capacityCrash},
 	{"CapacityDeadOwner", (*suite).capacityDeadOwner},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
+	{"CapacityStatus", (*suite).capacityStatus},
 }
 
 type suite struct{ h Harness }

@@ -2,6 +2,8 @@ package filebackend
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
@@ -32,7 +34,7 @@ func (b *Backend) capacity(t *tx, req governor.Request) (governor.Result, error)
 	if st.Wants == nil {
 		st.Wants = map[string]capWant{}
 	}
-	st.Wants[req.ID] = capWant{Want: a.Want, Expires: t.now.boot + int64(req.TTL)}
+	st.Wants[req.ID] = capWant{Want: a.Want, InUse: a.InUse, Expires: t.now.boot + int64(req.TTL)}
 	t.dirty = true
 	t.reapShares()
 	i = holderIndex(st, req.ID) // the reclaim may have dropped holders before it
@@ -123,4 +125,22 @@ func waiting(parts, held map[string]int, id string) bool {
 		}
 	}
 	return false
+}
+
+// shares lists the live capacity leases for Status, by id, with the
+// weight each holds among the live holders hs.
+func (st *state) shares(hs []holder, now clockNow) []capacity.Lease {
+	var out []capacity.Lease
+	for id, w := range st.Wants {
+		if w.Expires <= now.boot {
+			continue
+		}
+		l := capacity.Lease{ID: id, Want: w.Want, InUse: w.InUse, Expires: now.at(w.Expires)}
+		if i := slices.IndexFunc(hs, func(h holder) bool { return h.ID == id }); i >= 0 {
+			l.Held = hs[i].Weight
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b capacity.Lease) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

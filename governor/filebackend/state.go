@@ -100,6 +100,7 @@ type state struct {
 // capWant is a capacity lease's want, live until Expires (boot clock).
 type capWant struct {
 	Want    int   `json:"want"`
+	InUse   int   `json:"in_use,omitempty"`
 	Expires int64 `json:"expires"`
 }
 
@@ -418,6 +419,9 @@ func (st *state) status(key governor.Key, now clockNow, boot string, maxHolders 
 		if h.Cancel != nil {
 			s.Holders[len(s.Holders)-1].Cancelled = time.Unix(0, h.Cancel.At)
 		}
+	}
+	if maxHolders < 0 {
+		s.Shares = st.shares(hs, now)
 	}
 	for _, w := range st.Waiters {
 		if w.Expires > now.boot && w.bad == "" {

@@ -3,6 +3,8 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -112,4 +114,33 @@ func (b *Backend) refreshCapacity(ctx context.Context, req governor.Request) (go
 		b.register(ctx, req.Key, rk, false)
 	}
 	return res, nil
+}
+
+// shares reads the capacity hash (flat id, "want expiry_ms in_use"
+// pairs) into st's live capacity leases, by id, with the weight each
+// holds among st's holders.
+func (r *reader) shares(v []any, st governor.Status) []capacity.Lease {
+	if len(v)%2 != 0 {
+		r.fail("capacity leases: %d values, not (id, want) pairs", len(v))
+		return nil
+	}
+	var out []capacity.Lease
+	for i := 0; i+1 < len(v) && r.err == nil; i += 2 {
+		id := r.str(v[i], "a capacity lease's id")
+		var want, exp, inUse int64
+		if n, _ := fmt.Sscanf(r.str(v[i+1], "capacity lease "+id), "%d %d %d", &want, &exp, &inUse); n < 2 {
+			r.fail("capacity lease %s: %q, not \"want expiry in_use\"", id, v[i+1])
+			return nil
+		}
+		if !time.UnixMilli(exp).After(st.Now) {
+			continue
+		}
+		l := capacity.Lease{ID: id, Want: int(want), InUse: int(inUse), Expires: time.UnixMilli(exp)}
+		if j := slices.IndexFunc(st.Holders, func(h governor.Holder) bool { return h.LeaseID == id }); j >= 0 {
+			l.Held = st.Holders[j].Weight
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b capacity.Lease) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

@@ -90,6 +90,7 @@ type resourceKeys struct {
 	boxed      []any       // keys, boxed once for runBoxed
 	withStats  []string    // keys, then the stats hash (StatsKey)
 	withCap    []string    // keys, then the capacity hash (CapacityKey)
+	forStatus  []string    // withStats, then the capacity hash
 	registered atomic.Bool // listed in the project index
 	// maxTTL is the longest lease TTL, in ms, this backend has asked
 	// for on the resource: how long grants are held back when it finds
@@ -267,8 +268,10 @@ func (b *Backend) resource(key governor.Key) *resourceKeys {
 		return r.(*resourceKeys)
 	}
 	ks := Keys(key)
-	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: append(ks[:len(ks):len(ks)], StatsKey(key)),
-		withCap: append(ks[:len(ks):len(ks)], CapacityKey(key)), wkey: witnessKey(key.Project, key.Resource)})
+	stats := append(ks[:len(ks):len(ks)], StatsKey(key))
+	r, _ := b.keys.LoadOrStore(key, &resourceKeys{keys: ks, boxed: box(ks), withStats: stats,
+		withCap: append(ks[:len(ks):len(ks)], CapacityKey(key)), forStatus: append(stats[:len(stats):len(stats)], CapacityKey(key)),
+		wkey: witnessKey(key.Project, key.Resource)})
 	return r.(*resourceKeys)
 }
 
@@ -502,7 +505,7 @@ func (b *Backend) Status(ctx context.Context, key governor.Key) (governor.Status
 	if b.closed.Load() {
 		return governor.Status{}, governor.ErrClosed
 	}
-	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).withStats).Slice()
+	v, err := statusScript.Run(ctx, b.rdb, b.resource(key).forStatus).Slice()
 	if err != nil {
 		return governor.Status{}, wrap("status", err)
 	}

@@ -261,7 +261,7 @@ func coolOffEnd(ms int64, now time.Time) time.Time {
 // statusReply reads status.lua's reply.
 func statusReply(key governor.Key, v []any) (governor.Status, error) {
 	r := &reader{op: "status", key: key}
-	if !r.length(v, 7, false) {
+	if !r.length(v, 8, false) {
 		return governor.Status{}, r.err
 	}
 	var paused, live, liveAt, adapt, adaptMax, adaptOK int64
@@ -350,6 +350,7 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 		}
 		st.Policy, st.DriftPolicy = p, r.str(pol[1], "the policy drift")
 	}
+	st.Shares = r.shares(r.list(v[7], "the capacity leases"), st)
 	if r.err != nil {
 		return governor.Status{}, r.err
 	}

@@ -2,6 +2,7 @@ package view
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
@@ -34,11 +35,13 @@ type Resource struct {
 	LiveLimit     *LiveLimit `json:"live_limit,omitempty"`
 	Paused        *Paused    `json:"paused,omitempty"`
 	// ExpectedWait is a newcomer's (weight 1, at the tail).
-	ExpectedWait Estimate       `json:"expected_wait"`
-	Holders      []Holder       `json:"holders"`
-	Waiters      []Waiter       `json:"waiters"`
-	Counters     map[string]int `json:"counters"`
-	MkdirSlot    *MkdirSlot     `json:"mkdir_slot,omitempty"`
+	ExpectedWait Estimate `json:"expected_wait"`
+	Holders      []Holder `json:"holders"`
+	Waiters      []Waiter `json:"waiters"`
+	// Shares are the capacity leases (docs/capacity.md); absent when none.
+	Shares    []Share        `json:"shares,omitempty"`
+	Counters  map[string]int `json:"counters"`
+	MkdirSlot *MkdirSlot     `json:"mkdir_slot,omitempty"`
 	// Under a queue policy: the policy in force (governor.Policy.Encode),
 	// one asked for that differs, and the weight each class holds.
 	Policy      string `json:"policy,omitempty"`
@@ -141,6 +144,35 @@ type Holder struct {
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
+// Share is one process's capacity lease: the slots it wanted and had
+// in use at its last refresh, and the slots it holds (its share, or
+// more while calls above a share that shrank end). Session, host and
+// pid are its holder's, absent while it holds nothing.
+type Share struct {
+	LeaseID          string  `json:"lease_id"`
+	Session          string  `json:"session,omitempty"`
+	Host             string  `json:"host,omitempty"`
+	PID              int     `json:"pid,omitempty"`
+	Wanted           int     `json:"wanted"`
+	Held             int     `json:"held"`
+	Used             int     `json:"used"`
+	ExpiresInSeconds float64 `json:"expires_in_seconds"`
+}
+
+// sharesOf is st's capacity leases, each with its holder's declaration.
+func sharesOf(st governor.Status) []Share {
+	var out []Share
+	for _, l := range st.Shares {
+		s := Share{LeaseID: l.ID, Wanted: l.Want, Held: l.Held, Used: l.InUse, ExpiresInSeconds: secs(l.Expires.Sub(st.Now))}
+		if i := slices.IndexFunc(st.Holders, func(h governor.Holder) bool { return h.LeaseID == l.ID }); i >= 0 {
+			h := st.Holders[i]
+			s.Session, s.Host, s.PID = h.Session, h.Host, h.PID
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 type Waiter struct {
 	Position       int       `json:"position"`
 	ID             string    `json:"id"`
@@ -170,7 +202,7 @@ func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slo
 			MkdirSlot: m, LimitSource: LimitSource(st), ExpectedWait: estimateOf(ExpectedWait(st, 0)),
 			Policy: st.Policy.Encode(), DriftPolicy: st.DriftPolicy,
 			PolicyText: PolicyText(st.Policy), DriftPolicyText: encodedPolicyText(st.DriftPolicy), ClassUse: classUse(st),
-			Adaptive: st.Adaptive}
+			Adaptive: st.Adaptive, Shares: sharesOf(st)}
 		if l := st.LiveLimit; l != nil {
 			r.LiveLimit = &LiveLimit{Limit: l.Limit, By: l.By, SetAt: l.At.UTC()}
 		}

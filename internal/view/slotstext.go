@@ -75,6 +75,7 @@ func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, 
 				}
 			}
 		}
+		writeShares(w, st)
 		if len(st.Waiters) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  WAITER\tSESSION\tHOST\tPROCESSES\tWEIGHT\tWAITING FOR\tEXPECTED WAIT\tCOMMAND"+classKeyHeader(st))
@@ -190,4 +191,19 @@ func AllIdle(sts []governor.Status, locks map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// writeShares writes st's capacity leases, one a line.
+func writeShares(w io.Writer, st governor.Status) {
+	shares := sharesOf(st)
+	if len(shares) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SHARE\tSESSION\tHOST\tPID\tWANTED\tHELD\tUSED\tEXPIRES IN")
+	for _, s := range shares {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", Dash(s.LeaseID), Dash(s.Session), Dash(s.Host), s.PID, s.Wanted, s.Held, s.Used,
+			humantime.Ago(time.Duration(s.ExpiresInSeconds*float64(time.Second))))
+	}
+	tw.Flush()
 }

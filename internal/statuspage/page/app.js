@@ -225,6 +225,10 @@
     c.actions = el("div", { class: "actions" }, c.pause, c.resume, c.limit, c.setLimit, c.clearLimit);
     c.holders = el("tbody");
     c.waiters = el("tbody");
+    c.shares = el("tbody");
+    c.sharesHead = el("h3", { text: "Shares" });
+    c.sharesTable = el("div", { class: "scroll" }, el("table", { class: "shares" },
+      el("thead", {}, row("th", ["Lease", "Session", "Wanted", "Held", "Used", "Expires in", "Host", "PID"])), c.shares));
     c.drift = el("span", { class: "badge drift", hidden: true });
     c.history = svg("svg", { class: "history", viewBox: "0 0 360 48", preserveAspectRatio: "none", role: "img" });
     c.waits = svg("svg", { class: "waits", viewBox: "0 0 180 48", preserveAspectRatio: "none", role: "img" });
@@ -239,6 +243,7 @@
       el("h3", { text: "Holders" }),
       el("div", { class: "scroll" }, el("table", { class: "holders" },
         el("thead", {}, row("th", ["Session", "Since", "Heartbeat", "Expires in", "Token", "Weight", "Host", "PID", "Command"])), c.holders)),
+      c.sharesHead, c.sharesTable,
       el("h3", { text: "Waiters" }),
       el("div", { class: "scroll" }, el("table", { class: "waiters" },
         el("thead", {}, row("th", ["#", "Session", "Expected wait", "Waiting", "Weight", "", "Host", "PID", "Command"])), c.waiters)));
@@ -355,6 +360,14 @@
       return tr;
     }));
     if (!r.holders || r.holders.length === 0) c.holders.append(el("tr", {}, el("td", { class: "empty", colSpan: 9, text: "nobody holds it" })));
+
+    // Capacity leases (docs/capacity.md): each process's share, shown
+    // only where there are any.
+    const shares = r.shares || [];
+    c.sharesHead.hidden = c.sharesTable.hidden = shares.length === 0;
+    c.shares.replaceChildren(...shares.map((sh) => el("tr", { class: "share", "data-lease": sh.lease_id },
+      td(sh.lease_id, "lease"), td(sh.session, "session"), td(sh.wanted, "wanted num"), td(sh.held, "held num"), td(sh.used, "used num"),
+      td(ago(sh.expires_in_seconds), "expires"), td(sh.host, "host"), td(sh.pid || "", "pid"))));
 
     c.waiters.replaceChildren(...(r.waiters || []).map((w) => {
       const cancel = el("td", { class: "cancel" });

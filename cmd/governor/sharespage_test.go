@@ -1,0 +1,63 @@
+//go:build !governor_noserve
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/filebackend"
+)
+
+// sharesOnPage: the status page shows each process's capacity lease
+// (wanted, held, used) on its resource's card, and no shares table
+// where there are none.
+func sharesOnPage(t *testing.T, browser context.Context) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s := pageServerIn(t, dir, nil, func(h http.Handler) http.Handler { return h })
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	key := governor.Key{Project: "servetest", Resource: "gpu"}
+	const secret = "0123456789abcdef0123456789abcdef"
+	id := governor.LeaseIDOf(secret)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ask := func(a capacity.Ask) *capacity.Share {
+		res, err := b.Acquire(ctx, governor.Request{Key: key, ID: id, Secret: secret, Limit: 3, Weight: 1, TTL: time.Minute,
+			Mode: governor.Fail, Declaration: governor.Declaration{Session: "worker-1", Host: "box1"}, Capacity: &a})
+		if err != nil || res.Share == nil {
+			t.Fatalf("capacity lease %+v: %+v, %v", a, res, err)
+		}
+		return res.Share
+	}
+	if sh := ask(capacity.Ask{Want: 2, InUse: 1}); sh.Share != 2 {
+		t.Fatalf("capacity lease: %+v", sh)
+	}
+	p := openPage(t, browser, s.URL+"/", "shares")
+	row := fmt.Sprintf(`%s?.querySelector('tr.share[data-lease=%s]')`, card("gpu"), strconv.Quote(id))
+	p.until("the share on gpu's card", "!!"+row)
+	for what, expr := range map[string]string{
+		"its session": row + `.querySelector("td.session").textContent === "worker-1"`,
+		"wanted 2":    row + `.querySelector("td.wanted").textContent === "2"`,
+		"held 2":      row + `.querySelector("td.held").textContent === "2"`,
+		"used 1":      row + `.querySelector("td.used").textContent === "1"`,
+		"the heading": `[...` + card("gpu") + `.querySelectorAll("h3")].some((h) => h.textContent === "Shares" && !h.hidden)`,
+	} {
+		if !jsIn[bool](p, expr) {
+			t.Errorf("the share's row does not show %s (%s); the page shows:\n%s", what, expr, p.text())
+		}
+	}
+	p.shot("shares")
+	ask(capacity.Ask{Release: true})
+	p.until("no shares once released", `!`+row+` && [...`+card("gpu")+`.querySelectorAll("h3")].every((h) => h.textContent !== "Shares" || h.hidden)`)
+}

@@ -1,0 +1,38 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/metrics"
+)
+
+// A resource's capacity leases are summed: leases, and the slots they
+// want, hold and have in use; a resource without any has no such
+// series.
+func TestMetricsCapacityShares(t *testing.T) {
+	src := &fakeSource{project: "prj", statuses: map[string]governor.Status{
+		"provider:hot": {Key: governor.Key{Project: "prj", Resource: "provider:hot"}, Limit: 8, Used: 5, Now: t0,
+			Holders: []governor.Holder{{LeaseID: "a", Weight: 5, AcquiredAt: t0}},
+			Shares:  []capacity.Lease{{ID: "a", Want: 6, InUse: 4, Held: 5}, {ID: "b", Want: 3}}},
+		"gpu": {Key: governor.Key{Project: "prj", Resource: "gpu"}, Limit: 2, Now: t0},
+	}}
+	const want = `
+# HELP governor_capacity_leases Live capacity leases of the resource (processes granting locally from a share); absent when none.
+# TYPE governor_capacity_leases gauge
+governor_capacity_leases{project="prj",resource="provider:hot"} 2
+# HELP governor_capacity_slots Slots of the resource's capacity leases, summed: wanted (in use plus queued) and in_use as their processes reported at their last refresh, held as the backend counts them (the shares, and calls above a share that shrank); absent when none.
+# TYPE governor_capacity_slots gauge
+governor_capacity_slots{of="held",project="prj",resource="provider:hot"} 5
+governor_capacity_slots{of="in_use",project="prj",resource="provider:hot"} 4
+governor_capacity_slots{of="wanted",project="prj",resource="provider:hot"} 9
+`
+	c := newCollector(t, src, metrics.CollectorOptions{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_capacity_leases", "governor_capacity_slots"); err != nil {
+		t.Fatal(err)
+	}
+}
