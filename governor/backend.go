@@ -322,9 +322,14 @@ type Result struct {
 // Errors other than the sentinels of this package are transport or
 // storage failures; a backend never reports them as busy.
 //
-// Every backend implements all of it (the conformance suite runs each
-// method on each); a few capabilities that only one backend has are
-// optional interfaces beside it: BatchRenewer, LeaseProver.
+// Backend is the required part: slots, their leases, queues, events and
+// admin actions. The rest are optional capabilities a Governor detects,
+// as database/sql detects a driver's: RateBackend (rate limits),
+// BudgetBackend (spend budgets), BatchRenewer (many renewals in one
+// call), LeaseProver (a proof of life beside the declared pids). Without
+// one, what needs it is ErrInvalid naming the capability, and listings
+// of it are empty. Both backends of this module implement them all, and
+// the conformance suite runs each method on each.
 type Backend interface {
 	// Acquire grants req if its weight fits and no waiter is ahead of it.
 	// If req.ID was queued and has since been granted (freed weight was
@@ -452,12 +457,6 @@ type Backend interface {
 	// after it is forgotten. Sequences (NextSeq) and rate limits are
 	// never forgotten. A key without state is not an error.
 	Forget(ctx context.Context, key Key, retention time.Duration) (bool, error)
-
-	// RateBackend: the rate limits, kept apart from the slots (rate.go).
-	RateBackend
-
-	// BudgetBackend: the spend budgets (budget.go).
-	BudgetBackend
 
 	// Close releases the backend's own connections and files. Leases
 	// still held are left to expire.

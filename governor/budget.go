@@ -218,7 +218,7 @@ type BudgetEvent struct {
 	Detail string
 }
 
-// BudgetBackend is the part of the contract (Backend) for spend budgets.
+// BudgetBackend is the optional capability of a backend for spend budgets.
 // All budgets of a project live together, so that one call checks and
 // charges several atomically. Time is the backend's wall clock (the
 // Redis server's TIME, the machine's clock).

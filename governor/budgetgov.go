@@ -240,7 +240,7 @@ func (g *Governor) reserveBudgets(ctx context.Context, spends []BudgetSpend, o B
 // backend's now when it finds them not current.
 func (g *Governor) tryBudgets(ctx context.Context, spends []BudgetSpend, lease, secret string, ttl time.Duration, now time.Time) (BudgetResult, error) {
 	for range 3 {
-		res, err := g.b.BudgetReserve(ctx, g.budgetRequest(spends, lease, secret, ttl, now))
+		res, err := g.budgets.BudgetReserve(ctx, g.budgetRequest(spends, lease, secret, ttl, now))
 		if err != nil || !res.Mismatch {
 			return res, err
 		}
@@ -328,7 +328,7 @@ func (g *Governor) SettleBudgets(ctx context.Context, lease, secret string, actu
 	// happened, and an unsettled estimate would only count in full later.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 	defer cancel()
-	return g.b.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: secret, Actual: actual, By: g.Identity()})
+	return g.budgets.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: secret, Actual: actual, By: g.Identity()})
 }
 
 // Budgets reads the project's budgets (names nil: all) and the
@@ -339,12 +339,12 @@ func (g *Governor) Budgets(ctx context.Context, names []string) ([]BudgetState, 
 			return nil, time.Time{}, err
 		}
 	}
-	return g.b.Budgets(ctx, g.project, names)
+	return g.budgets.Budgets(ctx, g.project, names)
 }
 
 // BudgetEvents lists the project's budget events, oldest first.
 func (g *Governor) BudgetEvents(ctx context.Context) ([]BudgetEvent, error) {
-	return g.b.BudgetEvents(ctx, g.project)
+	return g.budgets.BudgetEvents(ctx, g.project)
 }
 
 // BudgetAdmin applies op to budget name, recorded with this Governor's
@@ -354,5 +354,5 @@ func (g *Governor) BudgetAdmin(ctx context.Context, name string, op BudgetOp, va
 	if err != nil {
 		return err
 	}
-	return g.b.BudgetAdmin(ctx, g.project, name, op, value, actor)
+	return g.budgets.BudgetAdmin(ctx, g.project, name, op, value, actor)
 }

@@ -88,6 +88,8 @@ type Options struct {
 // use; one Governor per process is the intended use.
 type Governor struct {
 	b        Backend
+	rates    RateBackend   // b's, else noRates: an optional capability
+	budgets  BudgetBackend // b's, else noBudgets
 	project  string
 	timing   leasetiming.Timing // resolved, for leases with the Governor's TTL
 	set      leasetiming.Timing // as Options set it, zeros unset: for leases with their own TTL
@@ -135,7 +137,7 @@ func New(b Backend, opts Options) (*Governor, error) {
 	if isNil(b) {
 		return nil, invalid("nil backend %T; pass the backend that filebackend.New or redisbackend.New returned without an error", b)
 	}
-	g := &Governor{b: b, project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
+	g := &Governor{b: b, rates: ratesOf(b), budgets: budgetsOf(b), project: opts.Project, queueTTL: opts.QueueTTL, leases: map[*Lease]struct{}{},
 		log: opts.Log, onDegraded: opts.OnDegraded,
 		set: leasetiming.Timing{TTL: opts.TTL, Heartbeat: opts.Heartbeat, SafetyMargin: opts.SafetyMargin}}
 	g.closing, g.close = context.WithCancel(context.Background())

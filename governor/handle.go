@@ -289,7 +289,7 @@ func (g *Governor) ReleaseHandleSettle(ctx context.Context, h Handle, lease stri
 	rerr := g.releaseOwnWith(ctx, Key{g.project, h.Resource}, h, func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReleaseTimeout)
 		defer cancel()
-		st, serr = g.b.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: h.Secret, Actual: actual, By: g.Identity(),
+		st, serr = g.budgets.BudgetSettle(sctx, SettleRequest{Project: g.project, Lease: lease, Secret: h.Secret, Actual: actual, By: g.Identity(),
 			Release: &h})
 		return st.ReleaseErr
 	})

@@ -35,5 +35,5 @@ func (p *Provider) Learn(ctx context.Context, s Signal) error {
 	if b.ResetRequests > MaxRetryAfter || b.ResetTokens > MaxRetryAfter || b.ResetRequests < 0 || b.ResetTokens < 0 {
 		return invalid("budget resets %v, %v; allowed: up to %v", b.ResetRequests, b.ResetTokens, MaxRetryAfter)
 	}
-	return p.g.b.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Learned: &b})
+	return p.g.rates.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Learned: &b})
 }

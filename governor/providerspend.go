@@ -95,7 +95,7 @@ func (g *Governor) tryRateBudgets(ctx context.Context, req RateRequest, spends [
 	lease, secret := budgetLease(o)
 	breq := g.budgetRequest(spends, lease, secret, o.TTL, time.Now())
 	req.Budget = &breq
-	res, err := g.b.RateReserve(ctx, req)
+	res, err := g.rates.RateReserve(ctx, req)
 	bres := res.Budget
 	var r *BudgetReservation
 	if res.BudgetErr == nil {
@@ -135,7 +135,7 @@ func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, h *He
 		return err
 	}
 	var st BudgetSettlement
-	st, *serr = p.g.b.BudgetSettle(ctx, SettleRequest{Project: p.g.project, Lease: r.Lease, Secret: r.Secret,
+	st, *serr = p.g.budgets.BudgetSettle(ctx, SettleRequest{Project: p.g.project, Lease: r.Lease, Secret: r.Secret,
 		Actual: r.evidence(amounts), By: p.g.Identity(),
 		Adjust: &RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate}})
 	return st.AdjustErr
@@ -156,7 +156,7 @@ func (l *Lease) releaseSettle(r *BudgetReservation, actual []BudgetAmount) (Budg
 	if r.g == l.g {
 		rerr = l.release(func(ctx context.Context, l *Lease) error {
 			sent = true
-			st, serr = l.g.b.BudgetSettle(ctx, SettleRequest{Project: l.key.Project, Lease: r.Lease, Secret: r.Secret,
+			st, serr = l.g.budgets.BudgetSettle(ctx, SettleRequest{Project: l.key.Project, Lease: r.Lease, Secret: r.Secret,
 				Actual: r.evidence(actual), By: l.g.Identity(), Release: &Handle{Resource: l.key.Resource, ID: l.id, Secret: l.secret}})
 			return st.ReleaseErr
 		})

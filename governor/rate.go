@@ -85,7 +85,7 @@ type RateResult struct {
 	BudgetErr error
 }
 
-// RateBackend is the part of the contract (Backend) for rate limits,
+// RateBackend is the optional capability of a backend for rate limits,
 // which live in keys of their own beside the slots. Time is the
 // backend's (the Redis server's, or this machine's monotonic clock).
 type RateBackend interface {
@@ -290,7 +290,7 @@ func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error
 	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
 	}
-	return p.g.b.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate})
+	return p.g.rates.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate})
 }
 
 // tokensToSettle says whether SettleTokens(estimate, used) has a
@@ -348,7 +348,7 @@ func (g *Governor) tryRate(ctx context.Context, req RateRequest) (RateResult, er
 	if req.Key.Project == "" {
 		req.Key.Project = g.project
 	}
-	return g.b.RateReserve(ctx, req)
+	return g.rates.RateReserve(ctx, req)
 }
 
 // RateStatus reads the rate limit of key name (a provider's is
@@ -358,12 +358,12 @@ func (g *Governor) RateStatus(ctx context.Context, name string) (RateStatus, err
 	if err := ValidateResource(name); err != nil {
 		return RateStatus{}, err
 	}
-	return g.b.RateStatus(ctx, Key{g.project, name})
+	return g.rates.RateStatus(ctx, Key{g.project, name})
 }
 
 // Rates lists the project's rate keys that have state.
 func (g *Governor) Rates(ctx context.Context) ([]string, error) {
-	return g.b.Rates(ctx, g.project)
+	return g.rates.Rates(ctx, g.project)
 }
 
 func (g *Governor) waitRate(ctx context.Context, req RateRequest) error {
@@ -386,7 +386,7 @@ func (g *Governor) waitRateAfter(ctx context.Context, req RateRequest, wait time
 			case <-t.C:
 			}
 		}
-		res, err := g.b.RateReserve(ctx, req)
+		res, err := g.rates.RateReserve(ctx, req)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // process asking for the maximum is no drift, a raised limit hands room
 // to the queue at once, and another maximum starts over from it.
 func (s *suite) adaptiveAIMD(t *testing.T) {
-	b := s.h.Open(t)
+	b := s.openFull(t)
 	key := governor.Key{Project: project(), Resource: "provider:aimd"}
 	step := func(signal bool, want int) {
 		t.Helper()
@@ -77,7 +77,7 @@ func (s *suite) adaptiveAIMD(t *testing.T) {
 // adaptiveProvider: Provider.Do halves the fleet's limit on a
 // RateLimited and counts its successes; the last signal is shown.
 func (s *suite) adaptiveProvider(t *testing.T) {
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: project()})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: project()})
 	p := g.Provider("aimd", governor.ProviderLimits{MaxConcurrency: 4, Adaptive: &governor.Adaptive{Min: 1, IncreaseEvery: 2}})
 	res := governor.ProviderResource("aimd")
 	call := func(err error) {
@@ -109,7 +109,7 @@ func (s *suite) adaptiveProvider(t *testing.T) {
 // reservation, a cost it does not cover denied until the reset — and the
 // configured limit still applies where it is stricter.
 func (s *suite) learnedBudget(t *testing.T) {
-	b := s.h.Open(t)
+	b := s.openFull(t)
 	key := governor.Key{Project: project(), Resource: "provider:learned"}
 	reset := 10 * time.Second
 	if s.h.RealTime {
@@ -167,7 +167,7 @@ func (s *suite) learnedBudget(t *testing.T) {
 // counted exactly where the same limits, enforced, deny the same
 // sequence of reservations on another key.
 func (s *suite) shadowRates(t *testing.T) {
-	rb := s.h.Open(t)
+	rb := s.openFull(t)
 	p := project()
 	real := governor.RateRequest{Key: governor.Key{Project: p, Resource: "provider:real"},
 		Requests: governor.RateLimit{Rate: 60, Period: time.Minute, Burst: 3},
@@ -212,7 +212,7 @@ func (s *suite) shadowRates(t *testing.T) {
 	}
 	// Provider.Do with a shadow limit never waits for it: on a store
 	// whose clock stands still, an enforced one would wait forever.
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	sp := g.Provider("shadowdo", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1, Period: time.Hour}, Shadow: true})
 	for i := 0; i < 3; i++ {
 		if err := sp.Do(ctxT(t), 0, func(context.Context) (int64, error) { return 0, nil }); err != nil {

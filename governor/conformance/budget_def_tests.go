@@ -21,7 +21,7 @@ import (
 // starts no earlier than that end. (A caller's limit never changes the
 // state's: budgetDrift.)
 func (s *suite) budgetDefinition(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	length := time.Hour
 	if s.h.RealTime {
 		length = 1500 * time.Millisecond

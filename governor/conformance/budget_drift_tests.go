@@ -15,7 +15,7 @@ import (
 // every settle of the day landed in the carry while the check read a
 // frozen spent (10 of 10 runs of 0.9 admitted on 1 a day).
 func (s *suite) budgetDrift(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	now := budgetNow(t, b, p)
 	start := now.Add(-time.Second)
 	reserve(t, b, p, "a", charge("day", 1_000_000, 900_000, start, time.Hour))

@@ -16,7 +16,8 @@ import (
 // abandoned event) once the lease expires unrenewed. A reservation of
 // the same id made under another secret is not renewed by the lease.
 func (s *suite) budgetRenewedWithLease(t *testing.T) {
-	b, key := s.open(t, "spend")
+	bo, key := s.open(t, "spend")
+	b := asFull(t, bo)
 	p := key.Project
 	// Four steps (two ways, two each) pass the TTL; each step leaves a
 	// renewal most of a TTL to land in, on a loaded machine's real clock
@@ -43,7 +44,7 @@ func (s *suite) budgetRenewedWithLease(t *testing.T) {
 			t.Fatalf("reserve under lease %s: %+v, %v", x.r.ID, res, err)
 		}
 	}
-	elsewhere := s.h.Open(t) // another process: it did not grant the lease
+	elsewhere := s.openFull(t) // another process: it did not grant the lease
 	renewals := []struct {
 		name  string
 		renew func(r governor.Request) error

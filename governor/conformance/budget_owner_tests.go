@@ -15,7 +15,8 @@ import (
 // second Unix user who knew a run's id settled the run's 0.9 at 0 (and
 // then spent 0.9 itself), or at 1000 to exhaust the budget for all.
 func (s *suite) budgetSecret(t *testing.T) {
-	b, key := s.open(t, "provider:owned")
+	bo, key := s.open(t, "provider:owned")
+	b := asFull(t, bo)
 	p := key.Project
 	start := budgetNow(t, b, p).Add(-time.Second)
 	day := charge("day", 1_000_000, 900_000, start, time.Hour)
@@ -61,7 +62,7 @@ func (s *suite) budgetSecret(t *testing.T) {
 	}
 	// Through a Governor: a reservation carries its secret, which its
 	// own settle gives and nothing else knows.
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	res, err := holdSpends(ctxT(t), g, []governor.BudgetSpend{{Budget: governor.SpendBudget{Name: "day", Limit: 1_000_000,
 		Window: governor.BudgetWindow{Per: time.Hour}}, Amount: 100}}, governor.BudgetOptions{Lease: "run-3"})
 	if err != nil || res.Secret == "" || res.SpendKey() != "run-3."+res.Secret {

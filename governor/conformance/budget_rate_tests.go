@@ -15,7 +15,8 @@ import (
 // denied does not stop the budget part, nor a budget refused the rate
 // part; bad budget input reserves no budget and still the rate.
 func (s *suite) budgetRateReserve(t *testing.T) {
-	b, key := s.open(t, "provider:rates")
+	bo, key := s.open(t, "provider:rates")
+	b := asFull(t, bo)
 	p := key.Project
 	start := budgetNow(t, b, p).Add(-time.Second)
 	both := func(lease string, amount int64) (governor.RateResult, error) {
@@ -72,7 +73,7 @@ func (s *suite) budgetRateReserve(t *testing.T) {
 // (Hold settles it at 0); a budget refused runs nothing.
 func (s *suite) budgetDoSpendRates(t *testing.T) {
 	p := project()
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	pr := g.Provider("rates", governor.ProviderLimits{Requests: governor.PerMinute(2)})
 	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	spent := func(what string, spent, reserved int64) {
@@ -116,7 +117,8 @@ func (s *suite) budgetDoSpendRates(t *testing.T) {
 // second call settles nothing and still adjusts; bad settle input
 // settles nothing and still adjusts.
 func (s *suite) budgetRateAdjustSettle(t *testing.T) {
-	b, key := s.open(t, "provider:tokens")
+	bo, key := s.open(t, "provider:tokens")
+	b := asFull(t, bo)
 	p := key.Project
 	tokens := governor.RateLimit{Rate: 100, Period: time.Hour}
 	start := budgetNow(t, b, p).Add(-time.Second)
@@ -162,7 +164,7 @@ func (s *suite) budgetRateAdjustSettle(t *testing.T) {
 // both the cost and the tokens it reports count.
 func (s *suite) budgetDoSpendTokens(t *testing.T) {
 	p := project()
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	tokens := governor.RateLimit{Rate: 1000, Period: time.Hour}
 	pr := g.Provider("tokens", governor.ProviderLimits{Tokens: tokens})
 	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}

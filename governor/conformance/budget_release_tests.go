@@ -16,7 +16,8 @@ import (
 // not held still settles; bad settle input still releases; an actual
 // above the estimate is an overrun.
 func (s *suite) budgetReleaseSettle(t *testing.T) {
-	b, key := s.open(t, "gate")
+	bo, key := s.open(t, "gate")
+	b := asFull(t, bo)
 	p := key.Project
 	start := budgetNow(t, b, p).Add(-time.Second)
 	day := func(amount int64) governor.BudgetCharge { return charge("day", 100, amount, start, time.Hour) }
@@ -75,7 +76,7 @@ func (s *suite) budgetReleaseSettle(t *testing.T) {
 // budget of the reservation that no other amount names; given twice it
 // is bad input.
 func (s *suite) budgetSettleEvery(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	reserve(t, b, p, "e1", charge("day", 100, 30, start, time.Hour), charge("hour", 100, 30, start, time.Hour),
 		charge("team", 100, 30, start, time.Hour))
@@ -102,7 +103,7 @@ func (s *suite) budgetSettleEvery(t *testing.T) {
 // when it cannot tell; a refusal runs nothing and leaves the slot free.
 func (s *suite) budgetDoSpend(t *testing.T) {
 	p := project()
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	pr := g.Provider("spend", governor.ProviderLimits{MaxConcurrency: 1})
 	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	call := func(estimate, actual int64) error {

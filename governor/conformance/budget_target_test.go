@@ -17,11 +17,11 @@ import (
 // budgetStores opens n backends on one file state dir and n on one
 // Redis, as n processes would (each its own backend, its own files or
 // connection).
-func budgetStores(t *testing.T) map[string]func(t *testing.T) governor.Backend {
+func budgetStores(t *testing.T) map[string]func(t *testing.T) full {
 	dir := t.TempDir()
 	server := redistest.Start(t)
-	return map[string]func(t *testing.T) governor.Backend{
-		"file": func(t *testing.T) governor.Backend {
+	return map[string]func(t *testing.T) full{
+		"file": func(t *testing.T) full {
 			b, err := filebackend.New(dir, filebackend.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -29,7 +29,7 @@ func budgetStores(t *testing.T) map[string]func(t *testing.T) governor.Backend {
 			t.Cleanup(func() { _ = b.Close() })
 			return b
 		},
-		"redis": func(t *testing.T) governor.Backend {
+		"redis": func(t *testing.T) full {
 			b := openRedis(t, server.Addr)
 			t.Cleanup(func() { _ = b.Close() })
 			return b
@@ -188,7 +188,7 @@ func BenchmarkBudgets1000(b *testing.B) {
 	defer fb.Close()
 	rb := openRedis(b, server.Addr)
 	defer rb.Close()
-	for name, be := range map[string]governor.Backend{"file": fb, "redis": rb} {
+	for name, be := range map[string]full{"file": fb, "redis": rb} {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			p := fmt.Sprintf("bench-%d", time.Now().UnixNano())

@@ -14,7 +14,7 @@ import (
 )
 
 // budgetNow is the backend's clock, as its budget read reports it.
-func budgetNow(t *testing.T, b governor.Backend, project string) time.Time {
+func budgetNow(t *testing.T, b full, project string) time.Time {
 	t.Helper()
 	_, now, err := b.Budgets(ctxT(t), project, nil)
 	if err != nil {
@@ -32,7 +32,7 @@ func charge(name string, limit, amount int64, start time.Time, length time.Durat
 // secretOf is the secret the suite's reservation lease is made with.
 func secretOf(lease string) string { return "secret-of-" + lease }
 
-func reserve(t *testing.T, b governor.Backend, project, lease string, cs ...governor.BudgetCharge) governor.BudgetResult {
+func reserve(t *testing.T, b full, project, lease string, cs ...governor.BudgetCharge) governor.BudgetResult {
 	t.Helper()
 	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: project, Lease: lease, Secret: secretOf(lease), Charges: cs, By: "conformance"})
 	if err != nil {
@@ -41,7 +41,7 @@ func reserve(t *testing.T, b governor.Backend, project, lease string, cs ...gove
 	return res
 }
 
-func settle(t *testing.T, b governor.Backend, project, lease string, actual ...governor.BudgetAmount) governor.BudgetSettlement {
+func settle(t *testing.T, b full, project, lease string, actual ...governor.BudgetAmount) governor.BudgetSettlement {
 	t.Helper()
 	s, err := b.BudgetSettle(ctxT(t), governor.SettleRequest{Project: project, Lease: lease, Secret: secretOf(lease), Actual: actual, By: "conformance"})
 	if err != nil {
@@ -50,7 +50,7 @@ func settle(t *testing.T, b governor.Backend, project, lease string, actual ...g
 	return s
 }
 
-func budgetState(t *testing.T, b governor.Backend, project, name string) governor.BudgetState {
+func budgetState(t *testing.T, b full, project, name string) governor.BudgetState {
 	t.Helper()
 	sts, _, err := b.Budgets(ctxT(t), project, []string{name})
 	if err != nil || len(sts) != 1 {
@@ -67,7 +67,7 @@ func wantBudget(t *testing.T, what string, st governor.BudgetState, spent, reser
 	}
 }
 
-func budgetEvents(t *testing.T, b governor.Backend, project string) []governor.BudgetEvent {
+func budgetEvents(t *testing.T, b full, project string) []governor.BudgetEvent {
 	t.Helper()
 	evs, err := b.BudgetEvents(ctxT(t), project)
 	if err != nil {
@@ -84,7 +84,7 @@ func hasBudgetEvent(evs []governor.BudgetEvent, budget, kind string) bool {
 // not is refused with the budget's numbers and changes nothing; a settle
 // moves the estimate to the actual, once.
 func (s *suite) budgetReserveSettle(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	now := budgetNow(t, b, p)
 	start := now.Add(-time.Second)
 	if res := reserve(t, b, p, "a", charge("day", 100, 60, start, time.Hour)); !res.Allowed || len(res.States) != 1 {
@@ -129,7 +129,7 @@ func (s *suite) budgetReserveSettle(t *testing.T) {
 
 // budgetAllOrNone: several budgets are charged together or not at all.
 func (s *suite) budgetAllOrNone(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	reserve(t, b, p, "x", charge("hour", 10, 8, start, time.Hour))
 	res := reserve(t, b, p, "y", charge("team", 100, 5, start, 24*time.Hour), charge("hour", 10, 5, start, time.Hour))
@@ -150,7 +150,7 @@ func (s *suite) budgetAllOrNone(t *testing.T) {
 // budgetOverrun: an actual above the estimate is counted in full and
 // recorded.
 func (s *suite) budgetOverrun(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	reserve(t, b, p, "a", governor.BudgetCharge{Name: "day", Limit: 100, Soft: 50, Amount: 30, Start: start, End: start.Add(time.Hour)})
 	got := settle(t, b, p, "a", governor.BudgetAmount{Name: "day", Amount: 70})
@@ -171,7 +171,7 @@ func (s *suite) budgetOverrun(t *testing.T) {
 // budgetAbandoned: a reservation not settled within its TTL is counted
 // as spent at its estimate; its late settle changes nothing.
 func (s *suite) budgetAbandoned(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", Secret: secretOf("dies"), TTL: 200 * time.Millisecond,
 		Charges: []governor.BudgetCharge{charge("day", 100, 30, start, time.Hour)}})
@@ -198,7 +198,7 @@ func (s *suite) budgetAbandoned(t *testing.T) {
 // the end spent, the hold lifted, Start the old End and End zero: the
 // caller knows the next window's length).
 func (s *suite) budgetReadNow(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	now := budgetNow(t, b, p)
 	length := 10 * time.Minute
 	if s.h.RealTime {
@@ -231,7 +231,7 @@ func (s *suite) budgetReadNow(t *testing.T) {
 // window (the clock stepped back) leaves the later one in force; a
 // window that does not hold the backend's now is a mismatch.
 func (s *suite) budgetWindow(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	now := budgetNow(t, b, p)
 	length := 10 * time.Minute // below the reservations' TTL
 	if s.h.RealTime {
@@ -276,7 +276,7 @@ func (s *suite) budgetWindow(t *testing.T) {
 // configured budget nothing used yet), a pause of it holding from the
 // first reservation on.
 func (s *suite) budgetAdmin(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	if err := b.BudgetAdmin(ctxT(t), p, "fresh", governor.BudgetPause, 0, "op"); err != nil {
 		t.Fatalf("pause of a budget without state: %v", err)
@@ -333,7 +333,7 @@ func (s *suite) budgetLoss(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	res := reserve(t, b, p, "a", charge("day", 100, 10, start, time.Hour), charge("hour", 100, 10, start, time.Hour))
 	born := res.States[0].Born
@@ -365,7 +365,7 @@ func (s *suite) budgetLoss(t *testing.T) {
 
 // budgetBadInput: bad requests are ErrInvalid and leave no state.
 func (s *suite) budgetBadInput(t *testing.T) {
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	for name, req := range map[string]governor.BudgetRequest{
 		"no charges":      {Project: p, Lease: "x"},
@@ -399,14 +399,14 @@ func (s *suite) budgetBadInput(t *testing.T) {
 func (s *suite) budgetHammer(t *testing.T) {
 	p := project()
 	const limit, workers, calls = 10_000, 6, 40
-	first := s.h.Open(t)
+	first := s.openFull(t)
 	start := budgetNow(t, first, p).Add(-time.Second)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
 		b := first
 		if w%2 == 1 {
-			b = s.h.Open(t)
+			b = s.openFull(t)
 		}
 		wg.Add(1)
 		go func() {
@@ -456,8 +456,8 @@ func (s *suite) budgetHammer(t *testing.T) {
 // settle of the same lease changes nothing.
 func (s *suite) budgetGovernor(t *testing.T) {
 	p := project()
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
-	g2 := newGovernor(t, s.h.Open(t), governor.Options{Project: p})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: p})
+	g2 := newGovernor(t, s.openFull(t), governor.Options{Project: p})
 	day := governor.SpendBudget{Name: "day", Limit: 100, Window: governor.BudgetWindow{Per: 24 * time.Hour}}
 	first, err := holdSpends(ctxT(t), g, []governor.BudgetSpend{{Budget: day, Amount: 80}}, governor.BudgetOptions{})
 	if err != nil {

@@ -77,7 +77,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	second.New = false
 	mustAcquire(t, b, second, governor.Queued) // nothing handed on
 	rr := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 1000, Period: time.Second}, NRequests: 1}
-	res, err := b.RateReserve(ctxT(t), rr)
+	res, err := asFull(t, b).RateReserve(ctxT(t), rr)
 	if err != nil || res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > d || !near(res.CoolOff, end, d) {
 		t.Fatalf("rate reservation during a cool-off: %+v, %v; want denied for at most %v, CoolOff %v", res, err, d, end)
 	}
@@ -108,7 +108,7 @@ func (s *suite) coolOffHoldsBack(t *testing.T) {
 	if st := mustStatus(t, b, key); !st.CoolOff.IsZero() {
 		t.Fatalf("Status.CoolOff = %v after its end", st.CoolOff)
 	}
-	if res, err := b.RateReserve(ctxT(t), rr); err != nil || !res.Allowed {
+	if res, err := asFull(t, b).RateReserve(ctxT(t), rr); err != nil || !res.Allowed {
 		t.Fatalf("rate reservation after the cool-off: %+v, %v", res, err)
 	}
 }

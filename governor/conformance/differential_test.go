@@ -128,7 +128,7 @@ func differential(t *testing.T, policy *governor.Policy, clocked bool) {
 		var runs []*diffRun
 		for _, st := range stores {
 			b := st.open(t)
-			run := &diffRun{store: st.name, b: b, project: project, tokens: map[string]int64{}, last: map[string]int64{}, policy: policy,
+			run := &diffRun{store: st.name, b: asFull(t, b), project: project, tokens: map[string]int64{}, last: map[string]int64{}, policy: policy,
 				advance: st.advance}
 			for _, op := range ops {
 				run.do(op)
@@ -163,7 +163,7 @@ func before(ops []diffOp, res string) []string {
 	return out
 }
 
-func openRedis(t testing.TB, addr string) governor.Backend {
+func openRedis(t testing.TB, addr string) full {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	b, err := redisbackend.New(context.Background(), rdb, redisbackend.OwnClient())
@@ -382,7 +382,7 @@ func diffOps(rng *rand.Rand, n int, policy, clocked bool) []diffOp {
 // in a form that is the same on every store that behaves alike.
 type diffRun struct {
 	store   string
-	b       governor.Backend
+	b       full
 	project string
 	// tokens: each granted lease's token on this store; last: the
 	// highest token given per resource.

@@ -15,7 +15,7 @@ import (
 // rateBurstAndRetry: a burst passes at once, the next is denied with a
 // retry-after, and passes after it; denials are counted.
 func (s *suite) rateBurstAndRetry(t *testing.T) {
-	rb := s.h.Open(t)
+	rb := s.openFull(t)
 	key := governor.Key{Project: project(), Resource: "provider:anthropic"}
 	r := governor.RateRequest{Key: key, Requests: governor.RateLimit{Rate: 60, Period: time.Minute, Burst: 5}, NRequests: 1}
 	for i := 0; i < 5; i++ {
@@ -45,7 +45,7 @@ func (s *suite) rateBurstAndRetry(t *testing.T) {
 // rateTokensReserveSettle: tokens are reserved, refunded by settle, and a
 // denial on tokens charges no request either.
 func (s *suite) rateTokensReserveSettle(t *testing.T) {
-	rb := s.h.Open(t)
+	rb := s.openFull(t)
 	key := governor.Key{Project: project(), Resource: "provider:openai"}
 	// Per day, the longest period: a store on real time refills a token
 	// in 86 s, not in 60 ms (per minute), so the counts below hold
@@ -82,7 +82,7 @@ func (s *suite) rateTokensReserveSettle(t *testing.T) {
 // rateWindowBound: callers hammering a limit for a long stretch of the
 // store's clock never get more than rate + burst in any one period.
 func (s *suite) rateWindowBound(t *testing.T) {
-	b := s.h.Open(t)
+	b := s.openFull(t)
 	key := governor.Key{Project: project(), Resource: "provider:x"}
 	period, span, step := time.Minute, time.Hour, 700*time.Millisecond
 	if s.h.RealTime {
@@ -135,7 +135,7 @@ func (s *suite) rateWindowBound(t *testing.T) {
 // and a low request rate: never more than 2 in flight, never more than
 // rate + burst calls in one period, and every call completes.
 func (s *suite) providerGate(t *testing.T) {
-	g := newGovernor(t, s.h.Open(t), governor.Options{Project: project()})
+	g := newGovernor(t, s.openFull(t), governor.Options{Project: project()})
 	period, tick := time.Second, 100*time.Millisecond
 	rpm := governor.RateLimit{Rate: 10, Period: period, Burst: 5}
 	p := g.Provider("anthropic", governor.ProviderLimits{MaxConcurrency: 2, Requests: rpm,
@@ -213,8 +213,8 @@ func (s *suite) providerGate(t *testing.T) {
 // even when no slots of that name were ever taken (a rate-only
 // provider).
 func (s *suite) rateStatus(t *testing.T) {
-	rb := s.h.Open(t)
-	b := s.h.Open(t)
+	rb := s.openFull(t)
+	b := s.openFull(t)
 	p := project()
 	key := governor.Key{Project: p, Resource: "provider:only-rates"}
 	rs, err := rb.RateStatus(ctxT(t), key)

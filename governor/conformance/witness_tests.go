@@ -46,7 +46,8 @@ func (s *suite) lostDataNewProcess(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b, key := s.open(t, "heavy")
+	bo, key := s.open(t, "heavy")
+	b := asFull(t, bo)
 	a := newShort(key, 1)
 	ra := mustAcquire(t, b, a, governor.Granted)
 	s.h.Lose(t)
@@ -72,7 +73,8 @@ func (s *suite) lostDataIdleMachine(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b, key := s.open(t, "heavy")
+	bo, key := s.open(t, "heavy")
+	b := asFull(t, bo)
 	a := newShort(key, 2)
 	mustAcquire(t, b, a, governor.Granted)
 	release(t, b, key, a.ID)
@@ -89,7 +91,8 @@ func (s *suite) lostDataIdleMachine(t *testing.T) {
 // process used it did not lose its data: a new process of that machine
 // is granted at once, and no quarantine is recorded.
 func (s *suite) forgetNotLoss(t *testing.T) {
-	b, key := s.open(t, "forgotten")
+	bo, key := s.open(t, "forgotten")
+	b := asFull(t, bo)
 	a := newShort(key, 1)
 	mustAcquire(t, b, a, governor.Granted)
 	release(t, b, key, a.ID)
@@ -138,16 +141,16 @@ func (s *suite) budgetLossNewProcess(t *testing.T) {
 	if s.h.Lose == nil {
 		t.Skip("this store cannot lose its data")
 	}
-	b, p := s.h.Open(t), project()
+	b, p := s.openFull(t), project()
 	start := budgetNow(t, b, p).Add(-time.Second)
 	reserve(t, b, p, "a", charge("day", 100, 10, start, time.Hour))
 	reserve(t, b, p, "x", charge("hour", 100, 10, start, time.Hour))
 	s.h.Lose(t)
 	s.h.Advance(t, 5*time.Millisecond)
-	if res := reserve(t, s.h.Open(t), p, "b", charge("day", 100, 10, start, time.Hour)); res.Allowed || res.Reason != "held" {
+	if res := reserve(t, s.openFull(t), p, "b", charge("day", 100, 10, start, time.Hour)); res.Allowed || res.Reason != "held" {
 		t.Fatalf("a new process's reservation after the loss: %+v; want held", res)
 	}
-	if got := settle(t, s.h.Open(t), p, "x", governor.BudgetAmount{Amount: 7}); got.Settled {
+	if got := settle(t, s.openFull(t), p, "x", governor.BudgetAmount{Amount: 7}); got.Settled {
 		t.Fatalf("a new process's settle of a lost reservation: %+v", got)
 	}
 	if st := budgetState(t, b, p, "hour"); st.Held == "" {
@@ -156,7 +159,7 @@ func (s *suite) budgetLossNewProcess(t *testing.T) {
 	if err := b.BudgetAdmin(ctxT(t), p, "day", governor.BudgetConfirm, 0, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	if res := reserve(t, s.h.Open(t), p, "c", charge("day", 100, 10, start, time.Hour)); !res.Allowed {
+	if res := reserve(t, s.openFull(t), p, "c", charge("day", 100, 10, start, time.Hour)); !res.Allowed {
 		t.Fatalf("after the operator confirmed: %+v", res)
 	}
 }

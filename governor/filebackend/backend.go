@@ -86,7 +86,14 @@ type leaseRef struct {
 	id  string
 }
 
-var _ governor.Backend = (*Backend)(nil)
+// Backend implements the contract and its optional rates and budgets
+// (the conformance cases of a capability skip on a backend without it,
+// so a signature that drifted must not compile).
+var (
+	_ governor.Backend       = (*Backend)(nil)
+	_ governor.RateBackend   = (*Backend)(nil)
+	_ governor.BudgetBackend = (*Backend)(nil)
+)
 
 // New opens the state dir dir ("" means DefaultDir()), creating it with
 // mode 0700 if it does not exist. It fails, creating nothing more, when

@@ -136,7 +136,14 @@ type declCache struct {
 	json any
 }
 
-var _ governor.Backend = (*Backend)(nil)
+// Backend implements the contract and its optional rates and budgets
+// (the conformance cases of a capability skip on a backend without it,
+// so a signature that drifted must not compile).
+var (
+	_ governor.Backend       = (*Backend)(nil)
+	_ governor.RateBackend   = (*Backend)(nil)
+	_ governor.BudgetBackend = (*Backend)(nil)
+)
 
 // An Option configures New.
 type Option func(*Backend)
