@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,10 +50,17 @@ func TestRunStoppedInStateWriteKilledByWatchdog(t *testing.T) {
 	c.Env = append(c.Env, "GOVERNOR_FAULT_STOP_IN_WRITE="+trigger)
 	var errs proctest.SyncBuffer
 	c.Stderr = &errs
+	// The watchdog shares governor's stderr: once governor has exited,
+	// Wait does not also wait for the watchdog to close it.
+	c.WaitDelay = 10 * time.Second
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	// Waited for in the background, so that a governor its watchdog left
+	// alive fails the test with what it said, not the package's timeout.
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	t.Cleanup(func() { _ = c.Process.Kill() })
 	eventually(t, 30*time.Second, "the command did not start", func() bool { _, err := os.Stat(pidFile); return err == nil })
 
 	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
@@ -67,7 +75,13 @@ func TestRunStoppedInStateWriteKilledByWatchdog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("the next run beside a governor stopped inside a state write: exit %d, want 0: %s", code, nextErrs)
 	}
-	err := c.Wait()
+	var err error
+	select {
+	case err = <-waited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("governor stopped inside a state write still lives 2 minutes after the next run was granted: its watchdog did not kill it (state %q): %s",
+			procState(c.Process.Pid), errs.String())
+	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("governor stopped inside a state write: %v, want killed (SIGKILL) by its watchdog: %s", err, errs.String())
@@ -78,4 +92,17 @@ func TestRunStoppedInStateWriteKilledByWatchdog(t *testing.T) {
 	if left := proctest.Marked(marker); len(left) > 0 {
 		t.Errorf("processes of the stopped run's command left: %v", left)
 	}
+}
+
+// procState is pid's state letter and the lock it waits on, as /proc
+// tells them, for a failure's message ("" where /proc cannot say).
+func procState(pid int) string {
+	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	wchan, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "wchan"))
+	_, after, _ := strings.Cut(string(st), ") ")
+	state, _, _ := strings.Cut(after, " ")
+	return state + " " + string(wchan)
 }

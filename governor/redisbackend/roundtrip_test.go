@@ -52,10 +52,29 @@ var observeSHA = func() string {
 	return hex.EncodeToString(h[:])
 }()
 
+// dialSetup reports whether cmd is go-redis's setup of a connection it
+// just dialed (HELLO, CLIENT SETINFO): the pool's, not a call's round
+// trip. A waiter's Governor dials one when its connections are busy
+// (the notification's and the acquire's), which the hand-off's count
+// once took for a third round trip ("client+client").
+func dialSetup(cmd redis.Cmder) bool {
+	switch a := cmd.Args(); {
+	case cmd.Name() == "hello":
+		return true
+	case cmd.Name() == "client" && len(a) > 1:
+		sub, _ := a[1].(string)
+		return strings.EqualFold(sub, "setinfo")
+	}
+	return false
+}
+
 func (c *trips) add(cmds ...redis.Cmder) {
 	var names []string
 	for _, cmd := range cmds {
 		if a := cmd.Args(); len(a) > 1 && a[1] == observeSHA {
+			continue
+		}
+		if dialSetup(cmd) {
 			continue
 		}
 		names = append(names, cmd.Name())
