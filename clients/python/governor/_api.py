@@ -150,8 +150,19 @@ class _Slot:
             from ._record import Record
             self.record = Record(self.record_path, self.gov, self.resources)
 
+    def _not_held(self) -> None:
+        """A slot object holds one lease at a time: entered again while it
+        holds one (two threads or tasks sharing it), it would lose the
+        first lease's handle and release the wrong one. Refused; each
+        ``gov.slot(...)`` call (and each call of a ``governed`` function)
+        is a slot of its own."""
+        if self.lease is not None and not self.lease.released:
+            raise RuntimeError("slot %s already holds lease %s: one slot object holds one lease at a time; "
+                               "call gov.slot(...) again for another" % (",".join(self.resources), self.lease.id))
+
     # sync
     def __enter__(self) -> Lease:
+        self._not_held()
         self._start_record()  # a record= it cannot append to is refused here, nothing asked for yet
         try:
             self.lease = self.gov._acquire(self.args)
@@ -229,6 +240,7 @@ class _Slot:
     # async
     async def __aenter__(self) -> Lease:
         import asyncio
+        self._not_held()
         self._start_record()
         try:
             self.lease = await self.gov._aacquire(self.args)

@@ -260,6 +260,30 @@ class ClientTests(support.FileCase):
         self.assertEqual(f(1), 2)
         self.assertEqual(asyncio.run(af(1)), 3)
 
+    def test_slot_object_holds_one_lease(self) -> None:
+        # A slot object shared by two threads or tasks would keep only the
+        # second lease and release it twice: entering it again is refused,
+        # and the first lease stays the one it releases.
+        g = self.gov()
+        s = g.slot("one", limit=2)
+        with s as first:
+            with self.assertRaises(RuntimeError) as cm:
+                s.__enter__()
+            self.assertIn(first.id, str(cm.exception))
+
+            async def again() -> None:
+                async with s:
+                    pass
+            with self.assertRaises(RuntimeError):
+                asyncio.run(again())
+            (r,) = g.slots("one")
+            self.assertEqual(r.used, 1)
+        self.assertTrue(first.released)
+        (r,) = g.slots("one")
+        self.assertEqual(r.used, 0)
+        with s as second:  # released: the object may hold a lease again
+            self.assertNotEqual(second.id, first.id)
+
     def test_slots_dataclasses(self) -> None:
         g = self.gov()
         with g.slot("sl", limit=2, weight=2) as lease:
