@@ -94,15 +94,13 @@ func TestRunStoppedInStateWriteKilledByWatchdog(t *testing.T) {
 	}
 }
 
-// procState is pid's state letter and the lock it waits on, as /proc
-// tells them, for a failure's message ("" where /proc cannot say).
+// procState is pid's state letter (proc.Stat) and the kernel function
+// it sleeps in, for a failure's message ("" where they cannot be read).
 func procState(pid int) string {
-	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	info, err := proc.Stat(pid)
 	if err != nil {
 		return ""
 	}
 	wchan, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "wchan"))
-	_, after, _ := strings.Cut(string(st), ") ")
-	state, _, _ := strings.Cut(after, " ")
-	return state + " " + string(wchan)
+	return string(info.State) + " " + string(wchan)
 }
