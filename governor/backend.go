@@ -185,6 +185,10 @@ type Counters struct {
 	ReclaimedExpiry int64 // holders removed because their lease expired
 	ReclaimedDead   int64 // holders removed because their owner was proven dead
 	Takeovers       int64 // holders replaced by a takeover
+	// LocalGrants are the slots granted locally from capacity leases'
+	// shares, as their refreshes report them (capacity.Ask's Granted,
+	// counted by capacity.Ask.Tally): no acquire of the backend's.
+	LocalGrants int64
 }
 
 // Event is something that happened to a lease that its holder did not

@@ -13,26 +13,42 @@ import (
 
 // A resource's capacity leases are summed: leases, and the slots they
 // want, hold and have in use; a resource without any has no such
-// series.
+// series. The slots granted locally from its shares are a counter, sent
+// while it has leases or once it had grants.
 func TestMetricsCapacityShares(t *testing.T) {
 	src := &fakeSource{project: "prj", statuses: map[string]governor.Status{
 		"provider:hot": {Key: governor.Key{Project: "prj", Resource: "provider:hot"}, Limit: 8, Used: 5, Now: t0,
-			Holders: []governor.Holder{{LeaseID: "a", Weight: 5, AcquiredAt: t0}},
-			Shares:  []capacity.Lease{{ID: "a", Want: 6, InUse: 4, Held: 5}, {ID: "b", Want: 3}}},
+			Holders:  []governor.Holder{{LeaseID: "a", Weight: 5, AcquiredAt: t0}},
+			Shares:   []capacity.Lease{{ID: "a", Want: 6, InUse: 4, Held: 5}, {ID: "b", Want: 3}},
+			Counters: governor.Counters{Acquired: 2, LocalGrants: 1234}},
+		"provider:new": {Key: governor.Key{Project: "prj", Resource: "provider:new"}, Limit: 2, Now: t0,
+			Shares: []capacity.Lease{{ID: "c", Want: 1}}},
+		"provider:was": {Key: governor.Key{Project: "prj", Resource: "provider:was"}, Limit: 2, Now: t0,
+			Counters: governor.Counters{Acquired: 1, Released: 1, LocalGrants: 7}},
 		"gpu": {Key: governor.Key{Project: "prj", Resource: "gpu"}, Limit: 2, Now: t0},
 	}}
 	const want = `
 # HELP governor_capacity_leases Live capacity leases of the resource (processes granting locally from a share); absent when none.
 # TYPE governor_capacity_leases gauge
 governor_capacity_leases{project="prj",resource="provider:hot"} 2
+governor_capacity_leases{project="prj",resource="provider:new"} 1
+# HELP governor_capacity_local_grants_total Slots granted locally from the resource's capacity shares, with no acquire of the backend's (not in governor_acquires_total), as each process's refreshes report them; absent when none were and no capacity lease is live.
+# TYPE governor_capacity_local_grants_total counter
+governor_capacity_local_grants_total{project="prj",resource="provider:hot"} 1234
+governor_capacity_local_grants_total{project="prj",resource="provider:new"} 0
+governor_capacity_local_grants_total{project="prj",resource="provider:was"} 7
 # HELP governor_capacity_slots Slots of the resource's capacity leases, summed: wanted (in use plus queued) and in_use as their processes reported at their last refresh, held as the backend counts them (the shares, and calls above a share that shrank); absent when none.
 # TYPE governor_capacity_slots gauge
 governor_capacity_slots{of="held",project="prj",resource="provider:hot"} 5
 governor_capacity_slots{of="in_use",project="prj",resource="provider:hot"} 4
 governor_capacity_slots{of="wanted",project="prj",resource="provider:hot"} 9
+governor_capacity_slots{of="held",project="prj",resource="provider:new"} 0
+governor_capacity_slots{of="in_use",project="prj",resource="provider:new"} 0
+governor_capacity_slots{of="wanted",project="prj",resource="provider:new"} 1
 `
 	c := newCollector(t, src, metrics.CollectorOptions{})
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_capacity_leases", "governor_capacity_slots"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_capacity_leases", "governor_capacity_slots",
+		"governor_capacity_local_grants_total"); err != nil {
 		t.Fatal(err)
 	}
 }

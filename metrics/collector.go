@@ -79,8 +79,8 @@ type Collector struct {
 
 	drifted *prometheus.Desc
 	// Capacity leases (docs/capacity.md), absent without any.
-	capLeases, capSlots *prometheus.Desc
-	drifts              driftCount
+	capLeases, capSlots, capGrants *prometheus.Desc
+	drifts                         driftCount
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -175,6 +175,7 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.drifted = desc("governor_drift_events_total", "Acquires that asked for another limit or queue policy than the one in force (the first stored wins), counted as the backend records them: one drift event per new disagreement, seen by this serve from the events the backend keeps.", "resource")
 	c.capLeases = desc("governor_capacity_leases", "Live capacity leases of the resource (processes granting locally from a share); absent when none.", "resource")
 	c.capSlots = desc("governor_capacity_slots", "Slots of the resource's capacity leases, summed: wanted (in use plus queued) and in_use as their processes reported at their last refresh, held as the backend counts them (the shares, and calls above a share that shrank); absent when none.", "resource", "of")
+	c.capGrants = desc("governor_capacity_local_grants_total", "Slots granted locally from the resource's capacity shares, with no acquire of the backend's (not in governor_acquires_total), as each process's refreshes report them; absent when none were and no capacity lease is live.", "resource")
 	return c, nil
 }
 
@@ -184,7 +185,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.limit, c.inUse, c.mkdirOutside, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
 		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted,
-		c.capLeases, c.capSlots} {
+		c.capLeases, c.capSlots, c.capGrants} {
 		ch <- d
 	}
 }
@@ -392,8 +393,12 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {
 	c.emitShares(ch, st)
 }
 
-// emitShares sends the sums of st's capacity leases, if it has any.
+// emitShares sends the sums of st's capacity leases, if it has any, and
+// their local grants, if it has any or had some.
 func (c *Collector) emitShares(ch chan<- prometheus.Metric, st governor.Status) {
+	if len(st.Shares) > 0 || st.Counters.LocalGrants > 0 {
+		c.counter(ch, c.capGrants, float64(st.Counters.LocalGrants), st.Key.Resource)
+	}
 	if len(st.Shares) == 0 {
 		return
 	}

@@ -41,11 +41,19 @@
 //	governor_rate_remaining{provider,limit}       budget left now; limit: requests, tokens
 //	governor_capacity_leases{resource}            live capacity leases (docs/capacity.md); absent when none
 //	governor_capacity_slots{resource,of}          their slots, summed; of: wanted, held, in_use
+//	governor_capacity_local_grants_total{resource}  slots granted locally from the shares
 //
 // The capacity series are per resource, not per process (a fleet's
 // processes would each be a series): `governor slots` and the JSON API
-// show each process's share. Grants made locally from a share are not
-// counted by the backend: it sees a share's refreshes, not its grants.
+// show each process's share. Grants made locally from a share are
+// counted in governor_capacity_local_grants_total, apart from
+// governor_acquires_total, which counts the grants the backend made (a
+// share counts there once, when first held) and keeps its relation to
+// the releases and the wait and hold histograms. Each process reports
+// its running count of local grants at each refresh and at its release,
+// and the backend adds what it had not counted, so a refresh retried or
+// late counts nothing twice; the grants of a lease's last interval go
+// uncounted if it expired unrefreshed or the backend lost its state.
 //
 // The outcomes of governor_acquires_total are disjoint: each acquire that
 // ended is counted once, acquired (granted at once, after waiting, or by

@@ -2,12 +2,13 @@
 -- governor.Backend's Acquire with Request.Capacity). A lease's share is
 -- a holder of the resource (H, S) of weight held; its want lives in C.
 -- KEYS: see lib.lua, then 7 C: the capacity hash, lease id -> "want
---       expiry_ms in_use" (one field per live lease; expired ones are
---       dropped here), under the resource's {hash tag}.
+--       expiry_ms in_use granted" (one field per live lease; expired ones
+--       are dropped here), under the resource's {hash tag}.
 -- ARGV: 1 id, 2 secret, 3 limit asked, 4 lease ttl ms, 5 want, 6 in use,
 --       7 held (what the lease says it holds), 8 the lease's fencing
 --       token (0: none), 9 '1' to release, 10 declaration JSON, 11 how
---       long to hold grants back on detecting lost data, ms (0: never)
+--       long to hold grants back on detecting lost data, ms (0: never),
+--       12 the lease's count of local grants (capacity.Ask's Granted)
 -- Returns {1, share, held, entitled, waiting (0|1), token (0: no holder),
 -- expiry ms, limit in force, end of the quarantine ms (0: none), inc};
 -- {-2} when the secret does not prove id (nothing changed); {-6, policy}
@@ -44,13 +45,30 @@ local function fair_share(cap, ws)
   return out
 end
 
+-- tally is capacity.Ask.Tally (Go): it adds to the resource's count the
+-- local grants the lease's kept count lacks (an expired want keeps
+-- none), and returns the count to keep.
+local function tally()
+  local granted = ARGV[12] + 0
+  local exp, last = string.match(redis.call('HGET', C, id) or '', '^%d+ (%d+) %d+ (%d+)$')
+  if not last or exp + 0 <= now then
+    return granted
+  end
+  if granted > last + 0 then
+    add('local_grants', granted - last)
+  end
+  return math.max(granted, last + 0)
+end
+
 local fresh = m.limit == 0
 if ARGV[9] == '1' then
-  redis.call('HDEL', C, id)
   if fresh then
+    redis.call('HDEL', C, id)
     return {1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
   end
   settle()
+  tally()
+  redis.call('HDEL', C, id)
   local r = record(id)
   if r then
     slow()
@@ -87,7 +105,7 @@ end
 in_force(limit, id, m.used == 0 and get('qlen') == 0)
 
 -- The live wants, this one's renewed; the weight each lease holds.
-redis.call('HSET', C, id, string.format('%d %d %d', want, now + ttl, inuse))
+redis.call('HSET', C, id, string.format('%d %d %d %d', want, now + ttl, inuse, tally()))
 if redis.call('PTTL', C) < 2 * ttl then
   redis.call('PEXPIRE', C, 2 * ttl)
 end

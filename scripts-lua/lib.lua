@@ -19,7 +19,7 @@
 -- token), drift, seq (last enqueue sequence), qlen (= ZCARD Q), minexp
 -- (no holder in H expires before it), and the counters acquired,
 -- released, busy, waited, reclaimed_expiry, reclaimed_dead, lost,
--- takeovers; inc, the state's incarnation: FLOOR (head.lua) when it was
+-- takeovers, local_grants (capacity.lua); inc, the state's incarnation: FLOOR (head.lua) when it was
 -- born (the first acquire or live limit on a resource without state), so
 -- that a lease whose token, or a waiter whose queued time, predates it
 -- outlived the state it was granted or queued in (quarantine()), as does

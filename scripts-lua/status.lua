@@ -6,7 +6,8 @@
 -- expiry flat), live waiters (id, record flat), stats (flat field, value
 -- pairs), {paused_by, live_by, holdn, hold:0 .. hold:49} ('' when
 -- absent), {policy in force, policy drift} ('' when none), capacity
--- leases (flat id, "want expiry_ms in_use" pairs, expired ones too)}.
+-- leases (flat id, "want expiry_ms in_use granted" pairs, expired ones
+-- too)}.
 local live = {}
 local ids = redis.call('ZRANGEBYSCORE', H, string.format('(%d', now), '+inf', 'WITHSCORES')
 for i = 1, #ids, 2 do
@@ -23,7 +24,7 @@ for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
 end
 local names = {'limit', 'drift', 'acquired', 'busy', 'waited', 'released', 'lost',
   'reclaimed_expiry', 'reclaimed_dead', 'takeovers', 'paused', 'live', 'live_at', 'cooloff', 'quarantine',
-  'adapt', 'adapt_max', 'adapt_ok', 'signal_at'}
+  'adapt', 'adapt_max', 'adapt_ok', 'signal_at', 'local_grants'}
 local meta = {}
 for i, v in ipairs(redis.call('HMGET', S, unpack(names))) do
   if v then

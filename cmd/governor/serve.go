@@ -125,7 +125,11 @@ governor_rate_limited_total, governor_shadow_denied_total (counters by provider)
 governor_rate_remaining{provider,limit=requests|tokens} (gauge);
 governor_cooloff_seconds (seconds left of a cool-off after a rate-limit signal),
 governor_last_signal_timestamp_seconds, and for adaptive providers
-governor_adaptive_limit and governor_adaptive_limit_max (gauges by resource). When the
+governor_adaptive_limit and governor_adaptive_limit_max (gauges by resource);
+for resources with capacity leases (docs/capacity.md), governor_capacity_leases
+and governor_capacity_slots{of=wanted|held|in_use} (gauges by resource) and
+governor_capacity_local_grants_total (slots granted locally from the shares,
+not in governor_acquires_total: counter by resource). When the
 backend does not answer within --timeout a scrape still succeeds, with
 governor_up 0; a series that could not be read is left out of that scrape,
 never sent lower than before. Scrapes that arrive while the page is being

@@ -47,6 +47,12 @@ type Ask struct {
 	// Release, set with Want and InUse 0, ends the lease: its share and
 	// its want are gone at once, and the room goes to the queue.
 	Release bool
+	// Granted is how many slots the process has granted locally from
+	// this lease since it opened it: a running count, so that a refresh
+	// retried, reordered or applied with its answer lost counts nothing
+	// twice (see Tally). The backend adds the grants it had not counted
+	// to the resource's governor.Counters.LocalGrants.
+	Granted int64
 }
 
 // Share is the answer to an Ask (governor.Result.Share), on the
@@ -99,8 +105,27 @@ func (a Ask) Validate(limit int) error {
 		return fmt.Errorf("capacity: a release with want %d and in use %d; allowed: both 0", a.Want, a.InUse)
 	case a.Token < 0:
 		return fmt.Errorf("capacity: token %d; allowed: 0 or more", a.Token)
+	case a.Granted < 0:
+		return fmt.Errorf("capacity: granted %d; allowed: 0 or more", a.Granted)
 	}
 	return nil
+}
+
+// Tally is how a backend counts a refresh's local grants, given the
+// Granted it kept from the lease's last refresh (kept false: it keeps
+// none): add is what the resource's Counters.LocalGrants gains, keep the
+// Granted to keep. Only grants above the count kept are added, and the
+// count kept never goes down, so a refresh sent twice, or late, adds
+// nothing twice. A lease the backend keeps no count of (new, expired
+// unrefreshed, or lost with the backend's state) adds nothing and starts
+// its count: the grants it made since its last answered refresh may go
+// uncounted, never counted twice. A release adds what its lease's count
+// lacks, and then its count is gone with its want.
+func (a Ask) Tally(last int64, kept bool) (add, keep int64) {
+	if !kept {
+		return 0, a.Granted
+	}
+	return max(0, a.Granted-last), max(last, a.Granted)
 }
 
 // Wanter is one live capacity lease as FairShare sees it.

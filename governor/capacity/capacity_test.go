@@ -77,3 +77,23 @@ func TestNext(t *testing.T) {
 		}
 	}
 }
+
+// TestTally: a refresh adds the grants above the count kept, which never
+// goes down; a lease with no count kept adds nothing and starts one.
+func TestTally(t *testing.T) {
+	for _, c := range []struct {
+		granted, last int64
+		kept          bool
+		add, keep     int64
+	}{
+		{granted: 5, last: 2, kept: true, add: 3, keep: 5},
+		{granted: 5, last: 5, kept: true, add: 0, keep: 5}, // sent twice
+		{granted: 3, last: 5, kept: true, add: 0, keep: 5}, // late
+		{granted: 7, kept: false, add: 0, keep: 7},         // new, or its count lost
+	} {
+		add, keep := Ask{Granted: c.granted}.Tally(c.last, c.kept)
+		if add != c.add || keep != c.keep {
+			t.Errorf("Ask{Granted: %d}.Tally(%d, %v) = %d, %d; want %d, %d", c.granted, c.last, c.kept, add, keep, c.add, c.keep)
+		}
+	}
+}

@@ -404,3 +404,54 @@ func (s *suite) capacityStatus(t *testing.T) {
 		t.Fatalf("after a release: shares %+v", st.Shares)
 	}
 }
+
+// capacityLocalGrants: each refresh reports its lease's running count of
+// local grants (capacity.Ask's Granted) and the resource's
+// Counters.LocalGrants gains what the count kept for the lease lacks
+// (capacity.Ask.Tally): a refresh sent twice or late adds nothing, a
+// release adds its last grants and a release sent twice nothing more; a
+// lease the backend keeps no count of (new, expired, or after a loss of
+// the state) adds nothing and starts its count. No other counter moves.
+func (s *suite) capacityLocalGrants(t *testing.T) {
+	b, key := s.open(t, "provider:cap")
+	step := func(what string, l *capLease, a capacity.Ask, counted int64) {
+		t.Helper()
+		if _, err := l.try(t, b, a); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		c := mustStatus(t, b, key).Counters
+		if c.LocalGrants != counted {
+			t.Fatalf("%s: %d local grants counted, want %d", what, c.LocalGrants, counted)
+		}
+		other := c
+		other.Acquired, other.Released, other.ReclaimedExpiry, other.LocalGrants = 0, 0, 0, 0
+		if other != (governor.Counters{}) || c.Acquired > 4 || c.Released > 1 {
+			t.Fatalf("%s: counters %+v, want only the shares' grants, a release, an expiry and the local grants", what, c)
+		}
+	}
+	a, n, e := newCapLease(key, 6, time.Minute), newCapLease(key, 6, time.Minute), newCapLease(key, 6, 2*time.Second)
+	step("the first refresh", a, capacity.Ask{Want: 2}, 0)
+	step("five grants", a, capacity.Ask{Want: 2, InUse: 1, Granted: 5}, 5)
+	step("the same refresh again (its answer lost)", a, capacity.Ask{Want: 2, InUse: 1, Granted: 5}, 5)
+	step("three more", a, capacity.Ask{Want: 2, Granted: 8}, 8)
+	step("an older refresh, late", a, capacity.Ask{Want: 2, InUse: 1, Granted: 6}, 8)
+	step("a new lease reporting grants the backend has no count of", n, capacity.Ask{Want: 2, Granted: 7}, 8)
+	step("its next refresh", n, capacity.Ask{Want: 2, Granted: 9}, 10)
+	step("the release, with two more", a, capacity.Ask{Release: true, Granted: 10}, 12)
+	step("the release again", a, capacity.Ask{Release: true, Granted: 10}, 12)
+	step("a short lease", e, capacity.Ask{Want: 1, Granted: 1}, 12)
+	step("its next refresh", e, capacity.Ask{Want: 1, Granted: 4}, 15)
+	s.h.Advance(t, 3*time.Second)
+	step("its refresh after its lease expired", e, capacity.Ask{Want: 1, Granted: 6}, 15)
+	step("its next refresh", e, capacity.Ask{Want: 1, Granted: 7}, 16)
+	if s.h.Lose == nil {
+		return
+	}
+	s.h.Lose(t)
+	if _, err := n.try(t, b, capacity.Ask{Want: 2, Granted: 15}); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustStatus(t, b, key).Counters; c.LocalGrants != 0 {
+		t.Fatalf("after the loss of the state, the lease's grants made before it were counted again: %+v", c)
+	}
+}

@@ -245,6 +245,7 @@ var tests = []struct {
 	{"CapacityDeadOwner", (*suite).capacityDeadOwner},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
+	{"CapacityLocalGrants", (*suite).capacityLocalGrants},
 }
 
 type suite struct{ h Harness }

@@ -10,13 +10,15 @@ import (
 
 // capacityOp draws, one step in eight, a refresh of a capacity lease
 // (governor.Request.Capacity): a new lease or one sent before, wanting 0
-// to 3 with some in use, or its release.
+// to 3 with some in use, or its release; its count of local grants is
+// 0 to 9, so that counts go up, repeat and go back (a refresh retried or
+// late).
 func capacityOp(rng *rand.Rand, i int, sent map[string][]string) (diffOp, bool) {
 	if rng.IntN(8) != 0 {
 		return diffOp{}, false
 	}
 	res := []string{"r1", "r2"}[rng.IntN(2)]
-	op := diffOp{kind: "capacity", resource: res, limit: 3, weight: rng.IntN(4), n: int64(rng.IntN(3))}
+	op := diffOp{kind: "capacity", resource: res, limit: 3, weight: rng.IntN(4), n: int64(rng.IntN(3)), granted: int64(rng.IntN(10))}
 	if ids := sent["~cap"+res]; len(ids) > 0 && rng.IntN(3) != 0 {
 		op.id = ids[rng.IntN(len(ids))]
 		op.wait = rng.IntN(6) == 0 // a release
@@ -32,7 +34,7 @@ func capacityOp(rng *rand.Rand, i int, sent map[string][]string) (diffOp, bool) 
 
 // capacityStep runs a capacity step: what the lease got.
 func (r *diffRun) capacityStep(ctx context.Context, o diffOp) string {
-	a := capacity.Ask{Want: o.weight, InUse: int(o.n), Release: o.wait}
+	a := capacity.Ask{Want: o.weight, InUse: int(o.n), Release: o.wait, Granted: o.granted}
 	if a.Release {
 		a.Want, a.InUse = 0, 0
 	}

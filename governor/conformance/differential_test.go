@@ -198,7 +198,8 @@ type diffOp struct {
 	prio      string
 	supersede string
 	cancel    bool
-	exclusive bool // the whole limit in force at grant (Request.Exclusive)
+	exclusive bool  // the whole limit in force at grant (Request.Exclusive)
+	granted   int64 // capacity: the lease's count of local grants (capacity.Ask's Granted)
 }
 
 func (o diffOp) String() string {
@@ -225,7 +226,8 @@ func (o diffOp) String() string {
 	case "adjustsettle":
 		return fmt.Sprintf("%s %s n %d settle %s %v at %d", o.kind, o.resource, o.n, o.newID, o.ids, o.limit)
 	case "capacity":
-		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v", o.resource, o.id, o.limit, o.weight, o.n, o.wait)
+		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v granted %d", o.resource, o.id, o.limit, o.weight, o.n, o.wait,
+			o.granted)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }

@@ -15,7 +15,10 @@ import (
 func (b *Backend) capacity(t *tx, req governor.Request) (governor.Result, error) {
 	st, a := t.st, *req.Capacity
 	i := holderIndex(st, req.ID)
+	was, kept := st.Wants[req.ID]
+	add, granted := a.Tally(was.Granted, kept && was.Expires > t.now.boot) // an expired want keeps no count
 	if a.Release {
+		st.Counters.LocalGrants += add
 		if i >= 0 {
 			t.hold(i)
 			t.dropHolder(i)
@@ -31,10 +34,11 @@ func (b *Backend) capacity(t *tx, req governor.Request) (governor.Result, error)
 			governor.ErrInvalid, req.Key.Resource, st.Policy))
 	}
 	t.inForce(req.Limit, req.ID)
+	st.Counters.LocalGrants += add
 	if st.Wants == nil {
 		st.Wants = map[string]capWant{}
 	}
-	st.Wants[req.ID] = capWant{Want: a.Want, InUse: a.InUse, Expires: t.now.boot + int64(req.TTL)}
+	st.Wants[req.ID] = capWant{Want: a.Want, InUse: a.InUse, Expires: t.now.boot + int64(req.TTL), Granted: granted}
 	t.dirty = true
 	t.reapShares()
 	i = holderIndex(st, req.ID) // the reclaim may have dropped holders before it

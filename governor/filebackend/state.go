@@ -102,6 +102,9 @@ type capWant struct {
 	Want    int   `json:"want"`
 	InUse   int   `json:"in_use,omitempty"`
 	Expires int64 `json:"expires"`
+	// Granted is the lease's count of local grants at its last refresh
+	// (capacity.Ask.Tally).
+	Granted int64 `json:"granted,omitempty"`
 }
 
 type pauseMark struct {

@@ -73,7 +73,7 @@ func (b *Backend) refreshCapacity(ctx context.Context, req governor.Request) (go
 		tok = t.(int64)
 	}
 	v, err := capacityScript.Run(ctx, b.rdb, rk.withCap, req.ID, req.Secret, req.Limit, req.TTL.Milliseconds(), a.Want, a.InUse,
-		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL)).Slice()
+		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL), a.Granted).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("capacity", err)
 	}
@@ -116,8 +116,8 @@ func (b *Backend) refreshCapacity(ctx context.Context, req governor.Request) (go
 	return res, nil
 }
 
-// shares reads the capacity hash (flat id, "want expiry_ms in_use"
-// pairs) into st's live capacity leases, by id, with the weight each
+// shares reads the capacity hash (flat id, "want expiry_ms in_use
+// granted" pairs) into st's live capacity leases, by id, with the weight each
 // holds among st's holders.
 func (r *reader) shares(v []any, st governor.Status) []capacity.Lease {
 	if len(v)%2 != 0 {

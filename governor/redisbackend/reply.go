@@ -294,6 +294,8 @@ func statusReply(key governor.Key, v []any) (governor.Status, error) {
 			st.Counters.ReclaimedDead = n
 		case "takeovers":
 			st.Counters.Takeovers = n
+		case "local_grants":
+			st.Counters.LocalGrants = n
 		case "paused":
 			paused = n
 		case "live":

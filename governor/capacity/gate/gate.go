@@ -17,7 +17,9 @@
 // Refresh reports what the process wants (in use plus waiting) and
 // takes its new share; while it is on its way no grant passes the
 // number in use it reported, so that a share that shrinks is never
-// exceeded.
+// exceeded. Each refresh, and the release at Close, reports how many
+// slots the Gate has granted since New, which the backend counts in the
+// resource's governor.Counters.LocalGrants.
 package gate
 
 import (

@@ -85,6 +85,67 @@ func TestGatesNeverOverLimit(t *testing.T) {
 		t.Fatalf("grants %d and %d: each gate should be granted", granted[0].Load(), granted[1].Load())
 	}
 	t.Logf("grants: %d and %d", granted[0].Load(), granted[1].Load())
+	for _, g := range gs {
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantLocalGrants(t, b, granted[0].Load()+granted[1].Load())
+}
+
+// wantLocalGrants fails t unless the backend counts n local grants of
+// key.
+func wantLocalGrants(t *testing.T, b governor.Backend, n int64) {
+	t.Helper()
+	st, err := b.Status(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counters.LocalGrants != n {
+		t.Fatalf("the backend counts %d local grants, want %d: %+v", st.Counters.LocalGrants, n, st.Counters)
+	}
+}
+
+// TestGateReportsItsGrants: a gate's refreshes report the grants made
+// since it opened, and its release at Close the rest: the backend counts
+// each grant once (Counters.LocalGrants).
+func TestGateReportsItsGrants(t *testing.T) {
+	b := fileBackend(t)
+	g := open(t, b, fast(2))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	take := func(n int) {
+		for range n {
+			gr, err := g.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr.Release()
+		}
+	}
+	take(3)
+	for {
+		st, err := b.Status(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Counters.LocalGrants == 3 {
+			break
+		}
+		if st.Counters.LocalGrants > 3 {
+			t.Fatalf("%d local grants counted after 3", st.Counters.LocalGrants)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no refresh reported the 3 grants within a minute: %d counted", st.Counters.LocalGrants)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	take(2)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantLocalGrants(t, b, 5)
 }
 
 // blocking is a backend whose capacity refreshes block once cut is

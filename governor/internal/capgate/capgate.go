@@ -69,6 +69,7 @@ type Gate struct {
 	share    int
 	inUse    int
 	waiting  int
+	granted  int64 // grants made since New: each refresh reports it (Ask.Granted)
 	token    int64
 	sent     time.Time // send time of the last answered refresh
 	deadline time.Time // sent + Lease - Margin (monotonic)
@@ -244,6 +245,7 @@ func (g *Gate) Take(wait, base context.Context, try bool) (*Grant, error) {
 		g.waiting--
 	}
 	g.inUse++
+	g.granted++
 	gr := &Grant{g: g, epoch: g.epoch}
 	gr.ctx, gr.cancel = context.WithCancel(base)
 	gr.stop = context.AfterFunc(g.lost, gr.cancel)
@@ -310,7 +312,7 @@ func (g *Gate) run() {
 // refresh sends one refresh and takes its answer.
 func (g *Gate) refresh(ctx context.Context) error {
 	g.mu.Lock()
-	a := capacity.Ask{Want: min(g.inUse+g.waiting, g.o.Limit), InUse: g.inUse, Held: g.share, Token: g.token}
+	a := capacity.Ask{Want: min(g.inUse+g.waiting, g.o.Limit), InUse: g.inUse, Held: g.share, Token: g.token, Granted: g.granted}
 	g.flying, g.flyCap = true, g.inUse
 	g.mu.Unlock()
 	sent := time.Now()
@@ -373,7 +375,7 @@ func (g *Gate) Close() error {
 		}
 		g.mu.Lock()
 	}
-	release := g.inUse == 0
+	release, granted := g.inUse == 0, g.granted
 	if g.timer != nil {
 		g.timer.Stop()
 	}
@@ -383,6 +385,6 @@ func (g *Gate) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.o.Refresh)
 	defer cancel()
-	_, _, err := g.send(ctx, capacity.Ask{Release: true})
+	_, _, err := g.send(ctx, capacity.Ask{Release: true, Granted: granted})
 	return err
 }
