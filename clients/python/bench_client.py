@@ -183,20 +183,26 @@ class RawBridge:
     """A bridge spoken to with no client: one thread writes a request and
     reads lines until its reply."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *flags: str) -> None:
         import json
         import subprocess
         self.json = json
-        self.p = subprocess.Popen([governor.find_binary(), "bridge", "--project", "bench"],
+        self.p = subprocess.Popen([governor.find_binary(), "bridge", "--project", "bench", *flags],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   env=dict(os.environ, GOVERNOR_REDIS_URL=url))
         self.rid = 0
         self.call("hello", {"protocol": 1, "client": "raw", "pid": os.getpid()})
 
-    def call(self, op: str, args: dict) -> dict:
+    def send(self, op: str, args: dict, noreply: bool = False) -> None:
         self.rid += 1
-        self.p.stdin.write((self.json.dumps({"id": self.rid, "op": op, "args": args}) + "\n").encode())
+        req = {"id": self.rid, "op": op, "args": args}
+        if noreply:
+            req["noreply"] = True
+        self.p.stdin.write((self.json.dumps(req) + "\n").encode())
         self.p.stdin.flush()
+
+    def call(self, op: str, args: dict) -> dict:
+        self.send(op, args)
         while True:
             m = self.json.loads(self.p.stdout.readline())
             if m.get("id") == self.rid:
@@ -229,6 +235,65 @@ def breakdown(n: int, srv, g, r) -> None:
     for name, rate in zip(names, rates):
         print("%-34s %7.1f us" % (name, 1e6 / rate))
     raw.close()
+
+
+GATE_CONFIG = """providers:
+  bench: {max_concurrency: 512, capacity: true}
+resources:
+  hot: {limit: 512, capacity: true}
+"""
+
+
+def gate(n: int, srv, r, against: "str | None") -> None:
+    """Issue 44's local grant, side by side: a provider gate's pair
+    (``provider.call``) and a slot's, both granted from the bridge's
+    capacity share (capacity: true), against redis-py's Lock pair; with
+    the bridge spoken to with no client beside them (an acquire waited
+    for, its release not: the floor of a pair) and a no-op round trip."""
+    import tempfile
+    cfg = os.path.join(tempfile.mkdtemp(prefix="govgate-"), "exec-defaults.yaml")
+    with open(cfg, "w") as f:
+        f.write(GATE_CONFIG)
+    os.chmod(cfg, 0o600)
+    g = governor.Governor(redis_url=srv.url, project="bench", config=cfg)
+    p = g.provider("bench")
+    lock = r.lock("bench:gate", timeout=30)
+    raw = RawBridge(srv.url, "--config", cfg)
+
+    def gate_pair() -> None:
+        p.call(int)
+
+    def slot_pair() -> None:
+        with g.slot("hot", wait=True):
+            pass
+
+    def raw_pair() -> None:
+        got = raw.call("acquire", {"resources": ["hot"], "if_busy": "wait"})
+        raw.send("release", {"lease": got["result"]["lease"]}, noreply=True)
+
+    def redis_pair() -> None:
+        lock.acquire(blocking=False)
+        lock.release()
+    names = ["provider gate pair (capacity)", "slot pair (capacity)", "bridge, no client: pair (capacity)",
+             "bridge, no client: no-op request", "redis-py Lock pair"]
+    fns = [gate_pair, slot_pair, raw_pair, lambda: raw.call("cancel_request", {"request": 1 << 40}), redis_pair]
+    others = []
+    if against:
+        o = governor.Governor(redis_url=srv.url, project="bench", config=cfg, binary=against)
+        op = o.provider("bench")
+        others = [o]
+        names.insert(1, "provider gate pair (capacity), " + against)
+        fns.insert(1, lambda: op.call(int))
+    rates = pairs(n, *fns)
+    for name, rate in zip(names, rates):
+        print("%-44s %7.1f us  %7.0f/s" % (name, 1e6 / rate, rate))
+    rp = rates[-1]
+    print("ratio to redis-py Lock pairs/s: provider gate %.2fx, slot %.2fx%s" % (
+        rates[0] / rp, rates[names.index("slot pair (capacity)")] / rp,
+        ", the gate against %s %.2fx" % (against, rates[1] / rp) if against else ""))
+    raw.close()
+    for x in [g] + others:
+        x.close()
 
 
 COLD = r"""
@@ -320,6 +385,9 @@ def main() -> int:
     ap.add_argument("--breakdown", action="store_true", help="where a pair's time goes, side by side: redis-py's "
                     "PING and Lock pair, the bridge spoken to with no client (one thread: a no-op request, an "
                     "acquire+release), the client's pair; then stop")
+    ap.add_argument("--gate", action="store_true", help="issue 44's local grant: a provider gate's pair and a "
+                    "slot's from the bridge's capacity share (capacity: true) against redis-py's Lock pair, beside "
+                    "the bridge with no client; with --against BIN, that build's gate too; then stop")
     ap.add_argument("--against", metavar="BIN", help="another governor binary: its pairs/s too (with --cold: its "
                     "cold script), side by side, then stop (to compare two builds)")
     ap.add_argument("--cold", type=int, metavar="N", help="a cold script's phases (import, bridge start, first "
@@ -345,6 +413,11 @@ def main() -> int:
             lock.acquire(blocking=False)
             lock.release()
 
+        if a.gate:
+            gate(a.n, srv, r, a.against)
+            for x in (g, g2):
+                x.close()
+            return 0
         if a.breakdown:
             breakdown(a.n, srv, g, r)
             for x in (g, g2):

@@ -64,6 +64,7 @@ config, or stdin could not be read.`,
 				},
 				Acquire: bridge.AcquirePipeline(cat),
 				Spend:   l.Config,
+				Stderr:  a.stderr,
 				LimitFor: func(resource string, flag int) (int, string, error) {
 					return acquire.LimitFor(cat, resource, flag)
 				},

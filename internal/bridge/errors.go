@@ -70,6 +70,10 @@ func toWire(err error, code func(error) int) *errorMsg {
 	if errors.As(err, &pe) {
 		return &errorMsg{Code: pe.code, Kind: pe.kind, Message: pe.msg}
 	}
+	var owed *owedError
+	if errors.As(err, &owed) {
+		return owed.wire(code)
+	}
 	e := &errorMsg{Code: code(err), Message: words.Message(err)}
 	var busy *governor.BusyError
 	var gone *governor.WithdrawnError

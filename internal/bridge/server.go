@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
@@ -41,6 +42,10 @@ type Config struct {
 	Spend config.Config
 	// Backend names the backend in hello's result ("file", "redis").
 	Backend string
+	// Stderr is where the bridge tells a human what it could tell no
+	// client (default os.Stderr): the failures of releases not waited
+	// for that no request took, at its end.
+	Stderr io.Writer
 	// OwnerPoll is how often the client's pid is checked (default
 	// DefaultOwnerPoll): a client that died while a forked child keeps
 	// the pipe open ends the bridge by this.
@@ -86,6 +91,8 @@ type server struct {
 	// so, has stopped its ticker; the next request read wakes it (woke).
 	resting atomic.Bool
 	woke    chan struct{}
+	// quiet: the requests not waited for (noreply.go).
+	quiet quiet
 }
 
 // turn is the turn to read requests: the input, and where its end is
@@ -104,6 +111,9 @@ const maxIdle = 8
 func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	if c.OwnerPoll == 0 {
 		c.OwnerPoll = DefaultOwnerPoll
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
 	}
 	s := &server{c: c, out: newOut(w), leases: map[string]*lease{}, inflight: map[int64]context.CancelCauseFunc{},
 		turns: make(chan turn), owner: make(chan (<-chan struct{}), 1), woke: make(chan struct{}, 1)}
@@ -127,6 +137,11 @@ func Serve(ctx context.Context, in io.Reader, w io.Writer, c Config) error {
 	for {
 		select {
 		case <-s.ctx.Done():
+			if ctx.Err() == nil {
+				// bye shut it down: its reply, which comes after, is
+				// written before Serve returns (its process may exit).
+				return <-readErr
+			}
 			return nil
 		case err := <-readErr:
 			return err
@@ -235,8 +250,15 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			continue
 		}
 		if req.Op == "bye" {
+			// After the releases not waited for: its reply carries their
+			// failures no request took.
+			owed := s.settleQuiet()
 			s.shutdown()
-			_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
+			if owed != nil {
+				s.answer(req.ID, nil, &owedError{owed: owed})
+			} else {
+				_ = s.out.send(reply{ID: req.ID, OK: true, Result: struct{}{}})
+			}
 			done <- nil
 			return
 		}
@@ -307,18 +329,30 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
 		return nil, false
 	}
+	if !req.NoReply && req.Op != "hello" && req.Op != "cancel_request" {
+		// In the pipe's order: after the releases not waited for before
+		// it, and refused, not run, when one of them failed.
+		if owed := s.settleQuiet(); owed != nil {
+			s.answer(req.ID, nil, &owedError{owed: owed, refused: fmt.Sprintf("request %d (%s)", req.ID, req.Op)})
+			return nil, false
+		}
+	}
+	if req.NoReply && !noReplyOps[req.Op] {
+		s.reply(req, nil, badRequest("%s with noreply; allowed: noreply on release, provider_release and provider_report", req.Op))
+		return nil, false
+	}
 	if req.Op == "hello" || s.g == nil {
 		var result any
 		err := protocolError("the first request must be hello, not %q", req.Op)
 		if req.Op == "hello" {
 			result, err = s.hello(req.Args)
 		}
-		s.answer(req.ID, result, err)
+		s.reply(req, result, err)
 		return nil, false
 	}
 	op, ok := ops[req.Op]
 	if !ok {
-		s.answer(req.ID, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
+		s.reply(req, nil, badRequest("unknown op %q; allowed: %s", req.Op, opNames()))
 		return nil, false
 	}
 	switch req.Op {
@@ -327,7 +361,7 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 	case "acquire":
 		req.acquire = new(AcquireArgs)
 		if err := decodeArgs(req.Args, req.acquire); err != nil {
-			s.answer(req.ID, nil, err)
+			s.reply(req, nil, err)
 			return nil, false
 		}
 		quick = req.acquire.IfBusy != "wait" && req.acquire.WaitTimeout == 0
@@ -337,17 +371,20 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 	if s.closing { // shutdown waits for the handlers: no new one now
 		s.mu.Unlock()
 		cancel(nil)
-		s.answer(req.ID, nil, errShuttingDown)
+		s.reply(req, nil, errShuttingDown)
 		return nil, false
 	}
 	if _, dup := s.inflight[req.ID]; dup {
 		s.mu.Unlock()
 		cancel(nil)
-		s.answer(req.ID, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
+		s.reply(req, nil, badRequest("request id %d is already in flight; allowed: an id unique among requests in flight", req.ID))
 		return nil, false
 	}
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
+	if req.NoReply {
+		s.quiet.inflight.Add(1) // by the reader only, as settleQuiet's Wait
+	}
 	s.mu.Unlock()
 	return func() {
 		defer s.handlers.Done()
@@ -359,8 +396,22 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 		delete(s.inflight, req.ID)
 		s.mu.Unlock()
 		cancel(nil)
-		s.answer(req.ID, result, err)
+		s.reply(req, result, err)
+		if req.NoReply {
+			s.quiet.inflight.Done() // its failure owed first
+		}
 	}, quick
+}
+
+// reply answers req: its reply, or, for a request not waited for,
+// nothing when it succeeded and its failure owed (noreply.go).
+func (s *server) reply(req request, result any, err error) {
+	switch {
+	case !req.NoReply:
+		s.answer(req.ID, result, err)
+	case err != nil:
+		s.owe(req, err)
+	}
 }
 
 // answer sends the reply to request id.
@@ -404,6 +455,9 @@ type helloResult struct {
 	Backend  string `json:"backend"`
 	Project  string `json:"project"`
 	Session  string `json:"session"`
+	// Features are what this bridge takes beyond protocol 1's first
+	// version: "noreply" (releases not waited for).
+	Features []string `json:"features"`
 }
 
 func (s *server) hello(raw json.RawMessage) (any, error) {
@@ -443,7 +497,7 @@ func (s *server) hello(raw json.RawMessage) (any, error) {
 		return nil, errShuttingDown
 	}
 	return helloResult{Protocol: Protocol, Version: s.c.Version, Commit: s.c.Commit, PID: os.Getpid(), Backend: s.c.Backend,
-		Project: g.Project(), Session: g.Session()}, nil
+		Project: g.Project(), Session: g.Session(), Features: []string{featureNoReply}}, nil
 }
 
 // shutdown ends every request in flight, releases every lease and closes
@@ -474,6 +528,13 @@ func (s *server) shutdown() {
 		l.release()
 	}
 	s.watchers.Wait()
+	s.quiet.mu.Lock()
+	owed := s.quiet.owed
+	s.quiet.owed = nil
+	s.quiet.mu.Unlock()
+	if owed != nil { // no request, nor bye, took them: a human is told
+		fmt.Fprintf(s.c.Stderr, "governor bridge: %v\n", &owedError{owed: owed})
+	}
 	if g != nil {
 		_ = g.Close()
 	}

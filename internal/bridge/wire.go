@@ -21,6 +21,8 @@ type request struct {
 	ID   int64           `json:"id"`
 	Op   string          `json:"op"`
 	Args json.RawMessage `json:"args"`
+	// NoReply: a release not waited for (noreply.go).
+	NoReply bool `json:"noreply"`
 	// acquire are the args of an acquire, decoded by dispatch.
 	acquire *AcquireArgs
 }

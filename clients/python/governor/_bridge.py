@@ -147,6 +147,8 @@ class Bridge:
         self._closing = False
         self._r: "Tuple[bytearray, int]" = (bytearray(_BUF), 0)  # the buffer, and where its unread bytes start
         self._released: "set[str]" = set()  # leases of requests given up, released by _drop
+        self.noreply = False  # the bridge takes releases not waited for (hello's features)
+        self._quiet = False  # one was sent: close flushes them (bye)
         if "GOMAXPROCS" not in env:
             # One processor from the start: the bridge would set it itself,
             # stopping its runtime to shrink it (a fifth of its start's CPU).
@@ -180,6 +182,7 @@ class Bridge:
             raise errors.ProtocolError("refusing the governor bridge %s: it speaks protocol %s, this client protocol %d"
                                        % (argv[0], hello.get("protocol"), PROTOCOL))
         self.hello = hello
+        self.noreply = "noreply" in (hello.get("features") or ())
         with _bridges_lock:
             _bridges.append(self)
 
@@ -195,14 +198,30 @@ class Bridge:
             self._pending[rid] = p
             if p.on_event is not None:
                 self._watchers += 1
-        data = _request(rid, op, args or {})
+        self._write(_request(rid, op, args or {}), p)
+
+    def _write(self, data: bytes, p: "Optional[_Pending]" = None) -> None:
+        """Writes a request's line (p, if given, is marked sent with it)."""
         try:
             with self._wlock:
                 while data:
                     data = data[os.write(self._wfd, data):]
-                p.sent = True
+                if p is not None:
+                    p.sent = True
         except (OSError, ValueError) as e:
             self._gone("cannot write to it: %s" % e)
+
+    def send_quiet(self, op: str, args: "Dict[str, Any]") -> None:
+        """Sends a release not waited for (noreply): the bridge answers
+        nothing when it succeeds, runs every later request after it, and
+        refuses the next request waited for with its failure (bye, sent
+        by close, carries what no request took)."""
+        with self._lock:
+            if self.dead is not None:
+                raise errors.LeaseLost("the governor bridge is gone: " + self.dead)
+            self._next += 1
+            rid, self._quiet = self._next, True
+        self._write(_request(rid, op, args, True))
 
     def send(self, op: str, args: "Optional[Dict[str, Any]]" = None,
              on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None,
@@ -327,7 +346,10 @@ class Bridge:
                 return
             self._released.add(lease)
         try:
-            self.send("release", {"lease": lease})
+            if self.noreply:  # never refused for another's failure
+                self.send_quiet("release", {"lease": lease})
+            else:
+                self.send("release", {"lease": lease})
         except errors.GovernorError:
             pass
 
@@ -477,9 +499,22 @@ class Bridge:
         return {"ok": False, "error": {"code": 122, "kind": "lost", "message": "the governor bridge is gone: " + why}}
 
     def close(self) -> None:
-        """Says bye: the bridge releases everything and exits."""
+        """Ends the bridge: it releases everything and exits. After releases
+        not waited for, it says bye first and raises what they owe (their
+        failures no request took), once the bridge has ended."""
         if os.getpid() != self.pid_owner:
             return
+        owed: "Optional[BaseException]" = None
+        if self._quiet and self.dead is None:
+            try:
+                self.call("bye")
+            except errors.GovernorError as e:
+                owed = e
+        self._end()
+        if owed is not None and not (isinstance(owed, errors.LeaseLost) and "bridge is gone" in str(owed)):
+            raise owed
+
+    def _end(self) -> None:
         with self._wlock:
             if self._wfd >= 0:
                 try:

@@ -158,9 +158,35 @@ class Lease:
             if not self._lost:
                 self._set_lost("lost")
 
-    def release(self) -> None:
-        """Releases every resource of the lease; LeaseLost if it was lost."""
+    def _quietly(self, wait: "Optional[bool]") -> bool:
+        """Whether the release goes without waiting for its reply: wait
+        False, or None for a lease granted from this process's capacity
+        share (no other process sees its slots come back), where the
+        bridge takes it, unless the lease is known lost (that one waits,
+        and raises LeaseLost here)."""
+        if wait is None:
+            own = [r for r in self.resources if not r.get("nested")]
+            wait = not own or any(r.get("token") for r in own)
+        return not wait and self._bridge.noreply and not self._lost
+
+    def release(self, wait: "Optional[bool]" = None) -> None:
+        """Releases every resource of the lease; LeaseLost if it was lost.
+
+        A lease granted from the process's capacity share (``capacity:
+        true``; token 0), or any with ``wait=False``, is released without
+        waiting for the bridge's reply: the bridge runs every later request
+        of this Governor after it, so a slot it frees is free for this
+        Governor's next acquire (another process's acquire may come
+        first), and when it fails (a loss the bridge saw at the release and
+        this process had not read yet, a backend error) the next call of
+        this Governor raises its error, naming the lease, and does not run;
+        ``Governor.close`` raises what no call took. Other leases, and
+        ``wait=True``, wait: the slot is free for every process once this
+        returns. A lease known lost waits, and raises LeaseLost here."""
         if not self._start_release():
+            return
+        if self._quietly(wait):
+            self._bridge.send_quiet("release", {"lease": self.id})
             return
         try:
             self._bridge.call("release", {"lease": self.id})
@@ -168,8 +194,12 @@ class Lease:
             self._released_lost()
             raise
 
-    async def arelease(self) -> None:
+    async def arelease(self, wait: "Optional[bool]" = None) -> None:
+        """release() from asyncio, waiting or not as release does."""
         if not self._start_release():
+            return
+        if self._quietly(wait):
+            self._bridge.send_quiet("release", {"lease": self.id})
             return
         try:
             await self._gov._acall(self._bridge, "release", {"lease": self.id})
@@ -181,9 +211,14 @@ class Lease:
         """Releases it with op's request (args and release: provider_report's):
         one request for both. LeaseLost if it was lost. A request refused
         (bad input releases nothing) is followed by a plain release. Released
-        before: op alone."""
+        before: op alone. As release, a lease from the capacity share does
+        not wait (then it returns {}; the bridge releases the lease whatever
+        op finds, and a failure is raised by the next call)."""
         if not self._start_release():
             return self._bridge.call(op, args)
+        if self._quietly(None):  # the bridge releases it whatever op finds
+            self._bridge.send_quiet(op, dict(args, release=True))
+            return {}
         try:
             return self._bridge.call(op, dict(args, release=True))
         except errors.LeaseLost:
@@ -199,6 +234,9 @@ class Lease:
     async def _arelease_with(self, op: str, args: "Dict[str, Any]") -> "Dict[str, Any]":
         if not self._start_release():
             return await self._gov._acall(self._bridge, op, args)
+        if self._quietly(None):
+            self._bridge.send_quiet(op, dict(args, release=True))
+            return {}
         try:
             return await self._gov._acall(self._bridge, op, dict(args, release=True))
         except errors.LeaseLost:

@@ -130,9 +130,10 @@ if _quote is not None:
         """v as compact JSON, non-ASCII escaped (as json.dumps)."""
         return _encode(v)
 
-    def request(rid: int, op: str, args: "Any") -> bytes:
-        """A request's line."""
-        return ('{"id":%d,"op":%s,"args":%s}\n' % (rid, _quote(op), _encode(args))).encode()
+    def request(rid: int, op: str, args: "Any", noreply: bool = False) -> bytes:
+        """A request's line (noreply: a release not waited for)."""
+        return ('{"id":%d,"op":%s,"args":%s%s}\n' % (rid, _quote(op), _encode(args),
+                                                     ',"noreply":true' if noreply else "")).encode()
 else:  # pragma: no cover
     import json as _json_mod
 
@@ -141,5 +142,8 @@ else:  # pragma: no cover
     def encode(v: "Any") -> str:
         return _json_mod.dumps(v, separators=(",", ":"), allow_nan=False)
 
-    def request(rid: int, op: str, args: "Any") -> bytes:
-        return (encode({"id": rid, "op": op, "args": args}) + "\n").encode()
+    def request(rid: int, op: str, args: "Any", noreply: bool = False) -> bytes:
+        r = {"id": rid, "op": op, "args": args}
+        if noreply:
+            r["noreply"] = True
+        return (encode(r) + "\n").encode()

@@ -166,6 +166,14 @@ class FileCase(unittest.TestCase):
     def path(self, name: str) -> str:
         return os.path.join(self.tmp, name)
 
+    def config_file(self, text: str) -> str:
+        """An exec-defaults.yaml holding text (mode 0600, as the CLI wants it)."""
+        config = self.path("exec-defaults.yaml")
+        with open(config, "w") as f:
+            f.write(text)
+        os.chmod(config, 0o600)
+        return config
+
     def worker(self, *args: str) -> subprocess.Popen:
         """Starts tests/worker.py with args (see there)."""
         p = subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py")] + list(args),

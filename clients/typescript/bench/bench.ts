@@ -7,7 +7,9 @@
 //   cd clients/typescript && npm ci && npm run build && GOVERNOR_BIN=/tmp/governor node dist/bench/bench.js [SECONDS] [--against OTHER/dist/src/index.js]
 // --against adds another build of the client (e.g. main's) as a row.
 import { spawn, type ChildProcess } from "node:child_process";
-import { resolve } from "node:path";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import { Semaphore } from "redis-semaphore";
@@ -33,8 +35,8 @@ class Bare {
   private readonly replies = new Map<number, (m: any) => void>();
   private nextId = 1;
   private buf = "";
-  constructor(bin: string, project: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn(bin, ["bridge", "--project", project], { stdio: ["pipe", "pipe", "inherit"], env });
+  constructor(bin: string, project: string, env: NodeJS.ProcessEnv, flags: string[] = []) {
+    this.child = spawn(bin, ["bridge", "--project", project, ...flags], { stdio: ["pipe", "pipe", "inherit"], env });
     this.child.stdout!.setEncoding("utf8");
     this.child.stdout!.on("data", (d: string) => {
       this.buf += d;
@@ -54,6 +56,10 @@ class Bare {
     });
     if (!m.ok) throw new Error(`${op}: ${m.error.message}`);
     return m.result;
+  }
+  /** A request not waited for (noreply): no reply unless it fails. */
+  quiet(op: string, args: object): void {
+    this.child.stdin!.write(JSON.stringify({ id: this.nextId++, op, args, noreply: true }) + "\n");
   }
   take(resource: string, wait: boolean): Take {
     return async () => {
@@ -173,11 +179,34 @@ try {
     wait: sem(r2, "sem-h"),
   });
 
+  // Issue 44's local grant: a provider gate's pair and a slot's granted from
+  // the bridge's capacity share (capacity: true; the release not waited
+  // for), in turns with redis-semaphore's pair and the bare bridge's (an
+  // acquire waited for, its release not).
+  const cfg = join(mkdtempSync(join(tmpdir(), "govgate-")), "exec-defaults.yaml");
+  writeFileSync(cfg, "providers:\n  bench: {max_concurrency: 512, capacity: true}\nresources:\n  hot: {limit: 512, capacity: true}\n", { mode: 0o600 });
+  const gc = new Governor({ project, env, config: cfg });
+  closers.push(() => gc.close());
+  const gate = gc.provider("bench");
+  const bc = new Bare(bin, project, env, ["--config", cfg]);
+  closers.push(() => bc.close());
+  await bc.call("hello", { protocol: 1, client: "bench", pid: process.pid });
+  const semGate = sem(r1, "sem-g");
+  const capacity: [string, () => Promise<void>, number[]][] = [
+    ["provider gate (capacity)", () => gate.run(async () => undefined), []],
+    ["slot (capacity)", () => gc.withSlot("hot", { wait: true }, async () => undefined), []],
+    ["bridge, bare (capacity)", async () => bc.quiet("release", { lease: (await bc.call("acquire", { resources: ["hot"], if_busy: "wait" })).lease }), []],
+    ["redis-semaphore", async () => (await semGate())(), []],
+  ];
+  for (const [, f] of capacity) for (let i = 0; i < 20; i++) await f(); // warm up
+
   for (const r of rows) for (let i = 0; i < 20; i++) await (await r.pair())(); // warm up
   for (let i = 0; i < Math.max(1, Math.round(seconds / burst)); i++) {
     for (const r of rows) await burstOf(async () => (await (await r.pair())(), 1), r.pairs, r.cpu);
     for (const r of rows) if (r.many) await burstOf(async () => (await r.many!(parallel), parallel), r.manyPairs);
   }
+  for (let i = 0; i < Math.max(1, Math.round(seconds / burst)); i++)
+    for (const [, f, r] of capacity) await burstOf(async () => (await f(), 1), r);
   // The pipes and the bridge's dispatch alone: a request that touches no backend.
   const noop: number[] = [];
   for (let i = 0; i < Math.max(1, Math.round(seconds / burst)); i++)
@@ -205,6 +234,9 @@ try {
   );
   console.log(`governor hand-off within one bridge (holder and waiter on one Governor): p50 ${med(oneBridge.hand).toFixed(2)} ms  p99 ${q(oneBridge.hand, 0.99).toFixed(2)} ms`);
   console.log(`bare bridge round trip with no backend (cancel_request): ${(1e6 / med(noop)).toFixed(0)} us (${spread(noop.map((n) => 1e6 / n))}); a pair is 2 round trips`);
+  const semCap = med(capacity[capacity.length - 1][2]);
+  console.log(`capacity (issue 44's local grant), pairs/s, in turns:`);
+  for (const [name, , r] of capacity) console.log(`  ${name.padEnd(26)} ${med(r).toFixed(0).padStart(6)} (${spread(r)})  ${(med(r) / semCap).toFixed(2)}x redis-semaphore`);
   if (against) console.log(`governor/against: pairs/s ${(med(gov.pairs) / med(rows[1].pairs)).toFixed(2)}x, node CPU per pair ${(med(gov.cpu) / med(rows[1].cpu)).toFixed(2)}x`);
   console.log(`node rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
 } finally {

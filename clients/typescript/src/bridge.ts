@@ -70,6 +70,10 @@ export class Bridge {
   backend = "";
   project = "";
   session = "";
+  /** The bridge takes releases not waited for (hello's features: "noreply"). */
+  noreply = false;
+  /** One was sent: close flushes them (bye). */
+  private quiet = false;
   readonly ready: Promise<void>;
 
   constructor(bin: string, args: string[], env: NodeJS.ProcessEnv, session?: string) {
@@ -82,17 +86,21 @@ export class Bridge {
     live.add(this.child);
     closeAllOnExit();
     this.child.on("error", (err) => this.die(new BackendError(`governor bridge (${bin}): ${err.message}`)));
+    const out = this.child.stdout!;
+    // Its exit is told once its output is read to the end: 'exit' may come
+    // before the last replies (bye's) are read.
+    let exited: LeaseLost | undefined;
     this.child.on("exit", (code, sig) => {
       live.delete(this.child);
-      this.die(new LeaseLost(`governor bridge exited (${sig ?? `code ${code}`})`, 122, "lost"));
+      exited = new LeaseLost(`governor bridge exited (${sig ?? `code ${code}`})`, 122, "lost");
+      if (out.closed) this.die(exited);
     });
     this.child.stdin!.on("error", () => {}); // EPIPE after death: reported by 'exit'
-    const out = this.child.stdout!;
     out.on("data", (chunk: Buffer) => this.onData(chunk));
     out.on("close", () => {
       if (this.partial) this.onLine(this.partial.toString());
       this.partial = undefined;
-      this.die(new LeaseLost("governor bridge closed its output", 122, "lost"));
+      this.die(exited ?? new LeaseLost("governor bridge closed its output", 122, "lost"));
     });
     this.unref();
     this.ready = this.hello(session);
@@ -114,6 +122,7 @@ export class Bridge {
     this.backend = r.backend;
     this.project = r.project;
     this.session = r.session;
+    this.noreply = Array.isArray(r.features) && r.features.includes("noreply");
     this.isReady = true;
   }
 
@@ -263,6 +272,20 @@ export class Bridge {
     });
   }
 
+  /**
+   * Send a release not waited for (noreply): the bridge answers nothing when
+   * it succeeds, runs every later request after it, and refuses the next
+   * request waited for with its failure (bye, sent by close, carries what no
+   * request took). Only once hello is answered (noreply).
+   */
+  sendQuiet(op: string, args: Record<string, unknown>): void {
+    if (this.deadError) throw this.deadError;
+    const line = JSON.stringify({ id: this.nextId, op, args, noreply: true }, wire) + "\n";
+    this.nextId++;
+    this.quiet = true;
+    this.child.stdin!.write(line);
+  }
+
   /** Send a request after hello (at once once hello is answered: no wait on a settled promise). */
   call(op: string, args: Record<string, unknown> = {}, onId?: (id: number) => void): Promise<any> {
     if (this.isReady) return this.send(op, args, onId);
@@ -274,14 +297,20 @@ export class Bridge {
     return this.isReady && !this.deadError;
   }
 
-  /** End stdin: the bridge releases everything and exits; resolves on its exit. */
-  close(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+  /**
+   * End stdin: the bridge releases everything and exits; resolves on its exit.
+   * After releases not waited for, it says bye first, and rejects with what
+   * they owe (their failures no request took) once the bridge has exited.
+   */
+  async close(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.ref(); // keep the process alive until the bridge is gone
-    return new Promise((resolve) => {
-      this.child.once("exit", () => resolve());
-      this.child.stdin!.end();
-    });
+    const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+    let owed: unknown;
+    if (this.quiet && !this.deadError) await this.send("bye", {}).catch((e) => (owed = e));
+    this.child.stdin!.end();
+    await exited;
+    if (owed && !(owed instanceof LeaseLost && owed === this.deadError)) throw owed;
   }
 
   /** For tests: the bridge process. */

@@ -143,13 +143,24 @@ export class Lease implements AsyncDisposable {
   /**
    * Free the slots. Safe to call twice, and after a loss (the loss was told
    * by signal; release does not throw it again).
+   *
+   * A lease granted from the process's capacity share (capacity: true; token
+   * 0), or any with opts.wait false, is released without waiting for the
+   * bridge's reply: the bridge runs every later request of this Governor after
+   * it, so a slot it frees is free for this Governor's next acquire (another
+   * process's may come first); when it fails (a loss the bridge saw at the
+   * release and this process had not read yet, a backend error), the next
+   * call of this Governor rejects with its error, naming the lease, and does
+   * not run; Governor.close rejects with what no call took. Other leases, and
+   * opts.wait true, wait: the slot is free for every process once it resolves.
    */
-  async release(): Promise<void> {
+  async release(opts: { wait?: boolean } = {}): Promise<void> {
     if (this.released) return;
     this.released = true;
     this.end();
     if (!this.lossReason) this.controller?.abort(this.releasedReason());
     if (this.bridge.dead) return;
+    if (this.quietly(opts.wait)) return this.bridge.sendQuiet("release", { lease: this.id });
     try {
       await this.bridge.call("release", { lease: this.id });
     } catch (err) {
@@ -162,7 +173,8 @@ export class Lease implements AsyncDisposable {
    * provider_report's: the report, then the release with the settle, in
    * one request); its result. LeaseLost when the lease was lost. A request
    * refused (bad input releases nothing) is followed by a plain release.
-   * Released before: op alone.
+   * Released before: op alone. Not waited for as release (a lease from the
+   * capacity share; then its result is {}).
    * @internal
    */
   async releaseWith(op: string, args: Record<string, unknown>): Promise<any> {
@@ -170,12 +182,31 @@ export class Lease implements AsyncDisposable {
     this.released = true;
     this.end();
     if (!this.lossReason) this.controller?.abort(this.releasedReason());
+    if (this.quietly(undefined)) {
+      // Not waited for, as release: the bridge releases the lease whatever op finds.
+      this.bridge.sendQuiet(op, { ...args, release: true });
+      return {};
+    }
     try {
       return await this.bridge.call(op, { ...args, release: true });
     } catch (err) {
       if (!(err instanceof LeaseLost)) await this.bridge.call("release", { lease: this.id }).catch(noop);
       throw err;
     }
+  }
+
+  /**
+   * Whether a release goes without waiting for its reply: wait false, or
+   * undefined for a lease granted from this process's capacity share (no other
+   * process sees its slots come back); the bridge takes it, and the lease is
+   * not known lost.
+   */
+  private quietly(wait: boolean | undefined): boolean {
+    if (wait === undefined) {
+      const own = this.resources.filter((r) => !r.nested);
+      wait = own.length === 0 || own.some((r) => r.token !== 0);
+    }
+    return !wait && this.bridge.noreply && !this.lossReason;
   }
 
   private releasedReason(): LeaseLost {
