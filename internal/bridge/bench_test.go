@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/internal/bridge"
 )
 
@@ -93,6 +94,13 @@ type pipedClient struct {
 
 func startPiped(t testing.TB, st store) *pipedClient {
 	t.Helper()
+	return startPipedWith(t, st, governor.Options{})
+}
+
+// startPipedWith is startPiped with the Governor's options o (its PID
+// and Session the client's).
+func startPipedWith(t testing.TB, st store, o governor.Options) *pipedClient {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +112,8 @@ func startPiped(t testing.TB, st store) *pipedClient {
 	cfg := bridge.Config{
 		Version: "bench",
 		Open: func(ctx context.Context, pid int, session string) (*governor.Governor, error) {
-			return governor.New(st(t), governor.Options{PID: pid, Session: session})
+			o.PID, o.Session = pid, session
+			return governor.New(st(t), o)
 		},
 		Acquire: bridge.AcquirePipeline(emptyCatalog(t)),
 	}
@@ -309,4 +318,23 @@ func (c *pipedClient) until(match func([]byte) bool) []byte {
 			return bytes.Clone(line)
 		}
 	}
+}
+
+// BenchmarkCapacityPair is issue 44's local grant through the bridge,
+// on OS pipes: a slot granted from the bridge's capacity share, its
+// acquire waited for and its release not (noreply), beside a request
+// that touches no backend (the floor of one round trip):
+//
+//	go test -run '^$' -bench CapacityPair -benchtime 20000x ./internal/bridge/
+func BenchmarkCapacityPair(b *testing.B) {
+	c := startPipedWith(b, fileStore(b), governor.Options{Capacity: map[string]capacity.Config{"hot": {}}})
+	pair := func() {
+		lease := c.call(`"acquire","args":{"resources":["hot"],"limit":512,"if_busy":"wait"}`)
+		c.send(`"release","args":{"lease":"` + lease + `"},"noreply":true`)
+	}
+	noop := func() { c.call(`"cancel_request","args":{"request":1099511627776}`) }
+	inPair, inNoop := sideBySide(b, pair, noop)
+	b.ReportMetric(float64(inPair.Nanoseconds())/float64(b.N), "pair-ns")
+	b.ReportMetric(float64(inNoop.Nanoseconds())/float64(b.N), "noop-ns")
+	b.ReportMetric(float64(inPair)/float64(inNoop), "pair/noop")
 }
