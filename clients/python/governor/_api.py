@@ -12,7 +12,7 @@ import os
 import sys
 
 from . import errors
-from ._bridge import Bridge, bridge_argv, find_binary, nest_env, result_of
+from ._bridge import Bridge, find_binary, nest_env, result_of
 from ._lease import Lease
 from ._wire import amount
 
@@ -28,6 +28,17 @@ if TYPE_CHECKING:
 
 _governors: "Dict[int, Any]" = {}  # id -> weak reference, for fork
 _MAIN = _thread.get_ident()  # the importing thread: the main one, unless threading says otherwise
+
+
+def bridge_argv(binary: str, *, dir: "Optional[str]" = None, config: "Optional[str]" = None,
+                project: "Optional[str]" = None, backend: "Optional[str]" = None,
+                redis_url_file: "Optional[str]" = None) -> "List[str]":
+    argv = [binary, "bridge"]
+    for flag, v in (("--dir", dir), ("--config", config), ("--project", project),
+                    ("--backend", backend), ("--redis-url-file", redis_url_file)):
+        if v:
+            argv += [flag, str(v)]
+    return argv
 
 
 def _track(g: "Governor") -> None:

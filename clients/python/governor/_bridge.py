@@ -149,6 +149,7 @@ class Bridge:
         self._released: "set[str]" = set()  # leases of requests given up, released by _drop
         self.noreply = False  # the bridge takes releases not waited for (hello's features)
         self._quiet = False  # one was sent: close flushes them (bye)
+        self._outbox = b""  # releases not waited for, written with the next request or by the reader thread
         if "GOMAXPROCS" not in env:
             # One processor from the start: the bridge would set it itself,
             # stopping its runtime to shrink it (a fifth of its start's CPU).
@@ -200,10 +201,16 @@ class Bridge:
                 self._watchers += 1
         self._write(_request(rid, op, args or {}), p)
 
-    def _write(self, data: bytes, p: "Optional[_Pending]" = None) -> None:
-        """Writes a request's line (p, if given, is marked sent with it)."""
+    def _write(self, data: bytes, p: "Optional[_Pending]" = None, hold: bool = False) -> None:
+        """Writes a request's line (p, if given, is marked sent with it)
+        after the lines held back; hold: holds it back too (one write, one
+        wake-up of the bridge, for a release and the request after it)."""
         try:
             with self._wlock:
+                if hold:
+                    self._outbox += data
+                    return
+                data, self._outbox = self._outbox + data, b""
                 while data:
                     data = data[os.write(self._wfd, data):]
                 if p is not None:
@@ -221,7 +228,9 @@ class Bridge:
                 raise errors.LeaseLost("the governor bridge is gone: " + self.dead)
             self._next += 1
             rid, self._quiet = self._next, True
-        self._write(_request(rid, op, args, True))
+        # Held back while no request waits (none waits for its slot): the
+        # next request, or the reader thread within a nap (_NAP), writes it.
+        self._write(_request(rid, op, args, True), hold=not self._pending)
 
     def send(self, op: str, args: "Optional[Dict[str, Any]]" = None,
              on_event: "Optional[Callable[[Dict[str, Any]], None]]" = None,
@@ -380,8 +389,12 @@ class Bridge:
                         nap = 0.002  # woken: others wait
                     else:
                         nap = min(2 * nap, _NAP)
+                    if self._outbox and not self._leader:
+                        self._write(b"")
                     continue
                 nap = 0.002
+                if self._outbox:
+                    self._write(b"")
                 try:
                     poll.poll()
                 except OSError:
@@ -499,9 +512,8 @@ class Bridge:
         return {"ok": False, "error": {"code": 122, "kind": "lost", "message": "the governor bridge is gone: " + why}}
 
     def close(self) -> None:
-        """Ends the bridge: it releases everything and exits. After releases
-        not waited for, it says bye first and raises what they owe (their
-        failures no request took), once the bridge has ended."""
+        """Ends the bridge: it releases everything and exits. After releases not waited
+        for, it says bye first and raises what they owe once the bridge has ended."""
         if os.getpid() != self.pid_owner:
             return
         owed: "Optional[BaseException]" = None
@@ -586,14 +598,3 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def bridge_argv(binary: str, *, dir: "Optional[str]" = None, config: "Optional[str]" = None,
-                project: "Optional[str]" = None, backend: "Optional[str]" = None,
-                redis_url_file: "Optional[str]" = None) -> "List[str]":
-    argv = [binary, "bridge"]
-    for flag, v in (("--dir", dir), ("--config", config), ("--project", project),
-                    ("--backend", backend), ("--redis-url-file", redis_url_file)):
-        if v:
-            argv += [flag, str(v)]
-    return argv

@@ -74,6 +74,13 @@ export class Bridge {
   noreply = false;
   /** One was sent: close flushes them (bye). */
   private quiet = false;
+  /**
+   * Lines of releases not waited for, not written yet: written with the next
+   * request, or at the end of this turn of the event loop (one write, one
+   * wake-up of the bridge, for a release and the acquire after it).
+   */
+  private outbox = "";
+  private flushing = false;
   readonly ready: Promise<void>;
 
   constructor(bin: string, args: string[], env: NodeJS.ProcessEnv, session?: string) {
@@ -265,6 +272,10 @@ export class Bridge {
     }
     this.nextId++;
     onId?.(id);
+    if (this.outbox) {
+      line = this.outbox + line; // the releases before it, in one write
+      this.outbox = "";
+    }
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       this.ref();
@@ -280,11 +291,23 @@ export class Bridge {
    */
   sendQuiet(op: string, args: Record<string, unknown>): void {
     if (this.deadError) throw this.deadError;
-    const line = JSON.stringify({ id: this.nextId, op, args, noreply: true }, wire) + "\n";
+    this.outbox += JSON.stringify({ id: this.nextId, op, args, noreply: true }, wire) + "\n";
     this.nextId++;
     this.quiet = true;
-    this.child.stdin!.write(line);
+    if (!this.flushing) {
+      this.flushing = true;
+      setImmediate(this.flush);
+    }
   }
+
+  /** Write the releases not waited for that no request took along. */
+  private readonly flush = (): void => {
+    this.flushing = false;
+    if (!this.outbox || this.deadError) return;
+    const lines = this.outbox;
+    this.outbox = "";
+    this.child.stdin!.write(lines);
+  };
 
   /** Send a request after hello (at once once hello is answered: no wait on a settled promise). */
   call(op: string, args: Record<string, unknown> = {}, onId?: (id: number) => void): Promise<any> {
