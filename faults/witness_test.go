@@ -14,6 +14,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/internal/redistest"
+	"github.com/governor-dev/governor/internal/view"
 )
 
 // Redis lost its data (restarted without persistence, or FLUSHALL) while
@@ -75,13 +76,15 @@ func TestRedisLossNewRunsHoldBudget(t *testing.T) {
 				t.Fatalf("the first run: %v: %s", err, out)
 			}
 			m.start(t, append(cost, "sleep", "120")...)
-			eventually(t, 20*time.Second, "the second run's reservation", func() bool {
-				out, _ := m.gov("budgets").CombinedOutput()
-				return strings.Contains(string(out), "day")
-			})
+			eventually(t, 2*time.Minute, "the second run's reservation", func() bool { return m.reserved(t, "day") == 1_000_000 })
 			m.lose(t, loss)
 			// The provider's slot is quarantined first (its TTL): no run is
-			// admitted meanwhile, and after it the budget refuses them.
+			// admitted meanwhile, and after it the budget refuses them. The
+			// first run finds the loss (the machine's witness); each next
+			// one starts once the slot's quarantine is over, read from the
+			// backend, rather than runs started throughout it (each a
+			// process: seconds apiece on a loaded machine).
+			slot := governor.Key{Project: m.project, Resource: "provider:fake"}
 			refused := func(i int) string {
 				out, err := m.gov(append(cost, "true")...).CombinedOutput()
 				if err == nil {
@@ -89,15 +92,18 @@ func TestRedisLossNewRunsHoldBudget(t *testing.T) {
 				}
 				return string(out)
 			}
-			n := 0
-			eventually(t, 30*time.Second, "a new run refused by the held budget", func() bool {
-				n++
-				return strings.Contains(refused(n), "held")
-			})
-			for i := range 3 {
-				if out := refused(n + 1 + i); !strings.Contains(out, "held") {
-					t.Fatalf("new run %d after the loss: %s; want refused as held", n+1+i, out)
+			n, got := 1, refused(1)
+			for ; !strings.Contains(got, "held"); got = refused(n) {
+				if n++; n > 5 {
+					t.Fatalf("new run %d after the loss, the slot's quarantine over: %s; want refused as held", n-1, got)
 				}
+				eventually(t, 2*time.Minute, "the slot's quarantine over", func() bool {
+					st := status(t, m.direct, slot)
+					return !st.Quarantine.After(st.Now)
+				})
+			}
+			if out := refused(n + 1); !strings.Contains(out, "held") {
+				t.Fatalf("new run %d after the loss: %s; want refused as held", n+1, out)
 			}
 			out, err := m.gov("budgets").CombinedOutput()
 			if err != nil || !strings.Contains(strings.ToLower(string(out)), "held") {
@@ -146,6 +152,26 @@ func (m *machine) start(t *testing.T, args ...string) *exec.Cmd {
 	c := m.gov(args...)
 	startKilledAtCleanup(t, c)
 	return c
+}
+
+// reserved is what budget name has reserved now (micro-units), as
+// `governor budgets --json` reads it.
+func (m *machine) reserved(t *testing.T, name string) int64 {
+	t.Helper()
+	out, err := m.gov("budgets", "--json").Output()
+	if err != nil {
+		t.Fatalf("governor budgets --json: %v: %s", err, out)
+	}
+	var v view.Budgets
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("governor budgets --json: %v: %s", err, out)
+	}
+	for _, b := range v.Budgets {
+		if b.Name == name {
+			return b.Reserved
+		}
+	}
+	return 0
 }
 
 // lose makes the server lose its data: "restart" without persistence,
