@@ -55,18 +55,18 @@ func (c Config) Capacity() map[string]capacity.Config {
 }
 
 // capacityProblems checks the capacity keys: intervals that read, and
-// capacity only on resources whose slots a share may grant: never an
-// exclusive one (limit 1), one with a queue policy or a mkdir slot, nor
-// a provider without max_concurrency (rate shares are not built). Exec
-// runs (run, run:join) and spend budgets have no such keys: they stay
-// exact and central.
+// capacity only on resources whose slots or requests a share may grant:
+// never an exclusive one (limit 1), one with a queue policy or a mkdir
+// slot, nor a provider with neither max_concurrency nor
+// requests_per_minute. Exec runs (run, run:join) and spend budgets have
+// no such keys: they stay exact and central.
 func (c Config) capacityProblems() []*FieldError {
 	o := c.origin
 	var ps []*FieldError
 	add := func(key, value, format string, args ...any) {
 		ps = append(ps, o.errAt(key, value, fmt.Sprintf(format, args...)))
 	}
-	check := func(section, name string, k CapacityKeys, limit *int, policy bool, mkdir string) {
+	check := func(section, name string, k CapacityKeys, limit *int, rate, policy bool, mkdir string) {
 		prefix := section + "." + name + "."
 		if !k.Capacity {
 			for _, f := range []struct {
@@ -81,9 +81,9 @@ func (c Config) capacityProblems() []*FieldError {
 		}
 		why := ""
 		switch {
-		case limit == nil:
-			why = "it has no max_concurrency: capacity shares are of concurrency slots (rate shares are not built)"
-		case *limit == 1:
+		case limit == nil && !rate:
+			why = "it has neither max_concurrency nor requests_per_minute: a share is of concurrency slots or of requests per minute"
+		case limit != nil && *limit == 1:
 			why = "its limit is 1: an exclusive resource stays exact and central; use a limit of 2 or more"
 		case policy:
 			why = "it has a queue policy: a share would pass its classes and fair keys; remove the policy or the capacity"
@@ -112,12 +112,12 @@ func (c Config) capacityProblems() []*FieldError {
 	for _, name := range sortedKeys(c.Providers) {
 		p := c.Providers[name]
 		q, _ := p.QueuePolicy()
-		check("providers", name, p.CapacityKeys, p.MaxConcurrency, !q.IsZero(), "")
+		check("providers", name, p.CapacityKeys, p.MaxConcurrency, p.RequestsPerMinute > 0, !q.IsZero(), "")
 	}
 	for _, name := range sortedKeys(c.Resources) {
 		r := c.Resources[name]
 		q, _ := r.QueuePolicy()
-		check("resources", name, r.CapacityKeys, &r.Limit, !q.IsZero(), r.MkdirLock)
+		check("resources", name, r.CapacityKeys, &r.Limit, false, !q.IsZero(), r.MkdirLock)
 	}
 	return ps
 }

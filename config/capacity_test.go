@@ -9,12 +9,15 @@ import (
 )
 
 // TestCapacityLoads: capacity: true turns a resource's or a provider's
-// capacity leases on, with the intervals given or the defaults.
+// capacity leases on (a provider with requests_per_minute alone too), with the intervals given or the defaults.
 func TestCapacityLoads(t *testing.T) {
 	e := newEnv(t)
 	l, _, err := e.loadFile(`providers:
   anthropic:
     max_concurrency: 512
+    capacity: true
+  openai:
+    requests_per_minute: 100000
     capacity: true
 resources:
   gpu:
@@ -30,8 +33,9 @@ resources:
 	}
 	got := l.Config.Capacity()
 	want := map[string]capacity.Config{"provider:anthropic": {Lease: 30 * time.Second, Refresh: 5 * time.Second},
-		"gpu": {Lease: 15 * time.Second, Refresh: 2 * time.Second}}
-	if len(got) != len(want) || got["provider:anthropic"] != want["provider:anthropic"] || got["gpu"] != want["gpu"] {
+		"provider:openai": {Lease: 30 * time.Second, Refresh: 5 * time.Second}, "gpu": {Lease: 15 * time.Second, Refresh: 2 * time.Second}}
+	if len(got) != len(want) || got["provider:anthropic"] != want["provider:anthropic"] || got["gpu"] != want["gpu"] ||
+		got["provider:openai"] != want["provider:openai"] {
 		t.Fatalf("Capacity() = %v; want %v", got, want)
 	}
 }
@@ -42,7 +46,7 @@ func TestCapacityRefused(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"resources:\n  r:\n    limit: 1\n    capacity: true\n", ":4: resources.r.capacity: capacity is not allowed here: its limit is 1: an exclusive resource stays exact and central"},
 		{"resources:\n  r:\n    limit: 4\n    fair: true\n    capacity: true\n", ":5: resources.r.capacity: capacity is not allowed here: it has a queue policy"},
-		{"providers:\n  p:\n    requests_per_minute: 60\n    capacity: true\n", ":4: providers.p.capacity: capacity is not allowed here: it has no max_concurrency: capacity shares are of concurrency slots (rate shares are not built)"},
+		{"providers:\n  p:\n    tokens_per_minute: 60\n    capacity: true\n", ":4: providers.p.capacity: capacity is not allowed here: it has neither max_concurrency nor requests_per_minute"},
 		{"resources:\n  r:\n    limit: 4\n    capacity: true\n    capacity_refresh: 30s\n", ":5: resources.r.capacity_refresh: capacity refresh 30s with lease 30s; allowed: more than 0 and less than 27s"},
 		{"resources:\n  r:\n    limit: 4\n    capacity: true\n    capacity_lease: 0s\n", ":5: resources.r.capacity_lease: 0s is not allowed; a capacity interval must be more than 0"},
 		{"resources:\n  r:\n    limit: 4\n    capacity: true\n    capacity_refresh: -1s\n", ":5: resources.r.capacity_refresh: -1s is not allowed"},

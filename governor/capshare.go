@@ -20,6 +20,7 @@ type capShares struct {
 
 	mu    sync.Mutex
 	gates map[string]*capShare
+	rates capRates // the rate shares (caprate.go)
 }
 
 // capShare is one resource's gate, or its opening (ready not closed).
@@ -140,7 +141,7 @@ func (c *capShares) close() error {
 	gates := c.gates
 	c.gates = map[string]*capShare{}
 	c.mu.Unlock()
-	var first error
+	first := c.rates.close()
 	for _, s := range gates {
 		<-s.ready
 		if s.gate != nil {

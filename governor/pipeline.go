@@ -181,6 +181,11 @@ func (g *Governor) takeRate(ctx context.Context, req RateRequest, mode Mode, wit
 	if req.Key.Project == "" {
 		req.Key.Project = g.project
 	}
+	if rc, ok := g.caps.leasedRate(req); ok {
+		// From the process's rate share (caprate.go): spends, if any,
+		// are reserved alone after it.
+		return nil, g.takeLocalRate(ctx, req, rc, mode)
+	}
 	var res RateResult
 	var r *BudgetReservation
 	var err error

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/governor-dev/governor/governor/capacity"
 )
 
 // RateLimit is Rate per Period with at most Burst at once (default:
@@ -51,6 +53,12 @@ type RateRequest struct {
 	// error; bad budget input (ErrInvalid) reserves no budget and still
 	// reserves the rate. A caller undoes the part it does not want.
 	Budget *BudgetRequest
+	// Share, when set, refreshes (or releases) a rate share of
+	// Requests instead of reserving (docs/capacity.md): the answer is
+	// RateResult.Share, nothing is charged, and NRequests, NTokens,
+	// Tokens, Shadow and Budget are not read. While shares are held, a
+	// reservation without one is held to the rate and burst they leave.
+	Share *capacity.RateAsk
 }
 
 // RateAdjustment corrects the rate key Key after a call
@@ -83,6 +91,8 @@ type RateResult struct {
 	// reservation sent with this one (RateRequest.Budget).
 	Budget    BudgetResult
 	BudgetErr error
+	// Share is the answer to RateRequest.Share (Allowed true).
+	Share *capacity.RateShare
 }
 
 // RateBackend is the optional capability of a backend for rate limits,

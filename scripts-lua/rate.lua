@@ -11,7 +11,15 @@
 --       provider's responses (learn): lrq, ltk the requests and tokens
 --       it still accepts, lrq_at, ltk_at until when (us); reserve takes
 --       a cost off them, and denies one they do not cover until then.
--- ARGV: 1 mode ('reserve' | 'adjust' | 'status' | 'learn'),
+--       4 (reserve and share; optional) the rate shares hash
+--       (capacity.RateLeases: born, learn, waits, ttl in us, and per
+--       lease l:<id> "rate want expires secret"); a reservation is held
+--       to the rate and burst the shares leave
+--       share: ARGV 2-4 the requests limit, 5 id, 6 secret, 7 ttl us,
+--       8 want, 9 held, 10 token, 11 '1' to release; returns {1 (0: not
+--       the owner), rate, burst, entitled, waiting 0|1, token, expires
+--       us, learning's end us (0: none)}
+-- ARGV: 1 mode ('reserve' | 'adjust' | 'status' | 'learn' | 'share'),
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
 --       (adjust: only the tokens arguments count; cost is the delta;
@@ -79,6 +87,113 @@ local function expire(tats)
   redis.call('PEXPIRE', K, math.ceil((last - now) / 1000) + 1000)
 end
 
+
+-- The rate shares (capacity.RateLeases in Go, the same steps).
+local S = KEYS[4]
+
+-- shares reads the shares' state, dropping the leases expired at now.
+local function shares()
+  local all = redis.call('HGETALL', S)
+  local m, ls, n = {}, {}, 0
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    if string.sub(f, 1, 2) == 'l:' then
+      local rate, want, exp, sec = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
+      if tonumber(exp) <= now then
+        redis.call('HDEL', S, f)
+      else
+        ls[string.sub(f, 3)] = {tonumber(rate), tonumber(want), tonumber(exp), sec}
+        n = n + 1
+      end
+    else
+      m[f] = tonumber(v)
+    end
+  end
+  return m, ls, n
+end
+
+-- capacity.BurstOf
+local function burst_of(rate, limit, b)
+  if b <= 0 then
+    b = limit
+  end
+  if limit <= 0 then
+    return 0
+  end
+  return math.floor(rate * b / limit)
+end
+
+--[[fair_share]]
+
+if ARGV[1] == 'share' then
+  local limit, b = tonumber(ARGV[2]), tonumber(ARGV[4])
+  local id, secret, ttl = ARGV[5], ARGV[6], tonumber(ARGV[7])
+  local want, held, token = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local m, ls = shares()
+  local born = m.born or 0
+  local cur = ls[id]
+  if cur and cur[4] ~= secret then
+    return {0, 0, 0, 0, 0, 0, 0, 0}
+  end
+  if ARGV[11] == '1' then
+    if cur then
+      redis.call('HDEL', S, 'l:' .. id)
+    end
+    return {1, 0, 0, 0, 0, fmt(born), 0, 0}
+  end
+  if born == 0 then
+    born = now
+    redis.call('HSET', S, 'born', fmt(born))
+  end
+  local lost = token ~= 0 and held > 0 and not cur and token ~= born
+  local learn = m.learn or 0
+  if lost and now + ttl > learn then
+    learn = now + ttl
+    redis.call('HSET', S, 'learn', fmt(learn))
+  end
+  local learning = now < learn
+  local ws, others = {{id, want}}, 0
+  for lid, l in pairs(ls) do
+    if lid ~= id then
+      ws[#ws + 1] = {lid, l[2]}
+      others = others + l[1]
+    end
+  end
+  local central = now < (m.waits or 0)
+  if central then
+    ws[#ws + 1] = {'\0queue', limit}
+  end
+  local parts = fair_share(limit, ws)
+  local e, had = parts[id] or 0, 0
+  if cur then
+    had = cur[1]
+  end
+  local free = math.max(0, limit - others - had - (parts['\0queue'] or 0))
+  -- capacity.Ask.Next
+  local share
+  if learning and lost then
+    share = math.min(held, had + free)
+  elseif e <= had or learning then
+    share = math.min(e, had)
+  else
+    share = math.min(e, had + free)
+  end
+  local exp = now + ttl
+  redis.call('HSET', S, 'l:' .. id, fmt(share) .. ' ' .. fmt(want) .. ' ' .. fmt(exp) .. ' ' .. secret, 'ttl', fmt(ttl))
+  -- The hash is kept, as the counters are: its leases are dropped as
+  -- they expire, and born tells a lost state from an expired lease.
+  local waiting = central
+  for lid, l in pairs(ls) do
+    if lid ~= id and (parts[lid] or 0) > l[1] then
+      waiting = true
+    end
+  end
+  if not learning then
+    learn = 0
+  end
+  return {1, fmt(share), fmt(burst_of(share, limit, b)), fmt(e), waiting and 1 or 0, fmt(born), fmt(exp), fmt(learn)}
+end
+
 if ARGV[1] == 'status' then
   local c = redis.call('HMGET', KEYS[2], 'allowed', 'limited', 'lim')
   local l = {}
@@ -137,6 +252,43 @@ if KEYS[3] then
   if c and c * 1000 > now then
     redis.call('HINCRBY', KEYS[2], 'limited', 1)
     return {0, fmt(c * 1000 - now), '0', '0', fmt(c)}
+  end
+end
+
+-- Rate shares hold the reservation to the rate and burst they leave
+-- (capacity.RateLeases.Central).
+if S and a[2] > 0 then
+  local m, ls, n = shares()
+  local denied, retry = false, 0
+  if now < (m.learn or 0) then
+    denied, retry = true, m.learn - now
+  elseif n > 0 then
+    local b = a[4]
+    if b <= 0 then
+      b = a[2]
+    end
+    local sr, sb = 0, 0
+    for _, l in pairs(ls) do
+      sr = sr + l[1]
+      sb = sb + burst_of(l[1], a[2], b)
+    end
+    if sr > 0 then
+      a[2], a[4] = a[2] - sr, b - sb
+      if a[2] <= 0 or a[4] < a[5] then
+        denied, retry = true, math.floor(a[3] * (n + 1) / (a[2] + sr))
+      end
+    end
+  end
+  if denied then
+    if n > 0 then
+      redis.call('HSET', S, 'waits', fmt(now + (m.ttl or 0)))
+    end
+    if ARGV[10] == '1' then
+      redis.call('HINCRBY', KEYS[2], 'shadow_denied', 1)
+      return {1, fmt(retry), '0', '-1', '0', '1'}
+    end
+    redis.call('HINCRBY', KEYS[2], 'limited', 1)
+    return {0, fmt(retry), '0', '-1'}
   end
 end
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
+	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
 )
 
@@ -18,6 +20,9 @@ func capacityOp(rng *rand.Rand, i int, sent map[string][]string) (diffOp, bool) 
 		return diffOp{}, false
 	}
 	res := []string{"r1", "r2"}[rng.IntN(2)]
+	if rng.IntN(2) == 0 {
+		return rateShareOp(rng, i, res, sent), true
+	}
 	op := diffOp{kind: "capacity", resource: res, limit: 3, weight: rng.IntN(4), n: int64(rng.IntN(3)), granted: int64(rng.IntN(10))}
 	if ids := sent["~cap"+res]; len(ids) > 0 && rng.IntN(3) != 0 {
 		op.id = ids[rng.IntN(len(ids))]
@@ -49,4 +54,45 @@ func (r *diffRun) capacityStep(ctx context.Context, o diffOp) string {
 	}
 	return fmt.Sprintf("%v limit %d token %v share %d held %d entitled %d waiting %v", res.Outcome, res.Limit, res.Token != 0,
 		res.Share.Share, res.Share.Held, res.Share.Entitled, res.Share.Waiting)
+}
+
+// rateShareOp draws a refresh of a rate share of diffRequests
+// (governor.RateRequest.Share): a new lease or one sent before, wanting
+// 0 to the limit, or its release, or (one in ten) another's secret.
+func rateShareOp(rng *rand.Rand, i int, res string, sent map[string][]string) diffOp {
+	op := diffOp{kind: "rateshare", resource: res, n: rng.Int64N(diffRequests.Rate + 1), signal: rng.IntN(10) == 0}
+	if ids := sent["~rs"+res]; len(ids) > 0 && rng.IntN(3) != 0 {
+		op.id = ids[rng.IntN(len(ids))]
+		op.wait = rng.IntN(6) == 0 // a release
+	} else {
+		op.id = fmt.Sprintf("s%02d", i)
+		sent["~rs"+res] = append(sent["~rs"+res], op.id)
+	}
+	return op
+}
+
+// rateShareStep runs a rateshare step: what the share got (its Held and
+// Token the last answer's).
+func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
+	key := governor.Key{Project: r.project, Resource: o.resource}
+	if r.shares == nil {
+		r.shares = map[string]capacity.RateShare{}
+	}
+	name := o.resource + "/" + o.id
+	last := r.shares[name]
+	a := capacity.RateAsk{ID: o.id, Secret: "s-" + o.id, TTL: time.Minute, Want: o.n, Held: last.Rate, Token: last.Token, Release: o.wait}
+	if a.Release {
+		a.Want = 0
+	}
+	if o.signal {
+		a.Secret = "another"
+	}
+	res, err := r.b.RateReserve(ctx, governor.RateRequest{Key: key, Requests: diffRequests, Share: &a})
+	if err != nil || res.Share == nil {
+		return fmt.Sprintf("%s %v", errClass(err), res.Share)
+	}
+	sh := res.Share
+	r.shares[name] = *sh
+	return fmt.Sprintf("allowed %v rate %d burst %d entitled %d waiting %v token %v learning %v", res.Allowed, sh.Rate, sh.Burst, sh.Entitled,
+		sh.Waiting, sh.Token != 0, !sh.Learning.IsZero())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/eventkind"
 	"github.com/governor-dev/governor/governor/filebackend"
 	"github.com/governor-dev/governor/governor/redisbackend"
@@ -181,7 +182,8 @@ type diffOp struct {
 	// pause, resume, limit, touch, renewbatch, cooloff, adapt, forget,
 	// reserve, adjust, adjustsettle, learn, lost, observe, seq, degraded,
 	// advance;
-	// breserve, ratebudget, bsettle, badmin (differential_budget_test.go)
+	// breserve, ratebudget, bsettle, badmin (differential_budget_test.go);
+	// capacity, rateshare (differential_capacity_test.go)
 	kind     string
 	resource string
 	id       string   // the lease or waiter
@@ -228,6 +230,8 @@ func (o diffOp) String() string {
 	case "capacity":
 		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v granted %d", o.resource, o.id, o.limit, o.weight, o.n, o.wait,
 			o.granted)
+	case "rateshare":
+		return fmt.Sprintf("rateshare %s/%s want %d release %v another's secret %v", o.resource, o.id, o.n, o.wait, o.signal)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }
@@ -397,6 +401,8 @@ type diffRun struct {
 	policy *governor.Policy
 	// advance, when set, moves the store's clock.
 	advance func(d time.Duration)
+	// shares: each rate share's last answer (rateShareStep).
+	shares map[string]capacity.RateShare
 }
 
 // The rate limits of the reserve, adjust and learn steps: slow enough
@@ -545,6 +551,8 @@ func (r *diffRun) more(ctx context.Context, key governor.Key, o diffOp) string {
 		return r.budgetStep(ctx, o)
 	case "capacity":
 		return r.capacityStep(ctx, o)
+	case "rateshare":
+		return r.rateShareStep(ctx, o)
 	}
 	panic("differential: no step " + o.kind)
 }

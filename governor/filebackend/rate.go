@@ -23,6 +23,9 @@ func limit(l governor.RateLimit) gcra.Limit {
 // A budget reservation sent with it (req.Budget) is made after it,
 // under its own lock: nothing here costs a round trip.
 func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	if req.Share != nil {
+		return b.rateShare(ctx, req)
+	}
 	res, err := within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
 		return b.reserve(t, req)
 	})
@@ -48,7 +51,18 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 		t.dirty = true
 		return governor.RateResult{RetryAfter: end.Sub(t.now.wall), CoolOff: end}, t.commit()
 	}
-	rq := gcra.Reserve(limit(req.Requests), st.RateRequests, now, req.NRequests)
+	// Rate shares (rateshare.go) hold the central path to what they leave.
+	central, retry, ok := centralLimit(st, req.Requests, now, req.NRequests)
+	if !ok {
+		t.dirty = true
+		if req.Shadow {
+			st.RateShadow++
+			return governor.RateResult{Allowed: true, ShadowDenied: true, RetryAfter: retry, RemainingTokens: -1}, t.commit()
+		}
+		st.RateLimited++
+		return governor.RateResult{RetryAfter: retry, RemainingTokens: -1}, t.commit()
+	}
+	rq := gcra.Reserve(limit(central), st.RateRequests, now, req.NRequests)
 	tk := gcra.Reserve(limit(req.Tokens), st.RateTokens, now, req.NTokens)
 	// Shadow (req.Shadow): a denial is counted, never enforced, and
 	// charges nothing; the twin of rate.lua's shadow_denied.

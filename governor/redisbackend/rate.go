@@ -34,6 +34,9 @@ func (b *Backend) RateReserve(ctx context.Context, req governor.RateRequest) (go
 		}
 		return res, governor.ErrClosed
 	}
+	if req.Share != nil {
+		return b.rateShare(ctx, req)
+	}
 	keys, args := b.rateReserveCall(req)
 	if req.Budget == nil {
 		v, err := rateScript.Run(ctx, b.rdb, keys, args...).Result()
@@ -69,8 +72,9 @@ func (b *Backend) rateReserveCall(req governor.RateRequest) ([]string, []any) {
 	if req.Shadow {
 		args = append(args, "1")
 	}
-	// The third key carries the cool-off (see cooloff.lua).
-	return append(RateKeys(req.Key), b.resource(req.Key).keys[1]), args
+	// The third key carries the cool-off (see cooloff.lua), the fourth
+	// the rate shares (rateshare.go).
+	return append(RateKeys(req.Key), b.resource(req.Key).keys[1], rateSharesKey(req.Key)), args
 }
 
 // rateReserved reads rate.lua reserve's reply v (err: the call's error).

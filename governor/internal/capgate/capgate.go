@@ -117,11 +117,16 @@ func (g *Gate) Share() (share, inUse int) {
 
 // validLocked tells whether the lease is valid now on this process's
 // clocks (see the package doc).
-func (g *Gate) validLocked(now time.Time) bool {
-	if g.sent.IsZero() || !now.Before(g.deadline) {
+func (g *Gate) validLocked(now time.Time) bool { return valid(g.sent, g.deadline, now) }
+
+// valid tells whether a lease whose answered refresh was sent at sent,
+// with local deadline deadline, is valid at now on this process's
+// clocks: before the deadline (monotonic), and no suspend since sent.
+func valid(sent, deadline, now time.Time) bool {
+	if sent.IsZero() || !now.Before(deadline) {
 		return false
 	}
-	lead := now.Round(0).Sub(g.sent.Round(0)) - now.Sub(g.sent)
+	lead := now.Round(0).Sub(sent.Round(0)) - now.Sub(sent)
 	return lead <= suspendSlack && lead >= -suspendSlack
 }
 
@@ -276,28 +281,7 @@ func (g *Gate) broadcastLocked() {
 
 // run refreshes every Refresh, or at once when woken, until Close.
 func (g *Gate) run() {
-	defer close(g.done)
-	t := time.NewTicker(g.o.Refresh)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-		case <-g.kick:
-			// Woken early: at most one early refresh per tenth of
-			// Refresh, so that waiters at saturation cost the backend
-			// little more than the interval does.
-			if d := g.o.Refresh/10 - time.Since(last); d > 0 {
-				select {
-				case <-g.stop:
-					return
-				case <-time.After(d):
-				}
-			}
-		}
-		last = time.Now()
+	every(g.o.Refresh, g.stop, g.kick, g.done, func() {
 		g.mu.Lock()
 		if !g.sent.IsZero() && !g.validLocked(time.Now()) {
 			g.lapseLocked() // past the deadline, or suspended: grants end
@@ -306,6 +290,34 @@ func (g *Gate) run() {
 		ctx, cancel := context.WithTimeout(context.Background(), g.o.Refresh)
 		_ = g.refresh(ctx) // an error keeps the old deadline, which decides
 		cancel()
+	})
+}
+
+// every runs refresh every interval, or at once when kicked, until stop
+// is closed; then it closes done. Woken early, it refreshes at most once
+// per tenth of interval, so that waiters at saturation cost the backend
+// little more than the interval does.
+func every(interval time.Duration, stop <-chan struct{}, kick <-chan struct{}, done chan<- struct{}, refresh func()) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-kick:
+			if d := interval/10 - time.Since(last); d > 0 {
+				select {
+				case <-stop:
+					return
+				case <-time.After(d):
+				}
+			}
+		}
+		last = time.Now()
+		refresh()
 	}
 }
 

@@ -1,0 +1,136 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/internal/capgate"
+)
+
+// capRates are the rate shares of a Governor (Options.Capacity): one
+// bucket per resource named whose requests limit is reserved, opened by
+// its first request and closed by Close, which gives its share back.
+type capRates struct {
+	mu      sync.Mutex
+	buckets map[string]*capRate
+}
+
+// capRate is one resource's bucket, or its opening (ready not closed).
+type capRate struct {
+	limit  RateLimit
+	ready  chan struct{}
+	bucket *capgate.Bucket
+	err    error
+}
+
+// leasedRate tells whether req's requests are taken from its resource's
+// rate share: a requests limit, and nothing a share cannot grant (a
+// tokens limit, Shadow, a budget sent with it) — those stay central.
+func (c *capShares) leasedRate(req RateRequest) (capacity.Config, bool) {
+	rc, ok := c.cfg[req.Key.Resource]
+	return rc, ok && req.Requests.Rate > 0 && req.Tokens.Rate == 0 && !req.Shadow && req.Budget == nil && req.Share == nil
+}
+
+// bucket returns the bucket of req's resource, opening it (its first
+// refresh, on a context of its own) on first use.
+func (c *capShares) bucket(ctx context.Context, g *Governor, req RateRequest, rc capacity.Config) (*capRate, error) {
+	c.rates.mu.Lock()
+	if c.rates.buckets == nil {
+		c.rates.buckets = map[string]*capRate{}
+	}
+	s := c.rates.buckets[req.Key.Resource]
+	if s == nil {
+		s = &capRate{limit: req.Requests, ready: make(chan struct{})}
+		c.rates.buckets[req.Key.Resource] = s
+		c.rates.mu.Unlock()
+		s.bucket, s.err = g.openRateShare(req, rc)
+		close(s.ready)
+		if s.err != nil {
+			c.rates.mu.Lock()
+			delete(c.rates.buckets, req.Key.Resource) // the next request tries again
+			c.rates.mu.Unlock()
+		}
+	} else {
+		c.rates.mu.Unlock()
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	switch {
+	case s.err != nil:
+		return nil, s.err
+	case s.limit != req.Requests:
+		return nil, invalid("%s's requests are granted from a rate share of %d per %v (burst %d); asked: %d per %v (burst %d); allowed: the same limit in every request of a Governor",
+			req.Key.Resource, s.limit.Rate, s.limit.Period, s.limit.Burst, req.Requests.Rate, req.Requests.Period, req.Requests.Burst)
+	}
+	return s, nil
+}
+
+// openRateShare opens the rate share of req's resource.
+func (g *Governor) openRateShare(req RateRequest, rc capacity.Config) (*capgate.Bucket, error) {
+	if err := req.Requests.validate("requests"); err != nil {
+		return nil, err
+	}
+	secret, id := newSecret()
+	send := func(ctx context.Context, a capacity.RateAsk) (capacity.RateShare, error) {
+		a.ID, a.Secret, a.TTL = id, secret, rc.Lease
+		res, err := g.rates.RateReserve(ctx, RateRequest{Key: req.Key, Requests: req.Requests, Share: &a})
+		switch {
+		case err != nil:
+			return capacity.RateShare{}, err
+		case res.Share == nil:
+			return capacity.RateShare{}, fmt.Errorf("%w: %s answered a rate share without a share", ErrBackend, req.Key)
+		}
+		return *res.Share, nil
+	}
+	ctx, cancel := context.WithTimeout(g.closing, rc.Refresh)
+	defer cancel()
+	return capgate.NewBucket(ctx, capgate.BucketOptions{Limit: req.Requests.Rate, Period: req.Requests.Period, Lease: rc.Lease,
+		Refresh: rc.Refresh, Margin: rc.Margin(), First: true,
+		Fatal: func(err error) bool { return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotOwner) }}, send)
+}
+
+// takeLocalRate takes req's requests from its resource's rate share, with
+// no round trip: waiting for its tokens (Wait), or refused at once with
+// a *RateBusyError when the bucket is empty.
+func (g *Governor) takeLocalRate(ctx context.Context, req RateRequest, rc capacity.Config, mode Mode) error {
+	s, err := g.caps.bucket(ctx, g, req, rc)
+	if err != nil {
+		return err
+	}
+	wait, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(g.closing, cancel)()
+	defer cancel()
+	retry, err := s.bucket.Take(wait, req.NRequests, mode != Wait)
+	switch {
+	case errors.Is(err, capgate.ErrFull):
+		return &RateBusyError{Key: req.Key, Result: RateResult{RetryAfter: max(retry, time.Millisecond)}}
+	case errors.Is(err, capgate.ErrClosed), err != nil && g.closing.Err() != nil && ctx.Err() == nil:
+		return ErrClosed
+	}
+	return err
+}
+
+// close closes every bucket, each giving its share back.
+func (c *capRates) close() error {
+	c.mu.Lock()
+	buckets := c.buckets
+	c.buckets = nil
+	c.mu.Unlock()
+	var first error
+	for _, s := range buckets {
+		<-s.ready
+		if s.bucket != nil {
+			if err := s.bucket.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}

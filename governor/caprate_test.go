@@ -1,0 +1,132 @@
+package governor_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+)
+
+// rateCounting counts the rate reservations (and share refreshes) sent
+// to a backend.
+type rateCounting struct {
+	governor.Backend
+	governor.RateBackend
+	reserves, shares atomic.Int64
+}
+
+func (b *rateCounting) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	if req.Share != nil {
+		b.shares.Add(1)
+	} else {
+		b.reserves.Add(1)
+	}
+	return b.RateBackend.RateReserve(ctx, req)
+}
+
+// TestHoldFromRateShares: two Governors (two processes) with a
+// provider's requests in Options.Capacity take them through Provider.Do
+// from their rate shares: no reservation per call, a few share
+// refreshes, and in any window of the limit's period no more requests
+// than its rate and burst, the central limiter's own bound.
+func TestHoldFromRateShares(t *testing.T) {
+	for _, name := range []string{"file", "miniredis"} {
+		t.Run(name, func(t *testing.T) {
+			next := sharedBackends[name](t)
+			limits := governor.ProviderLimits{Requests: governor.RateLimit{Rate: 200, Period: time.Second, Burst: 20}}
+			cfg := map[string]capacity.Config{"provider:fast": {Lease: 3 * time.Second, Refresh: time.Second}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const each = 150
+			var mu sync.Mutex
+			var at []time.Time
+			var wg sync.WaitGroup
+			var bs []*rateCounting
+			for range 2 {
+				b := next()
+				rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
+				bs = append(bs, rb)
+				g, err := governor.New(rb, governor.Options{Project: "prj-0001", Capacity: cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := g.Provider("fast", limits)
+				for range 4 {
+					wg.Go(func() {
+						for range each / 4 {
+							if err := p.Do(ctx, 0, func(context.Context) (int64, error) {
+								mu.Lock()
+								at = append(at, time.Now())
+								mu.Unlock()
+								return 0, nil
+							}); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					})
+				}
+				defer func() {
+					if err := g.Close(); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+			for i, j := 0, 0; i < len(at); i++ {
+				for at[i].Sub(at[j]) >= time.Second {
+					j++
+				}
+				if n := i - j + 1; n > 220 {
+					t.Fatalf("%d requests in one second from %v, more than the rate and burst (220)", n, at[j])
+				}
+			}
+			for i, b := range bs {
+				if n := b.reserves.Load(); n != 0 {
+					t.Errorf("process %d: %d reservations of its own, want 0 (all from its share)", i, n)
+				}
+				if n := b.shares.Load(); n == 0 || n > each/3 {
+					t.Errorf("process %d: %d share refreshes for %d requests", i, n, each)
+				}
+			}
+		})
+	}
+}
+
+// TestRateShareRefusals: a request of another limit than the share's is
+// refused, and one the share cannot grant (a tokens limit) stays
+// central.
+func TestRateShareRefusals(t *testing.T) {
+	b := sharedBackends["file"](t)()
+	rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
+	g, err := governor.New(rb, governor.Options{Project: "prj-0001",
+		Capacity: map[string]capacity.Config{"provider:fast": {Lease: 3 * time.Second, Refresh: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	run := func(context.Context) (int64, error) { return 0, nil }
+	if err := g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(600)}).Do(ctx, 0, run); err != nil {
+		t.Fatal(err)
+	}
+	if n := rb.reserves.Load(); n != 0 {
+		t.Fatalf("%d central reservations for a request from the share, want 0", n)
+	}
+	if err := g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(500)}).Do(ctx, 0, run); !errors.Is(err, governor.ErrInvalid) {
+		t.Fatalf("another limit than the share's: %v, want ErrInvalid", err)
+	}
+	if err := g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(600), Tokens: governor.PerMinute(1000)}).Do(ctx, 10, run); err != nil {
+		t.Fatal(err)
+	}
+	if n := rb.reserves.Load(); n == 0 {
+		t.Fatal("no central reservation for a request with a tokens limit")
+	}
+}

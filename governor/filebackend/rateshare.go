@@ -1,0 +1,62 @@
+package filebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
+)
+
+// rateShare refreshes or releases the rate share req.Share of req.Key's
+// requests limit (governor.RateRequest.Share, capacity.RateLeases): the
+// twin of rate.lua's share mode.
+func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
+	a, l := *req.Share, req.Requests
+	if err := a.Validate(l.Rate, l.Period); err != nil {
+		return governor.RateResult{}, fmt.Errorf("%w: %s: %v", governor.ErrInvalid, req.Key.Resource, err)
+	}
+	return within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
+		st, now := t.st, t.now.boot
+		if st.RateShares == nil {
+			st.RateShares = &capacity.RateLeases{}
+		}
+		rs := st.RateShares
+		t.dirty = true
+		var sh capacity.RateShare
+		var err error
+		if a.Release {
+			sh, err = capacity.RateShare{Token: rs.Born}, rs.Release(a, now)
+		} else {
+			sh, err = rs.Refresh(a, now, int64(a.TTL), l.Rate, l.Burst)
+		}
+		if errors.Is(err, capacity.ErrRateOwner) {
+			return governor.RateResult{}, t.commitThen(fmt.Errorf("%w: rate share %s of %s", governor.ErrNotOwner, a.ID, req.Key.Resource))
+		}
+		if a.Release {
+			return governor.RateResult{Allowed: true, Share: &sh}, t.commit()
+		}
+		sh.Expires = t.now.at(now + int64(a.TTL))
+		if now < rs.Learn {
+			sh.Learning = t.now.at(rs.Learn)
+		}
+		return governor.RateResult{Allowed: true, Share: &sh}, t.commit()
+	})
+}
+
+// centralLimit is l held to what st's rate shares leave at now for a
+// reservation of cost (capacity.RateLeases.Central); ok false: denied,
+// to retry after retry.
+func centralLimit(st *state, l governor.RateLimit, now, cost int64) (_ governor.RateLimit, retry time.Duration, ok bool) {
+	if st.RateShares == nil || l.Rate <= 0 {
+		return l, 0, true
+	}
+	rate, burst, r, ok := st.RateShares.Central(now, int64(l.Period), l.Rate, l.Burst, cost)
+	if !ok {
+		st.RateShares.Denied(now)
+		return l, time.Duration(r), false
+	}
+	return governor.RateLimit{Rate: rate, Period: l.Period, Burst: burst}, 0, true
+}
