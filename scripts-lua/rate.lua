@@ -178,6 +178,12 @@ if ARGV[1] == 'share' then
   else
     share = math.min(e, had + free)
   end
+  -- A cool-off of the resource of the same name (as reserve's) shrinks
+  -- the share to 0.
+  local c = tonumber(redis.call('HGET', KEYS[3], 'cooloff') or '')
+  if c and c * 1000 > now then
+    share = 0
+  end
   local exp = now + ttl
   redis.call('HSET', S, 'l:' .. id, fmt(share) .. ' ' .. fmt(want) .. ' ' .. fmt(exp) .. ' ' .. secret, 'ttl', fmt(ttl))
   -- The hash is kept, as the counters are: its leases are dropped as

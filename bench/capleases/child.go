@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/capacity/gate"
 	"github.com/governor-dev/governor/governor/redisbackend"
 )
@@ -61,6 +62,31 @@ func peakInUse(files []string) (int, error) {
 	return peak, nil
 }
 
+// busiestWindow is the most grants (intervals) of files started in any
+// window of length w, each window starting at a grant: every sliding
+// window is checked.
+func busiestWindow(files []string, w time.Duration) (int64, error) {
+	var starts []int64
+	for _, f := range files {
+		ivs, err := readIntervals(f)
+		if err != nil {
+			return 0, err
+		}
+		for _, iv := range ivs {
+			starts = append(starts, iv.start)
+		}
+	}
+	slices.Sort(starts)
+	var most int64
+	for i, j := 0, 0; i < len(starts); i++ {
+		for starts[i]-starts[j] >= w.Nanoseconds() {
+			j++
+		}
+		most = max(most, int64(i-j+1))
+	}
+	return most, nil
+}
+
 // counter counts the client's round trips.
 type counter struct{ n atomic.Int64 }
 
@@ -81,6 +107,9 @@ type taker struct {
 
 func newTaker(ctx context.Context, mode string, c config, b governor.Backend) (taker, error) {
 	project, res := os.Getenv("CAPLEASES_PROJECT"), "provider:hot"
+	if c.rpm > 0 {
+		return holdTaker(mode, c, project, res, b)
+	}
 	switch mode {
 	case "central":
 		g, err := governor.New(b, governor.Options{Project: project, Session: "bench-" + os.Getenv("CAPLEASES_WHO")})
@@ -110,6 +139,30 @@ func newTaker(ctx context.Context, mode string, c config, b governor.Backend) (t
 		}}, nil
 	}
 	return taker{}, fmt.Errorf("mode %q", mode)
+}
+
+// holdTaker takes a slot and a request of the provider's RPM in one
+// Governor.Hold, as Provider.Do does: centrally, or (leases) from the
+// process's capacity shares of both (Options.Capacity).
+func holdTaker(mode string, c config, project, res string, b governor.Backend) (taker, error) {
+	o := governor.Options{Project: project, Session: "bench-" + os.Getenv("CAPLEASES_WHO")}
+	if mode == "leases" {
+		o.Capacity = map[string]capacity.Config{res: {Lease: max(capacity.DefaultLease, 3*c.refresh), Refresh: c.refresh}}
+	}
+	g, err := governor.New(b, o)
+	if err != nil {
+		return taker{}, err
+	}
+	ask := governor.Ask{Mode: governor.Wait,
+		Wants: []governor.Want{{Resource: res, AcquireOptions: governor.AcquireOptions{Limit: c.slots, Mode: governor.Wait}}},
+		Rates: []governor.RateRequest{{Key: governor.Key{Project: project, Resource: res}, Requests: c.requests(), NRequests: 1}}}
+	return taker{closeFn: g.Close, take: func(ctx context.Context) (func(), error) {
+		h, err := g.Hold(ctx, ask)
+		if err != nil {
+			return nil, err
+		}
+		return func() { h.ReleaseWith(nil) }, nil
+	}}, nil
 }
 
 // child takes grants in mode from the start instant for c.warmup and

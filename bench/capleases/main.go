@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity/gate"
 	"github.com/governor-dev/governor/internal/redistest"
 )
@@ -41,6 +42,12 @@ const childEnv = "CAPLEASES_CHILD"
 type config struct {
 	procs, goroutines, slots        int
 	hold, warmup, duration, refresh time.Duration
+	rpm, burst                      int64
+}
+
+// requests is the provider's requests limit (-rpm, -burst).
+func (c config) requests() governor.RateLimit {
+	return governor.RateLimit{Rate: c.rpm, Period: time.Minute, Burst: c.burst}
 }
 
 func main() {
@@ -52,9 +59,14 @@ func main() {
 	flag.DurationVar(&c.refresh, "refresh", gate.DefaultRefresh, "the gates' refresh interval")
 	flag.DurationVar(&c.warmup, "warmup", 0, "how long each way runs before it is measured (default two refresh intervals)")
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "how long each way is measured")
+	flag.Int64Var(&c.rpm, "rpm", 0, "the provider's requests_per_minute (0: none); with it each grant is a Governor.Hold of a slot and a request")
+	flag.Int64Var(&c.burst, "burst", 0, "the requests limit's burst (default a second of -rpm)")
 	flag.Parse()
 	if c.warmup == 0 {
 		c.warmup = 2 * c.refresh
+	}
+	if c.burst == 0 {
+		c.burst = max(c.rpm/60, 1)
 	}
 	if mode := os.Getenv(childEnv); mode != "" {
 		if err := child(mode, c); err != nil {
@@ -80,12 +92,17 @@ func run(c config) error {
 		return err
 	}
 	defer s.Stop()
-	fmt.Printf("%d processes × %d goroutines, %d slots, each grant held %v, refresh %v, measured %v after %v, one redis-server\n\n",
+	fmt.Printf("%d processes × %d goroutines, %d slots, each grant held %v, refresh %v, measured %v after %v, one redis-server\n",
 		c.procs, c.goroutines, c.slots, c.hold, c.refresh, c.duration, c.warmup)
+	if c.rpm > 0 {
+		fmt.Printf("each grant a slot and a request of %d per minute (burst %d), through Governor.Hold\n", c.rpm, c.burst)
+	}
+	fmt.Println()
 	fmt.Println("| way | fleet grants/s | round trips per grant | grants per process (least–most) | most in use at once | " +
 		"gates' slots in use / limit | shares / limit | work in grants / limit |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	var base float64
+	var windows []result
 	for _, mode := range []string{"central", "leases"} {
 		r, err := fleet(c, s.Addr, mode, dir)
 		if err != nil {
@@ -106,6 +123,18 @@ func run(c config) error {
 		if r.peak > c.slots {
 			return fmt.Errorf("%s: %d slots in use at once, over the limit %d", mode, r.peak, c.slots)
 		}
+		windows = append(windows, r)
+	}
+	if c.rpm > 0 {
+		fmt.Printf("\n| way | requests/s measured | utilisation of the RPM | busiest 60 s window (whole run) | of the RPM |\n| --- | ---: | ---: | ---: | ---: |\n")
+		for i, r := range windows {
+			fmt.Printf("| %s | %.0f | %s | %d | %.3f× |\n", []string{"central", "leases"}[i], r.grantsPerSec,
+				pct(r.grantsPerSec*60/float64(c.rpm)), r.busiest, float64(r.busiest)/float64(c.rpm))
+			// The central limiter's own bound: a minute's rate and its burst.
+			if r.busiest > c.rpm+c.burst {
+				return fmt.Errorf("%d requests in 60 s, over the rate and burst %d", r.busiest, c.rpm+c.burst)
+			}
+		}
 	}
 	return nil
 }
@@ -119,6 +148,7 @@ type result struct {
 	least, most                 float64 // a process's part of the grants
 	gateInUse, share, work      float64 // mean slots
 	peak                        int
+	busiest                     int64 // the most grants started in any 60 s
 }
 
 // report is one child's line: "GRANTS TRIPS WORK_NS GATE_IN_USE SHARE".
@@ -170,6 +200,10 @@ func fleet(c config, addr, mode, dir string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	busiest, err := busiestWindow(files, time.Minute)
+	if err != nil {
+		return result{}, err
+	}
 	least, most := sum.grants, int64(0)
 	for _, p := range parts {
 		least, most = min(least, p), max(most, p)
@@ -177,7 +211,7 @@ func fleet(c config, addr, mode, dir string) (result, error) {
 	g := float64(sum.grants)
 	return result{grantsPerSec: g / c.duration.Seconds(), tripsPerGrant: float64(sum.trips) / g,
 		least: float64(least) / g, most: float64(most) / g, gateInUse: sum.gateInUse, share: sum.share,
-		work: float64(sum.workNS) / float64(c.duration.Nanoseconds()), peak: peak}, nil
+		work: float64(sum.workNS) / float64(c.duration.Nanoseconds()), peak: peak, busiest: busiest}, nil
 }
 
 // An interval is one grant's work, on the machine's monotonic clock

@@ -28,3 +28,19 @@ func TestPeakInUse(t *testing.T) {
 		t.Fatal("an interval ending before it starts was accepted")
 	}
 }
+
+// The bench's rate check: every sliding window is counted, each
+// starting at a grant.
+func TestBusiestWindow(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := writeIntervals(a, []interval{{0, 1}, {50, 51}, {100, 101}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeIntervals(b, []interval{{60, 61}, {99, 100}, {160, 161}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := busiestWindow([]string{a, b}, 100); err != nil || n != 4 { // 50, 60, 99, 100 in [50, 150)
+		t.Fatalf("busiest = %d, %v; want 4", n, err)
+	}
+}

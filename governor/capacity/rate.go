@@ -162,8 +162,9 @@ func (r *RateLeases) Release(a RateAsk, now int64) error {
 // limit requests per period with burst burst; ttl is a.TTL in the
 // clock's unit. The share shrinks to its entitlement at once and grows
 // towards it only by the room that neither the other shares nor the
-// central path's entitlement hold, never in the learning mode.
-func (r *RateLeases) Refresh(a RateAsk, now, ttl, limit, burst int64) (RateShare, error) {
+// central path's entitlement hold, never in the learning mode; while
+// the key cools off (cooling) it is 0.
+func (r *RateLeases) Refresh(a RateAsk, now, ttl, limit, burst int64, cooling bool) (RateShare, error) {
 	r.Prune(now)
 	cur, found := r.Leases[a.ID]
 	if found && cur.Secret != a.Secret {
@@ -196,6 +197,9 @@ func (r *RateLeases) Refresh(a RateAsk, now, ttl, limit, burst int64) (RateShare
 	free := max(0, limit-others-cur.Rate-int64(parts[Queue]))
 	share, _ := Ask{Held: int(a.Held)}.Next(State{Entitled: parts[a.ID], Held: int(cur.Rate), Free: int(free),
 		Blocked: learning, Learning: learning && lost})
+	if cooling {
+		share = 0
+	}
 	r.Leases[a.ID] = RateLease{Secret: a.Secret, Rate: int64(share), Want: a.Want, Expires: now + ttl}
 	r.TTL = ttl
 	waiting := central

@@ -248,6 +248,7 @@ var tests = []struct {
 	{"RateShareGiveBack", (*suite).rateShareGiveBack},
 	{"RateShareRefused", (*suite).rateShareRefused},
 	{"RateShareLearning", (*suite).rateShareLearning},
+	{"RateShareCoolOff", (*suite).rateShareCoolOff},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
 	{"CapacityLocalGrants", (*suite).capacityLocalGrants},

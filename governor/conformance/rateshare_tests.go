@@ -8,6 +8,7 @@ import (
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/eventkind"
 )
 
 // Rate shares (issue 44, capacity.RateAsk): a share of a rate limit's
@@ -213,4 +214,23 @@ func (s *suite) rateShareLearning(t *testing.T) {
 	if sh := n.ask(t, b, 600); sh.Rate != 300 || !sh.Learning.IsZero() {
 		t.Fatalf("the newcomer after the learning mode: %+v, want 300", sh)
 	}
+}
+
+// rateShareCoolOff: while the provider cools off, a refresh shrinks its
+// share to 0 (entitled still); after the cool-off it grows again.
+func (s *suite) rateShareCoolOff(t *testing.T) {
+	b := s.openFull(t)
+	key := governor.Key{Project: project(), Resource: "provider:rcool"}
+	l := governor.RateLimit{Rate: 600, Period: time.Minute}
+	x := newRateLease(key, l, time.Minute)
+	wantRate(t, "before the cool-off", x.ask(t, b, 600), l, 600)
+	d := s.coolOffLength()
+	if _, err := b.Admin(ctxT(t), key, governor.Action{Kind: eventkind.CoolOff, For: d, Detail: "HTTP 429 from test"}); err != nil {
+		t.Fatal(err)
+	}
+	if sh := x.ask(t, b, 600); sh.Rate != 0 || sh.Entitled != 600 {
+		t.Fatalf("while cooling off: %+v, want rate 0 entitled 600", sh)
+	}
+	s.h.Advance(t, d+time.Millisecond)
+	wantRate(t, "after the cool-off", x.ask(t, b, 600), l, 600)
 }

@@ -30,7 +30,13 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 		if a.Release {
 			sh, err = capacity.RateShare{Token: rs.Born}, rs.Release(a, now)
 		} else {
-			sh, err = rs.Refresh(a, now, int64(a.TTL), l.Rate, l.Burst)
+			// A cool-off of the resource of the same name (as reserve's)
+			// shrinks the share to 0.
+			end, cerr := b.coolOffOf(req.Key, t.now)
+			if cerr != nil {
+				return governor.RateResult{}, cerr
+			}
+			sh, err = rs.Refresh(a, now, int64(a.TTL), l.Rate, l.Burst, !end.IsZero())
 		}
 		if errors.Is(err, capacity.ErrRateOwner) {
 			return governor.RateResult{}, t.commitThen(fmt.Errorf("%w: rate share %s of %s", governor.ErrNotOwner, a.ID, req.Key.Resource))
