@@ -9,6 +9,14 @@
 //
 //	go run ./bench/capleases                      # 16 × 32, 512 slots, 1ms held, 5s each after 10s
 //	go run ./bench/capleases -procs 4 -slots 64   # fairness: 25% of grants each
+//	go run ./bench/capleases -rpm 100000 -duration 50s  # and a request of 100,000 RPM each
+//
+// With -rpm, each grant is a Governor.Hold of a slot and a request (as
+// Provider.Do takes them), centrally or from the process's shares of
+// both (Options.Capacity), and every sliding 60 s window of grants over
+// the whole run is counted: the bench fails if one holds more than the
+// rate and its burst (-burst, default a second of the rate), the central
+// limiter's own bound.
 //
 // Over the measured DURATION it prints fleet grants/s, Redis round trips
 // per grant (counted by a client hook in each process, a pipeline as
@@ -115,7 +123,7 @@ func run(c config) error {
 			ratio = fmt.Sprintf(" (%.1f×)", r.grantsPerSec/base)
 		}
 		gates, shares := "–", "–"
-		if mode == "leases" {
+		if mode == "leases" && c.rpm == 0 { // a Hold's slots are not sampled
 			gates, shares = pct(r.gateInUse/float64(c.slots)), pct(r.share/float64(c.slots))
 		}
 		fmt.Printf("| %s | %.0f%s | %.5f | %s–%s | %d of %d | %s | %s | %s |\n", mode, r.grantsPerSec, ratio, r.tripsPerGrant,
