@@ -80,6 +80,25 @@ def pairs(n: int, *fns, block: int = 100) -> "list[float]":
     return [1 / statistics.median(s) for s in spent]
 
 
+def pairs_cpu(n: int, fns: "list", pids: "list[int]", block: int = 100) -> "tuple[list[float], list[float]]":
+    """pairs() with the CPU each pair takes, of this process and of the
+    process pids[i] that fns[i] keeps busy, over all of fns[i]'s blocks
+    (clock ticks: a sum is exact where a block's delta is not)."""
+    for fn in fns:
+        fn()  # warm up
+    spent: "list[list[float]]" = [[] for _ in fns]
+    cpu = [0.0 for _ in fns]
+    for done in range(0, n, block):
+        k = min(block, n - done)
+        for i, fn in enumerate(fns):
+            c0, t0 = time.process_time() + cpu_seconds(pids[i]), time.perf_counter()
+            for _ in range(k):
+                fn()
+            spent[i].append((time.perf_counter() - t0) / k)
+            cpu[i] += time.process_time() + cpu_seconds(pids[i]) - c0
+    return [1 / statistics.median(s) for s in spent], [c / n for c in cpu]
+
+
 def async_pairs(n: int, g: "governor.Governor", block: int = 100) -> "tuple[float, float]":
     """Pairs/s of ``with g.slot`` and of ``async with g.aslot`` (one task
     after another), in alternating blocks, each the rate of its median
@@ -284,9 +303,15 @@ def gate(n: int, srv, r, against: "str | None") -> None:
         others = [o]
         names.insert(1, "provider gate pair (capacity), " + against)
         fns.insert(1, lambda: op.call(int))
-    rates = pairs(n, *fns)
-    for name, rate in zip(names, rates):
-        print("%-44s %7.1f us  %7.0f/s" % (name, 1e6 / rate, rate))
+    # The other process each pair keeps busy: its bridge, or redis-server.
+    pids = [g.bridge_pid, raw.p.pid, raw.p.pid, srv.proc.pid]
+    pids.insert(1, g.bridge_pid)
+    if against:
+        pids.insert(1, others[0].bridge_pid)
+    rates, cpus = pairs_cpu(n, fns, pids)
+    for name, rate, cpu in zip(names, rates, cpus):
+        print("%-44s %7.1f us  %7.0f/s  CPU %5.1f us (this process + %s)" % (
+            name, 1e6 / rate, rate, cpu * 1e6, "redis-server" if name.startswith("redis-py") else "its bridge"))
     rp = rates[-1]
     print("ratio to redis-py Lock pairs/s: provider gate %.2fx, slot %.2fx%s" % (
         rates[0] / rp, rates[names.index("slot pair (capacity)")] / rp,

@@ -267,7 +267,7 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			continue
 		}
 		switch {
-		case r.Buffered() > 0:
+		case r.Buffered() > 0 && !req.NoReply:
 			// More requests arrived with this one (a client's threads or
 			// promises at once): start each at once and read on, so that
 			// they reach the backend together, in one batched call.
@@ -275,8 +275,10 @@ func (s *server) read(r *bufio.Reader, done chan<- error) {
 			continue
 		case quick:
 			// Answered in a call or two to the backend, and nothing else
-			// to read yet: run here, with no hand-off (a wake-up of
-			// another goroutine, often of another thread, per request).
+			// to read yet (or a release not waited for, which the next
+			// request waits for anyway: noreply.go): run here, with no
+			// hand-off (a wake-up of another goroutine, often of another
+			// thread, per request).
 			// A request that arrives meanwhile is read once it ends (the
 			// backend's timeouts and the bridge's end bound it).
 			run()
@@ -322,8 +324,9 @@ func (s *server) nextTurn() (turn, bool) {
 // dispatch answers req at once when it can (hello: nothing else may run
 // before it; a refusal), or returns the op to run, registered in flight:
 // read runs it on its own goroutine, so that a wait holds up nothing,
-// unless quick: the op never waits for a slot (a release, a touch, an
-// acquire that fails or skips when busy), so read may run it itself.
+// unless quick: the op never waits for a slot (a release, a report, a
+// touch, an acquire that fails or skips when busy), so read may run it
+// itself. A noreply op is quick.
 func (s *server) dispatch(req request) (run func(), quick bool) {
 	if req.ID <= 0 {
 		_ = s.out.send(reply{ID: req.ID, Error: toWire(badRequest("request id %d; allowed: a positive integer", req.ID), s.code)})
@@ -356,7 +359,7 @@ func (s *server) dispatch(req request) (run func(), quick bool) {
 		return nil, false
 	}
 	switch req.Op {
-	case "release", "provider_release", "touch", "settle":
+	case "release", "provider_release", "provider_report", "touch", "settle":
 		quick = true
 	case "acquire":
 		req.acquire = new(AcquireArgs)
