@@ -79,10 +79,13 @@ func TestClientClockIrrelevant(t *testing.T) {
 	// A Governor whose server lives in 1990: its lease is held and
 	// renewed on its own monotonic clock, neither lost at once (the
 	// server's expiry is "decades ago" by the client's clock) nor kept
-	// past what the server says. The TTL is not what is tested: at 1.5 s
-	// a renewal starved at load 30 lost the lease ("lease lost with the
-	// server's clock in 1990"); at 5 s it renews every ~1.7 s.
-	g, err := governor.New(b, governor.Options{Project: key.Project, TTL: 5 * time.Second})
+	// past what the server says. The TTL is not what is tested: the test
+	// waits for two renewals (the server's clock stands still, so the
+	// expiry does not move: they are counted) with a deadline 12 s after
+	// each, which no load starves; a 5 s TTL watched for 4 s lost the
+	// lease at load 18-25.
+	rb := &renewCounter{Backend: b, renewed: make(chan struct{}, 16)}
+	g, err := governor.New(rb, governor.Options{Project: key.Project, TTL: 15 * time.Second, Heartbeat: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,18 +97,53 @@ func TestClientClockIrrelevant(t *testing.T) {
 	if l.Expires().After(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("lease expiry %v is not the server's", l.Expires())
 	}
-	select {
-	case <-l.Done():
-		t.Fatalf("lease lost with the server's clock in 1990: %v", l.Err())
-	case <-time.After(4 * time.Second): // two heartbeats or more
+	for i := range 2 {
+		select {
+		case <-l.Done():
+			t.Fatalf("lease lost with the server's clock in 1990, after %d renewals: %v", i, l.Err())
+		case <-rb.renewed:
+		case <-time.After(time.Minute):
+			t.Fatalf("renewal %d: none within a minute", i+1)
+		}
 	}
 	// The server's clock passes the lease's expiry: the next renewal
 	// finds it gone and the lease is lost, whatever the client's clock.
 	m.SetTime(past.Add(time.Hour))
 	select {
 	case <-l.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the lease outlived its expiry on the server's clock")
 	}
 	_ = l.Release()
+}
+
+// renewCounter is a backend that tells each successful renewal on
+// renewed (dropped when it is full), batched or not.
+type renewCounter struct {
+	governor.Backend
+	renewed chan struct{}
+}
+
+func (r *renewCounter) tell(err error) {
+	if err != nil {
+		return
+	}
+	select {
+	case r.renewed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *renewCounter) Renew(ctx context.Context, rn governor.Renewal) (time.Time, error) {
+	exp, err := r.Backend.Renew(ctx, rn)
+	r.tell(err)
+	return exp, err
+}
+
+func (r *renewCounter) RenewBatch(ctx context.Context, rs []governor.Renewal) []governor.RenewalResult {
+	res := r.Backend.(governor.BatchRenewer).RenewBatch(ctx, rs)
+	for _, x := range res {
+		r.tell(x.Err)
+	}
+	return res
 }

@@ -74,20 +74,31 @@ func TestSlowRedis(t *testing.T) {
 // A lease acquired through a slow link: the acquire of a new resource
 // takes several round trips (index SADD, EVALSHA, NOSCRIPT then EVAL, a
 // new connection's HELLO), about 2s at 400ms each. The local deadline
-// counts from the send (right), but the first renewal is scheduled a
-// heartbeat after the reply: past the deadline, so the lease is declared
-// lost, never renewed, although a 3s TTL allows a 400ms round trip.
+// counts from the send (right), but the first renewal was scheduled a
+// heartbeat after the reply: past the deadline, so the lease was
+// declared lost, never renewed. With a heartbeat just short of the
+// deadline (TTL 15s, margin 3s: 11.9s of 12s), that bug loses the lease
+// whatever the acquire takes beyond 0.1s (one round trip is 0.4s), while
+// a first renewal scheduled from the send (at half the time left: about
+// 6s) has seconds to spare on a loaded machine; the test waits for that
+// renewal, or the loss (a 3s TTL and a 5s watch lost it at load 18-25).
 func TestSlowAcquire(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	p := newProxy(t, s.Addr)
 	p.SetDelay(200 * time.Millisecond)
-	g := newGovernor(t, p.Addr(), governor.Options{Project: uniq("slowacq"), TTL: 3 * time.Second})
+	g := newGovernor(t, p.Addr(), governor.Options{Project: uniq("slowacq"), TTL: 15 * time.Second, Heartbeat: 11900 * time.Millisecond})
 	l := leasetest.HoldHeavy(t, g)
-	select {
-	case <-l.Done():
-		t.Fatalf("lost with a 400ms round trip and a 3s TTL: %v", l.Err())
-	case <-time.After(5 * time.Second):
+	first := l.Expires()
+	for deadline := time.Now().Add(time.Minute); !l.Expires().After(first); {
+		select {
+		case <-l.Done():
+			t.Fatalf("lost before its first renewal, with a 400ms round trip and 12s before its deadline: %v", l.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("neither renewed nor lost within a minute (expiry %v)", first)
+		}
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,18 @@ func (s *suite) rateWindowBound(t *testing.T) {
 	var admitted []time.Duration
 	var elapsed time.Duration
 	start := time.Now()
-	for elapsed < span {
+	// A liveness floor, not a timing claim: three quarters of what the
+	// rate gives over span. On a store's own clock the steps are exact.
+	// On a real clock a loaded machine polls late and loses what a full
+	// bucket could not hold (at load 44-53 it fell short of the floor
+	// within span): there the run goes on past span until the floor is
+	// reached, which only a limiter that stopped admitting fails to do
+	// within a minute.
+	floor := int64(span/period) * lim.Rate * 3 / 4
+	for elapsed < span || s.h.RealTime && int64(len(admitted)) < floor {
+		if s.h.RealTime && time.Since(start) > span+time.Minute {
+			t.Fatalf("only %d admitted over %v, want at least %d", len(admitted), time.Since(start), floor)
+		}
 		if s.h.RealTime {
 			// The server's clock: our own, not the sum of the steps.
 			elapsed = time.Since(start)
@@ -124,10 +135,8 @@ func (s *suite) rateWindowBound(t *testing.T) {
 			t.Fatalf("%d admitted within one period, limit %d + burst %d", n, lim.Rate, lim.Burst)
 		}
 	}
-	// A liveness floor, not a timing claim: on a loaded machine the last
-	// steps of a real-time run overshoot span (134 of 150 seen under load).
-	if want := int64(span/period) * lim.Rate * 3 / 4; int64(len(admitted)) < want {
-		t.Fatalf("only %d admitted over %v, want at least %d", len(admitted), span, want)
+	if int64(len(admitted)) < floor {
+		t.Fatalf("only %d admitted over %v, want at least %d", len(admitted), span, floor)
 	}
 }
 
