@@ -94,7 +94,7 @@ var (
 	Watchdog = lazy(watchdog)
 	// Capacity refreshes or releases a capacity lease; it takes a
 	// seventh key, the resource's capacity hash.
-	Capacity = lazy(withFairShare(capacityOp))
+	Capacity = sync.OnceValue(func() string { return compose(withFairShare(capacityOp)) })
 )
 
 // libFiles are the prelude's parts, in the order they are put together:

@@ -3,13 +3,14 @@ package scripts
 import (
 	_ "embed"
 	"strings"
+	"sync"
 )
 
 // Scripts that stand alone: they do not take the resource KEYS of lib.lua.
 var (
 	// Rate is the rate limiter (GCRA over requests and tokens) and its
-	// rate shares.
-	Rate = withFairShare(rate)
+	// rate shares, built at its first call, not at package init.
+	Rate = sync.OnceValue(func() string { return withFairShare(rate) })
 	//go:embed rate.lua
 	rate string
 	//go:embed fairshare.lua
@@ -29,7 +30,8 @@ var (
 const fairMarker = "--[[fair_share]]\n"
 
 // withFairShare is src with fairshare.lua in place of its marker; it
-// panics if src has none (at init: every use of the package fails).
+// panics if src has none (at the script's first build: every use of it
+// fails, its tests first).
 func withFairShare(src string) string {
 	if strings.Count(src, fairMarker) != 1 {
 		panic("scripts: a script without one " + fairMarker)

@@ -12,7 +12,7 @@ import (
 	scripts "github.com/governor-dev/governor/scripts-lua"
 )
 
-var rateScript = newScript(func() string { return scripts.Rate })
+var rateScript = newScript(scripts.Rate)
 
 // RateKeys are the keys of a rate limit's state and counters; they share
 // the hash tag of the resource of the same name.

@@ -246,7 +246,8 @@ func SlotsOf(project string, sts []governor.Status, locks map[string]string) Slo
 func Counters(c governor.Counters) map[string]int {
 	return map[string]int{"acquired": int(c.Acquired), "busy": int(c.Busy), "waited": int(c.Waited),
 		"released": int(c.Released), "lost": int(c.Lost), "reclaimed_expired": int(c.ReclaimedExpiry),
-		"reclaimed_owner_dead": int(c.ReclaimedDead), "takeovers": int(c.Takeovers)}
+		"reclaimed_owner_dead": int(c.ReclaimedDead), "takeovers": int(c.Takeovers),
+		"local_grants": int(c.LocalGrants)}
 }
 
 // Skipping is s naming the resources err (an *UnreadableError from
