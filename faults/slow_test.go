@@ -10,11 +10,14 @@ import (
 )
 
 // Scenario 4: a slow Redis. With 200ms added each way (400ms round trip)
-// and a TTL of 3s (heartbeat 1s, margin 600ms), heartbeats keep the lease
-// alive. With 2s each way, no renewal can come back before the local
-// deadline: the holder declares the loss on its own clock while the
-// server still lists the lease (late renewals even extend it there), and
-// the waiter is granted only after that.
+// heartbeats keep a lease alive: its expiry moves on. That holder has a
+// 15s TTL renewed every second, so only a renewal that never comes back
+// loses it, not a loaded machine (a 3s TTL, whose margin left 1.4s for a
+// 400ms round trip, was lost at load 20-30). With 2s each way a second
+// holder's 3s TTL cannot be renewed before its local deadline: it
+// declares the loss on its own clock while the server still lists the
+// lease (late renewals even extend it there), and the waiter is granted
+// only after that.
 func TestSlowRedis(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -22,28 +25,34 @@ func TestSlowRedis(t *testing.T) {
 	project := uniq("slow")
 	key := governor.Key{Project: project, Resource: "heavy"}
 	direct := backend(t, client(t, s.Addr))
+	gk := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 15 * time.Second, Heartbeat: time.Second, Session: "slow-kept"})
 	gh := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 3 * time.Second, Session: "slow-holder"})
 	gw := newGovernor(t, s.Addr, governor.Options{Project: project, TTL: 3 * time.Second, QueueTTL: time.Second, Session: "waiter"})
 
 	// Acquired before the slowdown: see TestSlowAcquire.
-	lh := leasetest.HoldHeavy(t, gh)
+	lk := leasetest.HoldHeavy(t, gk)
 	p.SetDelay(200 * time.Millisecond)
-	exp := lh.Expires()
+	exp := lk.Expires()
+	select {
+	case <-lk.Done():
+		t.Fatalf("lost with 200ms latency and a 15s TTL renewed every second: %v", lk.Err())
+	case <-time.After(7 * time.Second):
+	}
+	if !lk.Expires().After(exp.Add(4 * time.Second)) {
+		t.Fatalf("expiry %v: not renewed since %v", lk.Expires(), exp)
+	}
+	if st := status(t, direct, key); !holds(st, lk.ID()) {
+		t.Fatalf("the server lost the slow holder: %+v", st.Holders)
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatalf("release through the slow link: %v", err)
+	}
+
+	p.SetDelay(0)
+	lh := leasetest.HoldHeavy(t, gh)
 	var log spanLog
 	stop := make(chan struct{})
 	log.work(lh, "slow-holder", stop)
-	select {
-	case <-lh.Done():
-		t.Fatalf("lost with 200ms latency and a 3s TTL: %v", lh.Err())
-	case <-time.After(7 * time.Second):
-	}
-	if !lh.Expires().After(exp.Add(4 * time.Second)) {
-		t.Fatalf("expiry %v: not renewed since %v", lh.Expires(), exp)
-	}
-	if st := status(t, direct, key); !holds(st, lh.ID()) {
-		t.Fatalf("the server lost the slow holder: %+v", st.Holders)
-	}
-
 	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
 	p.SetDelay(2 * time.Second)
 	slowed := time.Now()
