@@ -95,8 +95,10 @@ func TestSlowAcquire(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	p := newProxy(t, s.Addr)
-	p.SetDelay(200 * time.Millisecond)
 	g := newGovernor(t, p.Addr(), governor.Options{Project: uniq("slowacq"), TTL: 15 * time.Second, Heartbeat: 11900 * time.Millisecond})
+	// The backend opened first: its scripts loaded through the slow link
+	// took more than its 10s at load 22.
+	p.SetDelay(200 * time.Millisecond)
 	l := leasetest.HoldHeavy(t, g)
 	first := l.Expires()
 	for deadline := time.Now().Add(time.Minute); !l.Expires().After(first); {
