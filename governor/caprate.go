@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/governor-dev/governor/governor/capacity"
@@ -14,18 +13,7 @@ import (
 // capRates are the rate shares of a Governor (Options.Capacity): one
 // bucket per resource named whose requests limit is reserved, opened by
 // its first request and closed by Close, which gives its share back.
-type capRates struct {
-	mu      sync.Mutex
-	buckets map[string]*capRate
-}
-
-// capRate is one resource's bucket, or its opening (ready not closed).
-type capRate struct {
-	limit  RateLimit
-	ready  chan struct{}
-	bucket *capgate.Bucket
-	err    error
-}
+type capRates = openings[RateLimit, *capgate.Bucket]
 
 // leasedRate tells whether req's requests are taken from its resource's
 // rate share: a requests limit, and nothing a share cannot grant (a
@@ -37,39 +25,16 @@ func (c *capShares) leasedRate(req RateRequest) (capacity.Config, bool) {
 
 // bucket returns the bucket of req's resource, opening it (its first
 // refresh, on a context of its own) on first use.
-func (c *capShares) bucket(ctx context.Context, g *Governor, req RateRequest, rc capacity.Config) (*capRate, error) {
-	c.rates.mu.Lock()
-	if c.rates.buckets == nil {
-		c.rates.buckets = map[string]*capRate{}
+func (c *capShares) bucket(ctx context.Context, g *Governor, req RateRequest, rc capacity.Config) (*capgate.Bucket, error) {
+	s, err := c.rates.get(ctx, req.Key.Resource, req.Requests, func() (*capgate.Bucket, error) { return g.openRateShare(req, rc) })
+	if err != nil {
+		return nil, err
 	}
-	s := c.rates.buckets[req.Key.Resource]
-	if s == nil {
-		s = &capRate{limit: req.Requests, ready: make(chan struct{})}
-		c.rates.buckets[req.Key.Resource] = s
-		c.rates.mu.Unlock()
-		s.bucket, s.err = g.openRateShare(req, rc)
-		close(s.ready)
-		if s.err != nil {
-			c.rates.mu.Lock()
-			delete(c.rates.buckets, req.Key.Resource) // the next request tries again
-			c.rates.mu.Unlock()
-		}
-	} else {
-		c.rates.mu.Unlock()
-	}
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	switch {
-	case s.err != nil:
-		return nil, s.err
-	case s.limit != req.Requests:
+	if s.limit != req.Requests {
 		return nil, invalid("%s's requests are granted from a rate share of %d per %v (burst %d); asked: %d per %v (burst %d); allowed: the same limit in every request of a Governor",
 			req.Key.Resource, s.limit.Rate, s.limit.Period, s.limit.Burst, req.Requests.Rate, req.Requests.Period, req.Requests.Burst)
 	}
-	return s, nil
+	return s.v, nil
 }
 
 // openRateShare opens the rate share of req's resource.
@@ -100,14 +65,14 @@ func (g *Governor) openRateShare(req RateRequest, rc capacity.Config) (*capgate.
 // no round trip: waiting for its tokens (Wait), or refused at once with
 // a *RateBusyError when the bucket is empty.
 func (g *Governor) takeLocalRate(ctx context.Context, req RateRequest, rc capacity.Config, mode Mode) error {
-	s, err := g.caps.bucket(ctx, g, req, rc)
+	b, err := g.caps.bucket(ctx, g, req, rc)
 	if err != nil {
 		return err
 	}
 	wait, cancel := context.WithCancel(ctx)
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
-	retry, err := s.bucket.Take(wait, req.NRequests, mode != Wait)
+	retry, err := b.Take(wait, req.NRequests, mode != Wait)
 	switch {
 	case errors.Is(err, capgate.ErrFull):
 		return &RateBusyError{Key: req.Key, Result: RateResult{RetryAfter: max(retry, time.Millisecond)}}
@@ -115,22 +80,4 @@ func (g *Governor) takeLocalRate(ctx context.Context, req RateRequest, rc capaci
 		return ErrClosed
 	}
 	return err
-}
-
-// close closes every bucket, each giving its share back.
-func (c *capRates) close() error {
-	c.mu.Lock()
-	buckets := c.buckets
-	c.buckets = nil
-	c.mu.Unlock()
-	var first error
-	for _, s := range buckets {
-		<-s.ready
-		if s.bucket != nil {
-			if err := s.bucket.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	return first
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/governor-dev/governor/governor/capacity"
@@ -18,23 +17,19 @@ import (
 type capShares struct {
 	cfg map[string]capacity.Config // with defaults
 
-	mu    sync.Mutex
-	gates map[string]*capShare
+	gates openings[int, *capShare]
 	rates capRates // the rate shares (caprate.go)
 }
 
-// capShare is one resource's gate, or its opening (ready not closed).
+// capShare is one resource's gate.
 type capShare struct {
-	limit int
-	id    string // the capacity lease's id: its holder's in Status
-	ready chan struct{}
-	gate  *capgate.Gate
-	err   error
+	*capgate.Gate
+	id string // the capacity lease's id: its holder's in Status
 }
 
 // newCapShares checks cfg (Options.Capacity).
 func newCapShares(cfg map[string]capacity.Config) (*capShares, error) {
-	c := &capShares{cfg: map[string]capacity.Config{}, gates: map[string]*capShare{}}
+	c := &capShares{cfg: map[string]capacity.Config{}}
 	for resource, rc := range cfg {
 		if err := ValidateResource(resource); err != nil {
 			return nil, fmt.Errorf("%w (Options.Capacity)", err)
@@ -82,39 +77,19 @@ func plain(req Request, tm leasetiming.Timing) error {
 // refresh, on a context of its own, so that no one caller's end fails
 // the others) on first use.
 func (c *capShares) gate(ctx context.Context, g *Governor, req Request, rc capacity.Config) (*capShare, error) {
-	c.mu.Lock()
-	s := c.gates[req.Key.Resource]
-	if s == nil {
-		s = &capShare{limit: req.Limit, ready: make(chan struct{})}
-		c.gates[req.Key.Resource] = s
-		c.mu.Unlock()
-		s.gate, s.id, s.err = g.openShare(req, rc)
-		close(s.ready)
-		if s.err != nil {
-			c.mu.Lock()
-			delete(c.gates, req.Key.Resource) // the next grant tries again
-			c.mu.Unlock()
-		}
-	} else {
-		c.mu.Unlock()
+	s, err := c.gates.get(ctx, req.Key.Resource, req.Limit, func() (*capShare, error) { return g.openShare(req, rc) })
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	switch {
-	case s.err != nil:
-		return nil, s.err
-	case s.limit != req.Limit:
+	if s.limit != req.Limit {
 		return nil, invalid("%s is granted from a capacity share taken with limit %d; asked: limit %d; allowed: the same limit in every grant of a Governor",
 			req.Key.Resource, s.limit, req.Limit)
 	}
-	return s, nil
+	return s.v, nil
 }
 
 // openShare opens the capacity lease of req's resource.
-func (g *Governor) openShare(req Request, rc capacity.Config) (*capgate.Gate, string, error) {
+func (g *Governor) openShare(req Request, rc capacity.Config) (*capShare, error) {
 	secret, id := newSecret()
 	send := func(ctx context.Context, a capacity.Ask) (capacity.Share, int64, error) {
 		res, err := g.b.Acquire(ctx, Request{Key: req.Key, ID: id, Secret: secret, Limit: req.Limit, Weight: 1, TTL: rc.Lease,
@@ -131,24 +106,19 @@ func (g *Governor) openShare(req Request, rc capacity.Config) (*capgate.Gate, st
 	defer cancel()
 	gate, err := capgate.New(ctx, capgate.Options{Limit: req.Limit, Lease: rc.Lease, Refresh: rc.Refresh, Margin: rc.Margin(),
 		Fatal: func(err error) bool { return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotOwner) }, First: 1}, send)
-	return gate, id, err
+	if err != nil {
+		return nil, err
+	}
+	return &capShare{Gate: gate, id: id}, nil
 }
 
-// close closes every gate: each waits for its slots in use (none once
-// Close has released every lease) and gives its share back.
+// close closes every gate and bucket: each gate waits for its slots in
+// use (none once Close has released every lease); each gives its share
+// back.
 func (c *capShares) close() error {
-	c.mu.Lock()
-	gates := c.gates
-	c.gates = map[string]*capShare{}
-	c.mu.Unlock()
 	first := c.rates.close()
-	for _, s := range gates {
-		<-s.ready
-		if s.gate != nil {
-			if err := s.gate.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
+	if err := c.gates.close(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }
@@ -171,14 +141,14 @@ func (g *Governor) grantLocal(ctx context.Context, req Request, tm leasetiming.T
 	defer context.AfterFunc(g.closing, cancel)()
 	defer cancel()
 	sent := time.Now()
-	gr, err := s.gate.Take(wait, context.Background(), req.Mode != Wait)
+	gr, err := s.Take(wait, context.Background(), req.Mode != Wait)
 	switch {
 	case errors.Is(err, capgate.ErrFull):
 		st, serr := g.b.Status(ctx, req.Key)
 		if serr != nil {
 			return nil, serr
 		}
-		share, inUse := s.gate.Share()
+		share, inUse := s.Share()
 		return nil, &BusyError{Resource: req.Key.Resource, Status: st, Rule: fmt.Sprintf("this process's capacity share: %d of %d in use", inUse, share)}
 	case errors.Is(err, capgate.ErrClosed), err != nil && g.closing.Err() != nil && ctx.Err() == nil:
 		return nil, ErrClosed
