@@ -35,7 +35,9 @@ type BucketOptions struct {
 // drops the tokens above a new burst at once. A background refresh every
 // Refresh reports what the process wants: the whole limit if a request
 // found the bucket empty since the last one, else the rate it granted
-// and a quarter more. Its methods are safe for concurrent use.
+// and a quarter more; sooner, at once, when the last answer said others
+// wait and it wants less than it holds. Its methods are safe for
+// concurrent use.
 type Bucket struct {
 	send RateRefresh
 	o    BucketOptions
@@ -56,6 +58,8 @@ type Bucket struct {
 	flying   bool
 	granted  int64 // requests granted since the last refresh was sent
 	waited   bool  // a request found the bucket empty since then
+	others   bool  // the last answer said others wait
+	watch    *time.Timer
 	err      error
 	closed   bool
 
@@ -207,7 +211,37 @@ func (b *Bucket) refresh(ctx context.Context) error {
 	b.rate, b.held, b.burst, b.entitled, b.token = sh.Rate, sh.Rate, sh.Burst, sh.Entitled, sh.Token
 	b.tokens = min(b.tokens, float64(sh.Burst))
 	b.sent, b.deadline = sent, sent.Add(b.o.Lease-b.o.Margin)
+	b.others = sh.Waiting
+	b.watchLocked()
 	return nil
+}
+
+// watchLocked arms the check for giving the share back early: while the
+// last answer said others wait, every tenth of the refresh interval or
+// of the limit's period (the shorter), giveBack refreshes at once when
+// the process wants less than it holds.
+func (b *Bucket) watchLocked() {
+	if b.watch != nil {
+		b.watch.Stop()
+	}
+	if b.others && b.held > 0 && !b.closed {
+		b.watch = time.AfterFunc(min(b.o.Refresh, b.o.Period)/10, b.giveBack)
+	}
+}
+
+// giveBack wakes the refresh when the process wants less than its share
+// (no request found the bucket empty, and the rate granted since the
+// last refresh, a quarter more, is below it), else checks again later.
+func (b *Bucket) giveBack() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed || b.flying:
+	case !b.waited && b.wantLocked(time.Now()) < b.held:
+		b.wake()
+	default:
+		b.watchLocked()
+	}
 }
 
 // wantLocked is the rate the process wants at now: the whole limit if a
@@ -233,6 +267,9 @@ func (b *Bucket) Close() error {
 	}
 	b.closed = true
 	close(b.stop)
+	if b.watch != nil {
+		b.watch.Stop()
+	}
 	b.broadcastLocked()
 	b.mu.Unlock()
 	<-b.done
