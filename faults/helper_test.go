@@ -34,6 +34,8 @@ func helperMain(mode string) int {
 		return helperProgress()
 	case "gate":
 		return helperGate()
+	case "rate":
+		return helperRate()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2

@@ -45,7 +45,7 @@ func (g *Governor) openRateShare(req RateRequest, rc capacity.Config) (*capgate.
 	secret, id := newSecret()
 	send := func(ctx context.Context, a capacity.RateAsk) (capacity.RateShare, error) {
 		a.ID, a.Secret, a.TTL = id, secret, rc.Lease
-		res, err := g.rates.RateReserve(ctx, RateRequest{Key: req.Key, Requests: req.Requests, Share: &a})
+		res, err := g.rates.RateReserve(ctx, RateRequest{Key: req.Key, Requests: req.Requests, Share: &a, Declaration: g.decl})
 		switch {
 		case err != nil:
 			return capacity.RateShare{}, err

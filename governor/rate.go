@@ -59,6 +59,11 @@ type RateRequest struct {
 	// Tokens, Shadow and Budget are not read. While shares are held, a
 	// reservation without one is held to the rate and burst they leave.
 	Share *capacity.RateAsk
+	// Declaration names the process that holds the share (read only
+	// with Share): a share whose declared process is proven dead on
+	// this machine (OwnerVerdict) is reclaimed by the next refresh on
+	// the machine that gets less than its part, as a dead holder's slot.
+	Declaration Declaration
 }
 
 // RateAdjustment corrects the rate key Key after a call

@@ -13,13 +13,18 @@
 --       a cost off them, and denies one they do not cover until then.
 --       4 (reserve and share; optional) the rate shares hash
 --       (capacity.RateLeases: born, learn, waits, ttl in us, and per
---       lease l:<id> "rate want expires secret"); a reservation is held
---       to the rate and burst the shares leave
+--       lease l:<id> "rate want expires secret" and o:<id> its owner's
+--       declaration, JSON); a reservation is held to the rate and burst
+--       the shares leave
 --       share: ARGV 2-4 the requests limit, 5 id, 6 secret, 7 ttl us,
---       8 want, 9 held, 10 token, 11 '1' to release; returns {1 (0: not
---       the owner), rate, burst, entitled, waiting 0|1, token, expires
---       us, learning's end us (0: none)}
--- ARGV: 1 mode ('reserve' | 'adjust' | 'status' | 'learn' | 'share'),
+--       8 want, 9 held, 10 token, 11 '1' to release, 12 the owner's
+--       declaration ('': none); returns {1 (0: not the owner), rate,
+--       burst, entitled, waiting 0|1, token, expires us, learning's end
+--       us (0: none)}
+--       reap: ARGV 2 id, 3 its owner's declaration, proven dead by the
+--       caller: drops the lease if that is still its owner; returns 1 if
+--       it did
+-- ARGV: 1 mode ('reserve' | 'adjust' | 'status' | 'learn' | 'share' | 'reap'),
 --       2 requests rate, 3 requests period us, 4 requests burst, 5 requests cost,
 --       6 tokens rate, 7 tokens period us, 8 tokens burst, 9 tokens cost
 --       (adjust: only the tokens arguments count; cost is the delta;
@@ -100,12 +105,12 @@ local function shares()
     if string.sub(f, 1, 2) == 'l:' then
       local rate, want, exp, sec = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
       if tonumber(exp) <= now then
-        redis.call('HDEL', S, f)
+        redis.call('HDEL', S, f, 'o:' .. string.sub(f, 3))
       else
         ls[string.sub(f, 3)] = {tonumber(rate), tonumber(want), tonumber(exp), sec}
         n = n + 1
       end
-    else
+    elseif string.sub(f, 1, 2) ~= 'o:' then
       m[f] = tonumber(v)
     end
   end
@@ -137,7 +142,7 @@ if ARGV[1] == 'share' then
   end
   if ARGV[11] == '1' then
     if cur then
-      redis.call('HDEL', S, 'l:' .. id)
+      redis.call('HDEL', S, 'l:' .. id, 'o:' .. id)
     end
     return {1, 0, 0, 0, 0, fmt(born), 0, 0}
   end
@@ -186,6 +191,9 @@ if ARGV[1] == 'share' then
   end
   local exp = now + ttl
   redis.call('HSET', S, 'l:' .. id, fmt(share) .. ' ' .. fmt(want) .. ' ' .. fmt(exp) .. ' ' .. secret, 'ttl', fmt(ttl))
+  if ARGV[12] ~= '' then
+    redis.call('HSET', S, 'o:' .. id, ARGV[12])
+  end
   -- The hash is kept, as the counters are: its leases are dropped as
   -- they expire, and born tells a lost state from an expired lease.
   local waiting = central
@@ -198,6 +206,14 @@ if ARGV[1] == 'share' then
     learn = 0
   end
   return {1, fmt(share), fmt(burst_of(share, limit, b)), fmt(e), waiting and 1 or 0, fmt(born), fmt(exp), fmt(learn)}
+end
+
+if ARGV[1] == 'reap' then
+  if redis.call('HGET', S, 'o:' .. ARGV[2]) ~= ARGV[3] then
+    return 0
+  end
+  redis.call('HDEL', S, 'l:' .. ARGV[2], 'o:' .. ARGV[2])
+  return 1
 end
 
 if ARGV[1] == 'status' then

@@ -106,6 +106,10 @@ type RateLease struct {
 	Rate    int64  `json:"rate"`
 	Want    int64  `json:"want"`
 	Expires int64  `json:"expires"`
+	// Owner is the declaration of the process that holds it, as its
+	// backend keeps it (governor.Declaration's JSON; "": none): the
+	// proof of death that reclaims it early (Reap).
+	Owner string `json:"owner,omitempty"`
 }
 
 // RateLeases is a key's rate shares as a backend keeps them (the file
@@ -208,6 +212,27 @@ func (r *RateLeases) Refresh(a RateAsk, now, ttl, limit, burst int64, cooling bo
 	}
 	return RateShare{Rate: int64(share), Burst: BurstOf(int64(share), limit, burst), Entitled: int64(parts[a.ID]), Waiting: waiting,
 		Token: r.Born}, nil
+}
+
+// Own records owner as the declaration of lease id's process.
+func (r *RateLeases) Own(id, owner string) {
+	if l, ok := r.Leases[id]; ok {
+		l.Owner = owner
+		r.Leases[id] = l
+	}
+}
+
+// Reap drops the leases but id's whose owner dead proves dead, and
+// reports whether it dropped any: their shares and wants are gone.
+func (r *RateLeases) Reap(id string, dead func(owner string) bool) bool {
+	reaped := false
+	for lid, l := range r.Leases {
+		if lid != id && l.Owner != "" && dead(l.Owner) {
+			delete(r.Leases, lid)
+			reaped = true
+		}
+	}
+	return reaped
 }
 
 // Central is the limit the central path (a reservation without a share)

@@ -249,6 +249,7 @@ var tests = []struct {
 	{"RateShareRefused", (*suite).rateShareRefused},
 	{"RateShareLearning", (*suite).rateShareLearning},
 	{"RateShareCoolOff", (*suite).rateShareCoolOff},
+	{"RateShareDeadOwner", (*suite).rateShareDeadOwner},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
 	{"CapacityLocalGrants", (*suite).capacityLocalGrants},

@@ -19,6 +19,7 @@ type rateLease struct {
 	key   governor.Key
 	limit governor.RateLimit
 	a     capacity.RateAsk
+	decl  governor.Declaration
 	share capacity.RateShare
 }
 
@@ -35,7 +36,7 @@ func (l *rateLease) try(t *testing.T, b governor.RateBackend, want int64, releas
 	t.Helper()
 	a := l.a
 	a.Want, a.Held, a.Token, a.Release = want, l.share.Rate, l.share.Token, release
-	res, err := b.RateReserve(ctxT(t), governor.RateRequest{Key: l.key, Requests: l.limit, Share: &a})
+	res, err := b.RateReserve(ctxT(t), governor.RateRequest{Key: l.key, Requests: l.limit, Share: &a, Declaration: l.decl})
 	if err != nil {
 		return capacity.RateShare{}, err
 	}
@@ -233,4 +234,27 @@ func (s *suite) rateShareCoolOff(t *testing.T) {
 	}
 	s.h.Advance(t, d+time.Millisecond)
 	wantRate(t, "after the cool-off", x.ask(t, b, 600), l, 600)
+}
+
+// rateShareDeadOwner: the share of a process proven dead on this
+// machine (its declared pid and start time) returns at the next refresh
+// that gets less than its part, its want gone with it; while the
+// process lives, its share stays until its lease ends.
+func (s *suite) rateShareDeadOwner(t *testing.T) {
+	decl, kill := ownerProcess(t)
+	b := s.openFull(t)
+	holder := asFull(t, s.h.Open(t))
+	key := governor.Key{Project: project(), Resource: "provider:rdead"}
+	l := governor.RateLimit{Rate: 600, Period: time.Minute}
+	x, y := newRateLease(key, l, time.Minute), newRateLease(key, l, time.Minute)
+	x.decl = decl
+	wantRate(t, "the share of the process to be killed", x.ask(t, holder, 600), l, 600)
+	s.crash(t, holder)
+	wantRate(t, "a newcomer while the declared owner lives", y.ask(t, b, 600), l, 0)
+	kill()
+	sh := y.ask(t, b, 600)
+	wantRate(t, "the newcomer once the declared owner is dead", sh, l, 600)
+	if sh.Entitled != 600 {
+		t.Fatalf("the dead share's want outlived its reclaim: the newcomer is entitled to %d of 600", sh.Entitled)
+	}
 }

@@ -2,12 +2,14 @@ package filebackend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // rateShare refreshes or releases the rate share req.Share of req.Key's
@@ -17,6 +19,10 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 	a, l := *req.Share, req.Requests
 	if err := a.Validate(l.Rate, l.Period); err != nil {
 		return governor.RateResult{}, fmt.Errorf("%w: %s: %v", governor.ErrInvalid, req.Key.Resource, err)
+	}
+	owner, err := ownerJSON(req.Declaration)
+	if err != nil {
+		return governor.RateResult{}, err
 	}
 	return within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
 		st, now := t.st, t.now.boot
@@ -37,6 +43,14 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 				return governor.RateResult{}, cerr
 			}
 			sh, err = rs.Refresh(a, now, int64(a.TTL), l.Rate, l.Burst, !end.IsZero())
+			// Short of its part: the shares of processes proven dead on
+			// this machine go at once, and the refresh is made again.
+			if err == nil && sh.Rate < sh.Entitled && rs.Reap(a.ID, backendkit.OwnerDead) {
+				sh, err = rs.Refresh(a, now, int64(a.TTL), l.Rate, l.Burst, !end.IsZero())
+			}
+			if err == nil {
+				rs.Own(a.ID, owner)
+			}
 		}
 		if errors.Is(err, capacity.ErrRateOwner) {
 			return governor.RateResult{}, t.commitThen(fmt.Errorf("%w: rate share %s of %s", governor.ErrNotOwner, a.ID, req.Key.Resource))
@@ -50,6 +64,16 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 		}
 		return governor.RateResult{Allowed: true, Share: &sh}, t.commit()
 	})
+}
+
+// ownerJSON is d as a rate share keeps it (capacity.RateLease.Owner):
+// "" when it names no process.
+func ownerJSON(d governor.Declaration) (string, error) {
+	if d.PID == 0 {
+		return "", nil
+	}
+	j, err := json.Marshal(d)
+	return string(j), err
 }
 
 // centralLimit is l held to what st's rate shares leave at now for a

@@ -3,10 +3,12 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/internal/backendkit"
 )
 
 // rateSharesKey is the hash of a rate limit's shares (rate.lua), under
@@ -17,7 +19,9 @@ func rateSharesKey(key governor.Key) string {
 
 // rateShare refreshes or releases the rate share req.Share of req.Key's
 // requests limit (governor.RateRequest.Share): rate.lua's share mode,
-// the twin of capacity.RateLeases.Refresh.
+// the twin of capacity.RateLeases.Refresh. A refresh short of its part
+// first reaps the shares whose owner is proven dead on this machine,
+// and then refreshes again, as acquireCapacity does for slots.
 func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
 	if b.closed.Load() {
 		return governor.RateResult{}, governor.ErrClosed
@@ -26,9 +30,48 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 	if err := a.Validate(l.Rate, l.Period); err != nil {
 		return governor.RateResult{}, fmt.Errorf("%w: %s: %v", governor.ErrInvalid, req.Key.Resource, err)
 	}
+	owner := ""
+	if req.Declaration.PID != 0 {
+		j, err := b.declJSON(req.Declaration)
+		if err != nil {
+			return governor.RateResult{}, err
+		}
+		owner = j.(string)
+	}
 	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1], rateSharesKey(req.Key))
+	res, err := b.refreshRateShare(ctx, req, keys, owner)
+	if err != nil || a.Release || res.Share.Rate >= res.Share.Entitled || !b.reapRateShares(ctx, keys, a.ID) {
+		return res, err
+	}
+	return b.refreshRateShare(ctx, req, keys, owner)
+}
+
+// reapRateShares drops the rate shares but id's whose owner's
+// declaration is proven dead on this machine (backendkit.OwnerDead),
+// and reports whether it dropped any.
+func (b *Backend) reapRateShares(ctx context.Context, keys []string, id string) bool {
+	all, err := b.rdb.HGetAll(ctx, keys[len(keys)-1]).Result()
+	if err != nil {
+		return false
+	}
+	reaped := false
+	for f, decl := range all {
+		lid, ok := strings.CutPrefix(f, "o:")
+		if !ok || lid == id || !backendkit.OwnerDead(decl) {
+			continue
+		}
+		if n, err := rateScript.Run(ctx, b.rdb, keys, "reap", lid, decl).Int(); err == nil && n == 1 {
+			reaped = true
+		}
+	}
+	return reaped
+}
+
+// refreshRateShare runs rate.lua's share mode once.
+func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest, keys []string, owner string) (governor.RateResult, error) {
+	a, l := *req.Share, req.Requests
 	v, err := rateScript.Run(ctx, b.rdb, keys, "share", l.Rate, l.Period.Microseconds(), l.Burst, a.ID, a.Secret,
-		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release)).Slice()
+		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release), owner).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate share", err)
 	}

@@ -6,11 +6,13 @@
 package backendkit
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/eventkind"
+	"github.com/governor-dev/governor/governor/proc"
 	"github.com/governor-dev/governor/governor/safetext"
 )
 
@@ -84,4 +86,13 @@ func BudgetInstant(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// OwnerDead tells whether decl, a governor.Declaration's JSON as a
+// backend keeps it for a rate share (capacity.RateLease.Owner), names a
+// process proven dead on this machine (OwnerVerdict); unreadable JSON
+// proves nothing.
+func OwnerDead(decl string) bool {
+	var d governor.Declaration
+	return json.Unmarshal([]byte(decl), &d) == nil && d.OwnerVerdict() == proc.Dead
 }
