@@ -8,7 +8,9 @@
 --       7 held (what the lease says it holds), 8 the lease's fencing
 --       token (0: none), 9 '1' to release, 10 declaration JSON, 11 how
 --       long to hold grants back on detecting lost data, ms (0: never),
---       12 the lease's count of local grants (capacity.Ask's Granted)
+--       12 the lease's count of local grants (capacity.Ask's Granted),
+--       13 for a lease without a token, the incarnation its machine
+--       witnessed (0: none; see witnessed() in lib-loss.lua)
 -- Returns {1, share, held, entitled, waiting (0|1), token (0: no holder),
 -- expiry ms, limit in force, end of the quarantine ms (0: none), inc};
 -- {-2} when the secret does not prove id (nothing changed); {-6, policy}
@@ -74,6 +76,13 @@ if not r and tok0 > 0 then
     quarantine(string.format('capacity lease %s (token %d) refreshed into a state born after its grant (incarnation %d)',
       id, tok0, get('inc')))
   end
+end
+-- A lease without a token from a machine that witnessed another state
+-- (a new process's first refresh after a loss) is the evidence a new
+-- acquire's is: held back, it gets nothing, and it does not make a new
+-- state that the machine would witness in place of the lost one.
+if not r and tok0 == 0 and (ARGV[13] or 0) + 0 > 0 then
+  witnessed(id, ARGV[13] + 0)
 end
 if fresh then
   born()

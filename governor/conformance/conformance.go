@@ -174,6 +174,7 @@ var tests = []struct {
 	{"LostDataRenewByHandle", (*suite).lostDataRenewByHandle},
 	{"LostDataNewProcess", (*suite).lostDataNewProcess},
 	{"LostDataIdleMachine", (*suite).lostDataIdleMachine},
+	{"LostDataShareNewProcess", (*suite).lostDataShareNewProcess},
 	{"ForgetNotLoss", (*suite).forgetNotLoss},
 	{"Forget", (*suite).forget},
 	{"Histograms", (*suite).histograms},

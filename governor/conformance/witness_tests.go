@@ -163,3 +163,34 @@ func (s *suite) budgetLossNewProcess(t *testing.T) {
 		t.Fatalf("after the operator confirmed: %+v", res)
 	}
 }
+
+// lostDataShareNewProcess: as lostDataNewProcess, with the slots held by
+// a capacity lease's share (granted locally by its process, which the
+// store cannot see): after the store lost its data, a new process of the
+// share's machine is not granted beside the share, whether it comes
+// first with a single grant, or with a capacity lease of its own (which
+// gets nothing, and must not make a new state that the machine then
+// witnesses: a single grant after it would pass the witness's check).
+func (s *suite) lostDataShareNewProcess(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	for _, first := range []string{"a single grant", "a capacity lease"} {
+		t.Run(first, func(t *testing.T) {
+			bo, key := s.open(t, "hot")
+			b := asFull(t, bo)
+			l := newCapLease(key, 4, 6*time.Second)
+			wantShare(t, "the share before the loss", l.ask(t, b, 4, 4), 4, 4)
+			s.h.Lose(t)
+			s.h.Advance(t, 10*time.Millisecond) // a restart takes time
+			if first == "a capacity lease" {
+				n := newCapLease(key, 4, 6*time.Second)
+				n.r.New = true
+				if sh := n.ask(t, s.h.Open(t), 4, 0); sh.Share != 0 {
+					t.Fatalf("a new process's capacity lease after the loss: %+v, want no share beside the one held", sh)
+				}
+			}
+			quarantined(t, mustAcquire(t, s.h.Open(t), newShort(key, 4), governor.Refused), "then a new process of the share's machine")
+		})
+	}
+}

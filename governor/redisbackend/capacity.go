@@ -72,8 +72,14 @@ func (b *Backend) refreshCapacity(ctx context.Context, req governor.Request) (go
 	if t, ok := rk.held.Load(req.ID); ok && tok == 0 {
 		tok = t.(int64)
 	}
+	// A lease without a token sends what its machine witnessed, as a new
+	// acquire does (capacity.lua's ARGV 13).
+	evidence := int64(0)
+	if tok == 0 && !a.Release {
+		evidence = b.wit.seen('r', rk.wkey)
+	}
 	v, err := capacityScript.Run(ctx, b.rdb, rk.withCap, req.ID, req.Secret, req.Limit, req.TTL.Milliseconds(), a.Want, a.InUse,
-		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL), a.Granted).Slice()
+		a.Held, tok, flag(a.Release), decl, b.lossMS(rk, req.TTL), a.Granted, evidence).Slice()
 	if err != nil {
 		return governor.Result{}, wrap("capacity", err)
 	}
