@@ -473,17 +473,24 @@ func (s *suite) policySupersede(t *testing.T) {
 
 // Cancel in progress of a holder that died: the cancelled lease is
 // reclaimed or expires as any other, and its successor is granted then.
+// On a real server's clock the holder's TTL is 3 s, so that it is still
+// held when its successor asks on a loaded machine (400 ms was not: the
+// successor was granted at once in a CI run at load 30).
 func (s *suite) policyCancelExpires(t *testing.T) {
+	ttl := 400 * time.Millisecond
+	if s.h.RealTime {
+		ttl = 3 * time.Second
+	}
 	b, key := s.open(t, "deploy")
 	h := preq(key, 1, 1, governor.Fail, governor.Policy{}, "", "")
 	h.Supersede = "main"
-	h.TTL = 400 * time.Millisecond
+	h.TTL = ttl
 	mustAcquire(t, b, h, governor.Granted)
 	latest := preq(key, 1, 1, governor.Wait, governor.Policy{}, "", "")
 	latest.Supersede, latest.CancelInProgress = "main", true
 	mustAcquire(t, b, latest, governor.Queued)
 	latest.New = false
-	s.h.Advance(t, time.Second)
+	s.h.Advance(t, ttl+600*time.Millisecond)
 	mustAcquire(t, b, latest, governor.Granted)
 }
 
