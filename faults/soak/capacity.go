@@ -10,8 +10,8 @@ import (
 
 // capacityText is the report's line on the leased resource.
 func capacityText() string {
-	return fmt.Sprintf("Capacity leases on `%s` (max_concurrency %d, capacity_lease %v, capacity_refresh %v): the Python and TypeScript clients' bridges and a Go process's `Governor.Acquire` (four goroutines) grant its slots from their shares, a `governor run` loop takes them centrally beside them; its checks name it.\n\n",
-		resProvider, limProvider, capLease, capRefresh)
+	return fmt.Sprintf("Capacity leases on `%s` (max_concurrency %d, capacity_lease %v, capacity_refresh %v): the Python and TypeScript clients' bridges and a Go process's `Governor.Acquire` (four goroutines) grant its slots from their shares, a `governor run` loop takes them centrally beside them; its checks name it. Rate shares on `%s` (%d requests per minute, burst %d): two Go processes' `Provider.Do` grant its calls from their shares, a third reserves each centrally beside them.\n\n",
+		resProvider, limProvider, capLease, capRefresh, resRate, rateRPM, rateBurst)
 }
 
 // noteShares counts the capacity shares in a read of the leased

@@ -40,6 +40,8 @@ var procFaults = []procFault{
 	{name: "SIGSTOP client (0.3-5 s)", kinds: []string{"python", "node"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 5 * time.Second},
 	{name: "SIGKILL Go Hold process (capacity share)", kinds: []string{"go hold"}},
 	{name: "SIGSTOP Go Hold process (0.3-4 s, under its capacity lease)", kinds: []string{"go hold"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 4 * time.Second},
+	{name: "SIGKILL Go rate process (rate share, or central)", kinds: []string{"go rate"}},
+	{name: "SIGSTOP Go rate process (0.3-8 s, past its capacity lease too)", kinds: []string{"go rate"}, stop: true, minStop: 300 * time.Millisecond, maxStop: 8 * time.Second},
 	{name: "SIGKILL shell loop (its process group)", kinds: []string{"shell"}, group: true},
 	{name: "SIGSTOP shell loop (0.2-0.8 s)", kinds: []string{"shell"}, group: true, stop: true, minStop: 200 * time.Millisecond, maxStop: 800 * time.Millisecond},
 	{name: "SIGKILL serve", kinds: []string{"serve"}},

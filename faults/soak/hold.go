@@ -32,28 +32,41 @@ func hold(args []string) int {
 		fmt.Fprintln(os.Stderr, "soak hold: want SPANDIR WHO")
 		return 2
 	}
+	return goProcess("soak hold", true, filepath.Join(args[0], resProvider+"-"+args[1]+".spans"),
+		func(_ *config.Loaded, g *governor.Governor, f *os.File, last *atomic.Int64) {
+			for n := range 4 {
+				go holdLoop(g, f, fmt.Sprintf("%s.g%d", args[1], n), last)
+			}
+		})
+}
+
+// goProcess is a Go process of the soak's (the hold and rate modes): it
+// opens a Governor from $CFG and the environment's store (with
+// Options.Capacity when leased) and the file at path, starts its loops
+// (which store the time of their last grant in last), and returns 0 at
+// SIGTERM (the soak's end: Close gives its shares back at once), 3
+// after 30 s without a grant (the soak starts it again), 2 when it
+// cannot start.
+func goProcess(what string, leased bool, path string, loops func(*config.Loaded, *governor.Governor, *os.File, *atomic.Int64)) int {
 	l, err := config.Load(config.LoadOptions{File: os.Getenv("CFG")})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak hold:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 2
 	}
-	g, err := connect.Open(context.Background(), l, os.Environ(), connect.Options{Command: "soak hold", Capacity: true})
+	g, err := connect.Open(context.Background(), l, os.Environ(), connect.Options{Command: what, Capacity: leased})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak hold:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 2
 	}
 	defer g.Close()
-	f, err := os.OpenFile(filepath.Join(args[0], resProvider+"-"+args[1]+".spans"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak hold:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 2
 	}
 	var last atomic.Int64
 	last.Store(mono())
-	for n := range 4 {
-		go holdLoop(g, f, fmt.Sprintf("%s.g%d", args[1], n), &last)
-	}
-	// SIGTERM (the soak's end): Close gives the share back at once.
+	loops(l, g, f, &last)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	for mono()-last.Load() < (30 * time.Second).Nanoseconds() {

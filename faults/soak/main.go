@@ -48,6 +48,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == holdArg {
 		os.Exit(hold(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == rateArg {
+		os.Exit(rate(os.Args[2:]))
+	}
 	if code, done := contain(); done {
 		os.Exit(code)
 	}

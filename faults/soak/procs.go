@@ -72,6 +72,8 @@ func kindOf(s *soak, cmdline []byte) string {
 		return "work"
 	case len(args) > 1 && args[0] == s.self && args[1] == holdArg:
 		return "go hold"
+	case len(args) > 1 && args[0] == s.self && args[1] == rateArg:
+		return "go rate"
 	case (args[0] == s.bin || args[0] == selfExe) && has("--watchdog"):
 		return "watchdog"
 	case args[0] == s.bin && has("bridge"):

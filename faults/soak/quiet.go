@@ -96,6 +96,7 @@ func (s *soak) finalChecks() {
 	s.check("budget: calls admitted per window never above its limit, before and after each loss (budget log)", s.checkBudget())
 	s.check("every grant's token increasing (run records)", s.checkRecords())
 	s.check("every grant's token increasing (shell loops)", s.checkShellLogs())
+	s.check("calls of the leased rate in a minute never above its bound (rate grants)", s.checkRate())
 	s.checkWays()
 	if s.w != nil {
 		s.checkRSS(s.w)

@@ -223,8 +223,8 @@ func (s *soak) setup() error {
 		}
 	}
 	s.cfg = filepath.Join(s.dir, "exec-defaults.yaml")
-	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\n    capacity: true\n    capacity_lease: %s\n    capacity_refresh: %s\n  %s: {max_concurrency: 20}\nresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n%s",
-		project, leaseTTL, limProvider, capLease, capRefresh, budgetProvider, resHeavy, limHeavy, resShell, limShell, resShared, limShared, budgetConfig())
+	cfg := fmt.Sprintf("project: %s\nlease:\n  ttl: %s\n  heartbeat: 1s\nproviders:\n  fake:\n    max_concurrency: %d\n    capacity: true\n    capacity_lease: %s\n    capacity_refresh: %s\n  %s: {max_concurrency: 20}\n%sresources:\n  %s: {limit: %d}\n  %s: {limit: %d}\n  %s: {limit: %d}\n%s",
+		project, leaseTTL, limProvider, capLease, capRefresh, budgetProvider, rateConfig(), resHeavy, limHeavy, resShell, limShell, resShared, limShared, budgetConfig())
 	if err := os.WriteFile(s.cfg, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -296,6 +296,7 @@ func (s *soak) runLoad(ctx context.Context) {
 		s.goLoop(ctx, func(ctx context.Context) { s.shellLoop(ctx, i) })
 	}
 	s.goLoop(ctx, s.clients)
+	s.goLoop(ctx, s.rateClients)
 	for range 2 {
 		s.goLoop(ctx, s.budgetLoop)
 	}
