@@ -61,6 +61,17 @@ func (g *Governor) openRateShare(req RateRequest, rc capacity.Config) (*capgate.
 		Fatal: func(err error) bool { return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotOwner) }}, send)
 }
 
+// coolRate stops resource's rate share, if this Governor has one open,
+// from granting at once (capgate.Bucket.Cool): a rate-limit signal this
+// process saw. The returned func, called once the cool-off is recorded,
+// refreshes the share, which the cool-off shrinks to 0.
+func (c *capShares) coolRate(resource string) (done func()) {
+	if b, ok := c.rates.opened(resource); ok {
+		return b.Cool()
+	}
+	return func() {}
+}
+
 // takeLocalRate takes req's requests from its resource's rate share, with
 // no round trip: waiting for its tokens (Wait), or refused at once with
 // a *RateBusyError when the bucket is empty.

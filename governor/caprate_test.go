@@ -130,3 +130,44 @@ func TestRateShareRefusals(t *testing.T) {
 		t.Fatal("no central reservation for a request with a tokens limit")
 	}
 }
+
+// TestRateShareCoolsAtOnce: the process whose own call got the
+// rate-limit signal stops granting from its rate share at once (its
+// bucket, refilling at 600 a second, had tokens), and refreshes its
+// share, which the cool-off shrinks to 0, without waiting for its next
+// refresh (50 s here, past the deadline).
+func TestRateShareCoolsAtOnce(t *testing.T) {
+	b := sharedBackends["file"](t)()
+	rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
+	g, err := governor.New(rb, governor.Options{Project: "prj-0001",
+		Capacity: map[string]capacity.Config{"provider:fast": {Lease: 2 * time.Minute, Refresh: 50 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := g.Provider("fast", governor.ProviderLimits{Requests: governor.RateLimit{Rate: 600, Period: time.Second}})
+	ran := 0
+	run := func(context.Context) (int64, error) { ran++; return 0, nil }
+	if err := p.Do(ctx, 0, run); err != nil {
+		t.Fatal(err)
+	}
+	refreshes := rb.shares.Load()
+	limited := governor.RateLimited{RetryAfter: time.Minute, Reason: "HTTP 429"}
+	if err := p.Do(ctx, 0, func(context.Context) (int64, error) { return 0, limited }); !errors.As(err, new(governor.RateLimited)) {
+		t.Fatalf("the limited call: %v", err)
+	}
+	// Any wait shows it: nothing may be granted in the minute's cool-off.
+	wait, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	if err := p.Do(wait, 0, run); !errors.Is(err, context.DeadlineExceeded) || ran != 1 {
+		t.Fatalf("a call after the signal: %v, ran %d calls, want none granted", err, ran)
+	}
+	for deadline := time.Now().Add(30 * time.Second); rb.shares.Load() == refreshes; {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh of the share within 30s of the signal")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

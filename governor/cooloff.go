@@ -33,6 +33,9 @@ func (g *Governor) CoolOff(ctx context.Context, resource string, d time.Duration
 	if reason == "" {
 		reason = "rate-limit signal"
 	}
+	// This process's rate share stops granting now, not at its next
+	// refresh (docs/capacity.md, Rate shares).
+	defer g.caps.coolRate(resource)()
 	res, err := g.b.Admin(ctx, Key{g.project, resource}, Action{Kind: eventkind.CoolOff, For: d, Detail: fmt.Sprintf("%s (session %s)", reason, g.decl.Session)})
 	return res.Until, err
 }

@@ -57,6 +57,23 @@ func (o *openings[L, V]) get(ctx context.Context, resource string, limit L, open
 	return s, nil
 }
 
+// opened returns resource's value if it is open now (not while it is
+// being opened, nor after a failed opening).
+func (o *openings[L, V]) opened(resource string) (v V, ok bool) {
+	o.mu.Lock()
+	s := o.m[resource]
+	o.mu.Unlock()
+	if s == nil {
+		return v, false
+	}
+	select {
+	case <-s.ready:
+		return s.v, s.err == nil
+	default:
+		return v, false
+	}
+}
+
 // close closes every value opened, after its opening ends; the first
 // error is returned.
 func (o *openings[L, V]) close() error {

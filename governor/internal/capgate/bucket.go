@@ -59,6 +59,8 @@ type Bucket struct {
 	granted  int64 // requests granted since the last refresh was sent
 	waited   bool  // a request found the bucket empty since then
 	others   bool  // the last answer said others wait
+	cooling  int   // Cool calls not yet done: answers grant nothing
+	cools    int64 // Cool calls and their ends: an answer to a refresh sent before one grants nothing
 	watch    *time.Timer
 	err      error
 	closed   bool
@@ -192,6 +194,7 @@ func (b *Bucket) refresh(ctx context.Context) error {
 		a.Held, a.Token = b.held, b.token // else the lease may have expired
 	}
 	b.flying, b.granted, b.waited, b.since, b.wanted = true, 0, false, sent, a.Want
+	cools := b.cools
 	b.mu.Unlock()
 	sh, err := b.send(ctx, a)
 	b.mu.Lock()
@@ -210,6 +213,10 @@ func (b *Bucket) refresh(ctx context.Context) error {
 	}
 	b.rate, b.held, b.burst, b.entitled, b.token = sh.Rate, sh.Rate, sh.Burst, sh.Entitled, sh.Token
 	b.tokens = min(b.tokens, float64(sh.Burst))
+	if b.cooling > 0 || b.cools != cools {
+		// A cool-off this process saw: its share may not know it yet.
+		b.rate, b.tokens = 0, 0
+	}
 	b.sent, b.deadline = sent, sent.Add(b.o.Lease-b.o.Margin)
 	b.others = sh.Waiting
 	b.watchLocked()
@@ -241,6 +248,29 @@ func (b *Bucket) giveBack() {
 		b.wake()
 	default:
 		b.watchLocked()
+	}
+}
+
+// Cool stops granting at once, for a rate-limit signal this process
+// saw: the bucket is emptied and refills from no answer until done is
+// called (once the cool-off is recorded by the backend, or failed to
+// be), which refreshes it at once; a refresh sent after that gets the
+// share the cool-off leaves (0 while it lasts).
+func (b *Bucket) Cool() (done func()) {
+	b.mu.Lock()
+	b.cooling++
+	b.cools++
+	b.rate, b.tokens = 0, 0
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.cooling--
+			b.cools++
+			b.mu.Unlock()
+			b.wake()
+		})
 	}
 }
 

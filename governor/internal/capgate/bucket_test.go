@@ -67,3 +67,43 @@ func TestBucketGivesBackWhenOthersWait(t *testing.T) {
 		t.Fatalf("the early refresh wants %d and holds %d; want less than 50 held", a.Want, a.Held)
 	}
 }
+
+// TestBucketCoolIgnoresEarlierAnswers: once cooled (a rate-limit signal
+// this process saw), the bucket grants nothing, and the answer to a
+// refresh sent before the cool-off was recorded, which may not know of
+// it, refills nothing.
+func TestBucketCoolIgnoresEarlierAnswers(t *testing.T) {
+	hold := make(chan struct{})
+	f := &asks{ch: make(chan capacity.RateAsk, 16), answer: func(a capacity.RateAsk) capacity.RateShare {
+		if a.Held > 0 {
+			<-hold // the refresh in flight when the signal comes
+		}
+		return capacity.RateShare{Rate: 100, Burst: 100, Entitled: 100, Token: 1}
+	}}
+	o := BucketOptions{Limit: 100, Period: time.Millisecond, Lease: time.Hour, Refresh: 30 * time.Minute, Margin: 6 * time.Minute, First: true}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := NewBucket(ctx, o, f.send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f.next(t, "the first refresh", time.Minute)
+	if _, err := b.Take(ctx, 1, false); err != nil {
+		t.Fatalf("before the signal: %v", err)
+	}
+	flying := make(chan error, 1)
+	go func() { flying <- b.refresh(ctx) }()
+	f.next(t, "the refresh in flight", time.Minute)
+	b.Cool()()
+	close(hold)
+	if err := <-flying; err != nil {
+		t.Fatal(err)
+	}
+	if rate, _, tokens := b.Share(); rate != 0 || tokens != 0 {
+		t.Fatalf("after the signal, the earlier refresh answered: rate %d, %v tokens; want none", rate, tokens)
+	}
+	if _, err := b.Take(ctx, 1, true); err != ErrFull {
+		t.Fatalf("a take after the signal: %v, want ErrFull", err)
+	}
+}
