@@ -34,7 +34,8 @@ func (b *rateCounting) RateReserve(ctx context.Context, req governor.RateRequest
 // provider's requests in Options.Capacity take them through Provider.Do
 // from their rate shares: no reservation per call, a few share
 // refreshes, and in any window of the limit's period no more requests
-// than its rate and burst, the central limiter's own bound.
+// than its rate and burst, the central limiter's own bound. The backend
+// counts each request granted locally once (RateStatus.LocalGrants).
 func TestHoldFromRateShares(t *testing.T) {
 	for _, name := range []string{"file", "miniredis"} {
 		t.Run(name, func(t *testing.T) {
@@ -48,6 +49,7 @@ func TestHoldFromRateShares(t *testing.T) {
 			var at []time.Time
 			var wg sync.WaitGroup
 			var bs []*rateCounting
+			var gs []*governor.Governor
 			for range 2 {
 				b := next()
 				rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
@@ -72,13 +74,23 @@ func TestHoldFromRateShares(t *testing.T) {
 						}
 					})
 				}
-				defer func() {
-					if err := g.Close(); err != nil {
-						t.Error(err)
-					}
-				}()
+				gs = append(gs, g)
 			}
 			wg.Wait()
+			for _, g := range gs {
+				if err := g.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+			// Each bucket's refreshes and its release report its grants.
+			rs, err := next().(governor.RateBackend).RateStatus(ctx, governor.Key{Project: "prj-0001", Resource: "provider:fast"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := int64(len(at)); rs.LocalGrants != n || len(rs.Shares) != 0 || rs.Allowed != 0 {
+				t.Errorf("after both closed: %d local grants, %d reservations allowed, shares %+v; want %d, 0, none",
+					rs.LocalGrants, rs.Allowed, rs.Shares, n)
+			}
 			slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 			for i, j := 0, 0; i < len(at); i++ {
 				for at[i].Sub(at[j]) >= time.Second {

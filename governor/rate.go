@@ -145,6 +145,15 @@ type RateStatus struct {
 	Allowed      int64
 	Limited      int64
 	ShadowDenied int64
+	// Shares are the live rate shares of the requests limit
+	// (docs/capacity.md), by ID; Learning is the end of the key's
+	// learning mode after a loss of its share state (zero: none now).
+	Shares   []capacity.RateHolder
+	Learning time.Time
+	// LocalGrants are the requests granted locally from rate shares, as
+	// their refreshes report them (capacity.RateAsk's Granted, counted
+	// by its Tally): none of them is in Allowed.
+	LocalGrants int64
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }

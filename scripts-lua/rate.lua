@@ -12,13 +12,15 @@
 --       it still accepts, lrq_at, ltk_at until when (us); reserve takes
 --       a cost off them, and denies one they do not cover until then.
 --       4 (reserve and share; optional) the rate shares hash
---       (capacity.RateLeases: born, learn, waits, ttl in us, and per
---       lease l:<id> "rate want expires secret" and o:<id> its owner's
+--       (capacity.RateLeases: born, learn, waits, ttl in us, granted
+--       the local grants counted, and per lease l:<id> "rate want
+--       expires burst granted secret" and o:<id> its owner's
 --       declaration, JSON); a reservation is held to the rate and burst
 --       the shares leave
 --       share: ARGV 2-4 the requests limit, 5 id, 6 secret, 7 ttl us,
 --       8 want, 9 held, 10 token, 11 '1' to release, 12 the owner's
---       declaration ('': none); returns {1 (0: not the owner), rate,
+--       declaration ('': none), 13 the lease's count of local grants
+--       (capacity.RateAsk.Tally); returns {1 (0: not the owner), rate,
 --       burst, entitled, waiting 0|1, token, expires us, learning's end
 --       us (0: none)}
 --       reap: ARGV 2 id, 3 its owner's declaration, proven dead by the
@@ -38,8 +40,9 @@
 --   a shadow reservation the limits deny: {1, retry, remaining requests,
 --   remaining tokens, '0', '1'} (allowed, and counted in shadow_denied);
 --   adjust and learn: 1; status: {allowed, limited, lim or '', remaining requests,
---   remaining tokens (-1: no limit), now us, shadow_denied}, read without
---   changes.
+--   remaining tokens (-1: no limit), now us, shadow_denied, learning's
+--   end us (0: none), local grants, {id, rate, want, burst, granted,
+--   expires us, ... of the live shares}}, read without changes.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local K = KEYS[1]
@@ -96,18 +99,25 @@ end
 -- The rate shares (capacity.RateLeases in Go, the same steps).
 local S = KEYS[4]
 
--- shares reads the shares' state, dropping the leases expired at now.
-local function shares()
+-- shares reads the shares' state, dropping the leases expired at now
+-- (leaving them in the hash when read_only). A lease is {rate, want,
+-- expires, secret, burst, granted}.
+local function shares(read_only)
   local all = redis.call('HGETALL', S)
   local m, ls, n = {}, {}, 0
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if string.sub(f, 1, 2) == 'l:' then
-      local rate, want, exp, sec = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
+      local rate, want, exp, bu, gr, sec = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.*)$')
+      if not rate then -- written before burst and granted were kept
+        rate, want, exp, sec = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
+      end
       if tonumber(exp) <= now then
-        redis.call('HDEL', S, f, 'o:' .. string.sub(f, 3))
+        if not read_only then
+          redis.call('HDEL', S, f, 'o:' .. string.sub(f, 3))
+        end
       else
-        ls[string.sub(f, 3)] = {tonumber(rate), tonumber(want), tonumber(exp), sec}
+        ls[string.sub(f, 3)] = {tonumber(rate), tonumber(want), tonumber(exp), sec, tonumber(bu or 0), tonumber(gr or 0)}
         n = n + 1
       end
     elseif string.sub(f, 1, 2) ~= 'o:' then
@@ -139,6 +149,15 @@ if ARGV[1] == 'share' then
   local cur = ls[id]
   if cur and cur[4] ~= secret then
     return {0, 0, 0, 0, 0, 0, 0, 0}
+  end
+  -- capacity.RateAsk.Tally: the grants above the count kept are counted.
+  local granted, add = tonumber(ARGV[13]), 0
+  if cur then
+    add = math.max(0, granted - cur[6])
+    granted = math.max(cur[6], granted)
+  end
+  if add > 0 then
+    redis.call('HINCRBY', S, 'granted', add)
   end
   if ARGV[11] == '1' then
     if cur then
@@ -190,7 +209,8 @@ if ARGV[1] == 'share' then
     share = 0
   end
   local exp = now + ttl
-  redis.call('HSET', S, 'l:' .. id, fmt(share) .. ' ' .. fmt(want) .. ' ' .. fmt(exp) .. ' ' .. secret, 'ttl', fmt(ttl))
+  local sb = burst_of(share, limit, b)
+  redis.call('HSET', S, 'l:' .. id, table.concat({fmt(share), fmt(want), fmt(exp), fmt(sb), fmt(granted), secret}, ' '), 'ttl', fmt(ttl))
   if ARGV[12] ~= '' then
     redis.call('HSET', S, 'o:' .. id, ARGV[12])
   end
@@ -205,7 +225,7 @@ if ARGV[1] == 'share' then
   if not learning then
     learn = 0
   end
-  return {1, fmt(share), fmt(burst_of(share, limit, b)), fmt(e), waiting and 1 or 0, fmt(born), fmt(exp), fmt(learn)}
+  return {1, fmt(share), fmt(sb), fmt(e), waiting and 1 or 0, fmt(born), fmt(exp), fmt(learn)}
 end
 
 if ARGV[1] == 'reap' then
@@ -232,8 +252,20 @@ if ARGV[1] == 'status' then
       rem[i] = r
     end
   end
+  local m, ls, learn, list = {}, {}, 0, {}
+  if S then
+    m, ls = shares(true)
+    if now < (m.learn or 0) then
+      learn = m.learn
+    end
+    for id, l in pairs(ls) do
+      for _, v in ipairs({id, fmt(l[1]), fmt(l[2]), fmt(l[5]), fmt(l[6]), fmt(l[3])}) do
+        list[#list + 1] = v
+      end
+    end
+  end
   return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now),
-    redis.call('HGET', KEYS[2], 'shadow_denied') or '0'}
+    redis.call('HGET', KEYS[2], 'shadow_denied') or '0', fmt(learn), fmt(m.granted or 0), list}
 end
 
 local a = {}

@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -40,6 +42,10 @@ type RateAsk struct {
 	Held, Token int64
 	// Release ends the lease: its share and its want are gone at once.
 	Release bool
+	// Granted is how many requests the process has granted locally from
+	// this lease since it opened it: a running count, counted as
+	// Ask.Granted is (Tally), in the key's governor.RateStatus.LocalGrants.
+	Granted int64
 }
 
 // RateShare is the answer to a RateAsk (governor.RateResult.Share), on
@@ -77,8 +83,8 @@ func (a RateAsk) Validate(rate int64, period time.Duration) error {
 		return fmt.Errorf("rate share id %q with secret set %v; allowed: both set", a.ID, a.Secret != "")
 	case a.TTL < time.Second && !a.Release:
 		return fmt.Errorf("rate share lease %v; allowed: 1s or more", a.TTL)
-	case a.Want < 0 || a.Held < 0 || a.Token < 0:
-		return fmt.Errorf("rate share want %d, held %d, token %d; allowed: 0 or more", a.Want, a.Held, a.Token)
+	case a.Want < 0 || a.Held < 0 || a.Token < 0 || a.Granted < 0:
+		return fmt.Errorf("rate share want %d, held %d, token %d, granted %d; allowed: 0 or more", a.Want, a.Held, a.Token, a.Granted)
 	case a.Want > rate || a.Held > rate:
 		return fmt.Errorf("rate share want %d, held %d; allowed: at most the limit %d", a.Want, a.Held, rate)
 	case a.Release && a.Want != 0:
@@ -110,6 +116,20 @@ type RateLease struct {
 	// backend keeps it (governor.Declaration's JSON; "": none): the
 	// proof of death that reclaims it early (Reap).
 	Owner string `json:"owner,omitempty"`
+	// Burst is the burst of its last answer; Granted the count of local
+	// grants its last refresh reported (RateAsk.Granted).
+	Burst   int64 `json:"burst,omitempty"`
+	Granted int64 `json:"granted,omitempty"`
+}
+
+// RateHolder is one live rate share as governor.RateStatus reports it,
+// on the backend's clock: the rate it wanted at its last refresh, the
+// rate and burst it holds, and its count of local grants then (since
+// it opened).
+type RateHolder struct {
+	ID                         string
+	Want, Rate, Burst, Granted int64
+	Expires                    time.Time
 }
 
 // RateLeases is a key's rate shares as a backend keeps them (the file
@@ -125,6 +145,28 @@ type RateLeases struct {
 	Learn int64 `json:"learn,omitempty"`
 	Waits int64 `json:"waits,omitempty"`
 	TTL   int64 `json:"ttl,omitempty"`
+	// Granted counts the local grants the leases reported (RateAsk.Tally).
+	Granted int64 `json:"granted,omitempty"`
+}
+
+// Tally is how a backend counts a refresh's local grants, given the
+// Granted it kept from the lease's last refresh (kept false: it keeps
+// none): as Ask.Tally.
+func (a RateAsk) Tally(last int64, kept bool) (add, keep int64) {
+	return Ask{Granted: a.Granted}.Tally(last, kept)
+}
+
+// Holders are the live leases at now (times in the clock's unit), by
+// ID; at converts a time to the backend's clock.
+func (r *RateLeases) Holders(now int64, at func(int64) time.Time) []RateHolder {
+	var out []RateHolder
+	for id, l := range r.Leases {
+		if l.Expires > now {
+			out = append(out, RateHolder{ID: id, Want: l.Want, Rate: l.Rate, Burst: l.Burst, Granted: l.Granted, Expires: at(l.Expires)})
+		}
+	}
+	slices.SortFunc(out, func(a, b RateHolder) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Prune drops the leases expired at now.
@@ -157,6 +199,8 @@ func (r *RateLeases) Release(a RateAsk, now int64) error {
 		if cur.Secret != a.Secret {
 			return ErrRateOwner
 		}
+		add, _ := a.Tally(cur.Granted, true)
+		r.Granted += add
 		delete(r.Leases, a.ID)
 	}
 	return nil
@@ -204,13 +248,16 @@ func (r *RateLeases) Refresh(a RateAsk, now, ttl, limit, burst int64, cooling bo
 	if cooling {
 		share = 0
 	}
-	r.Leases[a.ID] = RateLease{Secret: a.Secret, Rate: int64(share), Want: a.Want, Expires: now + ttl}
+	add, granted := a.Tally(cur.Granted, found)
+	r.Granted += add
+	b := BurstOf(int64(share), limit, burst)
+	r.Leases[a.ID] = RateLease{Secret: a.Secret, Rate: int64(share), Want: a.Want, Expires: now + ttl, Burst: b, Granted: granted}
 	r.TTL = ttl
 	waiting := central
 	for id, l := range r.Leases {
 		waiting = waiting || id != a.ID && int64(parts[id]) > l.Rate
 	}
-	return RateShare{Rate: int64(share), Burst: BurstOf(int64(share), limit, burst), Entitled: int64(parts[a.ID]), Waiting: waiting,
+	return RateShare{Rate: int64(share), Burst: b, Entitled: int64(parts[a.ID]), Waiting: waiting,
 		Token: r.Born}, nil
 }
 

@@ -251,6 +251,7 @@ var tests = []struct {
 	{"RateShareLearning", (*suite).rateShareLearning},
 	{"RateShareCoolOff", (*suite).rateShareCoolOff},
 	{"RateShareDeadOwner", (*suite).rateShareDeadOwner},
+	{"RateShareStatus", (*suite).rateShareStatus},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
 	{"CapacityLocalGrants", (*suite).capacityLocalGrants},

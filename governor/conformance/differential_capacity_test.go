@@ -58,9 +58,12 @@ func (r *diffRun) capacityStep(ctx context.Context, o diffOp) string {
 
 // rateShareOp draws a refresh of a rate share of diffRequests
 // (governor.RateRequest.Share): a new lease or one sent before, wanting
-// 0 to the limit, or its release, or (one in ten) another's secret.
+// 0 to the limit, or its release, or (one in ten) another's secret;
+// its count of local grants is 0 to 9, so that counts go up, repeat
+// and go back.
 func rateShareOp(rng *rand.Rand, i int, res string, sent map[string][]string) diffOp {
-	op := diffOp{kind: "rateshare", resource: res, n: rng.Int64N(diffRequests.Rate + 1), signal: rng.IntN(10) == 0}
+	op := diffOp{kind: "rateshare", resource: res, n: rng.Int64N(diffRequests.Rate + 1), signal: rng.IntN(10) == 0,
+		granted: rng.Int64N(10)}
 	if ids := sent["~rs"+res]; len(ids) > 0 && rng.IntN(3) != 0 {
 		op.id = ids[rng.IntN(len(ids))]
 		op.wait = rng.IntN(6) == 0 // a release
@@ -72,7 +75,7 @@ func rateShareOp(rng *rand.Rand, i int, res string, sent map[string][]string) di
 }
 
 // rateShareStep runs a rateshare step: what the share got (its Held and
-// Token the last answer's).
+// Token the last answer's), and the key's RateStatus then.
 func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
 	key := governor.Key{Project: r.project, Resource: o.resource}
 	if r.shares == nil {
@@ -80,7 +83,8 @@ func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
 	}
 	name := o.resource + "/" + o.id
 	last := r.shares[name]
-	a := capacity.RateAsk{ID: o.id, Secret: "s-" + o.id, TTL: time.Minute, Want: o.n, Held: last.Rate, Token: last.Token, Release: o.wait}
+	a := capacity.RateAsk{ID: o.id, Secret: "s-" + o.id, TTL: time.Minute, Want: o.n, Held: last.Rate, Token: last.Token, Release: o.wait,
+		Granted: o.granted}
 	if a.Release {
 		a.Want = 0
 	}
@@ -88,11 +92,16 @@ func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
 		a.Secret = "another"
 	}
 	res, err := r.b.RateReserve(ctx, governor.RateRequest{Key: key, Requests: diffRequests, Share: &a})
+	rs, serr := r.b.RateStatus(ctx, key)
+	status := fmt.Sprintf("; status %s grants %d learning %v", errClass(serr), rs.LocalGrants, !rs.Learning.IsZero())
+	for _, h := range rs.Shares {
+		status += fmt.Sprintf(" [%s want %d rate %d burst %d granted %d]", h.ID, h.Want, h.Rate, h.Burst, h.Granted)
+	}
 	if err != nil || res.Share == nil {
-		return fmt.Sprintf("%s %v", errClass(err), res.Share)
+		return fmt.Sprintf("%s %v", errClass(err), res.Share) + status
 	}
 	sh := res.Share
 	r.shares[name] = *sh
 	return fmt.Sprintf("allowed %v rate %d burst %d entitled %d waiting %v token %v learning %v", res.Allowed, sh.Rate, sh.Burst, sh.Entitled,
-		sh.Waiting, sh.Token != 0, !sh.Learning.IsZero())
+		sh.Waiting, sh.Token != 0, !sh.Learning.IsZero()) + status
 }

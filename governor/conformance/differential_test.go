@@ -231,7 +231,8 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v granted %d", o.resource, o.id, o.limit, o.weight, o.n, o.wait,
 			o.granted)
 	case "rateshare":
-		return fmt.Sprintf("rateshare %s/%s want %d release %v another's secret %v", o.resource, o.id, o.n, o.wait, o.signal)
+		return fmt.Sprintf("rateshare %s/%s want %d release %v another's secret %v granted %d", o.resource, o.id, o.n, o.wait, o.signal,
+			o.granted)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }

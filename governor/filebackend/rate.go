@@ -128,6 +128,12 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 	rs.Allowed, rs.Limited, rs.ShadowDenied = st.RateAllowed, st.RateLimited, st.RateShadow
 	rs.RemainingRequests = remaining(rs.Requests, st.RateRequests, now.boot)
 	rs.RemainingTokens = remaining(rs.Tokens, st.RateTokens, now.boot)
+	if r := st.RateShares; r != nil {
+		rs.Shares, rs.LocalGrants = r.Holders(now.boot, now.at), r.Granted
+		if now.boot < r.Learn {
+			rs.Learning = now.at(r.Learn)
+		}
+	}
 	return rs, nil
 }
 

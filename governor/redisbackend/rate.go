@@ -134,18 +134,20 @@ func rateAdjustArgs(tokens governor.RateLimit, delta int64) []any {
 func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
 	args := append([]any{"status"}, rateArgs(governor.RateLimit{}, 0)...)
 	args = append(args, rateArgs(governor.RateLimit{}, 0)...)
-	v, err := rateScript.Run(ctx, b.rdb, RateKeys(key), args...).Slice()
+	keys := append(RateKeys(key), b.resource(key).keys[1], rateSharesKey(key))
+	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return governor.RateStatus{}, wrap("rate status", err)
 	}
 	r := &reader{op: "rate status", key: key}
-	if !r.length(v, 7, false) {
+	if !r.length(v, 10, false) {
 		return governor.RateStatus{}, r.err
 	}
 	rs := governor.RateStatus{Key: key, Allowed: r.int(v[0], "the allowed count"), Limited: r.int(v[1], "the limited count"),
 		ShadowDenied:      r.int(v[6], "the shadow denied count"),
 		RemainingRequests: r.int(v[3], "the requests left"), RemainingTokens: r.int(v[4], "the tokens left"),
 		Now: time.UnixMicro(r.int(v[5], "the time"))}
+	rateStatusShares(r, v[7:], &rs)
 	limits := r.str(v[2], "the limits")
 	if r.err != nil {
 		return governor.RateStatus{}, r.err

@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ func (b *Backend) reapRateShares(ctx context.Context, keys []string, id string) 
 func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest, keys []string, owner string) (governor.RateResult, error) {
 	a, l := *req.Share, req.Requests
 	v, err := rateScript.Run(ctx, b.rdb, keys, "share", l.Rate, l.Period.Microseconds(), l.Burst, a.ID, a.Secret,
-		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release), owner).Slice()
+		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release), owner, a.Granted).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate share", err)
 	}
@@ -97,4 +98,25 @@ func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest
 		sh.Learning = time.UnixMicro(learn)
 	}
 	return governor.RateResult{Allowed: true, Share: &sh}, nil
+}
+
+// rateStatusShares reads rate.lua status's share fields v (the
+// learning's end, the local grants, the flat list of live shares) into
+// rs.
+func rateStatusShares(r *reader, v []any, rs *governor.RateStatus) {
+	if learn := r.int(v[0], "the learning's end"); learn > 0 {
+		rs.Learning = time.UnixMicro(learn)
+	}
+	rs.LocalGrants = r.int(v[1], "the local grants")
+	list := r.list(v[2], "the rate shares")
+	if len(list)%6 != 0 {
+		r.fail("the rate shares: %d fields, not 6 per share", len(list))
+		return
+	}
+	for i := 0; i+6 <= len(list) && r.err == nil; i += 6 {
+		rs.Shares = append(rs.Shares, capacity.RateHolder{ID: r.str(list[i], "a rate share's id"), Rate: r.int(list[i+1], "a rate share's rate"),
+			Want: r.int(list[i+2], "a rate share's want"), Burst: r.int(list[i+3], "a rate share's burst"),
+			Granted: r.int(list[i+4], "a rate share's grants"), Expires: time.UnixMicro(r.int(list[i+5], "a rate share's expiry"))})
+	}
+	slices.SortFunc(rs.Shares, func(a, b capacity.RateHolder) int { return strings.Compare(a.ID, b.ID) })
 }

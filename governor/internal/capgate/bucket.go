@@ -36,8 +36,9 @@ type BucketOptions struct {
 // Refresh reports what the process wants: the whole limit if a request
 // found the bucket empty since the last one, else the rate it granted
 // and a quarter more; sooner, at once, when the last answer said others
-// wait and it wants less than it holds. Its methods are safe for
-// concurrent use.
+// wait and it wants less than it holds. Each refresh, and the release at
+// Close, reports how many requests it granted since it opened
+// (RateAsk.Granted). Its methods are safe for concurrent use.
 type Bucket struct {
 	send RateRefresh
 	o    BucketOptions
@@ -57,6 +58,7 @@ type Bucket struct {
 	since    time.Time // send time of the last refresh sent
 	flying   bool
 	granted  int64 // requests granted since the last refresh was sent
+	total    int64 // requests granted since NewBucket: each refresh reports it (RateAsk.Granted)
 	waited   bool  // a request found the bucket empty since then
 	others   bool  // the last answer said others wait
 	cooling  int   // Cool calls not yet done: answers grant nothing
@@ -124,6 +126,7 @@ func (b *Bucket) Take(ctx context.Context, n int64, try bool) (time.Duration, er
 		if b.tokens >= float64(n) {
 			b.tokens -= float64(n)
 			b.granted += n
+			b.total += n
 			b.mu.Unlock()
 			return 0, nil
 		}
@@ -189,7 +192,7 @@ func (b *Bucket) refresh(ctx context.Context) error {
 	b.mu.Lock()
 	sent := time.Now()
 	b.refillLocked(sent)
-	a := capacity.RateAsk{Want: b.wantLocked(sent)}
+	a := capacity.RateAsk{Want: b.wantLocked(sent), Granted: b.total}
 	if valid(b.sent, b.deadline, sent) {
 		a.Held, a.Token = b.held, b.token // else the lease may have expired
 	}
@@ -301,10 +304,11 @@ func (b *Bucket) Close() error {
 		b.watch.Stop()
 	}
 	b.broadcastLocked()
+	total := b.total // no Take after closed
 	b.mu.Unlock()
 	<-b.done
 	ctx, cancel := context.WithTimeout(context.Background(), b.o.Refresh)
 	defer cancel()
-	_, err := b.send(ctx, capacity.RateAsk{Release: true})
+	_, err := b.send(ctx, capacity.RateAsk{Release: true, Granted: total})
 	return err
 }
