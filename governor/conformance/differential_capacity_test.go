@@ -4,11 +4,30 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
+	"github.com/governor-dev/governor/governor/proc"
 )
+
+// deadOwner is the declaration of a process of this machine that has
+// ended (zero if none could be made: then nothing is declared).
+var deadOwner = sync.OnceValue(func() governor.Declaration {
+	c := exec.Command("sleep", "60")
+	if c.Start() != nil {
+		return governor.Declaration{}
+	}
+	start, err := proc.StartTime(c.Process.Pid)
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	if err != nil {
+		return governor.Declaration{}
+	}
+	return governor.Declaration{HostID: proc.Current().HostID, PID: c.Process.Pid, StartTime: start}
+})
 
 // capacityOp draws, one step in eight, a refresh of a capacity lease
 // (governor.Request.Capacity): a new lease or one sent before, wanting 0
@@ -91,7 +110,11 @@ func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
 	if o.signal {
 		a.Secret = "another"
 	}
-	res, err := r.b.RateReserve(ctx, governor.RateRequest{Key: key, Requests: diffRequests, Share: &a})
+	req := governor.RateRequest{Key: key, Requests: diffRequests, Share: &a}
+	if o.id[len(o.id)-1]%3 == 0 {
+		req.Declaration = deadOwner() // reaped by a refresh short of its part
+	}
+	res, err := r.b.RateReserve(ctx, req)
 	rs, serr := r.b.RateStatus(ctx, key)
 	status := fmt.Sprintf("; status %s grants %d learning %v", errClass(serr), rs.LocalGrants, !rs.Learning.IsZero())
 	for _, h := range rs.Shares {
