@@ -52,3 +52,41 @@ governor_capacity_slots{of="wanted",project="prj",resource="provider:new"} 1
 		t.Fatal(err)
 	}
 }
+
+// A provider's rate shares are summed: shares, and the requests they
+// want and hold; the requests granted locally from them are a counter,
+// sent while it has shares or once it had grants; a rate key without
+// either has no such series.
+func TestMetricsRateShares(t *testing.T) {
+	rpm := governor.RateLimit{Rate: 600, Period: 60e9}
+	src := &fakeSource{project: "prj", statuses: map[string]governor.Status{}, rates: map[string]governor.RateStatus{
+		"provider:hot": {Key: governor.Key{Project: "prj", Resource: "provider:hot"}, Requests: rpm, Allowed: 3, LocalGrants: 4321, Now: t0,
+			Shares: []capacity.RateHolder{{ID: "a", Want: 600, Rate: 300, Burst: 300, Granted: 4000}, {ID: "b", Want: 100, Rate: 100}}},
+		"provider:new": {Key: governor.Key{Project: "prj", Resource: "provider:new"}, Now: t0,
+			Shares: []capacity.RateHolder{{ID: "c", Want: 60}}},
+		"provider:was": {Key: governor.Key{Project: "prj", Resource: "provider:was"}, LocalGrants: 7, Now: t0},
+		"provider:old": {Key: governor.Key{Project: "prj", Resource: "provider:old"}, Requests: rpm, Allowed: 9, Now: t0},
+	}}
+	const want = `
+# HELP governor_rate_local_grants_total Requests granted locally from the provider's rate shares, with no reservation of the backend's (not in governor_rate_allowed_total), as each process's refreshes report them; absent when none were and no rate share is live.
+# TYPE governor_rate_local_grants_total counter
+governor_rate_local_grants_total{project="prj",provider="hot"} 4321
+governor_rate_local_grants_total{project="prj",provider="new"} 0
+governor_rate_local_grants_total{project="prj",provider="was"} 7
+# HELP governor_rate_share_requests Requests per the limit's period of the provider's rate shares, summed: wanted as their processes reported at their last refresh, held as the backend granted them; absent when none.
+# TYPE governor_rate_share_requests gauge
+governor_rate_share_requests{of="held",project="prj",provider="hot"} 400
+governor_rate_share_requests{of="wanted",project="prj",provider="hot"} 700
+governor_rate_share_requests{of="held",project="prj",provider="new"} 0
+governor_rate_share_requests{of="wanted",project="prj",provider="new"} 60
+# HELP governor_rate_shares Live rate shares of the provider's requests limit (processes granting requests locally from a share); absent when none.
+# TYPE governor_rate_shares gauge
+governor_rate_shares{project="prj",provider="hot"} 2
+governor_rate_shares{project="prj",provider="new"} 1
+`
+	c := newCollector(t, src, metrics.CollectorOptions{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_rate_shares", "governor_rate_share_requests",
+		"governor_rate_local_grants_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -80,7 +80,9 @@ type Collector struct {
 	drifted *prometheus.Desc
 	// Capacity leases (docs/capacity.md), absent without any.
 	capLeases, capSlots, capGrants *prometheus.Desc
-	drifts                         driftCount
+	// Rate shares (docs/capacity.md), absent without any.
+	rateShares, rateShareRate, rateGrants *prometheus.Desc
+	drifts                                driftCount
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -176,6 +178,9 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.capLeases = desc("governor_capacity_leases", "Live capacity leases of the resource (processes granting locally from a share); absent when none.", "resource")
 	c.capSlots = desc("governor_capacity_slots", "Slots of the resource's capacity leases, summed: wanted (in use plus queued) and in_use as their processes reported at their last refresh, held as the backend counts them (the shares, and calls above a share that shrank); absent when none.", "resource", "of")
 	c.capGrants = desc("governor_capacity_local_grants_total", "Slots granted locally from the resource's capacity shares, with no acquire of the backend's (not in governor_acquires_total), as each process's refreshes report them; absent when none were and no capacity lease is live.", "resource")
+	c.rateShares = desc("governor_rate_shares", "Live rate shares of the provider's requests limit (processes granting requests locally from a share); absent when none.", "provider")
+	c.rateShareRate = desc("governor_rate_share_requests", "Requests per the limit's period of the provider's rate shares, summed: wanted as their processes reported at their last refresh, held as the backend granted them; absent when none.", "provider", "of")
+	c.rateGrants = desc("governor_rate_local_grants_total", "Requests granted locally from the provider's rate shares, with no reservation of the backend's (not in governor_rate_allowed_total), as each process's refreshes report them; absent when none were and no rate share is live.", "provider")
 	return c, nil
 }
 
@@ -185,7 +190,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.limit, c.inUse, c.mkdirOutside, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
 		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted,
-		c.capLeases, c.capSlots, c.capGrants} {
+		c.capLeases, c.capSlots, c.capGrants, c.rateShares, c.rateShareRate, c.rateGrants} {
 		ch <- d
 	}
 }
@@ -348,6 +353,19 @@ func (c *Collector) emitRate(ch chan<- prometheus.Metric, rs governor.RateStatus
 	if rs.Tokens.Rate > 0 && rs.RemainingTokens >= 0 {
 		c.gauge(ch, c.rateRemaining, float64(rs.RemainingTokens), p, "tokens")
 	}
+	if len(rs.Shares) > 0 || rs.LocalGrants > 0 {
+		c.counter(ch, c.rateGrants, float64(rs.LocalGrants), p)
+	}
+	if len(rs.Shares) == 0 {
+		return
+	}
+	var want, held int64
+	for _, s := range rs.Shares {
+		want, held = want+s.Want, held+s.Rate
+	}
+	c.gauge(ch, c.rateShares, float64(len(rs.Shares)), p)
+	c.gauge(ch, c.rateShareRate, float64(want), p, "wanted")
+	c.gauge(ch, c.rateShareRate, float64(held), p, "held")
 }
 
 func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {

@@ -42,6 +42,9 @@
 //	governor_capacity_leases{resource}            live capacity leases (docs/capacity.md); absent when none
 //	governor_capacity_slots{resource,of}          their slots, summed; of: wanted, held, in_use
 //	governor_capacity_local_grants_total{resource}  slots granted locally from the shares
+//	governor_rate_shares{provider}                live rate shares of its requests limit; absent when none
+//	governor_rate_share_requests{provider,of}     their requests per the limit's period, summed; of: wanted, held
+//	governor_rate_local_grants_total{provider}    requests granted locally from the rate shares
 //
 // The capacity series are per resource, not per process (a fleet's
 // processes would each be a series): `governor slots` and the JSON API
@@ -54,6 +57,9 @@
 // and the backend adds what it had not counted, so a refresh retried or
 // late counts nothing twice; the grants of a lease's last interval go
 // uncounted if it expired unrefreshed or the backend lost its state.
+// Rate shares are counted the same way, on their rate key, in
+// governor_rate_local_grants_total, apart from
+// governor_rate_allowed_total (the backend's reservations).
 //
 // The outcomes of governor_acquires_total are disjoint: each acquire that
 // ended is counted once, acquired (granted at once, after waiting, or by

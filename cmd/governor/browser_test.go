@@ -268,6 +268,7 @@ func TestStatusPage(t *testing.T) {
 		}
 	})
 	t.Run("shares", func(t *testing.T) { sharesOnPage(t, browser) })
+	t.Run("rate shares", func(t *testing.T) { rateSharesOnPage(t, browser) })
 	t.Run("read-only", func(t *testing.T) {
 		s := pageServer(t, nil)
 		b := openPage(t, browser, s.URL+"/", "read-only")

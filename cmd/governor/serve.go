@@ -129,7 +129,11 @@ governor_adaptive_limit and governor_adaptive_limit_max (gauges by resource);
 for resources with capacity leases (docs/capacity.md), governor_capacity_leases
 and governor_capacity_slots{of=wanted|held|in_use} (gauges by resource) and
 governor_capacity_local_grants_total (slots granted locally from the shares,
-not in governor_acquires_total: counter by resource). When the
+not in governor_acquires_total: counter by resource); for providers with rate
+shares, governor_rate_shares and governor_rate_share_requests{of=wanted|held}
+(gauges by provider) and governor_rate_local_grants_total (requests granted
+locally from the shares, not in governor_rate_allowed_total: counter by
+provider). When the
 backend does not answer within --timeout a scrape still succeeds, with
 governor_up 0; a series that could not be read is left out of that scrape,
 never sent lower than before. Scrapes that arrive while the page is being

@@ -61,3 +61,45 @@ func sharesOnPage(t *testing.T, browser context.Context) {
 	ask(capacity.Ask{Release: true})
 	p.until("no shares once released", `!`+row+` && [...`+card("gpu")+`.querySelectorAll("h3")].every((h) => h.textContent !== "Shares" || h.hidden)`)
 }
+
+// rateSharesOnPage: the status page lists each process's rate share of
+// a provider with no slots of its own (wanted, held, burst, used: its
+// local grants) under the key's local grants, and hides the section
+// once the shares are gone and none were counted.
+func rateSharesOnPage(t *testing.T, browser context.Context) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s := pageServerIn(t, dir, nil, func(h http.Handler) http.Handler { return h })
+	b, err := filebackend.New(dir, filebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	key := governor.Key{Project: "servetest", Resource: "provider:fast"}
+	rpm := governor.RateLimit{Rate: 600, Period: time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ask := func(a capacity.RateAsk) {
+		a.ID, a.Secret, a.TTL = "rs-page", "rs-page-secret", time.Minute
+		if _, err := b.RateReserve(ctx, governor.RateRequest{Key: key, Requests: rpm, Share: &a}); err != nil {
+			t.Fatalf("rate share %+v: %v", a, err)
+		}
+	}
+	ask(capacity.RateAsk{Want: 300})
+	ask(capacity.RateAsk{Want: 300, Granted: 42})
+	p := openPage(t, browser, s.URL+"/", "rate shares")
+	row := `document.querySelector('#rates tr.rate-share[data-resource="provider:fast"][data-lease="rs-page"]')`
+	p.until("the rate share", "!!"+row)
+	for what, expr := range map[string]string{
+		"wanted 300":  row + `.querySelector("td.wanted").textContent === "300"`,
+		"held 300":    row + `.querySelector("td.held").textContent === "300"`,
+		"burst 300":   row + `.querySelector("td.burst").textContent === "300"`,
+		"used 42":     row + `.querySelector("td.used").textContent === "42"`,
+		"the grants":  `document.querySelector('#rates tr.rate-key[data-resource="provider:fast"] td.grants').textContent === "42 granted locally"`,
+		"the section": `!document.getElementById("rates-section").hidden`,
+	} {
+		if !jsIn[bool](p, expr) {
+			t.Errorf("the rate share's row does not show %s (%s); the page shows:\n%s", what, expr, p.text())
+		}
+	}
+	p.shot("rate-shares")
+}

@@ -53,7 +53,12 @@ nothing removes it silently.
 A resource whose processes lease shares of its slots (capacity leases,
 docs/capacity.md) lists each share: its lease, the session, host and pid of its
 holder, the slots it wanted and had in use at its last refresh, and the slots it
-holds.
+holds. A provider whose processes lease shares of its requests per minute (rate
+shares; a rate-only provider too) is listed after the resources, with the
+requests granted locally from its shares, a learning mode in force, and each
+share: the requests per minute it wanted at its last refresh, the rate and burst
+it holds, and the requests it had granted locally by then ("rate_shares" in
+--json).
 
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "limit_source", "not_configured", "holders": [...], "waiters": [...], "counters": {...},
@@ -61,7 +66,9 @@ holds.
 "clear"}, "adaptive": {"limit", "max", "successes"}, "cool_off_until",
 "last_signal_at", "policy", "policy_text", "drift_policy",
 "drift_policy_text", "shares": [{"lease_id", "session", "host", "pid", "wanted",
-"held", "used", "expires_in_seconds"}]}], "unreadable": [{"resource", "error"}]}; times are RFC 3339
+"held", "used", "expires_in_seconds"}]}], "unreadable": [{"resource", "error"}],
+"rate_shares": [{"resource", "local_grants", "learning_until", "shares": [{"lease_id",
+"wanted", "held", "burst", "used", "expires_in_seconds"}]}]}; times are RFC 3339
 and durations are seconds. "limit_source" is live, adaptive, asked, configured or
 stale: a run:join or provider:NAME the configuration no longer defines, whose
 stored limit is only the one last asked for ("not_configured" says why). A queue policy is shown as the configuration spells
@@ -156,13 +163,18 @@ func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 	if sts == nil && err != nil {
 		return err
 	}
+	rss, rerr := view.RateShares(ctx, g, names)
+	if rerr != nil {
+		return exitWith(exitcode.Failure, rerr)
+	}
 	if a.json {
-		if werr := enc(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()).MarkStale(a.unconfigured).Skipping(err)); werr != nil {
+		if werr := enc(w, view.SlotsOf(g.Project(), sts, a.mkdirLocks()).MarkStale(a.unconfigured).Skipping(err).WithRates(rss)); werr != nil {
 			return werr
 		}
 		return err
 	}
 	fmt.Fprint(w, head)
+	defer view.WriteRateShares(w, rss)
 	if len(names) == 0 && err == nil && view.AllIdle(sts, a.mkdirLocks()) {
 		// Nothing to see: one line, not a block per configured resource.
 		fmt.Fprintf(w, "nothing held, nobody waiting in project %s (%d resources; 'governor slots NAME' or --json shows each)\n", dash(g.Project()), len(sts))

@@ -35,6 +35,7 @@ type Admin interface {
 type Source interface {
 	view.StatusSource
 	view.EventSource
+	view.RateSource
 }
 
 // Page serves the status page (GET /) and the JSON API (/api/v1/...) of
@@ -155,8 +156,13 @@ func (p *Page) slots(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, readStatus(err), err)
 		return
 	}
+	rss, rerr := view.RateShares(ctx, p.src, r.URL.Query()["resource"])
+	if rerr != nil {
+		writeAPIError(w, readStatus(rerr), rerr)
+		return
+	}
 	// Resources that could not be read are named under "unreadable".
-	writeAPI(w, http.StatusOK, view.SlotsOf(p.src.Project(), sts, p.locks).Skipping(err))
+	writeAPI(w, http.StatusOK, view.SlotsOf(p.src.Project(), sts, p.locks).Skipping(err).WithRates(rss))
 }
 
 // events serves what 'governor events --json' prints, for the resources

@@ -57,3 +57,32 @@ func TestSlotsShares(t *testing.T) {
 		t.Fatalf("slots --json shares = %+v, want %+v\n%s", got, want, js.String())
 	}
 }
+
+// rateShared is a rate-only provider two processes lease rate shares
+// of, learning after a loss of its state, and one whose shares are gone
+// but whose local grants were counted.
+func rateShared() []governor.RateStatus {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	return []governor.RateStatus{{Key: governor.Key{Project: "prj-0001", Resource: "provider:fast"}, LocalGrants: 1234, Now: now,
+		Learning: now.Add(20 * time.Second),
+		Shares: []capacity.RateHolder{
+			{ID: "aaaa0000aaaa0000aaaa0000aaaa0000", Want: 6000, Rate: 3000, Burst: 50, Granted: 1000, Expires: now.Add(29 * time.Second)},
+			{ID: "bbbb0000bbbb0000bbbb0000bbbb0000", Want: 100, Expires: now.Add(25 * time.Second)},
+		}}, {Key: governor.Key{Project: "prj-0001", Resource: "provider:was"}, LocalGrants: 7, Now: now}}
+}
+
+// slots and its --json (the JSON API's too) show each process's rate
+// share (wanted, held and its burst, used: its local grants), the local
+// grants counted and the learning mode, after the resources: a
+// rate-only provider has no resource of its own.
+func TestSlotsRateShares(t *testing.T) {
+	var human bytes.Buffer
+	view.WriteSlots(&human, "prj-0001", nil, nil, nil, nil)
+	view.WriteRateShares(&human, rateShared())
+	golden(t, "slots_rates.txt", human.Bytes())
+	var js bytes.Buffer
+	if err := view.WriteJSON(&js, view.SlotsOf("prj-0001", nil, nil).WithRates(rateShared())); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "slots_rates.json", js.Bytes())
+}

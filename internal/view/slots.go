@@ -15,6 +15,9 @@ type Slots struct {
 	// Unreadable are the resources whose state could not be read
 	// (Statuses' UnreadableError); absent when every one was.
 	Unreadable []Unreadable `json:"unreadable,omitempty"`
+	// RateShares are the rate keys with rate shares (docs/capacity.md),
+	// a rate-only provider's too; absent when none.
+	RateShares []RateKey `json:"rate_shares,omitempty"`
 }
 
 type Resource struct {

@@ -84,6 +84,7 @@
     $("resources").classList.toggle("stale", !!text);
     document.querySelector(".events").classList.toggle("stale", !!text);
     document.querySelector(".budgets").classList.toggle("stale", !!text);
+    document.querySelector(".rates").classList.toggle("stale", !!text);
     document.body.dataset.state = text ? "down" : "live";
   }
 
@@ -206,6 +207,22 @@
         el("div", { class: "head" }, el("h2", { text: u.resource }), el("span", { class: "badge bad", text: "unreadable" })),
         el("p", { class: "nums", text: u.error }))));
     if (shownRes.length === 0) main.append(el("p", { class: "empty", text: "No resource in use or configured in project " + data.project + "." }));
+    drawRateShares(data.rate_shares || []);
+  }
+
+  // drawRateShares draws the rate shares of each provider that has any
+  // (docs/capacity.md), a rate-only one too: a row with its local grants
+  // and learning mode, then each process's share (requests per the
+  // limit's period wanted and held, its burst, used: its local grants).
+  function drawRateShares(keys) {
+    $("rates-section").hidden = keys.length === 0;
+    document.querySelector("#rates tbody").replaceChildren(...keys.flatMap((k) => [
+      el("tr", { class: "rate-key", "data-resource": k.resource },
+        td(k.resource, "resource"), el("td", { colSpan: 6, class: "grants",
+          text: k.local_grants + " granted locally" + (k.learning_until ? " · learning until " + new Date(k.learning_until).toLocaleTimeString() : "") })),
+      ...k.shares.map((sh) => el("tr", { class: "rate-share", "data-resource": k.resource, "data-lease": sh.lease_id },
+        td(k.resource, "resource"), td(sh.lease_id, "lease"), td(sh.wanted, "wanted num"), td(sh.held, "held num"), td(sh.burst, "burst num"),
+        td(sh.used, "used num"), td(ago(sh.expires_in_seconds), "expires")))]));
   }
 
   // newCard builds a resource's card once; its controls keep what the

@@ -1,0 +1,105 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/humantime"
+)
+
+// RateSource reads rate keys: a *governor.Governor, or serve's
+// reopening one.
+type RateSource interface {
+	Rates(ctx context.Context) ([]string, error)
+	RateStatus(ctx context.Context, name string) (governor.RateStatus, error)
+}
+
+// RateShares reads the rate keys among names (every one when none is
+// named) that have live rate shares or counted local grants
+// (docs/capacity.md), by name: a rate-only provider's too.
+func RateShares(ctx context.Context, g RateSource, names []string) ([]governor.RateStatus, error) {
+	all, err := g.Rates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(all)
+	var out []governor.RateStatus
+	for _, n := range all {
+		if len(names) > 0 && !slices.Contains(names, n) {
+			continue
+		}
+		rs, err := g.RateStatus(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(rs.Shares) > 0 || rs.LocalGrants > 0 {
+			out = append(out, rs)
+		}
+	}
+	return out, nil
+}
+
+// RateKey is the rate shares of one rate key in the --json of
+// `governor slots`: the requests granted locally from them, the end of
+// its learning mode (absent when none), and each share.
+type RateKey struct {
+	Resource      string      `json:"resource"`
+	LocalGrants   int64       `json:"local_grants"`
+	LearningUntil *time.Time  `json:"learning_until,omitempty"`
+	Shares        []RateShare `json:"shares"`
+}
+
+// RateShare is one process's rate share: the requests per the limit's
+// period it wanted at its last refresh, the rate and burst it holds, and
+// the requests it had granted locally from it by then (since it opened).
+type RateShare struct {
+	LeaseID          string  `json:"lease_id"`
+	Wanted           int64   `json:"wanted"`
+	Held             int64   `json:"held"`
+	Burst            int64   `json:"burst"`
+	Used             int64   `json:"used"`
+	ExpiresInSeconds float64 `json:"expires_in_seconds"`
+}
+
+// WithRates is s with the rate shares of rss (RateShares).
+func (s Slots) WithRates(rss []governor.RateStatus) Slots {
+	for _, rs := range rss {
+		k := RateKey{Resource: rs.Key.Resource, LocalGrants: rs.LocalGrants, Shares: []RateShare{}}
+		if rs.Learning.After(rs.Now) {
+			at := rs.Learning.UTC()
+			k.LearningUntil = &at
+		}
+		for _, h := range rs.Shares {
+			k.Shares = append(k.Shares, RateShare{LeaseID: h.ID, Wanted: h.Want, Held: h.Rate, Burst: h.Burst, Used: h.Granted,
+				ExpiresInSeconds: secs(h.Expires.Sub(rs.Now))})
+		}
+		s.RateShares = append(s.RateShares, k)
+	}
+	return s
+}
+
+// WriteRateShares writes the rate shares of rss (RateShares), a block
+// each after a blank line.
+func WriteRateShares(w io.Writer, rss []governor.RateStatus) {
+	for _, rs := range rss {
+		fmt.Fprintf(w, "\n%s  rate shares %d  local grants %d", Dash(rs.Key.Resource), len(rs.Shares), rs.LocalGrants)
+		if rs.Learning.After(rs.Now) {
+			fmt.Fprintf(w, "  LEARNING for %s after a loss of its state: no share grows", humantime.Ago(rs.Learning.Sub(rs.Now)))
+		}
+		fmt.Fprintln(w)
+		if len(rs.Shares) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RATE SHARE\tWANTED\tHELD\tBURST\tUSED\tEXPIRES IN")
+		for _, h := range rs.Shares {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\n", Dash(h.ID), h.Want, h.Rate, h.Burst, h.Granted, humantime.Ago(h.Expires.Sub(rs.Now)))
+		}
+		tw.Flush()
+	}
+}
