@@ -20,7 +20,8 @@ import (
 // TestSlotsRateShares: `governor slots` lists a rate-only provider's
 // rate shares after the resources (its local grants, each share's
 // wanted, held, burst and used), its --json has them under
-// "rate_shares", and the JSON API serves the same.
+// "rate_shares", and the JSON API serves the same; named, it is shown
+// alone.
 func TestSlotsRateShares(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	global := []string{"--backend", "file", "--dir", dir, "--config", serveConfig(t)}
@@ -46,6 +47,11 @@ func TestSlotsRateShares(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("slots:\n%s\nwant a line matching %s", out, want)
 		}
+	}
+	// Named, the rate-only provider is no unknown resource.
+	code, out, errs = serveCLI(t, append(global, "slots", "provider:fast")...)
+	if want := `(?m)^provider:fast  rate shares 1  local grants 42$`; code != 0 || !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("slots provider:fast: exit %d:\n%s%s\nwant a line matching %s", code, out, errs, want)
 	}
 	code, out, errs = serveCLI(t, append(global, "slots", "--json")...)
 	if code != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,7 +24,9 @@ type StatusSource interface {
 // Statuses reads the named resources, or every resource with state plus
 // every one limits configures (configured limits by name), each once. A resource
 // never used yet shows its configured limit. A name neither configured
-// nor with state is an UnknownResourceError; nothing is read then. A
+// nor with state is an UnknownResourceError (but for a rate key of g,
+// when g is a RateSource: not read here, RateShares shows it); nothing
+// is read then. A
 // resource whose state the backend answers with an error for (one key of
 // the wrong type) does not hide the others: they are returned with an
 // *UnreadableError naming it.
@@ -48,14 +51,21 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 	if len(names) == 0 {
 		names = all
 	}
+	rates, err := rateKeys(ctx, g, names, known)
+	if err != nil {
+		return nil, err
+	}
 	for _, n := range names {
-		if !known[n] {
+		if !known[n] && !rates[n] {
 			return nil, unknownResource(g.Project(), n, all)
 		}
 	}
 	out := make([]governor.Status, 0, len(names))
 	var bad []Unreadable
 	for _, n := range names {
+		if !known[n] {
+			continue // a rate key alone (RateShares shows it)
+		}
 		st, err := g.Status(ctx, n)
 		if errors.Is(err, governor.ErrBackend) {
 			// The backend answered, with an error about this resource's
@@ -74,6 +84,24 @@ func Statuses(ctx context.Context, g StatusSource, names []string, limits map[st
 	}
 	if bad != nil {
 		return out, &UnreadableError{Resources: bad}
+	}
+	return out, nil
+}
+
+// rateKeys are the rate keys of g (a RateSource) when names has one
+// that known lacks: a rate-only provider named is not unknown.
+func rateKeys(ctx context.Context, g StatusSource, names []string, known map[string]bool) (map[string]bool, error) {
+	rs, ok := g.(RateSource)
+	if !ok || !slices.ContainsFunc(names, func(n string) bool { return !known[n] }) {
+		return nil, nil
+	}
+	all, err := rs.Rates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(all))
+	for _, n := range all {
+		out[n] = true
 	}
 	return out, nil
 }
