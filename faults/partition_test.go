@@ -200,7 +200,10 @@ func partitionScenario(t *testing.T, holderOptions func(addr string) *redis.Opti
 
 // Connections cut (reset) over and over, while a holder heartbeats: the
 // client reconnects at once, so the lease is never lost, and a waiter
-// behind it, on the same proxy, is served when it is released.
+// behind it, on the same proxy, is served when it is released. The
+// TTL (6 s, a heartbeat every 2 s) leaves a renewal starved on a
+// loaded machine its margin: with 2 s, one CI run at load 30 lost the
+// lease while nothing but the load was in its way.
 func TestConnectionsCut(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -208,8 +211,8 @@ func TestConnectionsCut(t *testing.T) {
 	project := uniq("cut")
 	key := governor.Key{Project: project, Resource: "heavy"}
 	direct := backend(t, client(t, s.Addr))
-	gh := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 2 * time.Second, QueueTTL: time.Second, Session: "holder"})
-	gw := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 2 * time.Second, QueueTTL: time.Second, Session: "waiter"})
+	gh := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 6 * time.Second, QueueTTL: 3 * time.Second, Session: "holder"})
+	gw := newGovernor(t, p.Addr(), governor.Options{Project: project, TTL: 6 * time.Second, QueueTTL: 3 * time.Second, Session: "waiter"})
 	lh := leasetest.HoldHeavy(t, gh)
 	exp := lh.Expires()
 	waiter := acquireAsync(gw, "heavy", governor.AcquireOptions{Limit: 1}, time.Minute)
@@ -219,7 +222,7 @@ func TestConnectionsCut(t *testing.T) {
 	if lh.Err() != nil {
 		t.Fatalf("the lease was lost to connection resets: %v", lh.Err())
 	}
-	if !lh.Expires().After(exp.Add(2 * time.Second)) {
+	if !lh.Expires().After(exp.Add(time.Second)) {
 		t.Fatalf("expiry %v not renewed past %v", lh.Expires(), exp)
 	}
 	if st := status(t, direct, key); !holds(st, lh.ID()) || len(st.Waiters) != 1 {

@@ -340,11 +340,14 @@ func TestSecretsNeverShown(t *testing.T) {
 	url := "redis://:" + password + "@" + s.Addr + "/0"
 	global := []string{"--config", cfg, "--backend", "redis", "--redis-url", url}
 	rec := filepath.Join(t.TempDir(), "runs.jsonl")
+	// The command holds the slot until the test makes the stop file (a
+	// "sleep 3" ended before the refused run below on a loaded machine).
+	stop := filepath.Join(t.TempDir(), "stop")
 
 	args := append(append([]string(nil), global...), "run", "--resource", "heavy", "--record", rec, "--session", "sec",
-		"--", "sh", "-c", "sleep 3", "agent", "--api-key", secrets[0], "--token="+secrets[1], "OPENAI_API_KEY="+secrets[2], "--verbose")
+		"--", "sh", "-c", `while [ ! -e "$SECRETS_STOP" ]; do sleep 0.1; done`, "agent", "--api-key", secrets[0], "--token="+secrets[1], "OPENAI_API_KEY="+secrets[2], "--verbose")
 	c := exec.Command(governorBin(t), args...)
-	c.Env = cleanEnv()
+	c.Env = append(cleanEnv(), "SECRETS_STOP="+stop)
 	var runErr strings.Builder
 	c.Stderr = &runErr
 	if err := c.Start(); err != nil {
@@ -387,6 +390,9 @@ func TestSecretsNeverShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		shown = append(shown, "redis key "+k+": "+d)
+	}
+	if err := os.WriteFile(stop, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, runErr.String())
