@@ -20,7 +20,9 @@
 --       share: ARGV 2-4 the requests limit, 5 id, 6 secret, 7 ttl us,
 --       8 want, 9 held, 10 token, 11 '1' to release, 12 the owner's
 --       declaration ('': none), 13 the lease's count of local grants
---       (capacity.RateAsk.Tally); returns {1 (0: not the owner), rate,
+--       (capacity.RateAsk.Tally), 14 for a lease without a token, the
+--       birth of the shares' state its machine witnessed (0: none);
+--       returns {1 (0: not the owner), rate,
 --       burst, entitled, waiting 0|1, token, expires us, learning's end
 --       us (0: none)}
 --       reap: ARGV 2 id, 3 its owner's declaration, proven dead by the
@@ -165,11 +167,16 @@ if ARGV[1] == 'share' then
     end
     return {1, 0, 0, 0, 0, fmt(born), 0, 0}
   end
+  -- A lease without a token from a machine that witnessed another
+  -- state of the shares (a new process's first refresh after a loss) is
+  -- evidence of the loss, as a new acquire's witness is (lib-loss.lua).
+  local wit = tonumber(ARGV[14] or '0') or 0
+  local reborn = token == 0 and wit > 0 and wit ~= born
   if born == 0 then
     born = now
     redis.call('HSET', S, 'born', fmt(born))
   end
-  local lost = token ~= 0 and held > 0 and not cur and token ~= born
+  local lost = token ~= 0 and held > 0 and not cur and token ~= born or reborn
   local learn = m.learn or 0
   if lost and now + ttl > learn then
     learn = now + ttl

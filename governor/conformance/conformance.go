@@ -249,6 +249,7 @@ var tests = []struct {
 	{"RateShareGiveBack", (*suite).rateShareGiveBack},
 	{"RateShareRefused", (*suite).rateShareRefused},
 	{"RateShareLearning", (*suite).rateShareLearning},
+	{"RateShareLearningNewProcess", (*suite).rateShareLearningNewProcess},
 	{"RateShareCoolOff", (*suite).rateShareCoolOff},
 	{"RateShareDeadOwner", (*suite).rateShareDeadOwner},
 	{"RateShareStatus", (*suite).rateShareStatus},

@@ -217,6 +217,28 @@ func (s *suite) rateShareLearning(t *testing.T) {
 	}
 }
 
+// rateShareLearningNewProcess: after the store lost its data, a new
+// process of the machine whose process holds a rate share, first to
+// arrive, gets nothing beside that share (which its holder still grants
+// from on its own clock): the machine witnessed the shares' state, so
+// its new lease is evidence of the loss and the key learns.
+func (s *suite) rateShareLearningNewProcess(t *testing.T) {
+	if s.h.Lose == nil {
+		t.Skip("this store cannot lose its data")
+	}
+	b := s.openFull(t)
+	key := governor.Key{Project: project(), Resource: "provider:rlearnnew"}
+	l := governor.RateLimit{Rate: 600, Period: time.Minute}
+	x := newRateLease(key, l, time.Minute)
+	wantRate(t, "the share before the loss", x.ask(t, b, 600), l, 600)
+	s.h.Lose(t)
+	s.h.Advance(t, time.Millisecond) // a state born later (a store's clock may stand still)
+	sh := newRateLease(key, l, time.Minute).ask(t, asFull(t, s.h.Open(t)), 600)
+	if sh.Rate != 0 || sh.Learning.IsZero() {
+		t.Fatalf("a new process's rate share after the loss: %+v, want none, the key learning", sh)
+	}
+}
+
 // rateShareCoolOff: while the provider cools off, a refresh shrinks its
 // share to 0 (entitled still); after the cool-off it grows again.
 func (s *suite) rateShareCoolOff(t *testing.T) {

@@ -71,8 +71,16 @@ func (b *Backend) reapRateShares(ctx context.Context, keys []string, id string) 
 // refreshRateShare runs rate.lua's share mode once.
 func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest, keys []string, owner string) (governor.RateResult, error) {
 	a, l := *req.Share, req.Requests
+	// The machine's witness of the shares' state (its birth, the share's
+	// Token), beside the resources': a lease without a token sends it,
+	// as a new acquire sends the resource's (rate.lua's ARGV 14).
+	wkey := witnessKey(req.Key.Project, "\x1e"+req.Key.Resource)
+	evidence := int64(0)
+	if a.Token == 0 && !a.Release {
+		evidence = b.wit.seen('r', wkey)
+	}
 	v, err := rateScript.Run(ctx, b.rdb, keys, "share", l.Rate, l.Period.Microseconds(), l.Burst, a.ID, a.Secret,
-		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release), owner, a.Granted).Slice()
+		a.TTL.Microseconds(), a.Want, a.Held, a.Token, flag(a.Release), owner, a.Granted, evidence).Slice()
 	if err != nil {
 		return governor.RateResult{}, wrap("rate share", err)
 	}
@@ -91,6 +99,7 @@ func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest
 	if !ok {
 		return governor.RateResult{}, fmt.Errorf("%w: rate share %s of %s", governor.ErrNotOwner, a.ID, req.Key.Resource)
 	}
+	b.wit.saw('r', wkey, sh.Token)
 	if !a.Release {
 		sh.Expires = time.UnixMicro(exp)
 	}
