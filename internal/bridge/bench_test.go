@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/governor-dev/governor/config"
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/internal/bridge"
@@ -101,6 +102,12 @@ func startPiped(t testing.TB, st store) *pipedClient {
 // and Session the client's).
 func startPipedWith(t testing.TB, st store, o governor.Options) *pipedClient {
 	t.Helper()
+	return startPipedCatalog(t, st, o, emptyCatalog(t))
+}
+
+// startPipedCatalog is startPipedWith with the configuration cat.
+func startPipedCatalog(t testing.TB, st store, o governor.Options, cat *config.Catalog) *pipedClient {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +122,8 @@ func startPipedWith(t testing.TB, st store, o governor.Options) *pipedClient {
 			o.PID, o.Session = pid, session
 			return governor.New(st(t), o)
 		},
-		Acquire: bridge.AcquirePipeline(emptyCatalog(t)),
+		Acquire:        bridge.AcquirePipeline(cat),
+		ProviderLimits: func(name string) governor.ProviderLimits { p, _ := cat.Provider(name); return p.Limits },
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -332,6 +340,27 @@ func BenchmarkCapacityPair(b *testing.B) {
 		lease := c.call(`"acquire","args":{"resources":["hot"],"limit":512,"if_busy":"wait"}`)
 		c.send(`"release","args":{"lease":"` + lease + `"},"noreply":true`)
 	}
+	capacityPair(b, c, pair)
+}
+
+// BenchmarkCapacityProviderPair is BenchmarkCapacityPair through a
+// provider gate, as the clients' provider.run makes it: provider_acquire
+// waited for, then provider_report with release (the outcome, no
+// usage) not:
+//
+//	go test -run '^$' -bench CapacityProviderPair -benchtime 20000x ./internal/bridge/
+func BenchmarkCapacityProviderPair(b *testing.B) {
+	c := startPipedCatalog(b, fileStore(b), governor.Options{Capacity: map[string]capacity.Config{"provider:bench": {}}},
+		catalogOf(b, "providers:\n  bench: {max_concurrency: 512, capacity: true}\n"))
+	pair := func() {
+		lease := c.call(`"provider_acquire","args":{"provider":"bench","if_busy":"wait"}`)
+		c.send(`"provider_report","args":{"lease":"` + lease + `","outcome":"ok","release":true},"noreply":true`)
+	}
+	capacityPair(b, c, pair)
+}
+
+// capacityPair times pair beside a request that touches no backend.
+func capacityPair(b *testing.B, c *pipedClient, pair func()) {
 	noop := func() { c.call(`"cancel_request","args":{"request":1099511627776}`) }
 	inPair, inNoop := sideBySide(b, pair, noop)
 	b.ReportMetric(float64(inPair.Nanoseconds())/float64(b.N), "pair-ns")
