@@ -57,8 +57,8 @@ func (c Config) Capacity() map[string]capacity.Config {
 // capacityProblems checks the capacity keys: intervals that read, and
 // capacity only on resources whose slots or requests a share may grant:
 // never an exclusive one (limit 1), one with a queue policy or a mkdir
-// slot, nor a provider with neither max_concurrency nor
-// requests_per_minute. Exec runs (run, run:join) and spend budgets have
+// slot, nor a provider with none of max_concurrency,
+// requests_per_minute and tokens_per_minute. Exec runs (run, run:join) and spend budgets have
 // no such keys: they stay exact and central.
 func (c Config) capacityProblems() []*FieldError {
 	o := c.origin
@@ -82,7 +82,7 @@ func (c Config) capacityProblems() []*FieldError {
 		why := ""
 		switch {
 		case limit == nil && !rate:
-			why = "it has neither max_concurrency nor requests_per_minute: a share is of concurrency slots or of requests per minute"
+			why = "it has none of max_concurrency, requests_per_minute and tokens_per_minute: a share is of concurrency slots, requests or tokens per minute"
 		case limit != nil && *limit == 1:
 			why = "its limit is 1: an exclusive resource stays exact and central; use a limit of 2 or more"
 		case policy:
@@ -112,7 +112,7 @@ func (c Config) capacityProblems() []*FieldError {
 	for _, name := range sortedKeys(c.Providers) {
 		p := c.Providers[name]
 		q, _ := p.QueuePolicy()
-		check("providers", name, p.CapacityKeys, p.MaxConcurrency, p.RequestsPerMinute > 0, !q.IsZero(), "")
+		check("providers", name, p.CapacityKeys, p.MaxConcurrency, p.RequestsPerMinute > 0 || p.TokensPerMinute > 0, !q.IsZero(), "")
 	}
 	for _, name := range sortedKeys(c.Resources) {
 		r := c.Resources[name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,12 +14,12 @@ import (
 	"github.com/governor-dev/governor/governor/capacity"
 )
 
-// rateCounting counts the rate reservations (and share refreshes) sent
-// to a backend.
+// rateCounting counts the rate reservations (and share refreshes) and
+// the settles of tokens sent to a backend.
 type rateCounting struct {
 	governor.Backend
 	governor.RateBackend
-	reserves, shares atomic.Int64
+	reserves, shares, adjusts atomic.Int64
 }
 
 func (b *rateCounting) RateReserve(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
@@ -112,9 +113,9 @@ func TestHoldFromRateShares(t *testing.T) {
 	}
 }
 
-// TestRateShareRefusals: a request of another limit than the share's is
-// refused, and one the share cannot grant (a tokens limit) stays
-// central.
+// TestRateShareRefusals: a request of another limit than the share's
+// (requests or tokens) is refused, and one the share cannot grant
+// (Shadow) stays central.
 func TestRateShareRefusals(t *testing.T) {
 	b := sharedBackends["file"](t)()
 	rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
@@ -138,8 +139,107 @@ func TestRateShareRefusals(t *testing.T) {
 	if err := g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(600), Tokens: governor.PerMinute(1000)}).Do(ctx, 10, run); err != nil {
 		t.Fatal(err)
 	}
+	if n := rb.reserves.Load(); n != 0 {
+		t.Fatalf("%d central reservations for a request with a tokens limit, want 0", n)
+	}
+	err = g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(600), Tokens: governor.PerMinute(2000)}).Do(ctx, 10, run)
+	if !errors.Is(err, governor.ErrInvalid) || !strings.Contains(err.Error(), "tokens") {
+		t.Fatalf("another tokens limit than the share's: %v, want ErrInvalid naming the tokens", err)
+	}
+	if err := g.Provider("fast", governor.ProviderLimits{Requests: governor.PerMinute(600), Shadow: true}).Do(ctx, 0, run); err != nil {
+		t.Fatal(err)
+	}
 	if n := rb.reserves.Load(); n == 0 {
-		t.Fatal("no central reservation for a request with a tokens limit")
+		t.Fatal("no central reservation for a Shadow request")
+	}
+}
+
+func (b *rateCounting) RateAdjust(ctx context.Context, a governor.RateAdjustment) error {
+	b.adjusts.Add(1)
+	return b.RateBackend.RateAdjust(ctx, a)
+}
+
+// TestHoldFromTokenShares: two Governors with a provider's requests and
+// tokens in Options.Capacity take both through Provider.Do from their
+// two rate shares, and settle each call's tokens into their tokens'
+// share: no reservation and no settle sent to the backend, refreshes
+// at most every tenth of the interval, and in any period no more tokens used (each call's actual,
+// always at or above its estimate) than the rate over it and the burst,
+// and the actuals of the calls in flight at either end.
+func TestHoldFromTokenShares(t *testing.T) {
+	for _, name := range []string{"file", "miniredis"} {
+		t.Run(name, func(t *testing.T) {
+			next := sharedBackends[name](t)
+			const rate, burst = 400, 40
+			limits := governor.ProviderLimits{Requests: governor.RateLimit{Rate: 1000, Period: time.Second},
+				Tokens: governor.RateLimit{Rate: rate, Period: time.Second, Burst: burst}}
+			cfg := map[string]capacity.Config{"provider:fast": {Lease: 3 * time.Second, Refresh: time.Second}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const each, workers, estimate, over = 60, 2, 10, 20
+			start := time.Now()
+			type use struct {
+				at     time.Time
+				tokens int64
+			}
+			var mu sync.Mutex
+			var uses []use
+			var wg sync.WaitGroup
+			var bs []*rateCounting
+			for p := range 2 {
+				b := next()
+				rb := &rateCounting{Backend: b, RateBackend: b.(governor.RateBackend)}
+				bs = append(bs, rb)
+				g, err := governor.New(rb, governor.Options{Project: "prj-0001", Capacity: cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr := g.Provider("fast", limits)
+				for w := range workers {
+					wg.Go(func() {
+						for i := range each / workers {
+							used := int64(estimate + (p+w+i)%(over+1)) // 10 to 30: at or above the estimate
+							if err := pr.Do(ctx, estimate, func(context.Context) (int64, error) {
+								mu.Lock()
+								uses = append(uses, use{time.Now(), used})
+								mu.Unlock()
+								return used, nil
+							}); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					})
+				}
+				defer func() {
+					if err := g.Close(); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			slices.SortFunc(uses, func(a, b use) int { return a.at.Compare(b.at) })
+			const inFlight = 2 * 2 * workers * over // the overshoot of the calls in flight, at either end
+			for i := range uses {
+				var sum int64
+				for _, u := range uses[i:] {
+					sum += u.tokens
+					if bound := rate*u.at.Sub(uses[i].at).Seconds() + burst + inFlight; float64(sum) > bound {
+						t.Fatalf("%d tokens used from %v to %v, more than the rate over it and the burst and the calls in flight (%.0f)",
+							sum, uses[i].at, u.at, bound)
+					}
+				}
+			}
+			for i, b := range bs {
+				if n, a := b.reserves.Load(), b.adjusts.Load(); n != 0 || a != 0 {
+					t.Errorf("process %d: %d reservations and %d settles of its own, want 0 (all from its shares)", i, n, a)
+				}
+				// Two shares, each refreshed at most every tenth of Refresh.
+				if n, most := b.shares.Load(), 2*(10*int64(time.Since(start)/time.Second)+12); n == 0 || n > most {
+					t.Errorf("process %d: %d share refreshes, want 1 to %d", i, n, most)
+				}
+			}
+		})
 	}
 }
 

@@ -127,7 +127,11 @@ func (p *Provider) settleTokens(ctx context.Context, estimate, used int64, h *He
 		return p.SettleTokens(ctx, estimate, used)
 	}
 	amounts := r.eachAt(actual)
-	if adjust, err := p.tokensToSettle(estimate, used); !adjust || len(h.Leases) > 0 {
+	adjust, err := p.tokensToSettle(estimate, used)
+	if adjust && p.g.settleLocalTokens(p.rateRequest(estimate), used-estimate) {
+		adjust = false // settled into the tokens' share (caprate.go)
+	}
+	if !adjust || len(h.Leases) > 0 {
 		h.SettleOnRelease(r, amounts, func(_ BudgetSettlement, err error) { *serr = err })
 		if adjust {
 			return p.SettleTokens(ctx, estimate, used)

@@ -54,10 +54,12 @@ type RateRequest struct {
 	// reserves the rate. A caller undoes the part it does not want.
 	Budget *BudgetRequest
 	// Share, when set, refreshes (or releases) a rate share of
-	// Requests instead of reserving (docs/capacity.md): the answer is
-	// RateResult.Share, nothing is charged, and NRequests, NTokens,
-	// Tokens, Shadow and Budget are not read. While shares are held, a
-	// reservation without one is held to the rate and burst they leave.
+	// Requests, or of Tokens with Share.Tokens, instead of reserving
+	// (docs/capacity.md): the answer is RateResult.Share, nothing is
+	// charged, and NRequests, NTokens, Shadow and Budget are not read.
+	// While shares are held, a reservation without one is held to the
+	// rate and burst they leave, and a settle of its tokens
+	// (RateAdjust) is charged at the rate the tokens' shares leave.
 	Share *capacity.RateAsk
 	// Declaration names the process that holds the share (read only
 	// with Share): a share whose declared process is proven dead on
@@ -270,8 +272,7 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 	// Every provider reserves, rate limits or not: the rate key also
 	// applies the provider's cool-off and the budget learned from its
 	// responses (Learn).
-	ask := Ask{Rates: []RateRequest{{Key: Key{p.g.project, p.resource}, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
-		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow}}, Mode: Wait, Spends: spends, Budget: o}
+	ask := Ask{Rates: []RateRequest{p.rateRequest(estimate)}, Mode: Wait, Spends: spends, Budget: o}
 	if p.limits.MaxConcurrency > 0 {
 		ask.Wants = []Want{{Resource: p.resource, AcquireOptions: AcquireOptions{Limit: p.limits.MaxConcurrency, Mode: Wait,
 			GiveUpOnBackendError: !pol.closed()}}}
@@ -304,6 +305,12 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 	return joinSettle(err, serr)
 }
 
+// rateRequest is the reservation of one call of estimate tokens.
+func (p *Provider) rateRequest(estimate int64) RateRequest {
+	return RateRequest{Key: Key{p.g.project, p.resource}, Requests: p.limits.Requests, Tokens: p.limits.Tokens,
+		NRequests: 1, NTokens: estimate, Shadow: p.limits.Shadow}
+}
+
 // SettleTokens settles a call's token reservation, estimate tokens, at
 // used, the tokens it used, as Do does after each call: with a tokens
 // limit the difference is charged (refunded when used is below the
@@ -313,6 +320,9 @@ func (p *Provider) do(ctx context.Context, estimate int64, spends []BudgetSpend,
 func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error {
 	if adjust, err := p.tokensToSettle(estimate, used); !adjust {
 		return err
+	}
+	if p.g.settleLocalTokens(p.rateRequest(estimate), used-estimate) {
+		return nil // into the tokens' share (caprate.go)
 	}
 	return p.g.rates.RateAdjust(ctx, RateAdjustment{Key: Key{p.g.project, p.resource}, Tokens: p.limits.Tokens, Delta: used - estimate})
 }

@@ -17,6 +17,10 @@
 --       expires burst granted secret" and o:<id> its owner's
 --       declaration, JSON); a reservation is held to the rate and burst
 --       the shares leave
+--       5 (reserve and adjust; optional) the tokens' shares hash, the
+--       same for the tokens limit (share and reap: passed as 4, with the
+--       tokens limit as ARGV 2-4); an adjustment is charged at the rate
+--       they leave (capacity.RateLeases.SettleRate)
 --       share: ARGV 2-4 the requests limit, 5 id, 6 secret, 7 ttl us,
 --       8 want, 9 held, 10 token, 11 '1' to release, 12 the owner's
 --       declaration ('': none), 13 the lease's count of local grants
@@ -83,7 +87,9 @@ local function reserve(f, rate, period, b, cost)
   if allow_at > now then
     return false, math.ceil(allow_at - now), 0, nil
   end
-  return true, 0, math.floor((now - allow_at) / emission), nxt
+  -- the cells left, from times relative to now and with a millionth of a
+  -- cell of slack (gcra.Reserve does the same)
+  return true, 0, math.floor((emission * b - (tat - now) - emission * cost) / emission + 1e-6), nxt
 end
 
 -- keep the state only as long as it matters
@@ -291,6 +297,18 @@ end
 
 if ARGV[1] == 'adjust' then
   local rate, period = a[6], a[7]
+  if rate > 0 and KEYS[5] then
+    -- capacity.RateLeases.SettleRate
+    S = KEYS[5]
+    local _, ls = shares()
+    local sr = 0
+    for _, l in pairs(ls) do
+      sr = sr + l[1]
+    end
+    if sr < rate then
+      rate = rate - sr
+    end
+  end
   if rate > 0 then
     local emission = period / rate
     local tat = stored('tk')
@@ -317,28 +335,39 @@ if KEYS[3] then
 end
 
 -- Rate shares hold the reservation to the rate and burst they leave
--- (capacity.RateLeases.Central).
-if S and a[2] > 0 then
+-- (capacity.RateLeases.Central): the requests' shares (KEYS[4]) the
+-- requests limit (a[2..5]), the tokens' (KEYS[5]) the tokens limit
+-- (a[6..9]).
+local function central(key, i)
+  S = key
   local m, ls, n = shares()
-  local denied, retry = false, 0
   if now < (m.learn or 0) then
-    denied, retry = true, m.learn - now
-  elseif n > 0 then
-    local b = a[4]
-    if b <= 0 then
-      b = a[2]
+    return true, m.learn - now, m, n
+  end
+  if n == 0 then
+    return false, 0, m, n
+  end
+  local b = a[i + 2]
+  if b <= 0 then
+    b = a[i]
+  end
+  local sr, sb = 0, 0
+  for _, l in pairs(ls) do
+    sr = sr + l[1]
+    sb = sb + burst_of(l[1], a[i], b)
+  end
+  if sr > 0 then
+    a[i], a[i + 2] = a[i] - sr, b - sb
+    if a[i] <= 0 or a[i + 2] < a[i + 3] then
+      return true, math.floor(a[i + 1] * (n + 1) * math.max(a[i + 3], 1) / (a[i] + sr)), m, n
     end
-    local sr, sb = 0, 0
-    for _, l in pairs(ls) do
-      sr = sr + l[1]
-      sb = sb + burst_of(l[1], a[2], b)
-    end
-    if sr > 0 then
-      a[2], a[4] = a[2] - sr, b - sb
-      if a[2] <= 0 or a[4] < a[5] then
-        denied, retry = true, math.floor(a[3] * (n + 1) / (a[2] + sr))
-      end
-    end
+  end
+  return false, 0, m, n
+end
+for _, d in ipairs({{KEYS[4], 2}, {KEYS[5], 6}}) do
+  local denied, retry, m, n = false, 0, nil, 0
+  if d[1] and a[d[2]] > 0 then
+    denied, retry, m, n = central(d[1], d[2])
   end
   if denied then
     if n > 0 then

@@ -8,10 +8,12 @@ import (
 )
 
 // Rate shares (docs/capacity.md): a process leases part of a rate
-// limit's requests per period and grants them locally from a token
-// bucket of its own, with no round trip per request. A rate share rides
-// on a backend's RateReserve (governor.RateRequest.Share): the
-// request's Key and Requests name the limit, RateAsk the lease.
+// limit's requests (or tokens) per period and grants them locally from
+// a token bucket of its own, with no round trip per request. A rate
+// share rides on a backend's RateReserve (governor.RateRequest.Share):
+// the request's Key and Requests (Tokens, with RateAsk.Tokens) name the
+// limit, RateAsk the lease. The shares of a key's requests and those of
+// its tokens are apart: a process leasing both holds two.
 //
 // A share is a rate (requests per the limit's period) and a burst, the
 // same part of the limit's burst. The shares of a key never sum above
@@ -46,6 +48,9 @@ type RateAsk struct {
 	// this lease since it opened it: a running count, counted as
 	// Ask.Granted is (Tally), in the key's governor.RateStatus.LocalGrants.
 	Granted int64
+	// Tokens: the share is of the request's tokens limit
+	// (governor.RateRequest.Tokens), not its requests.
+	Tokens bool
 }
 
 // RateShare is the answer to a RateAsk (governor.RateResult.Share), on
@@ -71,12 +76,12 @@ type RateShare struct {
 	Learning time.Time
 }
 
-// Validate checks a against a limit of rate requests per period: the
-// error names the bad value and what is allowed.
+// Validate checks a against a limit of rate requests (or tokens) per
+// period: the error names the bad value and what is allowed.
 func (a RateAsk) Validate(rate int64, period time.Duration) error {
 	switch {
 	case rate <= 0:
-		return fmt.Errorf("rate share of a limit of %d requests; allowed: a limit of 1 or more", rate)
+		return fmt.Errorf("rate share of a limit of %d %s; allowed: a limit of 1 or more", rate, a.Unit())
 	case period < time.Millisecond || period > 24*time.Hour:
 		return fmt.Errorf("rate share of a limit per %v; allowed: 1ms to 24h", period)
 	case a.ID == "" || a.Secret == "":
@@ -91,6 +96,14 @@ func (a RateAsk) Validate(rate int64, period time.Duration) error {
 		return fmt.Errorf("rate share release with want %d; allowed: 0", a.Want)
 	}
 	return nil
+}
+
+// Unit is what a's share counts: "requests" or "tokens".
+func (a RateAsk) Unit() string {
+	if a.Tokens {
+		return "tokens"
+	}
+	return "requests"
 }
 
 // BurstOf is the burst of a share of rate out of a limit of limit with
@@ -287,7 +300,7 @@ func (r *RateLeases) Reap(id string, dead func(owner string) bool) bool {
 // with burst burst: the limit's rate and burst less the shares'. ok
 // false: the central path is denied now, to retry after retry (the
 // learning mode's end, or the time a fair part of the limit takes to
-// grant one request); a caller then marks it waiting (Denied).
+// grant cost); a caller then marks it waiting (Denied).
 func (r *RateLeases) Central(now, period, limit, burst, cost int64) (rate, b int64, retry int64, ok bool) {
 	r.Prune(now)
 	if burst <= 0 {
@@ -299,7 +312,7 @@ func (r *RateLeases) Central(now, period, limit, burst, cost int64) (rate, b int
 	s, sb := r.Sum(limit, burst)
 	rate, b = limit-s, burst-sb
 	if s > 0 && (rate <= 0 || b < cost) {
-		return 0, 0, period * int64(len(r.Leases)+1) / limit, false
+		return 0, 0, int64(float64(period) * float64(len(r.Leases)+1) * float64(max(cost, 1)) / float64(limit)), false
 	}
 	return rate, b, 0, true
 }
@@ -311,4 +324,17 @@ func (r *RateLeases) Denied(now int64) {
 	if len(r.Leases) > 0 {
 		r.Waits = now + r.TTL
 	}
+}
+
+// SettleRate is the rate at which a settle of the central path's tokens
+// (governor.RateAdjustment) is charged at now, for a limit of limit: the
+// rate its reservations are held to (Central), or the limit's when the
+// shares hold it all, so that a token used beyond the estimate costs
+// the central path what it costs a reservation.
+func (r *RateLeases) SettleRate(now, limit int64) int64 {
+	r.Prune(now)
+	if s, _ := r.Sum(limit, 0); s < limit {
+		return limit - s
+	}
+	return limit
 }

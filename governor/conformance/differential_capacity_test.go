@@ -75,20 +75,24 @@ func (r *diffRun) capacityStep(ctx context.Context, o diffOp) string {
 		res.Share.Share, res.Share.Held, res.Share.Entitled, res.Share.Waiting)
 }
 
-// rateShareOp draws a refresh of a rate share of diffRequests
-// (governor.RateRequest.Share): a new lease or one sent before, wanting
-// 0 to the limit, or its release, or (one in ten) another's secret;
-// its count of local grants is 0 to 9, so that counts go up, repeat
-// and go back.
+// rateShareOp draws a refresh of a rate share of diffRequests, or (one
+// in two) of diffTokens (governor.RateRequest.Share): a new lease or one
+// sent before, wanting 0 to the limit, or its release, or (one in ten)
+// another's secret; its count of local grants is 0 to 9, so that counts
+// go up, repeat and go back.
 func rateShareOp(rng *rand.Rand, i int, res string, sent map[string][]string) diffOp {
-	op := diffOp{kind: "rateshare", resource: res, n: rng.Int64N(diffRequests.Rate + 1), signal: rng.IntN(10) == 0,
-		granted: rng.Int64N(10)}
-	if ids := sent["~rs"+res]; len(ids) > 0 && rng.IntN(3) != 0 {
+	op := diffOp{kind: "rateshare", resource: res, signal: rng.IntN(10) == 0, tokens: rng.IntN(2) == 0, granted: rng.Int64N(10)}
+	l, leases := diffRequests, "~rs"+res
+	if op.tokens {
+		l, leases = diffTokens, "~ts"+res
+	}
+	op.n = rng.Int64N(l.Rate + 1)
+	if ids := sent[leases]; len(ids) > 0 && rng.IntN(3) != 0 {
 		op.id = ids[rng.IntN(len(ids))]
 		op.wait = rng.IntN(6) == 0 // a release
 	} else {
 		op.id = fmt.Sprintf("s%02d", i)
-		sent["~rs"+res] = append(sent["~rs"+res], op.id)
+		sent[leases] = append(sent[leases], op.id)
 	}
 	return op
 }
@@ -100,17 +104,17 @@ func (r *diffRun) rateShareStep(ctx context.Context, o diffOp) string {
 	if r.shares == nil {
 		r.shares = map[string]capacity.RateShare{}
 	}
-	name := o.resource + "/" + o.id
+	name := fmt.Sprintf("%s/%s tokens %v", o.resource, o.id, o.tokens)
 	last := r.shares[name]
 	a := capacity.RateAsk{ID: o.id, Secret: "s-" + o.id, TTL: time.Minute, Want: o.n, Held: last.Rate, Token: last.Token, Release: o.wait,
-		Granted: o.granted}
+		Granted: o.granted, Tokens: o.tokens}
 	if a.Release {
 		a.Want = 0
 	}
 	if o.signal {
 		a.Secret = "another"
 	}
-	req := governor.RateRequest{Key: key, Requests: diffRequests, Share: &a}
+	req := governor.RateRequest{Key: key, Requests: diffRequests, Tokens: diffTokens, Share: &a}
 	if o.id[len(o.id)-1]%3 == 0 {
 		req.Declaration = deadOwner() // reaped by a refresh short of its part
 	}

@@ -202,6 +202,7 @@ type diffOp struct {
 	cancel    bool
 	exclusive bool  // the whole limit in force at grant (Request.Exclusive)
 	granted   int64 // capacity: the lease's count of local grants (capacity.Ask's Granted)
+	tokens    bool  // rateshare: a share of the tokens limit (capacity.RateAsk's Tokens)
 }
 
 func (o diffOp) String() string {
@@ -231,8 +232,8 @@ func (o diffOp) String() string {
 		return fmt.Sprintf("capacity %s/%s limit %d want %d in use %d release %v granted %d", o.resource, o.id, o.limit, o.weight, o.n, o.wait,
 			o.granted)
 	case "rateshare":
-		return fmt.Sprintf("rateshare %s/%s want %d release %v another's secret %v granted %d", o.resource, o.id, o.n, o.wait, o.signal,
-			o.granted)
+		return fmt.Sprintf("rateshare %s/%s tokens %v want %d release %v another's secret %v granted %d", o.resource, o.id, o.tokens, o.n, o.wait,
+			o.signal, o.granted)
 	}
 	return fmt.Sprintf("%s %s/%s", o.kind, o.resource, o.id)
 }

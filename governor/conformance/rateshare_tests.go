@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // Rate shares (issue 44, capacity.RateAsk): a share of a rate limit's
-// requests, kept beside its central limiter, on every backend.
+// requests or tokens, kept beside its central limiter, on every backend.
 
 // rateLease is one rate share of the tests and the last answer it got.
 type rateLease struct {
@@ -36,7 +37,11 @@ func (l *rateLease) try(t *testing.T, b governor.RateBackend, want int64, releas
 	t.Helper()
 	a := l.a
 	a.Want, a.Held, a.Token, a.Release = want, l.share.Rate, l.share.Token, release
-	res, err := b.RateReserve(ctxT(t), governor.RateRequest{Key: l.key, Requests: l.limit, Share: &a, Declaration: l.decl})
+	req := governor.RateRequest{Key: l.key, Requests: l.limit, Share: &a, Declaration: l.decl}
+	if a.Tokens {
+		req.Requests, req.Tokens = governor.RateLimit{}, l.limit
+	}
+	res, err := b.RateReserve(ctxT(t), req)
 	if err != nil {
 		return capacity.RateShare{}, err
 	}
@@ -278,5 +283,54 @@ func (s *suite) rateShareDeadOwner(t *testing.T) {
 	wantRate(t, "the newcomer once the declared owner is dead", sh, l, 600)
 	if sh.Entitled != 600 {
 		t.Fatalf("the dead share's want outlived its reclaim: the newcomer is entitled to %d of 600", sh.Entitled)
+	}
+}
+
+// rateShareTokens: a share of the tokens limit (RateAsk.Tokens) is apart
+// from those of the requests; the central path's tokens are held to what
+// the tokens' shares leave, a denial for its tokens makes them wait (not
+// the requests' shares), and its settle (RateAdjust) is charged at the
+// rate they leave.
+func (s *suite) rateShareTokens(t *testing.T) {
+	b := s.openFull(t)
+	key := governor.Key{Project: project(), Resource: "provider:rtokens"}
+	rq, tk := governor.RateLimit{Rate: 10, Period: time.Hour}, governor.RateLimit{Rate: 600, Period: time.Hour}
+	r, x := newRateLease(key, rq, time.Minute), newRateLease(key, tk, time.Minute)
+	x.a.Tokens = true
+	wantRate(t, "the requests' share", r.ask(t, b, 4), rq, 4)
+	wantRate(t, "the tokens' share", x.ask(t, b, 400), tk, 400)
+	reserve := func(n int64) bool {
+		t.Helper()
+		res, err := b.RateReserve(ctxT(t), governor.RateRequest{Key: key, Requests: rq, Tokens: tk, NRequests: 1, NTokens: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Allowed
+	}
+	if !reserve(100) {
+		t.Fatal("100 tokens beside a share of 400 of 600: denied")
+	}
+	if err := b.RateAdjust(ctxT(t), governor.RateAdjustment{Key: key, Tokens: tk, Delta: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if reserve(1) {
+		t.Fatal("a token after 200 used of the 200 the share leaves: allowed (the settle charged at the limit's rate?)")
+	}
+	wantRate(t, "the whole tokens limit", x.ask(t, b, 600), tk, 600)
+	if reserve(1) {
+		t.Fatal("a token beside a share of all the tokens: allowed")
+	}
+	sh := x.ask(t, b, 600)
+	wantRate(t, "the tokens' share after the central path waited", sh, tk, 300)
+	if !sh.Waiting {
+		t.Fatalf("the tokens' share after the central path waited: %+v, want others waiting", sh)
+	}
+	if sh := r.ask(t, b, 4); sh.Rate != 4 || sh.Waiting {
+		t.Fatalf("the requests' share after a denial for tokens: %+v, want 4, none waiting", sh)
+	}
+	y := *x
+	y.limit.Rate = 0
+	if _, err := y.try(t, b, 100, false); !errors.Is(err, governor.ErrInvalid) || !strings.Contains(err.Error(), "tokens") {
+		t.Fatalf("a tokens' share of no tokens limit: %v, want ErrInvalid naming the tokens", err)
 	}
 }

@@ -52,7 +52,7 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 		return governor.RateResult{RetryAfter: end.Sub(t.now.wall), CoolOff: end}, t.commit()
 	}
 	// Rate shares (rateshare.go) hold the central path to what they leave.
-	central, retry, ok := centralLimit(st, req.Requests, now, req.NRequests)
+	central, tokens, retry, ok := centralLimits(st, req, now)
 	if !ok {
 		t.dirty = true
 		if req.Shadow {
@@ -63,7 +63,7 @@ func (b *Backend) reserve(t *tx, req governor.RateRequest) (governor.RateResult,
 		return governor.RateResult{RetryAfter: retry, RemainingTokens: -1}, t.commit()
 	}
 	rq := gcra.Reserve(limit(central), st.RateRequests, now, req.NRequests)
-	tk := gcra.Reserve(limit(req.Tokens), st.RateTokens, now, req.NTokens)
+	tk := gcra.Reserve(limit(tokens), st.RateTokens, now, req.NTokens)
 	// Shadow (req.Shadow): a denial is counted, never enforced, and
 	// charges nothing; the twin of rate.lua's shadow_denied.
 	if (rq.RetryAfter < 0 || tk.RetryAfter < 0) && req.Shadow {
@@ -106,7 +106,7 @@ func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) err
 		}
 	}
 	return b.do(ctx, rateKey(a.Key), section{create: true}, func(t *tx) error {
-		t.st.RateTokens = gcra.Adjust(limit(a.Tokens), t.st.RateTokens, t.now.boot, a.Delta)
+		t.st.RateTokens = gcra.Adjust(limit(settleLimit(t.st, a.Tokens, t.now.boot)), t.st.RateTokens, t.now.boot, a.Delta)
 		t.dirty = true
 		return t.commit()
 	})

@@ -13,10 +13,14 @@ import (
 )
 
 // rateShare refreshes or releases the rate share req.Share of req.Key's
-// requests limit (governor.RateRequest.Share, capacity.RateLeases): the
-// twin of rate.lua's share mode.
+// requests limit, or its tokens limit (capacity.RateAsk.Tokens;
+// governor.RateRequest.Share, capacity.RateLeases): the twin of
+// rate.lua's share mode.
 func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
 	a, l := *req.Share, req.Requests
+	if a.Tokens {
+		l = req.Tokens
+	}
 	if err := a.Validate(l.Rate, l.Period); err != nil {
 		return governor.RateResult{}, fmt.Errorf("%w: %s: %v", governor.ErrInvalid, req.Key.Resource, err)
 	}
@@ -26,10 +30,14 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 	}
 	return within(ctx, b, rateKey(req.Key), section{create: true}, func(t *tx) (governor.RateResult, error) {
 		st, now := t.st, t.now.boot
-		if st.RateShares == nil {
-			st.RateShares = &capacity.RateLeases{}
+		shares := &st.RateShares
+		if a.Tokens {
+			shares = &st.TokenShares
 		}
-		rs := st.RateShares
+		if *shares == nil {
+			*shares = &capacity.RateLeases{}
+		}
+		rs := *shares
 		t.dirty = true
 		var sh capacity.RateShare
 		var err error
@@ -76,17 +84,38 @@ func ownerJSON(d governor.Declaration) (string, error) {
 	return string(j), err
 }
 
-// centralLimit is l held to what st's rate shares leave at now for a
-// reservation of cost (capacity.RateLeases.Central); ok false: denied,
-// to retry after retry.
-func centralLimit(st *state, l governor.RateLimit, now, cost int64) (_ governor.RateLimit, retry time.Duration, ok bool) {
-	if st.RateShares == nil || l.Rate <= 0 {
+// centralLimit is l held to what shares leave at now for a reservation
+// of cost (capacity.RateLeases.Central); ok false: denied, to retry
+// after retry.
+func centralLimit(shares *capacity.RateLeases, l governor.RateLimit, now, cost int64) (_ governor.RateLimit, retry time.Duration, ok bool) {
+	if shares == nil || l.Rate <= 0 {
 		return l, 0, true
 	}
-	rate, burst, r, ok := st.RateShares.Central(now, int64(l.Period), l.Rate, l.Burst, cost)
+	rate, burst, r, ok := shares.Central(now, int64(l.Period), l.Rate, l.Burst, cost)
 	if !ok {
-		st.RateShares.Denied(now)
+		shares.Denied(now)
 		return l, time.Duration(r), false
 	}
 	return governor.RateLimit{Rate: rate, Period: l.Period, Burst: burst}, 0, true
+}
+
+// centralLimits is req's requests and tokens limits held to what st's
+// shares of each leave (centralLimit); ok false: denied, to retry after
+// retry.
+func centralLimits(st *state, req governor.RateRequest, now int64) (rq, tk governor.RateLimit, retry time.Duration, ok bool) {
+	rq, retry, ok = centralLimit(st.RateShares, req.Requests, now, req.NRequests)
+	if !ok {
+		return rq, tk, retry, false
+	}
+	tk, retry, ok = centralLimit(st.TokenShares, req.Tokens, now, req.NTokens)
+	return rq, tk, retry, ok
+}
+
+// settleLimit is the tokens limit l at the rate a settle of the central
+// path is charged at now (capacity.RateLeases.SettleRate).
+func settleLimit(st *state, l governor.RateLimit, now int64) governor.RateLimit {
+	if st.TokenShares != nil && l.Rate > 0 {
+		l.Rate = st.TokenShares.SettleRate(now, l.Rate)
+	}
+	return l
 }

@@ -56,9 +56,10 @@ type state struct {
 	// The limits of the last reservation, for RateStatus.
 	RateRequestsLimit governor.RateLimit `json:"rate_requests_limit,omitzero"`
 	RateTokensLimit   governor.RateLimit `json:"rate_tokens_limit,omitzero"`
-	// RateShares are the rate's shares (capacity.RateLeases, on the boot
-	// clock; nil: none ever).
-	RateShares *capacity.RateLeases `json:"rate_shares,omitempty"`
+	// RateShares are the rate's shares of its requests, TokenShares of
+	// its tokens (capacity.RateLeases, on the boot clock; nil: none ever).
+	RateShares  *capacity.RateLeases `json:"rate_shares,omitempty"`
+	TokenShares *capacity.RateLeases `json:"token_shares,omitempty"`
 	// Budgets is the project's spend budgets (the pseudo-resource
 	// budgetResource; budget.go), nil elsewhere.
 	Budgets *budgetBook `json:"budgets,omitempty"`

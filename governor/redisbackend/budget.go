@@ -177,7 +177,7 @@ func (b *Backend) BudgetSettle(ctx context.Context, req governor.SettleRequest) 
 		calls = append([]*call{rel}, calls...)
 	}
 	if a := req.Adjust; a != nil {
-		rk := RateKeys(a.Key)
+		rk := b.rateCallKeys(a.Key)
 		adj = &call{ctx: ctx, s: rateScript, keys: &resourceKeys{keys: rk, boxed: box(rk)}, args: rateAdjustArgs(a.Tokens, a.Delta),
 			done: make(chan struct{})}
 		calls = append([]*call{adj}, calls...)

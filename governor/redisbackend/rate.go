@@ -73,8 +73,9 @@ func (b *Backend) rateReserveCall(req governor.RateRequest) ([]string, []any) {
 		args = append(args, "1")
 	}
 	// The third key carries the cool-off (see cooloff.lua), the fourth
-	// the rate shares (rateshare.go).
-	return append(RateKeys(req.Key), b.resource(req.Key).keys[1], rateSharesKey(req.Key)), args
+	// and fifth the shares of the requests and of the tokens
+	// (rateshare.go).
+	return b.rateCallKeys(req.Key), args
 }
 
 // rateReserved reads rate.lua reserve's reply v (err: the call's error).
@@ -120,7 +121,7 @@ func (b *Backend) RateAdjust(ctx context.Context, a governor.RateAdjustment) err
 			return err
 		}
 	}
-	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, RateKeys(a.Key), rateAdjustArgs(a.Tokens, a.Delta)...).Err())
+	return wrap("rate adjust", rateScript.Run(ctx, b.rdb, b.rateCallKeys(a.Key), rateAdjustArgs(a.Tokens, a.Delta)...).Err())
 }
 
 // rateAdjustArgs are rate.lua's arguments for an adjustment of tokens by

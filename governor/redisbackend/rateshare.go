@@ -18,16 +18,33 @@ func rateSharesKey(key governor.Key) string {
 	return Prefix + "{" + key.Project + "/" + key.Resource + "}:rshares"
 }
 
+// tokenSharesKey is the hash of a rate limit's shares of its tokens
+// (rate.lua), under the hash tag of the resource of the same name.
+func tokenSharesKey(key governor.Key) string {
+	return Prefix + "{" + key.Project + "/" + key.Resource + "}:tshares"
+}
+
+// rateCallKeys are rate.lua's keys for a reservation or an adjustment
+// of key: its state and counters, the resource of the same name (its
+// cool-off), the shares of its requests and of its tokens.
+func (b *Backend) rateCallKeys(key governor.Key) []string {
+	return append(RateKeys(key), b.resource(key).keys[1], rateSharesKey(key), tokenSharesKey(key))
+}
+
 // rateShare refreshes or releases the rate share req.Share of req.Key's
-// requests limit (governor.RateRequest.Share): rate.lua's share mode,
-// the twin of capacity.RateLeases.Refresh. A refresh short of its part
-// first reaps the shares whose owner is proven dead on this machine,
-// and then refreshes again, as acquireCapacity does for slots.
+// requests limit, or its tokens limit (capacity.RateAsk.Tokens;
+// governor.RateRequest.Share): rate.lua's share mode, the twin of
+// capacity.RateLeases.Refresh. A refresh short of its part first reaps
+// the shares whose owner is proven dead on this machine, and then
+// refreshes again, as acquireCapacity does for slots.
 func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (governor.RateResult, error) {
 	if b.closed.Load() {
 		return governor.RateResult{}, governor.ErrClosed
 	}
-	a, l := *req.Share, req.Requests
+	a, l, hash := *req.Share, req.Requests, rateSharesKey(req.Key)
+	if a.Tokens {
+		l, hash = req.Tokens, tokenSharesKey(req.Key)
+	}
 	if err := a.Validate(l.Rate, l.Period); err != nil {
 		return governor.RateResult{}, fmt.Errorf("%w: %s: %v", governor.ErrInvalid, req.Key.Resource, err)
 	}
@@ -39,12 +56,12 @@ func (b *Backend) rateShare(ctx context.Context, req governor.RateRequest) (gove
 		}
 		owner = j.(string)
 	}
-	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1], rateSharesKey(req.Key))
-	res, err := b.refreshRateShare(ctx, req, keys, owner)
+	keys := append(RateKeys(req.Key), b.resource(req.Key).keys[1], hash)
+	res, err := b.refreshRateShare(ctx, req, l, keys, owner)
 	if err != nil || a.Release || res.Share.Rate >= res.Share.Entitled || !b.reapRateShares(ctx, keys, a.ID) {
 		return res, err
 	}
-	return b.refreshRateShare(ctx, req, keys, owner)
+	return b.refreshRateShare(ctx, req, l, keys, owner)
 }
 
 // reapRateShares drops the rate shares but id's whose owner's
@@ -68,13 +85,16 @@ func (b *Backend) reapRateShares(ctx context.Context, keys []string, id string) 
 	return reaped
 }
 
-// refreshRateShare runs rate.lua's share mode once.
-func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest, keys []string, owner string) (governor.RateResult, error) {
-	a, l := *req.Share, req.Requests
+// refreshRateShare runs rate.lua's share mode once, for a share of l.
+func (b *Backend) refreshRateShare(ctx context.Context, req governor.RateRequest, l governor.RateLimit, keys []string, owner string) (governor.RateResult, error) {
+	a := *req.Share
 	// The machine's witness of the shares' state (its birth, the share's
 	// Token), beside the resources': a lease without a token sends it,
 	// as a new acquire sends the resource's (rate.lua's ARGV 14).
 	wkey := witnessKey(req.Key.Project, "\x1e"+req.Key.Resource)
+	if a.Tokens {
+		wkey = witnessKey(req.Key.Project, "\x1e"+req.Key.Resource+" tokens") // a state of its own
+	}
 	evidence := int64(0)
 	if a.Token == 0 && !a.Release {
 		evidence = b.wit.seen('r', wkey)

@@ -28,17 +28,19 @@ type BucketOptions struct {
 	First bool
 }
 
-// Bucket grants requests of a rate limit locally from a rate share
-// (capacity.RateShare): a token bucket of the share's rate and burst
-// that starts empty, refills only while the share's lease is valid on
-// this process's clocks (as a Gate's) and no refresh is on its way, and
-// drops the tokens above a new burst at once. A background refresh every
-// Refresh reports what the process wants: the whole limit if a request
-// found the bucket empty since the last one, else the rate it granted
-// and a quarter more; sooner, at once, when the last answer said others
-// wait and it wants less than it holds. Each refresh, and the release at
-// Close, reports how many requests it granted since it opened
-// (RateAsk.Granted). Its methods are safe for concurrent use.
+// Bucket grants requests (or tokens) of a rate limit locally from a
+// rate share (capacity.RateShare): a token bucket of the share's rate
+// and burst that starts empty, refills only while the share's lease is
+// valid on this process's clocks (as a Gate's) and no refresh is on its
+// way, and drops the tokens above a new burst at once. Settle charges
+// what a call used beyond its take (the bucket may go into debt, which
+// a lapse or a new share keeps) or refunds it, up to the burst. A
+// background refresh every Refresh reports what the process wants: the
+// whole limit if a request found the bucket empty since the last one,
+// else the rate it granted and a quarter more; sooner, at once, when the
+// last answer said others wait and it wants less than it holds. Each
+// refresh, and the release at Close, reports how many it granted since
+// it opened (RateAsk.Granted). Its methods are safe for concurrent use.
 type Bucket struct {
 	send RateRefresh
 	o    BucketOptions
@@ -49,8 +51,8 @@ type Bucket struct {
 	held     int64 // the last answered share, reported as Held
 	burst    int64
 	entitled int64
-	wanted   int64 // the last want reported
-	tokens   float64
+	wanted   int64     // the last want reported
+	tokens   float64   // below 0: a debt (Settle)
 	last     time.Time // when tokens were last refilled
 	token    int64
 	sent     time.Time // send time of the last answered refresh
@@ -96,11 +98,11 @@ func (b *Bucket) Share() (rate, burst int64, tokens float64) {
 
 // refillLocked adds the tokens the share's rate gave since last, up to
 // its burst; none while a refresh is on its way, and none (the bucket
-// emptied) once the lease is not valid.
+// emptied, its debt kept) once the lease is not valid.
 func (b *Bucket) refillLocked(now time.Time) {
 	switch {
 	case !valid(b.sent, b.deadline, now):
-		b.tokens = 0
+		b.tokens = min(b.tokens, 0)
 	case !b.flying && b.rate > 0 && now.After(b.last):
 		b.tokens = min(float64(b.burst), b.tokens+float64(b.rate)*float64(now.Sub(b.last))/float64(b.o.Period))
 	}
@@ -109,7 +111,9 @@ func (b *Bucket) refillLocked(now time.Time) {
 
 // Take takes n requests from the bucket, waiting under ctx for its
 // tokens unless try: then an empty bucket is ErrFull, with the time
-// its tokens take at the share's rate (0: unknown).
+// its tokens take at the share's rate (0: unknown). n above the share's
+// burst is taken from a full bucket, which it leaves in debt: so a
+// call's estimate is never refused for its share's size.
 func (b *Bucket) Take(ctx context.Context, n int64, try bool) (time.Duration, error) {
 	b.mu.Lock()
 	for {
@@ -123,7 +127,8 @@ func (b *Bucket) Take(ctx context.Context, n int64, try bool) (time.Duration, er
 		}
 		now := time.Now()
 		b.refillLocked(now)
-		if b.tokens >= float64(n) {
+		need := min(n, b.burst) // above the burst: a full bucket
+		if b.tokens >= float64(n) || b.burst > 0 && b.tokens >= float64(need) {
 			b.tokens -= float64(n)
 			b.granted += n
 			b.total += n
@@ -134,21 +139,21 @@ func (b *Bucket) Take(ctx context.Context, n int64, try bool) (time.Duration, er
 		if b.wanted < b.o.Limit || b.rate < b.entitled {
 			b.wake() // the backend may give more: tell it now
 		}
-		var need time.Duration
-		if b.rate > 0 && !b.flying && valid(b.sent, b.deadline, now) {
-			need = time.Duration(math.Ceil((float64(n) - b.tokens) / float64(b.rate) * float64(b.o.Period)))
-			need = min(max(need, time.Microsecond), time.Until(b.deadline))
+		var after time.Duration
+		if b.rate > 0 && b.burst > 0 && !b.flying && valid(b.sent, b.deadline, now) {
+			after = time.Duration(math.Ceil((float64(need) - b.tokens) / float64(b.rate) * float64(b.o.Period)))
+			after = min(max(after, time.Microsecond), time.Until(b.deadline))
 		}
 		if try {
 			b.mu.Unlock()
-			return need, ErrFull
+			return after, ErrFull
 		}
 		ch := b.changed
 		b.mu.Unlock()
 		var tick <-chan time.Time
 		var t *time.Timer
-		if need > 0 {
-			t = time.NewTimer(need)
+		if after > 0 {
+			t = time.NewTimer(after)
 			tick = t.C
 		}
 		select {
@@ -208,7 +213,7 @@ func (b *Bucket) refresh(ctx context.Context) error {
 	if err != nil {
 		// The backend may have shrunk the share: grant nothing more until
 		// an answer says what it is.
-		b.rate, b.tokens = 0, 0
+		b.rate, b.tokens = 0, min(b.tokens, 0)
 		if b.o.Fatal != nil && b.o.Fatal(err) {
 			b.err = err
 		}
@@ -263,7 +268,7 @@ func (b *Bucket) Cool() (done func()) {
 	b.mu.Lock()
 	b.cooling++
 	b.cools++
-	b.rate, b.tokens = 0, 0
+	b.rate, b.tokens = 0, min(b.tokens, 0) // a debt (Settle) kept
 	b.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -274,6 +279,23 @@ func (b *Bucket) Cool() (done func()) {
 			b.mu.Unlock()
 			b.wake()
 		})
+	}
+}
+
+// Settle charges delta more tokens (negative: refunds) after a call
+// that took its estimate: the bucket may go into debt (below 0), and a
+// refund fills it up to its burst. It changes nothing once closed.
+func (b *Bucket) Settle(delta int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.refillLocked(time.Now())
+	b.tokens = min(b.tokens-float64(delta), float64(b.burst))
+	b.granted += max(delta, 0) // a refund still wanted the estimate
+	if delta < 0 {
+		b.broadcastLocked()
 	}
 }
 

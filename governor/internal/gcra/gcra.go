@@ -46,7 +46,12 @@ func Reserve(l Limit, tat, now, cost int64) Decision {
 	if allowAt > float64(now) {
 		return Decision{RetryAfter: int64(allowAt - float64(now) + 0.999999)}
 	}
-	return Decision{Allowed: true, Remaining: int64((float64(now) - allowAt) / emission), TAT: int64(next)}
+	// The cells left, from times relative to now (exact integers) and
+	// with a millionth of a cell of slack: neither a float quotient nor
+	// times rounded to the backend's unit (ns here, µs in rate.lua) may
+	// make 6 cells 5.
+	left := (tolerance - float64(tat-now) - emission*float64(cost)) / emission
+	return Decision{Allowed: true, Remaining: int64(left + 1e-6), TAT: int64(next)}
 }
 
 // Adjust charges delta more cells (negative: refunds) after the fact and
