@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,25 +65,32 @@ func peakInUse(files []string) (int, error) {
 
 // busiestWindow is the most grants (intervals) of files started in any
 // window of length w, each window starting at a grant: every sliding
-// window is checked.
+// window is checked. A file ending in .tokens holds uses instead (an
+// interval's end is its tokens): their tokens are counted.
 func busiestWindow(files []string, w time.Duration) (int64, error) {
-	var starts []int64
+	var starts []interval // start, and what it counts
 	for _, f := range files {
 		ivs, err := readIntervals(f)
 		if err != nil {
 			return 0, err
 		}
 		for _, iv := range ivs {
-			starts = append(starts, iv.start)
+			n := int64(1)
+			if strings.HasSuffix(f, ".tokens") {
+				n = iv.end
+			}
+			starts = append(starts, interval{iv.start, n})
 		}
 	}
-	slices.Sort(starts)
-	var most int64
+	slices.SortFunc(starts, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
+	var most, sum int64
 	for i, j := 0, 0; i < len(starts); i++ {
-		for starts[i]-starts[j] >= w.Nanoseconds() {
+		sum += starts[i].end
+		for starts[i].start-starts[j].start >= w.Nanoseconds() {
+			sum -= starts[j].end
 			j++
 		}
-		most = max(most, int64(i-j+1))
+		most = max(most, sum)
 	}
 	return most, nil
 }
@@ -98,9 +106,10 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
 }
 
-// taker takes one slot of the provider and returns its release.
+// taker takes one slot of the provider and returns its release, which
+// returns the tokens the grant used (0 without -tpm).
 type taker struct {
-	take    func(ctx context.Context) (func(), error)
+	take    func(ctx context.Context) (func() int64, error)
 	inUse   func() (share, inUse int) // the gate's; nil centrally
 	closeFn func() error
 }
@@ -116,12 +125,12 @@ func newTaker(ctx context.Context, mode string, c config, b governor.Backend) (t
 		if err != nil {
 			return taker{}, err
 		}
-		return taker{closeFn: g.Close, take: func(ctx context.Context) (func(), error) {
+		return taker{closeFn: g.Close, take: func(ctx context.Context) (func() int64, error) {
 			l, err := g.Acquire(ctx, res, governor.AcquireOptions{Limit: c.slots, Mode: governor.Wait})
 			if err != nil {
 				return nil, err
 			}
-			return func() { _ = l.Release() }, nil
+			return func() int64 { _ = l.Release(); return 0 }, nil
 		}}, nil
 	case "leases":
 		lease := max(gate.DefaultLease, 3*c.refresh)
@@ -130,20 +139,21 @@ func newTaker(ctx context.Context, mode string, c config, b governor.Backend) (t
 		if err != nil {
 			return taker{}, err
 		}
-		return taker{closeFn: gt.Close, inUse: gt.Share, take: func(ctx context.Context) (func(), error) {
+		return taker{closeFn: gt.Close, inUse: gt.Share, take: func(ctx context.Context) (func() int64, error) {
 			gr, err := gt.Acquire(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return gr.Release, nil
+			return func() int64 { gr.Release(); return 0 }, nil
 		}}, nil
 	}
 	return taker{}, fmt.Errorf("mode %q", mode)
 }
 
-// holdTaker takes a slot and a request of the provider's RPM in one
-// Governor.Hold, as Provider.Do does: centrally, or (leases) from the
-// process's capacity shares of both (Options.Capacity).
+// holdTaker takes a slot and a request of the provider's RPM (and with
+// -tpm its token estimate) in one Governor.Hold, as Provider.Do does,
+// and settles the tokens used at release: centrally, or (leases) from
+// the process's capacity shares of each (Options.Capacity).
 func holdTaker(mode string, c config, project, res string, b governor.Backend) (taker, error) {
 	o := governor.Options{Project: project, Session: "bench-" + os.Getenv("CAPLEASES_WHO")}
 	if mode == "leases" {
@@ -155,13 +165,27 @@ func holdTaker(mode string, c config, project, res string, b governor.Backend) (
 	}
 	ask := governor.Ask{Mode: governor.Wait,
 		Wants: []governor.Want{{Resource: res, AcquireOptions: governor.AcquireOptions{Limit: c.slots, Mode: governor.Wait}}},
-		Rates: []governor.RateRequest{{Key: governor.Key{Project: project, Resource: res}, Requests: c.requests(), NRequests: 1}}}
-	return taker{closeFn: g.Close, take: func(ctx context.Context) (func(), error) {
+		Rates: []governor.RateRequest{{Key: governor.Key{Project: project, Resource: res}, Requests: c.requests(), Tokens: c.tokensLimit(),
+			NRequests: 1}}}
+	if c.tpm > 0 {
+		ask.Rates[0].NTokens = c.tokens
+	}
+	p := g.Provider(strings.TrimPrefix(res, "provider:"), governor.ProviderLimits{Requests: c.requests(), Tokens: c.tokensLimit()})
+	var calls atomic.Int64
+	return taker{closeFn: g.Close, take: func(ctx context.Context) (func() int64, error) {
 		h, err := g.Hold(ctx, ask)
 		if err != nil {
 			return nil, err
 		}
-		return func() { h.ReleaseWith(nil) }, nil
+		return func() int64 {
+			var used int64
+			if c.tpm > 0 {
+				used = c.used(int(calls.Add(1)))
+				_ = p.SettleTokens(context.Background(), c.tokens, used)
+			}
+			h.ReleaseWith(nil)
+			return used
+		}, nil
 	}}, nil
 }
 
@@ -187,8 +211,9 @@ func child(mode string, c config) error {
 	// The measured span, on the monotonic clock the intervals use.
 	from := mono() + c.warmup.Nanoseconds()
 	to := from + c.duration.Nanoseconds()
-	var grants, trips0 atomic.Int64
+	var grants, trips0, tokens atomic.Int64
 	ivs := make([][]interval, c.goroutines)
+	uses := make([][]interval, c.goroutines) // start, and the tokens used
 	var wg sync.WaitGroup
 	for i := range c.goroutines {
 		wg.Go(func() {
@@ -207,7 +232,11 @@ func child(mode string, c config) error {
 					time.Sleep(c.hold)
 				}
 				ivs[i] = append(ivs[i], interval{t0, mono()})
-				release()
+				used := release()
+				uses[i] = append(uses[i], interval{t0, used})
+				if t0 >= from && t0 < to {
+					tokens.Add(used)
+				}
 			}
 		})
 	}
@@ -234,7 +263,10 @@ func child(mode string, c config) error {
 	if err := writeIntervals(os.Getenv("CAPLEASES_OUT"), all); err != nil {
 		return err
 	}
+	if err := writeIntervals(os.Getenv("CAPLEASES_OUT")+".tokens", slices.Concat(uses...)); err != nil {
+		return err
+	}
 	n := float64(max(samples, 1))
-	fmt.Printf("%d %d %d %g %g\n", grants.Load(), trips, work, inUse/n, share/n)
+	fmt.Printf("%d %d %d %g %g %d\n", grants.Load(), trips, work, inUse/n, share/n, tokens.Load())
 	return tk.closeFn()
 }

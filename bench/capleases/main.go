@@ -10,6 +10,7 @@
 //	go run ./bench/capleases                      # 16 × 32, 512 slots, 1ms held, 5s each after 10s
 //	go run ./bench/capleases -procs 4 -slots 64   # fairness: 25% of grants each
 //	go run ./bench/capleases -rpm 100000 -duration 50s  # and a request of 100,000 RPM each
+//	go run ./bench/capleases -rpm 100000 -tpm 2000000 -refresh 2s -duration 45s  # and 100 tokens of 2M TPM each
 //
 // With -rpm, each grant is a Governor.Hold of a slot and a request (as
 // Provider.Do takes them), centrally or from the process's shares of
@@ -17,6 +18,15 @@
 // the whole run is counted: the bench fails if one holds more than the
 // rate and its burst (-burst, default a second of the rate), the central
 // limiter's own bound.
+//
+// With -tpm, each grant also takes -tokens tokens (the estimate) of the
+// provider's tokens per minute (burst -tburst, default a second of it),
+// and its release settles what it used (Provider.SettleTokens): the
+// estimate and a half more or less, cycling, the estimate on average.
+// Every sliding 60 s window of the tokens used (each grant's actual, at
+// its start) is counted: the bench fails if one holds more than the
+// rate and its burst and the overshoot of the grants in flight at
+// either end.
 //
 // Over the measured DURATION it prints fleet grants/s, Redis round trips
 // per grant (counted by a client hook in each process, a pipeline as
@@ -51,6 +61,18 @@ type config struct {
 	procs, goroutines, slots        int
 	hold, warmup, duration, refresh time.Duration
 	rpm, burst                      int64
+	tpm, tburst, tokens             int64
+}
+
+// tokensLimit is the provider's tokens limit (-tpm, -tburst).
+func (c config) tokensLimit() governor.RateLimit {
+	return governor.RateLimit{Rate: c.tpm, Period: time.Minute, Burst: c.tburst}
+}
+
+// used is what grant i used of its estimate c.tokens: half of it more
+// or less, cycling, the estimate on average.
+func (c config) used(i int) int64 {
+	return c.tokens + (int64(i%21)-10)*c.tokens/20
 }
 
 // requests is the provider's requests limit (-rpm, -burst).
@@ -69,7 +91,17 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "how long each way is measured")
 	flag.Int64Var(&c.rpm, "rpm", 0, "the provider's requests_per_minute (0: none); with it each grant is a Governor.Hold of a slot and a request")
 	flag.Int64Var(&c.burst, "burst", 0, "the requests limit's burst (default a second of -rpm)")
+	flag.Int64Var(&c.tpm, "tpm", 0, "the provider's tokens_per_minute (0: none); with it each grant also takes -tokens tokens and settles its use")
+	flag.Int64Var(&c.tburst, "tburst", 0, "the tokens limit's burst (default a second of -tpm)")
+	flag.Int64Var(&c.tokens, "tokens", 100, "each grant's token estimate (with -tpm)")
 	flag.Parse()
+	if c.tpm > 0 && c.rpm == 0 {
+		fmt.Fprintln(os.Stderr, "capleases: -tpm needs -rpm (a grant is a Hold of a slot and a request)")
+		os.Exit(2)
+	}
+	if c.tburst == 0 {
+		c.tburst = max(c.tpm/60, 1)
+	}
 	if c.warmup == 0 {
 		c.warmup = 2 * c.refresh
 	}
@@ -104,6 +136,9 @@ func run(c config) error {
 		c.procs, c.goroutines, c.slots, c.hold, c.refresh, c.duration, c.warmup)
 	if c.rpm > 0 {
 		fmt.Printf("each grant a slot and a request of %d per minute (burst %d), through Governor.Hold\n", c.rpm, c.burst)
+	}
+	if c.tpm > 0 {
+		fmt.Printf("and %d tokens of %d per minute (burst %d), each grant's use settled at its release\n", c.tokens, c.tpm, c.tburst)
 	}
 	fmt.Println()
 	fmt.Println("| way | fleet grants/s | round trips per grant | grants per process (least–most) | most in use at once | " +
@@ -144,6 +179,19 @@ func run(c config) error {
 			}
 		}
 	}
+	if c.tpm > 0 {
+		fmt.Printf("\n| way | tokens/s measured | utilisation of the TPM | busiest 60 s window of tokens (whole run) | of the TPM |\n| --- | ---: | ---: | ---: | ---: |\n")
+		// The central limiter's bound, and the overshoot (half an
+		// estimate) of the grants in flight at either end of the window.
+		bound := c.tpm + c.tburst + int64(2*c.procs*c.goroutines)*c.tokens/2
+		for i, r := range windows {
+			fmt.Printf("| %s | %.0f | %s | %d | %.3f× |\n", []string{"central", "leases"}[i], r.tokensPerSec,
+				pct(r.tokensPerSec*60/float64(c.tpm)), r.busiestTokens, float64(r.busiestTokens)/float64(c.tpm))
+			if r.busiestTokens > bound {
+				return fmt.Errorf("%d tokens in 60 s, over the rate, burst and grants in flight %d", r.busiestTokens, bound)
+			}
+		}
+	}
 	return nil
 }
 
@@ -157,12 +205,16 @@ type result struct {
 	gateInUse, share, work      float64 // mean slots
 	peak                        int
 	busiest                     int64 // the most grants started in any 60 s
+	tokensPerSec                float64
+	busiestTokens               int64 // the most tokens used by grants started in any 60 s
 }
 
-// report is one child's line: "GRANTS TRIPS WORK_NS GATE_IN_USE SHARE".
+// report is one child's line: "GRANTS TRIPS WORK_NS GATE_IN_USE SHARE
+// TOKENS".
 type report struct {
 	grants, trips, workNS int64
 	gateInUse, share      float64
+	tokens                int64
 }
 
 // fleet runs c.procs children in mode and adds up what they report.
@@ -191,14 +243,15 @@ func fleet(c config, addr, mode, dir string) (result, error) {
 	for i, cmd := range cmds {
 		var r report
 		for outs[i].Scan() {
-			if _, err := fmt.Sscanf(outs[i].Text(), "%d %d %d %g %g", &r.grants, &r.trips, &r.workNS, &r.gateInUse, &r.share); err != nil {
+			if _, err := fmt.Sscanf(outs[i].Text(), "%d %d %d %g %g %d", &r.grants, &r.trips, &r.workNS, &r.gateInUse, &r.share, &r.tokens); err != nil {
 				return result{}, fmt.Errorf("child %d said %q: %w", i, outs[i].Text(), err)
 			}
 		}
 		if err := cmd.Wait(); err != nil {
 			return result{}, fmt.Errorf("child %d: %w", i, err)
 		}
-		sum = report{sum.grants + r.grants, sum.trips + r.trips, sum.workNS + r.workNS, sum.gateInUse + r.gateInUse, sum.share + r.share}
+		sum = report{sum.grants + r.grants, sum.trips + r.trips, sum.workNS + r.workNS, sum.gateInUse + r.gateInUse, sum.share + r.share,
+			sum.tokens + r.tokens}
 		parts = append(parts, r.grants)
 	}
 	if sum.grants == 0 {
@@ -212,6 +265,14 @@ func fleet(c config, addr, mode, dir string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	var uses []string
+	for _, f := range files {
+		uses = append(uses, f+".tokens")
+	}
+	busiestTokens, err := busiestWindow(uses, time.Minute)
+	if err != nil {
+		return result{}, err
+	}
 	least, most := sum.grants, int64(0)
 	for _, p := range parts {
 		least, most = min(least, p), max(most, p)
@@ -219,7 +280,8 @@ func fleet(c config, addr, mode, dir string) (result, error) {
 	g := float64(sum.grants)
 	return result{grantsPerSec: g / c.duration.Seconds(), tripsPerGrant: float64(sum.trips) / g,
 		least: float64(least) / g, most: float64(most) / g, gateInUse: sum.gateInUse, share: sum.share,
-		work: float64(sum.workNS) / float64(c.duration.Nanoseconds()), peak: peak, busiest: busiest}, nil
+		work: float64(sum.workNS) / float64(c.duration.Nanoseconds()), peak: peak, busiest: busiest,
+		tokensPerSec: float64(sum.tokens) / c.duration.Seconds(), busiestTokens: busiestTokens}, nil
 }
 
 // An interval is one grant's work, on the machine's monotonic clock

@@ -44,3 +44,15 @@ func TestBusiestWindow(t *testing.T) {
 		t.Fatalf("busiest = %d, %v; want 4", n, err)
 	}
 }
+
+// The tokens check: a .tokens file's uses count their tokens (an
+// interval's end) in every sliding window.
+func TestBusiestTokens(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "a.tokens")
+	if err := writeIntervals(a, []interval{{0, 10}, {50, 30}, {60, 5}, {149, 40}, {150, 100}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := busiestWindow([]string{a}, 100); err != nil || n != 145 { // 60, 149, 150 in [60, 160)
+		t.Fatalf("busiest = %d, %v; want 145", n, err)
+	}
+}
