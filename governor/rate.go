@@ -314,7 +314,9 @@ func (p *Provider) rateRequest(estimate int64) RateRequest {
 // SettleTokens settles a call's token reservation, estimate tokens, at
 // used, the tokens it used, as Do does after each call: with a tokens
 // limit the difference is charged (refunded when used is below the
-// estimate); without one nothing changes. A negative count is an
+// estimate), into the process's tokens share when the provider's
+// tokens are leased (Options.Capacity; no round trip), else on the
+// backend; without one nothing changes. A negative count is an
 // ErrInvalid error and changes nothing. For callers that reserve and
 // run the call themselves (the bridge's provider gates).
 func (p *Provider) SettleTokens(ctx context.Context, estimate, used int64) error {
