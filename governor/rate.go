@@ -149,13 +149,20 @@ type RateStatus struct {
 	ShadowDenied int64
 	// Shares are the live rate shares of the requests limit
 	// (docs/capacity.md), by ID; Learning is the end of the key's
-	// learning mode after a loss of its share state (zero: none now).
+	// learning mode after a loss of its share state (zero: none now;
+	// the later of the requests' and the tokens' shares).
 	Shares   []capacity.RateHolder
 	Learning time.Time
 	// LocalGrants are the requests granted locally from rate shares, as
 	// their refreshes report them (capacity.RateAsk's Granted, counted
 	// by its Tally): none of them is in Allowed.
 	LocalGrants int64
+	// TokenShares are the live rate shares of the tokens limit
+	// (capacity.RateAsk's Tokens), as Shares, their rates in tokens;
+	// TokenLocalGrants the tokens taken locally from them, as their
+	// refreshes report them.
+	TokenShares      []capacity.RateHolder
+	TokenLocalGrants int64
 	// Now is the backend's clock when the status was read.
 	Now time.Time
 }

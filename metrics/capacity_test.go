@@ -90,3 +90,29 @@ governor_rate_shares{project="prj",provider="new"} 1
 		t.Fatal(err)
 	}
 }
+
+// TestMetricsTokenShares: a provider's tokens' shares have series of
+// their own, beside its requests' (which are absent when it has none).
+func TestMetricsTokenShares(t *testing.T) {
+	src := &fakeSource{project: "prj", statuses: map[string]governor.Status{}, rates: map[string]governor.RateStatus{
+		"provider:hot": {Key: governor.Key{Project: "prj", Resource: "provider:hot"}, TokenLocalGrants: 90000, Now: t0,
+			TokenShares: []capacity.RateHolder{{ID: "a", Want: 60000, Rate: 30000, Burst: 30000, Granted: 90000}, {ID: "b", Want: 1000, Rate: 1000}}},
+	}}
+	const want = `
+# HELP governor_rate_local_tokens_total Tokens taken locally from the provider's tokens' shares (estimates, and settles above them), as each process's refreshes report them; absent when none were and no tokens' share is live.
+# TYPE governor_rate_local_tokens_total counter
+governor_rate_local_tokens_total{project="prj",provider="hot"} 90000
+# HELP governor_rate_share_tokens Tokens per the limit's period of the provider's tokens' shares, summed: wanted as their processes reported at their last refresh, held as the backend granted them; absent when none.
+# TYPE governor_rate_share_tokens gauge
+governor_rate_share_tokens{of="held",project="prj",provider="hot"} 31000
+governor_rate_share_tokens{of="wanted",project="prj",provider="hot"} 61000
+# HELP governor_rate_token_shares Live rate shares of the provider's tokens limit (processes taking tokens locally from a share); absent when none.
+# TYPE governor_rate_token_shares gauge
+governor_rate_token_shares{project="prj",provider="hot"} 2
+`
+	c := newCollector(t, src, metrics.CollectorOptions{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "governor_rate_token_shares", "governor_rate_share_tokens",
+		"governor_rate_local_tokens_total", "governor_rate_shares", "governor_rate_local_grants_total"); err != nil {
+		t.Fatal(err)
+	}
+}

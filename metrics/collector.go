@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/governor-dev/governor/governor"
+	"github.com/governor-dev/governor/governor/capacity"
 	"github.com/governor-dev/governor/governor/histogram"
 	"github.com/governor-dev/governor/internal/buildinfo"
 	"github.com/governor-dev/governor/internal/mkdirslot"
@@ -81,8 +82,9 @@ type Collector struct {
 	// Capacity leases (docs/capacity.md), absent without any.
 	capLeases, capSlots, capGrants *prometheus.Desc
 	// Rate shares (docs/capacity.md), absent without any.
-	rateShares, rateShareRate, rateGrants *prometheus.Desc
-	drifts                                driftCount
+	rateShares, rateShareRate, rateGrants    *prometheus.Desc
+	tokenShares, tokenShareRate, tokenGrants *prometheus.Desc
+	drifts                                   driftCount
 
 	mu       sync.Mutex
 	inflight *flight // the backend read in progress, if any
@@ -181,6 +183,9 @@ func NewCollector(src Source, opts CollectorOptions) (*Collector, error) {
 	c.rateShares = desc("governor_rate_shares", "Live rate shares of the provider's requests limit (processes granting requests locally from a share); absent when none.", "provider")
 	c.rateShareRate = desc("governor_rate_share_requests", "Requests per the limit's period of the provider's rate shares, summed: wanted as their processes reported at their last refresh, held as the backend granted them; absent when none.", "provider", "of")
 	c.rateGrants = desc("governor_rate_local_grants_total", "Requests granted locally from the provider's rate shares, with no reservation of the backend's (not in governor_rate_allowed_total), as each process's refreshes report them; absent when none were and no rate share is live.", "provider")
+	c.tokenShares = desc("governor_rate_token_shares", "Live rate shares of the provider's tokens limit (processes taking tokens locally from a share); absent when none.", "provider")
+	c.tokenShareRate = desc("governor_rate_share_tokens", "Tokens per the limit's period of the provider's tokens' shares, summed: wanted as their processes reported at their last refresh, held as the backend granted them; absent when none.", "provider", "of")
+	c.tokenGrants = desc("governor_rate_local_tokens_total", "Tokens taken locally from the provider's tokens' shares (estimates, and settles above them), as each process's refreshes report them; absent when none were and no tokens' share is live.", "provider")
 	return c, nil
 }
 
@@ -190,7 +195,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.limit, c.inUse, c.mkdirOutside, c.drift, c.holders, c.waiters, c.oldestLease, c.oldestWaiter,
 		c.acquires, c.queued, c.wait, c.hold, c.paused, c.expectedWait, c.releases, c.lost, c.reclaims, c.takeovers,
 		c.rateAllowed, c.rateLimited, c.rateRemaining, c.adaptiveLimit, c.adaptiveMax, c.coolOff, c.lastSignal, c.shadowDenied, c.drifted,
-		c.capLeases, c.capSlots, c.capGrants, c.rateShares, c.rateShareRate, c.rateGrants} {
+		c.capLeases, c.capSlots, c.capGrants, c.rateShares, c.rateShareRate, c.rateGrants,
+		c.tokenShares, c.tokenShareRate, c.tokenGrants} {
 		ch <- d
 	}
 }
@@ -353,19 +359,27 @@ func (c *Collector) emitRate(ch chan<- prometheus.Metric, rs governor.RateStatus
 	if rs.Tokens.Rate > 0 && rs.RemainingTokens >= 0 {
 		c.gauge(ch, c.rateRemaining, float64(rs.RemainingTokens), p, "tokens")
 	}
-	if len(rs.Shares) > 0 || rs.LocalGrants > 0 {
-		c.counter(ch, c.rateGrants, float64(rs.LocalGrants), p)
+	c.emitRateShares(ch, p, rs.Shares, rs.LocalGrants, c.rateShares, c.rateShareRate, c.rateGrants)
+	c.emitRateShares(ch, p, rs.TokenShares, rs.TokenLocalGrants, c.tokenShares, c.tokenShareRate, c.tokenGrants)
+}
+
+// emitRateShares sends the series of provider p's rate shares of one limit
+// (its requests', or its tokens'): their count, wants and rates summed,
+// and what was granted locally from them.
+func (c *Collector) emitRateShares(ch chan<- prometheus.Metric, p string, hs []capacity.RateHolder, granted int64, count, rate, grants *prometheus.Desc) {
+	if len(hs) > 0 || granted > 0 {
+		c.counter(ch, grants, float64(granted), p)
 	}
-	if len(rs.Shares) == 0 {
+	if len(hs) == 0 {
 		return
 	}
 	var want, held int64
-	for _, s := range rs.Shares {
+	for _, s := range hs {
 		want, held = want+s.Want, held+s.Rate
 	}
-	c.gauge(ch, c.rateShares, float64(len(rs.Shares)), p)
-	c.gauge(ch, c.rateShareRate, float64(want), p, "wanted")
-	c.gauge(ch, c.rateShareRate, float64(held), p, "held")
+	c.gauge(ch, count, float64(len(hs)), p)
+	c.gauge(ch, rate, float64(want), p, "wanted")
+	c.gauge(ch, rate, float64(held), p, "held")
 }
 
 func (c *Collector) emit(ch chan<- prometheus.Metric, st governor.Status) {

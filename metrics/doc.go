@@ -45,6 +45,9 @@
 //	governor_rate_shares{provider}                live rate shares of its requests limit; absent when none
 //	governor_rate_share_requests{provider,of}     their requests per the limit's period, summed; of: wanted, held
 //	governor_rate_local_grants_total{provider}    requests granted locally from the rate shares
+//	governor_rate_token_shares{provider}          live rate shares of its tokens limit; absent when none
+//	governor_rate_share_tokens{provider,of}       their tokens per the limit's period, summed; of: wanted, held
+//	governor_rate_local_tokens_total{provider}    tokens taken locally from the tokens' shares
 //
 // The capacity series are per resource, not per process (a fleet's
 // processes would each be a series): `governor slots` and the JSON API

@@ -48,7 +48,8 @@
 --   adjust and learn: 1; status: {allowed, limited, lim or '', remaining requests,
 --   remaining tokens (-1: no limit), now us, shadow_denied, learning's
 --   end us (0: none), local grants, {id, rate, want, burst, granted,
---   expires us, ... of the live shares}}, read without changes.
+--   expires us, ... of the live shares}, then the tokens' shares' local
+--   grants and list the same way}, read without changes.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local K = KEYS[1]
@@ -265,20 +266,29 @@ if ARGV[1] == 'status' then
       rem[i] = r
     end
   end
-  local m, ls, learn, list = {}, {}, 0, {}
-  if S then
-    m, ls = shares(true)
-    if now < (m.learn or 0) then
-      learn = m.learn
-    end
-    for id, l in pairs(ls) do
-      for _, v in ipairs({id, fmt(l[1]), fmt(l[2]), fmt(l[5]), fmt(l[6]), fmt(l[3])}) do
-        list[#list + 1] = v
+  -- The requests' shares (KEYS[4]), then the tokens' (KEYS[5]): each
+  -- its count of local grants and its list.
+  local learn, out = 0, {}
+  for _, h in ipairs({KEYS[4] or false, KEYS[5] or false}) do
+    local granted, list = 0, {}
+    if h then
+      S = h
+      local m, ls = shares(true)
+      if now < (m.learn or 0) and m.learn > learn then
+        learn = m.learn
+      end
+      granted = m.granted or 0
+      for id, l in pairs(ls) do
+        for _, v in ipairs({id, fmt(l[1]), fmt(l[2]), fmt(l[5]), fmt(l[6]), fmt(l[3])}) do
+          list[#list + 1] = v
+        end
       end
     end
+    out[#out + 1] = fmt(granted)
+    out[#out + 1] = list
   end
   return {c[1] or '0', c[2] or '0', c[3] or '', fmt(rem[1]), fmt(rem[2]), fmt(now),
-    redis.call('HGET', KEYS[2], 'shadow_denied') or '0', fmt(learn), fmt(m.granted or 0), list}
+    redis.call('HGET', KEYS[2], 'shadow_denied') or '0', fmt(learn), out[1], out[2], out[3], out[4]}
 end
 
 local a = {}

@@ -38,19 +38,26 @@ func TestSlotsRateShares(t *testing.T) {
 			Requests: governor.RateLimit{Rate: 600, Period: time.Minute}, Share: &a}); err != nil {
 			t.Fatal(err)
 		}
+		// A share of its tokens too (capacity.RateAsk.Tokens).
+		a = capacity.RateAsk{ID: "ts-cli", Secret: "ts-cli-secret", TTL: time.Minute, Want: 30000, Granted: granted * 100, Tokens: true}
+		if _, err := b.RateReserve(ctx, governor.RateRequest{Key: governor.Key{Project: "servetest", Resource: "provider:fast"},
+			Tokens: governor.RateLimit{Rate: 60000, Period: time.Minute}, Share: &a}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	code, out, errs := serveCLI(t, append(global, "slots")...)
 	if code != 0 {
 		t.Fatalf("slots: exit %d: %s", code, errs)
 	}
-	for _, want := range []string{`(?m)^provider:fast  rate shares 1  local grants 42$`, `(?m)^  rs-cli +300 +300 +300 +42 +\d+s$`} {
+	for _, want := range []string{`(?m)^provider:fast  rate shares 1  local grants 42  token shares 1  local tokens 4200$`,
+		`(?m)^  rs-cli +300 +300 +300 +42 +\d+s$`, `(?m)^  TOKEN SHARE +WANTED`, `(?m)^  ts-cli +30000 +30000 +30000 +4200 +\d+s$`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("slots:\n%s\nwant a line matching %s", out, want)
 		}
 	}
 	// Named, the rate-only provider is no unknown resource.
 	code, out, errs = serveCLI(t, append(global, "slots", "provider:fast")...)
-	if want := `(?m)^provider:fast  rate shares 1  local grants 42$`; code != 0 || !regexp.MustCompile(want).MatchString(out) {
+	if want := `(?m)^provider:fast  rate shares 1  local grants 42  token shares 1  local tokens 4200$`; code != 0 || !regexp.MustCompile(want).MatchString(out) {
 		t.Errorf("slots provider:fast: exit %d:\n%s%s\nwant a line matching %s", code, out, errs, want)
 	}
 	code, out, errs = serveCLI(t, append(global, "slots", "--json")...)
@@ -62,7 +69,9 @@ func TestSlotsRateShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(s.RateShares) != 1 || s.RateShares[0].Resource != "provider:fast" || s.RateShares[0].LocalGrants != 42 ||
-		len(s.RateShares[0].Shares) != 1 || s.RateShares[0].Shares[0].Used != 42 || s.RateShares[0].Shares[0].Held != 300 {
+		len(s.RateShares[0].Shares) != 1 || s.RateShares[0].Shares[0].Used != 42 || s.RateShares[0].Shares[0].Held != 300 ||
+		s.RateShares[0].LocalTokens != 4200 || len(s.RateShares[0].TokenShares) != 1 || s.RateShares[0].TokenShares[0].Used != 4200 ||
+		s.RateShares[0].TokenShares[0].Held != 30000 {
 		t.Fatalf("slots --json rate_shares = %+v", s.RateShares)
 	}
 	p := startServe(t, append(global, "serve", "--listen", "127.0.0.1:0", "--timeout", "5s")...)

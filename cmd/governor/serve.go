@@ -133,7 +133,9 @@ not in governor_acquires_total: counter by resource); for providers with rate
 shares, governor_rate_shares and governor_rate_share_requests{of=wanted|held}
 (gauges by provider) and governor_rate_local_grants_total (requests granted
 locally from the shares, not in governor_rate_allowed_total: counter by
-provider). When the
+provider), and for its tokens' shares governor_rate_token_shares,
+governor_rate_share_tokens{of=wanted|held} and
+governor_rate_local_tokens_total. When the
 backend does not answer within --timeout a scrape still succeeds, with
 governor_up 0; a series that could not be read is left out of that scrape,
 never sent lower than before. Scrapes that arrive while the page is being

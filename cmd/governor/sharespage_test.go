@@ -86,16 +86,24 @@ func rateSharesOnPage(t *testing.T, browser context.Context) {
 	}
 	ask(capacity.RateAsk{Want: 300})
 	ask(capacity.RateAsk{Want: 300, Granted: 42})
+	for _, granted := range []int64{0, 4200} { // a share of its tokens too: the first report counts nothing
+		tokens := capacity.RateAsk{ID: "ts-page", Secret: "ts-page-secret", TTL: time.Minute, Want: 30000, Granted: granted, Tokens: true}
+		if _, err := b.RateReserve(ctx, governor.RateRequest{Key: key, Tokens: governor.RateLimit{Rate: 60000, Period: time.Minute}, Share: &tokens}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p := openPage(t, browser, s.URL+"/", "rate shares")
 	row := `document.querySelector('#rates tr.rate-share[data-resource="provider:fast"][data-lease="rs-page"]')`
+	trow := `document.querySelector('#rates tr.rate-share[data-resource="provider:fast"][data-lease="ts-page"][data-of="tokens"]')`
 	p.until("the rate share", "!!"+row)
 	for what, expr := range map[string]string{
-		"wanted 300":  row + `.querySelector("td.wanted").textContent === "300"`,
-		"held 300":    row + `.querySelector("td.held").textContent === "300"`,
-		"burst 300":   row + `.querySelector("td.burst").textContent === "300"`,
-		"used 42":     row + `.querySelector("td.used").textContent === "42"`,
-		"the grants":  `document.querySelector('#rates tr.rate-key[data-resource="provider:fast"] td.grants').textContent === "42 granted locally"`,
-		"the section": `!document.getElementById("rates-section").hidden`,
+		"wanted 300":        row + `.querySelector("td.wanted").textContent === "300"`,
+		"held 300":          row + `.querySelector("td.held").textContent === "300"`,
+		"burst 300":         row + `.querySelector("td.burst").textContent === "300"`,
+		"used 42":           row + `.querySelector("td.used").textContent === "42"`,
+		"the tokens' share": "!!" + trow + ` && ` + trow + `.querySelector("td.held").textContent === "30000" && ` + trow + `.querySelector("td.used").textContent === "4200"`,
+		"the grants":        `document.querySelector('#rates tr.rate-key[data-resource="provider:fast"] td.grants').textContent === "42 granted locally · 4200 tokens taken locally"`,
+		"the section":       `!document.getElementById("rates-section").hidden`,
 	} {
 		if !jsIn[bool](p, expr) {
 			t.Errorf("the rate share's row does not show %s (%s); the page shows:\n%s", what, expr, p.text())

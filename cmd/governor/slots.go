@@ -58,7 +58,8 @@ shares; a rate-only provider too) is listed after the resources, with the
 requests granted locally from its shares, a learning mode in force, and each
 share: the requests per minute it wanted at its last refresh, the rate and burst
 it holds, and the requests it had granted locally by then ("rate_shares" in
---json).
+--json); then the shares of its tokens per minute the same way, in tokens
+(TOKEN SHARE; "token_shares" and "local_tokens").
 
 --json prints one object: {"project", "resources": [{"resource", "limit", "used",
 "free", "drift_limit", "limit_source", "not_configured", "holders": [...], "waiters": [...], "counters": {...},
@@ -68,7 +69,8 @@ it holds, and the requests it had granted locally by then ("rate_shares" in
 "drift_policy_text", "shares": [{"lease_id", "session", "host", "pid", "wanted",
 "held", "used", "expires_in_seconds"}]}], "unreadable": [{"resource", "error"}],
 "rate_shares": [{"resource", "local_grants", "learning_until", "shares": [{"lease_id",
-"wanted", "held", "burst", "used", "expires_in_seconds"}]}]}; times are RFC 3339
+"wanted", "held", "burst", "used", "expires_in_seconds"}], "local_tokens",
+"token_shares": [...]}]}; times are RFC 3339
 and durations are seconds. "limit_source" is live, adaptive, asked, configured or
 stale: a run:join or provider:NAME the configuration no longer defines, whose
 stored limit is only the one last asked for ("not_configured" says why). A queue policy is shown as the configuration spells

@@ -253,6 +253,7 @@ var tests = []struct {
 	{"RateShareCoolOff", (*suite).rateShareCoolOff},
 	{"RateShareDeadOwner", (*suite).rateShareDeadOwner},
 	{"RateShareStatus", (*suite).rateShareStatus},
+	{"RateShareTokenStatus", (*suite).rateShareTokenStatus},
 	{"RateShareTokens", (*suite).rateShareTokens},
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},

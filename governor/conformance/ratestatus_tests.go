@@ -76,3 +76,41 @@ func (s *suite) rateShareStatus(t *testing.T) {
 		t.Fatalf("after a loss of the state: learning for %v, want up to the lease's minute", left)
 	}
 }
+
+// rateShareTokenStatus: RateStatus lists the shares of a key's tokens
+// limit apart from its requests' (TokenShares, their rates in tokens),
+// and counts the tokens their refreshes report taken (TokenLocalGrants),
+// each once, apart from the requests granted.
+func (s *suite) rateShareTokenStatus(t *testing.T) {
+	b := s.openFull(t)
+	key := governor.Key{Project: project(), Resource: "provider:rtstatus"}
+	rq, tk := governor.RateLimit{Rate: 600, Period: time.Minute}, governor.RateLimit{Rate: 60000, Period: time.Minute, Burst: 30000}
+	r, x := newRateLease(key, rq, time.Minute), newRateLease(key, tk, time.Minute)
+	x.a.Tokens = true
+	for _, g := range []int64{0, 3} {
+		r.a.Granted = g
+		r.ask(t, b, 600)
+	}
+	for _, g := range []int64{0, 900, 1500, 1500} {
+		x.a.Granted = g
+		x.ask(t, b, 60000)
+	}
+	rs, err := b.RateStatus(ctxT(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.LocalGrants != 3 || len(rs.Shares) != 1 || rs.Shares[0].ID != r.a.ID {
+		t.Fatalf("the requests' shares: %d local grants, %+v; want 3 and the one share %s", rs.LocalGrants, rs.Shares, r.a.ID)
+	}
+	want := capacity.RateHolder{ID: x.a.ID, Want: 60000, Rate: 60000, Burst: 30000, Granted: 1500}
+	if rs.TokenLocalGrants != 1500 || len(rs.TokenShares) != 1 {
+		t.Fatalf("the tokens' shares: %d tokens taken locally, %+v; want 1500 and %+v", rs.TokenLocalGrants, rs.TokenShares, want)
+	}
+	got := rs.TokenShares[0]
+	if left := got.Expires.Sub(rs.Now); left <= 0 || left > time.Minute {
+		t.Fatalf("the tokens' share expires in %v, want within its lease of a minute", left)
+	}
+	if got.Expires = (time.Time{}); got != want {
+		t.Fatalf("the tokens' share is %+v, want %+v", got, want)
+	}
+}

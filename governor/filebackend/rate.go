@@ -134,6 +134,12 @@ func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.Ra
 			rs.Learning = now.at(r.Learn)
 		}
 	}
+	if r := st.TokenShares; r != nil {
+		rs.TokenShares, rs.TokenLocalGrants = r.Holders(now.boot, now.at), r.Granted
+		if now.boot < r.Learn && now.at(r.Learn).After(rs.Learning) {
+			rs.Learning = now.at(r.Learn)
+		}
+	}
 	return rs, nil
 }
 

@@ -135,13 +135,12 @@ func rateAdjustArgs(tokens governor.RateLimit, delta int64) []any {
 func (b *Backend) RateStatus(ctx context.Context, key governor.Key) (governor.RateStatus, error) {
 	args := append([]any{"status"}, rateArgs(governor.RateLimit{}, 0)...)
 	args = append(args, rateArgs(governor.RateLimit{}, 0)...)
-	keys := append(RateKeys(key), b.resource(key).keys[1], rateSharesKey(key))
-	v, err := rateScript.Run(ctx, b.rdb, keys, args...).Slice()
+	v, err := rateScript.Run(ctx, b.rdb, b.rateCallKeys(key), args...).Slice()
 	if err != nil {
 		return governor.RateStatus{}, wrap("rate status", err)
 	}
 	r := &reader{op: "rate status", key: key}
-	if !r.length(v, 10, false) {
+	if !r.length(v, 12, false) {
 		return governor.RateStatus{}, r.err
 	}
 	rs := governor.RateStatus{Key: key, Allowed: r.int(v[0], "the allowed count"), Limited: r.int(v[1], "the limited count"),

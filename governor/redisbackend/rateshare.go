@@ -136,16 +136,24 @@ func rateStatusShares(r *reader, v []any, rs *governor.RateStatus) {
 	if learn := r.int(v[0], "the learning's end"); learn > 0 {
 		rs.Learning = time.UnixMicro(learn)
 	}
-	rs.LocalGrants = r.int(v[1], "the local grants")
-	list := r.list(v[2], "the rate shares")
+	rs.LocalGrants, rs.Shares = r.int(v[1], "the local grants"), rateHolders(r, v[2], "the rate shares")
+	rs.TokenLocalGrants, rs.TokenShares = r.int(v[3], "the local tokens"), rateHolders(r, v[4], "the tokens' shares")
+}
+
+// rateHolders reads a list of rate shares of rate.lua's status (6
+// fields each), by ID.
+func rateHolders(r *reader, v any, what string) []capacity.RateHolder {
+	list := r.list(v, what)
 	if len(list)%6 != 0 {
-		r.fail("the rate shares: %d fields, not 6 per share", len(list))
-		return
+		r.fail("%s: %d fields, not 6 per share", what, len(list))
+		return nil
 	}
+	var out []capacity.RateHolder
 	for i := 0; i+6 <= len(list) && r.err == nil; i += 6 {
-		rs.Shares = append(rs.Shares, capacity.RateHolder{ID: r.str(list[i], "a rate share's id"), Rate: r.int(list[i+1], "a rate share's rate"),
+		out = append(out, capacity.RateHolder{ID: r.str(list[i], "a rate share's id"), Rate: r.int(list[i+1], "a rate share's rate"),
 			Want: r.int(list[i+2], "a rate share's want"), Burst: r.int(list[i+3], "a rate share's burst"),
 			Granted: r.int(list[i+4], "a rate share's grants"), Expires: time.UnixMicro(r.int(list[i+5], "a rate share's expiry"))})
 	}
-	slices.SortFunc(rs.Shares, func(a, b capacity.RateHolder) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b capacity.RateHolder) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

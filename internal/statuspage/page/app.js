@@ -212,17 +212,21 @@
 
   // drawRateShares draws the rate shares of each provider that has any
   // (docs/capacity.md), a rate-only one too: a row with its local grants
-  // and learning mode, then each process's share (requests per the
-  // limit's period wanted and held, its burst, used: its local grants).
+  // (and tokens) and learning mode, then each process's share of its
+  // requests (per the limit's period wanted and held, its burst, used:
+  // its local grants), then of its tokens, marked "tokens".
   function drawRateShares(keys) {
     $("rates-section").hidden = keys.length === 0;
+    const row = (k, sh, of) => el("tr", { class: "rate-share", "data-resource": k.resource, "data-lease": sh.lease_id, "data-of": of },
+      td(k.resource, "resource"), td(of === "tokens" ? sh.lease_id + " (tokens)" : sh.lease_id, "lease"), td(sh.wanted, "wanted num"),
+      td(sh.held, "held num"), td(sh.burst, "burst num"), td(sh.used, "used num"), td(ago(sh.expires_in_seconds), "expires"));
     document.querySelector("#rates tbody").replaceChildren(...keys.flatMap((k) => [
       el("tr", { class: "rate-key", "data-resource": k.resource },
         td(k.resource, "resource"), el("td", { colSpan: 6, class: "grants",
-          text: k.local_grants + " granted locally" + (k.learning_until ? " · learning until " + new Date(k.learning_until).toLocaleTimeString() : "") })),
-      ...k.shares.map((sh) => el("tr", { class: "rate-share", "data-resource": k.resource, "data-lease": sh.lease_id },
-        td(k.resource, "resource"), td(sh.lease_id, "lease"), td(sh.wanted, "wanted num"), td(sh.held, "held num"), td(sh.burst, "burst num"),
-        td(sh.used, "used num"), td(ago(sh.expires_in_seconds), "expires")))]));
+          text: k.local_grants + " granted locally" + (k.local_tokens ? " · " + k.local_tokens + " tokens taken locally" : "") +
+            (k.learning_until ? " · learning until " + new Date(k.learning_until).toLocaleTimeString() : "") })),
+      ...k.shares.map((sh) => row(k, sh, "requests")),
+      ...(k.token_shares || []).map((sh) => row(k, sh, "tokens"))]));
   }
 
   // newCard builds a resource's card once; its controls keep what the
