@@ -95,7 +95,9 @@ export class Governor {
    */
   async acquire(resource: string | string[], opts: AcquireOptions = {}): Promise<Lease> {
     const resources = typeof resource === "string" ? [resource] : resource;
-    return this.acquireOp("acquire", { resources, ...acquireArgs(opts) }, resources.join(","), opts.signal);
+    const args = acquireArgs(opts);
+    args.resources = resources;
+    return this.acquireOp("acquire", args, resources.join(","), opts.signal);
   }
 
   /** An acquire-like op: cancelled through cancel_request when signal aborts. */

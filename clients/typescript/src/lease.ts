@@ -182,13 +182,14 @@ export class Lease implements AsyncDisposable {
     this.released = true;
     this.end();
     if (!this.lossReason) this.controller?.abort(this.releasedReason());
+    args.release = true; // args are the caller's own, made for this request
     if (this.quietly(undefined)) {
       // Not waited for, as release: the bridge releases the lease whatever op finds.
-      this.bridge.sendQuiet(op, { ...args, release: true });
+      this.bridge.sendQuiet(op, args);
       return {};
     }
     try {
-      return await this.bridge.call(op, { ...args, release: true });
+      return await this.bridge.call(op, args);
     } catch (err) {
       if (!(err instanceof LeaseLost)) await this.bridge.call("release", { lease: this.id }).catch(noop);
       throw err;

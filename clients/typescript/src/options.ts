@@ -100,13 +100,24 @@ function nestingEnv(env: NodeJS.ProcessEnv): Record<string, string> | undefined 
   return Object.keys(out).length ? out : undefined;
 }
 
-/** The acquire op's args (docs/bridge-protocol.md) for these options. */
-export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
+/**
+ * The acquire op's args (docs/bridge-protocol.md) for these options, with
+ * budgets, estimate and wait given apart when the caller decides them (a
+ * provider gate's): no copy of o is made, the args are a new object the
+ * caller may add to. (An object spread, then added to, made a provider
+ * gate's pair cost twice the CPU of a slot's: docs/capacity.md.)
+ */
+export function acquireArgs(
+  o: AcquireOptions,
+  budgets = o.budgets,
+  estimate = o.estimate,
+  wait = o.wait,
+): Record<string, unknown> {
   let ifBusy = o.ifBusy;
-  if (o.wait !== undefined) {
-    if (ifBusy !== undefined && (ifBusy === "wait") !== o.wait)
-      throw new TypeError(`acquire: wait: ${o.wait} contradicts ifBusy: "${ifBusy}"`);
-    ifBusy ??= o.wait ? "wait" : "fail";
+  if (wait !== undefined) {
+    if (ifBusy !== undefined && (ifBusy === "wait") !== wait)
+      throw new TypeError(`acquire: wait: ${wait} contradicts ifBusy: "${ifBusy}"`);
+    ifBusy ??= wait ? "wait" : "fail";
   }
   if (ifBusy !== undefined && !["fail", "wait", "skip"].includes(ifBusy))
     throw new TypeError(`acquire: ifBusy "${ifBusy}": want fail, wait or skip`);
@@ -125,8 +136,8 @@ export function acquireArgs(o: AcquireOptions): Record<string, unknown> {
     shareable: o.shareable,
     join: o.join,
     tokens: o.tokens,
-    budgets: o.budgets?.map(budgetArg),
-    estimate: o.estimate,
+    budgets: budgets?.map(budgetArg),
+    estimate,
     env: nestingEnv(process.env),
   };
 }

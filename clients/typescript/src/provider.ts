@@ -91,8 +91,8 @@ export class Provider {
    * reservation (tokens), which otherwise stays at its estimate.
    */
   async run<T>(fn: (lease: Lease) => Promise<T> | T, opts: ProviderRunOptions = {}): Promise<T> {
-    const { usedTokens, maxTokens, usage, model, ...acq } = opts;
-    const lease = await this.acquire({ wait: true, ...acq }, maxTokens, model);
+    const { usedTokens, usage } = opts;
+    const lease = await this.take(opts, opts.maxTokens, opts.model, opts.wait ?? true);
     return holding(lease, async () => {
       let result: T;
       try {
@@ -106,10 +106,11 @@ export class Provider {
       }
       const u = usage ? usage(result) : usageFromJSON(result);
       // One request: the report, then the release with the settle.
-      await lease.releaseWith("provider_report", {
-        ...this.reportArgs(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens),
-        ...this.settlement(lease, u),
-      });
+      const args = this.reportArgs(lease, result, usedTokens ? usedTokens(result) : u && u.inputTokens + u.outputTokens);
+      const settle = this.settlement(lease, u);
+      if (settle.cost !== undefined) args.cost = settle.cost;
+      if (settle.usage !== undefined) args.usage = settle.usage;
+      await lease.releaseWith("provider_report", args);
       return result;
     });
   }
@@ -130,6 +131,11 @@ export class Provider {
    * held until the lease is released.
    */
   async acquire(opts: AcquireOptions = {}, maxTokens?: number | bigint, model?: string): Promise<Lease> {
+    return this.take(opts, maxTokens, model, opts.wait);
+  }
+
+  /** acquire, with wait decided by the caller (run waits unless told not to). */
+  private take(opts: AcquireOptions, maxTokens: number | bigint | undefined, model: string | undefined, wait: boolean | undefined): Promise<Lease> {
     const budgets = opts.budgets ?? this.spend.budgets;
     let estimate = opts.estimate;
     // A price given here wins; else the bridge prices maxTokens with the configuration's.
@@ -138,10 +144,14 @@ export class Provider {
       throw new TypeError(`provider ${this.name} has spend budgets: give estimate, or maxTokens (priced by the gate's price, else the configuration's prices)`);
     // env (the nesting variables) goes too: inside a run holding the
     // provider, the call joins its hold (docs/bridge-protocol.md).
-    const { join, shareable, ...rest } = acquireArgs({ ...opts, budgets, estimate });
-    if (join || shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
+    const args = acquireArgs(opts, budgets, estimate, wait);
+    if (args.join || args.shareable) throw new TypeError("provider gate: join and shareable are for exec runs, not providers");
+    args.join = args.shareable = undefined;
     // model and max_tokens: the configured budgets whose scope holds the call, and its price (docs/budgets.md).
-    return this.gov.acquireOp("provider_acquire", { provider: this.name, ...rest, model, max_tokens: maxTokens }, `provider:${this.name}`, opts.signal);
+    args.provider = this.name;
+    args.model = model;
+    args.max_tokens = maxTokens;
+    return this.gov.acquireOp("provider_acquire", args, `provider:${this.name}`, opts.signal);
   }
 
   /**
