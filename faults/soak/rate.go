@@ -95,7 +95,7 @@ func rateLoop(p *governor.Provider, f *os.File, name string, last *atomic.Int64)
 func (s *soak) rateClients(ctx context.Context) {
 	done := make(chan struct{}, 3)
 	for i, way := range []string{"leased", "leased", "central"} {
-		what, prefix := "go rate", fmt.Sprintf("rate%d.", i)
+		what, prefix := "go rate", fmt.Sprintf("%s%d.", way, i) // its grants: rate-WAYi.N.grants
 		if way == "central" {
 			what = "go rate central"
 		}
@@ -138,7 +138,7 @@ func (s *soak) readRateGrants() (leased, central int, gs []rateGrant) {
 				continue
 			}
 			gs = append(gs, rateGrant{a, b})
-			if strings.Contains(filepath.Base(p), "rate2.") {
+			if strings.HasPrefix(filepath.Base(p), "rate-central") {
 				central++
 			} else {
 				leased++
