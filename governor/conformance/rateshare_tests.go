@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +25,12 @@ type rateLease struct {
 	share capacity.RateShare
 }
 
-var rateLeases int
+// rateLeases numbers the rate leases of every test, which run in
+// parallel.
+var rateLeases atomic.Int64
 
 func newRateLease(key governor.Key, limit governor.RateLimit, ttl time.Duration) *rateLease {
-	rateLeases++
-	id := fmt.Sprintf("rs%03d", rateLeases)
+	id := fmt.Sprintf("rs%03d", rateLeases.Add(1))
 	return &rateLease{key: key, limit: limit, a: capacity.RateAsk{ID: id, Secret: id + "-secret", TTL: ttl}}
 }
 

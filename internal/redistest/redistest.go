@@ -9,6 +9,7 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -86,14 +87,10 @@ type Options struct {
 }
 
 // StartServer starts a server with o's settings and its files in dir.
-// The caller stops it.
+// The caller stops it. A port that another process took between
+// FreePort and the server's bind (an outgoing connection's ephemeral
+// port, from the same range) is given up for a new one.
 func (o Options) StartServer(dir string, extra ...string) (*Server, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections",
-		Password: o.Password, spawn: o.Spawn}
 	var conf []string
 	protected := "no"
 	if o.Password != "" {
@@ -104,10 +101,29 @@ func (o Options) StartServer(dir string, extra ...string) (*Server, error) {
 		}
 		protected = "yes"
 	}
-	s.args = append(append(conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--protected-mode", protected), extra...)
-	return s, s.start()
+	var err error
+	for range portTries {
+		var port int
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections",
+			Password: o.Password, spawn: o.Spawn}
+		s.args = append(append(conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--protected-mode", protected), extra...)
+		if err = s.start(); !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+	return nil, err
 }
+
+// portTries bounds the ports a server start tries, and the restarts on
+// a port that something else holds for the moment.
+const portTries = 20
+
+// errPortTaken: the server could not bind its port.
+var errPortTaken = errors.New("port taken")
 
 func (s *Server) start() error {
 	s.cmd = exec.Command("redis-server", s.args...)
@@ -122,23 +138,39 @@ func (s *Server) start() error {
 	if err := spawn(s.cmd); err != nil {
 		return err
 	}
-	ready := make(chan struct{})
+	ready, ended := make(chan struct{}), make(chan struct{})
+	var said []string // the lines before ready, for an error
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(out)
 		signalled := false
 		for sc.Scan() {
-			if !signalled && strings.Contains(sc.Text(), s.ready) {
+			if signalled {
+				continue
+			}
+			if strings.Contains(sc.Text(), s.ready) {
 				close(ready)
 				signalled = true
+				continue
 			}
+			said = append(said, sc.Text())
 		}
 	}()
 	select {
 	case <-ready:
 		return nil
+	case <-ended:
+		// The server ended before it was ready: its output says why.
+		s.Stop()
+		tail := said[max(0, len(said)-3):]
+		err := fmt.Errorf("redis-server on port %d ended before it was ready: %s", s.Port, strings.Join(tail, " | "))
+		if strings.Contains(strings.Join(said, "\n"), "Address already in use") {
+			return fmt.Errorf("%w: %w", errPortTaken, err)
+		}
+		return err
 	case <-time.After(20 * time.Second):
 		s.Stop()
-		return fmt.Errorf("redis-server on port %d did not become ready", s.Port)
+		return fmt.Errorf("redis-server on port %d did not become ready in 20s", s.Port)
 	}
 }
 
@@ -192,7 +224,14 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 // data, as a crash of a server without persistence would.
 func (s *Server) Restart() error {
 	s.Stop()
-	return s.start()
+	err := s.start()
+	for try := 1; try < portTries && errors.Is(err, errPortTaken); try++ {
+		// Another process holds the port for the moment (an outgoing
+		// connection's ephemeral port): the server's URL must not change.
+		time.Sleep(100 * time.Millisecond)
+		err = s.start()
+	}
+	return err
 }
 
 // Stop kills the server (by its own pid) and waits for it.
