@@ -198,26 +198,33 @@ func StartReplica(t testing.TB, master *Server) *Server {
 // master under the name "main" (quorum 1), and stops it at t's cleanup.
 func StartSentinel(t testing.TB, master *Server) *Server {
 	t.Helper()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	conf := dir + "/sentinel.conf"
-	// Quick to act, for tests: the master is down after 500 ms without
-	// an answer, and a failover may be retried after 2 s.
-	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n"+
-		"sentinel down-after-milliseconds main 500\nsentinel failover-timeout main 2000\n", port, dir, master.Port)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
+	var err error
+	for range portTries { // a port taken before the bind: another
+		var port int
+		if port, err = FreePort(); err != nil {
+			t.Fatal(err)
+		}
+		// Quick to act, for tests: the master is down after 500 ms
+		// without an answer, and a failover may be retried after 2 s.
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n"+
+			"sentinel down-after-milliseconds main 500\nsentinel failover-timeout main 2000\n", port, dir, master.Port)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir,
+			args: []string{conf, "--sentinel"}, ready: "+monitor master main"}
+		if err = s.start(); err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
 	}
-	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir,
-		args: []string{conf, "--sentinel"}, ready: "+monitor master main"}
-	if err := s.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	t.Fatal(err)
+	return nil
 }
 
 // Restart stops the server and starts it again on the same port with no
