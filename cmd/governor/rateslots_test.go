@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,18 @@ func TestSlotsRateShares(t *testing.T) {
 	code, out, errs = serveCLI(t, append(global, "slots", "provider:fast")...)
 	if want := `(?m)^provider:fast  rate shares 1  local grants 42  token shares 1  local tokens 4200$`; code != 0 || !regexp.MustCompile(want).MatchString(out) {
 		t.Errorf("slots provider:fast: exit %d:\n%s%s\nwant a line matching %s", code, out, errs, want)
+	}
+	// A project of rate-only providers: its shares are what it holds,
+	// not a line that says nothing is.
+	only := []string{"--backend", "file", "--dir", dir, "--config", configFile(t, "project: servetest\n")}
+	for _, c := range []struct{ args, first, then string }{
+		{"slots", "no slot held, nobody waiting in project servetest (2 resources;", "\n\nprovider:fast  rate shares 1"},
+		{"slots provider:fast", "provider:fast  rate shares 1", ""},
+	} {
+		code, out, errs = serveCLI(t, append(only, strings.Fields(c.args)...)...)
+		if code != 0 || !strings.HasPrefix(out, c.first) || !strings.Contains(out, c.then) {
+			t.Errorf("%s in a project of rate-only providers: exit %d:\n%s%s\nwant it to begin %q, then its rate shares", c.args, code, out, errs, c.first)
+		}
 	}
 	code, out, errs = serveCLI(t, append(global, "slots", "--json")...)
 	if code != 0 {

@@ -176,13 +176,21 @@ func (a *app) writeSlots(ctx context.Context, w io.Writer, g *governor.Governor,
 		return err
 	}
 	fmt.Fprint(w, head)
-	defer view.WriteRateShares(w, rss)
 	if len(names) == 0 && err == nil && view.AllIdle(sts, a.mkdirLocks()) {
-		// Nothing to see: one line, not a block per configured resource.
-		fmt.Fprintf(w, "nothing held, nobody waiting in project %s (%d resources; 'governor slots NAME' or --json shows each)\n", dash(g.Project()), len(sts))
+		// No slot to see: one line, not a block per configured resource;
+		// then the rate shares held, if any.
+		held := "nothing held"
+		if len(rss) > 0 {
+			held = "no slot held"
+		}
+		fmt.Fprintf(w, "%s, nobody waiting in project %s (%d resources; 'governor slots NAME' or --json shows each)\n", held, dash(g.Project()), len(sts))
+		if len(rss) > 0 {
+			fmt.Fprintln(w)
+			view.WriteRateShares(w, rss)
+		}
 		return nil
 	}
-	view.WriteSlots(w, g.Project(), sts, a.mkdirLocks(), a.limitNote, err)
+	view.WriteSlots(w, g.Project(), sts, rss, a.mkdirLocks(), a.limitNote, err)
 	return err
 }
 

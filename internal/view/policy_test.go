@@ -50,7 +50,7 @@ func TestSlotsPolicyAsConfigured(t *testing.T) {
 	st := fixedState()[1]
 	st.Policy, st.DriftPolicy = in, asked.Encode()
 	var out bytes.Buffer
-	view.WriteSlots(&out, "p", []governor.Status{st}, nil, nil, nil)
+	view.WriteSlots(&out, "p", []governor.Status{st}, nil, nil, nil, nil)
 	for _, want := range []string{"policy {priorities: [critical, batch], reserve: [critical=1]}", "asked for queue policy {priorities: [critical, batch], max_wait: 30s}"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("slots lacks %q:\n%s", want, out.String())

@@ -96,11 +96,14 @@ func rateShares(out []RateShare, hs []capacity.RateHolder, now time.Time) []Rate
 }
 
 // WriteRateShares writes the rate shares of rss (RateShares), a block
-// each after a blank line: the requests' shares, then the tokens'
-// (when there are any).
+// each, blocks apart by a blank line: the requests' shares, then the
+// tokens' (when there are any).
 func WriteRateShares(w io.Writer, rss []governor.RateStatus) {
-	for _, rs := range rss {
-		fmt.Fprintf(w, "\n%s  rate shares %d  local grants %d", Dash(rs.Key.Resource), len(rs.Shares), rs.LocalGrants)
+	for i, rs := range rss {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  rate shares %d  local grants %d", Dash(rs.Key.Resource), len(rs.Shares), rs.LocalGrants)
 		if len(rs.TokenShares) > 0 || rs.TokenLocalGrants > 0 {
 			fmt.Fprintf(w, "  token shares %d  local tokens %d", len(rs.TokenShares), rs.TokenLocalGrants)
 		}

@@ -30,7 +30,7 @@ func sharedState() governor.Status {
 // wanted, held, used.
 func TestSlotsShares(t *testing.T) {
 	var human bytes.Buffer
-	view.WriteSlots(&human, "prj-0001", []governor.Status{sharedState()}, nil, nil, nil)
+	view.WriteSlots(&human, "prj-0001", []governor.Status{sharedState()}, nil, nil, nil, nil)
 	for _, want := range []string{
 		`(?m)^  SHARE +SESSION +HOST +PID +WANTED +HELD +USED +EXPIRES IN$`,
 		`(?m)^  aaaa0000aaaa0000aaaa0000aaaa0000 +worker-1 +box1 +4242 +3 +3 +1 +29s$`,
@@ -77,8 +77,7 @@ func rateShared() []governor.RateStatus {
 // rate-only provider has no resource of its own.
 func TestSlotsRateShares(t *testing.T) {
 	var human bytes.Buffer
-	view.WriteSlots(&human, "prj-0001", nil, nil, nil, nil)
-	view.WriteRateShares(&human, rateShared())
+	view.WriteSlots(&human, "prj-0001", nil, rateShared(), nil, nil, nil)
 	golden(t, "slots_rates.txt", human.Bytes())
 	var js bytes.Buffer
 	if err := view.WriteJSON(&js, view.SlotsOf("prj-0001", nil, nil).WithRates(rateShared())); err != nil {

@@ -73,7 +73,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestSlotsGolden(t *testing.T) {
 	var human bytes.Buffer
-	view.WriteSlots(&human, "prj-0001", fixedState(), nil, nil, nil)
+	view.WriteSlots(&human, "prj-0001", fixedState(), nil, nil, nil, nil)
 	golden(t, "slots.txt", human.Bytes())
 	var js bytes.Buffer
 	if err := view.WriteJSON(&js, view.SlotsOf("prj-0001", fixedState(), nil)); err != nil {
@@ -93,7 +93,7 @@ func TestSlotsEscapesHostileDeclarations(t *testing.T) {
 	sts[0].Key.Resource = "r" + safetexttest.Hostile
 
 	var text bytes.Buffer
-	view.WriteSlots(&text, "p", sts, nil, nil, nil)
+	view.WriteSlots(&text, "p", sts, nil, nil, nil, nil)
 	safetexttest.Check(t, "slots", text.String())
 	if !strings.Contains(text.String(), `evil\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eRTL\nFAKE LINE\rOVER\xff`) {
 		t.Errorf("slots does not show the escaped session:\n%s", text.String())
@@ -120,7 +120,7 @@ func TestSlotsCancelledHolder(t *testing.T) {
 	st := fixedState()[2]
 	st.Holders[0].Cancelled = st.Now.Add(-3 * time.Second)
 	var human bytes.Buffer
-	view.WriteSlots(&human, "prj-0001", []governor.Status{st}, nil, nil, nil)
+	view.WriteSlots(&human, "prj-0001", []governor.Status{st}, nil, nil, nil, nil)
 	if want := "c7b8a99a8b7c6d5e4f30211203f4e5d6: cancelled in progress 3s ago; held until its work has stopped and it is released"; !strings.Contains(human.String(), want) {
 		t.Fatalf("slots:\n%s\nwant a line %q", human.String(), want)
 	}

@@ -13,23 +13,30 @@ import (
 )
 
 // WriteSlots writes the table of `governor slots` for sts, with the
-// mkdir slot of each resource locks binds to one. err, when it is an
+// mkdir slot of each resource locks binds to one, then the rate shares
+// of rss (RateShares), a block each. err, when it is an
 // *UnreadableError, names the resources that could not be read, each on
 // a line of its own after the others. note, when not nil, says what to
 // know of a resource's limit, on a line under it ("": nothing).
-func WriteSlots(w io.Writer, project string, sts []governor.Status, locks map[string]string, note func(resource string) string, err error) {
+func WriteSlots(w io.Writer, project string, sts []governor.Status, rss []governor.RateStatus, locks map[string]string, note func(resource string) string, err error) {
 	var ue *UnreadableError
-	if !errors.As(err, &ue) && len(sts) == 0 {
+	errors.As(err, &ue)
+	unreadable := ue.unreadable()
+	if len(sts) == 0 && len(unreadable) == 0 && len(rss) == 0 {
 		fmt.Fprintf(w, "project %s: no resources in use or configured\n", project)
 		return
 	}
 	writeStatuses(w, sts, locks, note)
-	for i, u := range ue.unreadable() {
+	for i, u := range unreadable {
 		if i > 0 || len(sts) > 0 {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s  UNREADABLE: %s\n", Dash(u.Resource), Dash(u.Error))
 	}
+	if len(rss) > 0 && (len(sts) > 0 || len(unreadable) > 0) {
+		fmt.Fprintln(w)
+	}
+	WriteRateShares(w, rss)
 }
 
 func writeStatuses(w io.Writer, sts []governor.Status, locks map[string]string, note func(string) string) {
