@@ -1,5 +1,6 @@
 -- forget.lua: remove a resource that has been idle for the retention.
--- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua).
+-- KEYS: see lib.lua, then 7 the resource's stats hash (observe.lua), 8
+--       its capacity leases' wants (capacity.lua): both go with it.
 -- ARGV: 1 retention in ms
 -- Returns 1 when every key of the resource was deleted (its state hash
 -- left as a tombstone), else 0.
@@ -22,7 +23,7 @@ load({'used', 'qlen', 'minexp', 'token', 'waited', 'paused', 'live', 'limit', 'k
 -- stays. A tombstone with other fields (an adaptive limit, a cool-off)
 -- is forgotten as any state is, below.
 if get('limit') == 0 and get('known') > 0 and redis.call('HLEN', S) == 1 then
-  redis.call('DEL', H, Q, QE, QD, E, KEYS[7])
+  redis.call('DEL', H, Q, QE, QD, E, KEYS[7], KEYS[8])
   return 0
 end
 settle()
@@ -44,7 +45,7 @@ local since = string.sub(mark, #want + 1) + 0
 if now - since < retention or get('token') >= sec * 1000000 + usec then
   return finish(0)
 end
-redis.call('DEL', H, S, Q, QE, QD, E, KEYS[7])
+redis.call('DEL', H, S, Q, QE, QD, E, KEYS[7], KEYS[8])
 -- The tombstone: a machine that witnessed the state (witnessed() in
 -- lib.lua) finds it forgotten, not lost. It lasts TOMBSTONE_MS, longer
 -- than a machine keeps a witness unrenewed (Go's witnessKeep); a birth

@@ -42,7 +42,8 @@
 -- last change); signal_at (ms): the last rate-limit signal (cooloff.lua);
 -- cooloff (ms): the end of a cool-off (cooling()). A seventh
 -- key, the stats hash (observe.lua), goes to status.lua and forget.lua
--- only.
+-- only, and an eighth, the capacity hash, to them and capacity.lua (its
+-- seventh).
 --
 -- Time is the server's (TIME), never the client's.
 --

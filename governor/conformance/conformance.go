@@ -258,6 +258,7 @@ var tests = []struct {
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
 	{"CapacityLocalGrants", (*suite).capacityLocalGrants},
+	{"CapacityForgotten", (*suite).capacityForgotten},
 }
 
 type suite struct{ h Harness }

@@ -90,7 +90,7 @@ type resourceKeys struct {
 	boxed      []any       // keys, boxed once for runBoxed
 	withStats  []string    // keys, then the stats hash (StatsKey)
 	withCap    []string    // keys, then the capacity hash (CapacityKey)
-	forStatus  []string    // withStats, then the capacity hash
+	forStatus  []string    // withStats, then the capacity hash (status.lua, forget.lua)
 	registered atomic.Bool // listed in the project index
 	// maxTTL is the longest lease TTL, in ms, this backend has asked
 	// for on the resource: how long grants are held back when it finds

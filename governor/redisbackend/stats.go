@@ -69,7 +69,7 @@ func (r *reader) stats(v []any) map[string]histogram.Histogram {
 // removal, for one that listed it between the script and the removal.
 func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.Duration) (bool, error) {
 	r := b.resource(key)
-	n, err := forgetScript.Run(ctx, b.rdb, r.withStats, retention.Milliseconds()).Int()
+	n, err := forgetScript.Run(ctx, b.rdb, r.forStatus, retention.Milliseconds()).Int()
 	if err != nil {
 		return false, wrap("forget", err)
 	}
