@@ -451,7 +451,8 @@ type Backend interface {
 	// Forget removes everything the backend keeps of key's slots —
 	// limit, fencing token, counters, events, histograms — once it has
 	// been idle for at least retention, and reports whether it did. Idle
-	// means no holder and no waiter, and no grant or enqueue since:
+	// means no holder, no waiter and no live capacity lease (one that
+	// wants nothing included), and no grant or enqueue since:
 	// the first call that finds key idle marks it (a state change that
 	// nothing else observes), and a later call that finds the same mark
 	// at least retention old removes it, drops it from Resources, and

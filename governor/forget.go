@@ -29,7 +29,8 @@ func ValidateRetention(d time.Duration) error {
 }
 
 // Forget removes what the backend keeps of resource if it has been idle
-// (no holder, no waiter, no grant or enqueue) for at least retention
+// (no holder, no waiter, no live capacity lease, no grant or enqueue)
+// for at least retention
 // (see Backend.Forget), and reports whether it did. The first call that
 // finds it idle only marks it. Bad input is ErrInvalid with nothing
 // changed.

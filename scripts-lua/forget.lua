@@ -6,7 +6,8 @@
 -- left as a tombstone), else 0.
 --
 -- Idle: no holder and no waiter, not paused, no live limit (admin.lua),
--- not cooling off.
+-- not cooling off, no live capacity lease (one wanting nothing is its
+-- process's lease still).
 -- The first call that finds the resource idle marks it (S field idle =
 -- "token waited since_ms"); a grant changes the token and an enqueue the
 -- waited count, so a later call that finds
@@ -28,9 +29,22 @@ if get('limit') == 0 and get('known') > 0 and redis.call('HLEN', S) == 1 then
 end
 settle()
 local mark = redis.call('HGET', S, 'idle')
--- A paused resource, one with a live limit (admin.lua), or one cooling
--- off (forgetting it would end the cool-off) is kept.
-if get('used') > 0 or get('qlen') > 0 or get('paused') > 0 or get('live') > 0 or redis.call('ZRANGE', H, 0, 0)[1] or cooling() then
+-- leased: a capacity lease is live (capacity.lua's entries, "want
+-- expiry_ms in_use granted").
+local function leased()
+  local c = redis.call('HVALS', KEYS[8])
+  for i = 1, #c do
+    local exp = string.match(c[i], '^%d+ (%d+) ')
+    if exp and exp + 0 > now then
+      return true
+    end
+  end
+  return false
+end
+-- A paused resource, one with a live limit (admin.lua), one cooling off
+-- (forgetting it would end the cool-off) or one leased is kept.
+if get('used') > 0 or get('qlen') > 0 or get('paused') > 0 or get('live') > 0 or redis.call('ZRANGE', H, 0, 0)[1] or cooling() or
+    leased() then
   if mark then
     set('idle', false)
   end

@@ -456,38 +456,47 @@ func (s *suite) capacityLocalGrants(t *testing.T) {
 	}
 }
 
-// capacityForgotten: a resource forgotten while idle (Forget) loses its
-// capacity leases' wants with the rest of its state, on every backend: a
-// lease that holds nothing (it wants nothing now) is listed no more, and
-// its next refresh is a new lease's, whose grants made before are not
-// counted (its count went with the state). (The Redis backend once kept
-// the wants: the differential test saw it count 3 local grants the file
-// backend did not.)
-func (s *suite) capacityForgotten(t *testing.T) {
-	b, key := s.open(t, "provider:forgotten")
-	l := newCapLease(key, 3, time.Minute)
-	wantShare(t, "the first refresh", l.ask(t, b, 1, 0), 1, 1)
-	if _, err := l.try(t, b, capacity.Ask{Want: 0, Granted: 2}); err != nil {
+// capacityNotForgotten: a live capacity lease, even one that wants and
+// holds nothing, leases its resource: Forget keeps the resource and the
+// lease's count of local grants (the differential found the file
+// backend forgetting the lease while Redis kept its want). Released, the
+// resource is idle, and is forgotten as any idle one, its leases' wants
+// and counts with it.
+func (s *suite) capacityNotForgotten(t *testing.T) {
+	const retention = time.Second
+	b, key := s.open(t, "provider:cap")
+	l := newCapLease(key, 4, time.Minute)
+	if _, err := l.try(t, b, capacity.Ask{Granted: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if st := mustStatus(t, b, key); len(st.Holders) != 0 || len(st.Shares) != 1 || st.Counters.LocalGrants != 2 {
-		t.Fatalf("a lease wanting nothing: %+v, want no holder, its want listed and 2 local grants", st)
-	}
-	gone := false
-	for i := 0; i < 3 && !gone; i++ {
-		s.h.Advance(t, time.Millisecond) // the last token behind the clock
-		var err error
-		if gone, err = b.Forget(ctxT(t), key, 0); err != nil {
-			t.Fatalf("Forget: %v", err)
+	forget := func(want bool, when string) {
+		t.Helper()
+		if got, err := b.Forget(ctxT(t), key, retention); err != nil || got != want {
+			t.Fatalf("Forget %s: %v, %v; want %v", when, got, err, want)
 		}
 	}
-	if !gone {
-		t.Fatal("an idle resource was not forgotten")
+	forget(false, "a lease wanting nothing, first seen")
+	s.h.Advance(t, retention+100*time.Millisecond)
+	forget(false, "a lease wanting nothing, past the retention")
+	if _, err := l.try(t, b, capacity.Ask{Granted: 7}); err != nil {
+		t.Fatal(err)
 	}
+	if st := mustStatus(t, b, key); len(st.Shares) != 1 || st.Counters.LocalGrants != 2 {
+		t.Fatalf("after Forget kept it: leases %+v, local grants %d; want the lease, and 2 grants (7 reported after 5)",
+			st.Shares, st.Counters.LocalGrants)
+	}
+	if _, err := l.try(t, b, capacity.Ask{Release: true, Granted: 7}); err != nil {
+		t.Fatal(err)
+	}
+	forget(false, "released, first seen")
+	s.h.Advance(t, retention+100*time.Millisecond)
+	forget(true, "released, past the retention")
 	if st := mustStatus(t, b, key); len(st.Shares) != 0 || st.Counters.LocalGrants != 0 {
-		t.Fatalf("forgotten: shares %+v, counters %+v; want none", st.Shares, st.Counters)
+		t.Fatalf("forgotten: leases %+v, local grants %d; want none", st.Shares, st.Counters.LocalGrants)
 	}
-	if _, err := l.try(t, b, capacity.Ask{Want: 0, Granted: 5}); err != nil {
+	// The lease asking again is a new lease: its grants made before are
+	// not counted (its count went with the state).
+	if _, err := l.try(t, b, capacity.Ask{Granted: 9}); err != nil {
 		t.Fatal(err)
 	}
 	if st := mustStatus(t, b, key); st.Counters.LocalGrants != 0 {

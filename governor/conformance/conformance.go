@@ -258,7 +258,7 @@ var tests = []struct {
 	{"CapacityReclaimBeforeOwn", (*suite).capacityReclaimBeforeOwn},
 	{"CapacityStatus", (*suite).capacityStatus},
 	{"CapacityLocalGrants", (*suite).capacityLocalGrants},
-	{"CapacityForgotten", (*suite).capacityForgotten},
+	{"CapacityNotForgotten", (*suite).capacityNotForgotten},
 }
 
 type suite struct{ h Harness }

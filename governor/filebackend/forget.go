@@ -31,9 +31,10 @@ func (b *Backend) Forget(ctx context.Context, key governor.Key, retention time.D
 // marking when it became idle first.
 func (t *tx) forgetIdle(retention time.Duration) (bool, error) {
 	st := t.st
-	// A paused resource, one with a live limit (admin.go), or one cooling
-	// off (forgetting it would end the cool-off) is kept.
-	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil || t.coolingOff() {
+	// A paused resource, one with a live limit (admin.go), one cooling
+	// off (forgetting it would end the cool-off) or one leased (a live
+	// capacity lease, wanting nothing or not) is kept.
+	if len(st.Holders) > 0 || len(st.Waiters) > 0 || st.Paused != nil || st.Live != nil || t.coolingOff() || t.leased() {
 		if st.Idle != nil {
 			st.Idle = nil
 			t.dirty = true
@@ -68,4 +69,14 @@ func (t *tx) forgetIdle(retention time.Duration) (bool, error) {
 func (t *tx) hasState() bool {
 	var fi unix.Stat_t
 	return unix.Fstatat(t.dir, stateName, &fi, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT
+}
+
+// leased tells whether a capacity lease of the resource is live.
+func (t *tx) leased() bool {
+	for _, w := range t.st.Wants {
+		if w.Expires > t.now.boot {
+			return true
+		}
+	}
+	return false
 }
