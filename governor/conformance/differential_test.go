@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/governor-dev/governor/governor"
 	"github.com/governor-dev/governor/governor/capacity"
@@ -166,7 +165,7 @@ func before(ops []diffOp, res string) []string {
 
 func openRedis(t testing.TB, addr string) full {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb := redistest.Client(addr)
 	b, err := redisbackend.New(context.Background(), rdb, redisbackend.OwnClient())
 	if err != nil {
 		_ = rdb.Close()

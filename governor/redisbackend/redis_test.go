@@ -19,7 +19,7 @@ import (
 
 func open(t *testing.T, addr string, opts ...redisbackend.Option) governor.Backend {
 	t.Helper()
-	return openClient(t, redis.NewClient(&redis.Options{Addr: addr}), opts...)
+	return openClient(t, redistest.Client(addr), opts...)
 }
 
 // openClient returns a backend on rdb; both are closed at t's cleanup.
@@ -186,7 +186,9 @@ func TestConformanceRealCluster(t *testing.T) {
 	conformance.RunParallel(t, realLanes, func(t *testing.T) conformance.Harness {
 		c := redistest.StartCluster(t, 3)
 		machine := t.TempDir()
-		cluster := func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}) }
+		cluster := func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: redistest.Patient, WriteTimeout: redistest.Patient})
+		}
 		// After the lane's tests (a cleanup runs after the subtests),
 		// before its Cluster stops (an earlier cleanup).
 		t.Cleanup(func() { usedNodes(t, c) })

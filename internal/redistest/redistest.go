@@ -297,3 +297,17 @@ func FreePort() (int, error) {
 	}
 	return 0, fmt.Errorf("the kernel gave no loopback port in 1000 tries that this process had not used before (%d used)", len(handedOut.ports))
 }
+
+// Patient is how long a test's client waits for each reply (go-redis's
+// ReadTimeout and WriteTimeout, 3 s by default). The default ran out
+// with three go test -race of the Redis backend at once on a 2-core
+// machine, while a miniredis in the test's own process compiled the
+// scripts that redisbackend.New loads ("load scripts: i/o timeout"),
+// and failed tests that check no time at all.
+const Patient = time.Minute
+
+// Client is a client of the server at addr that waits Patient for each
+// reply.
+func Client(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: Patient, WriteTimeout: Patient})
+}
