@@ -133,16 +133,24 @@ func (s *suite) renewNeverReacquires(t *testing.T) {
 	}
 }
 
+// expiryFreesSlot: a lease that is not renewed frees its slot at its
+// expiry. On a real server's clock its TTL is 3 s, so that it still
+// holds the slot when the checks before its expiry run on a loaded
+// machine (they take well under 400 ms idle, not always under load).
 func (s *suite) expiryFreesSlot(t *testing.T) {
+	ttl := 400 * time.Millisecond
+	if s.h.RealTime {
+		ttl = 3 * time.Second
+	}
 	b, key := s.open(t, "run")
 	r := req(key, 1, 1, governor.Fail)
-	r.TTL = 400 * time.Millisecond
+	r.TTL = ttl
 	mustAcquire(t, b, r, governor.Granted)
 	mustAcquire(t, b, req(key, 1, 1, governor.Fail), governor.Refused)
 	if st := mustStatus(t, b, key); len(st.Holders) != 1 {
 		t.Fatalf("holders = %d, want 1", len(st.Holders))
 	}
-	s.h.Advance(t, time.Second)
+	s.h.Advance(t, ttl+600*time.Millisecond)
 	if st := mustStatus(t, b, key); len(st.Holders) != 0 || st.Used != 0 {
 		t.Fatalf("status lists an expired holder: %+v", st)
 	}

@@ -202,7 +202,9 @@ func (s *suite) budgetReadNow(t *testing.T) {
 	now := budgetNow(t, b, p)
 	length := 10 * time.Minute
 	if s.h.RealTime {
-		length = 1500 * time.Millisecond
+		// Long enough that the window is still in force at the first
+		// read on a loaded machine (it must end before the second).
+		length = 4 * time.Second
 	}
 	start := now.Add(-time.Millisecond)
 	res, err := b.BudgetReserve(ctxT(t), governor.BudgetRequest{Project: p, Lease: "dies", Secret: secretOf("dies"), TTL: 200 * time.Millisecond,
