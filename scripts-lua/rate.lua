@@ -85,7 +85,9 @@ local function reserve(f, rate, period, b, cost)
   end
   local nxt = tat + emission * cost
   local allow_at = nxt - emission * b
-  if allow_at > now then
+  -- a millionth of a cell of slack, as gcra.Reserve: a whole burst is
+  -- allow_at = now exactly, which float rounding may put a hair above
+  if allow_at - now > emission * 1e-6 then
     return false, math.ceil(allow_at - now), 0, nil
   end
   -- the cells left, from times relative to now and with a millionth of a

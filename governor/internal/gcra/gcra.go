@@ -43,7 +43,11 @@ func Reserve(l Limit, tat, now, cost int64) Decision {
 	}
 	next := float64(tat) + emission*float64(cost)
 	allowAt := next - tolerance
-	if allowAt > float64(now) {
+	// With a millionth of a cell of slack too: at tat <= now the whole
+	// burst is allowAt = now exactly, which a float sum of a large now
+	// and a period/rate that is no integer may round a hair above (49
+	// per hour was never granted whole).
+	if allowAt-float64(now) > emission*1e-6 {
 		return Decision{RetryAfter: int64(allowAt - float64(now) + 0.999999)}
 	}
 	// The cells left, from times relative to now (exact integers) and

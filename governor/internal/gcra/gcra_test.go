@@ -71,3 +71,24 @@ func TestWindowBound(t *testing.T) {
 		t.Fatalf("only %d admitted in an hour at 50/min", len(admitted))
 	}
 }
+
+// TestWholeBurstAtAnyInstant: with nothing taken, the whole burst is
+// granted at every instant, though period/rate is no integer and now is
+// large (a float sum rounded a hair above now denied it: the file
+// backend refused 49 tokens of a central path of 49 per hour that
+// Redis granted, TestDifferentialClock seed 1796600871492071702); one
+// cell more never.
+func TestWholeBurstAtAnyInstant(t *testing.T) {
+	for _, rate := range []int64{3, 7, 49, 97} {
+		l := Limit{Rate: rate, Period: 3600e9}
+		for now := int64(3600e9); now < 3600e9+200; now++ {
+			if d := Reserve(l, 0, now, rate); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("rate %d/h at %d: the whole burst: %+v, want allowed with 0 left", rate, now, d)
+			}
+			d := Reserve(l, 0, now, rate-1)
+			if d2 := Reserve(l, d.TAT, now, 2); !d.Allowed || d2.Allowed {
+				t.Fatalf("rate %d/h at %d: all but one, then two: %+v, %+v; want the second denied", rate, now, d, d2)
+			}
+		}
+	}
+}
