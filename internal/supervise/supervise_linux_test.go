@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -472,9 +473,14 @@ func TestPdeathsig(t *testing.T) {
 		t.Fatalf("reading the helper's child pid: %v", err)
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(line))
-	if got := proctest.Marked(marker); len(got) != 1 || got[0] != child {
-		t.Fatalf("marked processes %v, want [%d]", got, child)
-	}
+	// The child has exec'd (ForkExec returns after), but its command
+	// line, which Marked reads, is set by the kernel a moment later:
+	// read at once under load it was empty (a CI run, "marked processes
+	// [], want [16014]").
+	waitFor(t, fmt.Sprintf("the child %d to be the marked process", child), func() bool {
+		got := proctest.Marked(marker)
+		return len(got) == 1 && got[0] == child
+	})
 	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
