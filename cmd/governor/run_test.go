@@ -389,22 +389,41 @@ func TestRunExitCodes(t *testing.T) {
 	})
 }
 
-// Two runs of a limit-1 resource never overlap: each child writes its
-// start and end times; the intervals must be disjoint, and some run must
-// have waited.
+// Runs of a limit-1 resource never overlap: each child writes its start
+// and end times; the intervals must be disjoint. The first to hold it
+// holds it until the others are seen waiting (a file the test makes
+// then: with a fixed 0.2 s hold, a run that started late under load
+// never waited, and the test failed on "1 runs waited, want 2").
 func TestRunLimitOneNeverOverlaps(t *testing.T) {
 	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
 		dir := t.TempDir()
-		times, rec := filepath.Join(dir, "times"), filepath.Join(dir, "runs.jsonl")
-		script := `echo "$GOVERNOR_RUN_IDS S $(date +%s%N)" >> "$0"; sleep 0.2; echo "$GOVERNOR_RUN_IDS E $(date +%s%N)" >> "$0"`
+		times, rec, goOn := filepath.Join(dir, "times"), filepath.Join(dir, "runs.jsonl"), filepath.Join(dir, "go")
+		script := `echo "$GOVERNOR_RUN_IDS S $(date +%s%N)" >> "$0"; while [ ! -e "$1" ]; do sleep 0.05; done
+echo "$GOVERNOR_RUN_IDS E $(date +%s%N)" >> "$0"`
 		const n = 3
 		var wg sync.WaitGroup
 		codes := make([]int, n)
 		for i := range n {
 			wg.Go(func() {
-				codes[i], _, _ = tg.run(t, "run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "sh", "-c", script, times)
+				codes[i], _, _ = tg.run(t, "run", "--resource", "heavy", "--if-busy", "wait", "--record", rec, "--", "sh", "-c", script,
+					times, goOn)
 			})
+		}
+		g := tg.governor(t)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			st := tg.status(t, g, "heavy")
+			if len(st.Holders) == 1 && len(st.Waiters) == n-1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = os.WriteFile(goOn, nil, 0o600)
+				wg.Wait()
+				t.Fatalf("a minute after %d runs started: %d holding, %d waiting; want 1 and %d", n, len(st.Holders), len(st.Waiters), n-1)
+			}
+		}
+		if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+			t.Fatal(err)
 		}
 		wg.Wait()
 		for i, c := range codes {
@@ -445,7 +464,7 @@ func TestRunLimitOneNeverOverlaps(t *testing.T) {
 		}
 		waited := 0
 		for _, r := range recordtest.Ends(t, rec) {
-			if r.WaitSeconds > 0.1 {
+			if r.WaitSeconds > 0 {
 				waited++
 			}
 		}
