@@ -101,26 +101,35 @@ func (o Options) StartServer(dir string, extra ...string) (*Server, error) {
 		}
 		protected = "yes"
 	}
-	var err error
-	for range portTries {
-		var port int
-		if port, err = FreePort(); err != nil {
-			return nil, err
-		}
+	return onFreePort(func(port int) (*Server, error) {
 		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, ready: "Ready to accept connections",
 			Password: o.Password, spawn: o.Spawn}
 		s.args = append(append(conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--protected-mode", protected), extra...)
-		if err = s.start(); !errors.Is(err, errPortTaken) {
-			return s, err
-		}
-	}
-	return nil, err
+		return s, s.start()
+	})
 }
 
 // portTries bounds the ports a server start tries, and the restarts on
 // a port that something else holds for the moment.
 const portTries = 20
+
+// onFreePort starts a server with start on a port from FreePort, and on
+// another while the one given was taken before the server bound it.
+func onFreePort(start func(port int) (*Server, error)) (*Server, error) {
+	var err error
+	for range portTries {
+		port, perr := FreePort()
+		if perr != nil {
+			return nil, perr
+		}
+		var s *Server
+		if s, err = start(port); !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+	return nil, err
+}
 
 // errPortTaken: the server could not bind its port.
 var errPortTaken = errors.New("port taken")
@@ -200,31 +209,23 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	conf := dir + "/sentinel.conf"
-	var err error
-	for range portTries { // a port taken before the bind: another
-		var port int
-		if port, err = FreePort(); err != nil {
-			t.Fatal(err)
-		}
+	s, err := onFreePort(func(port int) (*Server, error) {
 		// Quick to act, for tests: the master is down after 500 ms
 		// without an answer, and a failover may be retried after 2 s.
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n"+
 			"sentinel down-after-milliseconds main 500\nsentinel failover-timeout main 2000\n", port, dir, master.Port)
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir,
 			args: []string{conf, "--sentinel"}, ready: "+monitor master main"}
-		if err = s.start(); err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
+		return s, s.start()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal(err)
-	return nil
+	t.Cleanup(s.Stop)
+	return s
 }
 
 // Restart stops the server and starts it again on the same port with no
