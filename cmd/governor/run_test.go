@@ -391,9 +391,10 @@ func TestRunExitCodes(t *testing.T) {
 
 // Runs of a limit-1 resource never overlap: each child writes its start
 // and end times; the intervals must be disjoint. The first to hold it
-// holds it until the others are seen waiting (a file the test makes
-// then: with a fixed 0.2 s hold, a run that started late under load
-// never waited, and the test failed on "1 runs waited, want 2").
+// holds it until the others are seen waiting, and 0.2 s more (a file the
+// test makes then: with a fixed 0.2 s hold from its start, a run that
+// started late under load never waited, and the test failed on "1 runs
+// waited, want 2"); each of them must have waited over 0.1 s.
 func TestRunLimitOneNeverOverlaps(t *testing.T) {
 	t.Parallel()
 	runTargets(t, "", func(t *testing.T, tg *target) {
@@ -422,6 +423,11 @@ echo "$GOVERNOR_RUN_IDS E $(date +%s%N)" >> "$0"`
 				t.Fatalf("a minute after %d runs started: %d holding, %d waiting; want 1 and %d", n, len(st.Holders), len(st.Waiters), n-1)
 			}
 		}
+		// Seen waiting, the others wait 0.2 s more before the holder may
+		// end: each then waited more than the 0.1 s an immediate grant
+		// never takes. (This only lengthens their waits; load can only
+		// lengthen them further.)
+		time.Sleep(200 * time.Millisecond)
 		if err := os.WriteFile(goOn, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +470,7 @@ echo "$GOVERNOR_RUN_IDS E $(date +%s%N)" >> "$0"`
 		}
 		waited := 0
 		for _, r := range recordtest.Ends(t, rec) {
-			if r.WaitSeconds > 0 {
+			if r.WaitSeconds > 0.1 {
 				waited++
 			}
 		}
