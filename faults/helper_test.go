@@ -192,9 +192,16 @@ func helperFenceWriter() int {
 // helperChurn runs N goroutines that each take one slot of RES (limit
 // LIMIT, Wait mode) over and over, hold it HOLD (randomised ±50%), and
 // release it, until the file STOP exists; then each finishes the acquire
-// it is in (it must be served) and the process prints "served I COUNT"
-// for each goroutine. Every grant and release is logged to OUT as
-// "S WHO MONO" and "E WHO MONO", one write per line.
+// it is in (it must be served) and the process prints "served I COUNT
+// LONGEST" for each goroutine, LONGEST its longest wait in seconds. Every
+// grant and release is logged to OUT as "S WHO MONO" and "E WHO MONO",
+// one write per line.
+//
+// An acquire fails after 10 minutes. A FIFO queue of 500 goroutines goes
+// round in about 4 s on the idle 2-core machine; two CI runs at once
+// (load 40) slowed it past the 90 s this bound was, and every goroutine
+// failed at once. The bound is how long a waiter may wait before the
+// test calls it never served, not a speed.
 func helperChurn() int {
 	n, _ := strconv.Atoi(os.Getenv("N"))
 	limit, _ := strconv.Atoi(os.Getenv("LIMIT"))
@@ -214,15 +221,18 @@ func helperChurn() int {
 	stopped := func() bool { _, err := os.Stat(stop); return err == nil }
 	who := os.Getenv("WHO")
 	counts := make([]int, n)
+	longest := make([]time.Duration, n)
 	failed := make(chan error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			id := fmt.Sprintf("%s.%d", who, i)
 			for first := true; first || !stopped(); first = false {
-				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				asked := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				l, err := g.Acquire(ctx, os.Getenv("RES"), governor.AcquireOptions{Limit: limit, Mode: governor.Wait})
 				cancel()
+				longest[i] = max(longest[i], time.Since(asked))
 				if err != nil {
 					failed <- fmt.Errorf("%s: acquire: %w", id, err)
 					return
@@ -247,7 +257,7 @@ func helperChurn() int {
 		code = 3
 	}
 	for i, c := range counts {
-		fmt.Printf("served %d %d\n", i, c)
+		fmt.Printf("served %d %d %.3f\n", i, c, longest[i].Seconds())
 	}
 	if err := g.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "close:", err)
