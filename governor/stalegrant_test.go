@@ -69,13 +69,17 @@ func (b *stallingGrants) Release(ctx context.Context, key governor.Key, id, secr
 // TestStaleGrantNotAcquired: a grant whose reply arrives after its
 // lease's local deadline, and which cannot be renewed, is not acquired:
 // it is released and asked for again (issue 24.18), so the lease
-// returned is one whose deadline lies ahead.
+// returned is one whose deadline lies ahead. The TTL is 2 s: with the
+// shortest (100 ms) a loaded machine made the second grant's reply late
+// too, rightly released as well ("grants 3"). A grant that comes late
+// on its own is still released and asked again, so the test asks only
+// that the stalled one went first.
 func TestStaleGrantNotAcquired(t *testing.T) {
 	fb, err := filebackend.New(t.TempDir(), filebackend.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl := leasetiming.MinTTL
+	ttl := 2 * time.Second
 	b := &stallingGrants{Backend: fb, ttl: ttl}
 	g, err := governor.New(b, governor.Options{Project: "p", TTL: ttl})
 	if err != nil {
@@ -90,7 +94,7 @@ func TestStaleGrantNotAcquired(t *testing.T) {
 	b.mu.Lock()
 	grants, released := b.grants, append([]string(nil), b.released...)
 	b.mu.Unlock()
-	if grants != 2 || len(released) != 1 || released[0] != b.stalledID {
+	if grants < 2 || len(released) != grants-1 || released[0] != b.stalledID {
 		t.Fatalf("grants %d, released %v; want the stale grant released and a second grant", grants, released)
 	}
 	if !time.Now().Before(l.Deadline()) {
