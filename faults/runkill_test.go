@@ -281,7 +281,11 @@ func (w *runWorld) pausedGovernorNeverOverlaps(command []string) {
 	first, out, errb := w.run("first", []string{"--kill-grace", "1s"}, nil, command...)
 	expectLine(t, out, "working", time.Minute)
 	eventually(t, 20*time.Second, "the first command's progress", func() bool { return len(progressSpans(t, w.out)) >= 5 })
-	stopOutsideWrite(t, first.Process.Pid)
+	st, err := proc.Stat(first.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.StopOutsideWrite(t, first.Process.Pid, st.Start)
 	w.second()
 	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
