@@ -58,3 +58,26 @@ func TestLocksLive(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldsExclusiveFlock: a process holding an exclusive flock is told,
+// one holding only a shared flock is not.
+func TestHoldsExclusiveFlock(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pid := os.Getpid()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := HoldsExclusiveFlock(pid); held || err != nil {
+		t.Errorf("shared flock only: held %v, %v; want false", held, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := HoldsExclusiveFlock(pid); !held || err != nil {
+		t.Errorf("exclusive flock: held %v, %v; want true", held, err)
+	}
+}

@@ -41,7 +41,11 @@ func StopOutsideWrite(t testing.TB, pid int, start uint64) {
 	t.Helper()
 	for try := 1; ; try++ {
 		Stop(t, pid, start)
-		if !holdsExclusiveFlock(t, pid) {
+		held, err := proc.HoldsExclusiveFlock(pid)
+		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			t.Logf("the stop is judged from the lines of /proc/locks that could be read: %v", err)
+		}
+		if !held {
 			return
 		}
 		if try == 200 {
@@ -52,29 +56,4 @@ func StopOutsideWrite(t testing.TB, pid int, start uint64) {
 		}
 		time.Sleep(time.Duration(try) * time.Millisecond) // not an outcome: a new moment to stop at
 	}
-}
-
-// holdsExclusiveFlock reports whether pid holds an exclusive flock(2),
-// as /proc/locks shows it (false where it cannot be read). The file
-// backend takes one only for a write of a resource's state; a holder's
-// lease file is locked shared. The kernel hands /proc/locks out a page
-// per read(2), each found by its position, so a line can be missed when
-// other locks come and go between two pages: pid is stopped and its own
-// locks stay as they are, so any of three reads that shows one counts.
-func holdsExclusiveFlock(t testing.TB, pid int) bool {
-	for range 3 {
-		locks, err := proc.Locks()
-		if errors.Is(err, errors.ErrUnsupported) {
-			return false
-		}
-		if err != nil {
-			t.Logf("the stop is judged from the lines of /proc/locks that could be read: %v", err)
-		}
-		for _, l := range locks {
-			if l.Kind == proc.Flock && l.Mode == proc.LockWrite && l.PID == pid {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -378,13 +378,10 @@ func (g *guard) killStoppedLockHolder() bool {
 	if g.gov.PID == 0 || !governorStopped() {
 		return false
 	}
-	locks, _ := proc.Locks() // the lines that can be read serve
-	for _, l := range locks {
-		if l.Kind == proc.Flock && l.Mode == proc.LockWrite && l.PID == g.gov.PID {
-			return proc.Kill(g.gov.PID, g.gov.Start, syscall.SIGKILL) == nil
-		}
+	if held, _ := proc.HoldsExclusiveFlock(g.gov.PID); !held { // the lines that can be read serve
+		return false
 	}
-	return false
+	return proc.Kill(g.gov.PID, g.gov.Start, syscall.SIGKILL) == nil
 }
 
 // tell says what the watchdog did, and why, on stderr, then records it
