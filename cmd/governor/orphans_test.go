@@ -107,7 +107,7 @@ func orphanedTree(t *testing.T, tg *target, env []string, kill bool) {
 	}
 	i := strings.Index(string(b), "B\n")
 	if i < 0 || !strings.HasSuffix(string(b), "b\n") {
-		t.Fatalf("the next run's work is not in %s, or the orphaned command worked after it: %q", work, strings.Fields(string(b)))
+		t.Fatalf("the next run's work is not in %s, or the orphaned command worked after it: %q; the next run said: %s", work, strings.Fields(string(b)), errs)
 	}
 	if after := strings.Count(string(b[i:]), "a\n"); after > 0 {
 		t.Fatalf("the orphaned command worked %d times after the next run's command started (%s)", after, strings.TrimSpace(errs))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,8 +80,8 @@ func TestRunStoppedInStateWriteKilledByWatchdog(t *testing.T) {
 	select {
 	case err = <-waited:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("governor stopped inside a state write still lives 2 minutes after the next run was granted: its watchdog did not kill it (state %q): %s",
-			procState(c.Process.Pid), errs.String())
+		t.Fatalf("governor stopped inside a state write still lives 2 minutes after the next run was granted: its watchdog did not kill it (state %q; its flocks %s): %s",
+			procState(c.Process.Pid), flocksOf(c.Process.Pid, tg.dir), errs.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -103,4 +104,29 @@ func procState(pid int) string {
 	}
 	wchan, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "wchan"))
 	return string(info.State) + " " + string(wchan)
+}
+
+// flocksOf lists, for a failure's message, the flocks /proc/locks shows
+// pid holding, each with the file under dir that has its inode.
+func flocksOf(pid int, dir string) string {
+	locks, err := proc.Locks()
+	if err != nil {
+		return err.Error()
+	}
+	inodes := map[uint64]string{}
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if info, ierr := os.Stat(path); err == nil && ierr == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				inodes[st.Ino] = path
+			}
+		}
+		return nil
+	})
+	var held []string
+	for _, l := range locks {
+		if l.PID == pid {
+			held = append(held, fmt.Sprintf("%s %s %s", l.Kind, l.Mode, inodes[l.Inode]))
+		}
+	}
+	return fmt.Sprintf("%q", held)
 }

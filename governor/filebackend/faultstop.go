@@ -4,8 +4,6 @@ package filebackend
 
 import (
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // A governor built with -tags governor_faults (the fault tests' build,
@@ -19,7 +17,7 @@ func init() {
 	}
 	underLock = func() {
 		if os.Remove(path) == nil {
-			_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+			stopSelf()
 		}
 	}
 }
