@@ -17,7 +17,13 @@ func lockHolder(f fileID) LockHolder {
 	if f == (fileID{}) {
 		return LockHolder{}
 	}
-	pid := readHolder(proc.Locks, f, hasOpen)
+	// A diagnosis: the lines that can be read serve, read again while
+	// they show no holder (proc.LocksWith).
+	pid := 0
+	_, _ = proc.LocksWith(func(locks []proc.Lock) bool {
+		pid = flockHolder(locks, f, hasOpen)
+		return pid > 0
+	})
 	if pid <= 0 {
 		return LockHolder{}
 	}
@@ -27,28 +33,6 @@ func lockHolder(f fileID) LockHolder {
 	}
 	comm, _ := proc.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	return LockHolder{PID: pid, Command: strings.TrimSpace(string(comm)), Stopped: st.Stopped()}
-}
-
-// holderReads is how many times readHolder reads /proc/locks before it
-// says nobody holds the lock.
-const holderReads = 3
-
-// readHolder is flockHolder of the locks read (a diagnosis: the lines
-// that can be read serve), read again when no holder is found, up to
-// holderReads times. The kernel hands /proc/locks out a page per read(2)
-// and finds each page by its position in the list: a lock listed before
-// f's that goes between two of those reads moves f's line into the page
-// already read, and that pass misses it. The suite met it when two CI
-// runs at once held and dropped flocks by the hundred: a running holder
-// named as "another process".
-func readHolder(read func() ([]proc.Lock, error), f fileID, open func(pid int, f fileID) bool) int {
-	for range holderReads {
-		locks, _ := read()
-		if pid := flockHolder(locks, f, open); pid > 0 {
-			return pid
-		}
-	}
-	return 0
 }
 
 // flockHolder is the pid that locks, from /proc/locks, show holding an

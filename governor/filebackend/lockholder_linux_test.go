@@ -53,36 +53,3 @@ func TestFlockHolder(t *testing.T) {
 		}
 	}
 }
-
-// TestReadHolderReadsAgain: a read of /proc/locks that misses the
-// holder's line (a lock before it went between two pages of the read)
-// is made again; one that never shows it says nobody, after holderReads
-// reads.
-func TestReadHolderReadsAgain(t *testing.T) {
-	f := fileID{dev: unix.Mkdev(0xfe, 0), ino: 10011890}
-	held, _ := proc.ParseLocks([]byte("1: FLOCK  ADVISORY  WRITE 15133 fe:00:10011890 0 EOF\n"))
-	other, _ := proc.ParseLocks([]byte("1: FLOCK  ADVISORY  WRITE 9 fe:00:77 0 EOF\n"))
-	none := func(int, fileID) bool { return false }
-	reads := func(pages ...[]proc.Lock) (func() ([]proc.Lock, error), *int) {
-		n := 0
-		return func() ([]proc.Lock, error) {
-			n++
-			if n <= len(pages) {
-				return pages[n-1], nil
-			}
-			return held, nil
-		}, &n
-	}
-	read, n := reads(other, other)
-	if got := readHolder(read, f, none); got != 15133 || *n != 3 {
-		t.Errorf("missed twice, then shown: holder %d after %d reads, want 15133 after 3", got, *n)
-	}
-	read, n = reads(other, other, other, other)
-	if got := readHolder(read, f, none); got != 0 || *n != holderReads {
-		t.Errorf("never shown: holder %d after %d reads, want 0 after %d", got, *n, holderReads)
-	}
-	read, n = reads()
-	if got := readHolder(read, f, none); got != 15133 || *n != 1 {
-		t.Errorf("shown at once: holder %d after %d reads, want 15133 after 1", got, *n)
-	}
-}

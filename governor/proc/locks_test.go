@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,5 +59,42 @@ func TestParseLocks(t *testing.T) {
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 			t.Errorf("%s: error %v, want one containing %s", c.name, err, c.wantErr)
 		}
+	}
+}
+
+// TestLocksWithReadsAgain: a read that does not show what is looked for
+// (its line missed between two pages) is made again, up to locksReads
+// times, and the read that shows it is returned; a system without
+// /proc/locks is read once.
+func TestLocksWithReadsAgain(t *testing.T) {
+	held := []Lock{{Kind: Flock, Mode: LockWrite, PID: 15133, Inode: 7}}
+	other := []Lock{{Kind: Flock, Mode: LockWrite, PID: 9, Inode: 8}}
+	shown := func(locks []Lock) bool { return len(locks) == 1 && locks[0].PID == 15133 }
+	reads := func(pages ...[]Lock) (func() ([]Lock, error), *int) {
+		n := 0
+		return func() ([]Lock, error) {
+			n++
+			if n <= len(pages) {
+				return pages[n-1], nil
+			}
+			return held, nil
+		}, &n
+	}
+	read, n := reads(other, other)
+	if got, _ := locksWith(read, shown); !shown(got) || *n != 3 {
+		t.Errorf("missed twice, then shown: %+v after %d reads, want the holder's after 3", got, *n)
+	}
+	read, n = reads(other, other, other, other)
+	if got, _ := locksWith(read, shown); shown(got) || *n != locksReads {
+		t.Errorf("never shown: %+v after %d reads, want none after %d", got, *n, locksReads)
+	}
+	read, n = reads()
+	if got, _ := locksWith(read, shown); !shown(got) || *n != 1 {
+		t.Errorf("shown at once: %+v after %d reads, want the holder's after 1", got, *n)
+	}
+	n0 := 0
+	unsupported := func() ([]Lock, error) { n0++; return nil, errors.ErrUnsupported }
+	if _, err := locksWith(unsupported, shown); !errors.Is(err, errors.ErrUnsupported) || n0 != 1 {
+		t.Errorf("no /proc/locks: %v after %d reads, want ErrUnsupported after 1", err, n0)
 	}
 }
