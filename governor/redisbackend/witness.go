@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/governor-dev/governor/governor/internal/backendkit"
+	"github.com/governor-dev/governor/governor/statedir"
 )
 
 // Witness makes the backend keep, in a file under dir shared by the
@@ -219,19 +220,7 @@ func (w *witness) write(kind byte, k string, v, now int64) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(w.path), ".redis-witness-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), w.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := statedir.WriteFile(w.path, data); err != nil {
 		return err
 	}
 	w.stamp = fileStamp(w.path)

@@ -38,3 +38,29 @@ func Under(base string) string {
 	}
 	return filepath.Join(base, "governor")
 }
+
+// WriteFile replaces path by data, whole, with mode 0600: it writes a
+// temporary file beside path and renames it over path. A reader of path
+// finds the file as it was, or as it is now, never a part of it, even if
+// the writer is stopped or killed between its writes (a run entry created
+// empty and stopped before its write named no tree to the next run, which
+// started beside the orphaned one). On failure the temporary file is
+// removed; a writer killed before the rename leaves it, named
+// "."+base(path)+".*.tmp", which no reader of path looks at.
+func WriteFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}

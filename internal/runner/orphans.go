@@ -85,8 +85,9 @@ func (r *run) leaveEntry(tree *supervise.Tree) func() {
 	e.Keys, e.Leases = r.keys()
 	b, _ := json.Marshal(e)
 	path := filepath.Join(dir, r.id+".json")
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		err = os.WriteFile(path, b, 0o600)
+	err = os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = statedir.WriteFile(path, b) // whole or not at all: a stop between two writes
 	}
 	if err != nil {
 		fmt.Fprintf(r.stderr, "governor: cannot leave the run's entry (for the next holder to end its command if governor and its watchdog die): %v\n", err)
