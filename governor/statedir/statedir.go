@@ -1,7 +1,9 @@
 // Package statedir is where the file backend keeps its state when the
 // configuration names no directory: one rule that the configuration
 // (package config, which imports no backend) and the file backend both
-// ask. A leaf: it imports only the standard library and x/sys.
+// ask; and how a file that other processes read there (a run's entry,
+// the Redis witness) is replaced whole (WriteFile). A leaf: it imports
+// only the standard library and x/sys.
 package statedir
 
 import (
